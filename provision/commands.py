@@ -1,0 +1,1 @@
+"""Commands beyond `probe`, registered on the click group (kept apart so cli.py stays short)."""

@@ -1,0 +1,132 @@
+"""Pure lookups over the cited tables in knowledge.toml: versions, SMs, drivers, what runs where."""
+
+from __future__ import annotations
+
+import re
+import sys
+from functools import cache
+from importlib import resources
+from typing import Any
+
+from packaging.version import InvalidVersion, Version
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+# NVML's topology common-ancestor levels, named as `nvidia-smi topo -m` prints them (nvml.h nvmlGpuTopologyLevel_t).
+TOPOLOGY_LEVELS = {0: "X", 10: "PIX", 20: "PXB", 30: "PHB", 40: "NODE", 50: "SYS"}
+# NVML's nvmlGpuP2PStatus_t, as cuda.bindings.nvml.GpuP2PStatus names it.
+P2P_STATUS = {
+    0: "ok",
+    1: "chipset_not_supported",
+    2: "gpu_not_supported",
+    3: "ioh_topology_not_supported",
+    4: "disabled_by_regkey",
+    5: "not_supported",
+    6: "unknown",
+}
+_LABEL = re.compile(r"^(sm|compute|lto)_(\d+)([af]?)$")
+
+
+@cache
+def knowledge() -> dict[str, Any]:
+    """Return the parsed knowledge.toml shipped with the package."""
+    text = resources.files("provision").joinpath("knowledge.toml").read_text(encoding="utf-8")
+    return tomllib.loads(text)
+
+
+def cuda_from_nvml(value: int) -> str:
+    """Return "13.1" for NVML's 13010 (1000*major + 10*minor, nvml.h NVML_CUDA_DRIVER_VERSION_*)."""
+    return f"{value // 1000}.{(value % 1000) // 10}"
+
+
+def sm_name(cc: str) -> str:
+    """Return "sm_120" for compute capability "12.0"."""
+    major, minor = cc.split(".")
+    return f"sm_{major}{minor}"
+
+
+def parse_label(label: str) -> tuple[str, int, int, str]:
+    """Return (kind, major, minor, suffix) for "sm_120a", "compute_90", "lto_100"; ValueError otherwise."""
+    match = _LABEL.match(label)
+    if not match:
+        raise ValueError(f"not an SM label: {label!r}")
+    kind, digits, suffix = match.groups()
+    return kind, int(digits[:-1]), int(digits[-1]), suffix
+
+
+def parse_cc(cc: str) -> tuple[int, int]:
+    major, minor = cc.split(".")
+    return int(major), int(minor)
+
+
+def arch_name(cc: str) -> str | None:
+    for row in knowledge()["arch"]:
+        if row["cc"] == cc:
+            return str(row["name"])
+    return None
+
+
+def driver_minimum(cuda: str) -> str | None:
+    for row in knowledge()["driver"]:
+        if row["cuda"] == cuda:
+            return str(row["minimum"])
+    return None
+
+
+def driver_source(cuda: str) -> str:
+    for row in knowledge()["driver"]:
+        if row["cuda"] == cuda:
+            return str(row["source"])
+    return "NVML nvmlSystemGetCudaDriverVersion: the newest CUDA the driver supports"
+
+
+def version_at_least(have: str, want: str) -> bool:
+    try:
+        return Version(have) >= Version(want)
+    except InvalidVersion:
+        return False
+
+
+def driver_supports(driver_cuda: str | None, target: str) -> bool:
+    """Whether a driver that reports CUDA `driver_cuda` runs code built for CUDA `target`.
+
+    The driver's own report is the authority: a 13.x build needs a driver of the 13.x series that reports at least
+    the same minor for the full feature set (minor-version compatibility covers SASS only, not newer PTX).
+    """
+    return driver_cuda is not None and version_at_least(driver_cuda, target)
+
+
+def toolkit_sms(cuda: str) -> list[str] | None:
+    """Return the real SMs that nvcc of CUDA release `cuda` ("13.0") can target, or None when not tabled."""
+    major_minor = ".".join(cuda.split(".")[:2])
+    for row in knowledge()["toolkit"]:
+        if row["cuda"] == major_minor:
+            return list(row["sms"])
+    return None
+
+
+def torch_wheel_sms(cuda: str) -> list[str] | None:
+    for row in knowledge()["torch_wheels"]:
+        if row["cuda"] == cuda:
+            return list(row["sms"])
+    return None
+
+
+def label_runs_on(label: str, cc: str) -> bool:
+    """Whether code with entry label `label` (sm_90a, sm_120f, compute_120...) can run on a GPU of `cc`."""
+    kind, major, minor, suffix = parse_label(label)
+    dev_major, dev_minor = parse_cc(cc)
+    if kind == "compute":
+        return (dev_major, dev_minor) >= (major, minor)
+    if kind != "sm":
+        return False
+    if suffix == "a":
+        return (dev_major, dev_minor) == (major, minor)
+    return dev_major == major and dev_minor >= minor
+
+
+def gate(name: str) -> dict[str, Any]:
+    return dict(knowledge()["gates"][name])

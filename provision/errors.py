@@ -1,0 +1,54 @@
+"""The one exception root. Core code raises; only `cli` prints and exits."""
+
+from __future__ import annotations
+
+
+class ProvisionError(Exception):
+    """A failure the user can act on: one line of what went wrong, one line of what to do."""
+
+    code = "error"
+    exit_code = 3
+
+    def __init__(self, message: str, hint: str = "") -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+
+class UsageError(ProvisionError):
+    code = "usage"
+    exit_code = 2
+
+
+class ProfileError(ProvisionError):
+    code = "profile"
+    exit_code = 4
+
+
+class IndexError_(ProvisionError):
+    """An index could not be read (down, slow, 404, no file for this platform)."""
+
+    code = "index"
+    exit_code = 5
+
+
+class ResolveError(ProvisionError):
+    code = "resolve"
+    exit_code = 6
+
+
+class EnvError(ProvisionError):
+    code = "env"
+    exit_code = 7
+
+
+class ToolError(ProvisionError):
+    """An external tool (uv, nvcc) failed or is missing."""
+
+    code = "tool"
+    exit_code = 8
+
+
+class Interrupted(ProvisionError):
+    code = "interrupted"
+    exit_code = 130

@@ -1,0 +1,121 @@
+"""What a probe learns about a machine: frozen dataclasses that round-trip to the `probe --json` document."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True, kw_only=True)
+class Driver:
+    version: str | None = None
+    cuda: str | None = None  # newest CUDA the driver supports, "13.1"
+    cuda_raw: int | None = None  # NVML's encoding, 13010
+    kernel_module: str | None = None  # "open" | "proprietary"
+    nvml_version: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Pcie:
+    gen_current: int | None = None
+    gen_max: int | None = None
+    width_current: int | None = None
+    width_max: int | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Gpu:
+    index: int
+    name: str
+    uuid: str | None = None
+    pci_bus_id: str | None = None
+    compute_capability: str | None = None  # "12.0"
+    sm: str | None = None  # "sm_120"
+    architecture: str | None = None
+    memory_total_bytes: int | None = None
+    pcie: Pcie = field(default_factory=Pcie)
+    nvlink_active_links: int = 0
+    nvlink_supported: bool = False
+    mig_mode: str | None = None  # "enabled" | "disabled" | None when not supported
+    persistence_mode: bool | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Link:
+    """How two GPUs reach each other, as `nvidia-smi topo -m` and `-p2p r` would say."""
+
+    gpu_a: int
+    gpu_b: int
+    link: str  # NV#, PIX, PXB, PHB, NODE, SYS
+    p2p_read: str  # ok, not_supported, ...
+
+
+@dataclass(frozen=True, kw_only=True)
+class Toolkit:
+    version: str  # "13.0"
+    path: str
+    nvcc: str
+    found_by: tuple[str, ...] = ()
+    sms: tuple[str, ...] = ()  # real targets, as `nvcc --list-gpu-code` prints them
+    ptx: tuple[str, ...] = ()  # virtual targets, `nvcc --list-gpu-arch`
+    full_version: str | None = None  # "13.0.88"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Host:
+    os: str | None = None
+    os_version: str | None = None
+    kernel: str | None = None
+    arch: str | None = None
+    glibc: str | None = None
+    python: str | None = None
+    python_path: str | None = None
+    container: str | None = None
+    virtualization: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class MachineFacts:
+    driver: Driver = field(default_factory=Driver)
+    gpus: tuple[Gpu, ...] = ()
+    topology: tuple[Link, ...] = ()
+    toolkits: tuple[Toolkit, ...] = ()
+    host: Host = field(default_factory=Host)
+    notes: tuple[str, ...] = ()
+    source: str = "live"  # "live" or the recorded file's path
+
+    def to_dict(self) -> dict[str, Any]:
+        data = dataclasses.asdict(self)
+        data.pop("source")
+        return data
+
+    @property
+    def pcie_only(self) -> bool:
+        """True when no two GPUs share an NVLink (every link is a PCIe path)."""
+        return all(not link.link.startswith("NV") for link in self.topology) and not any(
+            gpu.nvlink_active_links for gpu in self.gpus
+        )
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], source: str) -> MachineFacts:
+        """Rebuild facts from a `probe --json` document; unknown keys are ignored so newer files still load."""
+        return cls(
+            driver=_build(Driver, data.get("driver") or {}),
+            gpus=tuple(
+                _build(Gpu, {**g, "pcie": _build(Pcie, g.get("pcie") or {})}) for g in data.get("gpus") or []
+            ),
+            topology=tuple(_build(Link, link) for link in data.get("topology") or []),
+            toolkits=tuple(
+                _build(Toolkit, {**t, **{k: tuple(t.get(k) or ()) for k in ("found_by", "sms", "ptx")}})
+                for t in data.get("toolkits") or []
+            ),
+            host=_build(Host, data.get("host") or {}),
+            notes=tuple(data.get("notes") or ()),
+            source=source,
+        )
+
+
+def _build(cls: type[Any], data: dict[str, Any]) -> Any:
+    names = {f.name for f in dataclasses.fields(cls)}
+    return cls(**{k: v for k, v in data.items() if k in names})

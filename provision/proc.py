@@ -1,0 +1,90 @@
+"""The one way to run a subprocess: argv list, timeout, an explicit environment, a typed failure."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from provision.errors import ToolError
+
+# Set on the lent GPU machines because multicast use can take a shared host's GPUs out of service;
+# every process the tool starts keeps them, whatever environment it is given.
+SAFETY_VARIABLES = ("NCCL_NVLS_ENABLE", "TORCH_SYMM_MEM_DISABLE_MULTICAST", "NVSHMEM_DISABLE_NVLS")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Completed:
+    argv: tuple[str, ...]
+    returncode: int
+    stdout: str
+    stderr: str
+    timed_out: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return self.returncode == 0 and not self.timed_out
+
+    def tail(self, lines: int = 20) -> str:
+        text = (self.stdout + ("\n" if self.stdout and self.stderr else "") + self.stderr).strip()
+        return "\n".join(text.splitlines()[-lines:])
+
+
+def environment(extra: Mapping[str, str] | None = None, *, base: Mapping[str, str] | None = None) -> dict[str, str]:
+    """Return a copy of the process environment with `extra` laid over it and the safety variables kept."""
+    env = dict(os.environ if base is None else base)
+    env.update(extra or {})
+    for name in SAFETY_VARIABLES:
+        if name in os.environ:
+            env[name] = os.environ[name]
+    return env
+
+
+def run(
+    argv: Sequence[str | Path],
+    *,
+    timeout: float,
+    env: Mapping[str, str] | None = None,
+    cwd: Path | None = None,
+    check: bool = False,
+    input_text: str | None = None,
+) -> Completed:
+    """Run argv to completion within `timeout` seconds; never raises for a non-zero exit unless `check`."""
+    args = tuple(str(a) for a in argv)
+    try:
+        done = subprocess.run(
+            args,
+            capture_output=True,
+            text=True,
+            errors="replace",
+            timeout=timeout,
+            env=dict(env) if env is not None else environment(),
+            cwd=cwd,
+            input=input_text,
+            stdin=None if input_text is not None else subprocess.DEVNULL,
+        )
+    except FileNotFoundError as exc:
+        raise ToolError(f"{args[0]}: not found", "install it or put it on PATH") from exc
+    except subprocess.TimeoutExpired as exc:
+        result = Completed(
+            argv=args,
+            returncode=-1,
+            stdout=_text(exc.stdout),
+            stderr=_text(exc.stderr),
+            timed_out=True,
+        )
+        if check:
+            raise ToolError(f"{' '.join(args[:3])}: timed out after {timeout:g} s", result.tail(5)) from exc
+        return result
+    result = Completed(argv=args, returncode=done.returncode, stdout=done.stdout, stderr=done.stderr)
+    if check and not result.ok:
+        raise ToolError(f"{' '.join(args[:3])} failed with exit code {done.returncode}", result.tail(5))
+    return result
+
+
+def _text(data: bytes | str | None) -> str:
+    if data is None:
+        return ""
+    return data if isinstance(data, str) else data.decode(errors="replace")

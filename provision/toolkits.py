@@ -1,0 +1,79 @@
+"""Find every CUDA toolkit on the machine and ask each nvcc which SMs it can target."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from provision import proc
+from provision.machine import Toolkit
+
+_RELEASE = re.compile(r"release (\d+\.\d+), V([\d.]+)")
+NVCC_TIMEOUT = 20.0
+# Where NVIDIA's pip wheels put nvcc inside a venv: nvidia-cuda-nvcc-cu12 (12.x) and nvidia-cuda-nvcc (13.x).
+WHEEL_NVCC = ("nvidia/cuda_nvcc/bin/nvcc", "nvidia/cu13/bin/nvcc")
+
+
+def candidates(venvs: tuple[Path, ...] = (), env: dict[str, str] | None = None) -> dict[Path, list[str]]:
+    """Return {nvcc path (resolved): [how it was found]} in the order a user would look."""
+    env = dict(os.environ) if env is None else env
+    found: dict[Path, list[str]] = {}
+
+    def add(nvcc: Path, how: str) -> None:
+        if nvcc.is_file() and os.access(nvcc, os.X_OK):
+            found.setdefault(nvcc.resolve(), []).append(how)
+
+    for variable in ("CUDA_HOME", "CUDA_PATH"):
+        if env.get(variable):
+            add(Path(env[variable]) / "bin" / "nvcc", variable)
+    on_path = shutil.which("nvcc", path=env.get("PATH"))
+    if on_path:
+        add(Path(on_path), "PATH")
+    for root in ("/usr/local", "/opt"):
+        for folder in sorted(Path(root).glob("cuda*")):
+            add(folder / "bin" / "nvcc", str(folder))
+    for venv in venvs:
+        for site in sorted(venv.glob("lib/python3*/site-packages")):
+            for relative in WHEEL_NVCC:
+                add(site / relative, f"venv {venv}")
+    return found
+
+
+def describe(nvcc: Path, found_by: list[str]) -> Toolkit | str:
+    """Return the toolkit behind `nvcc`, or a note saying why it could not be read."""
+    version = proc.run([nvcc, "--version"], timeout=NVCC_TIMEOUT)
+    match = _RELEASE.search(version.stdout)
+    if not version.ok or not match:
+        return f"toolkit {nvcc}: `nvcc --version` gave no release ({version.tail(1) or 'no output'})"
+    codes = proc.run([nvcc, "--list-gpu-code"], timeout=NVCC_TIMEOUT)
+    archs = proc.run([nvcc, "--list-gpu-arch"], timeout=NVCC_TIMEOUT)
+    return Toolkit(
+        version=match.group(1),
+        full_version=match.group(2),
+        path=str(nvcc.parent.parent),
+        nvcc=str(nvcc),
+        found_by=tuple(found_by),
+        sms=tuple(sorted(set(codes.stdout.split()), key=_sm_order)) if codes.ok else (),
+        ptx=tuple(sorted(set(archs.stdout.split()), key=_sm_order)) if archs.ok else (),
+    )
+
+
+def find(venvs: tuple[Path, ...] = ()) -> tuple[list[Toolkit], list[str]]:
+    """Return (toolkits, notes). nvcc processes run in parallel: each costs tens of milliseconds."""
+    found = candidates(venvs)
+    toolkits: list[Toolkit] = []
+    notes: list[str] = []
+    if not found:
+        return toolkits, ["no CUDA toolkit found (CUDA_HOME, CUDA_PATH, PATH, /usr/local/cuda*, /opt/cuda*)"]
+    with ThreadPoolExecutor(max_workers=min(8, len(found))) as pool:
+        for result in pool.map(lambda item: describe(*item), found.items()):
+            (toolkits if isinstance(result, Toolkit) else notes).append(result)  # type: ignore[arg-type]
+    return toolkits, notes
+
+
+def _sm_order(label: str) -> tuple[int, str]:
+    digits = "".join(ch for ch in label if ch.isdigit())
+    return (int(digits) if digits else 0, label)

@@ -1,0 +1,82 @@
+"""Tests generated from the cited tables in knowledge.toml: a new row brings its own tests."""
+
+from __future__ import annotations
+
+import pytest
+
+from provision import compat
+
+K = compat.knowledge()
+
+
+@pytest.mark.parametrize("row", K["driver"], ids=lambda r: r["cuda"])
+def test_every_driver_row_is_cited_and_parses(row: dict) -> None:
+    assert row["source"]
+    assert compat.driver_minimum(row["cuda"]) == row["minimum"]
+    assert compat.version_at_least(row["minimum"], "500")
+
+
+@pytest.mark.parametrize("row", K["arch"], ids=lambda r: r["cc"])
+def test_arch_names(row: dict) -> None:
+    assert row["source"]
+    assert compat.arch_name(row["cc"]) == row["name"]
+    label = compat.sm_name(row["cc"])
+    kind, major, minor, suffix = compat.parse_label(label)
+    assert (kind, f"{major}.{minor}", suffix) == ("sm", row["cc"], "")
+
+
+@pytest.mark.parametrize("row", K["toolkit"] + K["torch_wheels"], ids=lambda r: r["cuda"])
+def test_sm_lists_are_valid_labels(row: dict) -> None:
+    assert row["source"]
+    for label in row["sms"]:
+        assert compat.parse_label(label)[0] == "sm"
+
+
+@pytest.mark.parametrize(
+    ("raw", "text"), [(13010, "13.1"), (13000, "13.0"), (12080, "12.8"), (9020, "9.2"), (12090, "12.9")]
+)
+def test_nvml_cuda_version_encoding(raw: int, text: str) -> None:
+    assert compat.cuda_from_nvml(raw) == text
+
+
+# (label, device cc, runs) per the cited sm_rule table: cubin same major minor>=, a exact, f family, PTX forward.
+RUNS = [
+    ("sm_120", "12.0", True), ("sm_120", "12.1", True), ("sm_121", "12.0", False), ("sm_100", "12.0", False),
+    ("sm_90", "9.0", True), ("sm_80", "8.6", True), ("sm_86", "8.0", False), ("sm_80", "9.0", False),
+    ("sm_120a", "12.0", True), ("sm_120a", "12.1", False), ("sm_90a", "9.0", True), ("sm_100a", "10.3", False),
+    ("sm_120f", "12.1", True), ("sm_120f", "12.0", True), ("sm_100f", "10.3", True), ("sm_100f", "12.0", False),
+    ("compute_120", "12.0", True), ("compute_90", "12.0", True), ("compute_120", "9.0", False),
+    ("compute_100", "10.0", True), ("lto_90", "9.0", False),
+]
+
+
+@pytest.mark.parametrize(("label", "cc", "runs"), RUNS)
+def test_label_runs_on(label: str, cc: str, runs: bool) -> None:
+    assert compat.label_runs_on(label, cc) is runs
+
+
+def test_every_sm_rule_kind_is_cited_and_exercised() -> None:
+    kinds = {row["kind"]: row["source"] for row in K["sm_rule"]}
+    assert all(kinds.values())
+    exercised = {"cubin": "sm_120", "cubin-a": "sm_120a", "cubin-f": "sm_120f", "ptx": "compute_120"}
+    assert set(kinds) == set(exercised)
+    for label in exercised.values():
+        assert any(label == row[0] for row in RUNS)
+
+
+@pytest.mark.parametrize("name", list(K["gates"]))
+def test_every_gate_is_cited(name: str) -> None:
+    assert compat.gate(name)["source"] and compat.gate(name)["title"]
+
+
+@pytest.mark.parametrize(
+    ("driver_cuda", "target", "ok"),
+    [("13.1", "13.0", True), ("13.0", "13.0", True), ("12.8", "13.0", False), (None, "12.8", False), ("13.0", "13.1", False)],
+)
+def test_driver_supports(driver_cuda: str | None, target: str, ok: bool) -> None:
+    assert compat.driver_supports(driver_cuda, target) is ok
+
+
+@pytest.mark.parametrize(("code", "name"), list(compat.TOPOLOGY_LEVELS.items()))
+def test_topology_levels_are_nvidia_smi_names(code: int, name: str) -> None:
+    assert name in {"X", "PIX", "PXB", "PHB", "NODE", "SYS"}

@@ -1,0 +1,122 @@
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+import time
+from pathlib import Path
+
+from conftest import DATA
+
+from provision import nvml, toolkits
+from provision.machine import MachineFacts
+
+
+def replay(name: str) -> nvml.Reading:
+    return nvml.read(nvml.Replay(json.loads((DATA / name).read_text())))
+
+
+def test_h200_recording_reads_like_nvidia_smi() -> None:
+    r = replay("h200.nvml.json")
+    assert r.driver.version == "580.159.04" and r.driver.cuda == "13.0" and r.driver.cuda_raw == 13000
+    (gpu,) = r.gpus
+    assert gpu.name == "NVIDIA H200" and gpu.compute_capability == "9.0" and gpu.sm == "sm_90"
+    assert gpu.architecture == "Hopper"
+    assert gpu.memory_total_bytes == 150754820096  # 143771 MiB in nvidia-smi
+    assert (gpu.pcie.gen_current, gpu.pcie.width_max) == (5, 16)
+    assert gpu.nvlink_supported is False and gpu.nvlink_active_links == 0
+    assert gpu.mig_mode == "disabled" and gpu.persistence_mode is True
+    assert r.topology == []
+
+
+def test_rtx_pro_6000_x8_handwritten_machine() -> None:
+    r = replay("rtx-pro-6000-x8.nvml.json")
+    assert r.driver.cuda == "13.1" and len(r.gpus) == 8
+    assert {g.sm for g in r.gpus} == {"sm_120"} and {g.architecture for g in r.gpus} == {"Blackwell"}
+    assert len(r.topology) == 28  # every pair once
+    assert {link.link for link in r.topology} == {"NODE", "SYS"}
+    facts = MachineFacts(gpus=tuple(r.gpus), topology=tuple(r.topology))
+    assert facts.pcie_only
+
+
+def test_nvlink_pairs_are_named_nv_count_and_field_errors_become_notes() -> None:
+    r = replay("h100-nvlink-x2.nvml.json")
+    assert [link.link for link in r.topology] == ["NV4"]
+    assert r.gpus[0].nvlink_active_links == 4 and r.gpus[1].mig_mode == "enabled"
+    assert r.gpus[0].persistence_mode is None  # the recording holds an error for that field
+    assert not MachineFacts(gpus=tuple(r.gpus), topology=tuple(r.topology)).pcie_only
+
+
+def test_no_driver_is_a_note_not_an_exception() -> None:
+    r = replay("no-driver.nvml.json")
+    assert r.gpus == [] and r.driver.version is None
+    assert "no NVIDIA driver" in r.notes[0]
+
+
+def test_kernel_module_flavour(tmp_path: Path) -> None:
+    banner = tmp_path / "version"
+    banner.write_text("NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.159.04  Release Build\n")
+    assert nvml.kernel_module_flavour(str(banner)) == "open"
+    banner.write_text("NVRM version: NVIDIA UNIX x86_64 Kernel Module  570.86.15  Release Build\n")
+    assert nvml.kernel_module_flavour(str(banner)) == "proprietary"
+    assert nvml.kernel_module_flavour(str(tmp_path / "missing")) is None
+
+
+def test_machine_facts_round_trip() -> None:
+    r = replay("rtx-pro-6000-x8.nvml.json")
+    facts = MachineFacts(driver=r.driver, gpus=tuple(r.gpus), topology=tuple(r.topology))
+    again = MachineFacts.from_dict(json.loads(json.dumps(facts.to_dict())), source="x")
+    assert again.to_dict() == facts.to_dict()
+
+
+def fake_nvcc(folder: Path, release: str, codes: str) -> Path:
+    """A real executable that answers like nvcc: the toolkit finder runs it as a process."""
+    nvcc = folder / "bin" / "nvcc"
+    nvcc.parent.mkdir(parents=True)
+    nvcc.write_text(
+        "#!/bin/sh\n"
+        f'case "$1" in --version) echo "Cuda compilation tools, release {release}, V{release}.41";;\n'
+        f'--list-gpu-code) echo "{codes}";; --list-gpu-arch) echo "{codes.replace("sm_", "compute_")}";; esac\n'
+    )
+    nvcc.chmod(nvcc.stat().st_mode | stat.S_IEXEC)
+    return nvcc
+
+
+def test_toolkits_found_in_cuda_home_and_in_a_venvs_nvcc_wheel(tmp_path: Path) -> None:
+    fake_nvcc(tmp_path / "cuda-12.8", "12.8", "sm_90 sm_100 sm_120")
+    venv = tmp_path / "venv"
+    fake_nvcc(venv / "lib/python3.12/site-packages/nvidia/cu13", "13.0", "sm_75 sm_120 sm_121")
+    found = toolkits.candidates((venv,), env={"CUDA_HOME": str(tmp_path / "cuda-12.8"), "PATH": ""})
+    described = [toolkits.describe(path, how) for path, how in found.items()]
+    by_version = {t.version: t for t in described if not isinstance(t, str)}
+    assert by_version["12.8"].found_by[0] == "CUDA_HOME" and "sm_120" in by_version["12.8"].sms
+    assert by_version["13.0"].found_by[0].startswith("venv") and by_version["13.0"].sms[-1] == "sm_121"
+
+
+def test_broken_nvcc_is_a_note(tmp_path: Path) -> None:
+    nvcc = fake_nvcc(tmp_path / "cuda", "x", "")
+    nvcc.write_text("#!/bin/sh\nexit 3\n")
+    assert isinstance(toolkits.describe(nvcc, ["test"]), str)
+
+
+def test_probe_process_on_this_machine(provision_bin: str) -> None:
+    start = time.perf_counter()
+    done = subprocess.run([provision_bin, "probe", "--json"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    doc = json.loads(done.stdout)
+    assert doc["schema_version"] == 1
+    for key in ("driver", "gpus", "topology", "toolkits", "host", "notes"):
+        assert key in doc
+    assert doc["host"]["python"] and doc["host"]["arch"]
+    assert time.perf_counter() - start < 10
+
+
+def test_probe_process_replaying_the_8_gpu_machine(provision_bin: str) -> None:
+    env = {**os.environ, nvml.REPLAY_VARIABLE: str(DATA / "rtx-pro-6000-x8.nvml.json")}
+    done = subprocess.run([provision_bin, "probe", "--json"], capture_output=True, text=True, env=env, timeout=60)
+    doc = json.loads(done.stdout)
+    assert [g["sm"] for g in doc["gpus"]] == ["sm_120"] * 8
+    assert doc["driver"]["cuda"] == "13.1"
+    table = subprocess.run([provision_bin, "probe"], capture_output=True, text=True, env=env, timeout=60)
+    assert table.returncode == 0 and "RTX PRO 6000" in table.stdout and "Topology" in table.stdout

@@ -1,0 +1,172 @@
+"""Tiny, valid wheels and a real package index on 127.0.0.1, for tests.
+
+Each index is a folder of wheels served by `http.server` with PEP 503 HTML pages
+(and PEP 691 JSON when asked for it). An index can hide hashes, the way PyTorch's
+nightly index does, so the lock's "hash it ourselves" path is exercised for real.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import html
+import http.server
+import json
+import threading
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from packaging.utils import canonicalize_name
+
+
+def build_wheel(
+    folder: Path,
+    name: str,
+    version: str,
+    *,
+    tag: str = "py3-none-any",
+    requires: tuple[str, ...] = (),
+    files: dict[str, bytes] | None = None,
+) -> Path:
+    """Return the path of a valid wheel written into `folder`."""
+    folder.mkdir(parents=True, exist_ok=True)
+    dist = name.replace("-", "_")
+    path = folder / f"{dist}-{version}-{tag}.whl"
+    info = f"{dist}-{version}.dist-info"
+    module = dist.lower()
+    contents = dict(files or {f"{module}/__init__.py": f"__version__ = {version!r}\n".encode()})
+    metadata = [f"Metadata-Version: 2.1", f"Name: {name}", f"Version: {version}"]
+    metadata += [f"Requires-Dist: {r}" for r in requires]
+    contents[f"{info}/METADATA"] = ("\n".join(metadata) + "\n").encode()
+    contents[f"{info}/WHEEL"] = (
+        f"Wheel-Version: 1.0\nGenerator: provision-tests\nRoot-Is-Purelib: true\nTag: {tag}\n"
+    ).encode()
+    record = []
+    for arcname, data in contents.items():
+        digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+        record.append(f"{arcname},sha256={digest},{len(data)}")
+    record.append(f"{info}/RECORD,,")
+    contents[f"{info}/RECORD"] = ("\n".join(record) + "\n").encode()
+    with zipfile.ZipFile(path, "w") as archive:
+        for arcname, data in contents.items():
+            archive.writestr(arcname, data)
+    return path
+
+
+@dataclass
+class Index:
+    """One served index: its wheels live in `root/<project>/`."""
+
+    name: str
+    root: Path
+    hashes: bool = True
+    url: str = ""
+    requests: list[str] = field(default_factory=list)
+
+    def add(self, name: str, version: str, **kwargs: object) -> Path:
+        folder = self.root / str(canonicalize_name(name))
+        return build_wheel(folder, name, version, **kwargs)  # type: ignore[arg-type]
+
+
+class IndexServer:
+    """Serve several indexes at once: http://127.0.0.1:PORT/<index>/simple/<project>/."""
+
+    def __init__(self, base: Path) -> None:
+        self.base = base
+        self.indexes: dict[str, Index] = {}
+        self.down: set[str] = set()
+        server = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *args: object) -> None:
+                pass
+
+            def do_GET(self) -> None:  # noqa: N802
+                server._serve(self, body=True)
+
+            def do_HEAD(self) -> None:  # noqa: N802
+                server._serve(self, body=False)
+
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.port = self.httpd.server_address[1]
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread.start()
+
+    def index(self, name: str, *, hashes: bool = True) -> Index:
+        root = self.base / name
+        root.mkdir(parents=True, exist_ok=True)
+        index = Index(name, root, hashes, f"http://127.0.0.1:{self.port}/{name}/simple")
+        self.indexes[name] = index
+        return index
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+    def _serve(self, request: http.server.BaseHTTPRequestHandler, *, body: bool) -> None:
+        parts = [p for p in request.path.split("?")[0].split("/") if p]
+        index = self.indexes.get(parts[0]) if parts else None
+        if index is None:
+            request.send_error(404)
+            return
+        index.requests.append(request.path)
+        if index.name in self.down:
+            request.send_error(503, "index is down")
+            return
+        if len(parts) == 3 and parts[1] == "files":
+            self._send(request, *self._file(index, parts[2]), body=body)
+        elif len(parts) == 3 and parts[1] == "simple":
+            self._send(request, *self._project(request, index, parts[2]), body=body)
+        else:
+            request.send_error(404)
+
+    @staticmethod
+    def _send(
+        request: http.server.BaseHTTPRequestHandler, data: bytes | None, content_type: str, *, body: bool
+    ) -> None:
+        if data is None:
+            request.send_error(404)
+            return
+        request.send_response(200)
+        request.send_header("Content-Type", content_type)
+        request.send_header("Content-Length", str(len(data)))
+        request.end_headers()
+        if body:
+            request.wfile.write(data)
+
+    def _file(self, index: Index, filename: str) -> tuple[bytes | None, str]:
+        filename = filename.replace("%2B", "+")
+        matches = list(index.root.glob(f"*/{filename}"))
+        return (matches[0].read_bytes() if matches else None), "application/octet-stream"
+
+    def _project(
+        self, request: http.server.BaseHTTPRequestHandler, index: Index, project: str
+    ) -> tuple[bytes | None, str]:
+        folder = index.root / str(canonicalize_name(project))
+        if not folder.is_dir():
+            return None, "text/html"
+        files = []
+        for wheel in sorted(folder.glob("*.whl")):
+            digest = hashlib.sha256(wheel.read_bytes()).hexdigest()
+            files.append((wheel.name, f"/{index.name}/files/{wheel.name}", digest))
+        if "application/vnd.pypi.simple.v1+json" in request.headers.get("Accept", ""):
+            body = json.dumps(
+                {
+                    "meta": {"api-version": "1.1"},
+                    "name": project,
+                    "files": [
+                        {"filename": n, "url": u, "hashes": {"sha256": d} if index.hashes else {}}
+                        for n, u, d in files
+                    ],
+                }
+            ).encode()
+            content_type = "application/vnd.pypi.simple.v1+json"
+        else:
+            links = []
+            for n, u, d in files:
+                href = html.escape(u.replace("+", "%2B") + (f"#sha256={d}" if index.hashes else ""))
+                links.append(f'<a href="{href}">{html.escape(n)}</a><br/>')
+            body = ("<!DOCTYPE html><html><body>" + "".join(links) + "</body></html>").encode()
+            content_type = "text/html"
+        return body, content_type
