@@ -66,3 +66,39 @@ def _topology_matrix(facts: MachineFacts) -> object:
         matrix.add_row(f"GPU{i}", *(cells.get((i, j), "?") for j in range(count)))
     matrix.caption = "NV# = # NVLinks; PIX, PXB, PHB, NODE, SYS = PCIe paths as nvidia-smi topo -m names them; !p2p = no peer reads"
     return matrix
+
+
+def _labels(counts: dict[str, int]) -> str:
+    from provision.compat import parse_label
+
+    def order(label: str) -> tuple[int, int, str]:
+        try:
+            _, major, minor, suffix = parse_label(label)
+            return (major, minor, suffix)
+        except ValueError:
+            return (999, 0, label)
+
+    return " ".join(f"{k}x{v}" for k, v in sorted(counts.items(), key=lambda kv: order(kv[0]))) or "-"
+
+
+def scan(result: object, as_json: bool) -> None:
+    from provision.scan import ScanResult
+
+    assert isinstance(result, ScanResult)
+    if as_json:
+        ui.dump_json(result.to_dict())
+        return
+    out = ui.console()
+    columns = ["package", "files", "cubins (label x count)", "PTX"] + [f"runs on {cc}" for cc in result.require]
+    packages = ui.table(f"CUDA code in {result.scanned} files ({result.seconds:.2f} s)", *columns)
+    for p in result.packages:
+        verdicts = [ui.status_text(p.verdicts[cc][0]) for cc in result.require]
+        packages.add_row(p.name or "(no package)", str(p.files), _labels(dict(p.counts.cubin)),
+                         _labels(dict(p.counts.ptx)), *verdicts)
+    out.print(packages)
+    for p in result.packages:
+        for cc, (status, reason) in p.verdicts.items():
+            if status != "pass":
+                out.print(f"{status.upper()} {p.name or '(no package)'} on {cc}: {reason}")
+    for note in result.notes:
+        out.print(f"note: {note}")

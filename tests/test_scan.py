@@ -1,0 +1,139 @@
+"""The scan against nvcc ground truth: build binaries for known -gencode sets and count what must be there."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import zipfile
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from wheelhouse import build_wheel
+
+from provision import fatbin, scan
+
+NVCC = shutil.which("nvcc")
+needs_nvcc = pytest.mark.skipif(NVCC is None, reason="nvcc is not installed on this machine")
+KERNEL = "__global__ void k(float* x) { x[threadIdx.x] *= 2.0f; }\nextern \"C\" void go(float* x) { k<<<1, 32>>>(x); }\n"
+
+# (gencode pairs (arch, code), extra nvcc flags, expected cubin labels, expected PTX labels).
+# A shared library holds each real target twice: the code and its device-link stub.
+CASES = [
+    ([("compute_90a", "sm_90a"), ("compute_120", "sm_120")], [], {"sm_90a": 2, "sm_120": 2}, {}),
+    ([("compute_120f", "sm_121f"), ("compute_80", "sm_86")], [], {"sm_121f": 2, "sm_86": 2}, {}),
+    ([("compute_100", "compute_100"), ("compute_75", "sm_75")], [], {"sm_75": 2}, {"compute_100": 1}),
+    ([("compute_100a", "sm_100a"), ("compute_100f", "sm_100f"), ("compute_100", "sm_103")], [],
+     {"sm_100a": 2, "sm_100f": 2, "sm_103": 2}, {}),
+    ([("compute_120a", "compute_120a"), ("compute_90", "sm_90")], ["-Xfatbin", "-compress-all"],
+     {"sm_90": 2}, {"compute_120a": 1}),
+    ([("compute_90", "[sm_90,compute_90]")], ["--compress-mode=size"], {"sm_90": 2}, {"compute_90": 1}),
+    ([("compute_90", "[sm_90,compute_90]")], ["-Xfatbin", "-compress=false"], {"sm_90": 2}, {"compute_90": 1}),
+]
+
+
+def compile_shared(tmp_path: Path, gencodes: list[tuple[str, str]], flags: list[str], name: str = "lib.so") -> Path:
+    source = tmp_path / "k.cu"
+    source.write_text(KERNEL)
+    out = tmp_path / name
+    argv = [NVCC, "-shared", "-Xcompiler", "-fPIC", "-o", str(out), str(source), *flags]
+    for arch, code in gencodes:
+        argv += ["-gencode", f"arch={arch},code={code}"]
+    subprocess.run(argv, check=True, capture_output=True, timeout=300)
+    return out
+
+
+@needs_nvcc
+@pytest.mark.parametrize(("gencodes", "flags", "cubins", "ptx"), CASES)
+def test_scan_finds_exactly_what_nvcc_compiled(tmp_path: Path, gencodes, flags, cubins, ptx) -> None:
+    library = compile_shared(tmp_path, gencodes, flags)
+    counts = scan.counts_in_file(library)
+    assert dict(counts.cubin) == cubins
+    assert dict(counts.ptx) == ptx
+    compressed = "-compress-all" in flags or "--compress-mode=size" in flags
+    if compressed:
+        assert counts.compressed == sum(cubins.values()) + sum(ptx.values())
+
+
+@needs_nvcc
+@pytest.mark.parametrize("target", ["sm_75", "sm_90", "sm_90a", "sm_100", "sm_120", "sm_120a", "sm_120f", "sm_121"])
+def test_bare_cubin_label_from_elf_header(tmp_path: Path, target: str) -> None:
+    source = tmp_path / "k.cu"
+    source.write_text(KERNEL)
+    cubin = tmp_path / f"{target}.cubin"
+    arch = target.replace("sm_", "compute_")
+    subprocess.run([NVCC, "-cubin", "-o", cubin, source, "-gencode", f"arch={arch},code={target}"], check=True, timeout=300)
+    # Bare cubins do not record a/f in e_flags (docs/fatbin.md): they are labelled plainly, like cuobjdump does.
+    assert dict(scan.counts_in_file(cubin).cubin) == {target.rstrip("af"): 1}
+
+
+@needs_nvcc
+def test_relocatable_object_with_lto_ir_and_an_archive(tmp_path: Path) -> None:
+    source = tmp_path / "k.cu"
+    source.write_text(KERNEL)
+    obj = tmp_path / "k.o"
+    subprocess.run([NVCC, "-c", "-dc", "-Xcompiler", "-fPIC", "-o", obj, source, "-gencode", "arch=compute_90,code=lto_90",
+                    "-gencode", "arch=compute_120,code=[sm_120,lto_120]"], check=True, timeout=300)
+    counts = scan.counts_in_file(obj)
+    assert dict(counts.lto) == {"lto_90": 1, "lto_120": 1} and dict(counts.cubin) == {"sm_120": 1}
+    archive = tmp_path / "libk.a"
+    subprocess.run(["ar", "rcs", archive, obj], check=True)
+    assert dict(scan.counts_in_file(archive).lto) == {"lto_90": 1, "lto_120": 1}
+
+
+@needs_nvcc
+def test_wheel_scanned_in_place_and_venv_attributed_by_record(tmp_path: Path) -> None:
+    library = compile_shared(tmp_path, [("compute_90", "sm_90"), ("compute_120", "compute_120")], [])
+    wheel = build_wheel(tmp_path / "dist", "fake-kernels", "1.0+cu130", tag="cp312-cp312-manylinux_2_28_x86_64",
+                        files={"fake_kernels/libk.so": library.read_bytes(), "fake_kernels/__init__.py": b""})
+    result = scan.scan([wheel], require=("12.0", "9.0", "8.0"))
+    (package,) = result.packages
+    assert package.name == "fake-kernels" and dict(package.counts.cubin) == {"sm_90": 2}
+    assert package.verdicts["9.0"][0] == "pass"
+    assert package.verdicts["12.0"][0] == "warn"  # only compute_120 PTX: the driver must JIT it
+    assert package.verdicts["8.0"][0] == "fail"
+    # the same wheel unpacked into a site-packages: files are attributed through RECORD
+    site = tmp_path / "venv/lib/python3.12/site-packages"
+    with zipfile.ZipFile(wheel) as archive:
+        archive.extractall(site)
+    result = scan.scan([tmp_path / "venv"])
+    assert [f.package for f in result.files] == ["fake-kernels"]
+
+
+def test_files_without_cuda_code_and_broken_elf(tmp_path: Path) -> None:
+    (tmp_path / "plain.so").write_bytes(Path("/bin/sh").resolve().read_bytes()[:4096])  # truncated ELF
+    (tmp_path / "text.so").write_text("not an ELF")
+    result = scan.scan([tmp_path])
+    assert result.files == []
+    assert any("plain.so" in note for note in result.notes)
+
+
+def test_entry_label_flags() -> None:
+    assert fatbin.entry_label(fatbin.KIND_CUBIN, 120, 0x1200011) == "sm_120f"
+    assert fatbin.entry_label(fatbin.KIND_CUBIN, 90, 0x100011) == "sm_90a"
+    assert fatbin.entry_label(fatbin.KIND_PTX, 100, 0x8011) == "compute_100"
+    assert fatbin.entry_label(fatbin.KIND_LTO, 90, 0x18011) == "lto_90"
+    assert fatbin.cubin_label(0x6007802, 8) == "sm_120"
+    assert fatbin.cubin_label(0x460546, 7) == "sm_70"
+
+
+@needs_nvcc
+def test_scan_process_json_and_exit_code(tmp_path: Path, provision_bin: str) -> None:
+    library = compile_shared(tmp_path, [("compute_90", "sm_90")], [])
+    ok = subprocess.run([provision_bin, "scan", str(library), "--require", "9.0", "--json"], capture_output=True, text=True)
+    assert ok.returncode == 0, ok.stderr
+    doc = json.loads(ok.stdout)
+    assert doc["files"][0]["cubin"] == {"sm_90": 2} and doc["files"][0]["package"] is None
+    assert doc["packages"][0]["require"]["9.0"]["status"] == "pass"
+    bad = subprocess.run([provision_bin, "scan", str(library), "--require", "sm_120"], capture_output=True, text=True)
+    assert bad.returncode == 1 and "FAIL" in bad.stdout
+    usage = subprocess.run([provision_bin, "scan", str(tmp_path / "missing")], capture_output=True, text=True)
+    assert usage.returncode == 2 and "no such file" in usage.stderr
+
+
+def test_counter_union_by_package() -> None:
+    a = fatbin.Counts(cubin=Counter({"sm_90": 1}))
+    b = fatbin.Counts(cubin=Counter({"sm_90": 2}), ptx=Counter({"compute_90": 1}))
+    a.add(b)
+    assert a.cubin["sm_90"] == 3 and a.ptx["compute_90"] == 1
