@@ -33,3 +33,43 @@ def scan(paths: tuple[Path, ...], require: tuple[str, ...], as_json: bool) -> No
     views.scan(result, as_json)
     if result.failed:
         sys.exit(1)
+
+
+@cli.command()
+@click.option("--machine", "machines", multiple=True, type=click.Path(path_type=Path, dir_okay=False),
+              help="A recorded `provision probe --json` file (repeat for a fleet); default: probe this machine.")
+@click.option("--profile", "profile_names", multiple=True, help="Judge against this profile (name or path); default: all.")
+@click.option("--env", "env_names", multiple=True, help="Also judge this environment (scan, versions, checks, baseline).")
+@click.option("--home", type=click.Path(path_type=Path, file_okay=False), help="Environments home (else PROVISION_HOME).")
+@click.option("--json", "as_json", is_flag=True, help=JSON_HELP)
+@click.option("--markdown", is_flag=True, help="Print Markdown tables to paste into a ticket.")
+def report(machines: tuple[Path, ...], profile_names: tuple[str, ...], env_names: tuple[str, ...],
+           home: Path | None, as_json: bool, markdown: bool) -> None:
+    """Compatibility report: this machine (or recorded ones) against every profile and environment."""
+    from provision import profiles, views
+    from provision import report as reporting
+
+    if as_json and markdown:
+        raise click.UsageError("choose one of --json and --markdown")
+    if machines:
+        facts = [reporting.load_machine(path) for path in machines]
+    else:
+        from provision import probe as probing
+
+        facts = [probing.probe()]
+    chosen = [profiles.load(n) for n in profile_names] if profile_names else profiles.available()
+    result = reporting.report(facts, chosen)
+    if env_names:
+        from provision import envreport
+
+        envreport.add_environments(result, env_names, home)
+    views.report(result, "json" if as_json else "markdown" if markdown else "table")
+
+
+@cli.command("profiles")
+@click.option("--json", "as_json", is_flag=True, help=JSON_HELP)
+def list_profiles(as_json: bool) -> None:
+    """The profiles found (shipped, and in PROVISION_PROFILES folders), with their CUDA release."""
+    from provision import profiles, views
+
+    views.profiles(profiles.available(), as_json)

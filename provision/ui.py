@@ -38,14 +38,12 @@ def table(title: str, *columns: str) -> Table:
 
 
 def error(message: str, hint: str = "") -> None:
-    out = console(stderr=True)
-    out.print(f"error: {message}")
-    if hint:
-        out.print(f"hint: {hint}")
+    """One line of what went wrong, one of what to do; plain text so that it never folds."""
+    sys.stderr.write(f"error: {message}\n" + (f"hint: {hint}\n" if hint else ""))
 
 
 def info(message: str) -> None:
-    console(stderr=True).print(message)
+    sys.stderr.write(message + "\n")
 
 
 STATUS_STYLE = {"pass": "green", "warn": "yellow", "fail": "red", "error": "red", "skip": "dim", "info": "cyan"}

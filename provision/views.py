@@ -102,3 +102,81 @@ def scan(result: object, as_json: bool) -> None:
                 out.print(f"{status.upper()} {p.name or '(no package)'} on {cc}: {reason}")
     for note in result.notes:
         out.print(f"note: {note}")
+
+
+def profiles(found: list[object], as_json: bool) -> None:
+    from provision.profiles import Profile
+
+    items = [p for p in found if isinstance(p, Profile)]
+    if as_json:
+        ui.dump_json({"profiles": [
+            {"name": p.name, "cuda": p.cuda, "python": p.python, "description": p.description, "path": str(p.path),
+             "indexes": list(p.indexes), "packages": [pk.requirement() for pk in p.packages],
+             "content_hash": p.content_hash}
+            for p in items]})
+        return
+    out = ui.table("Profiles", "name", "CUDA", "Python", "description", "path")
+    for p in items:
+        out.add_row(p.name, p.cuda, _dash(p.python), p.description, str(p.path))
+    ui.console().print(out)
+
+
+def report(machines: list[object], style: str) -> None:
+    from provision.report import MachineReport
+
+    reports = [m for m in machines if isinstance(m, MachineReport)]
+    if style == "json":
+        ui.dump_json({"machines": [m.to_dict() for m in reports]})
+        return
+    if style == "markdown":
+        print(_report_markdown(reports))
+        return
+    out = ui.console()
+    for m in reports:
+        f = m.facts
+        gpus = ", ".join(sorted({f"{g.name.removeprefix('NVIDIA ')} ({g.sm})" for g in f.gpus})) or "no GPUs"
+        out.print(f"Machine: {f.source} | driver {_dash(f.driver.version)} (CUDA {_dash(f.driver.cuda)}) | "
+                  f"{len(f.gpus)} x {gpus}" + (" | PCIe only" if len(f.gpus) > 1 and f.pcie_only else ""))
+        summary = ui.table("Verdicts", "target", "CUDA", "stack verdict", "features to leave off")
+        for t in m.targets:
+            summary.add_row(f"{t.kind} {t.name}", t.cuda, ui.status_text(t.verdict), ", ".join(t.features_off) or "-")
+        out.print(summary)
+        shown_features = False
+        for t in m.targets:
+            gates = ui.table(f"{t.kind} {t.name}", "gate", "status", "reason")
+            for g in t.gates:
+                if g.kind == "stack":
+                    gates.add_row(g.title, ui.status_text(g.status), g.reason)
+            out.print(gates)
+            features = [g for g in t.gates if g.kind == "feature"]
+            key = [(g.id, g.status, g.reason) for g in features]
+            if features and key != shown_features:
+                table = ui.table(f"Features on this machine (with {t.name})", "feature", "status", "reason")
+                for g in features:
+                    table.add_row(g.title, ui.status_text(g.status), g.reason)
+                out.print(table)
+                shown_features = key  # type: ignore[assignment]
+        out.print("Sources for every verdict: provision report --markdown or --json")
+        for note in f.notes:
+            out.print(f"note: {note}")
+
+
+def _report_markdown(reports: list[object]) -> str:
+    from provision.report import MachineReport
+
+    lines = []
+    for m in reports:
+        assert isinstance(m, MachineReport)
+        f = m.facts
+        lines.append(f"## {f.source}: driver {_dash(f.driver.version)} (CUDA {_dash(f.driver.cuda)}), "
+                     f"{len(f.gpus)} GPU(s) {', '.join(sorted({g.sm or '?' for g in f.gpus}))}\n")
+        for t in m.targets:
+            off = f"; features to leave off: {', '.join(t.features_off)}" if t.features_off else ""
+            lines.append(f"### {t.kind} `{t.name}` (CUDA {t.cuda}): **{t.verdict.upper()}**{off}\n")
+            lines.append("| gate | kind | status | reason | source |")
+            lines.append("| --- | --- | --- | --- | --- |")
+            for g in t.gates:
+                cells = [g.title, g.kind, g.status.upper(), g.reason, g.source]
+                lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+            lines.append("")
+    return "\n".join(lines)

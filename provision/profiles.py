@@ -1,0 +1,260 @@
+"""Load and validate profiles: strict TOML, every mistake one short error naming the file, the key and the fix."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.utils import canonicalize_name
+
+from provision.errors import ProfileError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+SCHEMA = 1
+DEFAULT_INDEX = "default"
+PROFILE_PATH_VARIABLE = "PROVISION_PROFILES"
+_CUDA = re.compile(r"^\d+\.\d+$")
+_PYTHON = re.compile(r"^3\.\d+$")
+CHECK_IDS = ("driver", "torch-cuda", "cuda-libs", "symmetric-memory", "flashinfer-jit", "sgl-kernel", "imports")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Package:
+    name: str
+    index: str = DEFAULT_INDEX
+    version: str = ""
+    prerelease: bool = False
+    extras: tuple[str, ...] = ()
+
+    def requirement(self) -> str:
+        extras = f"[{','.join(self.extras)}]" if self.extras else ""
+        return f"{self.name}{extras}{self.version}"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Baseline:
+    command: tuple[str, ...]
+    cwd: str = "."
+    timeout: float = 1800.0
+    pattern: str | None = None  # a regular expression whose first group is the figure
+    json_key: str | None = None  # or a key of the last JSON object the command prints
+    unit: str = ""
+    better: str = "higher"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Profile:
+    name: str
+    path: Path
+    cuda: str
+    description: str = ""
+    python: str | None = None
+    indexes: dict[str, str] = field(default_factory=dict)  # ordered as written; "default" may be absent
+    packages: tuple[Package, ...] = ()
+    env: dict[str, str] = field(default_factory=dict)
+    checks: tuple[str, ...] | None = None  # None: every built-in check
+    baseline: Baseline | None = None
+    content_hash: str = ""
+
+    def bound_index(self, package: str) -> str | None:
+        for p in self.packages:
+            if canonicalize_name(p.name) == canonicalize_name(package):
+                return p.index
+        return None
+
+
+def shipped_dir() -> Path:
+    """Profiles shipped with the tool: inside the installed package, or the repository's profiles/ folder."""
+    inside = Path(__file__).parent / "profiles"
+    return inside if inside.is_dir() else Path(__file__).parent.parent / "profiles"
+
+
+def search_dirs() -> list[Path]:
+    extra = [Path(p) for p in os.environ.get(PROFILE_PATH_VARIABLE, "").split(os.pathsep) if p]
+    return [*extra, shipped_dir()]
+
+
+def available() -> list[Profile]:
+    """Every profile found, first directory winning for a name; broken files are errors, not omissions."""
+    seen: dict[str, Profile] = {}
+    for folder in search_dirs():
+        for path in sorted(folder.glob("*.toml")):
+            if path.stem not in seen:
+                seen[path.stem] = load_file(path)
+    return list(seen.values())
+
+
+def load(name_or_path: str) -> Profile:
+    """Return the profile named `name_or_path` (a shipped or PROVISION_PROFILES name) or at that path."""
+    candidate = Path(name_or_path)
+    if candidate.suffix == ".toml" or os.sep in name_or_path:
+        if not candidate.is_file():
+            raise ProfileError(f"{candidate}: no such profile file", "give a path to a .toml profile or a profile name")
+        return load_file(candidate)
+    for folder in search_dirs():
+        path = folder / f"{name_or_path}.toml"
+        if path.is_file():
+            return load_file(path)
+    names = sorted({p.stem for folder in search_dirs() for p in folder.glob("*.toml")})
+    raise ProfileError(f"no profile named {name_or_path!r}", f"known profiles: {', '.join(names) or 'none'}")
+
+
+def load_file(path: Path) -> Profile:
+    raw = path.read_bytes()
+    if not raw.strip():
+        raise ProfileError(f"{path}: the file is empty", "a profile needs at least schema, name, cuda and [packages]")
+    try:
+        data = tomllib.loads(raw.decode("utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ProfileError(f"{path}: not valid TOML: {exc}", "fix the syntax at that line") from exc
+    return _validate(path, data, hashlib.sha256(raw).hexdigest())
+
+
+class _Checker:
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def fail(self, key: str, expected: str) -> ProfileError:
+        return ProfileError(f"{self.path}: {key}: {expected}", f"see docs/profiles.md for the {key.split('.')[0]} key")
+
+    def keys(self, table: dict[str, Any], where: str, allowed: set[str], required: set[str] = frozenset()) -> None:  # type: ignore[assignment]
+        for key in table:
+            if key not in allowed:
+                dotted = f"{where}.{key}" if where else key
+                raise self.fail(dotted, f"unknown key (allowed here: {', '.join(sorted(allowed))})")
+        for key in sorted(required):
+            if key not in table:
+                dotted = f"{where}.{key}" if where else key
+                raise self.fail(dotted, "missing; this key is required")
+
+    def typed(self, value: Any, key: str, kind: type | tuple[type, ...], expected: str) -> Any:
+        if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+            raise self.fail(key, f"expected {expected}, got {type(value).__name__} {value!r}")
+        return value
+
+
+def _validate(path: Path, data: dict[str, Any], content_hash: str) -> Profile:
+    c = _Checker(path)
+    top = {"schema", "name", "description", "python", "cuda", "indexes", "packages", "env", "checks", "baseline"}
+    c.keys(data, "", top, {"schema", "name", "cuda", "packages"})
+    schema = c.typed(data["schema"], "schema", int, "an integer")
+    if schema != SCHEMA:
+        raise c.fail("schema", f"version {schema} is not known to this provision (it reads schema {SCHEMA}); upgrade provision")
+    name = c.typed(data["name"], "name", str, "a string")
+    if not re.match(r"^[A-Za-z0-9][A-Za-z0-9._-]*$", name):
+        raise c.fail("name", "letters, digits, '.', '_' and '-' only (it names a folder)")
+    cuda = c.typed(data["cuda"], "cuda", str, 'a CUDA release such as "13.0"')
+    if not _CUDA.match(cuda):
+        raise c.fail("cuda", f'expected a CUDA release such as "13.0", got {cuda!r}')
+    python = data.get("python")
+    if python is not None and not _PYTHON.match(c.typed(python, "python", str, 'a version such as "3.12"')):
+        raise c.fail("python", f'expected a version such as "3.12", got {python!r}')
+    indexes = c.typed(data.get("indexes", {}), "indexes", dict, "a table of name = URL")
+    for index_name, url in indexes.items():
+        c.typed(url, f"indexes.{index_name}", str, "a URL string")
+        if not url.startswith(("http://", "https://", "file://")):
+            raise c.fail(f"indexes.{index_name}", f"expected an http(s) or file URL, got {url!r}")
+    packages = _packages(c, c.typed(data["packages"], "packages", dict, "a table of package = { ... }"), indexes)
+    env = c.typed(data.get("env", {}), "env", dict, "a table of NAME = value")
+    for key, value in env.items():
+        c.typed(value, f"env.{key}", str, "a string")
+    return Profile(
+        name=name,
+        path=path,
+        cuda=cuda,
+        description=c.typed(data.get("description", ""), "description", str, "a string"),
+        python=python,
+        indexes=dict(indexes),
+        packages=packages,
+        env=dict(env),
+        checks=_checks(c, data.get("checks")),
+        baseline=_baseline(c, data.get("baseline")),
+        content_hash=content_hash,
+    )
+
+
+def _packages(c: _Checker, table: dict[str, Any], indexes: dict[str, str]) -> tuple[Package, ...]:
+    if not table:
+        raise c.fail("packages", "empty; list at least one package")
+    result = []
+    for name, spec in table.items():
+        key = f"packages.{name}"
+        if isinstance(spec, str):
+            spec = {"version": spec}
+        c.typed(spec, key, dict, 'a table such as { index = "pytorch", version = ">=2.10" } or a version string')
+        c.keys(spec, key, {"index", "version", "prerelease", "extras"})
+        index = c.typed(spec.get("index", DEFAULT_INDEX), f"{key}.index", str, "an index name")
+        if index != DEFAULT_INDEX and index not in indexes:
+            defined = ", ".join(sorted({*indexes, DEFAULT_INDEX}))
+            raise c.fail(f"{key}.index", f"names index {index!r}, which [indexes] does not define (defined: {defined})")
+        version = c.typed(spec.get("version", ""), f"{key}.version", str, 'a version specifier such as ">=2.10"')
+        try:
+            SpecifierSet(version)
+        except InvalidSpecifier as exc:
+            raise c.fail(f"{key}.version", f"{version!r} is not a valid version specifier (PEP 440), e.g. '>=2.10,<3'") from exc
+        extras = c.typed(spec.get("extras", []), f"{key}.extras", list, "a list of strings")
+        result.append(
+            Package(
+                name=name,
+                index=index,
+                version=version,
+                prerelease=c.typed(spec.get("prerelease", False), f"{key}.prerelease", bool, "true or false"),
+                extras=tuple(c.typed(e, f"{key}.extras", str, "a string") for e in extras),
+            )
+        )
+    return tuple(result)
+
+
+def _checks(c: _Checker, table: Any) -> tuple[str, ...] | None:
+    if table is None:
+        return None
+    c.typed(table, "checks", dict, "a table with required = [...]")
+    c.keys(table, "checks", {"required"})
+    required = c.typed(table.get("required", []), "checks.required", list, "a list of check ids")
+    for check in required:
+        if check not in CHECK_IDS:
+            raise c.fail("checks.required", f"unknown check {check!r} (known: {', '.join(CHECK_IDS)})")
+    return tuple(required)
+
+
+def _baseline(c: _Checker, table: Any) -> Baseline | None:
+    if table is None:
+        return None
+    c.typed(table, "baseline", dict, "a table")
+    c.keys(table, "baseline", {"command", "cwd", "timeout", "pattern", "json_key", "unit", "better"}, {"command"})
+    command = c.typed(table["command"], "baseline.command", list, "an argv list of strings")
+    if not command or not all(isinstance(a, str) for a in command):
+        raise c.fail("baseline.command", "expected a non-empty list of strings (argv, no shell)")
+    pattern = table.get("pattern")
+    json_key = table.get("json_key")
+    if (pattern is None) == (json_key is None):
+        raise c.fail("baseline", "give exactly one of pattern (a regex with one group) or json_key")
+    if pattern is not None:
+        try:
+            if re.compile(c.typed(pattern, "baseline.pattern", str, "a regular expression")).groups < 1:
+                raise c.fail("baseline.pattern", "needs one capturing group around the figure")
+        except re.error as exc:
+            raise c.fail("baseline.pattern", f"not a regular expression: {exc}") from exc
+    better = c.typed(table.get("better", "higher"), "baseline.better", str, '"higher" or "lower"')
+    if better not in ("higher", "lower"):
+        raise c.fail("baseline.better", f'expected "higher" or "lower", got {better!r}')
+    timeout = c.typed(table.get("timeout", 1800), "baseline.timeout", (int, float), "seconds")
+    return Baseline(
+        command=tuple(command),
+        cwd=c.typed(table.get("cwd", "."), "baseline.cwd", str, "a folder"),
+        timeout=float(timeout),
+        pattern=pattern,
+        json_key=c.typed(json_key, "baseline.json_key", str, "a key") if json_key is not None else None,
+        unit=c.typed(table.get("unit", ""), "baseline.unit", str, "a unit such as tok/s"),
+        better=better,
+    )

@@ -1,0 +1,266 @@
+"""`provision report`: the machine against each profile and environment, one verdict per gate, each with its source."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from packaging.specifiers import SpecifierSet
+from packaging.version import Version
+
+from provision import compat
+from provision.errors import UsageError
+from provision.machine import MachineFacts
+from provision.profiles import Profile
+
+ORDER = {"fail": 3, "warn": 2, "pass": 1, "info": 0, "skip": 0}
+
+
+@dataclass(frozen=True, kw_only=True)
+class Gate:
+    id: str
+    title: str
+    status: str  # pass, warn, fail, skip, info
+    reason: str
+    source: str = ""
+    kind: str = "stack"  # "stack" gates decide the verdict; "feature" gates say what to leave off
+
+
+@dataclass(kw_only=True)
+class Target:
+    kind: str  # "profile" or "environment"
+    name: str
+    cuda: str
+    gates: list[Gate] = field(default_factory=list)
+
+    @property
+    def verdict(self) -> str:
+        worst = max((ORDER[g.status] for g in self.gates if g.kind == "stack"), default=0)
+        return {3: "fail", 2: "warn", 1: "pass"}.get(worst, "skip")
+
+    @property
+    def features_off(self) -> list[str]:
+        return [g.id for g in self.gates if g.kind == "feature" and g.status == "fail"]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "name": self.name, "cuda": self.cuda, "verdict": self.verdict,
+                "features_off": self.features_off, "gates": [dict(g.__dict__) for g in self.gates]}
+
+
+@dataclass(kw_only=True)
+class MachineReport:
+    facts: MachineFacts
+    targets: list[Target]
+
+    def to_dict(self) -> dict[str, Any]:
+        f = self.facts
+        return {
+            "source": f.source,
+            "driver": f.driver.version,
+            "driver_cuda": f.driver.cuda,
+            "gpus": [{"index": g.index, "name": g.name, "sm": g.sm} for g in f.gpus],
+            "pcie_only": f.pcie_only if len(f.gpus) > 1 else None,
+            "toolkits": [t.version for t in f.toolkits],
+            "targets": [t.to_dict() for t in self.targets],
+        }
+
+
+def load_machine(path: Path) -> MachineFacts:
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise UsageError(f"{path}: not a probe document ({exc})", "make one with: provision probe --json > machine.json") from exc
+    if not isinstance(data, dict) or "gpus" not in data or "driver" not in data:
+        raise UsageError(f"{path}: not a probe document (no driver/gpus keys)", "make one with: provision probe --json > machine.json")
+    return MachineFacts.from_dict(data, source=str(path))
+
+
+def judge(facts: MachineFacts, profile: Profile) -> Target:
+    target = Target(kind="profile", name=profile.name, cuda=profile.cuda)
+    target.gates = [
+        _driver(facts, profile.cuda),
+        _toolkit(facts, profile),
+        _torch_wheels(facts, profile.cuda),
+        _flashinfer_jit(facts, profile),
+        *machine_gates(facts, flashinfer_version(profile)),
+    ]
+    return target
+
+
+def _driver(facts: MachineFacts, cuda: str) -> Gate:
+    title = f"driver supports CUDA {cuda}"
+    source = compat.driver_source(cuda)
+    if facts.driver.cuda is None:
+        return Gate(id="driver", title=title, status="skip", reason="no NVIDIA driver read on this machine", source=source)
+    if compat.driver_supports(facts.driver.cuda, cuda):
+        return Gate(id="driver", title=title, status="pass", source=source,
+                    reason=f"driver {facts.driver.version} supports CUDA up to {facts.driver.cuda}")
+    minimum = compat.driver_minimum(cuda)
+    need = f"a driver >= {minimum}" if minimum else f"a driver that supports CUDA {cuda}"
+    return Gate(id="driver", title=title, status="fail", source=source,
+                reason=f"driver {facts.driver.version} supports CUDA up to {facts.driver.cuda}; install {need}")
+
+
+def own_toolkit(profile: Profile) -> str | None:
+    """Return the CUDA release of the compiler a profile installs itself (cuda-toolkit[nvcc] or nvidia-cuda-nvcc)."""
+    for package in profile.packages:
+        if package.name in ("cuda-toolkit", "nvidia-cuda-nvcc", "nvidia-cuda-nvcc-cu12") and (
+            package.name != "cuda-toolkit" or "nvcc" in package.extras
+        ):
+            found = re.search(r"(\d+\.\d+)", package.version)
+            return found.group(1) if found else profile.cuda
+    return None
+
+
+def _toolkit(facts: MachineFacts, profile: Profile) -> Gate:
+    title = "a CUDA compiler can target every GPU"
+    if not facts.gpus:
+        return Gate(id="toolkit", title=title, status="skip", reason="no GPUs read")
+    own = own_toolkit(profile)
+    options: list[tuple[str, list[str]]] = []
+    if own:
+        options.append((f"the profile's own nvcc {own}", compat.toolkit_sms(own) or []))
+    options += [(f"nvcc {t.full_version or t.version} at {t.path}", list(t.sms)) for t in facts.toolkits]
+    sms = sorted({g.sm for g in facts.gpus if g.sm})
+    for name, targets in options:
+        if all(sm in targets for sm in sms):
+            return Gate(id="toolkit", title=title, status="pass", reason=f"{name} targets {', '.join(sms)}",
+                        source="nvcc --list-gpu-code; knowledge.toml [[toolkit]]")
+    if not options:
+        return Gate(id="toolkit", title=title, status="warn", reason="no CUDA toolkit found and the profile brings none; JIT builds (FlashInfer) cannot run")
+    return Gate(id="toolkit", title=title, status="fail", source="nvcc --list-gpu-code; knowledge.toml [[toolkit]]",
+                reason=f"no compiler targets {', '.join(sms)}: {'; '.join(n for n, _ in options)}")
+
+
+def _torch_wheels(facts: MachineFacts, cuda: str) -> Gate:
+    title = f"PyTorch cu{cuda.replace('.', '')} wheels carry code for every GPU"
+    sms = compat.torch_wheel_sms(cuda)
+    if not facts.gpus:
+        return Gate(id="torch-wheels", title=title, status="skip", reason="no GPUs read")
+    if sms is None:
+        return Gate(id="torch-wheels", title=title, status="skip", reason=f"no table of PyTorch's arch list for CUDA {cuda}")
+    missing = sorted({g.sm or "" for g in facts.gpus if g.compute_capability and not any(
+        compat.label_runs_on(s, g.compute_capability) for s in sms)})
+    source = next(r["source"] for r in compat.knowledge()["torch_wheels"] if r["cuda"] == cuda)
+    if missing:
+        return Gate(id="torch-wheels", title=title, status="fail", source=source,
+                    reason=f"official wheels carry {' '.join(sms)}: nothing for {', '.join(missing)} ('no kernel image')")
+    return Gate(id="torch-wheels", title=title, status="pass", source=source, reason=f"wheels carry {' '.join(sms)}")
+
+
+def flashinfer_version(profile: Profile) -> Version | None:
+    """The lowest FlashInfer version a profile admits (the pin, or a >= bound), None without FlashInfer."""
+    for package in profile.packages:
+        if package.name == "flashinfer-python":
+            bounds = [Version(s.version) for s in SpecifierSet(package.version) if s.operator in ("==", ">=", "~=")]
+            return min(bounds) if bounds else Version("0")
+    return None
+
+
+def _flashinfer_jit(facts: MachineFacts, profile: Profile) -> Gate:
+    gate = compat.gate("flashinfer_jit")
+    title, source = gate["title"], gate["source"]
+    if flashinfer_version(profile) is None:
+        return Gate(id="flashinfer-jit", title=title, status="skip", reason="the profile has no FlashInfer")
+    if not facts.gpus:
+        return Gate(id="flashinfer-jit", title=title, status="skip", reason="no GPUs read")
+    nvcc = own_toolkit(profile) or max((t.version for t in facts.toolkits), key=Version, default=None) or profile.cuda
+    arch_list = profile.env.get("FLASHINFER_CUDA_ARCH_LIST", "").split()
+    problems, warnings = [], []
+    for cc in sorted({g.compute_capability for g in facts.gpus if g.compute_capability}):
+        major = cc.split(".")[0]
+        need = gate["min_nvcc_for_major"].get(major)
+        covered = [a for a in arch_list if _arch_entry_covers(a, cc)]
+        if arch_list and not covered:
+            problems.append(f"FLASHINFER_CUDA_ARCH_LIST={' '.join(arch_list)} has nothing for {cc}")
+        if need and not compat.version_at_least(nvcc, need):
+            if covered and all(a.endswith("a") for a in covered):
+                warnings.append(f"nvcc {nvcc} < {need}: SM{major}x only through the '{covered[0]}' workaround")
+            else:
+                problems.append(f"SM {cc} needs nvcc >= {need}, the JIT would use nvcc {nvcc} (RuntimeError 'SM 12.x requires CUDA >= 12.9')")
+    if problems:
+        return Gate(id="flashinfer-jit", title=title, status="fail", reason="; ".join(problems), source=source)
+    if warnings:
+        return Gate(id="flashinfer-jit", title=title, status="warn", reason="; ".join(warnings), source=source)
+    return Gate(id="flashinfer-jit", title=title, status="pass", source=source,
+                reason=f"nvcc {nvcc} can build for {', '.join(sorted({g.sm or '' for g in facts.gpus}))}")
+
+
+def _arch_entry_covers(entry: str, cc: str) -> bool:
+    match = re.match(r"^(\d+)\.(\d+)([af]?)$", entry)
+    if not match:
+        return False
+    label = f"sm_{match.group(1)}{match.group(2)}{match.group(3)}"
+    return compat.label_runs_on(label, cc)
+
+
+def machine_gates(facts: MachineFacts, flashinfer: Version | None) -> list[Gate]:
+    """Gates decided by the GPUs and their topology: all-reduce paths of SGLang, FlashInfer and NCCL."""
+    gpus = facts.gpus
+    if len(gpus) < 2:
+        reason = "one GPU: no all-reduce across GPUs" if gpus else "no GPUs read"
+        return [Gate(id="multi-gpu", title="all-reduce paths", status="skip", reason=reason, kind="feature")]
+    majors = {int(g.compute_capability.split(".")[0]) for g in gpus if g.compute_capability}
+    pcie = facts.pcie_only
+    gates = [_symm_mem(majors, pcie), _fusion(majors, pcie, flashinfer), _custom_allreduce(len(gpus), pcie), _p2p(facts)]
+    gates = [Gate(**{**g.__dict__, "kind": "feature"}) for g in gates]
+    tree = compat.gate("nccl_tree_graphs")
+    gates.append(Gate(id="nccl-tree-graphs", title=tree["title"], status="info", source=tree["source"], kind="feature",
+                      reason="to try Tree with CUDA graphs set NCCL_ALGO='allreduce:tree' (per collective); a global Tree leaves other collectives no algorithm"))
+    graphs = compat.gate("cuda_graph_max_bs")
+    gates.append(Gate(id="cuda-graph-max-bs", title=graphs["title"], status="info", source=graphs["source"], kind="feature",
+                      reason="fewer captured batch sizes save memory and capture time; measure with the baseline before and after"))
+    return gates
+
+
+def _symm_mem(majors: set[int], pcie: bool) -> Gate:
+    g = compat.gate("symm_mem_allreduce")
+    unknown = sorted(m for m in majors if m not in g["arch_keys"])
+    if unknown:
+        return Gate(id="symm-mem-allreduce", title=g["title"], status="fail", source=g["source"],
+                    reason=f"SGLang's size table has keys {g['arch_keys']}: --enable-torch-symm-mem dies with KeyError: {unknown[0]} (fixed by PR #24548: disabled cleanly)"
+                    + ("; and PCIe-only GPUs have no multicast, which it also needs" if pcie else ""))
+    if pcie:
+        return Gate(id="symm-mem-allreduce", title=g["title"], status="fail", source=g["source"],
+                    reason="needs multicast (NVLink/NVSwitch); PCIe-only GPUs have multicast_ptr == 0: leave --enable-torch-symm-mem off")
+    return Gate(id="symm-mem-allreduce", title=g["title"], status="pass", source=g["source"], reason="SM and fabric supported")
+
+
+def _fusion(majors: set[int], pcie: bool, flashinfer: Version | None) -> Gate:
+    g = compat.gate("flashinfer_allreduce_fusion")
+    if flashinfer is None:
+        return Gate(id="allreduce-fusion", title=g["title"], status="skip", reason="no FlashInfer in this profile")
+    supported = g["majors_from_0_6_17"] if flashinfer >= Version("0.6.17") else g["majors_before_0_6_17"]
+    missing = sorted(m for m in majors if m not in supported)
+    if missing:
+        return Gate(id="allreduce-fusion", title=g["title"], status="fail", source=g["source"],
+                    reason=f"FlashInfer {flashinfer} builds the fusion for SM majors {supported}, not {missing[0]}: needs 0.6.17+")
+    if pcie:
+        return Gate(id="allreduce-fusion", title=g["title"], status="warn", source=g["source"],
+                    reason="builds for this SM, but assumes an NVLink or multicast fabric; over PCIe it is untested")
+    return Gate(id="allreduce-fusion", title=g["title"], status="pass", source=g["source"], reason=f"FlashInfer {flashinfer} supports SM majors {supported}")
+
+
+def _custom_allreduce(count: int, pcie: bool) -> Gate:
+    g = compat.gate("custom_allreduce")
+    if pcie and count > g["max_pcie_world_size"]:
+        return Gate(id="custom-allreduce", title=g["title"], status="warn", source=g["source"],
+                    reason=f"disabled on more than {g['max_pcie_world_size']} PCIe-only GPUs: NCCL carries the all-reduce (Ring was 82 tok/s vs 38 for a custom all-reduce on the first machine)")
+    return Gate(id="custom-allreduce", title=g["title"], status="pass", source=g["source"], reason=f"{count} GPUs, {'PCIe' if pcie else 'NVLink'}")
+
+
+def _p2p(facts: MachineFacts) -> Gate:
+    bad = [f"{link.gpu_a}-{link.gpu_b} ({link.p2p_read})" for link in facts.topology if link.p2p_read != "ok"]
+    title = "peer-to-peer reads between every pair"
+    source = "NVML nvmlDeviceGetP2PStatus (READ); symmetric memory and custom all-reduce need P2P"
+    if bad:
+        return Gate(id="p2p", title=title, status="warn", source=source,
+                    reason=f"no P2P for {', '.join(bad[:6])}{'...' if len(bad) > 6 else ''}: check ACS/IOMMU (nccl#606, #2079)")
+    return Gate(id="p2p", title=title, status="pass", source=source, reason=f"all {len(facts.topology)} pairs")
+
+
+def report(machines: list[MachineFacts], profiles: list[Profile]) -> list[MachineReport]:
+    return [MachineReport(facts=m, targets=[judge(m, p) for p in profiles]) for m in machines]

@@ -1,0 +1,99 @@
+"""The report gives the verdicts the facts predict, live and from recorded machines, in all three forms."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+from conftest import DATA, ROOT
+
+from provision import nvml, profiles, report
+from provision.machine import MachineFacts, Toolkit
+
+RTX = ROOT / "docs/machines/rtx-pro-6000-x8.probe.json"
+
+
+def facts_from(recording: str, toolkits: tuple[Toolkit, ...] = ()) -> MachineFacts:
+    r = nvml.read(nvml.Replay(json.loads((DATA / recording).read_text())))
+    return MachineFacts(driver=r.driver, gpus=tuple(r.gpus), topology=tuple(r.topology), toolkits=toolkits)
+
+
+def gates(target: report.Target) -> dict[str, str]:
+    return {g.id: g.status for g in target.gates}
+
+
+def test_first_users_machine_cu130_allowed_and_pcie_features_flagged() -> None:
+    machine = report.load_machine(RTX)
+    by_name = {t.name: t for t in report.report([machine], profiles.available())[0].targets}
+    cu130 = gates(by_name["cu130"])
+    assert cu130["driver"] == "pass"  # 590 driver, CUDA 13.1
+    assert cu130["toolkit"] == "pass" and cu130["flashinfer-jit"] == "pass" and cu130["torch-wheels"] == "pass"
+    assert cu130["symm-mem-allreduce"] == "fail"  # KeyError: 12, and PCIe has no multicast
+    assert cu130["allreduce-fusion"] == "warn"  # 0.6.17 builds for SM120 but assumes NVLink/multicast
+    assert cu130["custom-allreduce"] == "warn"
+    assert by_name["cu130"].verdict == "pass"
+    cu128 = gates(by_name["cu128"])
+    assert cu128["flashinfer-jit"] == "warn"  # nvcc 12.8 only through the 12.0a workaround
+    assert cu128["allreduce-fusion"] == "fail"  # FlashInfer 0.6.9: majors 9, 10 only
+    reason = next(g.reason for g in by_name["cu128"].gates if g.id == "symm-mem-allreduce")
+    assert "KeyError: 12" in reason
+
+
+def test_h200_one_gpu() -> None:
+    h200 = facts_from("h200.nvml.json", (Toolkit(version="13.0", path="/usr/local/cuda", nvcc="nvcc", sms=("sm_90", "sm_120")),))
+    target = report.judge(h200, profiles.load("cu130"))
+    assert gates(target)["driver"] == "pass" and gates(target)["multi-gpu"] == "skip"
+
+
+def test_old_driver_fails_cu130_with_the_minimum() -> None:
+    data = json.loads((DATA / "h200.nvml.json").read_text())
+    data.update(driver="575.57.08", cuda_driver_version=12090)
+    r = nvml.read(nvml.Replay(data))
+    target = report.judge(MachineFacts(driver=r.driver, gpus=tuple(r.gpus)), profiles.load("cu130"))
+    reason = next(g.reason for g in target.gates if g.id == "driver")
+    assert target.verdict == "fail" and "580.65.06" in reason
+
+
+def test_no_gpu_machine_skips_gpu_gates() -> None:
+    target = report.judge(MachineFacts(), profiles.load("cu130"))
+    assert set(gates(target).values()) == {"skip"}
+
+
+def test_unsuffixed_arch_list_under_old_nvcc_fails(tmp_path: Path) -> None:
+    text = (ROOT / "profiles/cu128.toml").read_text().replace('"12.0a"', '"12.0"')
+    path = tmp_path / "x.toml"
+    path.write_text(text)
+    machine = report.load_machine(RTX)
+    assert gates(report.judge(machine, profiles.load_file(path)))["flashinfer-jit"] == "fail"
+
+
+@pytest.mark.parametrize("form", ["--json", "--markdown", None])
+def test_report_process_forms(provision_bin: str, form: str | None) -> None:
+    argv = [provision_bin, "report", "--machine", str(RTX), "--machine", str(DATA.parent.parent / "docs/machines/rtx-pro-6000-x8.probe.json")]
+    done = subprocess.run(argv + ([form] if form else []), capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    if form == "--json":
+        doc = json.loads(done.stdout)
+        assert doc["schema_version"] == 1 and len(doc["machines"]) == 2
+        target = doc["machines"][0]["targets"][0]
+        assert {"kind", "name", "cuda", "verdict", "gates", "features_off"} <= set(target)
+        assert all(g["source"] for g in target["gates"] if g["status"] != "skip")
+    elif form == "--markdown":
+        assert "| gate | kind | status | reason | source |" in done.stdout
+    else:
+        assert "Verdicts" in done.stdout and "cu130" in done.stdout
+
+
+def test_report_live_on_this_machine(provision_bin: str) -> None:
+    done = subprocess.run([provision_bin, "report", "--json"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["machines"][0]["source"] == "live"
+
+
+def test_bad_machine_file(provision_bin: str, tmp_path: Path) -> None:
+    bad = tmp_path / "m.json"
+    bad.write_text("{}")
+    done = subprocess.run([provision_bin, "report", "--machine", str(bad)], capture_output=True, text=True)
+    assert done.returncode == 2 and "not a probe document" in done.stderr
