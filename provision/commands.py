@@ -73,3 +73,31 @@ def list_profiles(as_json: bool) -> None:
     from provision import profiles, views
 
     views.profiles(profiles.available(), as_json)
+
+
+def _python_option(f):  # type: ignore[no-untyped-def]
+    return click.option("--python", "python", help="Target Python X.Y (default: the profile's python).")(f)
+
+
+@cli.command("lock")
+@click.argument("profile_name", metavar="PROFILE")
+@_python_option
+@click.option("--platform", "platform_name", help="Target platform, as uv's --python-platform names it (default: this machine).")
+@click.option("--index", "indexes", multiple=True, metavar="NAME=URL", help="Use URL for the profile's index NAME (mirrors, air-gapped sites).")
+@click.option("-o", "--output", type=click.Path(path_type=Path, dir_okay=False), help="Lock path (pylock.toml or pylock.NAME.toml).")
+@click.option("--json", "as_json", is_flag=True, help=JSON_HELP)
+def lock_command(profile_name: str, python: str | None, platform_name: str | None, indexes: tuple[str, ...],
+                 output: Path | None, as_json: bool) -> None:
+    """Resolve PROFILE into a PEP 751 lockfile: exact URLs and sha256 for every file."""
+    from packaging.pylock import is_valid_pylock_path
+
+    from provision import lock, profiles, views
+
+    profile = profiles.load(profile_name)
+    path = output or lock.default_output(profile)
+    if not is_valid_pylock_path(path):
+        raise click.BadParameter(f"{path.name}: PEP 751 names a lock pylock.toml or pylock.NAME.toml", param_hint="-o")
+    target = lock.Target(python=python or profile.python or f"{sys.version_info.major}.{sys.version_info.minor}", platform=platform_name)
+    with views.progress(as_json) as step:
+        result = lock.lock(profile, target=target, overrides=lock.parse_overrides(indexes), output=path, progress=step)
+    views.locked(result, as_json)

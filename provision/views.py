@@ -180,3 +180,47 @@ def _report_markdown(reports: list[object]) -> str:
                 lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
             lines.append("")
     return "\n".join(lines)
+
+
+class progress:  # noqa: N801 - used as a context manager like a function
+    """Show long steps as a spinner on stderr (never on stdout, never under --json or when not a terminal)."""
+
+    def __init__(self, quiet: bool) -> None:
+        self.quiet = quiet
+        self.status: object = None
+
+    def __enter__(self) -> object:
+        err = ui.console(stderr=True)
+        if not self.quiet and err.is_terminal:
+            self.status = err.status("working")
+            self.status.__enter__()  # type: ignore[attr-defined]
+        return self.step
+
+    def step(self, message: str) -> None:
+        if self.status is not None:
+            self.status.update(message)  # type: ignore[attr-defined]
+        elif not self.quiet:
+            ui.info(f"... {message}")
+
+    def __exit__(self, *exc: object) -> None:
+        if self.status is not None:
+            self.status.__exit__(*exc)  # type: ignore[attr-defined]
+
+
+def locked(result: object, as_json: bool) -> None:
+    from provision.lock import LockResult
+
+    assert isinstance(result, LockResult)
+    if as_json:
+        ui.dump_json(result.to_dict())
+        return
+    table = ui.table(f"{result.path} ({len(result.packages)} files, {result.seconds:.2f} s)", "package", "version", "index", "hash")
+    for p in result.packages:
+        table.add_row(p.name, p.version, p.index, "computed" if p.hash_source == "computed" else "from index")
+    out = ui.console()
+    out.print(table)
+    if result.nightly:
+        out.print(f"nightly date: {result.nightly} (every nightly package from that one date)")
+    computed = [p.file for p in result.packages if p.hash_source == "computed"]
+    if computed:
+        out.print(f"hashed by provision (the index gives none): {', '.join(computed)}")

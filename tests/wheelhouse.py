@@ -27,6 +27,7 @@ def build_wheel(
     *,
     tag: str = "py3-none-any",
     requires: tuple[str, ...] = (),
+    extras: tuple[str, ...] = (),
     files: dict[str, bytes] | None = None,
 ) -> Path:
     """Return the path of a valid wheel written into `folder`."""
@@ -37,6 +38,7 @@ def build_wheel(
     module = dist.lower()
     contents = dict(files or {f"{module}/__init__.py": f"__version__ = {version!r}\n".encode()})
     metadata = [f"Metadata-Version: 2.1", f"Name: {name}", f"Version: {version}"]
+    metadata += [f"Provides-Extra: {e}" for e in extras]
     metadata += [f"Requires-Dist: {r}" for r in requires]
     contents[f"{info}/METADATA"] = ("\n".join(metadata) + "\n").encode()
     contents[f"{info}/WHEEL"] = (
@@ -63,6 +65,8 @@ class Index:
     hashes: bool = True
     url: str = ""
     requests: list[str] = field(default_factory=list)
+    wrong_hash: set[str] = field(default_factory=set)  # filenames listed with a sha256 that does not match
+    delay: float = 0.0  # seconds before each answer: a slow index
 
     def add(self, name: str, version: str, **kwargs: object) -> Path:
         folder = self.root / str(canonicalize_name(name))
@@ -93,10 +97,10 @@ class IndexServer:
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
         self.thread.start()
 
-    def index(self, name: str, *, hashes: bool = True) -> Index:
+    def index(self, name: str, *, hashes: bool = True, userinfo: str = "") -> Index:
         root = self.base / name
         root.mkdir(parents=True, exist_ok=True)
-        index = Index(name, root, hashes, f"http://127.0.0.1:{self.port}/{name}/simple")
+        index = Index(name, root, hashes, f"http://{userinfo}127.0.0.1:{self.port}/{name}/simple")
         self.indexes[name] = index
         return index
 
@@ -111,6 +115,10 @@ class IndexServer:
             request.send_error(404)
             return
         index.requests.append(request.path)
+        if index.delay:
+            import time
+
+            time.sleep(index.delay)
         if index.name in self.down:
             request.send_error(503, "index is down")
             return
@@ -149,6 +157,8 @@ class IndexServer:
         files = []
         for wheel in sorted(folder.glob("*.whl")):
             digest = hashlib.sha256(wheel.read_bytes()).hexdigest()
+            if wheel.name in index.wrong_hash:
+                digest = hashlib.sha256(b"tampered").hexdigest()
             files.append((wheel.name, f"/{index.name}/files/{wheel.name}", digest))
         if "application/vnd.pypi.simple.v1+json" in request.headers.get("Accept", ""):
             body = json.dumps(

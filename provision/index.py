@@ -1,0 +1,129 @@
+"""A small package-index client on requests: PEP 691 JSON, else PEP 503 HTML. Timeouts, bounded retries, and
+credentials never shown: every URL in a message goes through `redact`."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import time
+from dataclasses import dataclass
+from html.parser import HTMLParser
+from typing import Any
+from urllib.parse import unquote, urljoin, urlsplit, urlunsplit
+
+from packaging.utils import canonicalize_name
+
+from provision.errors import IndexError_
+
+JSON_TYPE = "application/vnd.pypi.simple.v1+json"
+TIMEOUT_VARIABLE = "PROVISION_HTTP_TIMEOUT"
+RETRIES = 2
+
+
+def timeout() -> float:
+    return float(os.environ.get(TIMEOUT_VARIABLE, "30"))
+
+
+def redact(url: str) -> str:
+    """Return `url` with any user name and password replaced by ****."""
+    parts = urlsplit(url)
+    if parts.username is None and parts.password is None:
+        return url
+    host = parts.hostname or ""
+    netloc = f"****@{host}" + (f":{parts.port}" if parts.port else "")
+    return urlunsplit(parts._replace(netloc=netloc))
+
+
+def strip_credentials(url: str) -> str:
+    parts = urlsplit(url)
+    if parts.username is None and parts.password is None:
+        return url
+    netloc = (parts.hostname or "") + (f":{parts.port}" if parts.port else "")
+    return urlunsplit(parts._replace(netloc=netloc))
+
+
+def redact_text(text: str) -> str:
+    return re.sub(r"(https?://)[^/\s@]+@", r"\1****@", text)
+
+
+@dataclass(frozen=True, kw_only=True)
+class IndexFile:
+    filename: str
+    url: str
+    sha256: str | None
+
+
+class _Links(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.links: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "a":
+            href = dict(attrs).get("href")
+            if href:
+                self.links.append(href)
+
+
+def _session() -> Any:
+    import requests
+
+    return requests.Session()
+
+
+def get(url: str, *, accept: str | None = None, stream: bool = False) -> Any:
+    """GET `url` with a timeout and a bounded retry on connection errors and 5xx; IndexError_ names the URL."""
+    import requests
+
+    last = ""
+    for attempt in range(RETRIES + 1):
+        try:
+            response = _session().get(url, headers={"Accept": accept} if accept else {}, timeout=timeout(), stream=stream)
+        except requests.Timeout:
+            last = f"no answer within {timeout():g} s"
+        except requests.ConnectionError as exc:
+            last = f"cannot connect ({type(exc).__name__})"
+        else:
+            if response.status_code < 500:
+                return response
+            last = f"HTTP {response.status_code}"
+        if attempt < RETRIES:
+            time.sleep(0.2 * (attempt + 1))
+    raise IndexError_(f"{redact(url)}: {last} after {RETRIES + 1} tries",
+                      "check the index is up, or point --index NAME=URL (or PROVISION_INDEX_NAME) at a mirror")
+
+
+def project_files(index_url: str, project: str) -> list[IndexFile]:
+    """Return the files an index lists for `project`; an empty list when it has no such project (404)."""
+    url = index_url.rstrip("/") + f"/{canonicalize_name(project)}/"
+    response = get(url, accept=f"{JSON_TYPE}, text/html;q=0.1")
+    if response.status_code == 404:
+        return []
+    if response.status_code >= 400:
+        raise IndexError_(f"{redact(url)}: HTTP {response.status_code}", "check the index URL and its credentials")
+    if response.headers.get("Content-Type", "").startswith(JSON_TYPE):
+        return [
+            IndexFile(filename=f["filename"], url=urljoin(url, f["url"]), sha256=(f.get("hashes") or {}).get("sha256"))
+            for f in response.json().get("files", [])
+        ]
+    parser = _Links()
+    parser.feed(response.text)
+    files = []
+    for href in parser.links:
+        absolute = urljoin(url, href)
+        path, _, fragment = absolute.partition("#")
+        sha = fragment[len("sha256="):] if fragment.startswith("sha256=") else None
+        files.append(IndexFile(filename=unquote(path.rsplit("/", 1)[-1]), url=path, sha256=sha))
+    return files
+
+
+def sha256_of(url: str) -> str:
+    """Download `url` once, streaming, and return its sha256."""
+    response = get(url, stream=True)
+    if response.status_code >= 400:
+        raise IndexError_(f"{redact(url)}: HTTP {response.status_code} while downloading to hash it", "check the index")
+    digest = hashlib.sha256()
+    for chunk in response.iter_content(1 << 20):
+        digest.update(chunk)
+    return digest.hexdigest()

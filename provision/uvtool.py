@@ -1,0 +1,86 @@
+"""The uv seam: find the binary the `uv` dependency ships, check its version, run it, turn its failures into
+one-line errors that name what went wrong."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping, Sequence
+from functools import cache
+from pathlib import Path
+
+from provision import index, proc
+from provision.errors import IndexError_, ProvisionError, ResolveError, ToolError
+
+MINIMUM = (0, 9, 0)
+
+
+@cache
+def binary() -> str:
+    """Return the uv binary of the `uv` package (its Python module exposes it), checked against MINIMUM."""
+    try:
+        import uv
+
+        path = str(uv.find_uv_bin())
+    except (ImportError, FileNotFoundError) as exc:
+        raise ToolError("the uv binary was not found", "reinstall provision: pip install provision (it depends on uv)") from exc
+    done = proc.run([path, "--version"], timeout=30)
+    found = re.search(r"(\d+)\.(\d+)\.(\d+)", done.stdout)
+    version = tuple(int(x) for x in found.groups()) if found else (0, 0, 0)
+    if version < MINIMUM:
+        raise ToolError(f"uv {'.'.join(map(str, version))} at {path} is older than {'.'.join(map(str, MINIMUM))}",
+                        "upgrade it: pip install -U uv")
+    return path
+
+
+def environment(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment uv runs with: its own HTTP timeout bounded like ours; uv's cache (UV_CACHE_DIR) honoured."""
+    env = proc.environment(extra)
+    env.setdefault("UV_HTTP_TIMEOUT", str(int(index.timeout())))
+    env.setdefault("UV_HTTP_RETRIES", "2")
+    # Never fetch an interpreter behind the user's back: a missing Python is reported with how to get it.
+    env.setdefault("UV_PYTHON_DOWNLOADS", "never")
+    env.pop("VIRTUAL_ENV", None)  # uv must act on the venv we name, never on the caller's
+    return env
+
+
+def run(args: Sequence[str | Path], *, timeout: float = 1800, cwd: Path | None = None,
+        env: Mapping[str, str] | None = None) -> proc.Completed:
+    done = proc.run([binary(), *args], timeout=timeout, cwd=cwd, env=environment(env))
+    if done.timed_out:
+        raise ToolError(f"uv {args[0]} {args[1] if len(args) > 1 else ''} took longer than {timeout:g} s", "retry; check the indexes")
+    if not done.ok:
+        raise failure(done.stderr)
+    return done
+
+
+def failure(stderr: str) -> ProvisionError:
+    """Turn uv's error text into one line and a hint, credentials redacted."""
+    text = index.redact_text(stderr)
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    errors = [re.sub(r"^(error|×)\s*:?\s*", "", line) for line in lines if line.startswith(("error", "×"))]
+    causes = [line.removeprefix("Caused by:").removeprefix("cause:").strip() for line in lines
+              if line.startswith(("Caused by", "cause:", "╰─▶", "├─▶"))]
+    body = [line.lstrip("╰─▶├│ ").strip() for line in lines if not line.startswith(("error", "hint", "warning"))]
+    hints = [line.removeprefix("hint:").strip() for line in lines if line.startswith("hint")]
+    message = "; ".join(dict.fromkeys(errors + causes)) or (lines[-1] if lines else "uv failed")
+    detail = " ".join(body)[:600]
+    if "no wheels with a matching" in text:
+        explanation = " ".join(line.removeprefix("cause:").strip() for line in body if "Because" in line or "no wheels" in line)
+        return ResolveError(f"no wheel fits the target Python and platform: {(explanation or detail)[:500]}",
+                            hints[0] if hints else "choose --python/--platform that the package publishes wheels for")
+    if "No solution found" in text or "unsatisfiable" in text:
+        explanation = " ".join(line.removeprefix("cause:").strip() for line in body
+                               if "Because" in line or "we can conclude" in line or "depends on" in line)
+        return ResolveError(f"the pins cannot all hold: {(explanation or detail)[:700]}",
+                            hints[0] if hints else "relax one of the versions named above in the profile")
+    if "ash mismatch" in text:
+        return ResolveError(f"hash mismatch: {detail[:500]}", "the file changed on the index since it was hashed; re-lock, and check the index")
+    if any(marker in text for marker in ("Failed to fetch", "Request failed", "error sending request", "HTTP status", "timed out", "operation timed out")):
+        return IndexError_(f"index request failed: {message[:500]}", hints[0] if hints else "check that the index is up, or use --index NAME=URL for a mirror")
+    return ResolveError(message[:700], hints[0] if hints else "see uv's message above")
+
+
+def cache_dir() -> str:
+    done = proc.run([binary(), "cache", "dir"], timeout=30, env=environment())
+    return done.stdout.strip() or os.environ.get("UV_CACHE_DIR", "")
