@@ -33,7 +33,7 @@ def probe(as_json: bool, venvs: tuple[Path, ...]) -> None:
 def _register() -> None:
     # Each command group lives in its own module; importing them here keeps `provision --help` complete
     # while a single command imports only what it needs.
-    from provision import commands  # noqa: F401
+    from provision import checkcommands, commands, envcommands  # noqa: F401
 
 
 def main() -> None:
@@ -56,5 +56,4 @@ def main() -> None:
         sys.exit(130)
     except BrokenPipeError:
         sys.exit(0)
-    code = click.get_current_context(silent=True)
-    sys.exit(0 if code is None else 0)
+    sys.exit(0)

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,6 +44,16 @@ def environment(extra: Mapping[str, str] | None = None, *, base: Mapping[str, st
     return env
 
 
+def _die_with_parent() -> None:
+    """In the child: ask Linux to SIGKILL it when provision dies, so a kill -9 leaves no installer writing on."""
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
 def run(
     argv: Sequence[str | Path],
     *,
@@ -50,8 +62,12 @@ def run(
     cwd: Path | None = None,
     check: bool = False,
     input_text: str | None = None,
+    die_with_parent: bool = False,
 ) -> Completed:
-    """Run argv to completion within `timeout` seconds; never raises for a non-zero exit unless `check`."""
+    """Run argv to completion within `timeout` seconds; never raises for a non-zero exit unless `check`.
+
+    `die_with_parent` (only from the main thread: Linux ties it to the forking thread) kills the child with provision.
+    """
     args = tuple(str(a) for a in argv)
     try:
         done = subprocess.run(
@@ -64,6 +80,7 @@ def run(
             cwd=cwd,
             input=input_text,
             stdin=None if input_text is not None else subprocess.DEVNULL,
+            preexec_fn=_die_with_parent if die_with_parent and sys.platform == "linux" else None,  # noqa: PLW1509
         )
     except FileNotFoundError as exc:
         raise ToolError(f"{args[0]}: not found", "install it or put it on PATH") from exc

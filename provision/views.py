@@ -224,3 +224,102 @@ def locked(result: object, as_json: bool) -> None:
     computed = [p.file for p in result.packages if p.hash_source == "computed"]
     if computed:
         out.print(f"hashed by provision (the index gives none): {', '.join(computed)}")
+
+
+def now() -> str:
+    import datetime
+
+    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+
+
+def _size(value: object) -> str:
+    if not isinstance(value, int):
+        return "-"
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if value < 1024 or unit == "TiB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024  # type: ignore[assignment]
+    return "-"
+
+
+def checks(name: str, results: list[dict[str, object]], as_json: bool) -> None:
+    from provision.checks.runner import overall
+
+    status = overall(results)  # type: ignore[arg-type]
+    counts = {s: sum(1 for r in results if r["status"] == s) for s in ("pass", "warn", "fail", "skip", "error")}
+    if as_json:
+        ui.dump_json({"environment": name, "status": status, "summary": {**counts, "total": len(results)}, "checks": results})
+        return
+    table = ui.table(f"Checks of {name}: {status.upper()}", "check", "status", "seconds", "reason")
+    for r in results:
+        table.add_row(str(r["id"]), ui.status_text(str(r["status"])), f"{r.get('seconds', 0):.1f}", str(r.get("reason", "")))
+    out = ui.console()
+    out.print(table)
+    out.print(", ".join(f"{v} {k}" for k, v in counts.items() if v) + f" of {len(results)}")
+    for r in results:
+        if r["status"] in ("fail", "error") and r.get("output_tail"):
+            out.print(f"--- {r['id']} output (last lines) ---\n{r['output_tail']}")
+
+
+def created(result: object, as_json: bool) -> None:
+    from provision.envs import CreateResult
+
+    assert isinstance(result, CreateResult)
+    if as_json:
+        ui.dump_json(result.to_dict())
+        return
+    if result.checks:
+        checks(result.name, result.checks, False)
+    if result.passed:
+        state = "and made it active" if result.activated else "(not activated)"
+        ui.info(f"built {result.name} at {result.path} {state}; lock {result.lock}" + (" (reused)" if result.lock_reused else ""))
+    else:
+        ui.info(f"{result.name}: checks failed; the build was removed and the active environment is unchanged")
+
+
+def environments(root: object, rows: list[dict[str, object]], as_json: bool) -> None:
+    if as_json:
+        ui.dump_json({"home": str(root), "environments": rows})
+        return
+    table = ui.table(f"Environments in {root}", "", "name", "profile", "CUDA", "Python", "size", "built", "checks", "baseline")
+    for r in rows:
+        base = r.get("baseline") or {}
+        figure = f"{base['figure']:.1f} {base['unit']}" if isinstance(base, dict) and base.get("figure") is not None else "-"
+        table.add_row("*" if r["active"] else "", str(r["name"]) + (" (adopted)" if r["adopted"] else ""),
+                      _dash(r["profile"]), _dash(r["cuda"]), _dash(r["python"]), _size(r["size_bytes"]),
+                      str(r["created"] or "-")[:16], ui.status_text(str(r["check_status"])) if r["check_status"] else "-", figure)
+    ui.console().print(table)
+
+
+def switched(previous: str | None, now_active: str, skipped: list[str], as_json: bool) -> None:
+    if as_json:
+        ui.dump_json({"previous": previous, "active": now_active, "skipped": skipped})
+        return
+    note = f" (skipped removed: {', '.join(skipped)})" if skipped else ""
+    ui.info(f"active: {now_active} (was {previous or 'none'}){note}")
+
+
+def baseline(record: dict[str, object], as_json: bool) -> None:
+    if as_json:
+        ui.dump_json(record)
+        return
+    ui.console().print(f"{record['name']}: {record['figure']:.2f} {record['unit']} ({record['better']} is better) "
+                       f"on {record['machine']['summary']} in {record['seconds']} s")  # type: ignore[index]
+
+
+def comparison(result: dict[str, object], as_json: bool) -> None:
+    if as_json:
+        ui.dump_json(result)
+        return
+    rows = result["environments"]
+    table = ui.table("Baselines", "environment", "figure", "runs", "when", "machine")
+    for r in rows:  # type: ignore[attr-defined]
+        table.add_row(r["name"], f"{r['figure']:.2f} {r['unit']}", str(r["runs"]), r["at"][:16], r["machine"])
+    out = ui.console()
+    out.print(table)
+    change = result["change_percent"]
+    if change is not None:
+        verdict = "better" if result["improved"] else "worse"
+        out.print(f"{rows[1]['name']} vs {rows[0]['name']}: {change:+.1f}% ({verdict})")  # type: ignore[index]
+    if not result["same_machine"]:
+        out.print("note: the two baselines ran on different machines")

@@ -45,6 +45,21 @@ def cu130(server: IndexServer) -> dict[str, Index]:
     return {"pytorch": pytorch, "sglang": sglang, "flashinfer": flashinfer, "default": default}
 
 
+def cu128(server: IndexServer) -> dict[str, Index]:
+    """The cu128 profile's indexes (served under cu128-* names beside the cu130 ones)."""
+    pytorch = server.index("cu128-pytorch")
+    sglang = server.index("cu128-sglang")
+    flashinfer = server.index("cu128-flashinfer")
+    default = server.index("cu128-default")
+    pytorch.add("torch", "2.9.1+cu128", tag=CP312, requires=("filelock",))
+    pytorch.add("filelock", "3.20.0", tag=PY3)
+    sglang.add("sgl-kernel", "0.3.21", tag=ABI3)
+    flashinfer.add("flashinfer-jit-cache", "0.6.9+cu128", tag=ABI3)
+    default.add("flashinfer-python", "0.6.9", tag=PY3)
+    default.add("flashinfer-cubin", "0.6.9", tag=PY3)
+    return {"pytorch": pytorch, "sglang": sglang, "flashinfer": flashinfer, "default": default}
+
+
 def index_args(indexes: dict[str, Index]) -> list[str]:
     args = []
     for name, index in indexes.items():

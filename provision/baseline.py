@@ -1,0 +1,109 @@
+"""Baselines: the profile's benchmark run inside the environment once its checks passed, every run stored with the
+machine it ran on; `compare` puts two environments' figures side by side."""
+
+from __future__ import annotations
+
+import datetime
+import hashlib
+import json
+import re
+import time
+from pathlib import Path
+from typing import Any
+
+from provision import nvml, proc
+from provision.checks import payload_dir
+from provision.checks import runner as check_runner
+from provision.errors import EnvError
+from provision.home import Home, read_meta, write_json
+
+BUILTIN = {"command": ["python", "{payloads}/baseline_builtin.py"], "cwd": ".", "timeout": 900.0, "pattern": None,
+           "json_key": "bf16_gemm_tflops", "unit": "TFLOP/s", "better": "higher"}
+
+
+def machine_fingerprint() -> dict[str, Any]:
+    reading = nvml.read(nvml.load_library())
+    names = sorted(g.name for g in reading.gpus)
+    text = f"{len(names)} x {names[0]}" if names and len(set(names)) == 1 else ", ".join(names) or "no GPU"
+    identity = json.dumps([reading.driver.version, [g.uuid for g in reading.gpus]])
+    return {"summary": f"{text}, driver {reading.driver.version or '-'}", "id": hashlib.sha256(identity.encode()).hexdigest()[:12]}
+
+
+def extract(spec: dict[str, Any], stdout: str) -> tuple[float | None, dict[str, Any] | None]:
+    """The figure: the last match of the pattern's first group, or a (dotted) key of the last JSON object printed."""
+    if spec.get("pattern"):
+        matches = re.findall(spec["pattern"], stdout)
+        if not matches:
+            return None, None
+        last = matches[-1]
+        return float(last[0] if isinstance(last, tuple) else last), None
+    for line in reversed(stdout.strip().splitlines()):
+        if line.lstrip().startswith("{"):
+            try:
+                document = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            value: Any = document
+            for part in str(spec.get("json_key")).split("."):
+                value = value.get(part) if isinstance(value, dict) else None
+            return (float(value) if isinstance(value, (int, float)) else None), document
+    return None, None
+
+
+def run(home: Home, name: str | None, progress: Any = lambda _: None) -> dict[str, Any]:
+    name = name or home.active()
+    if name is None:
+        raise EnvError("no environment is active", "name one: provision baseline NAME")
+    build = home.build_of(name)
+    meta = read_meta(build)
+    results = (meta.get("checks") or {}).get("results")
+    if not results:
+        progress("running the checks first")
+        results = check_runner.run(build, meta, progress=progress)
+        meta["checks"] = {"results": results, "at": _now()}
+        write_json(build / "env.json", meta)
+    failed = [r["id"] for r in results if r["status"] in ("fail", "error")]
+    if failed:
+        raise EnvError(f"{name}: checks {', '.join(failed)} did not pass; the baseline runs only after they do",
+                       f"see provision check {name}")
+    spec = meta.get("baseline") or BUILTIN
+    command = [part.replace("{payloads}", str(payload_dir())) for part in spec["command"]]
+    env = check_runner.environment(Path(meta.get("venv") or build / "venv"), meta)
+    progress(f"running the baseline: {' '.join(command)}")
+    start = time.perf_counter()
+    done = proc.run(command, timeout=float(spec.get("timeout") or 1800), env=env, cwd=Path(spec.get("cwd") or "."))
+    seconds = time.perf_counter() - start
+    figure, document = extract(spec, done.stdout)
+    record = {"figure": figure, "unit": spec.get("unit", ""), "better": spec.get("better", "higher"), "at": _now(),
+              "machine": machine_fingerprint(), "command": command, "seconds": round(seconds, 2),
+              "exit_code": done.returncode, "output_tail": done.tail(15), "details": document}
+    if done.timed_out or not done.ok or figure is None:
+        why = "timed out" if done.timed_out else f"exit code {done.returncode}" if not done.ok else "no figure in its output"
+        raise EnvError(f"{name}: the baseline failed ({why}): {done.tail(3)}", "run it by hand: provision run " + name + " -- " + " ".join(command))
+    meta = read_meta(build)  # re-read: checks may have written meanwhile
+    meta["baselines"] = [*(meta.get("baselines") or []), record]
+    write_json(build / "env.json", meta)
+    return {"name": name, **record}
+
+
+def compare(home: Home, first: str, second: str) -> dict[str, Any]:
+    rows = []
+    for name in (first, second):
+        baselines = read_meta(home.build_of(name)).get("baselines") or []
+        if not baselines:
+            raise EnvError(f"{name} has no baseline yet", f"run one: provision baseline {name}")
+        last = baselines[-1]
+        rows.append({"name": name, "figure": last["figure"], "unit": last["unit"], "better": last["better"],
+                     "at": last["at"], "machine": last["machine"]["summary"], "runs": len(baselines),
+                     "multi_gpu_allreduce": (read_meta(home.build_of(name)).get("allreduce") or [None])[-1]})
+    a, b = rows[0]["figure"], rows[1]["figure"]
+    change = (b - a) / a * 100 if a else None
+    better = rows[0]["better"]
+    improved = None if change is None else (change > 0) == (better == "higher")
+    same_machine = rows[0]["machine"] == rows[1]["machine"]
+    return {"environments": rows, "change_percent": round(change, 2) if change is not None else None,
+            "improved": improved, "same_machine": same_machine}
+
+
+def _now() -> str:
+    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")

@@ -1,0 +1,127 @@
+"""Run checks against an environment: each payload in its own process, bounded by its timeout, its verdict read from
+the last line it prints. Overall status is the worst; FAIL or ERROR stops an environment from becoming active."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from provision import compat, nvml, proc
+from provision.checks import BY_ID, CHECKS, Check, payload_dir, staleness
+from provision.errors import UsageError
+
+ORDER = {"error": 4, "fail": 3, "warn": 2, "pass": 1, "skip": 0}
+
+
+def overall(results: list[dict[str, Any]]) -> str:
+    return max((r["status"] for r in results), key=lambda s: ORDER[s], default="skip")
+
+
+def select(ids: tuple[str, ...] | None, required: list[str] | None) -> list[Check]:
+    wanted = list(ids) if ids else (required or [c.id for c in CHECKS])
+    unknown = [i for i in wanted if i not in BY_ID]
+    if unknown:
+        raise UsageError(f"unknown check {unknown[0]!r}", f"known checks: {', '.join(BY_ID)}")
+    if not ids and "imports" not in wanted:
+        wanted.insert(0, "imports")
+    return [c for c in CHECKS if c.id in wanted]
+
+
+def environment(venv: Path, meta: dict[str, Any]) -> dict[str, str]:
+    import os
+
+    extra = dict(meta.get("env") or {})
+    extra["VIRTUAL_ENV"] = str(venv)
+    extra["PATH"] = f"{venv / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}"
+    extra["PYTHONNOUSERSITE"] = "1"
+    return proc.environment(extra)
+
+
+def inventory(python: Path, env: dict[str, str]) -> dict[str, str]:
+    """Installed distributions of the environment, by normalized name (no package is imported)."""
+    done = proc.run([python, str(payload_dir() / "inventory.py")], timeout=120, env=env)
+    try:
+        return dict(json.loads(done.stdout.strip().splitlines()[-1]))
+    except (ValueError, IndexError):
+        return {}
+
+
+def run(build: Path, meta: dict[str, Any], *, only: tuple[str, ...] | None = None, target_sm: str | None = None,
+        gpus: list[Any] | None = None, driver_cuda: str | None = None, notes: list[str] | None = None,
+        progress: Any = lambda _: None) -> list[dict[str, Any]]:
+    """Run the checks that the environment's profile requires (all without one) and return their results."""
+    if gpus is None:
+        reading = nvml.read(nvml.load_library())
+        gpus, driver_cuda, notes = reading.gpus, reading.driver.cuda, reading.notes
+    venv = Path(meta.get("venv") or build / "venv")
+    python = venv / "bin" / "python"
+    env = environment(venv, meta)
+    installed = inventory(python, env)
+    no_gpu = "no NVIDIA GPU: NVML is not available (no driver)" if any("NVML not available" in n for n in notes or []) \
+        else "no NVIDIA GPU: NVML found none"
+    results = []
+    for check in select(only, meta.get("checks_required") or None):
+        progress(f"check {check.id}")
+        start = time.perf_counter()
+        missing = [need for need in check.needs if not any(alt in installed for alt in need.split("|"))]
+        if check.needs_gpu and not gpus:
+            result = {"status": "skip", "reason": no_gpu}
+        elif missing:
+            result = {"status": "skip", "reason": f"{missing[0].replace('|', ' / ')} is not installed in this environment"}
+        elif check.payload is None:
+            result = _driver(meta, driver_cuda)
+        else:
+            pre = staleness.check(meta, env, installed) if check.id == "flashinfer-jit" else None
+            result = pre or _payload(check, python, env, _arguments(check, meta, gpus, installed, target_sm))
+            if check.id == "flashinfer-jit" and target_sm and result.get("status") in ("pass", "warn"):
+                result = staleness.verify_target_cubins(result, target_sm)
+        result = {"id": check.id, "title": check.title, **result, "seconds": round(time.perf_counter() - start, 2)}
+        results.append(result)
+    return results
+
+
+def _arguments(check: Check, meta: dict[str, Any], gpus: list[Any], installed: dict[str, str], target_sm: str | None) -> dict[str, Any]:
+    return {
+        "cuda": meta.get("cuda"),
+        "gpu_count": len(gpus),
+        "gpus": [{"index": g.index, "cc": g.compute_capability, "name": g.name} for g in gpus],
+        "packages": meta.get("packages") or [],
+        "installed": installed,
+        "target_sm": target_sm,
+    }
+
+
+TIMEOUT_VARIABLE = "PROVISION_CHECK_TIMEOUT"  # caps every check's timeout (seconds)
+
+
+def _payload(check: Check, python: Path, env: dict[str, str], arguments: dict[str, Any]) -> dict[str, Any]:
+    import os
+
+    assert check.payload is not None
+    limit = min(check.timeout, float(os.environ.get(TIMEOUT_VARIABLE) or check.timeout))
+    done = proc.run([python, str(payload_dir() / check.payload), json.dumps(arguments)], timeout=limit, env=env)
+    if done.timed_out:
+        return {"status": "error", "reason": f"timed out after {limit:g} s", "output_tail": done.tail(20)}
+    last = next((line for line in reversed(done.stdout.strip().splitlines()) if line.startswith("{")), None)
+    try:
+        verdict = json.loads(last) if last else None
+    except json.JSONDecodeError:
+        verdict = None
+    if not isinstance(verdict, dict) or verdict.get("status") not in ORDER:
+        return {"status": "error", "reason": f"the check crashed (exit code {done.returncode})", "output_tail": done.tail(20)}
+    if verdict["status"] in ("fail", "error"):
+        verdict.setdefault("output_tail", done.tail(12))
+    return verdict
+
+
+def _driver(meta: dict[str, Any], driver_cuda: str | None) -> dict[str, Any]:
+    cuda = meta.get("cuda")
+    if not cuda:
+        return {"status": "skip", "reason": "the environment's CUDA release is unknown (adopted without a profile, torch without CUDA)"}
+    if compat.driver_supports(driver_cuda, cuda):
+        return {"status": "pass", "reason": f"the driver supports CUDA {driver_cuda} >= {cuda}"}
+    minimum = compat.driver_minimum(cuda)
+    return {"status": "fail", "reason": f"the driver supports CUDA {driver_cuda}; this environment is built for {cuda}"
+            + (f": install a driver >= {minimum}" if minimum else "")}

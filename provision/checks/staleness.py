@@ -1,0 +1,76 @@
+"""Checks the runner makes itself, in provision's process: a FlashInfer JIT workspace built against another CUDA
+major (its path has no CUDA version in it), and the cubins of a build for an absent SM."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+from elftools.common.exceptions import ELFError
+from elftools.elf.dynamic import DynamicSection
+from elftools.elf.elffile import ELFFile
+
+from provision import compat, scan
+
+LIMIT = 200  # modules read at most: enough to judge a workspace, bounded in time
+
+
+def cudart_majors(library: Path) -> set[str]:
+    """The libcudart.so.N a shared object names in DT_NEEDED."""
+    majors = set()
+    try:
+        with open(library, "rb") as handle:
+            for section in ELFFile(handle).iter_sections():
+                if isinstance(section, DynamicSection):
+                    for tag in section.iter_tags():
+                        if tag.entry.d_tag == "DT_NEEDED":
+                            match = re.match(r"libcudart\.so\.(\d+)", tag.needed)
+                            if match:
+                                majors.add(match.group(1))
+    except (OSError, ELFError):
+        pass
+    return majors
+
+
+def workspace(env: dict[str, str]) -> Path:
+    return Path(env.get("FLASHINFER_WORKSPACE_BASE") or os.path.expanduser("~")) / ".cache" / "flashinfer"
+
+
+def check(meta: dict[str, Any], env: dict[str, str], installed: dict[str, str]) -> dict[str, Any] | None:
+    """FAIL when the JIT workspace holds modules linked to another libcudart major than the environment's CUDA."""
+    cuda = meta.get("cuda") or ""
+    local = (installed.get("torch") or "").partition("+cu")[2]
+    major = cuda.split(".")[0] if cuda else (local[:-1] if len(local) >= 3 else "")
+    if not major:
+        return None
+    root = workspace(env)
+    foreign = []
+    for count, library in enumerate(root.glob("*/*/cached_ops/**/*.so")):
+        if count >= LIMIT:
+            break
+        other = cudart_majors(library) - {major}
+        if other:
+            foreign.append((library, sorted(other)[0]))
+    if foreign:
+        library, other = foreign[0]
+        return {"status": "fail", "reason": f"FlashInfer's JIT workspace {root} holds {len(foreign)} module(s) built for CUDA {other} "
+                f"(e.g. {library.relative_to(root)} needs libcudart.so.{other}); this environment is CUDA {major}: "
+                "clear it, or give each environment its own FLASHINFER_WORKSPACE_BASE", "details": {"workspace": str(root)}}
+    return None
+
+
+def verify_target_cubins(result: dict[str, Any], target_sm: str) -> dict[str, Any]:
+    """Scan what the JIT built for an absent SM: it must carry a cubin that runs on it."""
+    built = ((result.get("details") or {}).get("target") or {}).get("built") or []
+    labels: dict[str, int] = {}
+    for path in built:
+        counts = scan.counts_in_file(Path(path))
+        for label, number in counts.cubin.items():
+            labels[label] = labels.get(label, 0) + number
+    result = {**result, "details": {**result.get("details", {}), "target_cubins": labels}}
+    if not any(compat.label_runs_on(label, target_sm) for label in labels):
+        return {**result, "status": "fail",
+                "reason": f"the build for {target_sm} carries no cubin that runs on it ({', '.join(labels) or 'no cubins'})"}
+    return {**result, "reason": result["reason"] + f"; its cubins: {', '.join(f'{k} x{v}' for k, v in sorted(labels.items()))}"}

@@ -1,0 +1,313 @@
+"""Environments: build one beside the others from a lock, check it, then let its name point at it in one atomic step;
+switch, roll back, remove, adopt a venv provision did not build, and clean what interrupted runs left."""
+
+from __future__ import annotations
+
+import datetime
+import os
+import secrets
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from provision import lock as locking
+from provision import proc, uvtool
+from provision.errors import EnvError, UsageError
+from provision.home import BUILDING, Home, pid_alive, read_meta, remove_tree, write_json
+from provision.profiles import Profile
+
+Progress = Callable[[str], None]
+
+
+@dataclass(kw_only=True)
+class CreateResult:
+    name: str
+    path: Path
+    activated: bool
+    checks: list[dict[str, Any]] = field(default_factory=list)
+    lock: str = ""
+    lock_reused: bool = False
+    seconds: dict[str, float] = field(default_factory=dict)
+    passed: bool = True
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "path": str(self.path), "activated": self.activated, "passed": self.passed,
+                "lock": self.lock, "lock_reused": self.lock_reused, "checks": self.checks,
+                "seconds": {k: round(v, 3) for k, v in self.seconds.items()}}
+
+
+def find_python(request: str) -> tuple[Path, str]:
+    """Return (interpreter, "X.Y") for a version or a path; say how to get a missing one."""
+    if os.sep in request:
+        path = Path(request)
+        if not path.exists():
+            raise UsageError(f"--python {request}: no such interpreter", "give a path to a python executable, or a version such as 3.12")
+    else:
+        done = proc.run([uvtool.binary(), "python", "find", request, "--no-project"], timeout=60, env=uvtool.environment())
+        if not done.ok or not done.stdout.strip():
+            raise EnvError(f"Python {request} was not found on this machine",
+                           f"install it (uv python install {request}, your OS's python{request} package, or pyenv) or pass --python PATH")
+        path = Path(done.stdout.strip().splitlines()[-1])
+    version = proc.run([path, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"], timeout=60)
+    if not version.ok:
+        raise EnvError(f"{path} did not run: {version.tail(1)}", "give another interpreter with --python")
+    return path, version.stdout.strip()
+
+
+def site_packages(venv: Path) -> Path:
+    found = sorted(venv.glob("lib/python3*/site-packages"))
+    return found[0] if found else venv / "lib" / "site-packages"
+
+
+def resolve_env(template: dict[str, str], build: Path) -> dict[str, str]:
+    """The profile's [env] with {venv}, {site} and {env} (the environment's folder) filled in."""
+    venv = build / "venv"
+    values = {"venv": str(venv), "site": str(site_packages(venv)), "env": str(build)}
+    return {key: value.format(**values) for key, value in template.items()}
+
+
+def stale_builds(home: Home) -> list[Path]:
+    """Builds no name points at whose builder is gone: what an interrupted or killed create left behind."""
+    referenced = {home.build_of(n) for n in home.names() if (home.envs / n).exists()}
+    stale = []
+    for build in sorted(home.builds.iterdir()) if home.builds.is_dir() else []:
+        if build.resolve() in referenced:
+            continue
+        marker = build / BUILDING
+        try:
+            pid = int(marker.read_text().strip()) if marker.exists() else 0
+        except (OSError, ValueError):
+            pid = 0
+        if pid == 0 or not pid_alive(pid) or pid == os.getpid():
+            stale.append(build)
+    return stale
+
+
+def gc(home: Home) -> list[str]:
+    """Remove leftovers: unreferenced builds, dangling names, temporary links. Returns what was removed."""
+    removed = []
+    for name in home.names():
+        if not (home.envs / name).exists():
+            (home.envs / name).unlink()
+            removed.append(f"envs/{name} (pointed at a missing build)")
+    for build in stale_builds(home):
+        remove_tree(build)
+        removed.append(f"builds/{build.name}")
+    for folder in (home.root, home.envs):
+        for temp in folder.glob(".*.tmp"):
+            temp.unlink(missing_ok=True)
+            removed.append(str(temp.relative_to(home.root)))
+    return removed
+
+
+def _lock_for(home: Home, profile: Profile, target: locking.Target, overrides: dict[str, str], given: Path | None,
+              progress: Progress) -> tuple[Path, bool]:
+    indexes = locking.effective_indexes(profile, overrides)
+    if given is not None:
+        _, tool = locking.read(given)
+        if tool.get("profile_hash") and tool["profile_hash"] != profile.content_hash:
+            raise EnvError(f"{given} was locked from another version of profile {profile.name} ({profile.path} changed since)",
+                           f"re-lock it: provision lock {profile.name}")
+        return given, False
+    key = locking.lock_key(profile, indexes, target)
+    cached = home.locks / f"pylock.{profile.name}-{key}.toml"
+    if cached.exists():
+        return cached, True
+    progress(f"locking {profile.name}")
+    locking.lock(profile, target=target, overrides=overrides, output=cached, progress=progress)
+    return cached, False
+
+
+def create(home: Home, profile: Profile, *, name: str | None = None, python: str | None = None,
+           lock_path: Path | None = None, overrides: dict[str, str] | None = None, activate: bool = True,
+           run_checks: Callable[[Path, dict[str, Any]], list[dict[str, Any]]] | None = None,
+           progress: Progress = lambda _: None) -> CreateResult:
+    import time
+
+    name = name or profile.name
+    timings: dict[str, float] = {}
+    with home.locked():
+        gc(home)
+        interpreter, version = find_python(python or profile.python or f"{sys.version_info[0]}.{sys.version_info[1]}")
+        started = time.perf_counter()
+        lock_file, reused = _lock_for(home, profile, locking.Target(python=version, platform=None), overrides or {}, lock_path, progress)
+        timings["lock"] = time.perf_counter() - started
+        stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+        build = home.builds / f"{name}-{stamp}-{secrets.token_hex(3)}"
+        build.mkdir(parents=True)
+        (build / BUILDING).write_text(str(os.getpid()))
+        try:
+            started = time.perf_counter()
+            progress(f"creating the venv with Python {version}")
+            uvtool.run(["venv", str(build / "venv"), "--python", str(interpreter), "--quiet", "--no-project"])
+            progress("installing the lock (hashes verified)")
+            sync = ["pip", "sync", str(lock_file), "--python", str(build / "venv" / "bin" / "python"), "--quiet"]
+            for index_name, url in locking.effective_indexes(profile, overrides or {}).items():
+                if url and index_name != "default":
+                    sync += ["--index", f"{index_name}={url}"]  # credentials for files under that index's host
+            uvtool.run(sync)
+            timings["install"] = time.perf_counter() - started
+            meta = {
+                "name": name, "profile": profile.name, "profile_hash": profile.content_hash, "profile_path": str(profile.path),
+                "cuda": profile.cuda, "python": version, "interpreter": str(interpreter), "lock": str(lock_file),
+                "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+                "adopted": False, "venv": str(build / "venv"), "env": resolve_env(profile.env, build),
+                "packages": [p.name for p in profile.packages], "checks_required": list(profile.checks or []),
+                "size_bytes": tree_size(build / "venv"), "baseline": _baseline_meta(profile),
+            }
+            write_json(build / "env.json", meta)
+            started = time.perf_counter()
+            results = run_checks(build, meta) if run_checks else []
+            timings["checks"] = time.perf_counter() - started
+            meta["checks"] = {"results": results, "at": meta["created"]}
+            write_json(build / "env.json", meta)
+            passed = not any(r["status"] in ("fail", "error") for r in results)
+            if not passed:
+                remove_tree(build)
+                return CreateResult(name=name, path=build, activated=False, checks=results, lock=str(lock_file),
+                                    lock_reused=reused, seconds=timings, passed=False)
+            previous = home.build_of(name) if name in home.names() else None
+            (build / BUILDING).unlink()
+            home.point(home.envs / name, f"../builds/{build.name}")
+            if previous is not None and previous != build:
+                remove_tree(previous)  # the old build stays until the new one has passed
+            if activate:
+                home.activate(name)
+            return CreateResult(name=name, path=build, activated=activate, checks=results, lock=str(lock_file),
+                                lock_reused=reused, seconds=timings, passed=True)
+        except BaseException:
+            if (build / BUILDING).exists():
+                remove_tree(build)  # Ctrl-C or a failure: nothing half-made stays; kill -9 is cleaned by the next gc
+            raise
+
+
+def _baseline_meta(profile: Profile) -> dict[str, Any] | None:
+    b = profile.baseline
+    if b is None:
+        return None
+    return {"command": list(b.command), "cwd": b.cwd, "timeout": b.timeout, "pattern": b.pattern,
+            "json_key": b.json_key, "unit": b.unit, "better": b.better}
+
+
+def adopt(home: Home, name: str, venv: Path, profile: Profile | None = None) -> Path:
+    """Register an existing venv under `name`; its files are never deleted by provision."""
+    python = venv / "bin" / "python"
+    if not python.exists():
+        raise UsageError(f"{venv}: no bin/python in it", "give the folder of a virtual environment (the one holding bin/python)")
+    _, version = find_python(str(python))
+    cuda = proc.run([python, "-c", "import torch; print(torch.version.cuda or '')"], timeout=120)
+    with home.locked():
+        if name in home.names():
+            raise EnvError(f"an environment named {name!r} exists already", "choose another name or provision remove it first")
+        stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+        build = home.builds / f"{name}-adopted-{stamp}"
+        build.mkdir(parents=True)
+        os.symlink(venv.absolute(), build / "venv")
+        meta = {"name": name, "profile": profile.name if profile else None, "profile_hash": profile.content_hash if profile else None,
+                "cuda": (profile.cuda if profile else None) or (cuda.stdout.strip() if cuda.ok else None) or None,
+                "python": version, "adopted": True, "venv": str(venv.absolute()),
+                "env": resolve_env(profile.env, build) if profile else {},
+                "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+                "packages": [p.name for p in profile.packages] if profile else [], "size_bytes": tree_size(venv),
+                "checks_required": list(profile.checks or []) if profile else [],
+                "baseline": _baseline_meta(profile) if profile else None}
+        write_json(build / "env.json", meta)
+        home.point(home.envs / name, f"../builds/{build.name}")
+    return build
+
+
+def switch(home: Home, name: str) -> str | None:
+    """Make `name` active; return the previously active name."""
+    with home.locked():
+        previous = home.active()
+        build = home.build_of(name)
+        if not (build / "venv" / "bin" / "python").exists():
+            raise EnvError(f"environment {name!r} has no python at {build / 'venv' / 'bin' / 'python'}", f"rebuild it: provision create, or remove {name}")
+        home.activate(name)
+        return previous
+
+
+def rollback(home: Home, to: str | None = None) -> tuple[str | None, str, list[str]]:
+    """Go back to the environment active before the current one (or `to`). Returns (from, to, skipped)."""
+    if to is not None:
+        return switch(home, to), to, []
+    with home.locked():
+        current = home.active()
+        history = home.state().get("history", [])
+        existing = set(home.names())
+        skipped: list[str] = []
+        for candidate in reversed(history):
+            if candidate == current:
+                continue
+            if candidate not in existing:
+                skipped.append(candidate)
+                continue
+            home.activate(candidate)
+            return current, candidate, skipped
+    detail = f" (removed since: {', '.join(dict.fromkeys(skipped))})" if skipped else ""
+    raise EnvError(f"nothing to roll back to: no earlier active environment{detail}", "switch explicitly: provision switch NAME")
+
+
+def remove(home: Home, name: str, force: bool = False) -> None:
+    with home.locked():
+        build = home.build_of(name)
+        if home.active() == name:
+            if not force:
+                raise EnvError(f"{name!r} is the active environment", "switch to another first, or pass --force")
+            home.active_link.unlink()
+        (home.envs / name).unlink()
+        remove_tree(build)
+
+
+def listing(home: Home) -> list[dict[str, Any]]:
+    active = home.active()
+    rows = []
+    for name in home.names():
+        try:
+            build = home.build_of(name)
+        except EnvError:
+            continue
+        meta = read_meta(build)
+        checks = (meta.get("checks") or {}).get("results") or []
+        baselines = meta.get("baselines") or []
+        rows.append({
+            "name": name, "active": name == active, "path": str(build), "venv": meta.get("venv", str(build / "venv")),
+            "profile": meta.get("profile"), "cuda": meta.get("cuda"), "python": meta.get("python"),
+            "size_bytes": meta.get("size_bytes"), "created": meta.get("created"), "adopted": bool(meta.get("adopted")),
+            "check_status": worst_status(checks), "baseline": baselines[-1] if baselines else None,
+        })
+    return rows
+
+
+def worst_status(results: list[dict[str, Any]]) -> str | None:
+    order = ["error", "fail", "warn", "pass", "skip"]
+    statuses = {r.get("status") for r in results}
+    return next((s for s in order if s in statuses), None)
+
+
+def tree_size(path: Path) -> int:
+    total = 0
+    for folder, _dirs, files in os.walk(path):
+        for file in files:
+            try:
+                total += os.lstat(os.path.join(folder, file)).st_size
+            except OSError:
+                pass
+    return total
+
+
+def venv_environment(home: Home, name: str | None) -> tuple[str, Path, dict[str, str]]:
+    """The variables that put environment `name` (the active one by default) first: PATH, VIRTUAL_ENV, its [env]."""
+    name = name or home.active()
+    if name is None:
+        raise EnvError("no environment is active", "make one with provision create PROFILE, or name one")
+    build = home.build_of(name)
+    meta = read_meta(build)
+    venv = Path(meta.get("venv") or build / "venv")  # an adopted venv by its own path, not through the link
+    variables = {"VIRTUAL_ENV": str(venv), "PATH": f"{venv / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}"}
+    variables.update(meta.get("env") or {})
+    return name, venv, variables
+
+

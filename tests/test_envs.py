@@ -1,0 +1,230 @@
+"""Environments with the real uv: create cu128 and cu130 side by side, switch, roll back, run, and every fault:
+kill -9 mid-create, a hash mismatch, two creates at once, rollback with no history or a removed environment."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import stacks
+
+PY = sys.executable
+
+
+class Tool:
+    def __init__(self, binary: str, home: Path) -> None:
+        self.binary, self.home = binary, home
+
+    def __call__(self, *args: str, check: bool = True, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+        full = {**os.environ, "PROVISION_HOME": str(self.home), **(env or {})}
+        done = subprocess.run([self.binary, *args], capture_output=True, text=True, timeout=300, env=full)
+        if check:
+            assert done.returncode == 0, f"provision {' '.join(args)}: {done.stderr}"
+        return done
+
+    def popen(self, *args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
+        full = {**os.environ, "PROVISION_HOME": str(self.home), **(env or {})}
+        return subprocess.Popen([self.binary, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=full)
+
+    def envs(self) -> dict[str, dict]:
+        return {e["name"]: e for e in json.loads(self("envs", "--json").stdout)["environments"]}
+
+    def builds(self) -> list[str]:
+        return sorted(p.name for p in (self.home / "builds").iterdir()) if (self.home / "builds").exists() else []
+
+
+@pytest.fixture
+def tool(tmp_path: Path, provision_bin: str) -> Tool:
+    return Tool(provision_bin, tmp_path / "home")
+
+
+@pytest.fixture
+def stack(index_server):
+    return {"cu130": stacks.cu130(index_server), "cu128": stacks.cu128(index_server)}
+
+
+def create(tool: Tool, stack, profile: str, *extra: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    return tool("create", profile, "--python", PY, *stacks.index_args(stack[profile]), *extra, check=check)
+
+
+def torch_in(tool: Tool, name: str) -> str:
+    code = "import torch, importlib.metadata as m; print(torch.__version__)"
+    return tool("run", name, "--", "python", "-c", code).stdout.strip()
+
+
+def test_cu128_and_cu130_side_by_side_switch_and_rollback(tool: Tool, stack) -> None:
+    create(tool, stack, "cu128")
+    create(tool, stack, "cu130")
+    envs = tool.envs()
+    assert envs["cu130"]["active"] and not envs["cu128"]["active"]
+    assert envs["cu130"]["cuda"] == "13.0" and envs["cu128"]["cuda"] == "12.8"
+    assert envs["cu130"]["check_status"] == "pass"
+    assert torch_in(tool, "cu128") == "2.9.1+cu128" and torch_in(tool, "cu130") == "2.16.0.dev20261126+cu130"
+    rolled = json.loads(tool("rollback", "--json").stdout)
+    assert rolled == {"schema_version": 1, "previous": "cu130", "active": "cu128", "skipped": []}
+    # the stable path follows: HOME/active/venv/bin/python is cu128's now
+    stable = tool.home / "active" / "venv" / "bin" / "python"
+    out = subprocess.run([stable, "-c", "import torch; print(torch.__version__)"], capture_output=True, text=True)
+    assert out.stdout.strip() == "2.9.1+cu128"
+    run_active = tool("run", "--", "python", "-c", "import torch; print(torch.__version__)").stdout.strip()
+    assert run_active == "2.9.1+cu128"
+    tool("switch", "cu130")
+    assert tool.envs()["cu130"]["active"]
+
+
+def test_run_adds_nothing_and_keeps_exit_code_and_profile_env(tool: Tool, stack) -> None:
+    create(tool, stack, "cu130")
+    done = tool("run", "cu130", "--", "sh", "-c", 'printf "%s" "$FLASHINFER_CUDA_ARCH_LIST"; exit 7', check=False)
+    assert done.returncode == 7 and done.stdout == "12.0f"
+    exports = tool("shell-env", "cu130").stdout
+    evaluated = subprocess.run(["bash", "-c", exports + '\nprintf "%s|%s" "$VIRTUAL_ENV" "$FLASHINFER_WORKSPACE_BASE"'],
+                               capture_output=True, text=True).stdout
+    venv, workspace = evaluated.split("|")
+    assert venv.endswith("/venv") and Path(venv).parent == Path(workspace)
+
+
+def test_kill_9_during_create_leaves_the_active_env_working(tool: Tool, stack) -> None:
+    create(tool, stack, "cu128")
+    stack["cu130"]["default"].delay = 1.0  # slow enough to be caught mid-install
+    process = create_in_background(tool, stack)
+    deadline = time.time() + 60
+    while time.time() < deadline and len(tool.builds()) < 2:
+        time.sleep(0.05)
+    assert len(tool.builds()) == 2, "the second build never started"
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    assert torch_in(tool, "cu128") == "2.9.1+cu128" and tool.envs()["cu128"]["active"]
+    stack["cu130"]["default"].delay = 0
+    create(tool, stack, "cu130")  # the next create cleans the leftover and succeeds
+    assert len(tool.builds()) == 2 and tool.envs()["cu130"]["active"]
+
+
+def create_in_background(tool: Tool, stack) -> subprocess.Popen[str]:
+    # a cache of its own, so that uv must download from the slow index while the test interrupts it
+    cache = tool.home.parent / "uv-cache-fresh"
+    return tool.popen("create", "cu130", "--python", PY, *stacks.index_args(stack["cu130"]), env={"UV_CACHE_DIR": str(cache)})
+
+
+def test_ctrl_c_during_create_removes_the_build(tool: Tool, stack) -> None:
+    create(tool, stack, "cu128")
+    stack["cu130"]["default"].delay = 1.0
+    process = create_in_background(tool, stack)
+    deadline = time.time() + 60
+    while time.time() < deadline and len(tool.builds()) < 2:
+        time.sleep(0.05)
+    process.send_signal(signal.SIGINT)
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == 130 and "interrupted" in err
+    assert len(tool.builds()) == 1 and tool.envs()["cu128"]["active"]
+
+
+def test_hash_mismatch_is_refused_and_nothing_is_installed(tool: Tool, stack) -> None:
+    create(tool, stack, "cu128")
+    ninja = next((stack["cu130"]["default"].root / "ninja").glob("*.whl"))
+    stack["cu130"]["default"].wrong_hash.add(ninja.name)
+    done = create(tool, stack, "cu130", check=False)
+    assert done.returncode != 0 and "hash" in done.stderr.lower()
+    assert set(tool.envs()) == {"cu128"} and tool.envs()["cu128"]["active"] and len(tool.builds()) == 1
+
+
+def test_two_creates_at_once_serialize(tool: Tool, stack) -> None:
+    first = tool.popen("create", "cu130", "--python", PY, *stacks.index_args(stack["cu130"]))
+    second = tool.popen("create", "cu128", "--python", PY, *stacks.index_args(stack["cu128"]))
+    results = [p.communicate(timeout=300) for p in (first, second)]
+    assert first.returncode == 0 and second.returncode == 0, results
+    envs = tool.envs()
+    assert set(envs) == {"cu128", "cu130"} and sum(e["active"] for e in envs.values()) == 1
+    assert len(tool.builds()) == 2
+
+
+def test_rollback_without_history_and_past_a_removed_env(tool: Tool, stack) -> None:
+    done = tool("rollback", check=False)
+    assert done.returncode == 7 and "nothing to roll back to" in done.stderr
+    create(tool, stack, "cu128")
+    create(tool, stack, "cu130", "--name", "middle")
+    create(tool, stack, "cu130")
+    assert tool("remove", "cu130", check=False).returncode == 7  # the active one is refused
+    tool("switch", "cu128")
+    tool("switch", "cu130")
+    tool("remove", "middle")
+    tool("switch", "cu128")
+    tool("switch", "cu130")
+    rolled = json.loads(tool("rollback", "--json").stdout)
+    assert rolled["active"] == "cu128"
+    tool("remove", "cu130")
+    rolled = tool("rollback", check=False)
+    assert rolled.returncode == 7 and "removed since: cu130, middle" in rolled.stderr
+
+
+def test_recreate_keeps_the_old_build_until_the_new_one_passes(tool: Tool, stack, tmp_path: Path) -> None:
+    create(tool, stack, "cu130")
+    before = tool.envs()["cu130"]["path"]
+    broken = stack["cu130"]["default"]
+    broken.add("ninja", "1.13.1", tag=stacks.PY3, files={"ninja/__init__.py": b"raise ImportError('broken build')\n"})
+    profile = tmp_path / "cu130-broken.toml"
+    profile.write_text((Path(__file__).parent.parent / "profiles/cu130.toml").read_text().replace('ninja = {}', 'ninja = "==1.13.1"'))
+    failed = tool("create", str(profile), "--python", PY, *stacks.index_args(stack["cu130"]), check=False)
+    assert failed.returncode == 1 and "broken build" in failed.stdout
+    assert tool.envs()["cu130"]["path"] == before and tool.envs()["cu130"]["active"]
+
+
+def test_adopt_a_venv_and_remove_leaves_its_files(tool: Tool, stack, tmp_path: Path) -> None:
+    venv = tmp_path / "old-cu128"
+    subprocess.run([sys.executable, "-m", "venv", venv], check=True)
+    tool("adopt", "mine", str(venv), "--profile", "cu128")
+    envs = tool.envs()
+    assert envs["mine"]["adopted"] and envs["mine"]["cuda"] == "12.8"
+    create(tool, stack, "cu130")
+    tool("switch", "mine")
+    assert tool("run", "--", "python", "-c", "import sys; print(sys.prefix)").stdout.strip() == str(venv)
+    tool("rollback")
+    tool("remove", "mine")
+    assert (venv / "bin" / "python").exists()
+
+
+def test_missing_python_and_a_stale_lock_are_clear_errors(tool: Tool, stack, tmp_path: Path) -> None:
+    done = tool("create", "cu130", "--python", "3.99", check=False)
+    assert done.returncode == 7 and "Python 3.99 was not found" in done.stderr and "hint:" in done.stderr
+    lockfile = tmp_path / "pylock.toml"
+    locked = tool("lock", "cu130", "--python", stacks.PYTHON, "-o", str(lockfile), *stacks.index_args(stack["cu130"]))
+    assert locked.returncode == 0
+    changed = tmp_path / "cu130.toml"
+    changed.write_text((Path(__file__).parent.parent / "profiles/cu130.toml").read_text() + "\n# edited\n")
+    refused = tool("create", str(changed), "--python", PY, "--lock", str(lockfile), check=False)
+    assert refused.returncode == 7 and "locked from another version of profile" in refused.stderr
+    reused = tool("create", "cu130", "--python", PY, "--lock", str(lockfile), *stacks.index_args(stack["cu130"]))
+    assert reused.returncode == 0
+
+
+def test_gc_removes_leftovers(tool: Tool, stack) -> None:
+    create(tool, stack, "cu128")
+    leftover = tool.home / "builds" / "cu130-20260101T000000Z-dead00"
+    (leftover / "venv").mkdir(parents=True)
+    (leftover / ".building").write_text("999999999")
+    removed = json.loads(tool("gc", "--json").stdout)["removed"]
+    assert removed == ["builds/cu130-20260101T000000Z-dead00"] and not leftover.exists()
+
+
+@pytest.mark.network
+def test_real_cuda_runtime_packages_from_the_public_registry(tool: Tool, tmp_path: Path) -> None:
+    """cu128 with nvidia-cuda-runtime-cu12, cu130 with nvidia-cuda-runtime 13.x: a few MB each, uv's default index."""
+    profiles = {
+        "rt128": ('cuda = "12.8"', 'nvidia-cuda-runtime-cu12 = "==12.8.*"', "nvidia-cuda-runtime-cu12"),
+        "rt130": ('cuda = "13.0"', 'nvidia-cuda-runtime = "==13.0.*"', "nvidia-cuda-runtime"),
+    }
+    for name, (cuda, requirement, dist) in profiles.items():
+        path = tmp_path / f"{name}.toml"
+        path.write_text(f'schema = 1\nname = "{name}"\n{cuda}\n[packages]\n{requirement}\n[checks]\nrequired = ["imports", "driver"]\n')
+        tool("create", str(path), "--python", PY)
+        code = f"import importlib.metadata as m; print(m.version('{dist}'))"
+        version = tool("run", name, "--", "python", "-c", code).stdout.strip()
+        assert version.startswith(cuda.split('"')[1])
+    assert tool.envs()["rt130"]["active"]
+    tool("rollback")
+    assert tool.envs()["rt128"]["active"]
