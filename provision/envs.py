@@ -5,14 +5,12 @@ from __future__ import annotations
 
 import datetime
 import os
-import secrets
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from provision import lock as locking
 from provision import proc, uvtool
 from provision.errors import EnvError, UsageError
 from provision.home import BUILDING, Home, pid_alive, read_meta, remove_tree, write_json
@@ -102,8 +100,10 @@ def gc(home: Home) -> list[str]:
     return removed
 
 
-def _lock_for(home: Home, profile: Profile, target: locking.Target, overrides: dict[str, str], given: Path | None,
+def _lock_for(home: Home, profile: Profile, target: Any, overrides: dict[str, str], given: Path | None,
               progress: Progress) -> tuple[Path, bool]:
+    from provision import lock as locking
+
     indexes = locking.effective_indexes(profile, overrides)
     if given is not None:
         _, tool = locking.read(given)
@@ -126,6 +126,8 @@ def create(home: Home, profile: Profile, *, name: str | None = None, python: str
            progress: Progress = lambda _: None) -> CreateResult:
     import time
 
+    from provision import lock as locking
+
     name = name or profile.name
     timings: dict[str, float] = {}
     with home.locked():
@@ -135,7 +137,7 @@ def create(home: Home, profile: Profile, *, name: str | None = None, python: str
         lock_file, reused = _lock_for(home, profile, locking.Target(python=version, platform=None), overrides or {}, lock_path, progress)
         timings["lock"] = time.perf_counter() - started
         stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-        build = home.builds / f"{name}-{stamp}-{secrets.token_hex(3)}"
+        build = home.builds / f"{name}-{stamp}-{os.urandom(3).hex()}"
         build.mkdir(parents=True)
         (build / BUILDING).write_text(str(os.getpid()))
         try:

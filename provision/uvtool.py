@@ -23,7 +23,12 @@ def binary() -> str:
 
         path = str(uv.find_uv_bin())
     except (ImportError, FileNotFoundError) as exc:
-        raise ToolError("the uv binary was not found", "reinstall provision: pip install provision (it depends on uv)") from exc
+        import shutil
+
+        found = shutil.which("uv")  # an image that ships uv's binary without its Python package
+        if found is None:
+            raise ToolError("the uv binary was not found", "reinstall provision: pip install provision (it depends on uv)") from exc
+        path = found
     done = proc.run([path, "--version"], timeout=30)
     found = re.search(r"(\d+)\.(\d+)\.(\d+)", done.stdout)
     version = tuple(int(x) for x in found.groups()) if found else (0, 0, 0)

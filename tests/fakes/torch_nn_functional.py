@@ -1,0 +1,5 @@
+import torch
+
+
+def conv2d(*args, **kwargs):
+    return torch.Tensor()
