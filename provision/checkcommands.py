@@ -66,3 +66,32 @@ def compare(first: str, second: str, as_json: bool, home: Path | None) -> None:
     from provision import views
 
     views.comparison(baselines.compare(_home(home), first, second), as_json)
+
+
+@cli.group()
+def bench() -> None:
+    """Benchmarks run inside an environment and stored with it."""
+
+
+@bench.command("allreduce")
+@click.argument("name", required=False)
+@click.option("-b", "--min-bytes", default="8", show_default=True, help="Smallest size (8, 42K, 2.5M).")
+@click.option("-e", "--max-bytes", default="128M", show_default=True, help="Largest size.")
+@click.option("-f", "--factor", default=2, show_default=True, help="Multiply the size by this each step.")
+@click.option("--iters", default=20, show_default=True, help="All-reduces per timed batch.")
+@click.option("--nccl-algo", "algos", multiple=True, help="NCCL_ALGO variant to run (repeatable), e.g. 'allreduce:tree'.")
+@click.option("--nccl-proto", "protos", multiple=True, help="NCCL_PROTO variant to run (repeatable): LL, LL128, Simple.")
+@click.option("--backend", type=click.Choice(["nccl", "gloo"]), default="nccl", show_default=True,
+              help="gloo runs the same orchestration on CPUs (no graphs, no GPU timing).")
+@click.option("--ranks", type=int, help="Processes (default: one per GPU; 2 for gloo).")
+@click.option("--json", "as_json", is_flag=True, help=JSON_HELP)
+@home_option
+def bench_allreduce(name: str | None, min_bytes: str, max_bytes: str, factor: int, iters: int, algos: tuple[str, ...],
+                    protos: tuple[str, ...], backend: str, ranks: int | None, as_json: bool, home: Path | None) -> None:
+    """All-reduce sweep like nccl-tests' all_reduce_perf, then 122 x 42 KB against 2 x 2.5 MB in CUDA graphs."""
+    from provision import allreduce, views
+
+    with views.progress(as_json) as step:
+        record = allreduce.run(_home(home), name, min_bytes=allreduce.parse_size(min_bytes), max_bytes=allreduce.parse_size(max_bytes),
+                               factor=factor, iters=iters, algos=algos, protos=protos, backend=backend, ranks=ranks, progress=step)
+    views.allreduce(record, as_json)

@@ -25,7 +25,7 @@ DEFAULT_INDEX = "default"
 PROFILE_PATH_VARIABLE = "PROVISION_PROFILES"
 _CUDA = re.compile(r"^\d+\.\d+$")
 _PYTHON = re.compile(r"^3\.\d+$")
-CHECK_IDS = ("driver", "torch-cuda", "cuda-libs", "symmetric-memory", "flashinfer-jit", "sgl-kernel", "imports")
+CHECK_IDS = ("driver", "torch-cuda", "cuda-libs", "symmetric-memory", "nccl-allreduce", "flashinfer-jit", "sgl-kernel", "imports")
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -139,10 +139,18 @@ def counts_in_file(path: Path) -> fatbin.Counts:
             return counts_in_elf(handle, mapped)
 
 
+def _record_root(root: Path) -> Path:
+    """Where the RECORD files for `root` are: its enclosing site-packages when `root` lies inside one."""
+    for folder in (root.resolve(), *root.resolve().parents):
+        if folder.name in ("site-packages", "dist-packages"):
+            return folder
+    return root
+
+
 def record_owners(root: Path) -> dict[Path, str]:
-    """Map every file listed in a `.dist-info/RECORD` under `root` to its distribution's name."""
+    """Map every file listed in a `.dist-info/RECORD` under `root` (or its site-packages) to its distribution."""
     owners: dict[Path, str] = {}
-    for record in root.glob("**/*.dist-info/RECORD"):
+    for record in _record_root(root).glob("**/*.dist-info/RECORD"):
         site = record.parent.parent
         name = record.parent.name.rsplit("-", 1)[0]
         try:

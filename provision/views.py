@@ -78,7 +78,7 @@ def _labels(counts: dict[str, int]) -> str:
         except ValueError:
             return (999, 0, label)
 
-    return " ".join(f"{k}x{v}" for k, v in sorted(counts.items(), key=lambda kv: order(kv[0]))) or "-"
+    return " ".join(f"{k}:{v}" for k, v in sorted(counts.items(), key=lambda kv: order(kv[0]))) or "-"
 
 
 def scan(result: object, as_json: bool) -> None:
@@ -89,7 +89,7 @@ def scan(result: object, as_json: bool) -> None:
         ui.dump_json(result.to_dict())
         return
     out = ui.console()
-    columns = ["package", "files", "cubins (label x count)", "PTX"] + [f"runs on {cc}" for cc in result.require]
+    columns = ["package", "files", "cubins (label:count)", "PTX"] + [f"runs on {cc}" for cc in result.require]
     packages = ui.table(f"CUDA code in {result.scanned} files ({result.seconds:.2f} s)", *columns)
     for p in result.packages:
         verdicts = [ui.status_text(p.verdicts[cc][0]) for cc in result.require]
@@ -323,3 +323,26 @@ def comparison(result: dict[str, object], as_json: bool) -> None:
         out.print(f"{rows[1]['name']} vs {rows[0]['name']}: {change:+.1f}% ({verdict})")  # type: ignore[index]
     if not result["same_machine"]:
         out.print("note: the two baselines ran on different machines")
+
+
+def allreduce(record: dict[str, object], as_json: bool) -> None:
+    """The table of nccl-tests' all_reduce_perf: eager where it has out-of-place, graph-captured where it has in-place."""
+    if as_json:
+        ui.dump_json(record)
+        return
+    lines = []
+    for run in record["runs"]:  # type: ignore[attr-defined]
+        variant = " ".join(f"{k}={v}" for k, v in run["variant"].items()) or "NCCL defaults"
+        lines.append(f"# {record['name']}: all_reduce sum float, {record['world_size']} rank(s), {record['backend']}, {variant}")
+        lines.append("#                                          eager                          cuda graph")
+        lines.append(f"# {'size':>10} {'count':>12}  {'time':>9} {'algbw':>7} {'busbw':>7} {'#wrong':>6}  {'time':>9} {'algbw':>7} {'busbw':>7}")
+        lines.append(f"# {'(B)':>10} {'(elements)':>12}  {'(us)':>9} {'(GB/s)':>7} {'(GB/s)':>7} {'':>6}  {'(us)':>9} {'(GB/s)':>7} {'(GB/s)':>7}")
+        for row in run["rows"]:
+            graph = (f"{row['graph_us']:9.2f} {row['graph_algbw']:7.2f} {row['graph_busbw']:7.2f}" if "graph_us" in row else f"{'-':>9} {'-':>7} {'-':>7}")
+            lines.append(f"  {row['size']:>10} {row['count']:>12}  {row['eager_us']:9.2f} {row['eager_algbw']:7.2f} "
+                         f"{row['eager_busbw']:7.2f} {row['wrong']:>6}  {graph}")
+        if run.get("pattern"):
+            p = run["pattern"]
+            lines.append(f"# verify pass pattern in a CUDA graph: 122 x 42 KB = {p['122x42KB_ms']:.3f} ms, "
+                         f"2 x 2.5 MB (same bytes, coalesced) = {p['2x2.5MB_ms']:.3f} ms")
+    print("\n".join(lines))

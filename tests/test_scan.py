@@ -99,6 +99,8 @@ def test_wheel_scanned_in_place_and_venv_attributed_by_record(tmp_path: Path) ->
         archive.extractall(site)
     result = scan.scan([tmp_path / "venv"])
     assert [f.package for f in result.files] == ["fake-kernels"]
+    # a folder inside site-packages is attributed through the RECORD files beside it
+    assert [f.package for f in scan.scan([site / "fake_kernels"]).files] == ["fake-kernels"]
 
 
 def test_files_without_cuda_code_and_broken_elf(tmp_path: Path) -> None:

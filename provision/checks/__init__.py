@@ -28,6 +28,8 @@ CHECKS = (
           needs=("torch", "sgl-kernel|sglang-kernel")),
     Check(id="symmetric-memory", title="torch symmetric memory: rendezvous, peer reads, one-shot all-reduce",
           payload="check_symmetric_memory.py", needs=("torch",), timeout=600),
+    Check(id="nccl-allreduce", title="NCCL all-reduce exact across every GPU, and the peer-access matrix",
+          payload="check_nccl_allreduce.py", needs=("torch",), timeout=600),
     Check(id="flashinfer-jit", title="FlashInfer versions agree and its JIT builds and runs a kernel for each SM",
           payload="check_flashinfer_jit.py", needs=("torch", "flashinfer-python"), timeout=1800),
 )

@@ -48,3 +48,73 @@ def covers(arch_list: list[str], major: int, minor: int) -> tuple[str, list[str]
         elif kind == "compute" and (a_major, a_minor) <= (major, minor):
             ptx.append(label)
     return ("native", native) if native else ("ptx", ptx) if ptx else ("none", [])
+
+
+HANG_HINT = ("check peer-to-peer access between the GPUs (nvidia-smi topo -p2p r), PCIe ACS and the IOMMU "
+             "(NVIDIA/nccl#606, #2079; nccl-tests#117); NCCL_P2P_DISABLE=1 tells whether P2P is the cause")
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def launch(target: Any, world: int, config: dict[str, Any], timeout: float) -> list[dict[str, Any]]:
+    """Run target(rank, world, port, out_dir, config) in one process per rank (in this process for one rank);
+    kill every rank still running after `timeout` seconds. Returns each rank's result (its JSON file)."""
+    import os
+    import tempfile
+    import time
+
+    out_dir = tempfile.mkdtemp(prefix="provision-ranks-")
+    port = free_port()
+    if world == 1:
+        target(0, 1, port, out_dir, config)
+    else:
+        import multiprocessing
+
+        context = multiprocessing.get_context("spawn")
+        processes = [context.Process(target=target, args=(rank, world, port, out_dir, config)) for rank in range(world)]
+        for process in processes:
+            process.start()
+        deadline = time.monotonic() + timeout
+        for process in processes:
+            process.join(max(0.0, deadline - time.monotonic()))
+        stragglers = [rank for rank, p in enumerate(processes) if p.is_alive()]
+        for process in processes:
+            if process.is_alive():
+                process.kill()
+                process.join(5)
+        if stragglers:
+            emit("fail", f"ranks {stragglers} hung for {timeout:g} s and were killed: {HANG_HINT}")
+    results = []
+    for rank in range(world):
+        try:
+            with open(os.path.join(out_dir, f"rank{rank}.json")) as handle:
+                results.append(json.load(handle))
+        except OSError:
+            results.append({"rank": rank, "ok": False, "error": "no result: the rank died"})
+    return results
+
+
+def write_rank(out_dir: str, rank: int, result: dict[str, Any]) -> None:
+    import os
+
+    with open(os.path.join(out_dir, f"rank{rank}.json"), "w") as handle:
+        json.dump(result, handle, default=str)
+
+
+def init_group(rank: int, world: int, port: int, backend: str) -> Any:
+    """Set the device (NCCL) and join the process group over TCP on the loopback."""
+    import torch
+    import torch.distributed as dist
+
+    kwargs: dict[str, Any] = {}
+    if backend == "nccl":
+        torch.cuda.set_device(rank)
+        kwargs["device_id"] = torch.device("cuda", rank)
+    dist.init_process_group(backend, init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world, **kwargs)
+    return dist

@@ -4,33 +4,21 @@ nothing here creates a multicast object (TORCH_SYMM_MEM_DISABLE_MULTICAST is kep
 
 from __future__ import annotations
 
-import json
 import os
-import socket
 import sys
-import tempfile
 
-from _common import arguments, crash_reason, emit
+from _common import arguments, crash_reason, emit, init_group, launch, write_rank
 
 ELEMENTS = 4096
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def rank_main(rank: int, world: int, port: int, out_dir: str) -> None:
+def rank_main(rank: int, world: int, port: int, out_dir: str, config: dict[str, object]) -> None:
     result: dict[str, object] = {"rank": rank}
     try:
         import torch
-        import torch.distributed as dist
         import torch.distributed._symmetric_memory as symm_mem
 
-        torch.cuda.set_device(rank)
-        dist.init_process_group("nccl", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world,
-                                device_id=torch.device("cuda", rank))
+        dist = init_group(rank, world, port, "nccl")
         group = dist.group.WORLD
         if hasattr(symm_mem, "enable_symm_mem_for_group"):
             symm_mem.enable_symm_mem_for_group(group.group_name)  # needed before torch 2.11
@@ -60,8 +48,7 @@ def rank_main(rank: int, world: int, port: int, out_dir: str) -> None:
     except BaseException as exc:
         result["ok"] = False
         result["error"] = crash_reason(exc)
-    with open(os.path.join(out_dir, f"rank{rank}.json"), "w") as handle_file:
-        json.dump(result, handle_file)
+    write_rank(out_dir, rank, result)
 
 
 def explain(error: str) -> str:
@@ -77,29 +64,7 @@ def explain(error: str) -> str:
 def main() -> None:
     args = arguments()
     world = int(args.get("gpu_count") or 1)
-    out_dir = tempfile.mkdtemp(prefix="provision-symm-")
-    port = free_port()
-    if world == 1:
-        rank_main(0, 1, port, out_dir)
-    else:
-        import torch.multiprocessing as mp
-
-        context = mp.start_processes(rank_main, args=(world, port, out_dir), nprocs=world, join=False, start_method="spawn")
-        try:
-            while not context.join(timeout=float(args.get("rank_timeout", 240))):
-                pass
-        except Exception as exc:
-            for process in context.processes:
-                if process.is_alive():
-                    process.kill()
-            emit("fail", f"a rank died or hung: {crash_reason(exc)} (check P2P/ACS/IOMMU: nccl#606, nccl#2079)")
-    results = []
-    for rank in range(world):
-        try:
-            with open(os.path.join(out_dir, f"rank{rank}.json")) as handle:
-                results.append(json.load(handle))
-        except OSError:
-            results.append({"rank": rank, "ok": False, "error": "no result (the rank died)"})
+    results = launch(rank_main, world, {}, float(args.get("rank_timeout", 240)))
     failed = [r for r in results if not r.get("ok")]
     multicast = any(r.get("multicast") for r in results)
     details = {"world_size": world, "ranks": results, "multicast": multicast,

@@ -1,0 +1,88 @@
+"""`provision bench allreduce`: nccl-tests' all_reduce_perf, run in the environment under test, one process per GPU,
+stored with the environment. NVLS (multicast) is never enabled: NCCL_NVLS_ENABLE=0 for every run."""
+
+from __future__ import annotations
+
+import datetime
+import json
+from typing import Any
+
+from provision import proc
+from provision.checks import payload_dir
+from provision.checks import runner as check_runner
+from provision.errors import EnvError, UsageError
+from provision.home import Home, read_meta, write_json
+
+FORBIDDEN_ALGOS = ("nvls", "nvlstree")
+
+
+def parse_size(text: str) -> int:
+    units = {"": 1, "K": 2**10, "M": 2**20, "G": 2**30}
+    text = text.strip().upper().removesuffix("B")
+    unit = text[-1] if text and text[-1] in units else ""
+    try:
+        return int(float(text[: len(text) - len(unit)]) * units[unit])
+    except ValueError as exc:
+        raise UsageError(f"{text!r} is not a size", "write it as 8, 42K, 2.5M or 128M") from exc
+
+
+def variants(algos: tuple[str, ...], protos: tuple[str, ...]) -> list[dict[str, str]]:
+    for algo in algos:
+        if any(name in algo.lower().replace(" ", "") for name in FORBIDDEN_ALGOS):
+            raise UsageError(f"NCCL_ALGO={algo}: NVLS uses multicast, which provision never enables",
+                             "choose Ring or Tree (per collective: allreduce:tree)")
+    if not algos and not protos:
+        return [{}]
+    combos = []
+    for algo in algos or ("",):
+        for proto in protos or ("",):
+            combo = {}
+            if algo:
+                combo["NCCL_ALGO"] = algo
+            if proto:
+                combo["NCCL_PROTO"] = proto
+            combos.append(combo)
+    return combos
+
+
+def run(home: Home, name: str | None, *, min_bytes: int, max_bytes: int, factor: int, iters: int,
+        algos: tuple[str, ...], protos: tuple[str, ...], backend: str, ranks: int | None,
+        progress: Any = lambda _: None) -> dict[str, Any]:
+    from provision import nvml
+
+    name = name or home.active()
+    if name is None:
+        raise EnvError("no environment is active", "name one: provision bench allreduce NAME")
+    build = home.build_of(name)
+    meta = read_meta(build)
+    if backend == "nccl":
+        gpus = nvml.read(nvml.load_library()).gpus
+        if not gpus:
+            raise EnvError("no NVIDIA GPU on this machine: the NCCL all-reduce needs one", "--backend gloo --ranks N runs it on CPUs")
+        world = ranks or len(gpus)
+    else:
+        world = ranks or 2
+    python = check_runner.Path(meta.get("venv") or build / "venv") / "bin" / "python"
+    runs = []
+    for variant in variants(algos, protos):
+        env = check_runner.environment(python.parent.parent, meta)
+        env.update(variant)
+        env["NCCL_NVLS_ENABLE"] = "0"
+        arguments = {"gpu_count": world, "backend": backend, "min_bytes": min_bytes, "max_bytes": max_bytes,
+                     "factor": factor, "iters": iters}
+        progress(f"all-reduce on {world} rank(s) {variant or 'NCCL defaults'}")
+        done = proc.run([python, str(payload_dir() / "bench_allreduce.py"), json.dumps(arguments)], timeout=1800, env=env)
+        last = next((line for line in reversed(done.stdout.splitlines()) if line.startswith("{")), "")
+        try:
+            verdict = json.loads(last)
+        except json.JSONDecodeError:
+            raise EnvError(f"the all-reduce benchmark crashed (exit {done.returncode}): {done.tail(3)}", "run provision check first") from None
+        if verdict["status"] != "pass":
+            raise EnvError(f"the all-reduce benchmark failed: {verdict['reason']}", "run provision check --only nccl-allreduce")
+        runs.append({"variant": variant, **verdict["details"]})
+    record = {"at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"), "backend": backend,
+              "world_size": world, "runs": runs}
+    meta = read_meta(build)
+    meta["allreduce"] = [*(meta.get("allreduce") or []), record]
+    write_json(build / "env.json", meta)
+    return {"name": name, **record}
