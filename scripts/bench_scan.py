@@ -48,6 +48,9 @@ def main() -> None:
     args = parser.parse_args()
     rows = []
     for path in args.files:
+        if not path.is_file():
+            print(f"{path}: not found, left out")
+            continue
         times = []
         for _ in range(5):
             start = time.perf_counter()
