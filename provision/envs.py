@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from provision import proc, uvtool
+from provision import proc
 from provision.errors import EnvError, UsageError
 from provision.home import BUILDING, Home, pid_alive, read_meta, remove_tree, write_json
 from provision.profiles import Profile
@@ -38,6 +38,8 @@ class CreateResult:
 
 def find_python(request: str) -> tuple[Path, str]:
     """Return (interpreter, "X.Y") for a version or a path; say how to get a missing one."""
+    from provision import uvtool
+
     if os.sep in request:
         path = Path(request)
         if not path.exists():
@@ -127,6 +129,7 @@ def create(home: Home, profile: Profile, *, name: str | None = None, python: str
     import time
 
     from provision import lock as locking
+    from provision import uvtool
 
     name = name or profile.name
     timings: dict[str, float] = {}

@@ -90,6 +90,11 @@ def counts_in_elf(stream: Any, buffer: bytes | memoryview | mmap.mmap) -> fatbin
     if elf["e_machine"] in ("EM_CUDA", EM_CUDA):
         counts.cubin[fatbin.cubin_label(elf["e_flags"], elf["e_ident"]["EI_ABIVERSION"])] += 1
         return counts
+    # Most shared objects in a venv carry no device code: their section-name table says so, and reading that one
+    # section is far cheaper than building every section (this is what makes a whole venv quick).
+    names = elf.get_section(elf["e_shstrndx"]).data() if elf["e_shstrndx"] else b""
+    if not any(name.encode() in names for name in fatbin.FATBIN_SECTIONS):
+        return counts
     for section in elf.iter_sections():
         if section.name in fatbin.FATBIN_SECTIONS and section["sh_type"] != "SHT_NOBITS":
             # Read at the section-header file offset: a fatbin section need not lie in a loadable segment.
@@ -147,9 +152,10 @@ def _record_root(root: Path) -> Path:
     return root
 
 
-def record_owners(root: Path) -> dict[Path, str]:
-    """Map every file listed in a `.dist-info/RECORD` under `root` (or its site-packages) to its distribution."""
-    owners: dict[Path, str] = {}
+def record_owners(root: Path) -> dict[str, str]:
+    """Map every file listed in a `.dist-info/RECORD` under `root` (or its site-packages) to its distribution,
+    keyed by normalized path (no per-row resolve(): a venv's RECORD files list tens of thousands of rows)."""
+    owners: dict[str, str] = {}
     for record in _record_root(root).glob("**/*.dist-info/RECORD"):
         site = record.parent.parent
         name = record.parent.name.rsplit("-", 1)[0]
@@ -158,24 +164,41 @@ def record_owners(root: Path) -> dict[Path, str]:
             name = next(line[6:].strip() for line in meta.splitlines() if line.startswith("Name: "))
         except (OSError, StopIteration):
             pass
+        distribution = str(canonicalize_name(name))
+        prefix = str(site)
         with open(record, newline="", errors="replace") as handle:
             for row in csv.reader(handle):
                 if row:
-                    owners[(site / row[0]).resolve()] = str(canonicalize_name(name))
+                    owners[os.path.normpath(os.path.join(prefix, row[0]))] = distribution
     return owners
 
 
 def _walk(root: Path) -> Iterator[Path]:
-    for folder, _dirs, files in os.walk(root):
-        for name in files:
-            path = Path(folder) / name
-            if not path.is_symlink():
-                yield path
+    """Regular files that may hold device code: shared objects, cubins, objects, archives, executables.
+    Links are not followed, so a library reached twice is counted once."""
+    stack = [str(root)]
+    while stack:
+        try:
+            entries = list(os.scandir(stack.pop()))
+        except OSError:
+            continue
+        for entry in entries:
+            if entry.is_dir(follow_symlinks=False):
+                stack.append(entry.path)
+            elif entry.is_file(follow_symlinks=False) and _is_candidate(entry):
+                yield Path(entry.path)
 
 
-def _is_candidate(path: Path) -> bool:
-    name = path.name
-    return ".so" in name or name.endswith((".cubin", ".o", ".a", ".fatbin")) or os.access(path, os.X_OK)
+def _is_candidate(entry: os.DirEntry[str]) -> bool:
+    name = entry.name
+    if ".so" in name or name.endswith((".cubin", ".o", ".a", ".fatbin")):
+        return True
+    if name.endswith((".py", ".pyc", ".pyi", ".txt", ".json", ".h", ".hpp", ".cuh", ".md")):
+        return False
+    try:
+        return bool(entry.stat(follow_symlinks=False).st_mode & 0o111)
+    except OSError:
+        return False
 
 
 def scan(paths: list[Path], require: tuple[str, ...] = ()) -> ScanResult:
@@ -191,12 +214,10 @@ def scan(paths: list[Path], require: tuple[str, ...] = ()) -> ScanResult:
         if path.is_dir():
             owners = record_owners(path)
             for file in _walk(path):
-                if not _is_candidate(file):
-                    continue
                 scanned += 1
                 counts = _safe(lambda f=file: counts_in_file(f), file, notes)
                 if counts and not counts.empty:
-                    files.append(FileScan(str(file), owners.get(file.resolve()), counts))
+                    files.append(FileScan(str(file), owners.get(os.path.normpath(file)), counts))
         elif path.suffix == ".whl":
             package = str(canonicalize_name(parse_wheel_filename(path.name)[0]))
             with zipfile.ZipFile(path) as wheel:
