@@ -130,3 +130,11 @@ def label_runs_on(label: str, cc: str) -> bool:
 
 def gate(name: str) -> dict[str, Any]:
     return dict(knowledge()["gates"][name])
+
+
+def opaque_kernels(package: str | None) -> str | None:
+    """Why a package's SMs cannot be read from fatbin headers, or None when they can."""
+    for row in knowledge().get("opaque_kernels", []):
+        if row["package"] == package:
+            return str(row["reason"])
+    return None

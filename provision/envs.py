@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from provision import proc
+from provision import proc, toolkit_home
 from provision.errors import EnvError, UsageError
 from provision.home import BUILDING, Home, pid_alive, read_meta, remove_tree, write_json
 from provision.profiles import Profile
@@ -153,6 +153,9 @@ def create(home: Home, profile: Profile, *, name: str | None = None, python: str
                 if url and index_name != "default":
                     sync += ["--index", f"{index_name}={url}"]  # credentials for files under that index's host
             uvtool.run(sync)
+            if profile.toolkit:
+                progress("laying out the environment's CUDA toolkit")
+                toolkit_home.make(build / "cuda", site_packages(build / "venv") / profile.toolkit)
             timings["install"] = time.perf_counter() - started
             meta = {
                 "name": name, "profile": profile.name, "profile_hash": profile.content_hash, "profile_path": str(profile.path),
@@ -210,6 +213,8 @@ def adopt(home: Home, name: str, venv: Path, profile: Profile | None = None) -> 
         build = home.builds / f"{name}-adopted-{stamp}"
         build.mkdir(parents=True)
         os.symlink(venv.absolute(), build / "venv")
+        if profile and profile.toolkit:
+            toolkit_home.make(build / "cuda", site_packages(venv) / profile.toolkit)
         meta = {"name": name, "profile": profile.name if profile else None, "profile_hash": profile.content_hash if profile else None,
                 "cuda": (profile.cuda if profile else None) or (cuda.stdout.strip() if cuda.ok else None) or None,
                 "python": version, "adopted": True, "venv": str(venv.absolute()),

@@ -64,6 +64,7 @@ class Profile:
     env: dict[str, str] = field(default_factory=dict)
     checks: tuple[str, ...] | None = None  # None: every built-in check
     baseline: Baseline | None = None
+    toolkit: str | None = None  # site-packages folder of NVIDIA's compiler wheels ("nvidia/cu13"): {env}/cuda is laid over it
     content_hash: str = ""
 
     def bound_index(self, package: str) -> str | None:
@@ -145,7 +146,7 @@ class _Checker:
 
 def _validate(path: Path, data: dict[str, Any], content_hash: str) -> Profile:
     c = _Checker(path)
-    top = {"schema", "name", "description", "python", "cuda", "indexes", "packages", "env", "checks", "baseline"}
+    top = {"schema", "name", "description", "python", "cuda", "indexes", "packages", "env", "checks", "baseline", "toolkit"}
     c.keys(data, "", top, {"schema", "name", "cuda", "packages"})
     schema = c.typed(data["schema"], "schema", int, "an integer")
     if schema != SCHEMA:
@@ -179,6 +180,7 @@ def _validate(path: Path, data: dict[str, Any], content_hash: str) -> Profile:
         env=dict(env),
         checks=_checks(c, data.get("checks")),
         baseline=_baseline(c, data.get("baseline")),
+        toolkit=_toolkit(c, data.get("toolkit")),
         content_hash=content_hash,
     )
 
@@ -213,6 +215,17 @@ def _packages(c: _Checker, table: dict[str, Any], indexes: dict[str, str]) -> tu
             )
         )
     return tuple(result)
+
+
+def _toolkit(c: _Checker, table: Any) -> str | None:
+    if table is None:
+        return None
+    c.typed(table, "toolkit", dict, 'a table such as { wheels = "nvidia/cu13" }')
+    c.keys(table, "toolkit", {"wheels"}, {"wheels"})
+    wheels = c.typed(table["wheels"], "toolkit.wheels", str, 'a folder inside site-packages, such as "nvidia/cu13"')
+    if wheels.startswith("/") or ".." in wheels.split("/"):
+        raise c.fail("toolkit.wheels", f"{wheels!r} must be a folder inside site-packages, such as nvidia/cu13")
+    return wheels
 
 
 def _checks(c: _Checker, table: Any) -> tuple[str, ...] | None:

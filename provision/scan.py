@@ -260,8 +260,9 @@ def _by_package(files: list[FileScan], require: tuple[str, ...]) -> list[Package
         package.files += 1
         package.counts.add(file.counts)
     for package in packages.values():
+        opaque = compat.opaque_kernels(package.name)
         for cc in require:
-            package.verdicts[cc] = verdict(package.counts, cc)
+            package.verdicts[cc] = ("skip", f"not judged from headers: {opaque}") if opaque else verdict(package.counts, cc)
     return sorted(packages.values(), key=lambda p: p.name or "")
 
 

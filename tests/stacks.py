@@ -35,7 +35,9 @@ def cu130(server: IndexServer) -> dict[str, Index]:
     extras = ("nvcc", "crt", "cudart", "cccl", "nvvm")
     default.add("cuda-toolkit", "13.0.2", tag=PY3, extras=extras,
                 requires=tuple(f"nvidia-cuda-{e}==13.0.88; extra == '{e}'" for e in ("nvcc", "crt")))
-    default.add("nvidia-cuda-nvcc", "13.0.88", tag="py3-none-manylinux_2_28_x86_64")
+    default.add("nvidia-cuda-nvcc", "13.0.88", tag="py3-none-manylinux_2_28_x86_64",
+                files={"nvidia/cu13/bin/nvcc": b"#!/bin/sh\necho 'Cuda compilation tools, release 13.0, V13.0.88'\n",
+                       "nvidia/cu13/include/cuda.h": b"", "nvidia/cu13/lib/libcudart.so.13": b""})
     default.add("nvidia-cuda-crt", "13.0.88", tag=PY3)
     # decoys: higher versions on the default index that bound packages must never take
     default.add("torch", "9.0.0", tag=PY3)

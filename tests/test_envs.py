@@ -78,6 +78,16 @@ def test_cu128_and_cu130_side_by_side_switch_and_rollback(tool: Tool, stack) -> 
     assert tool.envs()["cu130"]["active"]
 
 
+def test_the_profiles_own_toolkit_is_laid_out_as_a_cuda_home(tool: Tool, stack) -> None:
+    create(tool, stack, "cu130")
+    cuda_home = tool("run", "cu130", "--", "sh", "-c", 'printf "%s" "$CUDA_HOME"').stdout
+    home = Path(cuda_home)
+    assert home.name == "cuda" and (home / "bin" / "nvcc").exists() and (home / "include" / "cuda.h").exists()
+    assert os.readlink(home / "lib64" / "libcudart.so").endswith("nvidia/cu13/lib/libcudart.so.13")
+    soname = subprocess.run(["readelf", "-d", str(home / "lib64/stubs/libcuda.so")], capture_output=True, text=True).stdout
+    assert "libcuda.so.1" in soname
+
+
 def test_run_adds_nothing_and_keeps_exit_code_and_profile_env(tool: Tool, stack) -> None:
     create(tool, stack, "cu130")
     done = tool("run", "cu130", "--", "sh", "-c", 'printf "%s" "$FLASHINFER_CUDA_ARCH_LIST"; exit 7', check=False)

@@ -97,3 +97,33 @@ def test_bad_machine_file(provision_bin: str, tmp_path: Path) -> None:
     bad.write_text("{}")
     done = subprocess.run([provision_bin, "report", "--machine", str(bad)], capture_output=True, text=True)
     assert done.returncode == 2 and "not a probe document" in done.stderr
+
+
+def test_environment_in_the_report(tmp_path: Path, provision_bin: str) -> None:
+    """An adopted venv judged on the recorded 8-GPU machine: versions that disagree fail, never-checked warns."""
+    import sys
+
+    from wheelhouse import build_wheel
+
+    from provision import uvtool
+
+    wheels = tmp_path / "wheels"
+    build_wheel(wheels, "torch", "2.9.1+cu128")
+    build_wheel(wheels, "flashinfer-python", "0.6.9")
+    build_wheel(wheels, "flashinfer-jit-cache", "0.6.8+cu128")
+    venv = tmp_path / "venv"
+    uvtool.run(["venv", str(venv), "--python", sys.executable, "--quiet"])
+    uvtool.run(["pip", "install", "--python", str(venv / "bin/python"), "--no-index", "--find-links", str(wheels), "--quiet",
+                "torch", "flashinfer-python", "flashinfer-jit-cache"])
+    home = ["--home", str(tmp_path / "home")]
+    subprocess.run([provision_bin, "adopt", "old", str(venv), "--profile", "cu128", *home], check=True, capture_output=True)
+    done = subprocess.run([provision_bin, "report", "--machine", str(RTX), "--profile", "cu130", "--env", "old", "--json", *home],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    targets = json.loads(done.stdout)["machines"][0]["targets"]
+    env = next(t for t in targets if t["kind"] == "environment")
+    by_id = {g["id"]: g for g in env["gates"]}
+    assert by_id["versions"]["status"] == "fail" and "flashinfer-jit-cache 0.6.8" in by_id["versions"]["reason"]
+    assert by_id["checks"]["status"] == "warn" and by_id["driver"]["status"] == "pass"
+    assert by_id["scan"]["status"] == "pass"  # no CUDA code in these wheels: nothing fails
+    assert env["verdict"] == "fail"

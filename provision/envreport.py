@@ -1,0 +1,96 @@
+"""Environments in the report: the scan of every CUDA package against each GPU, version agreement, and the last
+check results and baseline figure stored with the environment."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from packaging.utils import canonicalize_name
+
+from provision import home as homes
+from provision import scan
+from provision.report import Gate, MachineReport, Target, _driver
+
+
+def installed(venv: Path) -> dict[str, str]:
+    """{distribution: version} read from the venv's .dist-info folders (nothing is run)."""
+    found = {}
+    for metadata in venv.glob("lib/python3*/site-packages/*.dist-info/METADATA"):
+        fields = dict(re.findall(r"^(Name|Version): (.+)$", metadata.read_text(errors="replace"), re.MULTILINE))
+        if "Name" in fields and "Version" in fields:
+            found[str(canonicalize_name(fields["Name"]))] = fields["Version"].strip()
+    return found
+
+
+def versions_gate(versions: dict[str, str]) -> Gate:
+    title = "package versions agree"
+    problems = []
+    flashinfer = {n: versions[n].split("+")[0] for n in ("flashinfer-python", "flashinfer-cubin", "flashinfer-jit-cache") if n in versions}
+    if len(set(flashinfer.values())) > 1:
+        problems.append("FlashInfer " + ", ".join(f"{n} {v}" for n, v in flashinfer.items()))
+    labels = {n: m.group(1) for n in ("torch", "sgl-kernel", "sglang-kernel", "flashinfer-jit-cache")
+              if n in versions and (m := re.search(r"\+cu(\d+)", versions[n]))}
+    if len({label[:-1] for label in labels.values()}) > 1:
+        problems.append("CUDA builds differ: " + ", ".join(f"{n} cu{v}" for n, v in labels.items()))
+    runtimes = sorted(n for n in versions if n in ("nvidia-cuda-runtime-cu12", "nvidia-cuda-runtime", "nvidia-cuda-runtime-cu11"))
+    if "nvidia-cuda-runtime-cu12" in runtimes and "nvidia-cuda-runtime" in runtimes and versions["nvidia-cuda-runtime"].startswith("13"):
+        problems.append("two CUDA runtime majors installed: " + ", ".join(f"{n} {versions[n]}" for n in runtimes))
+    source = "flashinfer/jit/env.py (version lockstep); torch/sgl-kernel ABI pairing (knowledge: sgl-kernel section)"
+    if problems:
+        return Gate(id="versions", title=title, status="fail", reason="; ".join(problems), source=source)
+    shown = ", ".join(f"{n} {versions[n]}" for n in ("torch", "sgl-kernel", "sglang-kernel", "flashinfer-python") if n in versions)
+    return Gate(id="versions", title=title, status="pass", reason=shown or "nothing to compare", source=source)
+
+
+def scan_gate(venv: Path, ccs: list[str]) -> Gate:
+    title = "every CUDA package carries code for every GPU"
+    if not ccs:
+        return Gate(id="scan", title=title, status="skip", reason="no GPUs read")
+    result = scan.scan([venv], tuple(ccs))
+    failing = [f"{p.name} on {cc}: {r}" for p in result.packages for cc, (s, r) in p.verdicts.items() if s == "fail"]
+    warning = [f"{p.name} on {cc}" for p in result.packages for cc, (s, _) in p.verdicts.items() if s == "warn"]
+    source = "fatbin entry headers (docs/fatbin.md); sm_rule table in knowledge.toml"
+    if failing:
+        return Gate(id="scan", title=title, status="fail", reason="; ".join(failing)[:600], source=source)
+    if warning:
+        return Gate(id="scan", title=title, status="warn", reason="PTX only (JIT at first load): " + ", ".join(warning), source=source)
+    return Gate(id="scan", title=title, status="pass", source=source,
+                reason=f"{len(result.packages)} CUDA packages, {len(result.files)} files, all with native code for {', '.join(ccs)}")
+
+
+def stored_gates(meta: dict[str, Any]) -> list[Gate]:
+    results = (meta.get("checks") or {}).get("results") or []
+    gates = []
+    if results:
+        bad = [f"{r['id']}: {r.get('reason', '')}" for r in results if r["status"] in ("fail", "error")]
+        status = "fail" if bad else "pass"
+        reason = "; ".join(bad)[:500] if bad else f"{sum(r['status'] == 'pass' for r in results)} pass, {sum(r['status'] == 'skip' for r in results)} skip"
+        gates.append(Gate(id="checks", title=f"last smoke checks ({(meta.get('checks') or {}).get('at', '?')})", status=status, reason=reason))
+    else:
+        gates.append(Gate(id="checks", title="last smoke checks", status="warn", reason="never checked: run provision check"))
+    baselines = meta.get("baselines") or []
+    if baselines:
+        last = baselines[-1]
+        gates.append(Gate(id="baseline", title="last baseline", status="info", kind="feature",
+                          reason=f"{last['figure']:.2f} {last['unit']} on {last['machine']['summary']} ({last['at']})"))
+    return gates
+
+
+def judge(where: homes.Home, name: str, report: MachineReport) -> Target:
+    build = where.build_of(name)
+    meta = homes.read_meta(build)
+    venv = Path(meta.get("venv") or build / "venv")
+    target = Target(kind="environment", name=name, cuda=meta.get("cuda") or "?")
+    ccs = sorted({g.compute_capability for g in report.facts.gpus if g.compute_capability})
+    target.gates = [_driver(report.facts, meta["cuda"]) if meta.get("cuda") else
+                    Gate(id="driver", title="driver supports the environment's CUDA", status="skip", reason="CUDA release unknown"),
+                    scan_gate(venv, ccs), versions_gate(installed(venv)), *stored_gates(meta)]
+    return target
+
+
+def add_environments(reports: list[MachineReport], names: tuple[str, ...], home: Path | None) -> None:
+    where = homes.Home(homes.resolve(home))
+    for report in reports:
+        report.targets.extend(judge(where, name, report) for name in names)

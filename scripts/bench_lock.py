@@ -1,0 +1,69 @@
+"""`provision lock` against a bare `uv pip compile` of the same requirements and indexes, in one run.
+
+    python scripts/bench_lock.py [--runs 7] [--json OUT]
+
+Indexes shaped like the cu130 ones are served on 127.0.0.1 (tests/stacks.py); uv's cache is warm for both. The bare
+command is what a user would type: one `uv pip compile` of the same pyproject (sources binding each package to its
+index) to pylock.toml. provision adds the nightly query, a second uv pass for index attribution, the checks and the
+PEP 751 validation.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+
+import stacks  # noqa: E402
+from wheelhouse import IndexServer  # noqa: E402
+
+from provision import lock, profiles, uvtool  # noqa: E402
+
+
+def median(argv: list[str], runs: int, cwd: Path) -> float:
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        subprocess.run(argv, check=True, capture_output=True, cwd=cwd, env={**os.environ, "UV_PYTHON_DOWNLOADS": "never"})
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--runs", type=int, default=7)
+    parser.add_argument("--json", dest="json_out")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as work:
+        folder = Path(work)
+        server = IndexServer(folder / "indexes")
+        indexes = stacks.cu130(server)
+        profile = profiles.load("cu130")
+        overrides = {n: i.url for n, i in indexes.items()}
+        target = lock.Target(python=stacks.PYTHON, platform=stacks.PLATFORM)
+        effective = lock.effective_indexes(profile, overrides)
+        pins, _ = lock.nightly_pins(profile, effective, target)
+        (folder / "pyproject.toml").write_text(lock._project(profile, pins, effective))
+        bare = [uvtool.binary(), *lock._uv_compile_args(effective, target, "pylock.toml", pylock=True)]
+        ours = [sys.executable, "-m", "provision", "lock", "cu130", "--python", stacks.PYTHON, "--platform", stacks.PLATFORM,
+                "-o", str(folder / "out" / "pylock.cu130.toml"), *stacks.index_args(indexes)]
+        median(ours, 1, folder)  # warm uv's cache
+        results = {"uv pip compile (bare)": median(bare, args.runs, folder), "provision lock": median(ours, args.runs, folder)}
+        server.close()
+    base = results["uv pip compile (bare)"]
+    for name, seconds in results.items():
+        print(f"{name:28} {seconds:7.3f} s  {seconds / base:5.2f}x  (+{seconds - base:.3f} s)")
+    if args.json_out:
+        Path(args.json_out).write_text(json.dumps({"runs": args.runs, "results": results}, indent=2))
+
+
+main()
