@@ -185,14 +185,10 @@ def _project(profile: Profile, pins: dict[str, str], indexes: dict[str, str | No
     return tomlkit.dumps(doc)
 
 
-def _uv_compile_args(indexes: dict[str, str | None], target: Target, output: str, pylock: bool) -> list[str]:
+def _uv_compile_args(indexes: dict[str, str | None], target: Target, output: str) -> list[str]:
     # --python names the interpreter uv may use for builds: it skips a search of every Python on PATH.
-    args = ["pip", "compile", "pyproject.toml", "--no-config", "--quiet", "-o", output,
+    args = ["pip", "compile", "pyproject.toml", "--no-config", "--quiet", "-o", output, "--format", "pylock.toml",
             "--python-version", target.python, "--no-header", "--python", sys.executable]
-    if pylock:
-        args += ["--format", "pylock.toml"]
-    else:
-        args += ["--emit-index-annotation", "--no-annotate"]
     if target.platform:
         args += ["--python-platform", target.platform]
     for name, url in indexes.items():
@@ -203,21 +199,27 @@ def _uv_compile_args(indexes: dict[str, str | None], target: Target, output: str
     return args
 
 
-def _attribution(text: str, indexes: dict[str, str | None]) -> dict[str, str]:
-    """Map each package to the name of the index uv took it from, read from `# from URL` annotations."""
-    by_url = {index.strip_credentials(u).rstrip("/"): n for n, u in indexes.items() if u}
-    result: dict[str, str] = {}
-    current = None
-    for line in text.splitlines():
-        requirement = re.match(r"^([A-Za-z0-9._-]+)==", line)
-        if requirement:
-            current = str(canonicalize_name(requirement.group(1)))
-            continue
-        source = re.match(r"^\s+# from (\S+)", line)
-        if source and current:
-            url = index.strip_credentials(source.group(1)).rstrip("/")
-            result[current] = by_url.get(url, DEFAULT_INDEX)
-    return result
+def attribution(names: list[str], profile: Profile, indexes: dict[str, str | None]) -> dict[str, str]:
+    """Which index each locked package came from: a bound package from its own index (uv's sources guarantee it);
+    any other from the first named index whose page lists it (uv's first-index rule), else the default index.
+    The pages are read in parallel; a lock that involves only the default index reads none."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    bound = {str(canonicalize_name(p.name)): p.index for p in profile.packages}
+    named = [n for n, url in indexes.items() if n != DEFAULT_INDEX and url]
+
+    def origin(name: str) -> str:
+        if name in bound:
+            return bound[name]
+        for index_name in named:
+            if index.project_files(str(indexes[index_name]), name):
+                return index_name
+        return DEFAULT_INDEX
+
+    if not named:
+        return {name: bound.get(name, DEFAULT_INDEX) for name in names}
+    with ThreadPoolExecutor(max_workers=16) as pool:
+        return dict(zip(names, pool.map(origin, names)))
 
 
 def lock(profile: Profile, *, target: Target, overrides: dict[str, str], output: Path,
@@ -232,11 +234,10 @@ def lock(profile: Profile, *, target: Target, overrides: dict[str, str], output:
         folder = Path(work)
         (folder / "pyproject.toml").write_text(_project(profile, pins, indexes))
         progress("resolving with uv")
-        uvtool.run(_uv_compile_args(indexes, target, "pylock.toml", pylock=True), cwd=folder)
-        # A second pass, answered from uv's cache, says which index each package came from.
-        uvtool.run(_uv_compile_args(indexes, target, "requirements.txt", pylock=False), cwd=folder)
+        uvtool.run(_uv_compile_args(indexes, target, "pylock.toml"), cwd=folder)
         raw = tomllib.loads((folder / "pylock.toml").read_text())
-        origin = _attribution((folder / "requirements.txt").read_text(), indexes)
+    progress("attributing each package to its index")
+    origin = attribution([str(canonicalize_name(p["name"])) for p in raw.get("packages", [])], profile, indexes)
     result = LockResult(path=output, profile=profile.name, target=target, nightly=nightly,
                         key=lock_key(profile, indexes, target))
     document = _finish(raw, profile, indexes, origin, target, result, progress)

@@ -51,6 +51,7 @@ def environment(extra: Mapping[str, str] | None = None) -> dict[str, str]:
 
 def run(args: Sequence[str | Path], *, timeout: float = 1800, cwd: Path | None = None,
         env: Mapping[str, str] | None = None) -> proc.Completed:
+    """Run uv from the main thread; it dies with provision (a kill -9 leaves no install writing on)."""
     done = proc.run([binary(), *args], timeout=timeout, cwd=cwd, env=environment(env), die_with_parent=True)
     if done.timed_out:
         raise ToolError(f"uv {args[0]} {args[1] if len(args) > 1 else ''} took longer than {timeout:g} s", "retry; check the indexes")

@@ -190,9 +190,10 @@ class progress:  # noqa: N801 - used as a context manager like a function
         self.status: object = None
 
     def __enter__(self) -> object:
-        err = ui.console(stderr=True)
-        if not self.quiet and err.is_terminal:
-            self.status = err.status("working")
+        import sys
+
+        if not self.quiet and sys.stderr.isatty():  # rich is loaded only when something is drawn
+            self.status = ui.console(stderr=True).status("working")
             self.status.__enter__()  # type: ignore[attr-defined]
         return self.step
 

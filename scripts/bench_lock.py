@@ -4,8 +4,8 @@
 
 Indexes shaped like the cu130 ones are served on 127.0.0.1 (tests/stacks.py); uv's cache is warm for both. The bare
 command is what a user would type: one `uv pip compile` of the same pyproject (sources binding each package to its
-index) to pylock.toml. provision adds the nightly query, a second uv pass for index attribution, the checks and the
-PEP 751 validation.
+index) to pylock.toml. provision adds the nightly query, the attribution of each package to its index (index pages read in
+parallel), the checks and the PEP 751 validation.
 """
 
 from __future__ import annotations
@@ -38,11 +38,35 @@ def median(argv: list[str], runs: int, cwd: Path) -> float:
     return statistics.median(times)
 
 
+def registry(runs: int) -> dict[str, float]:
+    """A stack resolved from the public registry: what uv does over a real network, against provision around it."""
+    with tempfile.TemporaryDirectory() as work:
+        folder = Path(work)
+        profile_path = folder / "registry.toml"
+        profile_path.write_text('schema = 1\nname = "registry"\ncuda = "13.0"\npython = "3.12"\n[packages]\n'
+                                'torch = "==2.11.0"\nflashinfer-python = "==0.6.9"\nninja = {}\n')
+        profile = profiles.load_file(profile_path)
+        target = lock.Target(python="3.12", platform="x86_64-manylinux_2_28")
+        effective = lock.effective_indexes(profile, {})
+        (folder / "pyproject.toml").write_text(lock._project(profile, {}, effective))
+        bare = [uvtool.binary(), *lock._uv_compile_args(effective, target, "pylock.toml")]
+        ours = [sys.executable, "-m", "provision", "lock", str(profile_path), "--python", "3.12", "--platform",
+                "x86_64-manylinux_2_28", "-o", str(folder / "out" / "pylock.registry.toml")]
+        median(bare, 1, folder)  # warm uv's cache
+        return {"uv pip compile (bare), registry": median(bare, runs, folder),
+                "provision lock, registry": median(ours, runs, folder)}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--json", dest="json_out")
+    parser.add_argument("--registry", action="store_true",
+                        help="also lock a stack from the public registry (uv's default index): flashinfer-python 0.6.9 + torch 2.11")
     args = parser.parse_args()
+    results: dict[str, float] = {}
+    if args.registry:
+        results.update(registry(args.runs))
     with tempfile.TemporaryDirectory() as work:
         folder = Path(work)
         server = IndexServer(folder / "indexes")
@@ -53,15 +77,16 @@ def main() -> None:
         effective = lock.effective_indexes(profile, overrides)
         pins, _ = lock.nightly_pins(profile, effective, target)
         (folder / "pyproject.toml").write_text(lock._project(profile, pins, effective))
-        bare = [uvtool.binary(), *lock._uv_compile_args(effective, target, "pylock.toml", pylock=True)]
+        bare = [uvtool.binary(), *lock._uv_compile_args(effective, target, "pylock.toml")]
         ours = [sys.executable, "-m", "provision", "lock", "cu130", "--python", stacks.PYTHON, "--platform", stacks.PLATFORM,
                 "-o", str(folder / "out" / "pylock.cu130.toml"), *stacks.index_args(indexes)]
         median(ours, 1, folder)  # warm uv's cache
-        results = {"uv pip compile (bare)": median(bare, args.runs, folder), "provision lock": median(ours, args.runs, folder)}
+        results["uv pip compile (bare), local indexes"] = median(bare, args.runs, folder)
+        results["provision lock, local indexes"] = median(ours, args.runs, folder)
         server.close()
-    base = results["uv pip compile (bare)"]
     for name, seconds in results.items():
-        print(f"{name:28} {seconds:7.3f} s  {seconds / base:5.2f}x  (+{seconds - base:.3f} s)")
+        base = results[name.replace("provision lock", "uv pip compile (bare)")]
+        print(f"{name:48} {seconds:7.3f} s  {seconds / base:5.2f}x  (+{seconds - base:.3f} s)")
     if args.json_out:
         Path(args.json_out).write_text(json.dumps({"runs": args.runs, "results": results}, indent=2))
 
