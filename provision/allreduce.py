@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime
 import json
+from pathlib import Path
 from typing import Any
 
 from provision import proc
@@ -62,7 +63,7 @@ def run(home: Home, name: str | None, *, min_bytes: int, max_bytes: int, factor:
         world = ranks or len(gpus)
     else:
         world = ranks or 2
-    python = check_runner.Path(meta.get("venv") or build / "venv") / "bin" / "python"
+    python = Path(meta.get("venv") or build / "venv") / "bin" / "python"
     runs = []
     for variant in variants(algos, protos):
         env = check_runner.environment(python.parent.parent, meta)

@@ -66,7 +66,7 @@ def run(home: Home, name: str | None, progress: Any = lambda _: None) -> dict[st
     if failed:
         raise EnvError(f"{name}: checks {', '.join(failed)} did not pass; the baseline runs only after they do",
                        f"see provision check {name}")
-    spec = meta.get("baseline") or BUILTIN
+    spec: dict[str, Any] = meta.get("baseline") or BUILTIN
     command = [part.replace("{payloads}", str(payload_dir())) for part in spec["command"]]
     env = check_runner.environment(Path(meta.get("venv") or build / "venv"), meta)
     progress(f"running the baseline: {' '.join(command)}")

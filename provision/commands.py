@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, TypeVar
 
 import click
 
@@ -75,7 +77,10 @@ def list_profiles(as_json: bool) -> None:
     views.profiles(profiles.available(), as_json)
 
 
-def _python_option(f):  # type: ignore[no-untyped-def]
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _python_option(f: F) -> F:
     return click.option("--python", "python", help="Target Python X.Y (default: the profile's python).")(f)
 
 

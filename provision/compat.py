@@ -34,7 +34,8 @@ _LABEL = re.compile(r"^(sm|compute|lto)_(\d+)([af]?)$")
 def knowledge() -> dict[str, Any]:
     """Return the parsed knowledge.toml shipped with the package."""
     text = resources.files("provision").joinpath("knowledge.toml").read_text(encoding="utf-8")
-    return tomllib.loads(text)
+    data: dict[str, Any] = tomllib.loads(text)
+    return data
 
 
 def cuda_from_nvml(value: int) -> str:

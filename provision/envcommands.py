@@ -5,19 +5,27 @@ from __future__ import annotations
 import os
 import shlex
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from provision.cli import JSON_HELP, cli
 
+if TYPE_CHECKING:
+    from provision.home import Home
 
-def home_option(f):  # type: ignore[no-untyped-def]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def home_option(f: F) -> F:
     return click.option("--home", type=click.Path(path_type=Path, file_okay=False),
                         help="Where environments live (else PROVISION_HOME, else ~/.local/share/provision).")(f)
 
 
-def _home(path: Path | None):  # type: ignore[no-untyped-def]
+def _home(path: Path | None) -> Home:
     from provision import home
 
     return home.Home(home.resolve(path))

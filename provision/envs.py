@@ -3,6 +3,7 @@ switch, roll back, remove, adopt a venv provision did not build, and clean what 
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import os
 import sys
@@ -301,10 +302,8 @@ def tree_size(path: Path) -> int:
     total = 0
     for folder, _dirs, files in os.walk(path):
         for file in files:
-            try:
+            with contextlib.suppress(OSError):
                 total += os.lstat(os.path.join(folder, file)).st_size
-            except OSError:
-                pass
     return total
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import struct
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import Any
 
 CONTAINER_MAGIC = 0xBA55ED50
 _CONTAINER = struct.Struct("<IHHQ")  # magic, version, header size, size of the entries that follow
@@ -49,7 +50,7 @@ def entry_label(kind: int, arch: int, flags: int) -> str:
     return f"{prefix}_{arch}{suffix}"
 
 
-def parse(buffer: bytes | memoryview, start: int, size: int, counts: Counts) -> None:
+def parse(buffer: Any, start: int, size: int, counts: Counts) -> None:
     """Count every entry of every container in buffer[start:start+size]; containers may be padded apart."""
     offset, end = start, start + size
     while offset + _CONTAINER.size <= end:

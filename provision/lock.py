@@ -219,7 +219,7 @@ def attribution(names: list[str], profile: Profile, indexes: dict[str, str | Non
     if not named:
         return {name: bound.get(name, DEFAULT_INDEX) for name in names}
     with ThreadPoolExecutor(max_workers=16) as pool:
-        return dict(zip(names, pool.map(origin, names)))
+        return dict(zip(names, pool.map(origin, names), strict=True))
 
 
 def lock(profile: Profile, *, target: Target, overrides: dict[str, str], output: Path,

@@ -6,6 +6,7 @@ real machines (tests/data/*.nvml.json, replayed by `Replay`) run through exactly
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from collections.abc import Callable
@@ -71,7 +72,7 @@ def _read_gpus(lib: Any, reading: Reading) -> list[Any]:
     count = _try(lambda: int(lib.nvmlDeviceGetCount()), reading, "GPU count") or 0
     handles = []
     for index in range(count):
-        handle = _try(lambda i=index: lib.nvmlDeviceGetHandleByIndex(i), reading, f"GPU {index} handle")
+        handle = _try(functools.partial(lib.nvmlDeviceGetHandleByIndex, index), reading, f"GPU {index} handle")
         if handle is None:
             continue
         handles.append(handle)
@@ -148,17 +149,17 @@ def _read_topology(lib: Any, reading: Reading, handles: list[Any]) -> None:
                 link = f"NV{nvlinks}"
             else:
                 level = _try(
-                    lambda a=a, b=b: int(lib.nvmlDeviceGetTopologyCommonAncestor(handles[a], handles[b])),
+                    functools.partial(lib.nvmlDeviceGetTopologyCommonAncestor, handles[a], handles[b]),
                     reading,
                     f"topology GPU {a}-{b}",
                 )
-                link = compat.TOPOLOGY_LEVELS.get(level, "unknown") if level is not None else "unknown"
+                link = compat.TOPOLOGY_LEVELS.get(int(level), "unknown") if level is not None else "unknown"
             p2p = _try(
-                lambda a=a, b=b: int(lib.nvmlDeviceGetP2PStatus(handles[a], handles[b], P2P_CAPS_INDEX_READ)),
+                functools.partial(lib.nvmlDeviceGetP2PStatus, handles[a], handles[b], P2P_CAPS_INDEX_READ),
                 reading,
                 f"P2P status GPU {a}-{b}",
             )
-            status = compat.P2P_STATUS.get(p2p, "unknown") if p2p is not None else "unknown"
+            status = compat.P2P_STATUS.get(int(p2p), "unknown") if p2p is not None else "unknown"
             reading.topology.append(Link(gpu_a=a, gpu_b=b, link=link, p2p_read=status))
 
 

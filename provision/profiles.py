@@ -222,7 +222,7 @@ def _toolkit(c: _Checker, table: Any) -> str | None:
         return None
     c.typed(table, "toolkit", dict, 'a table such as { wheels = "nvidia/cu13" }')
     c.keys(table, "toolkit", {"wheels"}, {"wheels"})
-    wheels = c.typed(table["wheels"], "toolkit.wheels", str, 'a folder inside site-packages, such as "nvidia/cu13"')
+    wheels: str = c.typed(table["wheels"], "toolkit.wheels", str, 'a folder inside site-packages, such as "nvidia/cu13"')
     if wheels.startswith("/") or ".." in wheels.split("/"):
         raise c.fail("toolkit.wheels", f"{wheels!r} must be a folder inside site-packages, such as nvidia/cu13")
     return wheels

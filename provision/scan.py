@@ -83,8 +83,8 @@ class ScanResult:
         }
 
 
-def counts_in_elf(stream: Any, buffer: bytes | memoryview | mmap.mmap) -> fatbin.Counts:
-    """Return the fatbin entries of an ELF file: its fatbin sections, or itself when it is a bare cubin."""
+def counts_in_elf(stream: Any, buffer: Any) -> fatbin.Counts:
+    """`buffer` is anything struct.unpack_from reads: bytes, a memoryview or an mmap."""
     counts = fatbin.Counts()
     elf = ELFFile(stream)
     if elf["e_machine"] in ("EM_CUDA", EM_CUDA):

@@ -30,8 +30,8 @@ def binary() -> str:
             raise ToolError("the uv binary was not found", "reinstall provision: pip install provision (it depends on uv)") from exc
         path = found
     done = proc.run([path, "--version"], timeout=30)
-    found = re.search(r"(\d+)\.(\d+)\.(\d+)", done.stdout)
-    version = tuple(int(x) for x in found.groups()) if found else (0, 0, 0)
+    match = re.search(r"(\d+)\.(\d+)\.(\d+)", done.stdout)
+    version = tuple(int(x) for x in match.groups()) if match else (0, 0, 0)
     if version < MINIMUM:
         raise ToolError(f"uv {'.'.join(map(str, version))} at {path} is older than {'.'.join(map(str, MINIMUM))}",
                         "upgrade it: pip install -U uv")

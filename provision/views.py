@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+from typing import Any
+
 from provision import ui
 from provision.machine import MachineFacts
 
@@ -104,7 +107,7 @@ def scan(result: object, as_json: bool) -> None:
         out.print(f"note: {note}")
 
 
-def profiles(found: list[object], as_json: bool) -> None:
+def profiles(found: Sequence[object], as_json: bool) -> None:
     from provision.profiles import Profile
 
     items = [p for p in found if isinstance(p, Profile)]
@@ -121,7 +124,7 @@ def profiles(found: list[object], as_json: bool) -> None:
     ui.console().print(out)
 
 
-def report(machines: list[object], style: str) -> None:
+def report(machines: Sequence[object], style: str) -> None:
     from provision.report import MachineReport
 
     reports = [m for m in machines if isinstance(m, MachineReport)]
@@ -141,7 +144,7 @@ def report(machines: list[object], style: str) -> None:
         for t in m.targets:
             summary.add_row(f"{t.kind} {t.name}", t.cuda, ui.status_text(t.verdict), ", ".join(t.features_off) or "-")
         out.print(summary)
-        shown_features = False
+        shown_features: list[tuple[str, str, str]] = []
         for t in m.targets:
             gates = ui.table(f"{t.kind} {t.name}", "gate", "status", "reason")
             for g in t.gates:
@@ -155,13 +158,13 @@ def report(machines: list[object], style: str) -> None:
                 for g in features:
                     table.add_row(g.title, ui.status_text(g.status), g.reason)
                 out.print(table)
-                shown_features = key  # type: ignore[assignment]
+                shown_features = key
         out.print("Sources for every verdict: provision report --markdown or --json")
         for note in f.notes:
             out.print(f"note: {note}")
 
 
-def _report_markdown(reports: list[object]) -> str:
+def _report_markdown(reports: Sequence[object]) -> str:
     from provision.report import MachineReport
 
     lines = []
@@ -187,25 +190,25 @@ class progress:  # noqa: N801 - used as a context manager like a function
 
     def __init__(self, quiet: bool) -> None:
         self.quiet = quiet
-        self.status: object = None
+        self.status: Any = None
 
-    def __enter__(self) -> object:
+    def __enter__(self) -> Callable[[str], None]:
         import sys
 
         if not self.quiet and sys.stderr.isatty():  # rich is loaded only when something is drawn
             self.status = ui.console(stderr=True).status("working")
-            self.status.__enter__()  # type: ignore[attr-defined]
+            self.status.__enter__()
         return self.step
 
     def step(self, message: str) -> None:
         if self.status is not None:
-            self.status.update(message)  # type: ignore[attr-defined]
+            self.status.update(message)
         elif not self.quiet:
             ui.info(f"... {message}")
 
     def __exit__(self, *exc: object) -> None:
         if self.status is not None:
-            self.status.__exit__(*exc)  # type: ignore[attr-defined]
+            self.status.__exit__(*exc)
 
 
 def locked(result: object, as_json: bool) -> None:
@@ -239,14 +242,14 @@ def _size(value: object) -> str:
     for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
         if value < 1024 or unit == "TiB":
             return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1024  # type: ignore[assignment]
+        value /= 1024
     return "-"
 
 
 def checks(name: str, results: list[dict[str, object]], as_json: bool) -> None:
     from provision.checks.runner import overall
 
-    status = overall(results)  # type: ignore[arg-type]
+    status = overall(results)
     counts = {s: sum(1 for r in results if r["status"] == s) for s in ("pass", "warn", "fail", "skip", "error")}
     if as_json:
         ui.dump_json({"environment": name, "status": status, "summary": {**counts, "total": len(results)}, "checks": results})

@@ -37,7 +37,7 @@ def build_wheel(
     info = f"{dist}-{version}.dist-info"
     module = dist.lower()
     contents = dict(files or {f"{module}/__init__.py": f"__version__ = {version!r}\n".encode()})
-    metadata = [f"Metadata-Version: 2.1", f"Name: {name}", f"Version: {version}"]
+    metadata = ["Metadata-Version: 2.1", f"Name: {name}", f"Version: {version}"]
     metadata += [f"Provides-Extra: {e}" for e in extras]
     metadata += [f"Requires-Dist: {r}" for r in requires]
     contents[f"{info}/METADATA"] = ("\n".join(metadata) + "\n").encode()

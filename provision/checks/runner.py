@@ -65,6 +65,7 @@ def run(build: Path, meta: dict[str, Any], *, only: tuple[str, ...] | None = Non
     for check in select(only, meta.get("checks_required") or None):
         progress(f"check {check.id}")
         start = time.perf_counter()
+        result: dict[str, Any]
         missing = [need for need in check.needs if not any(alt in installed for alt in need.split("|"))]
         if check.needs_gpu and not gpus:
             result = {"status": "skip", "reason": no_gpu}
@@ -77,8 +78,7 @@ def run(build: Path, meta: dict[str, Any], *, only: tuple[str, ...] | None = Non
             result = pre or _payload(check, python, env, _arguments(check, meta, gpus, installed, target_sm))
             if check.id == "flashinfer-jit" and target_sm and result.get("status") in ("pass", "warn"):
                 result = staleness.verify_target_cubins(result, target_sm)
-        result = {"id": check.id, "title": check.title, **result, "seconds": round(time.perf_counter() - start, 2)}
-        results.append(result)
+        results.append({"id": check.id, "title": check.title, **result, "seconds": round(time.perf_counter() - start, 2)})
     return results
 
 

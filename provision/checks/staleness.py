@@ -26,7 +26,7 @@ def cudart_majors(library: Path) -> set[str]:
                 if isinstance(section, DynamicSection):
                     for tag in section.iter_tags():
                         if tag.entry.d_tag == "DT_NEEDED":
-                            match = re.match(r"libcudart\.so\.(\d+)", tag.needed)
+                            match = re.match(r"libcudart\.so\.(\d+)", str(getattr(tag, "needed", "")))
                             if match:
                                 majors.add(match.group(1))
     except (OSError, ELFError):
@@ -42,7 +42,7 @@ def check(meta: dict[str, Any], env: dict[str, str], installed: dict[str, str]) 
     """FAIL when the JIT workspace holds modules linked to another libcudart major than the environment's CUDA."""
     cuda = meta.get("cuda") or ""
     local = (installed.get("torch") or "").partition("+cu")[2]
-    major = cuda.split(".")[0] if cuda else (local[:-1] if len(local) >= 3 else "")
+    major: str = cuda.split(".")[0] if cuda else (local[:-1] if len(local) >= 3 else "")
     if not major:
         return None
     root = workspace(env)
@@ -50,9 +50,9 @@ def check(meta: dict[str, Any], env: dict[str, str], installed: dict[str, str]) 
     for count, library in enumerate(root.glob("*/*/cached_ops/**/*.so")):
         if count >= LIMIT:
             break
-        other = cudart_majors(library) - {major}
-        if other:
-            foreign.append((library, sorted(other)[0]))
+        others = cudart_majors(library) - {major}
+        if others:
+            foreign.append((library, sorted(others)[0]))
     if foreign:
         library, other = foreign[0]
         return {"status": "fail", "reason": f"FlashInfer's JIT workspace {root} holds {len(foreign)} module(s) built for CUDA {other} "

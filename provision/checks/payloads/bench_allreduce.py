@@ -78,7 +78,7 @@ def rank_main(rank: int, world: int, port: int, out_dir: str, config: dict[str, 
             dist.all_reduce(buffer)  # the correctness pass, also a warm-up
             wrong = int((buffer != expected).sum().item())
 
-            def eager() -> None:
+            def eager(buffer=buffer) -> None:  # type: ignore[no-untyped-def]
                 for _ in range(iterations):
                     dist.all_reduce(buffer)
 
@@ -86,7 +86,7 @@ def rank_main(rank: int, world: int, port: int, out_dir: str, config: dict[str, 
             row = {"size": count * FLOAT, "count": count, "wrong": wrong,
                    "eager_us": timed_ms(eager, repeats, use_cuda) * 1e3 / iterations}
             if use_cuda:
-                graph = capture(lambda: dist.all_reduce(buffer), iterations)
+                graph = capture(lambda b=buffer: dist.all_reduce(b), iterations)
                 graph.replay()
                 row["graph_us"] = timed_ms(graph.replay, repeats, True) * 1e3 / iterations
             for kind in ("eager", "graph"):
