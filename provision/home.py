@@ -146,19 +146,23 @@ def read_meta(build: Path) -> dict[str, Any]:
         return {}
 
 
-def write_json(path: Path, data: dict[str, Any]) -> None:
-    """Write JSON atomically: a temp file in the same folder, fsync, rename."""
+def write_atomic(path: Path, text: str) -> None:
+    """Write a file atomically: a temp file in the same folder, fsync, rename. Readers see the old or the new."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "w") as handle:
-            json.dump(data, handle, indent=2, sort_keys=True, default=str)
+            handle.write(text)
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(temp, path)
     except BaseException:
         Path(temp).unlink(missing_ok=True)
         raise
+
+
+def write_json(path: Path, data: dict[str, Any]) -> None:
+    write_atomic(path, json.dumps(data, indent=2, sort_keys=True, default=str))
 
 
 def _fsync_dir(folder: Path) -> None:

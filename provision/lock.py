@@ -24,6 +24,7 @@ from packaging.version import InvalidVersion, Version
 
 from provision import __version__, index, uvtool
 from provision.errors import ResolveError, UsageError
+from provision.home import write_atomic
 from provision.profiles import DEFAULT_INDEX, Profile
 
 if sys.version_info >= (3, 11):
@@ -305,20 +306,6 @@ def _check_flashinfer(packages: list[LockedPackage]) -> None:
         found = ", ".join(f"{n} {v}" for n, v in sorted(versions.items()))
         raise ResolveError(f"FlashInfer packages disagree ({found}); flashinfer raises at import unless they match",
                            "pin flashinfer-python, flashinfer-cubin and flashinfer-jit-cache to one version in the profile")
-
-
-def write_atomic(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temp, path)
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        raise
 
 
 def read(path: Path) -> tuple[Pylock, dict[str, Any]]:

@@ -144,6 +144,13 @@ def report(machines: Sequence[object], style: str) -> None:
         for t in m.targets:
             summary.add_row(f"{t.kind} {t.name}", t.cuda, ui.status_text(t.verdict), ", ".join(t.features_off) or "-")
         out.print(summary)
+        if not f.gpus:
+            out.print("No GPU was read here, so every GPU gate is SKIP. To judge a GPU machine from here, record it there "
+                      "with `provision probe --json > machine.json` and run `provision report --machine machine.json`; "
+                      "a hand-written example of an 8 x RTX PRO 6000 PCIe box: docs/machines/rtx-pro-6000-x8.probe.json")
+            for note in f.notes:
+                out.print(f"note: {note}")
+            continue
         shown_features: list[tuple[str, str, str]] = []
         for t in m.targets:
             gates = ui.table(f"{t.kind} {t.name}", "gate", "status", "reason")

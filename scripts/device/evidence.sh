@@ -1,26 +1,7 @@
 #!/usr/bin/env bash
 # Prove every GPU path of provision on the lent GPU machine in one call; evidence goes to $OUT/evidence.tgz.
 # Run from the repository root there, with .whl (carried wheels) and .carry/stale (make_stale_module.sh) carried.
-set -u
-E=/tmp/evidence; rm -rf "$E"; mkdir -p "$E"
-export PYTHONUNBUFFERED=1 PROVISION_HOME=/tmp/provision-home
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site \
-  .whl/tomlkit-*.whl .whl/pyelftools-*.whl .whl/packaging-*.whl >/dev/null
-export PYTHONPATH=/tmp/site:$PWD
-VENV=/opt/torch/.venv
-SITE=$VENV/lib/python3.12/site-packages
-P="python3 -m provision"
-
-step() {  # step NAME COMMAND...: run it, keep command, stdout, stderr, exit code and wall time; re-pack
-  local name=$1; shift
-  local start=$(date +%s.%N)
-  "$@" > "$E/$name.out" 2> "$E/$name.err"
-  local rc=$?
-  local wall=$(python3 -c "print(round($(date +%s.%N) - $start, 2))")
-  printf '%-28s rc=%-3s %6ss  %s\n' "$name" "$rc" "$wall" "$*" | tee -a "$E/steps.txt"
-  tar czf "$OUT/evidence.tgz" -C /tmp evidence
-}
-
+EVIDENCE=evidence . scripts/device/common.sh
 step 00-nvidia-smi-q nvidia-smi -q
 step 01-nvidia-smi-topo nvidia-smi topo -m
 step 02-nvidia-smi-p2p nvidia-smi topo -p2p r
@@ -29,7 +10,7 @@ step 04-nvcc nvcc --version
 step 10-probe-json $P probe --json
 step 11-probe-table $P probe
 step 12-bench-probe python3 scripts/bench_probe.py --runs 9 --slow-runs 3 --json "$E/bench-probe.json"
-step 20-install-flashinfer python3 -m pip install --no-index --no-deps --no-compile .whl/flashinfer_python-*.whl .whl/apache_tvm_ffi-*.whl .whl/cuda_tile-*.whl .whl/nvidia_cudnn_frontend-*.whl
+step 20-install-flashinfer install_flashinfer
 step 21-adopt $P adopt h200 $VENV --profile scripts/device/h200-image.toml
 step 22-check-json $P check h200 --json
 step 23-check-table $P check h200

@@ -1,24 +1,8 @@
 #!/usr/bin/env bash
 # Second GPU call: all-reduce on NCCL (world size 1 on one GPU), the nccl-allreduce check, a scan of the whole venv
 # against cuobjdump on its largest libraries, and where the whole-process time of probe and rollback goes.
-set -u
-E=/tmp/evidence2; rm -rf "$E"; mkdir -p "$E"
-export PYTHONUNBUFFERED=1 PROVISION_HOME=/tmp/provision-home
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site \
-  .whl/tomlkit-*.whl .whl/pyelftools-*.whl .whl/packaging-*.whl >/dev/null
-export PYTHONPATH=/tmp/site:$PWD
-VENV=/opt/torch/.venv
-SITE=$VENV/lib/python3.12/site-packages
-P="python3 -m provision"
-step() {
-  local name=$1; shift
-  local start=$(date +%s.%N)
-  "$@" > "$E/$name.out" 2> "$E/$name.err"
-  local rc=$?
-  printf '%-28s rc=%-3s %6ss  %s\n' "$name" "$rc" "$(python3 -c "print(round($(date +%s.%N) - $start, 2))")" "$*" | tee -a "$E/steps.txt"
-  tar czf "$OUT/evidence2.tgz" -C /tmp evidence2
-}
-python3 -m pip install -q --no-index --no-deps --no-compile .whl/flashinfer_python-*.whl .whl/apache_tvm_ffi-*.whl .whl/cuda_tile-*.whl .whl/nvidia_cudnn_frontend-*.whl >/dev/null 2>&1
+EVIDENCE=evidence2 . scripts/device/common.sh
+install_flashinfer >/dev/null 2>&1
 step 01-adopt $P adopt h200 $VENV --profile scripts/device/h200-image.toml
 step 02-check-nccl-allreduce $P check h200 --only nccl-allreduce,symmetric-memory
 step 03-bench-allreduce $P bench allreduce h200

@@ -1,22 +1,6 @@
 #!/usr/bin/env bash
 # Third GPU call: the whole-venv scan after the speed fix, cuFFT and cuFile against cuobjdump, rollback with history.
-set -u
-E=/tmp/evidence3; rm -rf "$E"; mkdir -p "$E"
-export PYTHONUNBUFFERED=1 PROVISION_HOME=/tmp/provision-home
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site \
-  .whl/tomlkit-*.whl .whl/pyelftools-*.whl .whl/packaging-*.whl >/dev/null
-export PYTHONPATH=/tmp/site:$PWD
-VENV=/opt/torch/.venv
-SITE=$VENV/lib/python3.12/site-packages
-P="python3 -m provision"
-step() {
-  local name=$1; shift
-  local start=$(date +%s.%N)
-  "$@" > "$E/$name.out" 2> "$E/$name.err"
-  local rc=$?
-  printf '%-28s rc=%-3s %6ss  %s\n' "$name" "$rc" "$(python3 -c "print(round($(date +%s.%N) - $start, 2))")" "$*" | tee -a "$E/steps.txt"
-  tar czf "$OUT/evidence3.tgz" -C /tmp evidence3
-}
+EVIDENCE=evidence3 . scripts/device/common.sh
 step 01-scan-venv-json $P scan --json --require 9.0 --require 12.0 $SITE
 step 02-scan-venv-table $P scan --require 9.0 --require 12.0 $SITE
 step 03-bench-scan python3 scripts/bench_scan.py $SITE/torch/lib/libtorch_cuda.so $(ls $SITE/nvidia/cu13/lib/libcufft.so* $SITE/nvidia/cu13/lib/libcufile.so* 2>/dev/null | head -3) --venv $SITE --json "$E/bench-scan.json"

@@ -1,0 +1,26 @@
+# Sourced by the evidence scripts: install what the GPU image lacks, and `step NAME CMD...`, which keeps each command's
+# stdout, stderr, exit code and wall time under $E and re-packs $E into $OUT after every step (so that a call cut off
+# by its time limit still returns what ran).
+set -u
+E=/tmp/${EVIDENCE:?set EVIDENCE to a folder name}; rm -rf "$E"; mkdir -p "$E"
+export PYTHONUNBUFFERED=1 PROVISION_HOME=/tmp/provision-home
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site \
+  .whl/tomlkit-*.whl .whl/pyelftools-*.whl .whl/packaging-*.whl >/dev/null
+export PYTHONPATH=/tmp/site:$PWD
+VENV=/opt/torch/.venv
+SITE=$VENV/lib/python3.12/site-packages
+P="python3 -m provision"
+
+step() {
+  local name=$1; shift
+  local start=$(date +%s.%N)
+  "$@" > "$E/$name.out" 2> "$E/$name.err"
+  local rc=$?
+  printf '%-28s rc=%-3s %6ss  %s\n' "$name" "$rc" "$(python3 -c "print(round($(date +%s.%N) - $start, 2))")" "$*" | tee -a "$E/steps.txt"
+  tar czf "$OUT/$EVIDENCE.tgz" -C /tmp "$EVIDENCE"
+}
+
+install_flashinfer() {
+  python3 -m pip install -q --no-index --no-deps --no-compile .whl/flashinfer_python-*.whl .whl/apache_tvm_ffi-*.whl \
+    .whl/cuda_tile-*.whl .whl/nvidia_cudnn_frontend-*.whl
+}
