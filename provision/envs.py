@@ -142,9 +142,9 @@ def create(home: Home, profile: Profile, *, name: str | None = None, python: str
         timings["lock"] = time.perf_counter() - started
         stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
         build = home.builds / f"{name}-{stamp}-{os.urandom(3).hex()}"
-        build.mkdir(parents=True)
-        (build / BUILDING).write_text(str(os.getpid()))
         try:
+            build.mkdir(parents=True)
+            (build / BUILDING).write_text(str(os.getpid()))
             started = time.perf_counter()
             progress(f"creating the venv with Python {version}")
             uvtool.run(["venv", str(build / "venv"), "--python", str(interpreter), "--quiet", "--no-project"])
@@ -187,9 +187,15 @@ def create(home: Home, profile: Profile, *, name: str | None = None, python: str
             return CreateResult(name=name, path=build, activated=activate, checks=results, lock=str(lock_file),
                                 lock_reused=reused, seconds=timings, passed=True)
         except BaseException:
-            if (build / BUILDING).exists():
+            if build.exists() and not _is_live(home, name, build):
                 remove_tree(build)  # Ctrl-C or a failure: nothing half-made stays; kill -9 is cleaned by the next gc
             raise
+
+
+def _is_live(home: Home, name: str, build: Path) -> bool:
+    """Whether `name` already points at `build` (a failure after the swap must not delete what is in use)."""
+    link = home.envs / name
+    return link.is_symlink() and (home.envs / os.readlink(link)).resolve() == build.resolve()
 
 
 def _baseline_meta(profile: Profile) -> dict[str, Any] | None:

@@ -70,38 +70,38 @@ def run(
     """
     args = tuple(str(a) for a in argv)
     try:
-        done = subprocess.run(
+        child = subprocess.Popen(
             args,
-            capture_output=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            stdin=subprocess.PIPE if input_text is not None else subprocess.DEVNULL,
             text=True,
             errors="replace",
-            timeout=timeout,
             env=dict(env) if env is not None else environment(),
             cwd=cwd,
-            input=input_text,
-            stdin=None if input_text is not None else subprocess.DEVNULL,
             preexec_fn=_die_with_parent if die_with_parent and sys.platform == "linux" else None,  # noqa: PLW1509
         )
     except FileNotFoundError as exc:
         raise ToolError(f"{args[0]}: not found", "install it or put it on PATH") from exc
-    except subprocess.TimeoutExpired as exc:
-        result = Completed(
-            argv=args,
-            returncode=-1,
-            stdout=_text(exc.stdout),
-            stderr=_text(exc.stderr),
-            timed_out=True,
-        )
+    try:
+        stdout, stderr = child.communicate(input_text, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        _reap(child)
+        stdout, stderr = child.communicate()
+        result = Completed(argv=args, returncode=-1, stdout=stdout, stderr=stderr, timed_out=True)
         if check:
-            raise ToolError(f"{' '.join(args[:3])}: timed out after {timeout:g} s", result.tail(5)) from exc
+            raise ToolError(f"{' '.join(args[:3])}: timed out after {timeout:g} s", result.tail(5)) from None
         return result
-    result = Completed(argv=args, returncode=done.returncode, stdout=done.stdout, stderr=done.stderr)
+    except BaseException:
+        _reap(child)  # Ctrl-C: the child is dead, not dying, before anyone cleans up after it
+        raise
+    result = Completed(argv=args, returncode=child.returncode, stdout=stdout, stderr=stderr)
     if check and not result.ok:
-        raise ToolError(f"{' '.join(args[:3])} failed with exit code {done.returncode}", result.tail(5))
+        raise ToolError(f"{' '.join(args[:3])} failed with exit code {child.returncode}", result.tail(5))
     return result
 
 
-def _text(data: bytes | str | None) -> str:
-    if data is None:
-        return ""
-    return data if isinstance(data, str) else data.decode(errors="replace")
+def _reap(child: subprocess.Popen[str]) -> None:
+    """Kill a child and wait until it is gone (subprocess.run waits only a quarter second after a Ctrl-C)."""
+    child.kill()
+    child.wait()
