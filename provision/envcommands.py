@@ -63,10 +63,10 @@ def create(profile_name: str, name: str | None, python: str | None, lock_path: P
 @home_option
 def list_envs(as_json: bool, home: Path | None) -> None:
     """Every environment: profile, CUDA, Python, size, checks, baseline, and which is active."""
-    from provision import envs, views
+    from provision import envs, uvtool, views
 
     where = _home(home)
-    views.environments(where.root, envs.listing(where), as_json)
+    views.environments(where.root, envs.listing(where), as_json, uvtool.cache_dir())
 
 
 @cli.command()

@@ -288,9 +288,9 @@ def created(result: object, as_json: bool) -> None:
         ui.info(f"{result.name}: checks failed; the build was removed and the active environment is unchanged")
 
 
-def environments(root: object, rows: list[dict[str, object]], as_json: bool) -> None:
+def environments(root: object, rows: list[dict[str, object]], as_json: bool, uv_cache: str = "") -> None:
     if as_json:
-        ui.dump_json({"home": str(root), "environments": rows})
+        ui.dump_json({"home": str(root), "uv_cache": uv_cache, "environments": rows})
         return
     table = ui.table(f"Environments in {root}", "", "name", "profile", "CUDA", "Python", "size", "built", "checks", "baseline")
     for r in rows:
@@ -299,6 +299,7 @@ def environments(root: object, rows: list[dict[str, object]], as_json: bool) -> 
         table.add_row("*" if r["active"] else "", str(r["name"]) + (" (adopted)" if r["adopted"] else ""),
                       _dash(r["profile"]), _dash(r["cuda"]), _dash(r["python"]), _size(r["size_bytes"]),
                       str(r["created"] or "-")[:16], ui.status_text(str(r["check_status"])) if r["check_status"] else "-", figure)
+    table.caption = f"* active; stable path: {root}/active/venv; uv's cache (UV_CACHE_DIR): {uv_cache or '-'}"
     ui.console().print(table)
 
 
