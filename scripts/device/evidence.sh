@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Prove every GPU path of provision on the lent GPU machine in one call; evidence goes to $OUT/evidence.tgz.
 # Run from the repository root there, with .whl (carried wheels) and .carry/stale (make_stale_module.sh) carried.
-EVIDENCE=evidence . scripts/device/common.sh
+EVIDENCE=evidence
+. scripts/device/common.sh
 step 00-nvidia-smi-q nvidia-smi -q
 step 01-nvidia-smi-topo nvidia-smi topo -m
 step 02-nvidia-smi-p2p nvidia-smi topo -p2p r

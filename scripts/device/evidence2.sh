@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Second GPU call: all-reduce on NCCL (world size 1 on one GPU), the nccl-allreduce check, a scan of the whole venv
 # against cuobjdump on its largest libraries, and where the whole-process time of probe and rollback goes.
-EVIDENCE=evidence2 . scripts/device/common.sh
+EVIDENCE=evidence2
+. scripts/device/common.sh
 install_flashinfer >/dev/null 2>&1
 step 01-adopt $P adopt h200 $VENV --profile scripts/device/h200-image.toml
 step 02-check-nccl-allreduce $P check h200 --only nccl-allreduce,symmetric-memory

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Third GPU call: the whole-venv scan after the speed fix, cuFFT and cuFile against cuobjdump, rollback with history.
-EVIDENCE=evidence3 . scripts/device/common.sh
+EVIDENCE=evidence3
+. scripts/device/common.sh
 step 01-scan-venv-json $P scan --json --require 9.0 --require 12.0 $SITE
 step 02-scan-venv-table $P scan --require 9.0 --require 12.0 $SITE
 step 03-bench-scan python3 scripts/bench_scan.py $SITE/torch/lib/libtorch_cuda.so $(ls $SITE/nvidia/cu13/lib/libcufft.so* $SITE/nvidia/cu13/lib/libcufile.so* 2>/dev/null | head -3) --venv $SITE --json "$E/bench-scan.json"
