@@ -175,7 +175,8 @@ def _flashinfer_jit(facts: MachineFacts, profile: Profile) -> Gate:
         need = gate["min_nvcc_for_major"].get(major)
         covered = [a for a in arch_list if _arch_entry_covers(a, cc)]
         if arch_list and not covered:
-            problems.append(f"FLASHINFER_CUDA_ARCH_LIST={' '.join(arch_list)} has nothing for {cc}")
+            problems.append(f"the profile's FLASHINFER_CUDA_ARCH_LIST={' '.join(arch_list)} has nothing for {compat.sm_name(cc)}: "
+                            "JIT modules would carry no code for this GPU (set it for this GPU, or leave it unset to detect)")
         if need and not compat.version_at_least(nvcc, need):
             if covered and all(a.endswith("a") for a in covered):
                 warnings.append(f"nvcc {nvcc} < {need}: SM{major}x only through the '{covered[0]}' workaround")

@@ -127,3 +127,16 @@ def test_environment_in_the_report(tmp_path: Path, provision_bin: str) -> None:
     assert by_id["checks"]["status"] == "warn" and by_id["driver"]["status"] == "pass"
     assert by_id["scan"]["status"] == "pass"  # no CUDA code in these wheels: nothing fails
     assert env["verdict"] == "fail"
+
+
+def test_recorded_h200_probe_document() -> None:
+    """The real `probe --json` recorded on the H200 (docs/machines/h200.probe.json) gives the verdicts its facts predict."""
+    machine = report.load_machine(ROOT / "docs/machines/h200.probe.json")
+    assert machine.gpus[0].sm == "sm_90" and machine.driver.cuda == "13.0" and machine.toolkits[0].version == "13.0"
+    by_name = {t.name: t for t in report.report([machine], profiles.available())[0].targets}
+    cu130 = gates(by_name["cu130"])
+    assert cu130["driver"] == "pass" and cu130["toolkit"] == "pass" and cu130["torch-wheels"] == "pass"
+    assert cu130["multi-gpu"] == "skip"  # one GPU: no all-reduce gates
+    # the shipped profiles are written for SM120: their arch list would JIT nothing for this SM90 GPU
+    reason = next(g.reason for g in by_name["cu130"].gates if g.id == "flashinfer-jit")
+    assert cu130["flashinfer-jit"] == "fail" and "12.0f has nothing for sm_90" in reason
