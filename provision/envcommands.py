@@ -96,13 +96,17 @@ def rollback(to: str | None, as_json: bool, home: Path | None) -> None:
 @cli.command()
 @click.argument("name")
 @click.option("--force", is_flag=True, help="Remove it even if it is the active one (nothing is active afterwards).")
+@click.option("--json", "as_json", is_flag=True, help=JSON_HELP)
 @home_option
-def remove(name: str, force: bool, home: Path | None) -> None:
+def remove(name: str, force: bool, as_json: bool, home: Path | None) -> None:
     """Remove environment NAME (an adopted venv's own files are never touched)."""
     from provision import envs, ui
 
     envs.remove(_home(home), name, force)
-    ui.info(f"removed {name}")
+    if as_json:
+        ui.dump_json({"removed": name})
+    else:
+        ui.info(f"removed {name}")
 
 
 @cli.command()
@@ -125,13 +129,17 @@ def gc(as_json: bool, home: Path | None) -> None:
 @click.argument("name")
 @click.argument("venv", type=click.Path(path_type=Path, file_okay=False, exists=True))
 @click.option("--profile", "profile_name", help="The profile it corresponds to (its CUDA release, checks, [env]).")
+@click.option("--json", "as_json", is_flag=True, help=JSON_HELP)
 @home_option
-def adopt(name: str, venv: Path, profile_name: str | None, home: Path | None) -> None:
+def adopt(name: str, venv: Path, profile_name: str | None, as_json: bool, home: Path | None) -> None:
     """Register an existing venv (say, the cu128 one that works) as NAME; its files are never deleted."""
     from provision import envs, profiles, ui
 
     build = envs.adopt(_home(home), name, venv, profiles.load(profile_name) if profile_name else None)
-    ui.info(f"adopted {venv} as {name} ({build})")
+    if as_json:
+        ui.dump_json({"adopted": name, "venv": str(venv.absolute()), "path": str(build)})
+    else:
+        ui.info(f"adopted {venv} as {name} ({build})")
 
 
 @cli.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
