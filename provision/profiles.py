@@ -25,7 +25,6 @@ DEFAULT_INDEX = "default"
 PROFILE_PATH_VARIABLE = "PROVISION_PROFILES"
 _CUDA = re.compile(r"^\d+\.\d+$")
 _PYTHON = re.compile(r"^3\.\d+$")
-CHECK_IDS = ("driver", "torch-cuda", "cuda-libs", "symmetric-memory", "nccl-allreduce", "flashinfer-jit", "sgl-kernel", "imports")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -233,10 +232,12 @@ def _checks(c: _Checker, table: Any) -> tuple[str, ...] | None:
         return None
     c.typed(table, "checks", dict, "a table with required = [...]")
     c.keys(table, "checks", {"required"})
+    from provision.checks import BY_ID
+
     required = c.typed(table.get("required", []), "checks.required", list, "a list of check ids")
     for check in required:
-        if check not in CHECK_IDS:
-            raise c.fail("checks.required", f"unknown check {check!r} (known: {', '.join(CHECK_IDS)})")
+        if check not in BY_ID:
+            raise c.fail("checks.required", f"unknown check {check!r} (known: {', '.join(BY_ID)})")
     return tuple(required)
 
 

@@ -6,8 +6,6 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
-STATUSES = ("pass", "warn", "fail", "skip", "error")
-
 
 @dataclass(frozen=True, kw_only=True)
 class Check:
