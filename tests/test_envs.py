@@ -239,3 +239,14 @@ def test_real_cuda_runtime_packages_from_the_public_registry(tool: Tool, tmp_pat
     assert tool.envs()["rt130"]["active"]
     tool("rollback")
     assert tool.envs()["rt128"]["active"]
+
+
+def test_a_malformed_lock_is_one_line_and_changes_nothing(tool: Tool, stack, tmp_path: Path) -> None:
+    create(tool, stack, "cu128")
+    bad = tmp_path / "pylock.toml"
+    bad.write_text("lock-version = \n")
+    done = tool("create", "cu130", "--python", PY, "--lock", str(bad), check=False)
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 2 and lines[-2].startswith("error: ") and str(bad) in lines[-2] and "PEP 751" in lines[-2]
+    assert "Traceback" not in done.stderr
+    assert set(tool.envs()) == {"cu128"} and tool.envs()["cu128"]["active"] and len(tool.builds()) == 1
