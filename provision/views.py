@@ -3,10 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from provision import ui
 from provision.machine import MachineFacts
+
+if TYPE_CHECKING:  # annotations only: rendering one result must not import every operation
+    from provision.envs import CreateResult
+    from provision.lock import LockResult
+    from provision.profiles import Profile
+    from provision.report import MachineReport
+    from provision.scan import ScanResult
 
 
 def _gib(value: int | None) -> str:
@@ -84,10 +91,7 @@ def _labels(counts: dict[str, int]) -> str:
     return " ".join(f"{k}:{v}" for k, v in sorted(counts.items(), key=lambda kv: order(kv[0]))) or "-"
 
 
-def scan(result: object, as_json: bool) -> None:
-    from provision.scan import ScanResult
-
-    assert isinstance(result, ScanResult)
+def scan(result: ScanResult, as_json: bool) -> None:
     if as_json:
         ui.dump_json(result.to_dict())
         return
@@ -107,10 +111,7 @@ def scan(result: object, as_json: bool) -> None:
         out.print(f"note: {note}")
 
 
-def profiles(found: Sequence[object], as_json: bool) -> None:
-    from provision.profiles import Profile
-
-    items = [p for p in found if isinstance(p, Profile)]
+def profiles(items: Sequence[Profile], as_json: bool) -> None:
     if as_json:
         ui.dump_json({"profiles": [
             {"name": p.name, "cuda": p.cuda, "python": p.python, "description": p.description, "path": str(p.path),
@@ -124,10 +125,7 @@ def profiles(found: Sequence[object], as_json: bool) -> None:
     ui.console().print(out)
 
 
-def report(machines: Sequence[object], style: str) -> None:
-    from provision.report import MachineReport
-
-    reports = [m for m in machines if isinstance(m, MachineReport)]
+def report(reports: Sequence[MachineReport], style: str) -> None:
     if style == "json":
         ui.dump_json({"machines": [m.to_dict() for m in reports]})
         return
@@ -171,12 +169,9 @@ def report(machines: Sequence[object], style: str) -> None:
             out.print(f"note: {note}")
 
 
-def _report_markdown(reports: Sequence[object]) -> str:
-    from provision.report import MachineReport
-
+def _report_markdown(reports: Sequence[MachineReport]) -> str:
     lines = []
     for m in reports:
-        assert isinstance(m, MachineReport)
         f = m.facts
         lines.append(f"## {f.source}: driver {_dash(f.driver.version)} (CUDA {_dash(f.driver.cuda)}), "
                      f"{len(f.gpus)} GPU(s) {', '.join(sorted({g.sm or '?' for g in f.gpus}))}\n")
@@ -218,10 +213,7 @@ class progress:  # noqa: N801 - used as a context manager like a function
             self.status.__exit__(*exc)
 
 
-def locked(result: object, as_json: bool) -> None:
-    from provision.lock import LockResult
-
-    assert isinstance(result, LockResult)
+def locked(result: LockResult, as_json: bool) -> None:
     if as_json:
         ui.dump_json(result.to_dict())
         return
@@ -272,10 +264,7 @@ def checks(name: str, results: list[dict[str, object]], as_json: bool) -> None:
             out.print(f"--- {r['id']} output (last lines) ---\n{r['output_tail']}")
 
 
-def created(result: object, as_json: bool) -> None:
-    from provision.envs import CreateResult
-
-    assert isinstance(result, CreateResult)
+def created(result: CreateResult, as_json: bool) -> None:
     if as_json:
         ui.dump_json(result.to_dict())
         return
