@@ -38,6 +38,10 @@ class Counts:
         self.compressed += other.compressed
         self.containers += other.containers
 
+    def labels(self) -> dict[str, dict[str, int]]:
+        """{"cubin": {...}, "ptx": {...}, "lto": {...}}, each sorted by label: the JSON form of the counts."""
+        return {kind: dict(sorted(getattr(self, kind).items())) for kind in ("cubin", "ptx", "lto")}
+
     @property
     def empty(self) -> bool:
         return not (self.cubin or self.ptx or self.lto)

@@ -34,9 +34,7 @@ class FileScan:
         return {
             "path": self.path,
             "package": self.package,
-            "cubin": dict(sorted(self.counts.cubin.items())),
-            "ptx": dict(sorted(self.counts.ptx.items())),
-            "lto": dict(sorted(self.counts.lto.items())),
+            **self.counts.labels(),
             "compressed_entries": self.counts.compressed,
         }
 
@@ -52,9 +50,7 @@ class PackageScan:
         return {
             "name": self.name,
             "files": self.files,
-            "cubin": dict(sorted(self.counts.cubin.items())),
-            "ptx": dict(sorted(self.counts.ptx.items())),
-            "lto": dict(sorted(self.counts.lto.items())),
+            **self.counts.labels(),
             "require": {cc: {"status": s, "reason": r} for cc, (s, r) in self.verdicts.items()},
         }
 
