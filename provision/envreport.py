@@ -11,7 +11,7 @@ from packaging.utils import canonicalize_name
 
 from provision import home as homes
 from provision import scan
-from provision.report import Gate, MachineReport, Target, _driver
+from provision.report import Gate, MachineReport, Target, driver_gate
 
 
 def installed(venv: Path) -> dict[str, str]:
@@ -84,7 +84,7 @@ def judge(where: homes.Home, name: str, report: MachineReport) -> Target:
     venv = Path(meta.get("venv") or build / "venv")
     target = Target(kind="environment", name=name, cuda=meta.get("cuda") or "?")
     ccs = sorted({g.compute_capability for g in report.facts.gpus if g.compute_capability})
-    target.gates = [_driver(report.facts, meta["cuda"]) if meta.get("cuda") else
+    target.gates = [driver_gate(report.facts, meta["cuda"]) if meta.get("cuda") else
                     Gate(id="driver", title="driver supports the environment's CUDA", status="skip", reason="CUDA release unknown"),
                     scan_gate(venv, ccs), versions_gate(installed(venv)), *stored_gates(meta)]
     return target

@@ -103,11 +103,10 @@ def gc(home: Home) -> list[str]:
     return removed
 
 
-def _lock_for(home: Home, profile: Profile, target: Any, overrides: dict[str, str], given: Path | None,
-              progress: Progress) -> tuple[Path, bool]:
+def _lock_for(home: Home, profile: Profile, target: Any, overrides: dict[str, str], indexes: dict[str, str | None],
+              given: Path | None, progress: Progress) -> tuple[Path, bool]:
     from provision import lock as locking
 
-    indexes = locking.effective_indexes(profile, overrides)
     if given is not None:
         _, tool = locking.read(given)
         if tool.get("profile_hash") and tool["profile_hash"] != profile.content_hash:
@@ -138,7 +137,9 @@ def create(home: Home, profile: Profile, *, name: str | None = None, python: str
         gc(home)
         interpreter, version = find_python(python or profile.python or f"{sys.version_info[0]}.{sys.version_info[1]}")
         started = time.perf_counter()
-        lock_file, reused = _lock_for(home, profile, locking.Target(python=version, platform=None), overrides or {}, lock_path, progress)
+        indexes = locking.effective_indexes(profile, overrides or {})
+        target = locking.Target(python=version, platform=None)
+        lock_file, reused = _lock_for(home, profile, target, overrides or {}, indexes, lock_path, progress)
         timings["lock"] = time.perf_counter() - started
         stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
         build = home.builds / f"{name}-{stamp}-{os.urandom(3).hex()}"
@@ -150,7 +151,7 @@ def create(home: Home, profile: Profile, *, name: str | None = None, python: str
             uvtool.run(["venv", str(build / "venv"), "--python", str(interpreter), "--quiet", "--no-project"])
             progress("installing the lock (hashes verified)")
             sync = ["pip", "sync", str(lock_file), "--python", str(build / "venv" / "bin" / "python"), "--quiet"]
-            for index_name, url in locking.effective_indexes(profile, overrides or {}).items():
+            for index_name, url in indexes.items():
                 if url and index_name != "default":
                     sync += ["--index", f"{index_name}={url}"]  # credentials for files under that index's host
             uvtool.run(sync)

@@ -81,7 +81,7 @@ def load_machine(path: Path) -> MachineFacts:
 def judge(facts: MachineFacts, profile: Profile) -> Target:
     target = Target(kind="profile", name=profile.name, cuda=profile.cuda)
     target.gates = [
-        _driver(facts, profile.cuda),
+        driver_gate(facts, profile.cuda),
         _toolkit(facts, profile),
         _torch_wheels(facts, profile.cuda),
         _flashinfer_jit(facts, profile),
@@ -90,7 +90,7 @@ def judge(facts: MachineFacts, profile: Profile) -> Target:
     return target
 
 
-def _driver(facts: MachineFacts, cuda: str) -> Gate:
+def driver_gate(facts: MachineFacts, cuda: str) -> Gate:
     title = f"driver supports CUDA {cuda}"
     source = compat.driver_source(cuda)
     if facts.driver.cuda is None:
