@@ -25,7 +25,8 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 import stacks  # noqa: E402
 from wheelhouse import IndexServer  # noqa: E402
 
-from provision import envs, uvtool  # noqa: E402
+from provision.envs import lifecycle as envs  # noqa: E402
+from provision.stacks import uvtool  # noqa: E402
 
 PROVISION = [sys.executable, "-m", "provision"]
 

@@ -26,7 +26,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 import stacks  # noqa: E402
 from wheelhouse import IndexServer  # noqa: E402
 
-from provision import lock, profiles, uvtool  # noqa: E402
+from provision.stacks import lock, profiles, uvtool  # noqa: E402
 
 
 def median(argv: list[str], runs: int, cwd: Path) -> float:

@@ -22,7 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from provision import scan  # noqa: E402
+from provision.scan import binaries as scan  # noqa: E402
 
 
 def cuobjdump_counts(path: Path, flag: str) -> tuple[Counter[str], float]:

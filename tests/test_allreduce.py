@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from provision import allreduce, uvtool
-from provision.checks import payload_dir
+from provision.checks import allreduce, payload_dir
 from provision.errors import UsageError
+from provision.stacks import uvtool
 
 CPU_TORCH = sorted(Path("/opt/wheels").glob(f"torch-*+cpu-cp{sys.version_info[0]}{sys.version_info[1]}-*.whl"))
 

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from wheelhouse import build_wheel
 
-from provision import uvtool
 from provision.checks import runner, staleness
-from provision.machine import Gpu
+from provision.machine.facts import Gpu
+from provision.stacks import uvtool
 
 FAKES = Path(__file__).parent / "fakes"
 SM120 = [Gpu(index=0, name="Fake RTX PRO 6000", compute_capability="12.0", sm="sm_120")]

@@ -86,7 +86,8 @@ def test_topology_levels_are_nvidia_smi_names(code: int, name: str) -> None:
 def test_opaque_kernel_packages_are_cited_and_skipped(row: dict) -> None:
     from collections import Counter
 
-    from provision import fatbin, scan
+    from provision.scan import binaries as scan
+    from provision.scan import fatbin
 
     assert row["source"] and compat.opaque_kernels(row["package"]) == row["reason"]
     files = [scan.FileScan("lib.so", row["package"], fatbin.Counts(cubin=Counter({"sm_75": 1})))]

@@ -13,8 +13,8 @@ import pytest
 import stacks
 from packaging.pylock import Pylock
 
-from provision import lock, profiles, uvtool
 from provision.errors import IndexError_, ProvisionError, ResolveError, UsageError
+from provision.stacks import lock, profiles, uvtool
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -186,7 +186,7 @@ def test_unknown_index_override_and_bad_output_name(tmp_path: Path, provision_bi
 
 
 def test_index_client_reads_pep691_json_and_pep503_html(index_server) -> None:
-    from provision import index
+    from provision.stacks import index
 
     idx = index_server.index("default")
     idx.add("torch", "2.16.0.dev20261126+cu130", tag=stacks.CP312)

@@ -9,8 +9,8 @@ from pathlib import Path
 
 from conftest import DATA
 
-from provision import nvml, toolkits
-from provision.machine import MachineFacts
+from provision.machine import nvml, toolkits
+from provision.machine.facts import MachineFacts
 
 
 def replay(name: str) -> nvml.Reading:

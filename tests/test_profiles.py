@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from provision import profiles
 from provision.errors import ProfileError
+from provision.stacks import profiles
 
 GOOD = """schema = 1
 name = "t"

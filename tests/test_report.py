@@ -9,8 +9,10 @@ from pathlib import Path
 import pytest
 from conftest import DATA, ROOT
 
-from provision import nvml, profiles, report
-from provision.machine import MachineFacts, Toolkit
+from provision.machine import nvml
+from provision.machine.facts import MachineFacts, Toolkit
+from provision.report import gates as report
+from provision.stacks import profiles
 
 RTX = ROOT / "docs/machines/rtx-pro-6000-x8.probe.json"
 
@@ -105,7 +107,7 @@ def test_environment_in_the_report(tmp_path: Path, provision_bin: str) -> None:
 
     from wheelhouse import build_wheel
 
-    from provision import uvtool
+    from provision.stacks import uvtool
 
     wheels = tmp_path / "wheels"
     build_wheel(wheels, "torch", "2.9.1+cu128")

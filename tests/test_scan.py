@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 from wheelhouse import build_wheel
 
-from provision import fatbin, scan
+from provision.scan import binaries as scan
+from provision.scan import fatbin
 
 NVCC = shutil.which("nvcc")
 needs_nvcc = pytest.mark.skipif(NVCC is None, reason="nvcc is not installed on this machine")

@@ -8,9 +8,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from provision import compat, nvml, proc
+from provision import compat, proc
 from provision.checks import BY_ID, CHECKS, Check, payload_dir, staleness
 from provision.errors import UsageError
+from provision.machine import nvml
 
 ORDER = {"error": 4, "fail": 3, "warn": 2, "pass": 1, "skip": 0}
 

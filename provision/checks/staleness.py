@@ -12,7 +12,8 @@ from elftools.common.exceptions import ELFError
 from elftools.elf.dynamic import DynamicSection
 from elftools.elf.elffile import ELFFile
 
-from provision import compat, scan
+from provision import compat
+from provision.scan import binaries as scan
 
 LIMIT = 200  # modules read at most: enough to judge a workspace, bounded in time
 

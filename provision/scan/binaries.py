@@ -16,8 +16,9 @@ from elftools.common.exceptions import ELFError
 from elftools.elf.elffile import ELFFile
 from packaging.utils import canonicalize_name, parse_wheel_filename
 
-from provision import compat, fatbin
+from provision import compat
 from provision.errors import UsageError
+from provision.scan import fatbin
 
 ELF_MAGIC = b"\x7fELF"
 AR_MAGIC = b"!<arch>\n"

@@ -13,8 +13,8 @@ from packaging.version import Version
 
 from provision import compat
 from provision.errors import UsageError
-from provision.machine import MachineFacts
-from provision.profiles import Profile
+from provision.machine.facts import MachineFacts
+from provision.stacks.profiles import Profile
 
 ORDER = {"fail": 3, "warn": 2, "pass": 1, "info": 0, "skip": 0}
 

@@ -9,8 +9,9 @@ from collections.abc import Mapping, Sequence
 from functools import cache
 from pathlib import Path
 
-from provision import index, proc
+from provision import proc
 from provision.errors import IndexError_, ProvisionError, ResolveError, ToolError
+from provision.stacks import index
 
 MINIMUM = (0, 9, 0)
 

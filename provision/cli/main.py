@@ -24,8 +24,8 @@ def cli() -> None:
 @click.option("--venv", "venvs", multiple=True, type=click.Path(path_type=Path), help="Also look for nvcc wheels in this venv.")
 def probe(as_json: bool, venvs: tuple[Path, ...]) -> None:
     """Read the machine: driver, GPUs, topology, CUDA toolkits, host."""
-    from provision import probe as probing
-    from provision import views
+    from provision.machine import probe as probing
+    from provision.views import render as views
 
     views.probe(probing.probe(venvs), as_json)
 
@@ -33,7 +33,9 @@ def probe(as_json: bool, venvs: tuple[Path, ...]) -> None:
 def _register() -> None:
     # Each command group lives in its own module; importing them here keeps `provision --help` complete
     # while a single command imports only what it needs.
-    from provision import checkcommands, commands, envcommands  # noqa: F401
+    from provision.cli import checks as checkcommands  # noqa: F401
+    from provision.cli import envs as envcommands  # noqa: F401
+    from provision.cli import machine as commands  # noqa: F401
 
 
 def main() -> None:
@@ -47,7 +49,7 @@ def main() -> None:
         exc.show()
         sys.exit(2 if isinstance(exc, click.UsageError) else exc.exit_code)
     except ProvisionError as exc:
-        from provision import ui
+        from provision.views import ui
 
         ui.error(exc.message, exc.hint)
         sys.exit(exc.exit_code)

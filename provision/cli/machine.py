@@ -9,7 +9,7 @@ from typing import Any, TypeVar
 
 import click
 
-from provision.cli import JSON_HELP, cli
+from provision.cli.main import JSON_HELP, cli
 
 
 def _cc(value: str) -> str:
@@ -28,8 +28,8 @@ def _cc(value: str) -> str:
 @click.option("--json", "as_json", is_flag=True, help=JSON_HELP)
 def scan(paths: tuple[Path, ...], require: tuple[str, ...], as_json: bool) -> None:
     """Which SMs and PTX every CUDA binary under PATHS carries (files, wheels, folders, venvs)."""
-    from provision import scan as scanning
-    from provision import views
+    from provision.scan import binaries as scanning
+    from provision.views import render as views
 
     result = scanning.scan(list(paths), tuple(_cc(r) for r in require))
     views.scan(result, as_json)
@@ -48,21 +48,22 @@ def scan(paths: tuple[Path, ...], require: tuple[str, ...], as_json: bool) -> No
 def report(machines: tuple[Path, ...], profile_names: tuple[str, ...], env_names: tuple[str, ...],
            home: Path | None, as_json: bool, markdown: bool) -> None:
     """Compatibility report: this machine (or recorded ones) against every profile and environment."""
-    from provision import profiles, views
-    from provision import report as reporting
+    from provision.report import gates as reporting
+    from provision.stacks import profiles
+    from provision.views import render as views
 
     if as_json and markdown:
         raise click.UsageError("choose one of --json and --markdown")
     if machines:
         facts = [reporting.load_machine(path) for path in machines]
     else:
-        from provision import probe as probing
+        from provision.machine import probe as probing
 
         facts = [probing.probe()]
     chosen = [profiles.load(n) for n in profile_names] if profile_names else profiles.available()
     result = reporting.report(facts, chosen)
     if env_names:
-        from provision import envreport
+        from provision.report import environments as envreport
 
         envreport.add_environments(result, env_names, home)
     views.report(result, "json" if as_json else "markdown" if markdown else "table")
@@ -72,7 +73,8 @@ def report(machines: tuple[Path, ...], profile_names: tuple[str, ...], env_names
 @click.option("--json", "as_json", is_flag=True, help=JSON_HELP)
 def list_profiles(as_json: bool) -> None:
     """The profiles found (shipped, and in PROVISION_PROFILES folders), with their CUDA release."""
-    from provision import profiles, views
+    from provision.stacks import profiles
+    from provision.views import render as views
 
     views.profiles(profiles.available(), as_json)
 
@@ -96,7 +98,8 @@ def lock_command(profile_name: str, python: str | None, platform_name: str | Non
     """Resolve PROFILE into a PEP 751 lockfile: exact URLs and sha256 for every file."""
     from packaging.pylock import is_valid_pylock_path
 
-    from provision import lock, profiles, views
+    from provision.stacks import lock, profiles
+    from provision.views import render as views
 
     profile = profiles.load(profile_name)
     path = output or lock.default_output(profile)

@@ -11,11 +11,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from provision import nvml, proc
+from provision import proc
 from provision.checks import payload_dir
 from provision.checks import runner as check_runner
+from provision.envs.home import Home, read_meta, write_json
 from provision.errors import EnvError
-from provision.home import Home, read_meta, write_json
+from provision.machine import nvml
 
 BUILTIN = {"command": ["python", "{payloads}/baseline_builtin.py"], "cwd": ".", "timeout": 900.0, "pattern": None,
            "json_key": "bf16_gemm_tflops", "unit": "TFLOP/s", "better": "higher"}

@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from provision import ui
 from provision.errors import EnvError
+from provision.views import ui
 
 HOME_VARIABLE = "PROVISION_HOME"
 BUILDING = ".building"

@@ -9,9 +9,9 @@ from typing import Any
 
 from packaging.utils import canonicalize_name
 
-from provision import home as homes
-from provision import scan
-from provision.report import Gate, MachineReport, Target, driver_gate
+from provision.envs import home as homes
+from provision.report.gates import Gate, MachineReport, Target, driver_gate
+from provision.scan import binaries as scan
 
 
 def installed(venv: Path) -> dict[str, str]:

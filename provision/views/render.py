@@ -5,15 +5,15 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from provision import ui
-from provision.machine import MachineFacts
+from provision.machine.facts import MachineFacts
+from provision.views import ui
 
 if TYPE_CHECKING:  # annotations only: rendering one result must not import every operation
-    from provision.envs import CreateResult
-    from provision.lock import LockResult
-    from provision.profiles import Profile
-    from provision.report import MachineReport
-    from provision.scan import ScanResult
+    from provision.envs.lifecycle import CreateResult
+    from provision.report.gates import MachineReport
+    from provision.scan.binaries import ScanResult
+    from provision.stacks.lock import LockResult
+    from provision.stacks.profiles import Profile
 
 
 def _gib(value: int | None) -> str:

@@ -9,7 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from provision import proc
-from provision.machine import Toolkit
+from provision.machine.facts import Toolkit
 
 _RELEASE = re.compile(r"release (\d+\.\d+), V([\d.]+)")
 NVCC_TIMEOUT = 20.0

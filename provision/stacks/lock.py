@@ -22,10 +22,11 @@ from packaging.specifiers import SpecifierSet
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 from packaging.version import InvalidVersion, Version
 
-from provision import __version__, index, uvtool
+from provision import __version__
+from provision.envs.home import write_atomic
 from provision.errors import ResolveError, UsageError
-from provision.home import write_atomic
-from provision.profiles import DEFAULT_INDEX, Profile
+from provision.stacks import index, uvtool
+from provision.stacks.profiles import DEFAULT_INDEX, Profile
 
 if sys.version_info >= (3, 11):
     import tomllib

@@ -11,10 +11,10 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from provision.cli import JSON_HELP, cli
+from provision.cli.main import JSON_HELP, cli
 
 if TYPE_CHECKING:
-    from provision.home import Home
+    from provision.envs.home import Home
 
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -26,7 +26,7 @@ def home_option(f: F) -> F:
 
 
 def _home(path: Path | None) -> Home:
-    from provision import home
+    from provision.envs import home
 
     return home.Home(home.resolve(path))
 
@@ -44,8 +44,10 @@ def _home(path: Path | None) -> Home:
 def create(profile_name: str, name: str | None, python: str | None, lock_path: Path | None, indexes: tuple[str, ...],
            no_activate: bool, no_checks: bool, as_json: bool, home: Path | None) -> None:
     """Build an environment for PROFILE beside the others, check it, and make it active."""
-    from provision import envs, lock, profiles, views
     from provision.checks import runner
+    from provision.envs import lifecycle as envs
+    from provision.stacks import lock, profiles
+    from provision.views import render as views
 
     profile = profiles.load(profile_name)
     with views.progress(as_json) as step:
@@ -63,7 +65,9 @@ def create(profile_name: str, name: str | None, python: str | None, lock_path: P
 @home_option
 def list_envs(as_json: bool, home: Path | None) -> None:
     """Every environment: profile, CUDA, Python, size, checks, baseline, and which is active."""
-    from provision import envs, uvtool, views
+    from provision.envs import lifecycle as envs
+    from provision.stacks import uvtool
+    from provision.views import render as views
 
     where = _home(home)
     views.environments(where.root, envs.listing(where), as_json, uvtool.cache_dir())
@@ -75,7 +79,8 @@ def list_envs(as_json: bool, home: Path | None) -> None:
 @home_option
 def switch(name: str, as_json: bool, home: Path | None) -> None:
     """Make NAME the active environment (nothing is reinstalled)."""
-    from provision import envs, views
+    from provision.envs import lifecycle as envs
+    from provision.views import render as views
 
     previous = envs.switch(_home(home), name)
     views.switched(previous, name, [], as_json)
@@ -87,7 +92,8 @@ def switch(name: str, as_json: bool, home: Path | None) -> None:
 @home_option
 def rollback(to: str | None, as_json: bool, home: Path | None) -> None:
     """Switch back to the previously active environment, at once."""
-    from provision import envs, views
+    from provision.envs import lifecycle as envs
+    from provision.views import render as views
 
     previous, now, skipped = envs.rollback(_home(home), to)
     views.switched(previous, now, skipped, as_json)
@@ -100,7 +106,8 @@ def rollback(to: str | None, as_json: bool, home: Path | None) -> None:
 @home_option
 def remove(name: str, force: bool, as_json: bool, home: Path | None) -> None:
     """Remove environment NAME (an adopted venv's own files are never touched)."""
-    from provision import envs, ui
+    from provision.envs import lifecycle as envs
+    from provision.views import ui
 
     envs.remove(_home(home), name, force)
     if as_json:
@@ -114,7 +121,8 @@ def remove(name: str, force: bool, as_json: bool, home: Path | None) -> None:
 @home_option
 def gc(as_json: bool, home: Path | None) -> None:
     """Remove what interrupted builds left behind."""
-    from provision import envs, ui
+    from provision.envs import lifecycle as envs
+    from provision.views import ui
 
     where = _home(home)
     with where.locked():
@@ -133,7 +141,9 @@ def gc(as_json: bool, home: Path | None) -> None:
 @home_option
 def adopt(name: str, venv: Path, profile_name: str | None, as_json: bool, home: Path | None) -> None:
     """Register an existing venv (say, the cu128 one that works) as NAME; its files are never deleted."""
-    from provision import envs, profiles, ui
+    from provision.envs import lifecycle as envs
+    from provision.stacks import profiles
+    from provision.views import ui
 
     build = envs.adopt(_home(home), name, venv, profiles.load(profile_name) if profile_name else None)
     if as_json:
@@ -147,7 +157,8 @@ def adopt(name: str, venv: Path, profile_name: str | None, as_json: bool, home: 
 @home_option
 def run(args: tuple[str, ...], home: Path | None) -> None:
     """Run a command inside an environment: provision run [NAME] -- CMD... (the active one by default)."""
-    from provision import envs, proc
+    from provision import proc
+    from provision.envs import lifecycle as envs
     from provision.errors import UsageError
 
     if "--" in args:
@@ -170,7 +181,7 @@ def run(args: tuple[str, ...], home: Path | None) -> None:
 @home_option
 def shell_env(name: str | None, home: Path | None) -> None:
     """Print what to eval to activate an environment in a shell: eval "$(provision shell-env cu130)"."""
-    from provision import envs
+    from provision.envs import lifecycle as envs
 
     _, _, variables = envs.venv_environment(_home(home), name)
     for key, value in variables.items():

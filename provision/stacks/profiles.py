@@ -75,8 +75,9 @@ class Profile:
 
 def shipped_dir() -> Path:
     """Profiles shipped with the tool: inside the installed package, or the repository's profiles/ folder."""
-    inside = Path(__file__).parent / "profiles"
-    return inside if inside.is_dir() else Path(__file__).parent.parent / "profiles"
+    package = Path(__file__).resolve().parent.parent
+    inside = package / "profiles"
+    return inside if inside.is_dir() else package.parent / "profiles"
 
 
 def search_dirs() -> list[Path]:

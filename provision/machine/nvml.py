@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from provision import compat
-from provision.machine import Driver, Gpu, Link, Pcie
+from provision.machine.facts import Driver, Gpu, Link, Pcie
 
 T = TypeVar("T")
 REPLAY_VARIABLE = "PROVISION_NVML_REPLAY"

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import click
 
-from provision.cli import JSON_HELP, cli
-from provision.envcommands import _home, home_option
+from provision.cli.envs import _home, home_option
+from provision.cli.main import JSON_HELP, cli
 
 
 @cli.command()
@@ -19,11 +19,11 @@ from provision.envcommands import _home, home_option
 @home_option
 def check(name: str | None, only: str | None, target_sm: str | None, as_json: bool, home: Path | None) -> None:
     """Run the smoke checks against an environment (the active one by default); exit 1 on FAIL or ERROR."""
-    from provision import views
     from provision.checks import runner
-    from provision.commands import _cc
+    from provision.cli.machine import _cc
+    from provision.envs.home import read_meta, write_json
     from provision.errors import EnvError
-    from provision.home import read_meta, write_json
+    from provision.views import render as views
 
     where = _home(home)
     name = name or where.active()
@@ -47,8 +47,8 @@ def check(name: str | None, only: str | None, target_sm: str | None, as_json: bo
 @home_option
 def baseline(name: str | None, as_json: bool, home: Path | None) -> None:
     """Run the profile's baseline (or the built-in GEMM/FlashInfer one) once the checks passed, and record it."""
-    from provision import baseline as baselines
-    from provision import views
+    from provision.checks import baseline as baselines
+    from provision.views import render as views
 
     with views.progress(as_json) as step:
         record = baselines.run(_home(home), name, step)
@@ -62,8 +62,8 @@ def baseline(name: str | None, as_json: bool, home: Path | None) -> None:
 @home_option
 def compare(first: str, second: str, as_json: bool, home: Path | None) -> None:
     """Two environments' latest baselines side by side, with the change in percent."""
-    from provision import baseline as baselines
-    from provision import views
+    from provision.checks import baseline as baselines
+    from provision.views import render as views
 
     views.comparison(baselines.compare(_home(home), first, second), as_json)
 
@@ -89,7 +89,8 @@ def bench() -> None:
 def bench_allreduce(name: str | None, min_bytes: str, max_bytes: str, factor: int, iters: int, algos: tuple[str, ...],
                     protos: tuple[str, ...], backend: str, ranks: int | None, as_json: bool, home: Path | None) -> None:
     """All-reduce sweep like nccl-tests' all_reduce_perf, then 122 x 42 KB against 2 x 2.5 MB in CUDA graphs."""
-    from provision import allreduce, views
+    from provision.checks import allreduce
+    from provision.views import render as views
 
     with views.progress(as_json) as step:
         record = allreduce.run(_home(home), name, min_bytes=allreduce.parse_size(min_bytes), max_bytes=allreduce.parse_size(max_bytes),

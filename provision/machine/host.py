@@ -7,7 +7,7 @@ import platform
 import sys
 from pathlib import Path
 
-from provision.machine import Host
+from provision.machine.facts import Host
 
 
 def os_release(path: str = "/etc/os-release") -> dict[str, str]:

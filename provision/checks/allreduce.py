@@ -11,8 +11,8 @@ from typing import Any
 from provision import proc
 from provision.checks import payload_dir
 from provision.checks import runner as check_runner
+from provision.envs.home import Home, read_meta, write_json
 from provision.errors import EnvError, UsageError
-from provision.home import Home, read_meta, write_json
 
 FORBIDDEN_ALGOS = ("nvls", "nvlstree")
 
@@ -49,7 +49,7 @@ def variants(algos: tuple[str, ...], protos: tuple[str, ...]) -> list[dict[str, 
 def run(home: Home, name: str | None, *, min_bytes: int, max_bytes: int, factor: int, iters: int,
         algos: tuple[str, ...], protos: tuple[str, ...], backend: str, ranks: int | None,
         progress: Any = lambda _: None) -> dict[str, Any]:
-    from provision import nvml
+    from provision.machine import nvml
 
     name = name or home.active()
     if name is None:

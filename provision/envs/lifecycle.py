@@ -12,10 +12,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from provision import proc, toolkit_home
+from provision import proc
+from provision.envs import toolkit_home
+from provision.envs.home import BUILDING, Home, pid_alive, read_meta, remove_tree, write_json
 from provision.errors import EnvError, UsageError
-from provision.home import BUILDING, Home, pid_alive, read_meta, remove_tree, write_json
-from provision.profiles import Profile
+from provision.stacks.profiles import Profile
 
 Progress = Callable[[str], None]
 
@@ -39,7 +40,7 @@ class CreateResult:
 
 def find_python(request: str) -> tuple[Path, str]:
     """Return (interpreter, "X.Y") for a version or a path; say how to get a missing one."""
-    from provision import uvtool
+    from provision.stacks import uvtool
 
     if os.sep in request:
         path = Path(request)
@@ -105,7 +106,7 @@ def gc(home: Home) -> list[str]:
 
 def _lock_for(home: Home, profile: Profile, target: Any, overrides: dict[str, str], indexes: dict[str, str | None],
               given: Path | None, progress: Progress) -> tuple[Path, bool]:
-    from provision import lock as locking
+    from provision.stacks import lock as locking
 
     if given is not None:
         _, tool = locking.read(given)
@@ -128,8 +129,8 @@ def create(home: Home, profile: Profile, *, name: str | None = None, python: str
            progress: Progress = lambda _: None) -> CreateResult:
     import time
 
-    from provision import lock as locking
-    from provision import uvtool
+    from provision.stacks import lock as locking
+    from provision.stacks import uvtool
 
     name = name or profile.name
     timings: dict[str, float] = {}

@@ -5,8 +5,8 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from provision import host, nvml, toolkits
-from provision.machine import MachineFacts
+from provision.machine import host, nvml, toolkits
+from provision.machine.facts import MachineFacts
 
 
 def probe(venvs: tuple[Path, ...] = ()) -> MachineFacts:

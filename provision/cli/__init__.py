@@ -1,0 +1,1 @@
+"""The command line: the click group and one module per family of commands."""

@@ -1,0 +1,1 @@
+"""Environments: where they live, how they are built, switched and rolled back."""

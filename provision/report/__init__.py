@@ -1,0 +1,1 @@
+"""Report: machine x profile gates and environment reports."""

@@ -1,0 +1,1 @@
+"""Scan: which SMs and PTX CUDA binaries carry."""

@@ -1,0 +1,1 @@
+"""Stacks: profiles, package indexes, uv, and PEP 751 locks."""

@@ -1,0 +1,1 @@
+"""Views: rendering of results as tables, JSON and Markdown."""
