@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from provision import log
 from provision.errors import ToolError
 
 # Set on the lent GPU machines because multicast use can take a shared host's GPUs out of service;
@@ -69,6 +70,10 @@ def run(
     `die_with_parent` (only from the main thread: Linux ties it to the forking thread) kills the child with provision.
     """
     args = tuple(str(a) for a in argv)
+    if log.level() >= log.VERBOSE:
+        import shlex
+
+        log.debug(f"$ {shlex.join(args)}" + (f"  (in {cwd})" if cwd else ""))
     try:
         child = subprocess.Popen(
             args,
@@ -89,6 +94,7 @@ def run(
         _reap(child)
         stdout, stderr = child.communicate()
         result = Completed(argv=args, returncode=-1, stdout=stdout, stderr=stderr, timed_out=True)
+        log.debug(f"{args[0]} timed out after {timeout:g} s; its stderr:\n{stderr}")
         if check:
             raise ToolError(f"{' '.join(args[:3])}: timed out after {timeout:g} s", result.tail(5)) from None
         return result
@@ -96,6 +102,8 @@ def run(
         _reap(child)  # Ctrl-C: the child is dead, not dying, before anyone cleans up after it
         raise
     result = Completed(argv=args, returncode=child.returncode, stdout=stdout, stderr=stderr)
+    if not result.ok:
+        log.debug(f"{args[0]} exited with code {child.returncode}; its stderr:\n{stderr}")
     if check and not result.ok:
         raise ToolError(f"{' '.join(args[:3])} failed with exit code {child.returncode}", result.tail(5))
     return result

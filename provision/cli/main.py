@@ -1,61 +1,80 @@
-"""Thin click commands: parse, call one operation, hand the result to a view. The only place that exits."""
+"""The `provision` group: its options, every command added in one place, and the one place that turns an error
+into a message and an exit code (docs/exit-codes.md)."""
 
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 import click
 
 from provision import __version__
+from provision.cli import checks, envs, machine, stacks
+from provision.cli.options import HOME_HELP, App, app, verbosity_options
 from provision.errors import ProvisionError
-
-JSON_HELP = "Print one JSON document (schema in docs/json.md) instead of tables."
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="provision")
-def cli() -> None:
+@click.option("--home", type=click.Path(path_type=Path, file_okay=False), help=HOME_HELP + " Every command takes it too.")
+@verbosity_options
+@click.pass_context
+def cli(ctx: click.Context, home: Path | None) -> None:
     """Move a GPU machine from one CUDA stack to the next, verified and reversible."""
+    app(ctx).home = home
 
 
-@cli.command()
-@click.option("--json", "as_json", is_flag=True, help=JSON_HELP)
-@click.option("--venv", "venvs", multiple=True, type=click.Path(path_type=Path), help="Also look for nvcc wheels in this venv.")
-def probe(as_json: bool, venvs: tuple[Path, ...]) -> None:
-    """Read the machine: driver, GPUs, topology, CUDA toolkits, host."""
-    from provision.machine import probe as probing
-    from provision.views import render as views
-
-    views.probe(probing.probe(venvs), as_json)
-
-
-def _register() -> None:
-    # Each command group lives in its own module; importing them here keeps `provision --help` complete
-    # while a single command imports only what it needs.
-    from provision.cli import checks as checkcommands  # noqa: F401
-    from provision.cli import envs as envcommands  # noqa: F401
-    from provision.cli import machine as commands  # noqa: F401
+# A command's code is found from its name: `provision NAME` lives in the module of its family, which calls one
+# operation in the folder of the same name (docs/architecture.md). Each module imports its operations lazily, so
+# `switch` loads no lock, index or rich.
+COMMANDS: tuple[click.Command, ...] = (
+    machine.probe, machine.scan, machine.report,
+    stacks.list_profiles, stacks.lock_command,
+    envs.create, envs.list_envs, envs.switch, envs.rollback, envs.remove, envs.gc, envs.adopt, envs.run, envs.shell_env,
+    checks.check, checks.baseline, checks.compare, checks.bench,
+)
+for _command in COMMANDS:
+    cli.add_command(_command)
 
 
-def main() -> None:
-    _register()
+def _json_requested(state: App, argv: Sequence[str]) -> bool:
+    # A usage error can stop parsing before --json's own callback ran: the command line still says what was asked.
+    words = list(argv)
+    return state.as_json or "--json" in (words[: words.index("--")] if "--" in words else words)
+
+
+def fail(state: App, argv: Sequence[str], message: str, hint: str, exit_code: int) -> None:
+    """Print the error line and its hint on stderr and, under --json, the error document on stdout; then exit."""
+    from provision.views import ui
+
+    ui.error(message, hint)
+    if _json_requested(state, argv):
+        ui.dump_json({"error": {"message": message, "hint": hint, "exit_code": exit_code}})
+    sys.exit(exit_code)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Run the command line, exit with its code (0 ok, 1 a verdict failed, 2 usage, others per error class)."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    state = App()
     try:
-        cli.main(standalone_mode=False)
+        cli.main(args=args, prog_name="provision", standalone_mode=False, obj=state)
     except click.exceptions.Abort:
-        sys.stderr.write("error: interrupted\n")
-        sys.exit(130)
+        fail(state, args, "interrupted", "", 130)
+    except click.UsageError as exc:
+        where = exc.ctx.command_path if exc.ctx is not None else "provision"
+        fail(state, args, exc.format_message().replace("\n", " "), f"see {where} --help", 2)
     except click.ClickException as exc:
-        exc.show()
-        sys.exit(2 if isinstance(exc, click.UsageError) else exc.exit_code)
+        fail(state, args, exc.format_message().replace("\n", " "), "", exc.exit_code)
     except ProvisionError as exc:
-        from provision.views import ui
-
-        ui.error(exc.message, exc.hint)
-        sys.exit(exc.exit_code)
+        fail(state, args, exc.message, exc.hint, exc.exit_code)
     except KeyboardInterrupt:
-        sys.stderr.write("error: interrupted; nothing active was changed\n")
-        sys.exit(130)
+        fail(state, args, "interrupted; nothing active was changed", "", 130)
     except BrokenPipeError:
         sys.exit(0)
     sys.exit(0)
+
+
+if __name__ == "__main__":
+    main()

@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from provision import log
 from provision.errors import EnvError
-from provision.views import ui
 
 HOME_VARIABLE = "PROVISION_HOME"
 BUILDING = ".building"
@@ -76,7 +76,7 @@ class Home:
                 if exc.errno not in (errno.EAGAIN, errno.EACCES):
                     raise
                 handle.seek(0)
-                ui.info(f"waiting for another provision process working on {self.root} (pid {handle.read().strip() or '?'})")
+                log.info(f"waiting for another provision process working on {self.root} (pid {handle.read().strip() or '?'})")
                 fcntl.flock(handle, fcntl.LOCK_EX)
             handle.seek(0)
             handle.truncate()

@@ -197,6 +197,9 @@ class progress:  # noqa: N801 - used as a context manager like a function
     def __enter__(self) -> Callable[[str], None]:
         import sys
 
+        from provision import log
+
+        self.quiet = self.quiet or log.level() < log.NORMAL
         if not self.quiet and sys.stderr.isatty():  # rich is loaded only when something is drawn
             self.status = ui.console(stderr=True).status("working")
             self.status.__enter__()

@@ -43,7 +43,10 @@ def error(message: str, hint: str = "") -> None:
 
 
 def info(message: str) -> None:
-    sys.stderr.write(message + "\n")
+    """A line for people on stderr; -q hides it."""
+    from provision import log
+
+    log.info(message)
 
 
 STATUS_STYLE = {"pass": "green", "warn": "yellow", "fail": "red", "error": "red", "skip": "dim", "info": "cyan"}

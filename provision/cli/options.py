@@ -1,0 +1,150 @@
+"""Options and arguments shared by several commands, and the small state the group hands to them (pip-tools'
+`scripts/options.py` is the model): one definition each, so `--home` or `--json` read the same everywhere."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import click
+
+if TYPE_CHECKING:
+    from click.shell_completion import CompletionItem
+
+    from provision.envs.home import Home
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+JSON_HELP = "Print one JSON document (schema in docs/json.md) instead of tables; errors too."
+HOME_HELP = "Where environments live (else PROVISION_HOME, else ~/.local/share/provision)."
+
+
+@dataclass
+class App:
+    """What the group's options decide for every command: the home given before the command, -v/-q, --json."""
+
+    home: Path | None = None
+    verbosity: int = 0
+    as_json: bool = False
+
+
+def app(ctx: click.Context) -> App:
+    return ctx.ensure_object(App)
+
+
+def home_of(path: Path | None) -> Home:
+    """The environments home: this --home, else PROVISION_HOME, else the XDG data folder."""
+    from provision.envs import home
+
+    return home.Home(home.resolve(path))
+
+
+def _home_value(ctx: click.Context, _param: click.Parameter, value: Path | None) -> Path | None:
+    # `provision --home H switch x` and `provision switch x --home H` mean the same; the command's own one wins.
+    return value if value is not None else app(ctx).home
+
+
+def home_option(f: F) -> F:
+    return click.option("--home", type=click.Path(path_type=Path, file_okay=False), callback=_home_value,
+                        help=HOME_HELP)(f)
+
+
+def _json_value(ctx: click.Context, _param: click.Parameter, value: bool) -> bool:
+    if value:
+        app(ctx).as_json = True  # errors from here on are a JSON document too
+    return value
+
+
+def json_option(f: F) -> F:
+    return click.option("--json", "as_json", is_flag=True, is_eager=True, callback=_json_value, help=JSON_HELP)(f)
+
+
+def _verbosity(step: int) -> Callable[[click.Context, click.Parameter, int], None]:
+    def apply(ctx: click.Context, _param: click.Parameter, count: int) -> None:
+        if count:
+            from provision import log
+
+            state = app(ctx)
+            state.verbosity += step * count
+            log.set_level(state.verbosity)
+
+    return apply
+
+
+def verbosity_options(f: F) -> F:
+    """-v/--verbose (the commands provision runs, and their full stderr when they fail) and -q/--quiet (no progress
+    or informational lines; results and errors stay), on the group and on every command."""
+    f = click.option("-q", "--quiet", count=True, expose_value=False, is_eager=True, callback=_verbosity(-1),
+                     help="Print less: no progress or informational lines (results and errors stay).")(f)
+    return click.option("-v", "--verbose", count=True, expose_value=False, is_eager=True, callback=_verbosity(1),
+                        help="Print the commands provision runs (uv's argv), and their full stderr when they fail.")(f)
+
+
+def python_option(f: F) -> F:
+    return click.option("--python", "python", help="Target Python X.Y (default: the profile's python).")(f)
+
+
+def index_option(f: F) -> F:
+    return click.option("--index", "indexes", multiple=True, metavar="NAME=URL",
+                        help="Use URL for the profile's index NAME (mirrors, air-gapped sites).")(f)
+
+
+def compute_capability(value: str) -> str:
+    """Return "12.0" for 12.0, 120 or sm_120; a usage error for anything else."""
+    text = value.strip().lower().removeprefix("sm_")
+    if "." not in text and text.isdigit() and len(text) >= 2:
+        text = f"{text[:-1]}.{text[-1]}"
+    major, _, minor = text.partition(".")
+    if not (major.isdigit() and minor.isdigit()):
+        raise click.BadParameter(f"{value!r} is not a compute capability; write it as 12.0 or sm_120")
+    return f"{int(major)}.{int(minor)}"
+
+
+# --- shell completion: names read the way the commands read them, never an error ------------------------------
+
+
+def _home_for_completion(ctx: click.Context) -> Path | None:
+    context: click.Context | None = ctx
+    while context is not None:
+        if context.params.get("home"):
+            return Path(context.params["home"])
+        context = context.parent
+    return None
+
+
+def complete_env(ctx: click.Context, _param: click.Parameter, incomplete: str) -> list[CompletionItem]:
+    """Environment names in the home the command line names (else PROVISION_HOME, else the default)."""
+    from click.shell_completion import CompletionItem
+
+    try:
+        names = home_of(_home_for_completion(ctx)).names()
+    except (OSError, ValueError):
+        return []
+    return [CompletionItem(name) for name in names if name.startswith(incomplete)]
+
+
+def complete_profile(_ctx: click.Context, _param: click.Parameter, incomplete: str) -> list[CompletionItem]:
+    """Profile names (shipped, and in PROVISION_PROFILES folders); a path is completed as a file."""
+    from click.shell_completion import CompletionItem
+
+    if os.sep in incomplete or incomplete.startswith("."):
+        return [CompletionItem(incomplete, type="file")]
+    from provision.errors import ProvisionError
+    from provision.stacks import profiles
+
+    try:
+        names = [p.name for p in profiles.available()]
+    except (OSError, ProvisionError):
+        return []
+    return [CompletionItem(name) for name in names if name.startswith(incomplete)]
+
+
+def env_argument(name: str, *, required: bool = True, metavar: str | None = None) -> Callable[[F], F]:
+    return click.argument(name, required=required, metavar=metavar, shell_complete=complete_env)
+
+
+def profile_argument(f: F) -> F:
+    return click.argument("profile_name", metavar="PROFILE", shell_complete=complete_profile)(f)

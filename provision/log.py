@@ -1,0 +1,37 @@
+"""Diagnostics on stderr: what provision is doing (hidden by -q) and the commands it runs (shown by -v).
+
+The CLI sets the level once per process; core code only calls `info` and `debug`. Kept free of the `logging`
+package on purpose: `switch` and `rollback` must start in well under 0.1 s, and logging alone costs a good part of it.
+"""
+
+from __future__ import annotations
+
+import sys
+
+QUIET, NORMAL, VERBOSE = -1, 0, 1
+_level = NORMAL
+
+
+def set_level(level: int) -> None:
+    """-q lowers the level below NORMAL, each -v raises it by one."""
+    global _level
+    _level = level
+
+
+def level() -> int:
+    return _level
+
+
+def info(message: str) -> None:
+    """A line about what provision is doing, for people; -q hides it."""
+    if _level >= NORMAL:
+        sys.stderr.write(message + "\n")
+
+
+def debug(message: str) -> None:
+    """A line only -v shows: the commands provision runs, and what they printed when they failed (credentials in
+    URLs redacted: an index URL with a token in it is part of uv's argv)."""
+    if _level >= VERBOSE:
+        import re
+
+        sys.stderr.write(re.sub(r"(https?://)[^/\s@]+@", r"\1****@", message.rstrip("\n")) + "\n")

@@ -1,0 +1,147 @@
+"""The command line's conventions, on the installed `provision` run as a real process: errors as one line and a hint
+(and a JSON document under --json), usage errors in the same form, --home on the group or the command, -v and -q,
+one version, short help lines, completion of environment and profile names."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from importlib import metadata
+from pathlib import Path
+
+import click
+import pytest
+
+import provision
+from provision.cli.main import COMMANDS, cli
+
+
+def provision_run(binary: str, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    clean = {k: v for k, v in os.environ.items() if k != "PROVISION_HOME"}
+    return subprocess.run([binary, *args], capture_output=True, text=True, timeout=120, env={**clean, **(env or {})})
+
+
+def adopted_home(binary: str, tmp_path: Path, *names: str) -> Path:
+    """A home holding real venvs (made by uv) adopted under `names`."""
+    from provision.stacks import uvtool
+
+    home = tmp_path / "home"
+    for name in names:
+        venv = tmp_path / f"venv-{name}"
+        uvtool.run(["venv", str(venv), "--python", sys.executable, "--quiet", "--no-project"])
+        done = provision_run(binary, "adopt", name, str(venv), "--home", str(home))
+        assert done.returncode == 0, done.stderr
+    return home
+
+
+def test_an_error_under_json_is_a_document_on_stdout_and_a_line_on_stderr(provision_bin: str, tmp_path: Path) -> None:
+    done = provision_run(provision_bin, "switch", "nope", "--home", str(tmp_path), "--json")
+    assert done.returncode == 7
+    document = json.loads(done.stdout)
+    assert document["schema_version"] == 1
+    assert set(document["error"]) == {"message", "hint", "exit_code"}
+    assert document["error"]["exit_code"] == 7 and "nope" in document["error"]["message"]
+    assert done.stderr.splitlines() == [f"error: {document['error']['message']}", f"hint: {document['error']['hint']}"]
+    plain = provision_run(provision_bin, "switch", "nope", "--home", str(tmp_path))
+    assert plain.returncode == 7 and plain.stdout == "" and plain.stderr == done.stderr
+
+
+@pytest.mark.parametrize(
+    ("argv", "words"),
+    [
+        (["switch", "--bogus"], "--bogus"),
+        (["create"], "PROFILE"),
+        (["scan", "x.so", "--require", "zz"], "compute capability"),
+        (["nosuchcommand"], "nosuchcommand"),
+        (["report", "--json", "--markdown"], "--markdown"),
+    ],
+)
+def test_usage_errors_are_one_line_and_a_hint_with_exit_2(provision_bin: str, argv: list[str], words: str) -> None:
+    done = provision_run(provision_bin, *argv)
+    lines = done.stderr.splitlines()
+    assert done.returncode == 2, done.stderr
+    assert len(lines) == 2 and lines[0].startswith("error: ") and words in lines[0], lines
+    assert lines[1].startswith("hint: see provision") and lines[1].endswith("--help")
+    assert "Usage:" not in done.stderr and "Traceback" not in done.stderr
+    as_json = provision_run(provision_bin, *argv, "--json")
+    assert as_json.returncode == 2 and json.loads(as_json.stdout)["error"]["exit_code"] == 2
+
+
+def test_home_on_the_group_or_on_the_command(provision_bin: str, tmp_path: Path) -> None:
+    home = adopted_home(provision_bin, tmp_path, "one", "two")
+    before = provision_run(provision_bin, "--home", str(home), "switch", "one", "--json")
+    assert before.returncode == 0, before.stderr
+    after = provision_run(provision_bin, "--home", str(home), "switch", "two", "--json")
+    assert json.loads(after.stdout) == {"schema_version": 1, "previous": "one", "active": "two", "skipped": []}
+    listed = json.loads(provision_run(provision_bin, "envs", "--json", env={"PROVISION_HOME": str(home)}).stdout)
+    assert listed["home"] == str(home) and [e["name"] for e in listed["environments"] if e["active"]] == ["two"]
+    # the command's own --home wins over the group's
+    other = tmp_path / "other"
+    both = json.loads(provision_run(provision_bin, "--home", str(home), "envs", "--home", str(other), "--json").stdout)
+    assert both["home"] == str(other) and both["environments"] == []
+
+
+def test_verbose_shows_the_commands_and_uvs_full_stderr(provision_bin: str, tmp_path: Path) -> None:
+    quiet = provision_run(provision_bin, "envs", "--home", str(tmp_path), "--json")
+    assert "$ " not in quiet.stderr
+    loud = provision_run(provision_bin, "-v", "envs", "--home", str(tmp_path), "--json")
+    assert loud.returncode == 0 and json.loads(loud.stdout)["home"] == str(tmp_path)
+    assert any(line.startswith("$ ") and line.endswith("uv cache dir") for line in loud.stderr.splitlines()), loud.stderr
+    # uv fails: -v prints its argv and everything it wrote on stderr, then the one-line error
+    failed = provision_run(provision_bin, "create", "cu130", "--python", "3.1", "--home", str(tmp_path), "-v")
+    assert failed.returncode == 7, failed.stderr
+    assert "$ " in failed.stderr and "python find 3.1" in failed.stderr
+    assert "exited with code" in failed.stderr and "its stderr:" in failed.stderr
+    assert failed.stderr.splitlines()[-2].startswith("error: Python 3.1 was not found")
+
+
+def test_quiet_hides_informational_lines_but_not_results_or_errors(provision_bin: str, tmp_path: Path) -> None:
+    assert provision_run(provision_bin, "gc", "--home", str(tmp_path)).stderr == "nothing to clean\n"
+    assert provision_run(provision_bin, "-q", "gc", "--home", str(tmp_path)).stderr == ""
+    assert provision_run(provision_bin, "gc", "-q", "--home", str(tmp_path)).stderr == ""
+    listed = provision_run(provision_bin, "gc", "-q", "--json", "--home", str(tmp_path))
+    assert json.loads(listed.stdout)["removed"] == []
+    error = provision_run(provision_bin, "-q", "switch", "nope", "--home", str(tmp_path))
+    assert error.returncode == 7 and error.stderr.startswith("error: ")
+
+
+def test_one_version_and_both_ways_in(provision_bin: str) -> None:
+    assert metadata.version("provision") == provision.__version__
+    for argv in ([provision_bin], [sys.executable, "-m", "provision"], [sys.executable, "-m", "provision.cli.main"]):
+        done = subprocess.run([*argv, "--version"], capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0 and done.stdout.strip() == f"provision, version {provision.__version__}", argv
+
+
+def test_every_command_is_registered_at_import_with_a_whole_short_help() -> None:
+    assert set(cli.commands) == {c.name for c in COMMANDS}
+    assert {"probe", "scan", "report", "profiles", "lock", "create", "envs", "switch", "rollback", "remove", "gc",
+            "adopt", "run", "shell-env", "check", "baseline", "compare", "bench"} <= set(cli.commands)
+    commands = list(cli.commands.values())
+    for group in [c for c in commands if isinstance(c, click.Group)]:
+        commands += group.commands.values()
+    for command in commands:
+        assert command.short_help and not command.short_help.endswith("..."), command.name
+        assert len(command.short_help) <= 60, command.name  # fits beside the name in `provision --help`
+    listing = subprocess.run([sys.executable, "-m", "provision", "--help"], capture_output=True, text=True, timeout=60)
+    commands_part = listing.stdout.split("Commands:")[1]
+    assert "..." not in commands_part and "Make NAME the active environment." in commands_part
+
+
+def complete(binary: str, *words: str, env: dict[str, str] | None = None) -> list[str]:
+    line = ["provision", *words]
+    done = provision_run(binary, env={"_PROVISION_COMPLETE": "bash_complete", "COMP_WORDS": " ".join(line),
+                                      "COMP_CWORD": str(len(line) - 1), **(env or {})})
+    assert done.returncode == 0, done.stderr
+    return [row.split(",", 1)[1] for row in done.stdout.splitlines() if row]
+
+
+def test_completion_of_environment_and_profile_names(provision_bin: str, tmp_path: Path) -> None:
+    home = adopted_home(provision_bin, tmp_path, "cu128-old", "cu130-new")
+    assert complete(provision_bin, "switch", "", env={"PROVISION_HOME": str(home)}) == ["cu128-old", "cu130-new"]
+    assert complete(provision_bin, "--home", str(home), "check", "cu13") == ["cu130-new"]
+    assert complete(provision_bin, "remove", "--home", str(home), "cu1") == ["cu128-old", "cu130-new"]
+    assert complete(provision_bin, "switch", "x", env={"PROVISION_HOME": str(tmp_path / "none")}) == []
+    assert sorted(complete(provision_bin, "create", "cu13")) == ["cu130", "cu130-stable"]
+    assert "cu128" in complete(provision_bin, "lock", "")
