@@ -68,4 +68,6 @@ def report(machines: tuple[Path, ...], profile_names: tuple[str, ...], env_names
         from provision.report import environments as envreport
 
         envreport.add_environments(result, env_names, home)
-    views.report(result, "json" if as_json else "markdown" if markdown else "table")
+    from provision.report import fleet
+
+    views.report(result, "json" if as_json else "markdown" if markdown else "table", fleet.summarize(result))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -12,7 +11,6 @@ from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 from provision import compat
-from provision.errors import UsageError
 from provision.machine.facts import MachineFacts
 from provision.stacks.profiles import Profile
 
@@ -69,13 +67,10 @@ class MachineReport:
 
 
 def load_machine(path: Path) -> MachineFacts:
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError) as exc:
-        raise UsageError(f"{path}: not a probe document ({exc})", "make one with: provision probe --json > machine.json") from exc
-    if not isinstance(data, dict) or "gpus" not in data or "driver" not in data:
-        raise UsageError(f"{path}: not a probe document (no driver/gpus keys)", "make one with: provision probe --json > machine.json")
-    return MachineFacts.from_dict(data, source=str(path))
+    """The facts of a recorded probe document (checked key by key: provision/report/documents.py)."""
+    from provision.report import documents
+
+    return documents.load_machine(path)
 
 
 def judge(facts: MachineFacts, profile: Profile) -> Target:

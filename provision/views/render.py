@@ -10,6 +10,7 @@ from provision.views import ui
 
 if TYPE_CHECKING:  # annotations only: rendering one result must not import every operation
     from provision.envs.lifecycle import CreateResult
+    from provision.report.fleet import FleetSummary
     from provision.report.gates import MachineReport
     from provision.scan.binaries import ScanResult
     from provision.stacks.lock import LockResult
@@ -125,13 +126,20 @@ def profiles(items: Sequence[Profile], as_json: bool) -> None:
     ui.console().print(out)
 
 
-def report(reports: Sequence[MachineReport], style: str) -> None:
+def report(reports: Sequence[MachineReport], style: str, fleet_summary: FleetSummary | None = None) -> None:
+    from provision.views import fleet
+
     if style == "json":
-        ui.dump_json({"machines": [m.to_dict() for m in reports]})
+        head = {"summary": fleet_summary.to_dict()} if fleet_summary else {}
+        ui.dump_json({**head, "machines": [m.to_dict() for m in reports]})
         return
+    # the summary comes first for a fleet; one machine's own report says it all
+    first = fleet_summary if fleet_summary is not None and fleet_summary.machines > 1 else None
     if style == "markdown":
-        print(_report_markdown(reports))
+        print("\n".join((fleet.markdown(first) if first else []) + [_report_markdown(reports)]))
         return
+    if first:
+        fleet.table(first)
     out = ui.console()
     for m in reports:
         f = m.facts
