@@ -118,10 +118,13 @@ def test_binary_and_wrong_typed_documents_exit_2_with_one_line(tmp_path: Path, p
     typed = tmp_path / "typed.json"
     typed.write_text('{"driver": 5, "gpus": "x"}')
     for bad in (binary, typed):
-        done = run(provision_bin, "report", "--machine", H200, "--machine", bad, "--json")
+        done = run(provision_bin, "report", "--machine", H200, "--machine", bad)
         assert done.returncode == 2, done.stderr
         assert done.stdout == "" and "Traceback" not in done.stderr
         lines = done.stderr.splitlines()
         assert len(lines) == 2 and lines[0].startswith(f"error: {bad}: not a probe document") and lines[1].startswith("hint: ")
+        as_json = run(provision_bin, "report", "--machine", bad, "--machine", H200, "--json")
+        assert as_json.returncode == 2 and "Traceback" not in as_json.stderr
+        assert json.loads(as_json.stdout)["error"]["message"].startswith(f"{bad}: not a probe document")
     good = documents.load_machine(H200)  # the shipped recordings still read
     assert good.gpus and good.driver.cuda
