@@ -19,6 +19,7 @@ class Check:
 
 CHECKS = (
     Check(id="imports", title="every package of the profile imports", payload="check_imports.py", needs_gpu=False),
+    Check(id="drift", title="installed files match their RECORD, distributions the lock", payload=None, needs_gpu=False),
     Check(id="driver", title="the driver supports the environment's CUDA release", payload=None),
     Check(id="torch-cuda", title="torch sees every GPU and has kernels for its SM", payload="check_torch_cuda.py", needs=("torch",)),
     Check(id="cuda-libs", title="CUDA libraries come from one CUDA major and one place", payload="check_cuda_libs.py", needs=("torch",)),

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from provision import compat, proc
-from provision.checks import BY_ID, CHECKS, Check, payload_dir, staleness
+from provision.checks import BY_ID, CHECKS, Check, drift, payload_dir, staleness
 from provision.errors import UsageError
 from provision.machine import nvml
 
@@ -25,8 +25,9 @@ def select(ids: tuple[str, ...] | None, required: list[str] | None) -> list[Chec
     unknown = [i for i in wanted if i not in BY_ID]
     if unknown:
         raise UsageError(f"unknown check {unknown[0]!r}", f"known checks: {', '.join(BY_ID)}")
-    if not ids and "imports" not in wanted:
-        wanted.insert(0, "imports")
+    for always in ("drift", "imports"):  # quick, GPU-free, and what every other check assumes
+        if not ids and always not in wanted:
+            wanted.insert(0, always)
     return [c for c in CHECKS if c.id in wanted]
 
 
@@ -72,6 +73,8 @@ def run(build: Path, meta: dict[str, Any], *, only: tuple[str, ...] | None = Non
             result = {"status": "skip", "reason": no_gpu}
         elif missing:
             result = {"status": "skip", "reason": f"{missing[0].replace('|', ' / ')} is not installed in this environment"}
+        elif check.id == "drift":
+            result = drift.check(venv, build, meta)
         elif check.payload is None:
             result = _driver(meta, driver_cuda)
         else:

@@ -186,3 +186,27 @@ def shell_env(name: str | None, home: Path | None) -> None:
     _, _, variables = envs.venv_environment(home_of(home), name)
     for key, value in variables.items():
         click.echo(f"export {key}={shlex.quote(value)}")
+
+
+@click.command(short_help="Put an environment back to its lock.")
+@env_argument("name")
+@click.option("--dry-run", is_flag=True, help="Say what would be reinstalled, uninstalled and set aside; change nothing.")
+@click.option("--no-checks", is_flag=True, help="Skip the checks and the baseline afterwards.")
+@json_option
+@home_option
+@verbosity_options
+def restore(name: str, dry_run: bool, no_checks: bool, as_json: bool, home: Path | None) -> None:
+    """Put NAME back to its lock: reinstall drifted distributions, set unowned start-up files aside, re-check."""
+    from provision.checks import baseline, runner
+    from provision.envs import restore as restoring
+    from provision.views import render as views
+    from provision.views import restore as restore_view
+
+    where = home_of(home)
+    with views.progress(as_json) as step:
+        result = restoring.restore(where, name, dry_run=dry_run, progress=step,
+                                   run_checks=None if no_checks else (lambda build, meta: runner.run(build, meta, progress=step)),
+                                   run_baseline=None if no_checks else (lambda: baseline.run(where, name, step)))
+    restore_view.restored(result, as_json)
+    failed = any(r["status"] in ("fail", "error") for r in result.checks) or result.baseline_error or result.not_restorable
+    sys.exit(1 if failed and not dry_run else 0)

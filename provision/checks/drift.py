@@ -1,0 +1,272 @@
+"""The drift check, decided in provision's own process: every installed file against its distribution's RECORD,
+every distribution against the environment's lock (version, source), and the start-up files in site-packages that
+no distribution owns. Nothing is imported from the environment, so a broken one is read as well as a sound one."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import time
+from dataclasses import dataclass, field
+from email.parser import HeaderParser
+from importlib.metadata import PathDistribution
+from pathlib import Path
+from typing import Any
+
+from packaging.markers import default_environment
+from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
+from packaging.version import InvalidVersion, Version
+
+from provision.checks import filehash
+from provision.errors import ProvisionError
+
+CACHE_NAME = "drift-cache.json"  # beside the environment, in its build folder
+STARTUP_NAMES = ("sitecustomize.py", "usercustomize.py", "sitecustomize", "usercustomize")
+# Written by virtualenv (and older uv) into every venv it makes; owned by no distribution, known by its content.
+VENV_TOOL_FILES = {"_virtualenv.pth": "import _virtualenv"}
+KINDS = ("modified", "missing", "unowned", "extra", "other-version", "other-source")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Finding:
+    kind: str  # one of KINDS
+    distribution: str | None  # normalized name; None for an unowned file
+    path: str  # relative to site-packages ("" for a distribution that is not installed)
+    expected: str = ""
+    found: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "distribution": self.distribution, "path": self.path, "expected": self.expected,
+                "found": self.found}
+
+    def line(self) -> str:
+        owner = f" ({self.distribution})" if self.distribution and self.path else (self.distribution or "")
+        what = f"{self.path}{owner}" if self.path else owner
+        detail = f": {self.expected or '-'} -> {self.found or '-'}" if self.kind in ("other-version", "other-source") else ""
+        return f"{self.kind} {what}{detail}"
+
+
+@dataclass(kw_only=True)
+class Drift:
+    venv: Path
+    site: Path
+    lock: str | None
+    findings: list[Finding] = field(default_factory=list)
+    distributions: int = 0
+    files: int = 0
+    hashed: int = 0
+    hashed_bytes: int = 0
+    remembered: int = 0
+    seconds: float = 0.0
+
+    @property
+    def status(self) -> str:
+        return "warn" if self.findings else "pass"
+
+    def counts(self) -> dict[str, int]:
+        return {kind: sum(f.kind == kind for f in self.findings) for kind in KINDS}
+
+    def to_reinstall(self) -> list[str]:
+        """Distributions the lock must put back: files changed or gone, another version or source, not installed."""
+        kinds = ("modified", "missing", "other-version", "other-source")
+        return sorted({f.distribution for f in self.findings if f.kind in kinds and f.distribution})
+
+    def extra(self) -> list[str]:
+        return sorted({f.distribution for f in self.findings if f.kind == "extra" and f.distribution})
+
+    def unowned(self) -> list[str]:
+        return [f.path for f in self.findings if f.kind == "unowned"]
+
+    def summary(self) -> str:
+        counts = ", ".join(f"{n} {k}" for k, n in self.counts().items() if n)
+        return counts or "nothing differs"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"venv": str(self.venv), "site_packages": str(self.site), "lock": self.lock, "status": self.status,
+                "counts": self.counts(), "findings": [f.to_dict() for f in self.findings],
+                "distributions": self.distributions, "files": self.files, "hashed": self.hashed,
+                "hashed_bytes": self.hashed_bytes, "remembered": self.remembered, "seconds": round(self.seconds, 3)}
+
+
+def site_packages(venv: Path) -> Path:
+    found = sorted(venv.glob("lib/python3*/site-packages"))
+    return found[0] if found else venv / "lib" / "site-packages"
+
+
+def scan(venv: Path, *, lock: Path | None = None, cache: Path | None = None) -> Drift:
+    """Compare the environment with its RECORDs and its lock; `cache` remembers what was hashed (None: nothing)."""
+    start = time.perf_counter()
+    site = site_packages(venv)
+    drift = Drift(venv=venv, site=site, lock=str(lock) if lock else None)
+    installed = _installed(site)
+    drift.distributions = len(installed)
+    owned = _files(drift, installed, filehash.Cache(cache, site))
+    drift.findings += _unowned_startup(site, owned)
+    if lock is not None:
+        drift.findings += _against_lock(venv, installed, lock)
+    drift.findings.sort(key=lambda f: (KINDS.index(f.kind), f.distribution or "", f.path))
+    drift.seconds = time.perf_counter() - start
+    return drift
+
+
+@dataclass(frozen=True, kw_only=True)
+class Installed:
+    name: str
+    version: str
+    info: Path  # the .dist-info (or .egg-info) folder
+    distribution: PathDistribution
+
+
+def _installed(site: Path) -> dict[str, Installed]:
+    found: dict[str, Installed] = {}
+    for info in sorted([*site.glob("*.dist-info"), *site.glob("*.egg-info")]):
+        distribution = PathDistribution(info)
+        name = distribution.metadata["Name"] if info.is_dir() else None
+        if not name:
+            continue
+        key = str(canonicalize_name(name))
+        found[key] = Installed(name=key, version=distribution.version, info=info, distribution=distribution)
+    return found
+
+
+def _files(drift: Drift, installed: dict[str, Installed], cache: filehash.Cache) -> set[str]:
+    """Check every file RECORD lists with a hash; return every path RECORD lists (hashed or not), normalized."""
+    owners: dict[str, str] = {}
+    expected: dict[str, str] = {}
+    sizes: dict[str, int] = {}
+    wanted: list[filehash.Wanted] = []
+    owned: set[str] = set()
+    for name, dist in installed.items():
+        for entry in dist.distribution.files or []:
+            key = os.path.normpath(str(entry))
+            owned.add(key)
+            if entry.hash is None or entry.hash.mode not in hashlib.algorithms_available:
+                continue
+            if key not in expected:
+                wanted.append(filehash.Wanted(key=key, path=drift.site / key, mode=entry.hash.mode))
+            owners[key], expected[key] = name, f"{entry.hash.mode}={entry.hash.value}"
+            if entry.size is not None:
+                sizes[key] = int(entry.size)
+    digests = filehash.digests(wanted, cache, expected_sizes=sizes)
+    with contextlib.suppress(OSError):  # a read-only home still gets its answer, only slower next time
+        cache.save()
+    drift.files, drift.hashed, drift.hashed_bytes, drift.remembered = len(wanted), digests.hashed, digests.hashed_bytes, digests.remembered
+    for key, want in expected.items():
+        got = digests.found.get(key)
+        if got is None:
+            drift.findings.append(Finding(kind="missing", distribution=owners[key], path=key, expected=want))
+        elif got != want:
+            drift.findings.append(Finding(kind="modified", distribution=owners[key], path=key, expected=want, found=got))
+    return owned
+
+
+def _unowned_startup(site: Path, owned: set[str]) -> list[Finding]:
+    """Files in site-packages that Python runs at start-up and that no RECORD lists."""
+    findings = []
+    for entry in sorted(os.listdir(site)) if site.is_dir() else []:
+        if not (entry.endswith(".pth") or entry in STARTUP_NAMES) or entry in owned:
+            continue
+        if entry in VENV_TOOL_FILES:
+            try:
+                if (site / entry).read_text().strip() == VENV_TOOL_FILES[entry]:
+                    continue
+            except OSError:
+                pass
+        findings.append(Finding(kind="unowned", distribution=None, path=entry))
+    return findings
+
+
+def marker_environment(venv: Path) -> dict[str, str]:
+    """Marker values for the venv: this machine's platform, the venv's Python version (its pyvenv.cfg)."""
+    environment: dict[str, str] = {key: str(value) for key, value in default_environment().items()}
+    try:
+        lines = (venv / "pyvenv.cfg").read_text().splitlines()
+    except OSError:
+        lines = []
+    config = {key.strip(): value.strip() for key, _, value in (line.partition("=") for line in lines)}
+    version = config.get("version_info") or config.get("version") or ""
+    if version:
+        environment["python_full_version"] = version
+        environment["python_version"] = ".".join(version.split(".")[:2])
+    return environment
+
+
+def _against_lock(venv: Path, installed: dict[str, Installed], lock_path: Path) -> list[Finding]:
+    from provision.stacks import lock as locking
+
+    try:
+        pylock, _ = locking.read(lock_path)
+    except ProvisionError:
+        return [Finding(kind="missing", distribution=None, path=str(lock_path), expected="the environment's lock")]
+    environment = marker_environment(venv)
+    findings = []
+    locked_names = set()
+    for package in pylock.packages:
+        name = str(canonicalize_name(package.name))
+        if package.marker is not None and not package.marker.evaluate(environment):
+            continue
+        locked_names.add(name)
+        want = str(package.version or "")
+        dist = installed.get(name)
+        if dist is None:
+            findings.append(Finding(kind="missing", distribution=name, path="", expected=want))
+        elif not _same_version(want, dist.version):
+            findings.append(Finding(kind="other-version", distribution=name, path=dist.info.name, expected=want, found=dist.version))
+        else:
+            other = _other_source(dist, [w.name or (w.url or "").rsplit("/", 1)[-1] for w in package.wheels or []])
+            if other:
+                findings.append(Finding(kind="other-source", distribution=name, path=dist.info.name, expected=other[0], found=other[1]))
+    for name, dist in installed.items():
+        if name not in locked_names:
+            findings.append(Finding(kind="extra", distribution=name, path=dist.info.name, found=dist.version))
+    return findings
+
+
+def _same_version(a: str, b: str) -> bool:
+    try:
+        return Version(a) == Version(b)
+    except InvalidVersion:
+        return a == b
+
+
+def _other_source(dist: Installed, wheel_names: list[str]) -> tuple[str, str] | None:
+    """(what the lock has, what is installed) when the distribution came from elsewhere: a direct URL or path
+    (direct_url.json, PEP 610), or a wheel whose tags none of the lock's wheels carry (another build)."""
+    direct = dist.distribution.read_text("direct_url.json")
+    if direct:
+        import json
+
+        try:
+            url = str(json.loads(direct).get("url", "a direct URL"))
+        except ValueError:
+            url = "a direct URL"
+        return "the lock's index", url
+    wheel = dist.distribution.read_text("WHEEL")
+    if not wheel or not wheel_names:
+        return None
+    installed_tags = {str(value) for key, value in HeaderParser().parsestr(wheel).items() if key == "Tag"}
+    locked: set[str] = set()
+    for filename in wheel_names:
+        try:
+            locked |= {str(tag) for tag in parse_wheel_filename(filename)[3]}
+        except InvalidWheelFilename:
+            return None
+    if installed_tags and not installed_tags & locked:
+        return ", ".join(sorted(locked)), ", ".join(sorted(installed_tags))
+    return None
+
+
+def check(venv: Path, build: Path, meta: dict[str, Any]) -> dict[str, Any]:
+    """The check's result: PASS when nothing differs, WARN listing each finding with its path and distribution."""
+    lock = Path(meta["lock"]) if meta.get("lock") else None
+    drift = scan(venv, lock=lock, cache=build / CACHE_NAME)
+    details = drift.to_dict()
+    without_lock = "" if lock else "; no lock (adopted): distributions not compared"
+    if not drift.findings:
+        reason = f"{drift.files} files of {drift.distributions} distributions match their RECORD" + (
+            " and the lock" if lock else "") + without_lock
+        return {"status": "pass", "reason": reason, "details": details}
+    shown = "; ".join(f.line() for f in drift.findings[:8]) + (f"; and {len(drift.findings) - 8} more" if len(drift.findings) > 8 else "")
+    return {"status": "warn", "reason": f"{drift.summary()}: {shown}{without_lock}; provision restore puts it back",
+            "details": details}

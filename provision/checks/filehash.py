@@ -1,0 +1,142 @@
+"""File digests in RECORD's form (`sha256=<urlsafe base64, unpadded>`), remembered beside the environment: a file whose
+size, mtime and inode match what was hashed before is not read again; the rest are hashed in parallel (hashlib
+releases the GIL on large buffers, so threads use every core)."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import os
+from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from provision.envs.home import write_atomic
+
+CACHE_VERSION = 1
+CHUNK = 1 << 20
+
+
+@dataclass(frozen=True, kw_only=True)
+class Wanted:
+    key: str  # the path as RECORD writes it, relative to site-packages
+    path: Path
+    mode: str  # hashlib name from RECORD: sha256, sha384, ...
+
+
+@dataclass(kw_only=True)
+class Digests:
+    """What hashing found: key -> "mode=digest", or None for a file that is not there (or not a regular file)."""
+
+    found: dict[str, str | None] = field(default_factory=dict)
+    sizes: dict[str, int] = field(default_factory=dict)
+    hashed: int = 0
+    hashed_bytes: int = 0
+    remembered: int = 0
+
+
+def record_digest(path: Path, mode: str) -> str:
+    """Return `mode=digest` of a file the way RECORD writes it (PEP 376/427)."""
+    digest = hashlib.new(mode)
+    buffer = bytearray(CHUNK)
+    view = memoryview(buffer)
+    with open(path, "rb", buffering=0) as handle:
+        while True:
+            count = handle.readinto(buffer)
+            if not count:
+                break
+            digest.update(view[:count])
+    return f"{mode}=" + base64.urlsafe_b64encode(digest.digest()).rstrip(b"=").decode()
+
+
+class Cache:
+    """key -> [size, mtime_ns, inode, "mode=digest"], one JSON file written atomically after a run that hashed."""
+
+    def __init__(self, path: Path | None, site: Path) -> None:
+        self.path, self.site = path, str(site)
+        self.entries: dict[str, list[object]] = {}
+        self.changed = False
+        if path is not None:
+            try:
+                data = json.loads(path.read_text())
+                # Keys are relative and entries carry the inode, so a hard-linked copy of the venv (restore's
+                # staging folder) reads the same cache; `site` is kept for people reading the file.
+                if data.get("version") == CACHE_VERSION:
+                    self.entries = dict(data.get("files") or {})
+            except (OSError, ValueError, AttributeError):
+                self.entries = {}
+
+    def lookup(self, key: str, stat: os.stat_result, mode: str) -> str | None:
+        entry = self.entries.get(key)
+        if entry and entry[:3] == [stat.st_size, stat.st_mtime_ns, stat.st_ino] and str(entry[3]).startswith(mode + "="):
+            return str(entry[3])
+        return None
+
+    def remember(self, key: str, stat: os.stat_result, digest: str) -> None:
+        self.entries[key] = [stat.st_size, stat.st_mtime_ns, stat.st_ino, digest]
+        self.changed = True
+
+    def keep_only(self, keys: set[str]) -> None:
+        stale = set(self.entries) - keys
+        for key in stale:
+            del self.entries[key]
+        self.changed = self.changed or bool(stale)
+
+    def save(self) -> None:
+        if self.path is not None and self.changed:
+            write_atomic(self.path, json.dumps({"version": CACHE_VERSION, "site": self.site, "files": self.entries},
+                                               separators=(",", ":")))
+            self.changed = False
+
+
+def digests(wanted: Iterable[Wanted], cache: Cache, *, expected_sizes: dict[str, int] | None = None) -> Digests:
+    """Digest every wanted file: from the cache where size, mtime and inode clear it, else by reading it.
+
+    A file whose size differs from `expected_sizes` is not read: it cannot match, its size says so."""
+    result = Digests()
+    to_hash: list[tuple[Wanted, os.stat_result]] = []
+    seen: set[str] = set()
+    for item in wanted:
+        seen.add(item.key)
+        try:
+            stat = os.stat(item.path)
+        except OSError:
+            result.found[item.key] = None
+            continue
+        if not os.path.isfile(item.path):
+            result.found[item.key] = None
+            continue
+        result.sizes[item.key] = stat.st_size
+        expected = (expected_sizes or {}).get(item.key)
+        if expected is not None and expected != stat.st_size:
+            result.found[item.key] = f"{item.mode}=(size {stat.st_size}, RECORD says {expected})"
+            continue
+        remembered = cache.lookup(item.key, stat, item.mode)
+        if remembered is not None:
+            result.found[item.key] = remembered
+            result.remembered += 1
+        else:
+            to_hash.append((item, stat))
+    if to_hash:
+        # Large files first, so that the longest jobs do not start last.
+        to_hash.sort(key=lambda pair: -pair[1].st_size)
+        workers = min(32, (os.cpu_count() or 2) * 2)
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            hashed = pool.map(lambda pair: _hash_or_none(pair[0]), to_hash)
+            for (item, stat), digest in zip(to_hash, hashed, strict=True):
+                result.found[item.key] = digest
+                if digest is not None:
+                    cache.remember(item.key, stat, digest)
+                    result.hashed += 1
+                    result.hashed_bytes += stat.st_size
+    cache.keep_only(seen)
+    return result
+
+
+def _hash_or_none(item: Wanted) -> str | None:
+    try:
+        return record_digest(item.path, item.mode)
+    except (OSError, ValueError):
+        return None

@@ -1,0 +1,240 @@
+"""`provision restore`: put an environment back to its lock. Plan from the drift check, then apply in a hard-linked copy
+of the venv beside it: uv reinstalls only the drifted distributions there (from its cache when it has them),
+uninstalls the extra ones, and the unowned start-up files are moved into a dated folder; the copy is verified, then
+swapped with the venv in one atomic rename. Interrupted at any point, the venv is as it was or as it should be."""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import datetime
+import errno
+import os
+import shutil
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from provision import proc
+from provision.checks import drift as drifting
+from provision.envs import relocate
+from provision.envs.home import Home, read_meta, write_atomic
+from provision.errors import EnvError, ProvisionError
+from provision.stacks import uvtool
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+STAGING = ".{name}.restore-"  # beside the venv: hard links need the same file system, the swap the same folder
+ASIDE = "set-aside"  # in the build folder: ASIDE/STAMP/<path in site-packages>
+Progress = Callable[[str], None]
+
+
+@dataclass(kw_only=True)
+class RestoreResult:
+    name: str
+    venv: Path
+    dry_run: bool
+    before: drifting.Drift
+    reinstall: list[str] = field(default_factory=list)
+    uninstall: list[str] = field(default_factory=list)
+    set_aside: list[str] = field(default_factory=list)
+    aside_folder: Path | None = None
+    not_restorable: list[str] = field(default_factory=list)
+    downloaded: bool = False  # uv's cache lacked (or held a damaged copy of) a wheel
+    refreshed: list[str] = field(default_factory=list)
+    after: drifting.Drift | None = None
+    checks: list[dict[str, Any]] = field(default_factory=list)
+    baseline: dict[str, Any] | None = None
+    baseline_before: dict[str, Any] | None = None
+    baseline_error: str | None = None
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.reinstall or self.uninstall or self.set_aside)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "venv": str(self.venv), "dry_run": self.dry_run, "drift_before": self.before.to_dict(),
+                "reinstall": self.reinstall, "uninstall": self.uninstall, "set_aside": self.set_aside,
+                "aside_folder": str(self.aside_folder) if self.aside_folder else None, "not_restorable": self.not_restorable,
+                "downloaded": self.downloaded, "refreshed": self.refreshed,
+                "drift_after": self.after.to_dict() if self.after else None, "checks": self.checks,
+                "baseline": self.baseline, "baseline_before": self.baseline_before, "baseline_error": self.baseline_error}
+
+
+def plan(home: Home, name: str) -> tuple[Path, dict[str, Any], RestoreResult]:
+    build = home.build_of(name)
+    meta = read_meta(build)
+    venv = Path(meta.get("venv") or build / "venv").resolve()
+    lock = Path(meta["lock"]) if meta.get("lock") else None
+    before = drifting.scan(venv, lock=lock, cache=build / drifting.CACHE_NAME)
+    result = RestoreResult(name=name, venv=venv, dry_run=True, before=before, set_aside=before.unowned())
+    if lock is None:
+        result.not_restorable = before.to_reinstall()  # an adopted venv: no lock says what its files should be
+    else:
+        result.reinstall, result.uninstall = before.to_reinstall(), before.extra()
+    return build, meta, result
+
+
+def restore(home: Home, name: str, *, dry_run: bool = False, run_checks: Callable[[Path, dict[str, Any]], list[dict[str, Any]]] | None = None,
+            run_baseline: Callable[[], dict[str, Any]] | None = None, progress: Progress = lambda _: None) -> RestoreResult:
+    """Plan, and unless `dry_run` apply: the venv changes in one swap, then the checks and the profile's baseline."""
+    with home.locked():
+        build, meta, result = plan(home, name)
+        result.dry_run = dry_run
+        if dry_run or not result.changed:
+            return result
+        _remove_stale(result.venv)
+        _apply(build, meta, result, progress)
+    if run_checks is not None:
+        progress("running the checks")
+        result.checks = run_checks(build, read_meta(build))
+        meta = read_meta(build)
+        meta["checks"] = {"results": result.checks, "at": _now()}
+        from provision.envs.home import write_json
+
+        write_json(build / "env.json", meta)
+    failed = any(r["status"] in ("fail", "error") for r in result.checks)
+    if run_baseline is not None and meta.get("baseline") and not failed:
+        result.baseline_before = next((b for b in reversed(meta.get("baselines") or [])
+                                       if (b.get("drift") or {}).get("status") in (None, "pass")), None)
+        progress("running the baseline")
+        try:
+            result.baseline = run_baseline()
+        except ProvisionError as exc:
+            result.baseline_error = exc.message
+    return result
+
+
+def _apply(build: Path, meta: dict[str, Any], result: RestoreResult, progress: Progress) -> None:
+    venv = result.venv
+    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    staging = venv.parent / (STAGING.format(name=venv.name) + f"{os.getpid()}-{stamp}")
+    aside = build / ASIDE / stamp
+    swapped = False
+    try:
+        progress(f"copying {venv} as hard links")
+        done = proc.run(["cp", "-al", str(venv), str(staging)], timeout=1800, die_with_parent=True)
+        if not done.ok:
+            raise EnvError(f"could not copy {venv} beside itself: {done.tail(2)}",
+                           f"restore needs to write in {venv.parent}; check its permissions and free space")
+        site = drifting.site_packages(staging)
+        for relative in result.set_aside:
+            (aside / relative).parent.mkdir(parents=True, exist_ok=True)
+            shutil.move(str(site / relative), str(aside / relative))
+        result.aside_folder = aside if result.set_aside else None
+        lock = Path(meta["lock"])
+        _reinstall(build, lock, venv, staging, result, progress)
+        if result.uninstall:
+            progress(f"uninstalling {', '.join(result.uninstall)}")
+            uvtool.run(["pip", "uninstall", "--python", str(staging / "bin" / "python"), "--quiet", *result.uninstall])
+        progress("verifying the restored copy")
+        after = drifting.scan(staging, lock=lock, cache=build / drifting.CACHE_NAME)
+        if after.findings:
+            raise EnvError(f"{result.name}: after reinstalling, {after.summary()}: {after.findings[0].line()}",
+                           f"nothing was changed in {venv}; run provision check {result.name} --only drift")
+        progress("swapping the restored copy in")
+        exchange(staging, venv)
+        swapped = True
+        after.venv, after.site = venv, drifting.site_packages(venv)
+        result.after = after
+    finally:
+        if not swapped and result.aside_folder is not None:
+            _unset_aside(aside, drifting.site_packages(venv), result.set_aside)
+            result.aside_folder = None
+        with contextlib.suppress(OSError):
+            shutil.rmtree(staging)  # before the swap the copy, after it the old tree
+
+
+def _reinstall(build: Path, lock: Path, venv: Path, staging: Path, result: RestoreResult, progress: Progress) -> None:
+    if not result.reinstall:
+        return
+    subset = build / f"pylock.restore-{os.getpid()}.toml"  # uv takes pylock.<name>.toml only
+    write_atomic(subset, _subset_lock(lock, result.reinstall))
+    # uv runs the copy's python, whose start-up files are set aside already: a sitecustomize.py that prints or
+    # exits cannot upset uv's look at the interpreter. The scripts it writes name that python; relocated below.
+    args = ["pip", "install", "--python", str(staging / "bin" / "python"), "--no-deps", "--quiet",
+            "-r", str(subset), *(part for dist in result.reinstall for part in ("--reinstall-package", dist))]
+    try:
+        progress(f"reinstalling {', '.join(result.reinstall)} from uv's cache")
+        try:
+            uvtool.run([*args, "--offline"])
+        except ProvisionError as exc:
+            if not any(word in exc.message for word in ("offline", "connectivity is disabled", "not found in the cache")):
+                raise
+            progress("not all in uv's cache: downloading")
+            uvtool.run(args)
+            result.downloaded = True
+        damaged = sorted({f.distribution for f in drifting.scan(staging, lock=lock, cache=build / drifting.CACHE_NAME).findings
+                          if f.kind == "modified" and f.distribution in result.reinstall})
+        if damaged:
+            # uv links files from its cache; a file patched in place patched the cache's copy too. Fetch it again.
+            progress(f"uv's cached copy of {', '.join(damaged)} was changed too: downloading it again")
+            uvtool.run([*args, *(part for dist in damaged for part in ("--refresh-package", dist))])
+            result.refreshed, result.downloaded = damaged, True
+        relocate.scripts(staging, venv, result.reinstall)
+    finally:
+        subset.unlink(missing_ok=True)
+
+
+def _subset_lock(lock: Path, names: list[str]) -> str:
+    """The lock with only `names` in it: the same URLs and hashes, so uv finds the same files in its cache."""
+    import tomlkit
+    from packaging.utils import canonicalize_name
+
+    raw = tomllib.loads(lock.read_text())
+    wanted = set(names)
+    raw["packages"] = [p for p in raw.get("packages", []) if str(canonicalize_name(p["name"])) in wanted]
+    raw.pop("tool", None)
+    return tomlkit.dumps(raw)
+
+
+RENAME_EXCHANGE = 2  # linux/fs.h
+
+
+def exchange(first: Path, second: Path) -> None:
+    """Swap two directories in one step (renameat2 RENAME_EXCHANGE): a reader sees one tree or the other, never none.
+    Where the file system cannot, two renames, with a window of microseconds where `second` is absent."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    function = getattr(libc, "renameat2", None)
+    if function is not None:
+        at_fdcwd = -100
+        if function(at_fdcwd, os.fsencode(first), at_fdcwd, os.fsencode(second), RENAME_EXCHANGE) == 0:
+            return
+        code = ctypes.get_errno()
+        if code not in (errno.EINVAL, errno.ENOSYS, errno.ENOTSUP):
+            raise OSError(code, os.strerror(code), str(second))
+    temporary = second.with_name(second.name + f".swap-{os.getpid()}")
+    os.rename(second, temporary)
+    os.rename(first, second)
+    os.rename(temporary, first)
+
+
+def _unset_aside(aside: Path, site: Path, moved: list[str]) -> None:
+    """Undo the set-aside of an attempt that never reached the swap: the venv still has these files, the copy goes."""
+    for relative in moved:
+        if (aside / relative).exists() and (site / relative).exists():
+            (aside / relative).unlink()
+    with contextlib.suppress(OSError):
+        for folder in sorted({p for p in aside.rglob("*") if p.is_dir()}, reverse=True):
+            folder.rmdir()
+        aside.rmdir()
+        aside.parent.rmdir()
+
+
+def _remove_stale(venv: Path) -> None:
+    """Staging folders of restores that were killed: before their swap a copy, after it the old tree; never the venv."""
+    from provision.envs.home import pid_alive
+
+    for leftover in venv.parent.glob(STAGING.format(name=venv.name) + "*"):
+        pid = leftover.name.rsplit("-", 2)[-2] if leftover.name.count("-") >= 2 else ""
+        if not pid.isdigit() or not pid_alive(int(pid)) or int(pid) == os.getpid():
+            shutil.rmtree(leftover, ignore_errors=True)
+
+
+def _now() -> str:
+    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")

@@ -1,0 +1,231 @@
+"""drift and restore on real venvs built by `provision create` from the tests' own index: a patched file, a deleted file,
+a dropped sitecustomize.py and .pth, a package upgraded by hand; each found, each undone, the rest untouched."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import stacks
+
+from provision.checks import drift
+from provision.stacks import uvtool
+
+PY = sys.executable
+
+
+class Env:
+    """One environment built by the installed `provision`, with a uv cache of its own (patches in place reach it)."""
+
+    def __init__(self, binary: str, root: Path, stack) -> None:
+        self.binary, self.root, self.stack = binary, root, stack
+        self.variables = {**os.environ, "PROVISION_HOME": str(root / "home"), "UV_CACHE_DIR": str(root / "uv-cache")}
+        self("create", "cu130", "--python", PY, *stacks.index_args(stack), "--no-checks")
+        self.build = next((root / "home" / "builds").iterdir())
+        self.venv = self.build / "venv"
+        self.site = drift.site_packages(self.venv)
+
+    def __call__(self, *args: str, code: int | None = 0) -> subprocess.CompletedProcess[str]:
+        done = subprocess.run([self.binary, *args], capture_output=True, text=True, timeout=300, env=self.variables)
+        if code is not None:
+            assert done.returncode == code, f"provision {' '.join(args)} exited {done.returncode}: {done.stderr}"
+        return done
+
+    def json(self, *args: str, code: int | None = 0) -> dict:
+        return json.loads(self(*args, "--json", code=code).stdout)
+
+    def drift(self) -> dict:
+        (result,) = self.json("check", "cu130", "--only", "drift")["checks"]
+        return result
+
+    def hashes(self) -> dict[str, tuple[str, int]]:
+        """Every regular file of the venv (compiled bytecode aside): its sha256 and inode."""
+        found = {}
+        for folder, dirs, files in os.walk(self.venv):
+            dirs[:] = [d for d in dirs if d != "__pycache__"]
+            for file in files:
+                path = Path(folder) / file
+                if path.is_file() and not path.is_symlink():
+                    found[str(path.relative_to(self.venv))] = (hashlib.sha256(path.read_bytes()).hexdigest(), path.stat().st_ino)
+        return found
+
+    def file_requests(self) -> list[str]:
+        return [r for index in self.stack.values() for r in index.requests if "/files/" in r]
+
+
+@pytest.fixture
+def env(tmp_path: Path, index_server, provision_bin: str) -> Env:
+    return Env(provision_bin, tmp_path, stacks.cu130(index_server))
+
+
+def patch_by_replacing(path: Path, text: str) -> None:
+    """The way editors save: a new file renamed over the old one."""
+    temp = path.with_suffix(".new")
+    temp.write_text(path.read_text() + text)
+    os.replace(temp, path)
+
+
+def upgrade_by_hand(env: Env) -> None:
+    pytorch = env.stack["pytorch"]
+    pytorch.add("filelock", "3.21.0", tag=stacks.PY3)
+    uvtool.run(["pip", "install", "--python", str(env.venv / "bin" / "python"), "--index-url", pytorch.url, "--quiet",
+                "--no-deps", "filelock==3.21.0"], env={"UV_CACHE_DIR": env.variables["UV_CACHE_DIR"]})
+
+
+def test_a_fresh_environment_passes_and_a_second_run_reads_nothing(env: Env) -> None:
+    first = env.drift()
+    assert first["status"] == "pass", first["reason"]
+    assert first["details"]["files"] > 10 and first["details"]["hashed"] == first["details"]["files"]
+    second = env.drift()
+    assert second["status"] == "pass" and second["details"]["hashed"] == 0
+    assert second["details"]["remembered"] == second["details"]["files"]
+    # a file whose mtime changed is read again, and only that one; same bytes: still PASS
+    os.utime(env.site / "torch" / "__init__.py", ns=(1, 1))
+    third = env.drift()
+    assert third["status"] == "pass" and third["details"]["hashed"] == 1
+
+
+def test_each_drift_is_found_and_restore_undoes_it_offline_leaving_the_rest_untouched(env: Env) -> None:
+    before = env.hashes()
+    patch_by_replacing(env.site / "torch" / "__init__.py", "FORCE_CUSTOM_ALL_REDUCE = True\n")
+    (env.site / "ninja" / "__init__.py").unlink()
+    (env.site / "sitecustomize.py").write_text("print('patched at start-up')\n")
+    (env.site / "zz-experiment.pth").write_text("import os\n")
+    upgrade_by_hand(env)
+
+    result = env.drift()
+    assert result["status"] == "warn"
+    found = {(f["kind"], f["distribution"], f["path"]) for f in result["details"]["findings"]}
+    assert found == {
+        ("modified", "torch", "torch/__init__.py"),
+        ("missing", "ninja", "ninja/__init__.py"),
+        ("unowned", None, "sitecustomize.py"),
+        ("unowned", None, "zz-experiment.pth"),
+        ("other-version", "filelock", "filelock-3.21.0.dist-info"),
+    }
+    upgraded = next(f for f in result["details"]["findings"] if f["kind"] == "other-version")
+    assert (upgraded["expected"], upgraded["found"]) == ("3.20.0", "3.21.0")
+    for words in ("modified torch/__init__.py (torch)", "unowned sitecustomize.py", "other-version filelock"):
+        assert words in result["reason"]
+
+    planned = env.json("restore", "cu130", "--dry-run")
+    assert planned["dry_run"] and planned["reinstall"] == ["filelock", "ninja", "torch"]
+    assert planned["set_aside"] == ["sitecustomize.py", "zz-experiment.pth"] and planned["uninstall"] == []
+    assert (env.site / "sitecustomize.py").exists(), "a dry run changes nothing"
+
+    requests_before = len(env.file_requests())
+    done = env.json("restore", "cu130", "--no-checks")
+    assert not done["downloaded"] and len(env.file_requests()) == requests_before, "the cache had every wheel"
+    assert done["drift_after"]["status"] == "pass"
+    after = env.hashes()
+    assert {k: v[0] for k, v in after.items()} == {k: v[0] for k, v in before.items()}
+    reinstalled = ("site-packages/torch", "site-packages/ninja", "site-packages/filelock")
+    untouched = [k for k in before if not any(part in k for part in reinstalled)]
+    assert untouched and all(after[k][1] == before[k][1] for k in untouched), "files of other distributions keep their inode"
+    aside = Path(done["aside_folder"])
+    assert aside.parent.name == "set-aside" and aside.parent.parent == env.build
+    assert (aside / "sitecustomize.py").read_text() == "print('patched at start-up')\n"
+    assert (aside / "zz-experiment.pth").read_text() == "import os\n"
+    assert env.drift()["status"] == "pass"
+    assert not list(env.venv.parent.glob(".venv.restore-*")), "no staging copy is left"
+
+
+def test_restore_uninstalls_a_distribution_the_lock_does_not_have(env: Env) -> None:
+    env.stack["default"].add("leftover-tool", "1.0", tag=stacks.PY3)
+    uvtool.run(["pip", "install", "--python", str(env.venv / "bin" / "python"), "--index-url", env.stack["default"].url,
+                "--quiet", "leftover-tool"], env={"UV_CACHE_DIR": env.variables["UV_CACHE_DIR"]})
+    found = env.drift()["details"]["findings"]
+    assert [(f["kind"], f["distribution"]) for f in found] == [("extra", "leftover-tool")]
+    done = env.json("restore", "cu130", "--no-checks")
+    assert done["uninstall"] == ["leftover-tool"] and done["drift_after"]["status"] == "pass"
+    assert not (env.site / "leftover_tool").exists()
+
+
+def test_a_file_patched_in_place_damaged_uvs_cache_too_and_restore_fetches_it_again(env: Env) -> None:
+    target = env.site / "torch" / "__init__.py"
+    assert target.stat().st_nlink > 1, "uv hard-links from its cache on one file system"
+    with open(target, "a") as handle:  # in place: the cache's copy is the same inode
+        handle.write("FORCE_CUSTOM_ALL_REDUCE = True\n")
+    done = env.json("restore", "cu130", "--no-checks")
+    assert done["refreshed"] == ["torch"] and done["downloaded"]
+    assert done["drift_after"]["status"] == "pass" and "FORCE" not in target.read_text()
+
+
+def test_a_failed_restore_changes_nothing(env: Env, index_server) -> None:
+    target = env.site / "torch" / "__init__.py"
+    with open(target, "a") as handle:
+        handle.write("FORCE_CUSTOM_ALL_REDUCE = True\n")
+    (env.site / "sitecustomize.py").write_text("print(1)\n")
+    before = env.hashes()
+    index_server.down.add("pytorch")  # the damaged cache must be refetched, and the index is down
+    failed = env("restore", "cu130", "--no-checks", code=5)
+    assert "\nerror: index request failed" in failed.stderr and "\nhint: " in failed.stderr
+    assert env.hashes() == before
+    assert not list(env.venv.parent.glob(".venv.restore-*")) and not (env.build / "set-aside").exists()
+
+
+def test_ctrl_c_during_restore_leaves_the_environment_as_it_was(env: Env) -> None:
+    target = env.site / "torch" / "__init__.py"
+    with open(target, "a") as handle:
+        handle.write("FORCE_CUSTOM_ALL_REDUCE = True\n")
+    before = env.hashes()
+    env.stack["pytorch"].delay = 3.0  # the refetch is slow: caught mid-restore
+    earlier = len(env.stack["pytorch"].requests)
+    process = subprocess.Popen([env.binary, "restore", "cu130", "--no-checks"], stderr=subprocess.PIPE, text=True,
+                               env=env.variables)
+    deadline = time.time() + 60
+    while time.time() < deadline and len(env.stack["pytorch"].requests) == earlier:
+        time.sleep(0.05)
+    process.send_signal(signal.SIGINT)
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == 130 and "interrupted" in err
+    assert len(env.stack["pytorch"].requests) > earlier
+    assert env.hashes() == before
+    assert not list(env.venv.parent.glob(".venv.restore-*"))
+
+
+def test_restore_of_a_clean_environment_does_nothing(env: Env) -> None:
+    before = env.hashes()
+    done = env.json("restore", "cu130", "--no-checks")
+    assert (done["reinstall"], done["uninstall"], done["set_aside"], done["drift_after"]) == ([], [], [], None)
+    assert env.hashes() == before
+
+
+def test_scripts_written_in_the_staging_copy_name_the_venv_after_the_swap(tmp_path: Path) -> None:
+    from wheelhouse import build_wheel
+
+    from provision.envs import relocate, restore
+
+    files = {"tool_x/__init__.py": b"def main():\n    print('tool-x 2')\n",
+             "tool_x-2.0.dist-info/entry_points.txt": b"[console_scripts]\ntoolx = tool_x:main\n"}
+    wheel = build_wheel(tmp_path / "wheels", "tool-x", "2.0", files=files)
+    venv, staging = tmp_path / "venv", tmp_path / ".venv.restore-1-x"
+    uvtool.run(["venv", str(venv), "--python", PY, "--quiet"])
+    subprocess.run(["cp", "-al", str(venv), str(staging)], check=True)
+    uvtool.run(["pip", "install", "--python", str(staging / "bin" / "python"), "--quiet", str(wheel)])
+    assert str(staging) in (staging / "bin" / "toolx").read_text()
+    assert relocate.scripts(staging, venv, ["tool-x"]) == ["../../../bin/toolx"]
+    assert drift.scan(staging).findings == [], "RECORD follows the rewritten script"
+    restore.exchange(staging, venv)
+    assert subprocess.run([venv / "bin" / "toolx"], capture_output=True, text=True).stdout == "tool-x 2\n"
+    assert str(staging) not in (venv / "bin" / "toolx").read_text()
+
+
+def test_restore_runs_the_checks_and_the_profiles_baseline_afterwards(env: Env) -> None:
+    patch_by_replacing(env.site / "torch" / "__init__.py", "X = 1\n")
+    done = env("restore", "cu130", "--json", code=None)
+    result = json.loads(done.stdout)
+    by_id = {r["id"]: r for r in result["checks"]}
+    assert by_id["drift"]["status"] == "pass" and by_id["imports"]["status"] == "pass"
+    stored = json.loads((env.build / "env.json").read_text())["checks"]["results"]
+    assert [r["id"] for r in stored] == [r["id"] for r in result["checks"]]
+    # the cu130 profile has a baseline: on a machine without a CUDA torch it says why it did not run
+    assert (result["baseline"] is None) != (result["baseline_error"] is None)
+    assert done.returncode == (1 if result["baseline_error"] else 0)
