@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import sys
+from collections.abc import Iterable
 from functools import cache
 from importlib import resources
 from typing import Any
@@ -81,7 +82,7 @@ def driver_source(cuda: str) -> str:
     for row in knowledge()["driver"]:
         if row["cuda"] == cuda:
             return str(row["source"])
-    return "NVML nvmlSystemGetCudaDriverVersion: the newest CUDA the driver supports"
+    return "https://docs.nvidia.com/deploy/nvml-api/group__nvmlSystemQueries.html (nvmlSystemGetCudaDriverVersion: the newest CUDA the driver supports)"
 
 
 def version_at_least(have: str, want: str) -> bool:
@@ -127,6 +128,20 @@ def label_runs_on(label: str, cc: str) -> bool:
     if suffix == "a":
         return (dev_major, dev_minor) == (major, minor)
     return dev_major == major and dev_minor >= minor
+
+
+def flashinfer_arch_list(ccs: Iterable[str], nvcc: str | None) -> str:
+    """Return FLASHINFER_CUDA_ARCH_LIST for GPUs of these compute capabilities ("9.0a 12.0f"), as FlashInfer picks it
+    itself when the variable is unset; `nvcc` is the CUDA release of the compiler its JIT will use."""
+    rule = gate("flashinfer_jit")
+    entries = []
+    for cc in sorted(set(ccs), key=parse_cc):
+        major = cc.split(".")[0]
+        suffix = rule["arch_suffix"].get(major, "")
+        if suffix == "f" and not (nvcc and version_at_least(nvcc, rule["family_suffix_min_nvcc"])):
+            suffix = "a"  # nvcc before 12.9 has no family targets: the arch-specific cubin is the workaround
+        entries.append(f"{cc}{suffix}")
+    return " ".join(entries)
 
 
 def gate(name: str) -> dict[str, Any]:

@@ -89,9 +89,11 @@ def test_the_profiles_own_toolkit_is_laid_out_as_a_cuda_home(tool: Tool, stack) 
 
 
 def test_run_adds_nothing_and_keeps_exit_code_and_profile_env(tool: Tool, stack) -> None:
-    create(tool, stack, "cu130")
+    # {arch_list} is filled from the GPUs at create: the recorded H200 gives 9.0a
+    h200 = {"PROVISION_NVML_REPLAY": str(Path(__file__).parent / "data" / "h200.nvml.json")}
+    tool("create", "cu130", "--python", PY, "--no-checks", *stacks.index_args(stack["cu130"]), env=h200)
     done = tool("run", "cu130", "--", "sh", "-c", 'printf "%s" "$FLASHINFER_CUDA_ARCH_LIST"; exit 7', check=False)
-    assert done.returncode == 7 and done.stdout == "12.0f"
+    assert done.returncode == 7 and done.stdout == "9.0a"
     exports = tool("shell-env", "cu130").stdout
     evaluated = subprocess.run(["bash", "-c", exports + '\nprintf "%s|%s" "$VIRTUAL_ENV" "$FLASHINFER_WORKSPACE_BASE"'],
                                capture_output=True, text=True).stdout

@@ -32,7 +32,7 @@ def test_shipped_profiles_load() -> None:
     cu130 = names["cu130"]
     assert cu130.cuda == "13.0" and list(cu130.indexes)[0] == "pytorch"
     assert cu130.bound_index("torch") == "pytorch" and cu130.bound_index("sgl_kernel") == "sglang"
-    assert cu130.env["FLASHINFER_CUDA_ARCH_LIST"] == "12.0f"
+    assert cu130.env["FLASHINFER_CUDA_ARCH_LIST"] == "{arch_list}"  # filled from the GPUs at create and check time
     assert names["cu128"].cuda == "12.8"
 
 

@@ -31,10 +31,16 @@ def select(ids: tuple[str, ...] | None, required: list[str] | None) -> list[Chec
     return [c for c in CHECKS if c.id in wanted]
 
 
-def environment(venv: Path, meta: dict[str, Any]) -> dict[str, str]:
+def environment(venv: Path, meta: dict[str, Any], gpus: list[Any] | None = None, build: Path | None = None) -> dict[str, str]:
+    """The variables a payload runs with; with `gpus`, an [env] that names {arch_list} is filled for these GPUs."""
     import os
 
     extra = dict(meta.get("env") or {})
+    template = meta.get("env_template")
+    if template and gpus is not None and build is not None:
+        from provision.envs.lifecycle import resolve_env
+
+        extra = resolve_env(template["env"], build, gpus, template.get("nvcc"))
     extra["VIRTUAL_ENV"] = str(venv)
     extra["PATH"] = f"{venv / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}"
     extra["PYTHONNOUSERSITE"] = "1"
@@ -59,7 +65,7 @@ def run(build: Path, meta: dict[str, Any], *, only: tuple[str, ...] | None = Non
         gpus, driver_cuda, notes = reading.gpus, reading.driver.cuda, reading.notes
     venv = Path(meta.get("venv") or build / "venv")
     python = venv / "bin" / "python"
-    env = environment(venv, meta)
+    env = environment(venv, meta, gpus, build)
     installed = inventory(python, env)
     no_gpu = "no NVIDIA GPU: NVML is not available (no driver)" if any("NVML not available" in n for n in notes or []) \
         else "no NVIDIA GPU: NVML found none"

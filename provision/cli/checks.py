@@ -41,7 +41,10 @@ def check(name: str | None, only: str | None, target_sm: str | None, as_json: bo
     with views.progress(as_json) as step:
         results = runner.run(build, meta, only=ids, target_sm=compute_capability(target_sm) if target_sm else None, progress=step)
     meta = read_meta(build)
-    meta["checks"] = {"results": results, "at": views.now()}
+    # the report's "last smoke checks" is the last full run; a narrower --only run is kept beside it
+    meta["checks_subset" if ids else "checks"] = {"results": results, "at": views.now(), **({"only": list(ids)} if ids else {})}
+    if not ids:
+        meta.pop("checks_subset", None)
     write_json(build / "env.json", meta)
     views.checks(name, results, as_json)
     sys.exit(1 if runner.overall(results) in ("fail", "error") else 0)

@@ -63,11 +63,33 @@ def site_packages(venv: Path) -> Path:
     return found[0] if found else venv / "lib" / "site-packages"
 
 
-def resolve_env(template: dict[str, str], build: Path) -> dict[str, str]:
-    """The profile's [env] with {venv}, {site} and {env} (the environment's folder) filled in."""
+def resolve_env(template: dict[str, str], build: Path, gpus: list[Any] | None = None, nvcc: str | None = None) -> dict[str, str]:
+    """The profile's [env] with {venv}, {site}, {env} (the environment's folder) and {arch_list} (these GPUs) filled in."""
+    from provision import compat
+    from provision.stacks.profiles import fill_env
+
+    if gpus is None and any("{arch_list}" in v for v in template.values()):
+        gpus = machine_gpus()
     venv = build / "venv"
-    values = {"venv": str(venv), "site": str(site_packages(venv)), "env": str(build)}
-    return {key: value.format(**values) for key, value in template.items()}
+    arch_list = compat.flashinfer_arch_list([g.compute_capability for g in gpus or [] if g.compute_capability], nvcc)
+    return fill_env(template, env=str(build), venv=str(venv), site=str(site_packages(venv)), arch_list=arch_list)
+
+
+def machine_gpus() -> list[Any]:
+    """The GPUs NVML reads on this machine; none where there is no driver."""
+    from provision.machine import nvml
+
+    try:
+        return list(nvml.read(nvml.load_library()).gpus)
+    except Exception:  # a broken binding means no GPU to fill {arch_list} from, not a failed build
+        return []
+
+
+def env_template(profile: Profile) -> dict[str, Any] | None:
+    """What env.json keeps to fill the [env] again at check time: only when it names the machine's GPUs."""
+    if not any("{arch_list}" in v for v in profile.env.values()):
+        return None
+    return {"env": dict(profile.env), "nvcc": profile.compiler_cuda() or profile.cuda}
 
 
 def stale_builds(home: Home) -> list[Path]:
@@ -164,7 +186,8 @@ def create(home: Home, profile: Profile, *, name: str | None = None, python: str
                 "name": name, "profile": profile.name, "profile_hash": profile.content_hash, "profile_path": str(profile.path),
                 "cuda": profile.cuda, "python": version, "interpreter": str(interpreter), "lock": str(lock_file),
                 "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-                "adopted": False, "venv": str(build / "venv"), "env": resolve_env(profile.env, build),
+                "adopted": False, "venv": str(build / "venv"), "env": resolve_env(profile.env, build, nvcc=profile.compiler_cuda() or profile.cuda),
+                "env_template": env_template(profile),
                 "packages": [p.name for p in profile.packages], "checks_required": list(profile.checks or []),
                 "size_bytes": tree_size(build / "venv"), "baseline": _baseline_meta(profile),
             }
@@ -227,7 +250,8 @@ def adopt(home: Home, name: str, venv: Path, profile: Profile | None = None) -> 
         meta = {"name": name, "profile": profile.name if profile else None, "profile_hash": profile.content_hash if profile else None,
                 "cuda": (profile.cuda if profile else None) or (cuda.stdout.strip() if cuda.ok else None) or None,
                 "python": version, "adopted": True, "venv": str(venv.absolute()),
-                "env": resolve_env(profile.env, build) if profile else {},
+                "env": resolve_env(profile.env, build, nvcc=profile.compiler_cuda() or profile.cuda) if profile else {},
+                "env_template": env_template(profile) if profile else None,
                 "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
                 "packages": [p.name for p in profile.packages] if profile else [], "size_bytes": tree_size(venv),
                 "checks_required": list(profile.checks or []) if profile else [],

@@ -8,9 +8,10 @@ from pathlib import Path
 from typing import Any
 
 from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
 
 from provision.envs import home as homes
-from provision.report.gates import Gate, MachineReport, Target, driver_gate
+from provision.report.gates import Gate, MachineReport, Target, driver_gate, machine_gates
 from provision.scan import binaries as scan
 
 
@@ -37,39 +38,75 @@ def versions_gate(versions: dict[str, str]) -> Gate:
     runtimes = sorted(n for n in versions if n in ("nvidia-cuda-runtime-cu12", "nvidia-cuda-runtime", "nvidia-cuda-runtime-cu11"))
     if "nvidia-cuda-runtime-cu12" in runtimes and "nvidia-cuda-runtime" in runtimes and versions["nvidia-cuda-runtime"].startswith("13"):
         problems.append("two CUDA runtime majors installed: " + ", ".join(f"{n} {versions[n]}" for n in runtimes))
-    source = "flashinfer/jit/env.py (version lockstep); torch/sgl-kernel ABI pairing (knowledge: sgl-kernel section)"
+    source = "https://github.com/flashinfer-ai/flashinfer/blob/main/flashinfer/jit/env.py (version lockstep); torch/sgl-kernel ABI pairing (https://github.com/sgl-project/sglang/tree/main/sgl-kernel)"
     if problems:
         return Gate(id="versions", title=title, status="fail", reason="; ".join(problems), source=source)
     shown = ", ".join(f"{n} {versions[n]}" for n in ("torch", "sgl-kernel", "sglang-kernel", "flashinfer-python") if n in versions)
     return Gate(id="versions", title=title, status="pass", reason=shown or "nothing to compare", source=source)
 
 
-def scan_gate(venv: Path, ccs: list[str]) -> Gate:
+def scan_gate(venv: Path, ccs: list[str]) -> tuple[Gate, scan.ScanResult | None]:
     title = "every CUDA package carries code for every GPU"
     if not ccs:
-        return Gate(id="scan", title=title, status="skip", reason="no GPUs read")
+        return Gate(id="scan", title=title, status="skip", reason="no GPUs read"), None
     result = scan.scan([venv], tuple(ccs))
     failing = [f"{p.name} on {cc}: {r}" for p in result.packages for cc, (s, r) in p.verdicts.items() if s == "fail"]
     warning = [f"{p.name} on {cc}" for p in result.packages for cc, (s, _) in p.verdicts.items() if s == "warn"]
-    source = "fatbin entry headers (docs/fatbin.md); sm_rule table in knowledge.toml"
+    source = "fatbin entry headers (docs/fatbin.md); provision/knowledge.toml [[sm_rule]]"
     if failing:
-        return Gate(id="scan", title=title, status="fail", reason="; ".join(failing)[:600], source=source)
+        return Gate(id="scan", title=title, status="fail", reason="; ".join(failing)[:600], source=source), result
     if warning:
-        return Gate(id="scan", title=title, status="warn", reason="PTX only (JIT at first load): " + ", ".join(warning), source=source)
+        return Gate(id="scan", title=title, status="warn", reason="PTX only (JIT at first load): " + ", ".join(warning), source=source), result
     return Gate(id="scan", title=title, status="pass", source=source,
-                reason=f"{len(result.packages)} CUDA packages, {len(result.files)} files, all with native code for {', '.join(ccs)}")
+                reason=f"{len(result.packages)} CUDA packages, {len(result.files)} files, all with native code for {', '.join(ccs)}"), result
+
+
+def torch_build_gate(versions: dict[str, str], result: scan.ScanResult | None) -> Gate:
+    """FAIL for a CPU build of torch: a `+cpu` version, or a torch whose libraries carry no CUDA code at all."""
+    title = "torch is a CUDA build"
+    source = "https://pytorch.org/get-started/locally/ (CPU and CUDA builds); fatbin entry headers (docs/fatbin.md)"
+    version = versions.get("torch")
+    if version is None:
+        return Gate(id="torch-build", title=title, status="skip", reason="no torch in this environment", source=source)
+    scanned = next((p for p in result.packages if p.name == "torch"), None) if result else None
+    if version.endswith("+cpu") or (result is not None and scanned is None):
+        return Gate(id="torch-build", title=title, status="fail", source=source,
+                    reason=f"torch is a CPU build (torch {version}: no CUDA code in its libraries); install a CUDA build of torch")
+    if scanned is None:
+        return Gate(id="torch-build", title=title, status="skip", reason=f"torch {version}: not scanned (no GPUs read)", source=source)
+    labels = sorted(scanned.counts.cubin, key=_label_order)
+    return Gate(id="torch-build", title=title, status="pass", source=source,
+                reason=f"torch {version} carries {' '.join(labels) or 'PTX only'}")
+
+
+def _version(text: str | None) -> Version | None:
+    try:
+        return Version(text) if text else None
+    except InvalidVersion:
+        return None
+
+
+def _label_order(label: str) -> tuple[int, str]:
+    digits = "".join(ch for ch in label if ch.isdigit())
+    return int(digits or 0), label
 
 
 def stored_gates(meta: dict[str, Any]) -> list[Gate]:
-    results = (meta.get("checks") or {}).get("results") or []
+    full = meta.get("checks") or {}
+    results = full.get("results") or []
     gates = []
     if results:
         bad = [f"{r['id']}: {r.get('reason', '')}" for r in results if r["status"] in ("fail", "error")]
         status = "fail" if bad else "pass"
         reason = "; ".join(bad)[:500] if bad else f"{sum(r['status'] == 'pass' for r in results)} pass, {sum(r['status'] == 'skip' for r in results)} skip"
-        gates.append(Gate(id="checks", title=f"last smoke checks ({(meta.get('checks') or {}).get('at', '?')})", status=status, reason=reason))
+        gates.append(Gate(id="checks", title=f"last smoke checks ({full.get('at', '?')})", status=status, reason=reason))
     else:
         gates.append(Gate(id="checks", title="last smoke checks", status="warn", reason="never checked: run provision check"))
+    subset = meta.get("checks_subset") or {}
+    if subset.get("results"):
+        shown = ", ".join(f"{r['id']} {r['status']}" for r in subset["results"])
+        gates.append(Gate(id="checks-only", title=f"later check --only run ({subset.get('at', '?')})", status="info", kind="feature",
+                          reason=shown))
     baselines = meta.get("baselines") or []
     if baselines:
         last = baselines[-1]
@@ -79,14 +116,20 @@ def stored_gates(meta: dict[str, Any]) -> list[Gate]:
 
 
 def judge(where: homes.Home, name: str, report: MachineReport) -> Target:
+    from provision.report import observed
+
     build = where.build_of(name)
     meta = homes.read_meta(build)
     venv = Path(meta.get("venv") or build / "venv")
     target = Target(kind="environment", name=name, cuda=meta.get("cuda") or "?")
     ccs = sorted({g.compute_capability for g in report.facts.gpus if g.compute_capability})
+    versions = installed(venv)
+    scanned_gate, scanned = scan_gate(venv, ccs)
+    features = machine_gates(report.facts, _version(versions.get("flashinfer-python")))
     target.gates = [driver_gate(report.facts, meta["cuda"]) if meta.get("cuda") else
                     Gate(id="driver", title="driver supports the environment's CUDA", status="skip", reason="CUDA release unknown"),
-                    scan_gate(venv, ccs), versions_gate(installed(venv)), *stored_gates(meta)]
+                    scanned_gate, torch_build_gate(versions, scanned), versions_gate(versions), *stored_gates(meta),
+                    *observed.apply(features, observed.latest_results(meta), len(report.facts.gpus))]
     return target
 
 

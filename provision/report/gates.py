@@ -14,6 +14,7 @@ from provision import compat
 from provision.machine.facts import MachineFacts
 from provision.stacks.profiles import Profile
 
+TOOLKIT_SOURCE = "nvcc --list-gpu-code (https://docs.nvidia.com/cuda/cuda-compiler-driver-nvcc/); provision/knowledge.toml [[toolkit]]"
 ORDER = {"fail": 3, "warn": 2, "pass": 1, "info": 0, "skip": 0}
 
 
@@ -78,7 +79,7 @@ def judge(facts: MachineFacts, profile: Profile) -> Target:
     target.gates = [
         driver_gate(facts, profile.cuda),
         _toolkit(facts, profile),
-        _torch_wheels(facts, profile.cuda),
+        torch_wheels(facts, profile),
         _flashinfer_jit(facts, profile),
         *machine_gates(facts, flashinfer_version(profile)),
     ]
@@ -101,13 +102,7 @@ def driver_gate(facts: MachineFacts, cuda: str) -> Gate:
 
 def own_toolkit(profile: Profile) -> str | None:
     """Return the CUDA release of the compiler a profile installs itself (cuda-toolkit[nvcc] or nvidia-cuda-nvcc)."""
-    for package in profile.packages:
-        if package.name in ("cuda-toolkit", "nvidia-cuda-nvcc", "nvidia-cuda-nvcc-cu12") and (
-            package.name != "cuda-toolkit" or "nvcc" in package.extras
-        ):
-            found = re.search(r"(\d+\.\d+)", package.version)
-            return found.group(1) if found else profile.cuda
-    return None
+    return profile.compiler_cuda()
 
 
 def _toolkit(facts: MachineFacts, profile: Profile) -> Gate:
@@ -123,27 +118,37 @@ def _toolkit(facts: MachineFacts, profile: Profile) -> Gate:
     for name, targets in options:
         if all(sm in targets for sm in sms):
             return Gate(id="toolkit", title=title, status="pass", reason=f"{name} targets {', '.join(sms)}",
-                        source="nvcc --list-gpu-code; knowledge.toml [[toolkit]]")
+                        source=TOOLKIT_SOURCE)
     if not options:
         return Gate(id="toolkit", title=title, status="warn", reason="no CUDA toolkit found and the profile brings none; JIT builds (FlashInfer) cannot run")
-    return Gate(id="toolkit", title=title, status="fail", source="nvcc --list-gpu-code; knowledge.toml [[toolkit]]",
+    return Gate(id="toolkit", title=title, status="fail", source=TOOLKIT_SOURCE,
                 reason=f"no compiler targets {', '.join(sms)}: {'; '.join(n for n, _ in options)}")
 
 
-def _torch_wheels(facts: MachineFacts, cuda: str) -> Gate:
+def torch_wheels(facts: MachineFacts, profile: Profile, scanned: dict[str, int] | None = None, wheel: str = "") -> Gate:
+    """Whether PyTorch's wheels carry code for every GPU: from the scanned torch wheel (`scanned` cubin labels) when
+    there is one, else from the table of PyTorch's arch list (the fallback, which says so)."""
+    cuda = profile.cuda
     title = f"PyTorch cu{cuda.replace('.', '')} wheels carry code for every GPU"
-    sms = compat.torch_wheel_sms(cuda)
+    if profile.bound_index("torch") is None:
+        return Gate(id="torch-wheels", title=title, status="skip", reason="the profile has no torch")
     if not facts.gpus:
         return Gate(id="torch-wheels", title=title, status="skip", reason="no GPUs read")
-    if sms is None:
-        return Gate(id="torch-wheels", title=title, status="skip", reason=f"no table of PyTorch's arch list for CUDA {cuda}")
+    if scanned is not None:
+        sms, source, what = sorted(scanned), "fatbin entry headers of the wheel (docs/fatbin.md)", f"the scanned wheel {wheel} carries"
+    else:
+        sms = compat.torch_wheel_sms(cuda) or []
+        source = next((r["source"] for r in compat.knowledge()["torch_wheels"] if r["cuda"] == cuda), "")
+        what = "from the table (provision/knowledge.toml [[torch_wheels]], no torch wheel scanned): official wheels carry"
+        if not sms:
+            return Gate(id="torch-wheels", title=title, status="skip",
+                        reason=f"no torch wheel scanned and no table of PyTorch's arch list for CUDA {cuda}: run provision report --lock")
     missing = sorted({g.sm or "" for g in facts.gpus if g.compute_capability and not any(
         compat.label_runs_on(s, g.compute_capability) for s in sms)})
-    source = next(r["source"] for r in compat.knowledge()["torch_wheels"] if r["cuda"] == cuda)
     if missing:
         return Gate(id="torch-wheels", title=title, status="fail", source=source,
-                    reason=f"official wheels carry {' '.join(sms)}: nothing for {', '.join(missing)} ('no kernel image')")
-    return Gate(id="torch-wheels", title=title, status="pass", source=source, reason=f"wheels carry {' '.join(sms)}")
+                    reason=f"{what} {' '.join(sms) or 'no cubin'}: nothing for {', '.join(missing)} ('no kernel image')")
+    return Gate(id="torch-wheels", title=title, status="pass", source=source, reason=f"{what} {' '.join(sms)}")
 
 
 def flashinfer_version(profile: Profile) -> Version | None:
@@ -163,7 +168,10 @@ def _flashinfer_jit(facts: MachineFacts, profile: Profile) -> Gate:
     if not facts.gpus:
         return Gate(id="flashinfer-jit", title=title, status="skip", reason="no GPUs read")
     nvcc = own_toolkit(profile) or max((t.version for t in facts.toolkits), key=Version, default=None) or profile.cuda
-    arch_list = profile.env.get("FLASHINFER_CUDA_ARCH_LIST", "").split()
+    ccs = [g.compute_capability for g in facts.gpus if g.compute_capability]
+    # {arch_list} is filled from this machine's GPUs, as create and check fill it (the same nvcc decides a/f)
+    arch_list = profile.env.get("FLASHINFER_CUDA_ARCH_LIST", "").replace(
+        "{arch_list}", compat.flashinfer_arch_list(ccs, nvcc)).split()
     problems, warnings = [], []
     for cc in sorted({g.compute_capability for g in facts.gpus if g.compute_capability}):
         major = cc.split(".")[0]
@@ -181,8 +189,9 @@ def _flashinfer_jit(facts: MachineFacts, profile: Profile) -> Gate:
         return Gate(id="flashinfer-jit", title=title, status="fail", reason="; ".join(problems), source=source)
     if warnings:
         return Gate(id="flashinfer-jit", title=title, status="warn", reason="; ".join(warnings), source=source)
+    targets = f" (FLASHINFER_CUDA_ARCH_LIST={' '.join(arch_list)})" if arch_list else ""
     return Gate(id="flashinfer-jit", title=title, status="pass", source=source,
-                reason=f"nvcc {nvcc} can build for {', '.join(sorted({g.sm or '' for g in facts.gpus}))}")
+                reason=f"nvcc {nvcc} can build for {', '.join(sorted({g.sm or '' for g in facts.gpus}))}{targets}")
 
 
 def _arch_entry_covers(entry: str, cc: str) -> bool:
@@ -251,7 +260,7 @@ def _custom_allreduce(count: int, pcie: bool) -> Gate:
 def _p2p(facts: MachineFacts) -> Gate:
     bad = [f"{link.gpu_a}-{link.gpu_b} ({link.p2p_read})" for link in facts.topology if link.p2p_read != "ok"]
     title = "peer-to-peer reads between every pair"
-    source = "NVML nvmlDeviceGetP2PStatus (READ); symmetric memory and custom all-reduce need P2P"
+    source = "https://docs.nvidia.com/deploy/nvml-api/group__nvmlDeviceQueries.html (nvmlDeviceGetP2PStatus, READ); symmetric memory and custom all-reduce need P2P"
     if bad:
         return Gate(id="p2p", title=title, status="warn", source=source,
                     reason=f"no P2P for {', '.join(bad[:6])}{'...' if len(bad) > 6 else ''}: check ACS/IOMMU (nccl#606, #2079)")

@@ -23,6 +23,10 @@ else:  # pragma: no cover
 SCHEMA = 1
 DEFAULT_INDEX = "default"
 PROFILE_PATH_VARIABLE = "PROVISION_PROFILES"
+COMPILER_PACKAGES = ("cuda-toolkit", "nvidia-cuda-nvcc", "nvidia-cuda-nvcc-cu12")
+# What an [env] value may name: the environment's folder, its venv, its site-packages, and the GPUs' arch list
+# (FLASHINFER_CUDA_ARCH_LIST form, "9.0a 12.0f"), read from the machine when an environment is built and checked.
+PLACEHOLDERS = ("env", "venv", "site", "arch_list")
 _CUDA = re.compile(r"^\d+\.\d+$")
 _PYTHON = re.compile(r"^3\.\d+$")
 
@@ -66,11 +70,26 @@ class Profile:
     toolkit: str | None = None  # site-packages folder of NVIDIA's compiler wheels ("nvidia/cu13"): {env}/cuda is laid over it
     content_hash: str = ""
 
+    def compiler_cuda(self) -> str | None:
+        """The CUDA release of the compiler the profile installs itself (cuda-toolkit[nvcc] or nvidia-cuda-nvcc)."""
+        for package in self.packages:
+            if package.name in COMPILER_PACKAGES and (package.name != "cuda-toolkit" or "nvcc" in package.extras):
+                found = re.search(r"(\d+\.\d+)", package.version)
+                return found.group(1) if found else self.cuda
+        return None
+
     def bound_index(self, package: str) -> str | None:
         for p in self.packages:
             if canonicalize_name(p.name) == canonicalize_name(package):
                 return p.index
         return None
+
+
+def fill_env(template: dict[str, str], *, env: str, venv: str, site: str, arch_list: str) -> dict[str, str]:
+    """Return the [env] table with its placeholders filled. A variable that needs {arch_list} is left out when no
+    GPU was read (empty list): unset, FlashInfer and the like detect the GPU themselves when they run."""
+    values = {"env": env, "venv": venv, "site": site, "arch_list": arch_list}
+    return {key: value.format(**values) for key, value in template.items() if arch_list or "{arch_list}" not in value}
 
 
 def shipped_dir() -> Path:

@@ -1,0 +1,67 @@
+"""Feature gates for an environment, corrected by what its smoke checks saw on the machine: multicast (the
+symmetric-memory check), peer access (the NCCL check) and the world size they ran at. The topology says what the
+fabric could do; the checks say what it did."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from provision.report.gates import Gate
+
+
+def latest_results(meta: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Each check's newest result: the last full run, overridden by a later `check --only` run."""
+    by_id: dict[str, dict[str, Any]] = {}
+    for key in ("checks", "checks_subset"):
+        for result in (meta.get(key) or {}).get("results") or []:
+            by_id[result["id"]] = result
+    return by_id
+
+
+def apply(gates: list[Gate], results: dict[str, dict[str, Any]], gpu_count: int) -> list[Gate]:
+    """Return `gates` with the all-reduce feature gates decided by the checks' evidence where there is some."""
+    symm = results.get("symmetric-memory")
+    nccl = results.get("nccl-allreduce")
+    out = []
+    for gate in gates:
+        if gate.id == "symm-mem-allreduce" and symm:
+            gate = _symm_mem(gate, symm, gpu_count)
+        elif gate.id == "p2p" and nccl:
+            gate = _p2p(gate, nccl)
+        out.append(gate)
+    return out
+
+
+def _world(details: dict[str, Any], gpu_count: int) -> str:
+    world = details.get("world_size")
+    if isinstance(world, int) and world != gpu_count:
+        return f" (the check ran on {world} of {gpu_count} GPUs)"
+    return ""
+
+
+def _symm_mem(gate: Gate, result: dict[str, Any], gpu_count: int) -> Gate:
+    details = result.get("details") or {}
+    where = _world(details, gpu_count)
+    if result.get("status") in ("fail", "error"):
+        return Gate(**{**gate.__dict__, "status": "fail",
+                       "reason": f"the symmetric-memory check failed on this machine{where}: {result.get('reason', '')}"[:400]})
+    if details.get("multicast") is False and gate.status != "fail":
+        disabled = details.get("multicast_disabled_by_env")
+        why = f" (TORCH_SYMM_MEM_DISABLE_MULTICAST={disabled})" if disabled else ""
+        return Gate(**{**gate.__dict__, "status": "fail",
+                       "reason": f"the symmetric-memory check saw no multicast{why}{where}; SGLang's symmetric-memory all-reduce "
+                                 "needs it: leave --enable-torch-symm-mem off"})
+    if details.get("multicast") is True and gate.status == "pass":
+        return Gate(**{**gate.__dict__, "reason": f"SM and fabric supported; the symmetric-memory check saw multicast{where}"})
+    return gate
+
+
+def _p2p(gate: Gate, result: dict[str, Any]) -> Gate:
+    matrix = (result.get("details") or {}).get("peer_access")
+    if not isinstance(matrix, list) or len(matrix) < 2:
+        return gate
+    missing = [f"{i}-{j}" for i, row in enumerate(matrix) for j, ok in enumerate(row) if i < j and not ok]
+    if missing:
+        return Gate(**{**gate.__dict__, "status": "warn",
+                       "reason": f"the NCCL check saw no peer access for {', '.join(missing[:6])}: check ACS/IOMMU (nccl#606, #2079)"})
+    return Gate(**{**gate.__dict__, "status": "pass", "reason": f"the NCCL check saw peer access between all {len(matrix)} GPUs"})
