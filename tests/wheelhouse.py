@@ -67,6 +67,9 @@ class Index:
     requests: list[str] = field(default_factory=list)
     wrong_hash: set[str] = field(default_factory=set)  # filenames listed with a sha256 that does not match
     delay: float = 0.0  # seconds before each answer: a slow index
+    pep658: bool = False  # serve each wheel's METADATA as <wheel>.metadata and say so (PEP 658/714)
+    ranges: bool = False  # answer Range requests with 206 (as PyPI's file host does)
+    range_requests: int = 0
 
     def add(self, name: str, version: str, **kwargs: object) -> Path:
         folder = self.root / str(canonicalize_name(name))
@@ -122,21 +125,53 @@ class IndexServer:
         if index.name in self.down:
             request.send_error(503, "index is down")
             return
-        if len(parts) == 3 and parts[1] == "files":
-            self._send(request, *self._file(index, parts[2]), body=body)
+        if len(parts) == 3 and parts[1] == "files" and parts[2].endswith(".metadata"):
+            data, _ = self._file(index, parts[2].removesuffix(".metadata"))
+            self._send(request, self._metadata(data) if data is not None and index.pep658 else None, "text/plain", body=body)
+        elif len(parts) == 3 and parts[1] == "files":
+            data, content_type = self._file(index, parts[2])
+            wanted = request.headers.get("Range", "")
+            if data is not None and index.ranges and wanted.startswith("bytes="):
+                index.range_requests += 1
+                self._send_range(request, data, wanted, body=body)
+            else:
+                self._send(request, data, content_type, body=body, ranges=index.ranges)
         elif len(parts) == 3 and parts[1] == "simple":
             self._send(request, *self._project(request, index, parts[2]), body=body)
         else:
             request.send_error(404)
 
     @staticmethod
+    def _metadata(wheel: bytes) -> bytes:
+        import io
+
+        with zipfile.ZipFile(io.BytesIO(wheel)) as archive:
+            return archive.read(next(n for n in archive.namelist() if n.endswith(".dist-info/METADATA")))
+
+    @staticmethod
+    def _send_range(request: http.server.BaseHTTPRequestHandler, data: bytes, wanted: str, *, body: bool) -> None:
+        first, _, last = wanted.removeprefix("bytes=").partition("-")
+        start = len(data) - int(last) if not first else int(first)
+        end = len(data) - 1 if not first or not last else min(int(last), len(data) - 1)
+        request.send_response(206)
+        request.send_header("Content-Type", "application/octet-stream")
+        request.send_header("Content-Range", f"bytes {start}-{end}/{len(data)}")
+        request.send_header("Content-Length", str(end - start + 1))
+        request.end_headers()
+        if body:
+            request.wfile.write(data[start : end + 1])
+
+    @staticmethod
     def _send(
-        request: http.server.BaseHTTPRequestHandler, data: bytes | None, content_type: str, *, body: bool
+        request: http.server.BaseHTTPRequestHandler, data: bytes | None, content_type: str, *, body: bool,
+        ranges: bool = False,
     ) -> None:
         if data is None:
             request.send_error(404)
             return
         request.send_response(200)
+        if ranges:
+            request.send_header("Accept-Ranges", "bytes")
         request.send_header("Content-Type", content_type)
         request.send_header("Content-Length", str(len(data)))
         request.end_headers()
@@ -166,7 +201,8 @@ class IndexServer:
                     "meta": {"api-version": "1.1"},
                     "name": project,
                     "files": [
-                        {"filename": n, "url": u, "hashes": {"sha256": d} if index.hashes else {}}
+                        {"filename": n, "url": u, "hashes": {"sha256": d} if index.hashes else {},
+                         **({"core-metadata": True} if index.pep658 else {})}
                         for n, u, d in files
                     ],
                 }
@@ -176,7 +212,8 @@ class IndexServer:
             links = []
             for n, u, d in files:
                 href = html.escape(u.replace("+", "%2B") + (f"#sha256={d}" if index.hashes else ""))
-                links.append(f'<a href="{href}">{html.escape(n)}</a><br/>')
+                extra = ' data-core-metadata="true"' if index.pep658 else ""
+                links.append(f'<a href="{href}"{extra}>{html.escape(n)}</a><br/>')
             body = ("<!DOCTYPE html><html><body>" + "".join(links) + "</body></html>").encode()
             content_type = "text/html"
         return body, content_type

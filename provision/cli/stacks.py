@@ -16,15 +16,40 @@ from provision.cli.options import (
 )
 
 
-@click.command("profiles", short_help="The profiles found, with their CUDA release.")
+@click.group("profiles", invoke_without_command=True, short_help="The profiles found; `profiles new` writes one.")
 @json_option
 @verbosity_options
-def list_profiles(as_json: bool) -> None:
+@click.pass_context
+def list_profiles(ctx: click.Context, as_json: bool) -> None:
     """The profiles found (shipped, and in PROVISION_PROFILES folders), with their CUDA release."""
     from provision.stacks import profiles
     from provision.views import render as views
 
-    views.profiles(profiles.available(), as_json)
+    if ctx.invoked_subcommand is None:
+        views.profiles(profiles.available(), as_json)
+
+
+@list_profiles.command("new", short_help="Write a profile from an SGLang release's own pins.")
+@click.argument("name")
+@click.option("--from", "source", required=True, metavar="sglang==VERSION",
+              help="The SGLang release whose Requires-Dist pins torch, sglang-kernel and FlashInfer (sglang: the newest).")
+@click.option("--cuda", default="13.0", show_default=True, help="CUDA release: which cuXY indexes and compiler to bind.")
+@click.option("--python", "python", default="3.12", show_default=True, help="Python X.Y the profile targets.")
+@index_option
+@click.option("-o", "--output", type=click.Path(path_type=Path, dir_okay=False),
+              help="Where to write it (default: NAME.toml in the first PROVISION_PROFILES folder, else here).")
+@click.option("--force", is_flag=True, help="Replace an existing file.")
+@json_option
+@verbosity_options
+def new_profile(name: str, source: str, cuda: str, python: str, indexes: tuple[str, ...], output: Path | None,
+                force: bool, as_json: bool) -> None:
+    """Write profile NAME from the pins of an SGLang release, read from the index, each pin with its source."""
+    from provision.stacks import lock, newprofile
+    from provision.views import render as views
+
+    result = newprofile.new(name, source, cuda=cuda, python=python, output=output,
+                            overrides=lock.parse_overrides(indexes), force=force)
+    views.new_profile(result, as_json)
 
 
 @click.command("lock", short_help="Resolve PROFILE into a PEP 751 lockfile.")

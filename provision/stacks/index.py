@@ -52,18 +52,30 @@ class IndexFile:
     filename: str
     url: str
     sha256: str | None
+    core_metadata: bool | dict[str, str] = False  # PEP 658/714: <url>.metadata is served (with its hashes)
 
 
 class _Links(HTMLParser):
     def __init__(self) -> None:
         super().__init__()
-        self.links: list[str] = []
+        self.links: list[tuple[str, bool | dict[str, str]]] = []
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         if tag == "a":
-            href = dict(attrs).get("href")
+            found = dict(attrs)
+            href = found.get("href")
             if href:
-                self.links.append(href)
+                self.links.append((href, _core_metadata(found.get("data-core-metadata") or found.get("data-dist-info-metadata"))))
+
+
+def _core_metadata(value: object) -> bool | dict[str, str]:
+    """PEP 658 in HTML ("true" or "sha256=...") and PEP 691 JSON (true or {"sha256": ...}), one form."""
+    if isinstance(value, dict):
+        return {str(k): str(v) for k, v in value.items()}
+    if isinstance(value, str) and "=" in value:
+        name, _, digest = value.partition("=")
+        return {name: digest}
+    return bool(value) and value not in ("false", "False")
 
 
 def _session() -> Any:
@@ -72,14 +84,16 @@ def _session() -> Any:
     return requests.Session()
 
 
-def get(url: str, *, accept: str | None = None, stream: bool = False) -> Any:
+def get(url: str, *, accept: str | None = None, stream: bool = False, headers: dict[str, str] | None = None,
+        method: str = "GET") -> Any:
     """GET `url` with a timeout and a bounded retry on connection errors and 5xx; IndexError_ names the URL."""
     import requests
 
     last = ""
+    sent = {**({"Accept": accept} if accept else {}), **(headers or {})}
     for attempt in range(RETRIES + 1):
         try:
-            response = _session().get(url, headers={"Accept": accept} if accept else {}, timeout=timeout(), stream=stream)
+            response = _session().request(method, url, headers=sent, timeout=timeout(), stream=stream, allow_redirects=True)
         except requests.Timeout:
             last = f"no answer within {timeout():g} s"
         except requests.ConnectionError as exc:
@@ -104,17 +118,18 @@ def project_files(index_url: str, project: str) -> list[IndexFile]:
         raise IndexError_(f"{redact(url)}: HTTP {response.status_code}", "check the index URL and its credentials")
     if response.headers.get("Content-Type", "").startswith(JSON_TYPE):
         return [
-            IndexFile(filename=f["filename"], url=urljoin(url, f["url"]), sha256=(f.get("hashes") or {}).get("sha256"))
+            IndexFile(filename=f["filename"], url=urljoin(url, f["url"]), sha256=(f.get("hashes") or {}).get("sha256"),
+                      core_metadata=_core_metadata(f.get("core-metadata", f.get("data-dist-info-metadata", False))))
             for f in response.json().get("files", [])
         ]
     parser = _Links()
     parser.feed(response.text)
     files = []
-    for href in parser.links:
+    for href, metadata in parser.links:
         absolute = urljoin(url, href)
         path, _, fragment = absolute.partition("#")
         sha = fragment[len("sha256="):] if fragment.startswith("sha256=") else None
-        files.append(IndexFile(filename=unquote(path.rsplit("/", 1)[-1]), url=path, sha256=sha))
+        files.append(IndexFile(filename=unquote(path.rsplit("/", 1)[-1]), url=path, sha256=sha, core_metadata=metadata))
     return files
 
 

@@ -14,6 +14,7 @@ if TYPE_CHECKING:  # annotations only: rendering one result must not import ever
     from provision.report.gates import MachineReport
     from provision.scan.binaries import ScanResult
     from provision.stacks.lock import LockResult
+    from provision.stacks.newprofile import NewProfile
     from provision.stacks.profiles import Profile
 
 
@@ -124,6 +125,18 @@ def profiles(items: Sequence[Profile], as_json: bool) -> None:
     for p in items:
         out.add_row(p.name, p.cuda, _dash(p.python), p.description, str(p.path))
     ui.console().print(out)
+
+
+def new_profile(result: NewProfile, as_json: bool) -> None:
+    if as_json:
+        ui.dump_json(result.to_dict())
+        return
+    out = ui.table(f"{result.path}: the stack {result.serving} pins (CUDA {result.cuda})", "package", "version", "index", "from")
+    for pin in result.pins:
+        extras = f"[{','.join(pin.extras)}]" if pin.extras else ""
+        out.add_row(f"{pin.name}{extras}", pin.version or "any", pin.index, pin.why)
+    ui.console().print(out)
+    ui.info(f"metadata of {result.wheel} read by {result.metadata_from}; next: provision lock {result.path}")
 
 
 def report(reports: Sequence[MachineReport], style: str, fleet_summary: FleetSummary | None = None) -> None:

@@ -1,0 +1,246 @@
+"""`provision profiles new NAME --from sglang==VERSION`: a profile written from the serving stack's own pins. SGLang's
+Requires-Dist names the torch, sglang-kernel (or sgl-kernel) and FlashInfer it was built and tested with; the profile
+binds each to the CUDA index of the chosen release and says, in a comment beside each pin, where it came from."""
+
+from __future__ import annotations
+
+import os
+import platform as host_platform
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import tomlkit
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import canonicalize_name, parse_wheel_filename
+from packaging.version import InvalidVersion, Version
+
+from provision.envs.home import write_atomic
+from provision.errors import IndexError_, ProfileError, UsageError
+from provision.stacks import index, uvtool, wheelmeta
+from provision.stacks.profiles import PROFILE_PATH_VARIABLE, load_file
+
+SERVING = "sglang"
+NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+# The packages of SGLang's pins that make the CUDA stack, in the order a profile lists them.
+STACK = ("torch", "sglang-kernel", "sgl-kernel", "flashinfer-python", "flashinfer-cubin")
+# Where each CUDA build lives: {tag} is cu130 for CUDA 13.0 (the same hosts the shipped profiles name).
+CUDA_INDEXES = {
+    "pytorch": "https://download.pytorch.org/whl/{tag}",
+    "sglang": "https://docs.sglang.io/whl/{tag}",
+    "flashinfer": "https://flashinfer.ai/whl/{tag}",
+}
+BINDING = {"torch": "pytorch", "sglang-kernel": "sglang", "sgl-kernel": "sglang"}
+COMPILER_EXTRAS = ["nvcc", "crt", "cudart", "cccl", "nvvm"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Pin:
+    name: str
+    version: str  # "==2.14.1"
+    extras: tuple[str, ...] = ()
+    index: str = "default"
+    why: str = ""
+
+
+@dataclass(kw_only=True)
+class NewProfile:
+    name: str
+    path: Path
+    serving: str  # "sglang 0.5.23"
+    cuda: str
+    python: str
+    metadata_from: str  # "pep658", "range" or "download"
+    wheel: str
+    pins: list[Pin] = field(default_factory=list)
+    indexes: dict[str, str] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "path": str(self.path), "serving": self.serving, "cuda": self.cuda, "python": self.python,
+                "metadata_from": self.metadata_from, "wheel": self.wheel, "indexes": dict(self.indexes),
+                "packages": [{"name": p.name, "version": p.version, "extras": list(p.extras), "index": p.index, "source": p.why}
+                             for p in self.pins]}
+
+
+def default_index() -> str:
+    """The registry uv uses by default (UV_DEFAULT_INDEX, uv.toml ... or its built-in), as uv itself reports it."""
+    empty = Path(os.devnull)
+    done = uvtool.run(["pip", "compile", str(empty), "--emit-index-url", "--no-header", "--quiet"], timeout=60)
+    for line in done.stdout.splitlines():
+        if line.startswith(("--index-url ", "--default-index ")):
+            return line.split(maxsplit=1)[1].strip()
+    raise IndexError_("uv did not say which index it uses by default", "pass --index default=URL")
+
+
+def parse_from(text: str) -> Requirement:
+    try:
+        requirement = Requirement(text)
+    except InvalidRequirement as exc:
+        raise UsageError(f"--from {text!r}: not a requirement ({exc})", "write it as sglang==0.5.23, or sglang for the newest release") from exc
+    if canonicalize_name(requirement.name) != SERVING:
+        raise UsageError(f"--from {text!r}: profiles are written from SGLang's pins", "write it as sglang==VERSION")
+    pinned = [s for s in requirement.specifier if s.operator in ("==", "===")]
+    if requirement.specifier and not pinned:
+        raise UsageError(f"--from {text!r}: name one release", "write it as sglang==0.5.23, or sglang for the newest release")
+    return requirement
+
+
+def cuda_tag(cuda: str) -> str:
+    return "cu" + cuda.replace(".", "")
+
+
+def new(name: str, source: str, *, cuda: str = "13.0", python: str = "3.12", output: Path | None = None,
+        overrides: dict[str, str] | None = None, force: bool = False) -> NewProfile:
+    """Write profile NAME from the pins of the SGLang release `source` names; return what was written."""
+    overrides = dict(overrides or {})
+    requirement = parse_from(source)
+    if not NAME.match(name):
+        raise UsageError(f"{name!r} is not a profile name", "letters, digits, '.', '_' and '-' only (it names a folder)")
+    path = output or _default_path(name)
+    if path.exists() and not force:
+        raise UsageError(f"{path}: already exists", "choose another NAME or -o PATH, or pass --force to replace it")
+    chosen_default = overrides.pop("default", None)
+    registry = chosen_default or default_index()
+    files = index.project_files(registry, SERVING)
+    version, wheel = _release(files, requirement, python, registry)
+    meta, how = wheelmeta.metadata(wheel.url, core_metadata=wheel.core_metadata, sha256=wheel.sha256)
+    tag = cuda_tag(cuda)
+    indexes = {n: overrides.get(n, url.format(tag=tag)) for n, url in CUDA_INDEXES.items()}
+    result = NewProfile(name=name, path=path, serving=f"sglang {version}", cuda=cuda, python=python,
+                        metadata_from=how, wheel=wheel.filename, indexes=indexes)
+    result.pins = _pins(meta.requires_dist or [], python, f"sglang {version}")
+    if not any(p.name == "torch" for p in result.pins):
+        raise ProfileError(f"sglang {version}: its metadata pins no torch", "choose a release that pins torch (sglang 0.4 and later)")
+    result.pins += _compiler(registry, cuda)
+    if overrides:
+        unknown = sorted(set(overrides) - set(indexes))
+        if unknown:
+            raise UsageError(f"--index {unknown[0]}=...: this profile has no index named {unknown[0]!r}",
+                             f"its indexes: default, {', '.join(indexes)}")
+    text = render(result, chosen_default)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(path, text)
+    load_file(path)  # what was written must load: the validation is the profile loader's own
+    return result
+
+
+def _default_path(name: str) -> Path:
+    folders = [p for p in os.environ.get(PROFILE_PATH_VARIABLE, "").split(os.pathsep) if p]
+    return Path(folders[0] if folders else ".") / f"{name}.toml"
+
+
+def _release(files: list[index.IndexFile], requirement: Requirement, python: str, registry: str) -> tuple[Version, index.IndexFile]:
+    wheels: dict[Version, list[index.IndexFile]] = {}
+    for file in files:
+        if not file.filename.endswith(".whl"):
+            continue
+        try:
+            _, version, _, tags = parse_wheel_filename(file.filename)
+        except (ValueError, InvalidVersion):
+            continue
+        wheels.setdefault(version, []).append(file)
+    wanted = [v for v in wheels if requirement.specifier.contains(v, prereleases=bool(requirement.specifier))]
+    if not wanted:
+        newest = ", ".join(str(v) for v in sorted(wheels)[-5:]) or "none"
+        raise IndexError_(f"{index.redact(registry)}: no sglang wheel for {requirement.specifier or 'any release'}",
+                          f"newest releases there: {newest}")
+    version = max(wanted)
+    return version, _best_wheel(wheels[version], python)
+
+
+def _best_wheel(files: list[index.IndexFile], python: str) -> index.IndexFile:
+    """The wheel a Linux machine of this architecture with Python `python` would install; its metadata is the one."""
+    cp = "cp" + python.replace(".", "")
+    machine = host_platform.machine()
+
+    def score(file: index.IndexFile) -> tuple[int, int]:
+        tags = parse_wheel_filename(file.filename)[3]
+        python_fits = any(t.interpreter in (cp, "py3") for t in tags)
+        platform_fits = any(t.platform == "any" or (t.platform.startswith("manylinux") and t.platform.endswith(machine)) for t in tags)
+        return int(python_fits), int(platform_fits)
+
+    return max(files, key=score)
+
+
+def _pins(requires: list[Requirement], python: str, serving: str) -> list[Pin]:
+    environment = {"python_version": python, "python_full_version": f"{python}.0", "sys_platform": "linux",
+                   "platform_system": "Linux", "platform_machine": host_platform.machine(), "os_name": "posix",
+                   "implementation_name": "cpython", "platform_python_implementation": "CPython", "extra": ""}
+    pins: dict[str, Pin] = {}
+    for requirement in requires:
+        name = str(canonicalize_name(requirement.name))
+        if name not in STACK or (requirement.marker and not requirement.marker.evaluate(environment)):
+            continue
+        pins[name] = Pin(name=name, version=str(requirement.specifier), extras=tuple(sorted(requirement.extras)),
+                         index=BINDING.get(name, "default"), why=f"{serving} Requires-Dist: {requirement}")
+    flashinfer = pins.get("flashinfer-python")
+    if flashinfer:
+        pins.setdefault("flashinfer-cubin", Pin(name="flashinfer-cubin", version=flashinfer.version,
+                                                why="lockstep with flashinfer-python (flashinfer/jit/env.py)"))
+        pins["flashinfer-jit-cache"] = Pin(name="flashinfer-jit-cache", version=flashinfer.version, index="flashinfer",
+                                           why="lockstep with flashinfer-python; the CUDA build from FlashInfer's index")
+    return [pins[n] for n in (*STACK, "flashinfer-jit-cache") if n in pins]
+
+
+def _compiler(registry: str, cuda: str) -> list[Pin]:
+    """The newest cuda-toolkit release of this CUDA version on the registry, with nvcc: the profile's own compiler."""
+    releases = []
+    for file in index.project_files(registry, "cuda-toolkit"):
+        try:
+            version = parse_wheel_filename(file.filename)[1] if file.filename.endswith(".whl") else None
+        except (ValueError, InvalidVersion):
+            continue
+        if version and not version.is_prerelease and f"{version.major}.{version.minor}" == cuda:
+            releases.append(version)
+    if not releases:
+        return []
+    newest = max(releases)
+    return [Pin(name="cuda-toolkit", version=f"=={newest}", extras=tuple(COMPILER_EXTRAS),
+                why=f"the newest cuda-toolkit {cuda} release on the default index: the environment's own nvcc"),
+            Pin(name="ninja", version="", why="FlashInfer's JIT drives its builds with ninja")]
+
+
+def render(result: NewProfile, default_url: str | None) -> str:
+    doc = tomlkit.document()
+    doc.add(tomlkit.comment(f"Written by `provision profiles new {result.name} --from {result.serving.replace(' ', '==')} --cuda {result.cuda}`"))
+    doc.add(tomlkit.comment(f"from the pins of {result.serving} (the Requires-Dist of {result.wheel}, read by {result.metadata_from})."))
+    doc.add(tomlkit.comment("Edit freely; regenerate to follow a newer SGLang release."))
+    doc["schema"] = 1
+    doc["name"] = result.name
+    doc["description"] = f"The CUDA stack {result.serving} pins: " + ", ".join(
+        f"{p.name} {p.version.lstrip('=')}" for p in result.pins if p.name in STACK)
+    doc["python"] = result.python
+    doc["cuda"] = result.cuda
+    indexes = tomlkit.table()
+    for name, url in result.indexes.items():
+        indexes[name] = url
+        indexes[name].comment(f"{cuda_tag(result.cuda)} builds")
+    if default_url:
+        indexes["default"] = default_url
+    doc["indexes"] = indexes
+    packages = tomlkit.table()
+    for pin in result.pins:
+        spec = tomlkit.inline_table()
+        if pin.index != "default":
+            spec["index"] = pin.index
+        if pin.version:
+            spec["version"] = pin.version
+        if pin.extras:
+            spec["extras"] = list(pin.extras)
+        packages[pin.name] = spec
+        packages[pin.name].comment(pin.why)
+    doc["packages"] = packages
+    if any(p.name == "cuda-toolkit" for p in result.pins):
+        toolkit = tomlkit.table()
+        toolkit["wheels"] = f"nvidia/cu{result.cuda.split('.')[0]}"
+        toolkit["wheels"].comment("NVIDIA's compiler wheels: provision lays out {env}/cuda over them")
+        doc["toolkit"] = toolkit
+    env = tomlkit.table()
+    if "toolkit" in doc:
+        env["CUDA_HOME"] = "{env}/cuda"
+    env["FLASHINFER_CUDA_ARCH_LIST"] = "{arch_list}"
+    env["FLASHINFER_CUDA_ARCH_LIST"].comment("filled from the GPUs at create and check time")
+    env["FLASHINFER_WORKSPACE_BASE"] = "{env}"
+    doc["env"] = env
+    return tomlkit.dumps(doc)

@@ -1,0 +1,120 @@
+"""`provision profiles new NAME --from sglang==VERSION`: SGLang's own pins, read from a real index served on
+127.0.0.1 (PEP 658 metadata, range requests, or the whole wheel), written as an editable profile that loads and locks."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from stacks import CP, PY3
+
+from provision.stacks import profiles
+
+SGLANG_TAG = f"{CP}-{CP}-manylinux_2_34_x86_64"
+SGLANG_REQUIRES = (
+    "torch==2.14.1", "sglang-kernel==0.4.10", "flashinfer_python[cu13]==0.7.2", "flashinfer_cubin==0.7.2", "fastapi",
+    "torchcodec==0.8.0; platform_machine == 'aarch64'", "sentence_transformers; extra == 'test'",
+)
+
+
+def serve_sglang(index_server, *, pep658: bool = False, ranges: bool = False):
+    default = index_server.index("default")
+    default.pep658, default.ranges = pep658, ranges
+    default.add("sglang", "0.5.22", tag=SGLANG_TAG, requires=("torch==2.14.0",))
+    padding = {f"sglang/blob{i}.bin": bytes(range(256)) * 4096 for i in range(4)}  # a wheel far larger than one block
+    default.add("sglang", "0.5.23", tag=SGLANG_TAG, requires=SGLANG_REQUIRES, extras=("test",),
+                files={"sglang/__init__.py": b"", **padding})
+    for version in ("13.0.1", "13.0.2", "13.1.0", "13.2.0rc1"):
+        default.add("cuda-toolkit", version, tag=PY3, extras=("nvcc", "crt", "cudart", "cccl", "nvvm"))
+    return default
+
+
+def new(provision_bin: str, default, out: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([provision_bin, "profiles", "new", out.stem, "--index", f"default={default.url}", "-o", str(out), *extra],
+                          capture_output=True, text=True, timeout=120)
+
+
+@pytest.mark.parametrize(("pep658", "ranges", "how"), [(True, False, "pep658"), (False, True, "range"), (False, False, "download")])
+def test_pins_come_from_sglangs_metadata(index_server, provision_bin: str, tmp_path: Path, pep658: bool, ranges: bool, how: str) -> None:
+    default = serve_sglang(index_server, pep658=pep658, ranges=ranges)
+    out = tmp_path / "mine.toml"
+    done = new(provision_bin, default, out, "--from", "sglang==0.5.23", "--cuda", "13.0", "--json")
+    assert done.returncode == 0, done.stderr
+    doc = json.loads(done.stdout)
+    assert doc["schema_version"] == 1 and doc["serving"] == "sglang 0.5.23" and doc["metadata_from"] == how
+    profile = profiles.load_file(out)
+    pins = {p.name: p for p in profile.packages}
+    assert pins["torch"].version == "==2.14.1" and pins["torch"].index == "pytorch"
+    assert pins["sglang-kernel"].version == "==0.4.10" and pins["sglang-kernel"].index == "sglang"
+    assert pins["flashinfer-python"].version == "==0.7.2" and pins["flashinfer-python"].extras == ("cu13",)
+    assert pins["flashinfer-jit-cache"].version == "==0.7.2" and pins["flashinfer-jit-cache"].index == "flashinfer"
+    assert pins["cuda-toolkit"].version == "==13.0.2" and "nvcc" in pins["cuda-toolkit"].extras  # newest 13.0, no rc
+    assert "fastapi" not in pins and "torchcodec" not in pins and "sentence-transformers" not in pins
+    assert profile.indexes["pytorch"] == "https://download.pytorch.org/whl/cu130" and profile.indexes["default"] == default.url
+    assert profile.env["FLASHINFER_CUDA_ARCH_LIST"] == "{arch_list}" and profile.toolkit == "nvidia/cu13"
+    text = out.read_text()
+    assert "# sglang 0.5.23 Requires-Dist: torch==2.14.1" in text and "flashinfer_python[cu13]==0.7.2" in text
+    assert not any("sglang-0.5.22" in r for r in default.requests)  # only the release asked for is read
+    if how == "pep658":
+        assert any(r.endswith(".whl.metadata") for r in default.requests) and default.range_requests == 0
+    if how == "range":
+        assert 0 < default.range_requests <= 3  # the zip's tail and one member, not 4 MiB of it
+
+
+def test_newest_release_and_another_cuda(index_server, provision_bin: str, tmp_path: Path) -> None:
+    default = serve_sglang(index_server)
+    out = tmp_path / "cu131.toml"
+    done = new(provision_bin, default, out, "--from", "sglang", "--cuda", "13.1")
+    assert done.returncode == 0, done.stderr
+    profile = profiles.load_file(out)
+    assert profile.cuda == "13.1" and profile.indexes["sglang"] == "https://docs.sglang.io/whl/cu131"
+    assert {p.name: p.version for p in profile.packages}["cuda-toolkit"] == "==13.1.0"
+    assert "sglang 0.5.23" in profile.description  # the newest release when no version is named
+
+
+def test_bad_input_is_one_line(index_server, provision_bin: str, tmp_path: Path) -> None:
+    default = serve_sglang(index_server)
+    missing = new(provision_bin, default, tmp_path / "x.toml", "--from", "sglang==9.9.9")
+    assert missing.returncode == 5 and "no sglang wheel for ==9.9.9" in missing.stderr and "0.5.23" in missing.stderr
+    other = new(provision_bin, default, tmp_path / "x.toml", "--from", "torch==2.14.1")
+    assert other.returncode == 2 and "SGLang's pins" in other.stderr
+    (tmp_path / "y.toml").write_text("keep me")
+    kept = new(provision_bin, default, tmp_path / "y.toml", "--from", "sglang==0.5.23")
+    assert kept.returncode == 2 and "already exists" in kept.stderr and (tmp_path / "y.toml").read_text() == "keep me"
+
+
+def test_the_written_profile_locks(index_server, provision_bin: str, tmp_path: Path) -> None:
+    default = serve_sglang(index_server, pep658=True)
+    pytorch, sglang, flashinfer = (index_server.index(n) for n in ("pytorch", "sglang", "flashinfer"))
+    tag = f"{CP}-{CP}-manylinux_2_28_x86_64"
+    pytorch.add("torch", "2.14.1+cu130", tag=tag)
+    sglang.add("sglang-kernel", "0.4.10+cu130", tag="cp310-abi3-manylinux2014_x86_64")
+    flashinfer.add("flashinfer-jit-cache", "0.7.2+cu130", tag="cp310-abi3-manylinux2014_x86_64")
+    default.add("flashinfer-python", "0.7.2", tag=PY3, extras=("cu13",))
+    default.add("flashinfer-cubin", "0.7.2", tag=PY3)
+    default.add("ninja", "1.13.0", tag=PY3)
+    out = tmp_path / "today.toml"
+    assert new(provision_bin, default, out, "--from", "sglang==0.5.23").returncode == 0
+    python = f"{sys.version_info.major}.{sys.version_info.minor}"
+    args = [provision_bin, "lock", str(out), "--python", python, "-o", str(tmp_path / "pylock.today.toml"), "--json"]
+    for name, index in (("pytorch", pytorch), ("sglang", sglang), ("flashinfer", flashinfer)):
+        args += ["--index", f"{name}={index.url}"]
+    done = subprocess.run(args, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    locked = {p["name"]: p["version"] for p in json.loads(done.stdout)["packages"]}
+    assert locked["torch"] == "2.14.1+cu130" and locked["sglang-kernel"] == "0.4.10+cu130"
+
+
+@pytest.mark.network
+def test_sglang_0_5_23_from_the_public_registry(provision_bin: str, tmp_path: Path) -> None:
+    out = tmp_path / "public.toml"
+    done = subprocess.run([provision_bin, "profiles", "new", "public", "--from", "sglang==0.5.23", "-o", str(out), "--json"],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    pins = {p.name: p for p in profiles.load_file(out).packages}
+    assert pins["torch"].version == "==2.14.1" and pins["sglang-kernel"].version == "==0.4.10"
+    assert pins["flashinfer-python"].version == "==0.7.2" and pins["flashinfer-python"].extras == ("cu13",)
+    assert json.loads(done.stdout)["metadata_from"] in ("pep658", "range")  # never the whole 39 MB wheel
