@@ -32,6 +32,7 @@ CUDA_INDEXES = {
     "flashinfer": "https://flashinfer.ai/whl/{tag}",
 }
 BINDING = {"torch": "pytorch", "sglang-kernel": "sglang", "sgl-kernel": "sglang"}
+LOCKSTEP = "https://github.com/flashinfer-ai/flashinfer/blob/main/flashinfer/jit/env.py"
 COMPILER_EXTRAS = ["nvcc", "crt", "cudart", "cccl", "nvvm"]
 
 
@@ -112,7 +113,7 @@ def new(name: str, source: str, *, cuda: str = "13.0", python: str = "3.12", out
     result.pins = _pins(meta.requires_dist or [], python, f"sglang {version}")
     if not any(p.name == "torch" for p in result.pins):
         raise ProfileError(f"sglang {version}: its metadata pins no torch", "choose a release that pins torch (sglang 0.4 and later)")
-    result.pins += _compiler(registry, cuda)
+    result.pins += _compiler(registry, cuda, next((p for p in result.pins if p.name == "torch"), None), python)
     if overrides:
         unknown = sorted(set(overrides) - set(indexes))
         if unknown:
@@ -177,28 +178,48 @@ def _pins(requires: list[Requirement], python: str, serving: str) -> list[Pin]:
     flashinfer = pins.get("flashinfer-python")
     if flashinfer:
         pins.setdefault("flashinfer-cubin", Pin(name="flashinfer-cubin", version=flashinfer.version,
-                                                why="lockstep with flashinfer-python (flashinfer/jit/env.py)"))
+                                                why=f"lockstep with flashinfer-python ({LOCKSTEP})"))
         pins["flashinfer-jit-cache"] = Pin(name="flashinfer-jit-cache", version=flashinfer.version, index="flashinfer",
-                                           why="lockstep with flashinfer-python; the CUDA build from FlashInfer's index")
+                                           why=f"lockstep with flashinfer-python ({LOCKSTEP}); the CUDA build from FlashInfer's index")
     return [pins[n] for n in (*STACK, "flashinfer-jit-cache") if n in pins]
 
 
-def _compiler(registry: str, cuda: str) -> list[Pin]:
-    """The newest cuda-toolkit release of this CUDA version on the registry, with nvcc: the profile's own compiler."""
-    releases = []
-    for file in index.project_files(registry, "cuda-toolkit"):
-        try:
-            version = parse_wheel_filename(file.filename)[1] if file.filename.endswith(".whl") else None
-        except (ValueError, InvalidVersion):
-            continue
-        if version and not version.is_prerelease and f"{version.major}.{version.minor}" == cuda:
-            releases.append(version)
-    if not releases:
-        return []
-    newest = max(releases)
-    return [Pin(name="cuda-toolkit", version=f"=={newest}", extras=tuple(COMPILER_EXTRAS),
-                why=f"the newest cuda-toolkit {cuda} release on the default index: the environment's own nvcc"),
+def _compiler(registry: str, cuda: str, torch: Pin | None, python: str) -> list[Pin]:
+    """The profile's own nvcc: the cuda-toolkit release torch's wheel pins where that is this CUDA release (its
+    runtime and the compiler then agree), else the newest cuda-toolkit X.Y release on the registry."""
+    pinned = _torch_toolkit(registry, torch, python) if torch else None
+    if pinned and ".".join(pinned.split(".")[:2]) == cuda:
+        version, why = pinned, f"the cuda-toolkit torch {torch.version.lstrip('=') if torch else ''} pins (its Requires-Dist): the environment's own nvcc"
+    else:
+        releases = []
+        for file in index.project_files(registry, "cuda-toolkit"):
+            try:
+                found = parse_wheel_filename(file.filename)[1] if file.filename.endswith(".whl") else None
+            except (ValueError, InvalidVersion):
+                continue
+            if found and not found.is_prerelease and f"{found.major}.{found.minor}" == cuda:
+                releases.append(found)
+        if not releases:
+            return []
+        version, why = str(max(releases)), f"the newest cuda-toolkit {cuda} release on the default index: the environment's own nvcc"
+    return [Pin(name="cuda-toolkit", version=f"=={version}", extras=tuple(COMPILER_EXTRAS), why=why),
             Pin(name="ninja", version="", why="FlashInfer's JIT drives its builds with ninja")]
+
+
+def _torch_toolkit(registry: str, torch: Pin, python: str) -> str | None:
+    """The cuda-toolkit version the registry's torch wheel of the pinned release requires, if it says."""
+    wanted = [s.version for s in Requirement(f"torch{torch.version}").specifier if s.operator == "=="]
+    wheels = [f for f in index.project_files(registry, "torch") if f.filename.endswith(".whl")
+              and wanted and f.filename.split("-")[1] == wanted[0] and "manylinux" in f.filename]
+    if not wheels:
+        return None
+    wheel = _best_wheel(wheels, python)
+    meta, _ = wheelmeta.metadata(wheel.url, core_metadata=wheel.core_metadata, sha256=wheel.sha256)
+    for requirement in meta.requires_dist or []:
+        pins = [s.version for s in requirement.specifier if s.operator == "=="]
+        if canonicalize_name(requirement.name) == "cuda-toolkit" and pins:
+            return pins[0]
+    return None
 
 
 def render(result: NewProfile, default_url: str | None) -> str:
@@ -243,4 +264,4 @@ def render(result: NewProfile, default_url: str | None) -> str:
     env["FLASHINFER_CUDA_ARCH_LIST"].comment("filled from the GPUs at create and check time")
     env["FLASHINFER_WORKSPACE_BASE"] = "{env}"
     doc["env"] = env
-    return tomlkit.dumps(doc)
+    return tomlkit.dumps(doc).rstrip("\n") + "\n"
