@@ -7,14 +7,14 @@ import subprocess
 import time
 from pathlib import Path
 
-from conftest import DATA
+from conftest import DATA, ROOT
 
 from provision.machine import nvml, toolkits
 from provision.machine.facts import MachineFacts
 
 
 def replay(name: str) -> nvml.Reading:
-    return nvml.read(nvml.Replay(json.loads((DATA / name).read_text())))
+    return nvml.read(nvml.replay_file(DATA / name))
 
 
 def test_h200_recording_reads_like_nvidia_smi() -> None:
@@ -120,3 +120,58 @@ def test_probe_process_replaying_the_8_gpu_machine(provision_bin: str) -> None:
     assert doc["driver"]["cuda"] == "13.1"
     table = subprocess.run([provision_bin, "probe"], capture_output=True, text=True, env=env, timeout=60)
     assert table.returncode == 0 and "RTX PRO 6000" in table.stdout and "Topology" in table.stdout
+
+
+def test_provision_calls_only_names_that_nvidia_ml_py_has() -> None:
+    """The replay answering a name the binding lacks once hid every NVLink: the source is held to the real module."""
+    import re
+
+    import pynvml
+
+    names = set()
+    for source in (ROOT / "provision").rglob("*.py"):
+        names |= set(re.findall(r"\.(nvml[A-Z]\w*)\(", source.read_text()))
+    assert "nvmlDeviceGetNvLinkRemotePciInfo" in names
+    missing = sorted(n for n in names if not hasattr(pynvml, n))
+    assert missing == [], f"nvidia-ml-py has no {missing}"
+
+
+def test_replay_answers_only_what_the_binding_would() -> None:
+    import pynvml
+    import pytest
+
+    lib = nvml.replay_file(DATA / "h100-nvlink-x2.nvml.json")
+    with pytest.raises(AttributeError):
+        lib.nvmlDeviceGetNvLinkRemotePciInfo_v2  # noqa: B018 - the C name, not the module's
+    handle = lib.nvmlDeviceGetHandleByIndex(0)
+    with pytest.raises(TypeError):
+        lib.nvmlDeviceGetNvLinkState(handle)  # the real function takes (device, link)
+    with pytest.raises(pynvml.NVMLError_NotSupported):
+        lib.nvmlDeviceGetPowerUsage(handle)  # exists in the binding, not in the recording
+    assert lib.NVML_P2P_CAPS_INDEX_NVLINK == pynvml.NVML_P2P_CAPS_INDEX_NVLINK
+
+
+def test_a_recording_replays_to_the_same_reading(tmp_path: Path) -> None:
+    from provision.machine.recording import Recorder
+
+    recorder = Recorder(nvml.replay_file(DATA / "h100-nvlink-x2.nvml.json"))
+    first = nvml.read(recorder)
+    recorder.write(tmp_path / "again.json")
+    second = nvml.read(nvml.replay_file(tmp_path / "again.json"))
+    assert (second.driver, second.gpus, second.topology) == (first.driver, first.gpus, first.topology)
+
+
+def test_nvswitch_links_name_the_pair_like_nvidia_smi() -> None:
+    switch = [nvml.NvLinkEnd(remote_bus_id="ffffffff:ff:ff.0", remote_type=nvml.DEVICE_TYPE_SWITCH)] * 18
+    assert nvml.nvlink_name(switch, switch, "00000000:00:07.0", p2p_nvlink_ok=True) == "NV18"
+    assert nvml.nvlink_name(switch, switch, "00000000:00:07.0", p2p_nvlink_ok=False) is None
+    direct = [nvml.NvLinkEnd(remote_bus_id="00000000:2a:00.0", remote_type=0)] * 4
+    assert nvml.nvlink_name(direct, direct, "00000000:2a:00.0", p2p_nvlink_ok=True) == "NV4"
+
+
+def test_a_damaged_recording_is_one_line(tmp_path: Path, provision_bin: str) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"driver": "580"}')
+    done = subprocess.run([provision_bin, "probe", "--json"], capture_output=True, text=True, timeout=60,
+                          env={**os.environ, nvml.REPLAY_VARIABLE: str(bad)})
+    assert done.returncode == 2 and "not a readable NVML recording" in done.stderr and "Traceback" not in done.stderr

@@ -10,6 +10,7 @@ import pytest
 from conftest import DATA, ROOT
 
 from provision.machine import nvml
+from provision.machine.recording import Replay
 from provision.machine.facts import MachineFacts, Toolkit
 from provision.report import gates as report
 from provision.stacks import profiles
@@ -18,7 +19,7 @@ RTX = ROOT / "docs/machines/rtx-pro-6000-x8.probe.json"
 
 
 def facts_from(recording: str, toolkits: tuple[Toolkit, ...] = ()) -> MachineFacts:
-    r = nvml.read(nvml.Replay(json.loads((DATA / recording).read_text())))
+    r = nvml.read(nvml.replay_file(DATA / recording))
     return MachineFacts(driver=r.driver, gpus=tuple(r.gpus), topology=tuple(r.topology), toolkits=toolkits)
 
 
@@ -51,8 +52,10 @@ def test_h200_one_gpu() -> None:
 
 def test_old_driver_fails_cu130_with_the_minimum() -> None:
     data = json.loads((DATA / "h200.nvml.json").read_text())
-    data.update(driver="575.57.08", cuda_driver_version=12090)
-    r = nvml.read(nvml.Replay(data))
+    answers = {"nvmlSystemGetDriverVersion": "575.57.08", "nvmlSystemGetCudaDriverVersion_v2": 12090}
+    for call in data["calls"]:
+        call["result"] = answers.get(call["fn"], call.get("result"))
+    r = nvml.read(Replay(data))
     target = report.judge(MachineFacts(driver=r.driver, gpus=tuple(r.gpus)), profiles.load("cu130"))
     reason = next(g.reason for g in target.gates if g.id == "driver")
     assert target.verdict == "fail" and "580.65.06" in reason

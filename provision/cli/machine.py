@@ -13,13 +13,15 @@ from provision.cli.options import compute_capability, home_option, json_option, 
 @click.command(short_help="Read the machine: driver, GPUs, topology, toolkits.")
 @json_option
 @click.option("--venv", "venvs", multiple=True, type=click.Path(path_type=Path), help="Also look for nvcc wheels in this venv.")
+@click.option("--record-nvml", type=click.Path(path_type=Path, dir_okay=False),
+              help="Also write every raw NVML answer read to FILE (replay it with PROVISION_NVML_REPLAY=FILE).")
 @verbosity_options
-def probe(as_json: bool, venvs: tuple[Path, ...]) -> None:
+def probe(as_json: bool, venvs: tuple[Path, ...], record_nvml: Path | None) -> None:
     """Read the machine: driver, GPUs, topology, CUDA toolkits, host."""
     from provision.machine import probe as probing
     from provision.views import render as views
 
-    views.probe(probing.probe(venvs), as_json)
+    views.probe(probing.probe(venvs, record_nvml), as_json)
 
 
 @click.command(short_help="Which SMs and PTX CUDA binaries carry.")

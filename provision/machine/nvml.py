@@ -11,6 +11,7 @@ import json
 import os
 from collections.abc import Callable
 from pathlib import Path
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from provision import compat
@@ -32,10 +33,22 @@ def load_library() -> Any:
     """Return the NVML binding: a replay when PROVISION_NVML_REPLAY names a recording, else pynvml."""
     recording = os.environ.get(REPLAY_VARIABLE)
     if recording:
-        return Replay(json.loads(Path(recording).read_text()))
+        return replay_file(Path(recording))
     import pynvml
 
     return pynvml
+
+
+def replay_file(path: Path) -> Any:
+    """A binding that answers from the recording in `path` (see provision/machine/recording.py)."""
+    from provision.errors import UsageError
+    from provision.machine.recording import RecordingError, Replay
+
+    try:
+        return Replay(json.loads(path.read_text()))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecordingError, KeyError, TypeError) as exc:
+        raise UsageError(f"{path}: not a readable NVML recording ({exc})",
+                         "record one on the GPU machine with: provision probe --record-nvml FILE") from None
 
 
 def read(lib: Any) -> Reading:
@@ -48,8 +61,8 @@ def read(lib: Any) -> Reading:
         return reading
     try:
         _read_driver(lib, reading)
-        handles = _read_gpus(lib, reading)
-        _read_topology(lib, reading, handles)
+        handles, ends = _read_gpus(lib, reading)
+        _read_topology(lib, reading, handles, ends)
     finally:
         _try(lambda: lib.nvmlShutdown(), reading, None)
     return reading
@@ -68,19 +81,21 @@ def _read_driver(lib: Any, reading: Reading) -> None:
     )
 
 
-def _read_gpus(lib: Any, reading: Reading) -> list[Any]:
+def _read_gpus(lib: Any, reading: Reading) -> tuple[list[Any], list[list[NvLinkEnd]]]:
     count = _try(lambda: int(lib.nvmlDeviceGetCount()), reading, "GPU count") or 0
-    handles = []
+    handles, ends = [], []
     for index in range(count):
         handle = _try(functools.partial(lib.nvmlDeviceGetHandleByIndex, index), reading, f"GPU {index} handle")
         if handle is None:
             continue
         handles.append(handle)
-        reading.gpus.append(_read_gpu(lib, reading, index, handle))
-    return handles
+        supported, gpu_ends = _nvlink_ends(lib, handle)
+        ends.append(gpu_ends)
+        reading.gpus.append(_read_gpu(lib, reading, index, handle, supported, len(gpu_ends)))
+    return handles, ends
 
 
-def _read_gpu(lib: Any, reading: Reading, index: int, handle: Any) -> Gpu:
+def _read_gpu(lib: Any, reading: Reading, index: int, handle: Any, nvlink_supported: bool, active: int) -> Gpu:
     def get(what: str, fn: Callable[[], T]) -> T | None:
         return _try(fn, reading, f"GPU {index} {what}")
 
@@ -88,7 +103,6 @@ def _read_gpu(lib: Any, reading: Reading, index: int, handle: Any) -> Gpu:
     cc = f"{cc_pair[0]}.{cc_pair[1]}" if cc_pair else None
     memory = get("memory", lambda: lib.nvmlDeviceGetMemoryInfo(handle))
     mig = _quiet(lambda: lib.nvmlDeviceGetMigMode(handle))
-    nvlink_supported, active = _nvlinks(lib, handle)
     return Gpu(
         index=index,
         name=get("name", lambda: _str(lib.nvmlDeviceGetName(handle))) or "unknown",
@@ -111,43 +125,54 @@ def _read_gpu(lib: Any, reading: Reading, index: int, handle: Any) -> Gpu:
     )
 
 
-MAX_NVLINKS = 18  # NVML_NVLINK_MAX_LINKS
+@dataclass(frozen=True)
+class NvLinkEnd:
+    """The far end of one active NVLink: a GPU (by PCI bus id) or an NVSwitch."""
+
+    remote_bus_id: str | None
+    remote_type: int | None  # NVML_NVLINK_DEVICE_TYPE_*: 0 GPU, 1 IBM NPU, 2 switch, 255 unknown
 
 
-def _nvlinks(lib: Any, handle: Any) -> tuple[bool, int]:
-    """Return (supported, active links); a GPU without NVLink answers NotSupported for link 0."""
-    active = 0
-    for link in range(MAX_NVLINKS):
+DEVICE_TYPE_GPU, DEVICE_TYPE_SWITCH = 0, 2  # nvml.h nvmlIntNvLinkDeviceType_t
+
+
+def _nvlink_ends(lib: Any, handle: Any) -> tuple[bool, list[NvLinkEnd]]:
+    """Return (NVLink supported, the far end of every active link). A GPU without NVLink answers NotSupported
+    for link 0; past the GPU's last link NVML answers InvalidArgument."""
+    ends: list[NvLinkEnd] = []
+    for link in range(int(getattr(lib, "NVML_NVLINK_MAX_LINKS", 18))):
         try:
-            state = lib.nvmlDeviceGetNvLinkState(handle, link)
+            active = lib.nvmlDeviceGetNvLinkState(handle, link)
         except Exception:
-            return (link > 0, active)
-        active += 1 if state else 0
-    return True, active
+            return link > 0, ends
+        if not active:
+            continue
+        remote_type = _quiet(lambda link=link: int(lib.nvmlDeviceGetNvLinkRemoteDeviceType(handle, link)))
+        remote = _quiet(lambda link=link: _str(lib.nvmlDeviceGetNvLinkRemotePciInfo(handle, link).busId).lower())
+        ends.append(NvLinkEnd(remote_bus_id=remote, remote_type=remote_type))
+    return True, ends
 
 
-def _nvlink_peers(lib: Any, handle: Any) -> list[str]:
-    """Return the PCI bus ids at the far end of each active NVLink of a GPU."""
-    peers = []
-    for link in range(MAX_NVLINKS):
-        try:
-            if not lib.nvmlDeviceGetNvLinkState(handle, link):
-                continue
-            peers.append(_str(lib.nvmlDeviceGetNvLinkRemotePciInfo_v2(handle, link).busId).lower())
-        except Exception:
-            break
-    return peers
+def nvlink_name(a_ends: list[NvLinkEnd], b_ends: list[NvLinkEnd], b_bus_id: str, p2p_nvlink_ok: bool) -> str | None:
+    """NV# as `nvidia-smi topo -m` names a pair: links straight to the peer GPU, or, through NVSwitch, the links each
+    GPU has into the switch fabric when NVML says the pair's P2P goes over NVLink. None when NVLink does not join them."""
+    direct = sum(1 for end in a_ends if end.remote_bus_id == b_bus_id and end.remote_type != DEVICE_TYPE_SWITCH)
+    if direct:
+        return f"NV{direct}"
+    a_switch = sum(1 for end in a_ends if end.remote_type == DEVICE_TYPE_SWITCH)
+    b_switch = sum(1 for end in b_ends if end.remote_type == DEVICE_TYPE_SWITCH)
+    if a_switch and b_switch and p2p_nvlink_ok:
+        return f"NV{min(a_switch, b_switch)}"
+    return None
 
 
-def _read_topology(lib: Any, reading: Reading, handles: list[Any]) -> None:
+def _read_topology(lib: Any, reading: Reading, handles: list[Any], ends: list[list[NvLinkEnd]]) -> None:
     bus_ids = [(gpu.pci_bus_id or "").lower() for gpu in reading.gpus]
-    peers = [_nvlink_peers(lib, h) for h in handles]
     for a in range(len(handles)):
         for b in range(a + 1, len(handles)):
-            nvlinks = peers[a].count(bus_ids[b]) if bus_ids[b] else 0
-            if nvlinks:
-                link = f"NV{nvlinks}"
-            else:
+            p2p_nvlink = _quiet(lambda a=a, b=b: int(lib.nvmlDeviceGetP2PStatus(handles[a], handles[b], P2P_CAPS_INDEX_NVLINK)))
+            link = nvlink_name(ends[a], ends[b], bus_ids[b], p2p_nvlink == P2P_STATUS_OK) if ends[a] else None
+            if link is None:
                 level = _try(
                     functools.partial(lib.nvmlDeviceGetTopologyCommonAncestor, handles[a], handles[b]),
                     reading,
@@ -163,7 +188,8 @@ def _read_topology(lib: Any, reading: Reading, handles: list[Any]) -> None:
             reading.topology.append(Link(gpu_a=a, gpu_b=b, link=link, p2p_read=status))
 
 
-P2P_CAPS_INDEX_READ = 0  # nvml.h NVML_P2P_CAPS_INDEX_READ
+P2P_CAPS_INDEX_READ, P2P_CAPS_INDEX_NVLINK = 0, 2  # nvml.h NVML_P2P_CAPS_INDEX_*
+P2P_STATUS_OK = 0  # NVML_P2P_STATUS_OK
 
 
 def kernel_module_flavour(path: str = "/proc/driver/nvidia/version") -> str | None:
@@ -200,105 +226,3 @@ def _name(exc: Exception) -> str:
 
 def _str(value: bytes | str) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
-
-
-class NvmlReplayError(Exception):
-    """Raised by a replay where the recording holds an error, the way pynvml raises NVMLError."""
-
-
-class Replay:
-    """Answer pynvml's calls from a recording of a real machine (see tests/data/README.md)."""
-
-    def __init__(self, recording: dict[str, Any]) -> None:
-        self.data = recording
-        self.gpus: list[dict[str, Any]] = recording.get("gpus", [])
-
-    def _value(self, value: Any) -> Any:
-        if isinstance(value, dict) and "error" in value:
-            raise NvmlReplayError(value["error"])
-        return value
-
-    def nvmlInit(self) -> None:  # noqa: N802 - pynvml's names
-        if "init_error" in self.data:
-            raise NvmlReplayError(self.data["init_error"])
-
-    def nvmlShutdown(self) -> None:  # noqa: N802
-        pass
-
-    def nvmlSystemGetDriverVersion(self) -> str:  # noqa: N802
-        return str(self._value(self.data["driver"]))
-
-    def nvmlSystemGetCudaDriverVersion_v2(self) -> int:  # noqa: N802
-        return int(self._value(self.data["cuda_driver_version"]))
-
-    def nvmlSystemGetNVMLVersion(self) -> str:  # noqa: N802
-        return str(self._value(self.data.get("nvml_version", {"error": "NotSupported"})))
-
-    def nvmlDeviceGetCount(self) -> int:  # noqa: N802
-        return len(self.gpus)
-
-    def nvmlDeviceGetHandleByIndex(self, index: int) -> int:  # noqa: N802
-        return index
-
-    def _gpu(self, handle: int, key: str) -> Any:
-        return self._value(self.gpus[handle].get(key, {"error": "NotSupported"}))
-
-    def nvmlDeviceGetName(self, h: int) -> str:  # noqa: N802
-        return str(self._gpu(h, "name"))
-
-    def nvmlDeviceGetUUID(self, h: int) -> str:  # noqa: N802
-        return str(self._gpu(h, "uuid"))
-
-    def nvmlDeviceGetPciInfo(self, h: int) -> Any:  # noqa: N802
-        return _Struct(busId=self._gpu(h, "pci_bus_id"))
-
-    def nvmlDeviceGetCudaComputeCapability(self, h: int) -> tuple[int, int]:  # noqa: N802
-        major, minor = self._gpu(h, "cc")
-        return int(major), int(minor)
-
-    def nvmlDeviceGetMemoryInfo(self, h: int) -> Any:  # noqa: N802
-        return _Struct(total=self._gpu(h, "mem_total"))
-
-    def nvmlDeviceGetCurrPcieLinkGeneration(self, h: int) -> int:  # noqa: N802
-        return int(self._gpu(h, "pcie_gen_cur"))
-
-    def nvmlDeviceGetMaxPcieLinkGeneration(self, h: int) -> int:  # noqa: N802
-        return int(self._gpu(h, "pcie_gen_max"))
-
-    def nvmlDeviceGetCurrPcieLinkWidth(self, h: int) -> int:  # noqa: N802
-        return int(self._gpu(h, "pcie_width_cur"))
-
-    def nvmlDeviceGetMaxPcieLinkWidth(self, h: int) -> int:  # noqa: N802
-        return int(self._gpu(h, "pcie_width_max"))
-
-    def nvmlDeviceGetMigMode(self, h: int) -> tuple[int, int]:  # noqa: N802
-        current, pending = self._gpu(h, "mig_mode")
-        return int(current), int(pending)
-
-    def nvmlDeviceGetPersistenceMode(self, h: int) -> int:  # noqa: N802
-        return int(self._gpu(h, "persistence"))
-
-    def nvmlDeviceGetNvLinkState(self, h: int, link: int) -> int:  # noqa: N802
-        links = self._gpu(h, "nvlinks")  # list of remote PCI bus ids, one per active link
-        if link >= len(links):
-            raise NvmlReplayError("InvalidArgument")
-        return 1
-
-    def nvmlDeviceGetNvLinkRemotePciInfo_v2(self, h: int, link: int) -> Any:  # noqa: N802
-        return _Struct(busId=self._gpu(h, "nvlinks")[link])
-
-    def _pair(self, a: int, b: int, key: str) -> Any:
-        pairs = self.data.get("pairs", {})
-        entry = pairs.get(f"{min(a, b)},{max(a, b)}", {})
-        return self._value(entry.get(key, {"error": "NotSupported"}))
-
-    def nvmlDeviceGetTopologyCommonAncestor(self, a: int, b: int) -> int:  # noqa: N802
-        return int(self._pair(a, b, "ancestor"))
-
-    def nvmlDeviceGetP2PStatus(self, a: int, b: int, index: int) -> int:  # noqa: N802
-        return int(self._pair(a, b, "p2p_read"))
-
-
-class _Struct:
-    def __init__(self, **fields: Any) -> None:
-        self.__dict__.update(fields)
