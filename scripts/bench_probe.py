@@ -39,6 +39,7 @@ def main() -> None:
     if shutil.which("nvidia-smi"):
         query = "name,compute_cap,driver_version,memory.total,pcie.link.gen.current,pcie.link.width.current,persistence_mode"
         rows["nvidia-smi --query-gpu"] = median_seconds(["nvidia-smi", f"--query-gpu={query}", "--format=csv"], args.runs)
+        rows["nvidia-smi topo -m"] = median_seconds(["nvidia-smi", "topo", "-m"], args.runs)
     try:
         import importlib.util
 

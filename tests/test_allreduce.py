@@ -4,8 +4,10 @@ CPUs (torch's CPU build lies on this machine's disk), NVLS refused, a hanging ra
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -51,6 +53,52 @@ def test_a_hanging_rank_is_killed_with_a_verdict(tmp_path: Path) -> None:
     assert "ACS" in verdict["reason"] and "not reached" not in done.stdout
 
 
+def run_launcher(tmp_path: Path, body: str, call: str) -> tuple[dict[str, object], float]:
+    script = tmp_path / "ranks.py"
+    script.write_text(
+        "import sys, time\n"
+        f"sys.path.insert(0, {str(payload_dir())!r})\n"
+        "from _common import emit, launch, progress, write_rank\n"
+        "def target(rank, world, port, out_dir, config):\n" + body +
+        "if __name__ == '__main__':\n"
+        f"    results = {call}\n"
+        "    emit('pass', 'done', ranks=results)\n"
+    )
+    begin = time.monotonic()
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
+    return json.loads(done.stdout.strip().splitlines()[-1]), time.monotonic() - begin
+
+
+def test_a_rank_stuck_in_a_step_is_found_by_its_own_bound_not_the_run_timeout(tmp_path: Path) -> None:
+    body = ("    progress(out_dir, rank, 'size 4096 B', 0.5 if rank == 1 else 60)\n"
+            "    time.sleep(600 if rank == 1 else 0.1)\n"
+            "    write_rank(out_dir, rank, {'rank': rank, 'ok': True})\n")
+    verdict, seconds = run_launcher(tmp_path, body, "launch(target, 2, {}, 600.0)")
+    assert verdict["status"] == "fail" and verdict["details"]["hung_rank"] == 1
+    assert "rank 1 hung at size 4096 B" in verdict["reason"] and "ACS" in verdict["reason"]
+    assert seconds < 30  # found from the step's bound, not after the 600 s run timeout
+
+
+def test_results_are_kept_when_a_teardown_hangs(tmp_path: Path) -> None:
+    body = ("    write_rank(out_dir, rank, {'rank': rank, 'ok': True, 'figure': rank * 10})\n"
+            "    if rank == 0:\n"
+            "        time.sleep(600)  # a teardown that never returns, like NCCL's with graphs alive\n")
+    verdict, seconds = run_launcher(tmp_path, body, "launch(target, 2, {}, 600.0, grace=1.0)")
+    ranks = verdict["details"]["ranks"]
+    assert verdict["status"] == "pass" and [r["figure"] for r in ranks] == [0, 10]
+    assert ranks[0]["teardown"]["clean"] is False and "killed" in ranks[0]["teardown"]["note"]
+    assert "teardown" not in ranks[1] and seconds < 30
+
+
+def test_payload_processes_never_enable_multicast(tmp_path: Path) -> None:
+    script = tmp_path / "env.py"
+    script.write_text(f"import os, sys\nsys.path.insert(0, {str(payload_dir())!r})\nimport _common\n"
+                      "print(os.environ['NCCL_NVLS_ENABLE'], os.environ['TORCH_SYMM_MEM_DISABLE_MULTICAST'])\n")
+    env = {**os.environ, "NCCL_NVLS_ENABLE": "1", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "0"}
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=60)
+    assert done.stdout.split() == ["0", "1"]
+
+
 @pytest.fixture(scope="module")
 def cpu_torch_env(tmp_path_factory) -> Path:
     if not CPU_TORCH:
@@ -82,3 +130,28 @@ def test_gloo_sweep_on_cpus_and_stored_with_the_environment(cpu_torch_env: Path,
     table = subprocess.run([provision_bin, "bench", "allreduce", "cpu", "--backend", "gloo", "--ranks", "2", "-e", "16",
                             *home], capture_output=True, text=True, timeout=600)
     assert "busbw" in table.stdout and "#wrong" in table.stdout
+
+
+def test_nccl_tests_output_is_read_and_joined_beside_provision_rows(tmp_path: Path) -> None:
+    from conftest import DATA
+
+    from provision.checks import nccl_tests
+
+    version, rows = nccl_tests.parse((DATA / "nccl-tests-h200-x2-graph-G20.txt").read_text())  # 2 x H200, 2026-11-30
+    assert version == "2.28.3" and len(rows) == 25
+    assert (rows[0].size, rows[0].time_us, rows[-1].busbw) == (8, 5.87, 285.81)  # the in-place columns
+    mine = [{"size": 8, "graph_us": 8.8}, {"size": 134217728, "graph_us": 480.0}, {"size": 3, "graph_us": 1.0}]
+    nccl_tests.join(mine, {"eager": [], "graph": [vars(r) for r in rows]})
+    assert mine[0]["graph_ratio"] == pytest.approx(8.8 / 5.87) and mine[0]["torch_overhead_graph_us"] == pytest.approx(8.8 - 5.87)
+    assert mine[1]["nccl_tests_graph_busbw"] == 285.81 and "graph_ratio" not in mine[2]
+
+
+def test_nccl_tests_path_that_is_not_the_binary_is_a_usage_error(tmp_path: Path) -> None:
+    from provision.checks import nccl_tests
+
+    with pytest.raises(UsageError, match="no executable all_reduce_perf"):
+        nccl_tests.find(tmp_path)
+    binary = tmp_path / "all_reduce_perf"
+    binary.write_text("#!/bin/sh\n")
+    binary.chmod(0o755)
+    assert nccl_tests.find(tmp_path) == binary

@@ -10,8 +10,8 @@ import pytest
 from conftest import DATA, ROOT
 
 from provision.machine import nvml
-from provision.machine.recording import Replay
 from provision.machine.facts import MachineFacts, Toolkit
+from provision.machine.recording import Replay
 from provision.report import gates as report
 from provision.stacks import profiles
 

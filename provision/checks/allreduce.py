@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -48,8 +49,11 @@ def variants(algos: tuple[str, ...], protos: tuple[str, ...]) -> list[dict[str, 
 
 def run(home: Home, name: str | None, *, min_bytes: int, max_bytes: int, factor: int, iters: int,
         algos: tuple[str, ...], protos: tuple[str, ...], backend: str, ranks: int | None,
-        progress: Any = lambda _: None) -> dict[str, Any]:
+        nccl_tests: Path | None = None, progress: Any = lambda _: None) -> dict[str, Any]:
+    from provision.checks import nccl_tests as anchors
     from provision.machine import nvml
+
+    anchor_binary = anchors.find(nccl_tests) if backend == "nccl" else None
 
     name = name or home.active()
     if name is None:
@@ -68,7 +72,7 @@ def run(home: Home, name: str | None, *, min_bytes: int, max_bytes: int, factor:
     for variant in variants(algos, protos):
         env = check_runner.environment(python.parent.parent, meta)
         env.update(variant)
-        env["NCCL_NVLS_ENABLE"] = "0"
+        env.update(NCCL_NVLS_ENABLE="0", TORCH_SYMM_MEM_DISABLE_MULTICAST="1", NVSHMEM_DISABLE_NVLS="1")
         arguments = {"gpu_count": world, "backend": backend, "min_bytes": min_bytes, "max_bytes": max_bytes,
                      "factor": factor, "iters": iters}
         progress(f"all-reduce on {world} rank(s) {variant or 'NCCL defaults'}")
@@ -80,7 +84,18 @@ def run(home: Home, name: str | None, *, min_bytes: int, max_bytes: int, factor:
             raise EnvError(f"the all-reduce benchmark crashed (exit {done.returncode}): {done.tail(3)}", "run provision check first") from None
         if verdict["status"] != "pass":
             raise EnvError(f"the all-reduce benchmark failed: {verdict['reason']}", "run provision check --only nccl-allreduce")
-        runs.append({"variant": variant, **verdict["details"]})
+        details = verdict["details"]
+        if anchor_binary is not None:
+            progress(f"nccl-tests {anchor_binary.name} on {world} GPU(s) {variant or 'NCCL defaults'}")
+            anchor_env = dict(env)
+            nccl_dir = anchors.nccl_library_dir(python.parent.parent)
+            if nccl_dir is not None:
+                anchor_env["LD_LIBRARY_PATH"] = os.pathsep.join(filter(None, [str(nccl_dir), env.get("LD_LIBRARY_PATH")]))
+            anchor = anchors.compare(anchor_binary, world=world, min_bytes=min_bytes, max_bytes=max_bytes, factor=factor,
+                                     iters=iters, env=anchor_env)
+            anchors.join(details["rows"], anchor)
+            details["nccl_tests"] = anchor
+        runs.append({"variant": variant, **details})
     record = {"at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"), "backend": backend,
               "world_size": world, "runs": runs}
     meta = read_meta(build)

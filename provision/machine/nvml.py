@@ -10,8 +10,8 @@ import functools
 import json
 import os
 from collections.abc import Callable
-from pathlib import Path
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, TypeVar
 
 from provision import compat
@@ -147,10 +147,18 @@ def _nvlink_ends(lib: Any, handle: Any) -> tuple[bool, list[NvLinkEnd]]:
             return link > 0, ends
         if not active:
             continue
-        remote_type = _quiet(lambda link=link: int(lib.nvmlDeviceGetNvLinkRemoteDeviceType(handle, link)))
-        remote = _quiet(lambda link=link: _str(lib.nvmlDeviceGetNvLinkRemotePciInfo(handle, link).busId).lower())
+        remote_type = _quiet(functools.partial(_int, lib.nvmlDeviceGetNvLinkRemoteDeviceType, handle, link))
+        remote = _quiet(functools.partial(_remote_bus_id, lib, handle, link))
         ends.append(NvLinkEnd(remote_bus_id=remote, remote_type=remote_type))
     return True, ends
+
+
+def _int(fn: Callable[..., Any], *args: Any) -> int:
+    return int(fn(*args))
+
+
+def _remote_bus_id(lib: Any, handle: Any, link: int) -> str:
+    return _str(lib.nvmlDeviceGetNvLinkRemotePciInfo(handle, link).busId).lower()
 
 
 def nvlink_name(a_ends: list[NvLinkEnd], b_ends: list[NvLinkEnd], b_bus_id: str, p2p_nvlink_ok: bool) -> str | None:
@@ -170,7 +178,7 @@ def _read_topology(lib: Any, reading: Reading, handles: list[Any], ends: list[li
     bus_ids = [(gpu.pci_bus_id or "").lower() for gpu in reading.gpus]
     for a in range(len(handles)):
         for b in range(a + 1, len(handles)):
-            p2p_nvlink = _quiet(lambda a=a, b=b: int(lib.nvmlDeviceGetP2PStatus(handles[a], handles[b], P2P_CAPS_INDEX_NVLINK)))
+            p2p_nvlink = _quiet(functools.partial(_int, lib.nvmlDeviceGetP2PStatus, handles[a], handles[b], P2P_CAPS_INDEX_NVLINK))
             link = nvlink_name(ends[a], ends[b], bus_ids[b], p2p_nvlink == P2P_STATUS_OK) if ends[a] else None
             if link is None:
                 level = _try(

@@ -350,24 +350,49 @@ def comparison(result: dict[str, object], as_json: bool) -> None:
         out.print("note: the two baselines ran on different machines")
 
 
+def _beside_anchor(mine: dict[str, float], theirs: dict[str, float], key: str) -> str:
+    text = f"{mine[key]:.3f} ms"
+    return text + (f" (nccl-tests {theirs[key]:.3f} ms, {mine[key] / theirs[key]:.2f}x)" if theirs.get(key) else "")
+
+
 def allreduce(record: dict[str, object], as_json: bool) -> None:
-    """The table of nccl-tests' all_reduce_perf: eager where it has out-of-place, graph-captured where it has in-place."""
+    """The table of nccl-tests' all_reduce_perf (in-place), eager and graph-captured; with nccl-tests' own figures from
+    the same call beside each, their ratio and what torch.distributed adds per op."""
     if as_json:
         ui.dump_json(record)
         return
     lines = []
     for run in record["runs"]:  # type: ignore[attr-defined]
         variant = " ".join(f"{k}={v}" for k, v in run["variant"].items()) or "NCCL defaults"
+        anchor = run.get("nccl_tests")
         lines.append(f"# {record['name']}: all_reduce sum float, {record['world_size']} rank(s), {record['backend']}, {variant}")
-        lines.append("#                                          eager                          cuda graph")
-        lines.append(f"# {'size':>10} {'count':>12}  {'time':>9} {'algbw':>7} {'busbw':>7} {'#wrong':>6}  {'time':>9} {'algbw':>7} {'busbw':>7}")
-        lines.append(f"# {'(B)':>10} {'(elements)':>12}  {'(us)':>9} {'(GB/s)':>7} {'(GB/s)':>7} {'':>6}  {'(us)':>9} {'(GB/s)':>7} {'(GB/s)':>7}")
+        if anchor:
+            lines.append(f"# beside nccl-tests {anchor['path']} (NCCL {anchor['nccl_library']}): 'nccl' is its in-place "
+                         "time, 'x' provision/nccl-tests, '+torch' what torch.distributed adds per op")
+        head, unit = f"# {'size':>10} {'count':>11}", f"# {'(B)':>10} {'(elements)':>11}"
+        for kind in ("eager", "graph"):
+            head += f" | {kind + ' (us)':>11} {'busbw':>7}" + (f" {'nccl':>7} {'x':>5} {'+torch':>7}" if anchor else "")
+            unit += f" | {'':>11} {'(GB/s)':>7}" + (f" {'(us)':>7} {'':>5} {'(us)':>7}" if anchor else "")
+        lines += [head + f" {'#wrong':>6}", unit]
         for row in run["rows"]:
-            graph = (f"{row['graph_us']:9.2f} {row['graph_algbw']:7.2f} {row['graph_busbw']:7.2f}" if "graph_us" in row else f"{'-':>9} {'-':>7} {'-':>7}")
-            lines.append(f"  {row['size']:>10} {row['count']:>12}  {row['eager_us']:9.2f} {row['eager_algbw']:7.2f} "
-                         f"{row['eager_busbw']:7.2f} {row['wrong']:>6}  {graph}")
-        if run.get("pattern"):
-            p = run["pattern"]
-            lines.append(f"# verify pass pattern in a CUDA graph: 122 x 42 KB = {p['122x42KB_ms']:.3f} ms, "
-                         f"2 x 2.5 MB (same bytes, coalesced) = {p['2x2.5MB_ms']:.3f} ms")
+            line = f"  {row['size']:>10} {row['count']:>11}"
+            for kind in ("eager", "graph"):
+                if f"{kind}_us" not in row:
+                    line += f" | {'-':>11} {'-':>7}" + (f" {'-':>7} {'-':>5} {'-':>7}" if anchor else "")
+                    continue
+                line += f" | {row[f'{kind}_us']:11.2f} {row[f'{kind}_busbw']:7.2f}"
+                if anchor:
+                    line += (f" {row[f'nccl_tests_{kind}_us']:7.2f} {row[f'{kind}_ratio']:5.2f} {row[f'torch_overhead_{kind}_us']:7.2f}"
+                             if f"nccl_tests_{kind}_us" in row else f" {'-':>7} {'-':>5} {'-':>7}")
+            lines.append(line + f" {row['wrong']:>6}")
+        pattern = run.get("pattern")
+        if pattern:
+            theirs = (anchor or {}).get("pattern", {})
+            small, large = (_beside_anchor(pattern, theirs, key) for key in ("122x42KB_ms", "2x2.5MB_ms"))
+            lines.append(f"# verify pass in one CUDA graph: 122 x 42 KB = {small}; 2 x 2.5 MB (same bytes, coalesced) = {large}")
+            if "122x42KB_one_buffer_ms" in pattern:
+                lines.append(f"# the 122 on one buffer: {pattern['122x42KB_one_buffer_ms']:.3f} ms")
+        teardown = run.get("teardown") or []
+        if any(t.get("clean") is False for t in teardown):
+            lines.append("# teardown: " + "; ".join(t.get("note") or t.get("error") or "not clean" for t in teardown if t.get("clean") is False))
     print("\n".join(lines))

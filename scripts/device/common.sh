@@ -5,7 +5,7 @@ set -u
 E=/tmp/${EVIDENCE:?set EVIDENCE to a folder name}; rm -rf "$E"; mkdir -p "$E"
 export PYTHONUNBUFFERED=1 PROVISION_HOME=/tmp/provision-home
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site \
-  .whl/tomlkit-*.whl .whl/pyelftools-*.whl .whl/packaging-*.whl >/dev/null
+  .whl/tomlkit-*.whl .whl/pyelftools-*.whl .whl/packaging-*.whl .whl/nvidia_ml_py-*.whl >/dev/null
 export PYTHONPATH=/tmp/site:$PWD
 VENV=/opt/torch/.venv
 SITE=$VENV/lib/python3.12/site-packages

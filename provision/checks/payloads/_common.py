@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 import traceback
 from typing import Any
+
+# Multicast stays off in every payload process and every rank it starts, whatever the caller's environment says:
+# a program that creates multicast objects can take a shared host's GPUs out of service.
+os.environ.update(NCCL_NVLS_ENABLE="0", TORCH_SYMM_MEM_DISABLE_MULTICAST="1", NVSHMEM_DISABLE_NVLS="1")
 
 
 def arguments() -> dict[str, Any]:
@@ -62,10 +67,12 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def launch(target: Any, world: int, config: dict[str, Any], timeout: float) -> list[dict[str, Any]]:
-    """Run target(rank, world, port, out_dir, config) in one process per rank (in this process for one rank);
-    kill every rank still running after `timeout` seconds. Returns each rank's result (its JSON file)."""
-    import os
+def launch(target: Any, world: int, config: dict[str, Any], timeout: float, grace: float = 10.0) -> list[dict[str, Any]]:
+    """Run target(rank, world, port, out_dir, config) in one process per rank (in this process for one rank) and
+    return each rank's result (its JSON file). A rank that reports progress (`progress()`) and then does not finish
+    that step within the step's own bound is a hang: every rank is killed and the verdict names the step. A rank
+    whose result is written but whose teardown outlasts `grace` seconds is killed and its result kept. `timeout`
+    bounds the whole run."""
     import tempfile
     import time
 
@@ -73,38 +80,102 @@ def launch(target: Any, world: int, config: dict[str, Any], timeout: float) -> l
     port = free_port()
     if world == 1:
         target(0, 1, port, out_dir, config)
-    else:
-        import multiprocessing
+        return [read_rank(out_dir, 0)]
+    import multiprocessing
 
-        context = multiprocessing.get_context("spawn")
-        processes = [context.Process(target=target, args=(rank, world, port, out_dir, config)) for rank in range(world)]
-        for process in processes:
-            process.start()
-        deadline = time.monotonic() + timeout
-        for process in processes:
-            process.join(max(0.0, deadline - time.monotonic()))
-        stragglers = [rank for rank, p in enumerate(processes) if p.is_alive()]
-        for process in processes:
-            if process.is_alive():
+    context = multiprocessing.get_context("spawn")
+    processes = [context.Process(target=target, args=(rank, world, port, out_dir, config)) for rank in range(world)]
+    for process in processes:
+        process.start()
+    started = time.monotonic()
+    finished_at: dict[int, float] = {}
+    killed_in_teardown: list[int] = []
+    while any(p.is_alive() for p in processes):
+        time.sleep(0.1)
+        now = time.monotonic()
+        for rank in range(world):
+            if rank not in finished_at and os.path.exists(os.path.join(out_dir, f"rank{rank}.json")):
+                finished_at[rank] = now
+        for rank, process in enumerate(processes):
+            if process.is_alive() and rank in finished_at and now - finished_at[rank] > grace:
                 process.kill()
-                process.join(5)
-        if stragglers:
-            emit("fail", f"ranks {stragglers} hung for {timeout:g} s and were killed: {HANG_HINT}")
-    results = []
-    for rank in range(world):
-        try:
-            with open(os.path.join(out_dir, f"rank{rank}.json")) as handle:
-                results.append(json.load(handle))
-        except OSError:
-            results.append({"rank": rank, "ok": False, "error": "no result: the rank died"})
+                killed_in_teardown.append(rank)
+        stalled = _stalled(out_dir, world, finished_at, started, config)
+        if stalled or now - started > timeout:
+            unfinished = [rank for rank in range(world) if rank not in finished_at]
+            _kill_all(processes)
+            if stalled:
+                rank, step, waited = stalled
+                emit("fail", f"rank {rank} hung at {step} ({waited:.0f} s without finishing it); every rank was killed: "
+                     f"{HANG_HINT}", hung_rank=rank, hung_step=step)
+            emit("fail", f"ranks {unfinished} hung for {timeout:g} s and were killed: {HANG_HINT}")
+    results = [read_rank(out_dir, rank) for rank in range(world)]
+    for rank in killed_in_teardown:
+        results[rank]["teardown"] = {"clean": False, "note": f"teardown outlasted {grace:g} s; the rank was killed"}
     return results
 
 
-def write_rank(out_dir: str, rank: int, result: dict[str, Any]) -> None:
-    import os
+def progress(out_dir: str, rank: int, step: str, bound_s: float) -> None:
+    """Say that this rank starts `step` and should finish it within `bound_s` seconds (the launcher's hang bound)."""
+    import time
 
-    with open(os.path.join(out_dir, f"rank{rank}.json"), "w") as handle:
+    path = os.path.join(out_dir, f"rank{rank}.progress")
+    with open(path + ".tmp", "w") as handle:
+        json.dump({"step": step, "bound_s": bound_s, "at": time.time()}, handle)
+    os.replace(path + ".tmp", path)
+
+
+def _stalled(out_dir: str, world: int, finished_at: dict[int, float], started: float,
+             config: dict[str, Any]) -> tuple[int, str, float] | None:
+    import time
+
+    for rank in range(world):
+        if rank in finished_at:
+            continue
+        try:
+            with open(os.path.join(out_dir, f"rank{rank}.progress")) as handle:
+                step = json.load(handle)
+        except (OSError, ValueError):
+            step = None
+        if step is None:
+            waited = time.monotonic() - started
+            if waited > float(config.get("start_bound_s", 300)):
+                return rank, "start-up (process group and first communicator)", waited
+            continue
+        waited = time.time() - float(step["at"])
+        if waited > float(step["bound_s"]):
+            return rank, str(step["step"]), waited
+    return None
+
+
+def _kill_all(processes: list[Any]) -> None:
+    for process in processes:
+        if process.is_alive():
+            process.kill()
+    for process in processes:
+        process.join(5)
+
+
+def read_rank(out_dir: str, rank: int) -> dict[str, Any]:
+    try:
+        with open(os.path.join(out_dir, f"rank{rank}.json")) as handle:
+            result: dict[str, Any] = json.load(handle)
+    except (OSError, ValueError):
+        return {"rank": rank, "ok": False, "error": "no result: the rank died"}
+    try:
+        with open(os.path.join(out_dir, f"rank{rank}.teardown.json")) as handle:
+            result["teardown"] = json.load(handle)
+    except (OSError, ValueError):
+        pass
+    return result
+
+
+def write_rank(out_dir: str, rank: int, result: dict[str, Any], name: str = "") -> None:
+    """Write a rank's result atomically (the launcher takes a rank as finished once the file exists)."""
+    path = os.path.join(out_dir, f"rank{rank}{name}.json")
+    with open(path + ".tmp", "w") as handle:
         json.dump(result, handle, default=str)
+    os.replace(path + ".tmp", path)
 
 
 def init_group(rank: int, world: int, port: int, backend: str) -> Any:

@@ -3,19 +3,37 @@
 checked for correctness. Then the EAGLE-3 verify pattern: 122 all-reduces of 42 KB against 2 of 2.5 MB (the same
 bytes, coalesced), each captured in one CUDA graph, in milliseconds per forward pass. Prints one JSON line.
 
+How it is timed, and why:
+- eager: `iters` calls of dist.all_reduce between two CUDA events, as nccl-tests times ncclAllReduce. What torch adds
+  on the CPU per call shows here, on purpose: it is what a framework's eager path costs.
+- graph: the GPU is first held busy by a short spin kernel, so that the graph's launch is queued before the start
+  event runs; the time is then the GPU's alone, as nccl-tests' -G amortizes its launches.
+Each rank writes its result before any teardown, frees its graphs before the process group, and reports progress per
+size with a bound derived from the size, so that the launcher tells a hang from slow work (_common.launch).
+
 NCCL variables (NCCL_ALGO, NCCL_PROTO) come from the environment this runs in; NVLS is never enabled."""
 
 from __future__ import annotations
 
+import gc
+import os
 import statistics
 import time
 
-from _common import arguments, crash_reason, emit, init_group, launch, write_rank
+from _common import arguments, crash_reason, emit, init_group, launch, progress, write_rank
 
 FLOAT = 4
+SPIN_CYCLES = 4_000_000  # about 2 ms at H200 clocks: longer than any graph launch here takes on the CPU
+SMALL, LARGE = (122, 42 * 1024), (2, int(2.5 * 2**20))  # the EAGLE-3 verify pass: 122 x 42 KB or 2 x 2.5 MB
 
 
-def timed_ms(fn, repeats: int, use_cuda: bool) -> float:  # type: ignore[no-untyped-def]
+def step_bound_s(size: int, ops: int) -> float:
+    """How long one size may take before it counts as a hang: a fixed allowance for graph capture and lazy NCCL
+    set-up, plus every op moving 2 x size bytes at a pessimistic 0.5 GB/s (PCIe through a busy root complex)."""
+    return 60.0 + ops * 2 * max(size, 1) / 0.5e9
+
+
+def timed_ms(fn, repeats: int, use_cuda: bool, spin: bool = False) -> float:  # type: ignore[no-untyped-def]
     """The median over `repeats` of one call of fn, in milliseconds (CUDA events on a GPU)."""
     import torch
 
@@ -23,6 +41,8 @@ def timed_ms(fn, repeats: int, use_cuda: bool) -> float:  # type: ignore[no-unty
     for _ in range(repeats):
         if use_cuda:
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            if spin:
+                torch.cuda._sleep(SPIN_CYCLES)
             start.record()
             fn()
             end.record()
@@ -61,6 +81,8 @@ def capture(ops, iterations: int):  # type: ignore[no-untyped-def]
 
 def rank_main(rank: int, world: int, port: int, out_dir: str, config: dict[str, object]) -> None:
     result: dict[str, object] = {"rank": rank, "ok": False}
+    graphs: list[object] = []
+    dist = None
     try:
         import torch
 
@@ -73,6 +95,7 @@ def rank_main(rank: int, world: int, port: int, out_dir: str, config: dict[str, 
         expected = world * (world + 1) / 2
         rows = []
         for size in sweep_sizes(config):
+            progress(out_dir, rank, f"size {size} B", step_bound_s(size, (iterations + 1) * (2 * repeats + 2) + 1))
             count = max(1, size // FLOAT)
             buffer = torch.full((count,), float(rank + 1), dtype=torch.float32, device=device)
             dist.all_reduce(buffer)  # the correctness pass, also a warm-up
@@ -87,8 +110,9 @@ def rank_main(rank: int, world: int, port: int, out_dir: str, config: dict[str, 
                    "eager_us": timed_ms(eager, repeats, use_cuda) * 1e3 / iterations}
             if use_cuda:
                 graph = capture(lambda b=buffer: dist.all_reduce(b), iterations)
+                graphs.append(graph)
                 graph.replay()
-                row["graph_us"] = timed_ms(graph.replay, repeats, True) * 1e3 / iterations
+                row["graph_us"] = timed_ms(graph.replay, repeats, True, spin=True) * 1e3 / iterations
             for kind in ("eager", "graph"):
                 if f"{kind}_us" in row:
                     algbw = row["size"] / (row[f"{kind}_us"] * 1e-6) / 1e9
@@ -96,39 +120,64 @@ def rank_main(rank: int, world: int, port: int, out_dir: str, config: dict[str, 
             rows.append(row)
         result["rows"] = rows
         if use_cuda:
-            result["pattern"] = pattern(dist, device, repeats)
-        dist.destroy_process_group()
+            progress(out_dir, rank, "the 122 x 42 KB / 2 x 2.5 MB pattern", step_bound_s(LARGE[1], 40 * repeats * 4))
+            result["pattern"] = pattern(dist, device, repeats, graphs)
         result["ok"] = not any(r["wrong"] for r in rows)
     except BaseException as exc:
         result["error"] = crash_reason(exc)
-    write_rank(out_dir, rank, result)
+    write_rank(out_dir, rank, result)  # kept whatever the teardown does
+    teardown(rank, out_dir, dist, graphs)
 
 
-def pattern(dist, device: str, repeats: int) -> dict[str, float]:  # type: ignore[no-untyped-def]
-    """122 all-reduces of 42 KB against 2 of 2.5 MB, each one forward pass captured in a CUDA graph."""
+def teardown(rank: int, out_dir: str, dist, graphs: list[object]) -> None:  # type: ignore[no-untyped-def]
+    """Free the graphs (which hold NCCL's captured work) before the process group, then destroy the group. A teardown
+    that still hangs is killed by the launcher after its grace; the results are already written."""
+    begin = time.perf_counter()
+    try:
+        import torch
+
+        graphs.clear()
+        gc.collect()
+        if torch.cuda.is_available():
+            torch.cuda.synchronize()
+        if dist is not None and dist.is_initialized():
+            dist.destroy_process_group()
+        write_rank(out_dir, rank, {"clean": True, "seconds": round(time.perf_counter() - begin, 3)}, ".teardown")
+    except BaseException as exc:
+        write_rank(out_dir, rank, {"clean": False, "error": crash_reason(exc)}, ".teardown")
+
+
+def pattern(dist, device: str, repeats: int, graphs: list[object]) -> dict[str, float]:  # type: ignore[no-untyped-def]
+    """122 all-reduces of 42 KB against 2 of 2.5 MB, each one forward pass captured in a CUDA graph; the 122 are
+    also timed on one buffer, which tells what distinct buffers cost."""
     import torch
 
-    small = [torch.ones(42 * 1024 // FLOAT, device=device) for _ in range(122)]
-    large = [torch.ones(int(2.5 * 2**20) // FLOAT, device=device) for _ in range(2)]
+    (n_small, small_bytes), (n_large, large_bytes) = SMALL, LARGE
+    small = [torch.ones(small_bytes // FLOAT, device=device) for _ in range(n_small)]
+    one = torch.ones(small_bytes // FLOAT, device=device)
+    large = [torch.ones(large_bytes // FLOAT, device=device) for _ in range(n_large)]
     out = {}
-    for name, buffers in (("122x42KB_ms", small), ("2x2.5MB_ms", large)):
+    for name, buffers in (("122x42KB_ms", small), ("2x2.5MB_ms", large), ("122x42KB_one_buffer_ms", [one] * n_small)):
         graph = capture(lambda b=buffers: [dist.all_reduce(t) for t in b], 1)
+        graphs.append(graph)
         graph.replay()
-        out[name] = timed_ms(graph.replay, repeats * 4, True)
+        out[name] = timed_ms(graph.replay, repeats * 4, True, spin=True)
     return out
 
 
 def main() -> None:
     args = arguments()
     world = int(args.get("gpu_count") or 1)
-    config = {k: args[k] for k in ("backend", "min_bytes", "max_bytes", "factor", "iters", "repeats") if k in args}
-    results = launch(rank_main, world, config, float(args.get("rank_timeout", 600)))
+    config = {k: args[k] for k in ("backend", "min_bytes", "max_bytes", "factor", "iters", "repeats", "start_bound_s")
+              if k in args}
+    results = launch(rank_main, world, config, float(args.get("rank_timeout", 1800)), float(args.get("grace", 10)))
     failed = [r for r in results if not r.get("ok")]
+    teardown = [r.get("teardown", {"clean": None}) for r in results]
     if failed:
         first = failed[0]
         emit("fail", f"rank {first['rank']}: {first.get('error') or 'wrong results'}", ranks=results)
     emit("pass", f"{world} rank(s), {len(results[0]['rows'])} sizes", world_size=world, rows=results[0]["rows"],
-         pattern=results[0].get("pattern"))
+         pattern=results[0].get("pattern"), teardown=teardown, nccl_nvls_enable=os.environ.get("NCCL_NVLS_ENABLE"))
 
 
 if __name__ == "__main__":
