@@ -9,13 +9,6 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-from packaging.version import InvalidVersion, Version
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
-
 # NVML's topology common-ancestor levels, named as `nvidia-smi topo -m` prints them (nvml.h nvmlGpuTopologyLevel_t).
 TOPOLOGY_LEVELS = {0: "X", 10: "PIX", 20: "PXB", 30: "PHB", 40: "NODE", 50: "SYS"}
 # NVML's nvmlGpuP2PStatus_t, as cuda.bindings.nvml.GpuP2PStatus names it.
@@ -34,6 +27,11 @@ _LABEL = re.compile(r"^(sm|compute|lto)_(\d+)([af]?)$")
 @cache
 def knowledge() -> dict[str, Any]:
     """Return the parsed knowledge.toml shipped with the package."""
+    if sys.version_info >= (3, 11):  # imported here: `probe` needs none of the tables, only the constants above
+        import tomllib
+    else:  # pragma: no cover
+        import tomli as tomllib
+
     text = resources.files("provision").joinpath("knowledge.toml").read_text(encoding="utf-8")
     data: dict[str, Any] = tomllib.loads(text)
     return data
@@ -86,6 +84,8 @@ def driver_source(cuda: str) -> str:
 
 
 def version_at_least(have: str, want: str) -> bool:
+    from packaging.version import InvalidVersion, Version
+
     try:
         return Version(have) >= Version(want)
     except InvalidVersion:

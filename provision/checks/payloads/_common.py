@@ -111,7 +111,9 @@ def launch(target: Any, world: int, config: dict[str, Any], timeout: float, grac
             emit("fail", f"ranks {unfinished} hung for {timeout:g} s and were killed: {HANG_HINT}")
     results = [read_rank(out_dir, rank) for rank in range(world)]
     for rank in killed_in_teardown:
-        results[rank]["teardown"] = {"clean": False, "note": f"teardown outlasted {grace:g} s; the rank was killed"}
+        last = _last_step(out_dir, rank)
+        results[rank]["teardown"] = {"clean": False, "step": last,
+                                     "note": f"teardown outlasted {grace:g} s (at {last}); the rank was killed"}
     return results
 
 
@@ -146,6 +148,14 @@ def _stalled(out_dir: str, world: int, finished_at: dict[int, float], started: f
         if waited > float(step["bound_s"]):
             return rank, str(step["step"]), waited
     return None
+
+
+def _last_step(out_dir: str, rank: int) -> str:
+    try:
+        with open(os.path.join(out_dir, f"rank{rank}.progress")) as handle:
+            return str(json.load(handle)["step"])
+    except (OSError, ValueError, KeyError):
+        return "unknown step"
 
 
 def _kill_all(processes: list[Any]) -> None:

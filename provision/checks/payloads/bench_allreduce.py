@@ -130,21 +130,31 @@ def rank_main(rank: int, world: int, port: int, out_dir: str, config: dict[str, 
 
 
 def teardown(rank: int, out_dir: str, dist, graphs: list[object]) -> None:  # type: ignore[no-untyped-def]
-    """Free the graphs (which hold NCCL's captured work) before the process group, then destroy the group. A teardown
-    that still hangs is killed by the launcher after its grace; the results are already written."""
+    """Free the graphs (which hold NCCL's captured work) and wait for the GPU, then end the process group by aborting
+    its communicators: every collective has completed and every result is written, so nothing is left for a graceful
+    destroy to wait for, and a destroy is what hung on NVSwitch machines. A teardown that still outlasts its bound is
+    killed by the launcher; the results are already written."""
     begin = time.perf_counter()
+    step = "free graphs"
     try:
         import torch
 
+        progress(out_dir, rank, "teardown: free the CUDA graphs", 30)
         graphs.clear()
         gc.collect()
         if torch.cuda.is_available():
+            step = "synchronize"
             torch.cuda.synchronize()
+        how = "none"
         if dist is not None and dist.is_initialized():
-            dist.destroy_process_group()
-        write_rank(out_dir, rank, {"clean": True, "seconds": round(time.perf_counter() - begin, 3)}, ".teardown")
+            abort = getattr(dist.distributed_c10d, "_abort_process_group", None)
+            step = how = "abort" if abort is not None else "destroy"
+            progress(out_dir, rank, f"teardown: {how} the process group", 30)
+            abort() if abort is not None else dist.destroy_process_group()
+        write_rank(out_dir, rank, {"clean": True, "how": how, "seconds": round(time.perf_counter() - begin, 3)},
+                   ".teardown")
     except BaseException as exc:
-        write_rank(out_dir, rank, {"clean": False, "error": crash_reason(exc)}, ".teardown")
+        write_rank(out_dir, rank, {"clean": False, "step": step, "error": crash_reason(exc)}, ".teardown")
 
 
 def pattern(dist, device: str, repeats: int, graphs: list[object]) -> dict[str, float]:  # type: ignore[no-untyped-def]
