@@ -175,3 +175,12 @@ def test_a_damaged_recording_is_one_line(tmp_path: Path, provision_bin: str) -> 
     done = subprocess.run([provision_bin, "probe", "--json"], capture_output=True, text=True, timeout=60,
                           env={**os.environ, nvml.REPLAY_VARIABLE: str(bad)})
     assert done.returncode == 2 and "not a readable NVML recording" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_the_recorded_2_x_h200_nvswitch_pair_reads_nv18_like_nvidia_smi() -> None:
+    """Recorded with `provision probe --record-nvml` on the lent 2 x H200 machine (docs/evidence/h200-x2-2026-11-30-a),
+    where `nvidia-smi topo -m` printed NV18: every link's far end is the NVSwitch, never the peer GPU."""
+    r = replay("h200-x2.nvml.json")
+    assert [g.nvlink_active_links for g in r.gpus] == [18, 18]
+    assert [(link.gpu_a, link.gpu_b, link.link, link.p2p_read) for link in r.topology] == [(0, 1, "NV18", "ok")]
+    assert not MachineFacts(gpus=tuple(r.gpus), topology=tuple(r.topology)).pcie_only

@@ -11,7 +11,7 @@ step 01-nvidia-smi-topo-p2p nvidia-smi topo -p2p n
 step 02-probe $P probe
 step 03-probe-json $P probe --json --record-nvml "$E/h200-x2.nvml.json"
 step 04-probe-replayed env PROVISION_NVML_REPLAY="$E/h200-x2.nvml.json" $P probe --json
-step 05-bench-probe python3 scripts/bench_probe.py --runs 9 --slow-runs 0 --json "$E/bench-probe.json"
+step 05-bench-probe python3 scripts/bench_probe.py --runs 11 --slow-runs 1 --json "$E/bench-probe.json"
 step 06-probe-importtime python3 -X importtime -m provision probe --json
 # nccl-tests against the NCCL of the environment under test (how-measured.md of the 2-GPU readings)
 NCCLD=$(dirname "$(dirname "$(find $VENV -name 'libnccl.so.2' | head -1)")")
@@ -26,6 +26,15 @@ step 21-bench-json $P bench allreduce h200 --nccl-tests $NT --json
 step 22-bench-graph-register-off env NCCL_GRAPH_REGISTER=0 $P bench allreduce h200 --nccl-tests $NT -b 32K -e 64K
 step 23-bench-ring-tree $P bench allreduce h200 --nccl-tests $NT -e 1M --nccl-algo allreduce:ring --nccl-algo allreduce:tree
 step 24-nvls-refused $P bench allreduce h200 --nccl-algo NVLS
+step 25-bench-mixing-off env NCCL_GRAPH_MIXING_SUPPORT=0 $P bench allreduce h200 --nccl-tests $NT -b 32K -e 64K
 step 30-envs $P envs --json
+# why a graph-captured torch all-reduce costs more than nccl-tests' (scripts/device/graph_diag.py says what it measures)
+step 40-diag-destroy timeout 90 python3 scripts/device/graph_diag.py destroy
+step 41-diag-abort timeout 90 python3 scripts/device/graph_diag.py abort
+step 42-diag-mixing-off env NCCL_GRAPH_MIXING_SUPPORT=0 timeout 90 python3 scripts/device/graph_diag.py abort
+step 43-torch-nccl-variables bash -c "strings $SITE/torch/lib/libtorch_cuda.so | grep -o 'TORCH_NCCL_[A-Z_]*' | sort -u"
+step 44-probe-cprofile python3 -m cProfile -s cumtime -m provision probe --json
+if [ -f scripts/bench_drift.py ]; then step 50-bench-drift python3 scripts/bench_drift.py --venv $VENV; fi
 echo; cat "$E/steps.txt"; echo
-cat "$E/00-nvidia-smi-topo.out" "$E/02-probe.out" "$E/05-bench-probe.out"; tail -12 "$E/12-check.out"; cat "$E/20-bench.out" "$E/22-bench-graph-register-off.out"; tail -5 "$E"/*.err
+cat "$E/05-bench-probe.out"; tail -11 "$E/12-check.out"; cat "$E/20-bench.out" "$E/25-bench-mixing-off.out" "$E"/4[012]-diag*.out
+for f in "$E"/*.err; do [ -s "$f" ] && { echo "== $f"; tail -3 "$f"; }; done

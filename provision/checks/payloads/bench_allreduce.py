@@ -6,8 +6,10 @@ bytes, coalesced), each captured in one CUDA graph, in milliseconds per forward 
 How it is timed, and why:
 - eager: `iters` calls of dist.all_reduce between two CUDA events, as nccl-tests times ncclAllReduce. What torch adds
   on the CPU per call shows here, on purpose: it is what a framework's eager path costs.
-- graph: the GPU is first held busy by a short spin kernel, so that the graph's launch is queued before the start
-  event runs; the time is then the GPU's alone, as nccl-tests' -G amortizes its launches.
+- graph: the GPU is first held busy by a spin kernel longer than the graph's launch takes on the CPU (measured, then
+  doubled), so that the launch is queued before the start event runs; the time is then the GPU's alone, as
+  nccl-tests' -G amortizes its launches over many. What the launch costs the CPU is reported beside it
+  (`launch_cpu_ms`): a serving loop that waits for each step pays it.
 Each rank writes its result before any teardown, frees its graphs before the process group, and reports progress per
 size with a bound derived from the size, so that the launcher tells a hang from slow work (_common.launch).
 
@@ -23,7 +25,7 @@ import time
 from _common import arguments, crash_reason, emit, init_group, launch, progress, write_rank
 
 FLOAT = 4
-SPIN_CYCLES = 4_000_000  # about 2 ms at H200 clocks: longer than any graph launch here takes on the CPU
+SPIN_MS = 2.0  # the least the GPU is held busy before a timed graph replay
 SMALL, LARGE = (122, 42 * 1024), (2, int(2.5 * 2**20))  # the EAGLE-3 verify pass: 122 x 42 KB or 2 x 2.5 MB
 
 
@@ -33,7 +35,33 @@ def step_bound_s(size: int, ops: int) -> float:
     return 60.0 + ops * 2 * max(size, 1) / 0.5e9
 
 
-def timed_ms(fn, repeats: int, use_cuda: bool, spin: bool = False) -> float:  # type: ignore[no-untyped-def]
+def cycles_per_ms() -> float:
+    """The GPU's clock as torch.cuda._sleep counts it, measured (no property reports it on every torch)."""
+    import torch
+
+    torch.cuda._sleep(1_000_000)  # warm-up
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    torch.cuda._sleep(10_000_000)
+    end.record()
+    end.synchronize()
+    return 10_000_000 / max(start.elapsed_time(end), 1e-3)
+
+
+def launch_cpu_ms(fn, repeats: int = 5) -> float:  # type: ignore[no-untyped-def]
+    """The median CPU time of one call of fn (a graph replay: its launch), waiting for the GPU after each."""
+    import torch
+
+    samples = []
+    for _ in range(repeats):
+        begin = time.perf_counter()
+        fn()
+        samples.append((time.perf_counter() - begin) * 1e3)
+        torch.cuda.synchronize()
+    return statistics.median(samples)
+
+
+def timed_ms(fn, repeats: int, use_cuda: bool, spin_cycles: int = 0) -> float:  # type: ignore[no-untyped-def]
     """The median over `repeats` of one call of fn, in milliseconds (CUDA events on a GPU)."""
     import torch
 
@@ -41,8 +69,8 @@ def timed_ms(fn, repeats: int, use_cuda: bool, spin: bool = False) -> float:  # 
     for _ in range(repeats):
         if use_cuda:
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            if spin:
-                torch.cuda._sleep(SPIN_CYCLES)
+            if spin_cycles:
+                torch.cuda._sleep(spin_cycles)
             start.record()
             fn()
             end.record()
@@ -92,6 +120,7 @@ def rank_main(rank: int, world: int, port: int, out_dir: str, config: dict[str, 
         device = f"cuda:{rank}" if use_cuda else "cpu"
         iterations, repeats = int(config.get("iters", 20)), int(config.get("repeats", 5))
         factor = 2 * (world - 1) / world
+        clock = cycles_per_ms() if use_cuda else 0.0
         expected = world * (world + 1) / 2
         rows = []
         for size in sweep_sizes(config):
@@ -112,7 +141,9 @@ def rank_main(rank: int, world: int, port: int, out_dir: str, config: dict[str, 
                 graph = capture(lambda b=buffer: dist.all_reduce(b), iterations)
                 graphs.append(graph)
                 graph.replay()
-                row["graph_us"] = timed_ms(graph.replay, repeats, True, spin=True) * 1e3 / iterations
+                launch = launch_cpu_ms(graph.replay)
+                row["graph_us"] = timed_ms(graph.replay, repeats, True, spin(launch, clock)) * 1e3 / iterations
+                row["graph_launch_cpu_us"] = launch * 1e3 / iterations
             for kind in ("eager", "graph"):
                 if f"{kind}_us" in row:
                     algbw = row["size"] / (row[f"{kind}_us"] * 1e-6) / 1e9
@@ -121,7 +152,7 @@ def rank_main(rank: int, world: int, port: int, out_dir: str, config: dict[str, 
         result["rows"] = rows
         if use_cuda:
             progress(out_dir, rank, "the 122 x 42 KB / 2 x 2.5 MB pattern", step_bound_s(LARGE[1], 40 * repeats * 4))
-            result["pattern"] = pattern(dist, device, repeats, graphs)
+            result["pattern"] = pattern(dist, device, repeats, graphs, clock)
         result["ok"] = not any(r["wrong"] for r in rows)
     except BaseException as exc:
         result["error"] = crash_reason(exc)
@@ -157,7 +188,12 @@ def teardown(rank: int, out_dir: str, dist, graphs: list[object]) -> None:  # ty
         write_rank(out_dir, rank, {"clean": False, "step": step, "error": crash_reason(exc)}, ".teardown")
 
 
-def pattern(dist, device: str, repeats: int, graphs: list[object]) -> dict[str, float]:  # type: ignore[no-untyped-def]
+def spin(launch_ms: float, clock: float) -> int:
+    """Cycles to hold the GPU busy: twice the measured launch time, at least SPIN_MS."""
+    return int(max(SPIN_MS, 2 * launch_ms) * clock)
+
+
+def pattern(dist, device: str, repeats: int, graphs: list[object], clock: float) -> dict[str, float]:  # type: ignore[no-untyped-def]
     """122 all-reduces of 42 KB against 2 of 2.5 MB, each one forward pass captured in a CUDA graph; the 122 are
     also timed on one buffer, which tells what distinct buffers cost."""
     import torch
@@ -171,7 +207,9 @@ def pattern(dist, device: str, repeats: int, graphs: list[object]) -> dict[str, 
         graph = capture(lambda b=buffers: [dist.all_reduce(t) for t in b], 1)
         graphs.append(graph)
         graph.replay()
-        out[name] = timed_ms(graph.replay, repeats * 4, True, spin=True)
+        launch = launch_cpu_ms(graph.replay)
+        out[name] = timed_ms(graph.replay, repeats * 4, True, spin(launch, clock))
+        out[name.replace("_ms", "_launch_cpu_ms")] = launch
     return out
 
 
