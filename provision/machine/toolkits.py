@@ -5,11 +5,11 @@ from __future__ import annotations
 import os
 import re
 import shutil
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from provision import proc
 from provision.machine.facts import Toolkit
+from provision.machine.threads import parallel_map
 
 _RELEASE = re.compile(r"release (\d+\.\d+), V([\d.]+)")
 NVCC_TIMEOUT = 20.0
@@ -68,9 +68,8 @@ def find(venvs: tuple[Path, ...] = ()) -> tuple[list[Toolkit], list[str]]:
     notes: list[str] = []
     if not found:
         return toolkits, ["no CUDA toolkit found (CUDA_HOME, CUDA_PATH, PATH, /usr/local/cuda*, /opt/cuda*)"]
-    with ThreadPoolExecutor(max_workers=min(8, len(found))) as pool:
-        for result in pool.map(lambda item: describe(*item), found.items()):
-            (toolkits if isinstance(result, Toolkit) else notes).append(result)  # type: ignore[arg-type]
+    for result in parallel_map(lambda item: describe(*item), found.items()):
+        (toolkits if isinstance(result, Toolkit) else notes).append(result)  # type: ignore[arg-type]
     return toolkits, notes
 
 
