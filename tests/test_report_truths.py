@@ -3,7 +3,6 @@ filled per GPU, no torch means SKIP, a CPU torch FAILs, feature gates follow the
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
@@ -21,7 +20,7 @@ RECORDED = sorted((ROOT / "docs/machines").glob("*.probe.json"))
 
 
 def facts_from(recording: str) -> MachineFacts:
-    r = nvml.read(nvml.Replay(json.loads((DATA / recording).read_text())))
+    r = nvml.read(nvml.replay_file(DATA / recording))
     return MachineFacts(driver=r.driver, gpus=tuple(r.gpus), topology=tuple(r.topology))
 
 

@@ -28,6 +28,7 @@ step 23-bench-ring-tree $P bench allreduce h200 --nccl-tests $NT -e 1M --nccl-al
 step 24-nvls-refused $P bench allreduce h200 --nccl-algo NVLS
 step 25-bench-mixing-off env NCCL_GRAPH_MIXING_SUPPORT=0 $P bench allreduce h200 --nccl-tests $NT -b 32K -e 64K
 step 30-envs $P envs --json
+step 31-pytest-gpu python3 -m pytest -q -p no:cacheprovider tests/test_gpu.py
 # why a graph-captured torch all-reduce costs more than nccl-tests' (scripts/device/graph_diag.py says what it measures)
 step 40-diag-destroy timeout 90 python3 scripts/device/graph_diag.py destroy
 step 41-diag-abort timeout 90 python3 scripts/device/graph_diag.py abort
