@@ -11,8 +11,6 @@ step 01-nvidia-smi-topo-p2p nvidia-smi topo -p2p n
 step 02-probe $P probe
 step 03-probe-json $P probe --json --record-nvml "$E/h200-x2.nvml.json"
 step 04-probe-replayed env PROVISION_NVML_REPLAY="$E/h200-x2.nvml.json" $P probe --json
-step 05-bench-probe python3 scripts/bench_probe.py --runs 11 --slow-runs 1 --json "$E/bench-probe.json"
-step 06-probe-importtime python3 -X importtime -m provision probe --json
 # nccl-tests against the NCCL of the environment under test (how-measured.md of the 2-GPU readings)
 NCCLD=$(dirname "$(dirname "$(find $VENV -name 'libnccl.so.2' | head -1)")")
 mkdir -p /tmp/nccl/lib; ln -sf $NCCLD/lib/libnccl.so.2 /tmp/nccl/lib/libnccl.so; ln -sfn $NCCLD/include /tmp/nccl/include
@@ -20,22 +18,22 @@ step 10-build-nccl-tests bash -c "cd /tmp && tar xzf $PWD/.carry/nccl-tests-2.19
 NT=/tmp/nccl-tests/build
 step 11-adopt $P adopt h200 $VENV --profile scripts/device/h200-image.toml
 step 12-check $P check h200
-step 13-check-json $P check h200 --json
-step 20-bench $P bench allreduce h200 --nccl-tests $NT
-step 21-bench-json $P bench allreduce h200 --nccl-tests $NT --json
-step 22-bench-graph-register-off env NCCL_GRAPH_REGISTER=0 $P bench allreduce h200 --nccl-tests $NT -b 32K -e 64K
-step 23-bench-ring-tree $P bench allreduce h200 --nccl-tests $NT -e 1M --nccl-algo allreduce:ring --nccl-algo allreduce:tree
-step 24-nvls-refused $P bench allreduce h200 --nccl-algo NVLS
-step 25-bench-mixing-off env NCCL_GRAPH_MIXING_SUPPORT=0 $P bench allreduce h200 --nccl-tests $NT -b 32K -e 64K
+step 20-bench-json $P bench allreduce h200 --nccl-tests $NT --json
+step 21-bench $P bench allreduce h200 --nccl-tests $NT
+step 22-pytest-gpu python3 -m pytest -q -p no:cacheprovider tests/test_gpu.py
+step 23-bench-mixing-off env NCCL_GRAPH_MIXING_SUPPORT=0 $P bench allreduce h200 --nccl-tests $NT -b 32K -e 64K
+step 24-bench-ring-tree $P bench allreduce h200 --nccl-tests $NT -e 64K --nccl-algo allreduce:ring --nccl-algo allreduce:tree
+step 25-nvls-refused $P bench allreduce h200 --nccl-algo NVLS
 step 30-envs $P envs --json
-step 31-pytest-gpu python3 -m pytest -q -p no:cacheprovider tests/test_gpu.py
 # why a graph-captured torch all-reduce costs more than nccl-tests' (scripts/device/graph_diag.py says what it measures)
-step 40-diag-destroy timeout 90 python3 scripts/device/graph_diag.py destroy
-step 41-diag-abort timeout 90 python3 scripts/device/graph_diag.py abort
-step 42-diag-mixing-off env NCCL_GRAPH_MIXING_SUPPORT=0 timeout 90 python3 scripts/device/graph_diag.py abort
-step 43-torch-nccl-variables bash -c "strings $SITE/torch/lib/libtorch_cuda.so | grep -o 'TORCH_NCCL_[A-Z_]*' | sort -u"
-step 44-probe-cprofile python3 -m cProfile -s cumtime -m provision probe --json
-if [ -f scripts/bench_drift.py ]; then step 50-bench-drift python3 scripts/bench_drift.py --venv $VENV; fi
+step 40-diag-abort timeout 90 python3 scripts/device/graph_diag.py abort
+step 41-diag-destroy timeout 90 python3 scripts/device/graph_diag.py destroy
+step 42-torch-nccl-variables bash -c "strings $SITE/torch/lib/libtorch_cuda.so | grep -o 'TORCH_NCCL_[A-Z_]*' | sort -u"
+step 50-bench-probe python3 scripts/bench_probe.py --runs 11 --slow-runs 1 --json "$E/bench-probe.json"
+step 51-probe-importtime python3 -X importtime -m provision probe --json
+step 52-probe-cprofile python3 -m cProfile -s cumtime -m provision probe --json
+DRIFT=scripts/bench_drift.py; [ -f $DRIFT ] || DRIFT=.carry/bench_drift.py
+[ -f $DRIFT ] && step 60-bench-drift python3 $DRIFT $VENV --runs 5 --json "$E/bench-drift.json"
 echo; cat "$E/steps.txt"; echo
-cat "$E/05-bench-probe.out"; tail -11 "$E/12-check.out"; cat "$E/20-bench.out" "$E/25-bench-mixing-off.out" "$E"/4[012]-diag*.out
+tail -11 "$E/12-check.out"; cat "$E/21-bench.out" "$E/23-bench-mixing-off.out" "$E"/4[01]-diag*.out "$E/50-bench-probe.out" "$E/60-bench-drift.out"
 for f in "$E"/*.err; do [ -s "$f" ] && { echo "== $f"; tail -3 "$f"; }; done
