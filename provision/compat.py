@@ -146,11 +146,3 @@ def flashinfer_arch_list(ccs: Iterable[str], nvcc: str | None) -> str:
 
 def gate(name: str) -> dict[str, Any]:
     return dict(knowledge()["gates"][name])
-
-
-def opaque_kernels(package: str | None) -> str | None:
-    """Why a package's SMs cannot be read from fatbin headers, or None when they can."""
-    for row in knowledge().get("opaque_kernels", []):
-        if row["package"] == package:
-            return str(row["reason"])
-    return None

@@ -80,16 +80,3 @@ def test_driver_supports(driver_cuda: str | None, target: str, ok: bool) -> None
 @pytest.mark.parametrize(("code", "name"), list(compat.TOPOLOGY_LEVELS.items()))
 def test_topology_levels_are_nvidia_smi_names(code: int, name: str) -> None:
     assert name in {"X", "PIX", "PXB", "PHB", "NODE", "SYS"}
-
-
-@pytest.mark.parametrize("row", K.get("opaque_kernels", []), ids=lambda r: r["package"])
-def test_opaque_kernel_packages_are_cited_and_skipped(row: dict) -> None:
-    from collections import Counter
-
-    from provision.scan import binaries as scan
-    from provision.scan import fatbin
-
-    assert row["source"] and compat.opaque_kernels(row["package"]) == row["reason"]
-    files = [scan.FileScan("lib.so", row["package"], fatbin.Counts(cubin=Counter({"sm_75": 1})))]
-    (package,) = scan._by_package(files, ("12.0",))
-    assert package.verdicts["12.0"][0] == "skip"

@@ -13,7 +13,7 @@ import pytest
 from wheelhouse import build_wheel
 
 from provision.scan import binaries as scan
-from provision.scan import fatbin
+from provision.scan import elf, fatbin
 
 NVCC = shutil.which("nvcc")
 needs_nvcc = pytest.mark.skipif(NVCC is None, reason="nvcc is not installed on this machine")
@@ -58,15 +58,16 @@ def test_scan_finds_exactly_what_nvcc_compiled(tmp_path: Path, gencodes, flags, 
 
 
 @needs_nvcc
-@pytest.mark.parametrize("target", ["sm_75", "sm_90", "sm_90a", "sm_100", "sm_120", "sm_120a", "sm_120f", "sm_121"])
+@pytest.mark.parametrize("target", ["sm_75", "sm_90", "sm_90a", "sm_100", "sm_100a", "sm_100f", "sm_103a", "sm_120",
+                                    "sm_120a", "sm_120f", "sm_121"])
 def test_bare_cubin_label_from_elf_header(tmp_path: Path, target: str) -> None:
     source = tmp_path / "k.cu"
     source.write_text(KERNEL)
     cubin = tmp_path / f"{target}.cubin"
     arch = target.replace("sm_", "compute_")
     subprocess.run([NVCC, "-cubin", "-o", cubin, source, "-gencode", f"arch={arch},code={target}"], check=True, timeout=300)
-    # Bare cubins do not record a/f in e_flags (docs/fatbin.md): they are labelled plainly, like cuobjdump does.
-    assert dict(scan.counts_in_file(cubin).cubin) == {target.rstrip("af"): 1}
+    # nvcc 13 marks `a` in .nv.compat; family cubins carry no mark and are labelled plainly, as cuobjdump does.
+    assert dict(scan.counts_in_file(cubin).cubin) == {target.rstrip("f"): 1}
 
 
 @needs_nvcc
@@ -117,8 +118,20 @@ def test_entry_label_flags() -> None:
     assert fatbin.entry_label(fatbin.KIND_CUBIN, 90, 0x100011) == "sm_90a"
     assert fatbin.entry_label(fatbin.KIND_PTX, 100, 0x8011) == "compute_100"
     assert fatbin.entry_label(fatbin.KIND_LTO, 90, 0x18011) == "lto_90"
-    assert fatbin.cubin_label(0x6007802, 8) == "sm_120"
-    assert fatbin.cubin_label(0x460546, 7) == "sm_70"
+
+
+@pytest.mark.parametrize(("flags", "abi", "compat", "label"), [
+    (0x6007802, 8, b"", "sm_120"),
+    (0x6006402 | 0x8, 8, b"", "sm_100a"),  # CUDA 12.8/12.9 cubins: bit 0x8 of e_flags
+    (0x6006402, 8, bytes.fromhex("02090100020201000205050003070101"), "sm_100a"),  # nvcc 13: .nv.compat attr 9
+    (0x6006402, 8, bytes.fromhex("02090000020201000205050003070101"), "sm_100"),
+    (0x460546, 7, b"", "sm_70"),
+    (0x5a | 0x800, 7, b"", "sm_90a"),  # before ABI 8: EF_CUDA_ACCELERATORS
+])
+def test_bare_cubin_label_rules(flags: int, abi: int, compat: bytes, label: str) -> None:
+    sections = (elf.Section(".nv.compat", 0x70000086, 0, 0, len(compat)),) if compat else ()
+    image = elf.Image(elf.ET_EXEC, elf.EM_CUDA, flags, abi, sections)
+    assert elf.cubin_label(image, compat, 0, len(compat)) == label
 
 
 @needs_nvcc

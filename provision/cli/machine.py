@@ -26,7 +26,7 @@ def probe(as_json: bool, venvs: tuple[Path, ...], record_nvml: Path | None) -> N
 
 @click.command(short_help="Which SMs and PTX CUDA binaries carry.")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
-@click.option("--require", "require", multiple=True, help="Judge each package against this SM (12.0 or sm_120).")
+@click.option("--require", "require", multiple=True, help="Judge each package against this SM (12.0, 12 or sm_120).")
 @json_option
 @verbosity_options
 def scan(paths: tuple[Path, ...], require: tuple[str, ...], as_json: bool) -> None:

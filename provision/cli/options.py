@@ -93,13 +93,24 @@ def index_option(f: F) -> F:
 
 
 def compute_capability(value: str) -> str:
-    """Return "12.0" for 12.0, 120 or sm_120; a usage error for anything else."""
-    text = value.strip().lower().removeprefix("sm_")
-    if "." not in text and text.isdigit() and len(text) >= 2:
-        text = f"{text[:-1]}.{text[-1]}"
-    major, _, minor = text.partition(".")
-    if not (major.isdigit() and minor.isdigit()):
-        raise click.BadParameter(f"{value!r} is not a compute capability; write it as 12.0 or sm_120")
+    """Return "12.0" for 12.0, 12, sm_120, 120 or sm_120a; a usage error for anything else.
+
+    A bare number of one or two digits is a major version (`12` is 12.0, `9` is 9.0), except two digits from 20 up,
+    which read as an SM label (`90` is 9.0, `86` is 8.6: no GPU has a major version of 20 or more); three digits are
+    an SM label (`120` is 12.0); `sm_`/`compute_` always mark an SM label (`sm_90a` is 9.0, `sm_9` is 9.0).
+    """
+    text = value.strip().lower()
+    bare = text.removeprefix("sm_").removeprefix("compute_")
+    is_label = bare != text
+    digits = bare.rstrip("af") if is_label else bare
+    if "." in digits:
+        major, _, minor = digits.partition(".")
+    elif digits.isdigit() and len(digits) >= 2 and (is_label or len(digits) == 3 or int(digits) >= 20):
+        major, minor = digits[:-1], digits[-1]
+    else:
+        major, minor = digits, "0"
+    if not (major.isdigit() and minor.isdigit() and len(minor) == 1 and 1 <= int(major) <= 19):
+        raise click.BadParameter(f"{value!r} is not a compute capability; write it as 12.0, 12 or sm_120")
     return f"{int(major)}.{int(minor)}"
 
 

@@ -1,57 +1,61 @@
-"""`provision scan`: which SMs and PTX every CUDA binary carries, per file and per installed distribution."""
+"""`provision scan`: which SMs and PTX every CUDA binary carries, per file and per installed distribution version.
+
+Imports are kept to what a one-file scan needs (a whole `provision scan --json FILE` process has 0.1 s): packaging,
+csv, zipfile and the knowledge tables load only when a folder, a wheel or `--require` asks for them.
+"""
 
 from __future__ import annotations
 
-import csv
-import io
 import mmap
 import os
-import zipfile
-from collections.abc import Iterator
+import stat
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from elftools.common.exceptions import ELFError
-from elftools.elf.elffile import ELFFile
-from packaging.utils import canonicalize_name, parse_wheel_filename
-
-from provision import compat
 from provision.errors import UsageError
-from provision.scan import fatbin
-
-ELF_MAGIC = b"\x7fELF"
-AR_MAGIC = b"!<arch>\n"
-EM_CUDA = 190
+from provision.scan import archives, elf, fatbin, installed
 
 
 @dataclass
 class FileScan:
     path: str
     package: str | None
-    counts: fatbin.Counts
+    code: fatbin.Code
+    version: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "path": self.path,
             "package": self.package,
-            **self.counts.labels(),
-            "compressed_entries": self.counts.compressed,
+            "version": self.version,
+            **self.code.loadable.labels(),
+            "compressed_entries": self.code.loadable.compressed,
+            "relocatable": self.code.relocatable.labels(),
         }
 
 
 @dataclass
 class PackageScan:
     name: str | None
+    version: str | None = None
     files: int = 0
-    counts: fatbin.Counts = field(default_factory=fatbin.Counts)
+    code: fatbin.Code = field(default_factory=fatbin.Code)
     verdicts: dict[str, tuple[str, str]] = field(default_factory=dict)  # cc -> (status, reason)
+
+    @property
+    def counts(self) -> fatbin.Counts:
+        """The code the driver can load: what verdicts are made of."""
+        return self.code.loadable
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "name": self.name,
+            "version": self.version,
             "files": self.files,
-            **self.counts.labels(),
+            **self.code.loadable.labels(),
+            "relocatable": self.code.relocatable.labels(),
             "require": {cc: {"status": s, "reason": r} for cc, (s, r) in self.verdicts.items()},
         }
 
@@ -80,197 +84,142 @@ class ScanResult:
         }
 
 
-def counts_in_elf(stream: Any, buffer: Any) -> fatbin.Counts:
-    """`buffer` is anything struct.unpack_from reads: bytes, a memoryview or an mmap."""
-    counts = fatbin.Counts()
-    elf = ELFFile(stream)
-    if elf["e_machine"] in ("EM_CUDA", EM_CUDA):
-        counts.cubin[fatbin.cubin_label(elf["e_flags"], elf["e_ident"]["EI_ABIVERSION"])] += 1
-        return counts
-    # Most shared objects in a venv carry no device code: their section-name table says so, and reading that one
-    # section is far cheaper than building every section (this is what makes a whole venv quick).
-    names = elf.get_section(elf["e_shstrndx"]).data() if elf["e_shstrndx"] else b""
-    if not any(name.encode() in names for name in fatbin.FATBIN_SECTIONS):
-        return counts
-    for section in elf.iter_sections():
-        if section.name in fatbin.FATBIN_SECTIONS and section["sh_type"] != "SHT_NOBITS":
-            # Read at the section-header file offset: a fatbin section need not lie in a loadable segment.
-            fatbin.parse(buffer, section["sh_offset"], section["sh_size"], counts)
-    return counts
+def _open_regular(path: Path) -> int:
+    """Open `path` for reading without blocking; OSError unless it is a regular file (a FIFO named lib.so would
+    otherwise block the scan forever)."""
+    descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+        os.close(descriptor)
+        raise OSError(f"{path}: not a regular file")
+    return descriptor
 
 
-def counts_in_bytes(data: bytes) -> fatbin.Counts:
-    if data[:4] == ELF_MAGIC:
-        return counts_in_elf(io.BytesIO(data), data)
-    if data[:8] == AR_MAGIC:
-        total = fatbin.Counts()
-        for member in ar_members(data):
-            if member[:4] == ELF_MAGIC:
-                total.add(counts_in_elf(io.BytesIO(member), member))
-        return total
-    return fatbin.Counts()
-
-
-def ar_members(data: bytes) -> Iterator[bytes]:
-    """Yield the contents of each member of a Unix `ar` archive (the stdlib has no reader for it)."""
-    offset = len(AR_MAGIC)
-    while offset + 60 <= len(data):
-        header = data[offset : offset + 60]
-        size = int(header[48:58].decode().strip() or 0)
-        name = header[:16].decode(errors="replace").strip()
-        body = offset + 60
-        if name not in ("/", "//", "/SYM64/"):
-            content = data[body : body + size]
-            if name.startswith("#1/"):  # BSD long name stored ahead of the content
-                content = content[int(name[3:]) :]
-            yield content
-        offset = body + size + (size % 2)
+def code_in_file(path: Path) -> fatbin.Code:
+    """The device code of one file on disk: an ELF file, an ar archive, or nothing."""
+    with os.fdopen(_open_regular(path), "rb") as handle:
+        head = handle.read(8)
+        if head[:4] != elf.ELF_MAGIC and head != archives.AR_MAGIC:
+            return fatbin.Code()
+        with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
+            if head != archives.AR_MAGIC:
+                return elf.code_in_image(mapped)
+            total = fatbin.Code()
+            for _name, offset, size in archives.members(mapped):
+                if mapped[offset : offset + 4] == elf.ELF_MAGIC:
+                    total.add(elf.code_in_image(mapped, offset, size))
+            return total
 
 
 def counts_in_file(path: Path) -> fatbin.Counts:
-    with open(path, "rb") as handle:
-        head = handle.read(8)
-        if head[:4] != ELF_MAGIC and head != AR_MAGIC:
-            return fatbin.Counts()
-        if os.fstat(handle.fileno()).st_size == 0:
-            return fatbin.Counts()
-        with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
-            if head == AR_MAGIC:
-                return counts_in_bytes(mapped[:])
-            handle.seek(0)
-            return counts_in_elf(handle, mapped)
+    """The code the driver can load from one file (what `check flashinfer-jit` judges a JIT build by)."""
+    return code_in_file(path).loadable
 
 
-def _record_root(root: Path) -> Path:
-    """Where the RECORD files for `root` are: its enclosing site-packages when `root` lies inside one."""
-    for folder in (root.resolve(), *root.resolve().parents):
-        if folder.name in ("site-packages", "dist-packages"):
-            return folder
-    return root
-
-
-def record_owners(root: Path) -> dict[str, str]:
-    """Map every file listed in a `.dist-info/RECORD` under `root` (or its site-packages) to its distribution,
-    keyed by normalized path (no per-row resolve(): a venv's RECORD files list tens of thousands of rows)."""
-    owners: dict[str, str] = {}
-    for record in _record_root(root).glob("**/*.dist-info/RECORD"):
-        site = record.parent.parent
-        name = record.parent.name.rsplit("-", 1)[0]
-        try:
-            meta = (record.parent / "METADATA").read_text(errors="replace")
-            name = next(line[6:].strip() for line in meta.splitlines() if line.startswith("Name: "))
-        except (OSError, StopIteration):
-            pass
-        distribution = str(canonicalize_name(name))
-        prefix = str(site)
-        with open(record, newline="", errors="replace") as handle:
-            for row in csv.reader(handle):
-                if row:
-                    owners[os.path.normpath(os.path.join(prefix, row[0]))] = distribution
-    return owners
-
-
-def _walk(root: Path) -> Iterator[Path]:
-    """Regular files that may hold device code: shared objects, cubins, objects, archives, executables.
-    Links are not followed, so a library reached twice is counted once."""
-    stack = [str(root)]
-    while stack:
-        try:
-            entries = list(os.scandir(stack.pop()))
-        except OSError:
-            continue
-        for entry in entries:
-            if entry.is_dir(follow_symlinks=False):
-                stack.append(entry.path)
-            elif entry.is_file(follow_symlinks=False) and _is_candidate(entry):
-                yield Path(entry.path)
-
-
-def _is_candidate(entry: os.DirEntry[str]) -> bool:
-    name = entry.name
-    if ".so" in name or name.endswith((".cubin", ".o", ".a", ".fatbin")):
-        return True
-    if name.endswith((".py", ".pyc", ".pyi", ".txt", ".json", ".h", ".hpp", ".cuh", ".md")):
-        return False
-    try:
-        return bool(entry.stat(follow_symlinks=False).st_mode & 0o111)
-    except OSError:
-        return False
-
-
-def scan(paths: list[Path], require: tuple[str, ...] = ()) -> ScanResult:
-    import time
-
+def scan(paths: list[Path], require: tuple[str, ...] = (), jobs: int | None = None) -> ScanResult:
+    """Scan files, wheels (in place, over `jobs` processes) and folders; judge each package version on `require`."""
     start = time.perf_counter()
     files: list[FileScan] = []
     notes: list[str] = []
     scanned = 0
     for path in paths:
-        if not path.exists():
+        if not os.path.lexists(path):
             raise UsageError(f"{path}: no such file or directory", "give a shared object, cubin, wheel or folder")
         if path.is_dir():
-            owners = record_owners(path)
-            for file in _walk(path):
+            owners = installed.record_owners(path)
+            for file in installed.walk(path):
                 scanned += 1
-                counts = _safe(lambda f=file: counts_in_file(f), file, notes)
-                if counts and not counts.empty:
-                    files.append(FileScan(str(file), owners.get(os.path.normpath(file)), counts))
-        elif path.suffix == ".whl":
-            package = str(canonicalize_name(parse_wheel_filename(path.name)[0]))
-            with zipfile.ZipFile(path) as wheel:
-                for info in wheel.infolist():
-                    if info.is_dir():
-                        continue
-                    with wheel.open(info) as member:
-                        head = member.read(8)
-                    if head[:4] != ELF_MAGIC and head != AR_MAGIC:
-                        continue
-                    scanned += 1
-                    counts = _safe(lambda i=info: counts_in_bytes(wheel.read(i)), Path(info.filename), notes)
-                    if counts and not counts.empty:
-                        files.append(FileScan(f"{path}!{info.filename}", package, counts))
+                code = _safe(code_in_file, file, notes)
+                if code is not None and not code.empty:
+                    name, version = owners.get(os.path.normpath(file), (None, None))
+                    files.append(FileScan(str(file), name, code, version))
+        elif path.suffix == ".whl" and path.is_file():
+            found = _scan_wheel(path, notes, jobs)
+            scanned += found[0]
+            files.extend(found[1])
         else:
             scanned += 1
-            counts = _safe(lambda p=path: counts_in_file(p), path, notes)
-            if counts and not counts.empty:
-                files.append(FileScan(str(path), None, counts))
+            code = _safe(code_in_file, path, notes)
+            if code is not None and not code.empty:
+                files.append(FileScan(str(path), None, code))
     packages = _by_package(files, require)
     return ScanResult(files, packages, scanned, time.perf_counter() - start, require, notes)
 
 
-def _safe(fn: Any, path: Path, notes: list[str]) -> fatbin.Counts | None:
+def _scan_wheel(path: Path, notes: list[str], jobs: int | None) -> tuple[int, list[FileScan]]:
+    import zipfile
+    import zlib
+
+    from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
+
+    from provision.scan import wheels
+
     try:
-        result: fatbin.Counts = fn()
+        name, version, _build, _tags = parse_wheel_filename(path.name)
+    except InvalidWheelFilename as exc:
+        raise UsageError(f"{path}: not a wheel file name ({exc})",
+                         "a wheel is named NAME-VERSION-PYTHON-ABI-PLATFORM.whl; rename it as downloaded") from None
+    files: list[FileScan] = []
+    scanned = 0
+    try:
+        os.close(_open_regular(path))  # a FIFO named x.whl must not block the zip reader
+        for member, code, problem in wheels.scan_wheel(path, jobs):
+            scanned += 1
+            if problem:
+                notes.append(f"{path}!{member}: not read ({problem})")
+            elif code is not None and not code.empty:
+                files.append(FileScan(f"{path}!{member}", str(canonicalize_name(name)), code, str(version)))
+    except (zipfile.BadZipFile, zlib.error, EOFError, OSError) as exc:
+        raise UsageError(f"{path}: not a readable wheel ({type(exc).__name__}: {exc})",
+                         "download the wheel again (pip and uv check its hash), or scan the unpacked folder") from None
+    return scanned, files
+
+
+def _safe(fn: Any, path: Path, notes: list[str]) -> fatbin.Code | None:
+    """fn(path), or None with a note: a damaged or hostile file is reported, never the end of the scan."""
+    try:
+        result: fatbin.Code = fn(path)
         return result
-    except (ELFError, OSError, ValueError, struct_error) as exc:
-        notes.append(f"{path}: not read ({type(exc).__name__}: {exc})")
+    except Exception as exc:  # noqa: BLE001 - pyelftools and mmap raise many kinds on damaged input
+        notes.append(f"{path}: not read ({type(exc).__name__}: {exc})"[:400])
         return None
 
 
-struct_error = __import__("struct").error
-
-
 def _by_package(files: list[FileScan], require: tuple[str, ...]) -> list[PackageScan]:
-    packages: dict[str | None, PackageScan] = {}
+    """One row per distribution version (torch 2.8.0 and 2.14.1 scanned together stay two rows)."""
+    packages: dict[tuple[str | None, str | None], PackageScan] = {}
     for file in files:
-        package = packages.setdefault(file.package, PackageScan(file.package))
+        package = packages.setdefault((file.package, file.version), PackageScan(file.package, file.version))
         package.files += 1
-        package.counts.add(file.counts)
+        package.code.add(file.code)
     for package in packages.values():
-        opaque = compat.opaque_kernels(package.name)
         for cc in require:
-            package.verdicts[cc] = ("skip", f"not judged from headers: {opaque}") if opaque else verdict(package.counts, cc)
-    return sorted(packages.values(), key=lambda p: p.name or "")
+            package.verdicts[cc] = verdict(package.code, cc)
+    return sorted(packages.values(), key=lambda p: (p.name or "", p.version or ""))
 
 
-def verdict(counts: fatbin.Counts, cc: str) -> tuple[str, str]:
-    """PASS: native code runs on `cc`; WARN: only PTX the driver must JIT; FAIL: "no kernel image" predicted."""
+def verdict(code: fatbin.Code | fatbin.Counts, cc: str) -> tuple[str, str]:
+    """PASS: native code runs on `cc`; WARN: only PTX the driver must JIT; FAIL: "no kernel image" predicted.
+    Only loadable code counts: a shared library's relocatable copy is link input the driver never loads."""
+    from provision import compat
+
+    counts = code.loadable if isinstance(code, fatbin.Code) else code
     sm = compat.sm_name(cc)
-    native = sorted(label for label in counts.cubin if compat.label_runs_on(label, cc))
+    native = sorted(label for label in counts.cubin if _runs_on(label, cc))
     if native:
         return "pass", f"native code for {sm}: {', '.join(native)}"
-    ptx = sorted(label for label in counts.ptx if compat.label_runs_on(label, cc))
+    ptx = sorted(label for label in counts.ptx if _runs_on(label, cc))
     if ptx:
         return "warn", f"no cubin for {sm}; the driver must JIT PTX {', '.join(ptx)} at first load (slow first run)"
     carried = ", ".join(sorted(counts.cubin) + sorted(counts.ptx)) or "nothing"
-    return "fail", f"nothing runs on {sm} (carries {carried}): 'no kernel image is available for execution'"
+    linked_only = isinstance(code, fatbin.Code) and not code.relocatable.empty
+    extra = " and relocatable code the driver never loads" if linked_only else ""
+    return "fail", f"nothing runs on {sm} (carries {carried}{extra}): 'no kernel image is available for execution'"
+
+
+def _runs_on(label: str, cc: str) -> bool:
+    from provision import compat
+
+    try:
+        return compat.label_runs_on(label, cc)
+    except ValueError:  # a label no GPU has (sm_7 from a damaged header): it runs nowhere
+        return False

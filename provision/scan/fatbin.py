@@ -1,7 +1,7 @@
 """Read which SMs a CUDA binary carries from fatbin entry headers, without touching (or decompressing) payloads.
 
 The fatbin format is not published by NVIDIA. What this relies on is in docs/fatbin.md, with the experiments
-(nvcc 13.0 -gencode sets, compressed and not) that pin it down and the sources that agree with them.
+(nvcc 13.0 -gencode sets, compressed and not, cuobjdump 13.5 on real wheels) that pin it down.
 """
 
 from __future__ import annotations
@@ -12,15 +12,19 @@ from dataclasses import dataclass, field
 from typing import Any
 
 CONTAINER_MAGIC = 0xBA55ED50
+MAGIC_BYTES = struct.pack("<I", CONTAINER_MAGIC)
 _CONTAINER = struct.Struct("<IHHQ")  # magic, version, header size, size of the entries that follow
 _ENTRY = struct.Struct("<HHIQ")  # kind, version, header size, payload size
+CONTAINER_HEADER = 16
 ENTRY_ARCH_OFFSET = 28  # u32: 90, 100, 120 ...
 ENTRY_FLAGS_OFFSET = 40  # u64
+ENTRY_HEADER_MIN, ENTRY_HEADER_MAX = ENTRY_FLAGS_OFFSET + 8, 4096
 KIND_PTX, KIND_CUBIN, KIND_LTO = 1, 2, 8
 FLAG_ARCH_SPECIFIC = 0x100000  # the `a` variant (sm_90a)
 FLAG_FAMILY = 0x200000  # the `f` variant (sm_120f)
 FLAG_COMPRESSED = 0x2000 | 0x8000  # LZ4 (CUDA <= 12) and the newer compression of CUDA 12.8+/13
 FATBIN_SECTIONS = (".nv_fatbin", "__nv_relfatbin")
+RELOCATABLE_SECTION = "__nv_relfatbin"
 
 
 @dataclass
@@ -47,6 +51,23 @@ class Counts:
         return not (self.cubin or self.ptx or self.lto)
 
 
+@dataclass
+class Code:
+    """What one file carries: `loadable` is what the driver can load; `relocatable` is device code a shared
+    library or executable keeps only as link input (`__nv_relfatbin`), never loaded, never judged."""
+
+    loadable: Counts = field(default_factory=Counts)
+    relocatable: Counts = field(default_factory=Counts)
+
+    def add(self, other: Code) -> None:
+        self.loadable.add(other.loadable)
+        self.relocatable.add(other.relocatable)
+
+    @property
+    def empty(self) -> bool:
+        return self.loadable.empty and self.relocatable.empty
+
+
 def entry_label(kind: int, arch: int, flags: int) -> str:
     """Return "sm_120f", "compute_90a" or "lto_100" for an entry header's kind, arch and flags."""
     suffix = "a" if flags & FLAG_ARCH_SPECIFIC else ("f" if flags & FLAG_FAMILY else "")
@@ -54,36 +75,54 @@ def entry_label(kind: int, arch: int, flags: int) -> str:
     return f"{prefix}_{arch}{suffix}"
 
 
+def container_at(buffer: Any, offset: int) -> int:
+    """Return the size (header + entries) of a plausible container at `offset`, or 0 when there is none.
+
+    Plausible means: the magic, a 16-byte header, and a first entry header of a known kind and a sane size whose
+    payload fits the body. That is what lets containers be found by magic anywhere in a file (cuFFT keeps thousands
+    in `.data`/`.ldata`) without counting four stray bytes that happen to match. The caller checks the size fits.
+    """
+    if offset + CONTAINER_HEADER + ENTRY_HEADER_MIN > len(buffer):
+        return 0
+    magic, _version, header_size, body_size = _CONTAINER.unpack_from(buffer, offset)
+    if magic != CONTAINER_MAGIC or header_size != CONTAINER_HEADER or body_size < ENTRY_HEADER_MIN:
+        return 0
+    kind, _v, entry_header, payload = _ENTRY.unpack_from(buffer, offset + CONTAINER_HEADER)
+    if kind not in (KIND_PTX, KIND_CUBIN, KIND_LTO) or not ENTRY_HEADER_MIN <= entry_header <= ENTRY_HEADER_MAX:
+        return 0
+    if entry_header + payload > body_size:
+        return 0
+    return CONTAINER_HEADER + int(body_size)
+
+
+def count_entry(buffer: Any, offset: int, counts: Counts) -> int:
+    """Count the entry whose header is at `offset`; return how far the next entry is, 0 when this is no entry."""
+    kind, _v, entry_header, payload = _ENTRY.unpack_from(buffer, offset)
+    if not ENTRY_HEADER_MIN <= entry_header <= ENTRY_HEADER_MAX:
+        return 0  # not an entry header we understand: stop rather than invent counts
+    (arch,) = struct.unpack_from("<I", buffer, offset + ENTRY_ARCH_OFFSET)
+    (flags,) = struct.unpack_from("<Q", buffer, offset + ENTRY_FLAGS_OFFSET)
+    label = entry_label(kind, arch, flags)
+    bucket = counts.cubin if kind == KIND_CUBIN else counts.ptx if kind == KIND_PTX else counts.lto
+    bucket[label] += 1
+    counts.compressed += 1 if flags & FLAG_COMPRESSED else 0
+    return int(entry_header + payload)
+
+
 def parse(buffer: Any, start: int, size: int, counts: Counts) -> None:
-    """Count every entry of every container in buffer[start:start+size]; containers may be padded apart."""
-    offset, end = start, start + size
-    while offset + _CONTAINER.size <= end:
-        magic, _version, header_size, body_size = _CONTAINER.unpack_from(buffer, offset)
-        if magic != CONTAINER_MAGIC:
-            offset += 8  # containers are 8-byte aligned; skip padding between them
+    """Count every container in buffer[start:start+size], found by magic and header, jumping over each one found
+    (so a section that is all fatbin costs one look per container, not a read of its payloads)."""
+    offset, end = start, min(start + size, len(buffer))
+    while offset < end:
+        found = buffer.find(MAGIC_BYTES, offset, end)
+        if found < 0:
+            return
+        length = container_at(buffer, found)
+        if not length or found + length > end:
+            offset = found + 1
             continue
         counts.containers += 1
-        entry = offset + header_size
-        body_end = min(entry + body_size, end)
-        while entry + _ENTRY.size <= body_end:
-            kind, _v, entry_header, payload = _ENTRY.unpack_from(buffer, entry)
-            if entry_header < ENTRY_FLAGS_OFFSET + 8:
-                break  # not an entry header we understand: stop rather than invent counts
-            (arch,) = struct.unpack_from("<I", buffer, entry + ENTRY_ARCH_OFFSET)
-            (flags,) = struct.unpack_from("<Q", buffer, entry + ENTRY_FLAGS_OFFSET)
-            label = entry_label(kind, arch, flags)
-            bucket = counts.cubin if kind == KIND_CUBIN else counts.ptx if kind == KIND_PTX else counts.lto
-            bucket[label] += 1
-            counts.compressed += 1 if flags & FLAG_COMPRESSED else 0
-            entry += entry_header + payload
-        offset = max(body_end, offset + 8)
-
-
-def cubin_label(e_flags: int, abi_version: int) -> str:
-    """Return the SM of a bare cubin from its ELF header: bits 8-15 of e_flags from ABI version 8, else bits 0-7.
-
-    Bare cubins do not record the `a`/`f` variant in e_flags (nvcc 13.0: sm_120, sm_120a and sm_120f cubins all
-    carry 0x6007802), so a bare cubin is labelled plainly, as cuobjdump does.
-    """
-    sm = (e_flags >> 8) & 0xFF if abi_version >= 8 else e_flags & 0xFF
-    return f"sm_{sm}"
+        entry = found + CONTAINER_HEADER
+        while entry + ENTRY_HEADER_MIN <= found + length and (step := count_entry(buffer, entry, counts)):
+            entry += step
+        offset = found + length

@@ -1,0 +1,44 @@
+"""Members of a Unix `ar` archive (static libraries, `.a`): the standard library has no reader for them."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+AR_MAGIC = b"!<arch>\n"
+_HEADER = 60  # name[16] mtime[12] uid[6] gid[6] mode[8] size[10] fmag[2]
+_SPECIAL = ("/", "//", "/SYM64/")
+
+
+class DamagedArchive(ValueError):
+    """A member header that cannot be right: its size is not a non-negative decimal, or it runs past the end."""
+
+
+def members(buffer: Any, base: int = 0, length: int | None = None) -> Iterator[tuple[str, int, int]]:
+    """Yield (name, offset, size) of each member of the archive at buffer[base:base+length]; offsets are into buffer.
+
+    Every step moves forward by at least one header, so a damaged archive ends the walk instead of looping.
+    """
+    end = base + (len(buffer) - base if length is None else length)
+    offset = base + len(AR_MAGIC)
+    while offset + _HEADER <= end:
+        header = bytes(buffer[offset : offset + _HEADER])
+        if header[58:60] != b"`\n":
+            raise DamagedArchive(f"member header at byte {offset - base} has no end marker")
+        text = header[48:58].decode("ascii", errors="replace").strip()
+        if not text.isdigit():
+            raise DamagedArchive(f"member at byte {offset - base} has size {text!r}")
+        size = int(text)
+        body = offset + _HEADER
+        if body + size > end:
+            raise DamagedArchive(f"member at byte {offset - base} runs {body + size - end} bytes past the end")
+        name = header[:16].decode(errors="replace").strip()
+        if name not in _SPECIAL:
+            if name.startswith("#1/"):  # BSD long name stored ahead of the content
+                skip = name[3:]
+                if not skip.isdigit() or int(skip) > size:
+                    raise DamagedArchive(f"member at byte {offset - base} has a bad BSD name {name!r}")
+                yield name, body + int(skip), size - int(skip)
+            else:
+                yield name, body, size
+        offset = body + size + (size % 2)

@@ -1,0 +1,206 @@
+"""Wheels scanned in place: every ELF or archive member read from the zip, in parallel, never unpacked to disk.
+
+A large member is inflated once, front to back, in chunks, and never held whole: containers are found by magic and
+header as the bytes go by, their payloads skipped; the section table at the end of the file then places each one as
+the file scan would (`.nv_fatbin` and loaded data: code the driver loads; `__nv_relfatbin` of a shared library: the
+relocatable copy kept for linking). Small members are read whole and scanned like a file on disk.
+"""
+
+from __future__ import annotations
+
+import bisect
+import os
+import zipfile
+import zlib
+from collections.abc import Callable, Iterator
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from typing import IO
+
+from provision.scan import archives, elf, fatbin
+
+CHUNK = 1 << 20
+WHOLE = 16 << 20  # members up to this size are read whole
+PARALLEL = 64 << 20  # below this many candidate bytes in all, worker processes cost more than they save
+KEEP = 1 << 20  # bytes kept before the section table: where linkers put the section-name table
+
+Result = tuple[str, "fatbin.Code | None", str]  # member name, code found (None: not read), why not read
+
+
+def candidates(wheel: zipfile.ZipFile) -> Iterator[zipfile.ZipInfo]:
+    """Members that start like an ELF file or an ar archive."""
+    for info in wheel.infolist():
+        if info.is_dir() or info.file_size < 8:
+            continue
+        with wheel.open(info) as member:
+            head = member.read(8)
+        if head[:4] == elf.ELF_MAGIC or head == archives.AR_MAGIC:
+            yield info
+
+
+def scan_wheel(path: Path, jobs: int | None = None) -> Iterator[Result]:
+    """Yield (member, code, problem) for every candidate member of the wheel at `path`, biggest first in parallel
+    over `jobs` processes (default: every core this process may use)."""
+    with zipfile.ZipFile(path) as wheel:
+        members = sorted(candidates(wheel), key=lambda i: -i.file_size)
+    jobs = jobs or len(os.sched_getaffinity(0))
+    if jobs > 1 and len(members) > 1 and sum(i.file_size for i in members) > PARALLEL:
+        import multiprocessing
+
+        with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("fork")) as pool:
+            yield from pool.map(_scan_member, [str(path)] * len(members), [i.filename for i in members])
+        return
+    with zipfile.ZipFile(path) as wheel:
+        for info in members:
+            yield _scan_open(wheel, info)
+
+
+def _scan_member(path: str, name: str) -> Result:
+    with zipfile.ZipFile(path) as wheel:
+        return _scan_open(wheel, wheel.getinfo(name))
+
+
+def _scan_open(wheel: zipfile.ZipFile, info: zipfile.ZipInfo) -> Result:
+    try:
+        if info.file_size <= WHOLE:
+            with wheel.open(info) as member:
+                return info.filename, code_in_bytes(member.read()), ""
+        return info.filename, code_in_stream(lambda: wheel.open(info)), ""
+    except (zipfile.BadZipFile, zlib.error, EOFError):
+        raise  # the zip itself is damaged (a bad CRC): the wheel cannot be trusted, the caller says so
+    except Exception as exc:  # noqa: BLE001 - a damaged member is a note, never the end of the scan
+        return info.filename, None, f"{type(exc).__name__}: {exc}"
+
+
+def code_in_bytes(data: bytes) -> fatbin.Code:
+    """The device code of an ELF file or ar archive held in memory."""
+    if data[:8] == archives.AR_MAGIC:
+        total = fatbin.Code()
+        for _name, offset, size in archives.members(data):
+            if data[offset : offset + 4] == elf.ELF_MAGIC:
+                total.add(elf.code_in_image(data, offset, size))
+        return total
+    if data[:4] == elf.ELF_MAGIC:
+        return elf.code_in_image(data)
+    return fatbin.Code()
+
+
+class _Window:
+    """The bytes of a stream from absolute offset `base` on; older bytes are dropped as the reader moves on, except
+    those from `keep_from` on, which are kept (the section table and its names, at the end of the file)."""
+
+    def __init__(self, read: Callable[[int], bytes]) -> None:
+        self.read, self.data, self.base, self.eof = read, bytearray(), 0, False
+        self.keep_from, self.kept = 1 << 62, bytearray()
+
+    @property
+    def end(self) -> int:
+        return self.base + len(self.data)
+
+    def fill(self, upto: int) -> bool:
+        """Read until bytes up to `upto` are held; False when the stream ends first."""
+        while self.end < upto and not self.eof:
+            chunk = self.read(CHUNK)
+            if chunk:
+                self.data += chunk
+            else:
+                self.eof = True
+        return self.end >= upto
+
+    def _drop(self, count: int) -> None:
+        if self.end > self.keep_from and count:
+            self.kept += self.data[max(0, self.keep_from - self.base) : count]
+        del self.data[:count]
+        self.base += count
+
+    def skip_to(self, offset: int) -> None:
+        """Drop everything before `offset`, reading what lies between."""
+        while self.end < offset and not self.eof:
+            self._drop(len(self.data))
+            chunk = self.read(min(CHUNK, offset - self.base) if self.keep_from > offset else CHUNK)
+            if chunk:
+                self.data += chunk
+            else:
+                self.eof = True
+        self._drop(max(0, min(offset, self.end) - self.base))
+
+    def finish(self) -> bytes:
+        """Read to the end; return the kept bytes (from `keep_from`)."""
+        while not self.eof:
+            self.skip_to(self.end + CHUNK)
+        self._drop(len(self.data))
+        return bytes(self.kept)
+
+
+def code_in_stream(open_member: Callable[[], IO[bytes]]) -> fatbin.Code:
+    """The device code of an ELF file read front to back: the same answer as `elf.code_in_image` on the whole
+    file, holding only a chunk, the container being walked, and the end of the file (its section table)."""
+    with open_member() as member:
+        window = _Window(member.read)
+        window.fill(4096)
+        header = None if window.data[:8] == archives.AR_MAGIC or window.end < 64 else elf.read_header(window.data)
+        if header is None or header.machine == elf.EM_CUDA:
+            window.fill(1 << 62)  # an archive, a 32-bit or big-endian ELF or a bare cubin: rare, scanned whole
+            return code_in_bytes(bytes(window.data))
+        window.keep_from = max(0, header.shoff - KEEP)
+        found = _containers(window)
+        tail = window.finish()
+        end = window.end
+    table = header.shoff - window.keep_from
+    rows, names = elf.section_rows(header, tail, table, max(0, len(tail) - table))
+    if names >= len(rows):
+        raise ValueError("no section-name table")
+    names_at, names_size = rows[names][4], rows[names][5]
+    if names_at >= window.keep_from and names_at + names_size <= end:
+        sections = elf.name_sections(rows, tail, names_at - window.keep_from, names_size)
+    else:  # the name table lies further from the end than kept: read it on a second pass
+        with open_member() as member:
+            again = _Window(member.read)
+            again.skip_to(names_at)
+            again.fill(names_at + names_size)
+            sections = elf.name_sections(rows, again.data, 0, min(names_size, len(again.data)))
+    image = elf.Image(header.type, header.machine, header.flags, header.abi_version, sections)
+    return place(image, found)
+
+
+def place(image: elf.Image, found: list[tuple[int, int, fatbin.Counts]]) -> fatbin.Code:
+    """Put each container (offset, size, counts) where `elf.role` puts the section holding it, as the file scan does."""
+    ordered = sorted((s.offset, s.offset + s.size, s) for s in image.sections if elf.role(image, s))
+    starts = [start for start, _end, _s in ordered]
+    code = fatbin.Code()
+    for offset, size, counts in found:
+        index = bisect.bisect_right(starts, offset) - 1
+        if index < 0 or offset + size > ordered[index][1]:
+            continue
+        target = elf.role(image, ordered[index][2])
+        (code.relocatable if target == "relocatable" else code.loadable).add(counts)
+    return code
+
+
+def _containers(window: _Window) -> list[tuple[int, int, fatbin.Counts]]:
+    """Every container in the stream: (offset, size, counts), found by magic and header, payloads skipped."""
+    found: list[tuple[int, int, fatbin.Counts]] = []
+    position = 0
+    while True:
+        hit = window.data.find(fatbin.MAGIC_BYTES, max(0, position - window.base))
+        if hit < 0:
+            if window.eof:
+                return found
+            window.skip_to(max(position, window.end - 3))
+            window.fill(window.end + CHUNK)
+            continue
+        at = window.base + hit
+        window.fill(at + fatbin.CONTAINER_HEADER + fatbin.ENTRY_HEADER_MIN)
+        size = fatbin.container_at(window.data, at - window.base)
+        if not size:
+            position = at + 1
+            continue
+        counts = fatbin.Counts(containers=1)
+        entry = at + fatbin.CONTAINER_HEADER
+        while entry + fatbin.ENTRY_HEADER_MIN <= at + size:
+            window.skip_to(entry)
+            if not window.fill(entry + fatbin.ENTRY_HEADER_MIN) or not (step := fatbin.count_entry(window.data, 0, counts)):
+                break
+            entry += step
+        found.append((at, size, counts))
+        position = at + size

@@ -1,0 +1,130 @@
+"""Where device code lives: relocatable copies, containers outside `.nv_fatbin`, wheels in place, package versions."""
+
+from __future__ import annotations
+
+import functools
+import json
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+from test_scan import KERNEL, compile_shared
+from wheelhouse import build_wheel
+
+from provision.scan import binaries as scan
+from provision.scan import wheels
+
+NVCC = shutil.which("nvcc")
+needs_nvcc = pytest.mark.skipif(NVCC is None, reason="nvcc is not installed on this machine")
+RDC_KERNEL = ("__device__ float twice(float v) { return 2.0f * v; }\n"
+              "__global__ void k(float* x) { x[threadIdx.x] = twice(x[threadIdx.x]); }\n"
+              'extern "C" void go(float* x) { k<<<1, 32>>>(x); }\n')
+
+
+def rdc_library(tmp_path: Path) -> Path:
+    """Like NCCL 11's libnccl.so.2: sm_80 code the driver loads, PTX for 12.0 only in the relocatable copy."""
+    source = tmp_path / "r.cu"
+    source.write_text(RDC_KERNEL)
+    out = tmp_path / "librdc.so"
+    subprocess.run([NVCC, "-shared", "-Xcompiler", "-fPIC", "-rdc=true", "-o", out, source,
+                    "-gencode", "arch=compute_80,code=sm_80", "-gencode", "arch=compute_120,code=compute_120"],
+                   check=True, capture_output=True, timeout=300)
+    return out
+
+
+def data_section_library(tmp_path: Path) -> Path:
+    """Like cuFFT: fatbin containers kept in `.data` and `.rodata` (no `.nv_fatbin` section at all)."""
+    source = tmp_path / "k.cu"
+    source.write_text(KERNEL)
+    blob = tmp_path / "k.fatbin"
+    subprocess.run([NVCC, "-fatbin", "-o", blob, source, "-gencode", "arch=compute_120,code=sm_120",
+                    "-gencode", "arch=compute_90,code=[sm_90,compute_90]"], check=True, capture_output=True, timeout=300)
+    data = ", ".join(str(b) for b in blob.read_bytes())
+    c_source = tmp_path / "blobs.c"
+    c_source.write_text(f"__attribute__((aligned(8))) unsigned char kernels[] = {{{data}}};\n"
+                        f"__attribute__((aligned(8))) const unsigned char more[] = {{{data}}};\n")
+    out = tmp_path / "libfft.so"
+    subprocess.run(["cc", "-shared", "-fPIC", "-o", out, c_source], check=True, timeout=120)
+    return out
+
+
+@needs_nvcc
+def test_relocatable_copy_is_reported_apart_and_never_judged(tmp_path: Path) -> None:
+    library = rdc_library(tmp_path)
+    code = scan.code_in_file(library)
+    assert dict(code.loadable.cubin) == {"sm_80": 1} and not code.loadable.ptx  # as cuobjdump --list-elf/--list-ptx
+    assert dict(code.relocatable.ptx) == {"compute_120": 1} and dict(code.relocatable.cubin) == {"sm_80": 1}
+    result = scan.scan([library], require=("8.0", "12.0"))
+    (package,) = result.packages
+    assert package.verdicts["8.0"][0] == "pass"
+    assert package.verdicts["12.0"][0] == "fail"  # the PTX is link input: nothing runs there
+    doc = result.to_dict()
+    assert doc["files"][0]["relocatable"]["ptx"] == {"compute_120": 1} and doc["files"][0]["ptx"] == {}
+    assert doc["packages"][0]["relocatable"]["ptx"] == {"compute_120": 1}
+    # an object file is link input: its __nv_relfatbin is what it carries, reported as cubin/ptx as before
+    obj = tmp_path / "r.o"
+    subprocess.run([NVCC, "-c", "-rdc=true", "-Xcompiler", "-fPIC", "-o", obj, tmp_path / "r.cu",
+                    "-gencode", "arch=compute_120,code=[sm_120,compute_120]"], check=True, timeout=300)
+    assert dict(scan.code_in_file(obj).loadable.cubin) == {"sm_120": 1} and scan.code_in_file(obj).relocatable.empty
+
+
+@needs_nvcc
+def test_containers_outside_fatbin_sections_are_found(tmp_path: Path) -> None:
+    library = data_section_library(tmp_path)
+    code = scan.code_in_file(library)
+    assert dict(code.loadable.cubin) == {"sm_120": 2, "sm_90": 2} and dict(code.loadable.ptx) == {"compute_90": 2}
+    verdicts = scan.scan([library], require=("12.0", "10.0")).packages[0].verdicts
+    assert verdicts["12.0"][0] == "pass" and verdicts["10.0"][0] == "warn"
+
+
+@needs_nvcc
+def test_wheel_in_place_equals_files_streamed_and_in_parallel(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    libraries = [rdc_library(tmp_path), data_section_library(tmp_path),
+                 compile_shared(tmp_path, [("compute_90a", "sm_90a"), ("compute_120", "[sm_120,compute_120]")],
+                                ["-Xfatbin", "-compress-all"], name="libc.so")]
+    for library in libraries:  # the streaming reader (large members) answers as the file scan does
+        streamed = wheels.code_in_stream(functools.partial(library.open, "rb"))
+        assert streamed == scan.code_in_file(library), library.name
+    files = {f"pkg/{library.name}": library.read_bytes() for library in libraries}
+    wheel = build_wheel(tmp_path / "dist", "pkg", "1.0", tag="py3-none-manylinux_2_28_x86_64", files=files)
+    serial = scan.scan([wheel], jobs=1)
+    monkeypatch.setattr(wheels, "WHOLE", 0)  # every member streamed
+    monkeypatch.setattr(wheels, "PARALLEL", 0)  # and spread over processes
+    parallel = scan.scan([wheel], jobs=2)
+    assert sorted(f.to_dict()["path"] for f in parallel.files) == sorted(f.to_dict()["path"] for f in serial.files)
+    assert [p.to_dict() for p in parallel.packages] == [p.to_dict() for p in serial.packages]
+    by_name = {Path(f.path.split("!")[1]).name: f.code for f in serial.files}
+    assert by_name == {library.name: scan.code_in_file(library) for library in libraries}
+
+
+@needs_nvcc
+def test_a_row_per_distribution_version(tmp_path: Path) -> None:
+    library = compile_shared(tmp_path, [("compute_90", "sm_90")], [])
+    new = build_wheel(tmp_path / "new", "torch", "2.14.1", tag="cp312-cp312-manylinux_2_28_x86_64",
+                      files={"torch/lib/libk.so": library.read_bytes()})
+    old = build_wheel(tmp_path / "old", "torch", "2.8.0", tag="cp312-cp312-manylinux_2_28_x86_64",
+                      files={"torch/lib/libk.so": library.read_bytes(), "torch/lib/libj.so": library.read_bytes()})
+    result = scan.scan([new, old], require=("9.0",))
+    assert [(p.name, p.version, p.files) for p in result.packages] == [("torch", "2.14.1", 1), ("torch", "2.8.0", 2)]
+    assert [p["version"] for p in result.to_dict()["packages"]] == ["2.14.1", "2.8.0"]
+    # installed: the version comes from the .dist-info beside the RECORD
+    site = tmp_path / "venv/lib/python3.12/site-packages"
+    with zipfile.ZipFile(new) as archive:
+        archive.extractall(site)
+    (row,) = scan.scan([tmp_path / "venv"]).packages
+    assert (row.name, row.version) == ("torch", "2.14.1")
+
+
+@needs_nvcc
+def test_one_file_scan_imports_only_what_it_needs(tmp_path: Path) -> None:
+    """The whole process has 0.1 s: no pyelftools, rich, packaging or zipfile for `scan --json FILE`."""
+    library = compile_shared(tmp_path, [("compute_90", "sm_90")], [])
+    done = subprocess.run([sys.executable, "-X", "importtime", "-m", "provision", "scan", "--json", str(library)],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["files"][0]["cubin"] == {"sm_90": 2}
+    imported = {line.split("|")[-1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
+    assert not {"elftools", "rich", "packaging", "zipfile", "concurrent.futures"} & imported
