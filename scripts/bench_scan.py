@@ -1,89 +1,111 @@
-"""Scan against cuobjdump on the same files, in one run: time and counts, which must be identical.
+"""`provision scan` beside the tools a user would use instead, in one run, as whole processes.
 
-    python scripts/bench_scan.py FILE... [--venv DIR] [--json OUT]
+    python scripts/bench_scan.py FILE... [--wheel WHL]... [--venv DIR] [--cuobjdump PATH] [--runs 5] [--json OUT]
 
-cuobjdump names cubins by SM and drops the `f` of family cubins (it prints sm_100 for sm_100f), and names PTX by
-sm_ too; the comparison applies that naming to provision's labels. Each file: provision's scan median of 5 runs
-(in process, page cache warm) against one run each of `cuobjdump --list-elf` and `--list-ptx`.
+FILE: `provision scan --json FILE` as a whole process (median of --runs, page cache warm) against one run each of
+`cuobjdump --list-elf` and `--list-ptx`; counts compared over the fatbin sections, the part cuobjdump reads (it
+drops the `f` of family cubins and names PTX sm_XY too; containers a library keeps in its own data, as cuFFT and
+cuBLASLt do, are counted by provision and invisible to cuobjdump: shown as `elsewhere`).
+WHL: `provision scan --json WHL` (in place, every core) against `unzip -p WHL MEMBERS > /dev/null` of the same ELF
+and archive members (single-threaded inflate, nothing else), median of --runs each.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import re
+import os
 import shutil
 import statistics
 import subprocess
 import sys
 import time
-from collections import Counter
+import zipfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+
+from cuobjdump import as_cuobjdump, fatbin_sections_only, listing  # noqa: E402
 
 from provision.scan import binaries as scan  # noqa: E402
+from provision.scan import wheels  # noqa: E402
+
+PROVISION = [sys.executable, "-m", "provision"]
 
 
-def cuobjdump_counts(path: Path, flag: str) -> tuple[Counter[str], float]:
-    start = time.perf_counter()
-    done = subprocess.run(["cuobjdump", flag, str(path)], capture_output=True, text=True)
-    seconds = time.perf_counter() - start
-    return Counter(re.findall(r"\.(sm_\d+[a-z]?)\.(?:cubin|ptx)", done.stdout)), seconds
+def timed(argv: list[str], runs: int, **kwargs: object) -> tuple[float, float, subprocess.CompletedProcess[bytes]]:
+    """(median, minimum) wall seconds of `runs` runs of argv, and the last run."""
+    times, done = [], None
+    for _ in range(runs):
+        start = time.perf_counter()
+        done = subprocess.run(argv, capture_output=True, **kwargs)  # type: ignore[call-overload]
+        times.append(time.perf_counter() - start)
+    assert done is not None
+    return statistics.median(times), min(times), done
 
 
-def as_cuobjdump(labels: Counter[str], kind: str) -> Counter[str]:
-    result: Counter[str] = Counter()
-    for label, count in labels.items():
-        name = label.replace("compute_", "sm_") if kind == "ptx" else label
-        result[name[:-1] if name.endswith("f") else name] += count
-    return result
+def bench_file(path: Path, runs: int, tool: Path | None) -> dict[str, object]:
+    median, best, done = timed([*PROVISION, "scan", "--json", str(path)], runs)
+    document = json.loads(done.stdout)
+    row: dict[str, object] = {"file": str(path), "bytes": path.stat().st_size, "provision_process_s": round(median, 3),
+                              "provision_process_min_s": round(best, 3),
+                              "cubins": sum(sum(f["cubin"].values()) for f in document["files"]),
+                              "ptx": sum(sum(f["ptx"].values()) for f in document["files"])}
+    if tool:
+        start = time.perf_counter()
+        theirs = listing(tool, path)
+        row["cuobjdump_s"] = round(time.perf_counter() - start, 3)
+        row["speedup"] = round(float(row["cuobjdump_s"]) / median, 1)  # type: ignore[arg-type]
+        sections = fatbin_sections_only(path)
+        row["match"] = theirs is not None and as_cuobjdump(sections) == theirs
+        row["elsewhere_containers"] = scan.code_in_file(path).loadable.containers - sections.containers
+    return row
+
+
+def bench_wheel(path: Path, runs: int) -> dict[str, object]:
+    with zipfile.ZipFile(path) as archive:
+        members = [info.filename for info in wheels.candidates(archive)]
+        size = sum(archive.getinfo(m).file_size for m in members)
+    median, best, done = timed([*PROVISION, "scan", "--json", str(path)], runs)
+    document = json.loads(done.stdout)
+    with open(os.devnull, "wb") as sink:
+        unzip, unzip_best, _ = timed(["unzip", "-p", str(path), *members], runs, stdout=sink)
+    return {"wheel": path.name, "members": len(members), "member_bytes": size, "provision_process_s": round(median, 3),
+            "provision_min_s": round(best, 3), "unzip_p_s": round(unzip, 3), "unzip_p_min_s": round(unzip_best, 3),
+            "ratio": round(median / unzip, 2), "files_with_cuda": len(document["files"]), "cores": len(os.sched_getaffinity(0))}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("files", nargs="*", type=Path)
+    parser.add_argument("--wheel", dest="wheels", action="append", type=Path, default=[])
     parser.add_argument("--venv", type=Path, help="also time a scan of this whole venv")
+    parser.add_argument("--cuobjdump", type=Path, default=shutil.which("cuobjdump"))
+    parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--json", dest="json_out")
     args = parser.parse_args()
-    rows = []
-    for path in args.files:
-        if not path.is_file():
-            print(f"{path}: not found, left out")
-            continue
-        times = []
-        for _ in range(5):
-            start = time.perf_counter()
-            counts = scan.counts_in_file(path)
-            times.append(time.perf_counter() - start)
-        row = {"file": str(path), "bytes": path.stat().st_size, "provision_s": round(statistics.median(times), 4),
-               "cubins": sum(counts.cubin.values()), "ptx": sum(counts.ptx.values()), "labels": dict(counts.cubin)}
-        if shutil.which("cuobjdump"):
-            elf, elf_s = cuobjdump_counts(path, "--list-elf")
-            ptx, ptx_s = cuobjdump_counts(path, "--list-ptx")
-            row.update(cuobjdump_s=round(elf_s + ptx_s, 3), speedup=round((elf_s + ptx_s) / row["provision_s"], 1),
-                       cubins_match=as_cuobjdump(counts.cubin, "cubin") == elf, ptx_match=as_cuobjdump(counts.ptx, "ptx") == ptx,
-                       cuobjdump_cubins=sum(elf.values()), cuobjdump_ptx=sum(ptx.values()))
-        rows.append(row)
+    rows = [bench_file(path, args.runs, args.cuobjdump) for path in args.files]
+    for row in rows:
+        extra = "" if "cuobjdump_s" not in row else (
+            f"; cuobjdump {row['cuobjdump_s']:.3f} s ({row['speedup']}x), match={row['match']}, "
+            f"elsewhere={row['elsewhere_containers']}")
+        print(f"{Path(str(row['file'])).name}: {int(row['bytes']) / 2**20:.0f} MiB, {row['cubins']} cubins {row['ptx']} PTX, "  # type: ignore[call-overload]
+              f"provision scan --json {row['provision_process_s']:.3f} s (min {row['provision_process_min_s']:.3f}){extra}")
+    wheel_rows = [bench_wheel(path, args.runs) for path in args.wheels]
+    for row in wheel_rows:
+        print(f"{row['wheel']}: {row['members']} members, {int(row['member_bytes']) / 2**20:.0f} MiB: provision "  # type: ignore[call-overload]
+              f"{row['provision_process_s']:.2f} s, unzip -p {row['unzip_p_s']:.2f} s ({row['ratio']}x) on {row['cores']} cores")
     venv = None
     if args.venv:
-        start = time.perf_counter()
-        result = scan.scan([args.venv])
-        venv = {"venv": str(args.venv), "seconds": round(time.perf_counter() - start, 3), "files_scanned": result.scanned,
-                "files_with_cuda": len(result.files), "packages": len(result.packages),
-                "entries": sum(sum(f.counts.cubin.values()) + sum(f.counts.ptx.values()) for f in result.files)}
-        start = time.perf_counter()
-        done = subprocess.run([sys.executable, "-m", "provision", "scan", "--json", str(args.venv)], capture_output=True)
-        venv["process_s"] = round(time.perf_counter() - start, 3)
-        venv["process_ok"] = done.returncode == 0
-    for row in rows:
-        match = "" if "cuobjdump_s" not in row else f" cuobjdump {row['cuobjdump_s']:.2f}s ({row['speedup']}x) match={row['cubins_match'] and row['ptx_match']}"
-        print(f"{Path(row['file']).name}: {row['bytes'] / 2**20:.0f} MiB, {row['cubins']} cubins {row['ptx']} PTX, provision {row['provision_s']:.3f}s{match}")
-    if venv:
-        print(f"venv {venv['venv']}: {venv['files_scanned']} files, {venv['entries']} entries in {venv['seconds']}s (whole process {venv['process_s']}s)")
+        median, _best, done = timed([*PROVISION, "scan", "--json", str(args.venv)], 1)
+        document = json.loads(done.stdout)
+        venv = {"venv": str(args.venv), "process_s": round(median, 3), "files_scanned": document["scanned_files"],
+                "files_with_cuda": len(document["files"]), "packages": len(document["packages"])}
+        print(f"venv {venv['venv']}: {venv['files_scanned']} files in {venv['process_s']} s (whole process)")
     if args.json_out:
         with open(args.json_out, "w") as handle:
-            json.dump({"files": rows, "venv": venv}, handle, indent=2)
+            json.dump({"files": rows, "wheels": wheel_rows, "venv": venv}, handle, indent=2)
 
 
 main()

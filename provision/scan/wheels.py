@@ -182,11 +182,11 @@ def _containers(window: _Window) -> list[tuple[int, int, fatbin.Counts]]:
     found: list[tuple[int, int, fatbin.Counts]] = []
     position = 0
     while True:
-        hit = window.data.find(fatbin.MAGIC_BYTES, max(0, position - window.base))
+        hit = window.data.find(fatbin.CONTAINER_START, max(0, position - window.base))
         if hit < 0:
             if window.eof:
                 return found
-            window.skip_to(max(position, window.end - 3))
+            window.skip_to(max(position, window.end - len(fatbin.CONTAINER_START) + 1))
             window.fill(window.end + CHUNK)
             continue
         at = window.base + hit

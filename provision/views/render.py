@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from provision.machine.facts import MachineFacts
 from provision.views import ui
 
 if TYPE_CHECKING:  # annotations only: rendering one result must not import every operation
     from provision.envs.lifecycle import CreateResult
+    from provision.machine.facts import MachineFacts
     from provision.report.fleet import FleetSummary
     from provision.report.gates import MachineReport
     from provision.scan.binaries import ScanResult
