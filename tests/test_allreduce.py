@@ -155,3 +155,18 @@ def test_nccl_tests_path_that_is_not_the_binary_is_a_usage_error(tmp_path: Path)
     binary.write_text("#!/bin/sh\n")
     binary.chmod(0o755)
     assert nccl_tests.find(tmp_path) == binary
+
+
+def test_nccl_env_takes_nccl_variables_only_and_never_nvls() -> None:
+    assert allreduce.nccl_env(("NCCL_GRAPH_MIXING_SUPPORT=0", "NCCL_PROTO=Simple")) == {
+        "NCCL_GRAPH_MIXING_SUPPORT": "0", "NCCL_PROTO": "Simple"}
+    for bad in ("NCCL_NVLS_ENABLE=1", "NCCL_ALGO=NVLS", "LD_PRELOAD=/x.so", "NCCL_GRAPH_MIXING_SUPPORT", "NCCL X=1"):
+        with pytest.raises(UsageError):
+            allreduce.nccl_env((bad,))
+
+
+def test_the_graph_mixing_note_follows_the_measured_ratio() -> None:
+    slow = {"rows": [{"size": 8, "graph_ratio": 1.6}, {"size": 65536, "graph_ratio": 1.4}, {"size": 2**27, "graph_ratio": 1.0}]}
+    assert "NCCL_GRAPH_MIXING_SUPPORT=0" in allreduce.notes_for(slow, {})[0]
+    assert allreduce.notes_for(slow, {"NCCL_GRAPH_MIXING_SUPPORT": "0"}) == []
+    assert allreduce.notes_for({"rows": [{"size": 8, "graph_ratio": 1.05}]}, {}) == []

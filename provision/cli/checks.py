@@ -95,6 +95,8 @@ def bench() -> None:
 @click.option("--backend", type=click.Choice(["nccl", "gloo"]), default="nccl", show_default=True,
               help="gloo runs the same orchestration on CPUs (no graphs, no GPU timing).")
 @click.option("--ranks", type=int, help="Processes (default: one per GPU; 2 for gloo).")
+@click.option("--nccl-env", "nccl_env", multiple=True, metavar="NAME=VALUE",
+              help="An NCCL variable for every run of this call (repeatable), e.g. NCCL_GRAPH_MIXING_SUPPORT=0.")
 @click.option("--nccl-tests", "nccl_tests", type=click.Path(path_type=Path),
               help="NVIDIA's all_reduce_perf (or its build/ folder) to run beside, same sizes and NCCL variables; "
                    "default: all_reduce_perf on PATH, if any.")
@@ -102,7 +104,8 @@ def bench() -> None:
 @home_option
 @verbosity_options
 def bench_allreduce(name: str | None, min_bytes: str, max_bytes: str, factor: int, iters: int, algos: tuple[str, ...],
-                    protos: tuple[str, ...], backend: str, ranks: int | None, nccl_tests: Path | None, as_json: bool,
+                    protos: tuple[str, ...], backend: str, ranks: int | None, nccl_env: tuple[str, ...],
+                    nccl_tests: Path | None, as_json: bool,
                     home: Path | None) -> None:
     """All-reduce sweep like nccl-tests' all_reduce_perf, then 122 x 42 KB against 2 x 2.5 MB in CUDA graphs."""
     from provision.checks import allreduce
@@ -111,5 +114,5 @@ def bench_allreduce(name: str | None, min_bytes: str, max_bytes: str, factor: in
     with views.progress(as_json) as step:
         record = allreduce.run(home_of(home), name, min_bytes=allreduce.parse_size(min_bytes), max_bytes=allreduce.parse_size(max_bytes),
                                factor=factor, iters=iters, algos=algos, protos=protos, backend=backend, ranks=ranks,
-                               nccl_tests=nccl_tests, progress=step)
+                               nccl_tests=nccl_tests, settings=allreduce.nccl_env(nccl_env), progress=step)
     views.allreduce(record, as_json)

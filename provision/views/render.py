@@ -392,6 +392,7 @@ def allreduce(record: dict[str, object], as_json: bool) -> None:
             lines.append(f"# verify pass in one CUDA graph: 122 x 42 KB = {small}; 2 x 2.5 MB (same bytes, coalesced) = {large}")
             if "122x42KB_one_buffer_ms" in pattern:
                 lines.append(f"# the 122 on one buffer: {pattern['122x42KB_one_buffer_ms']:.3f} ms")
+        lines += [f"# note: {note}" for note in run.get("notes") or []]
         teardown = run.get("teardown") or []
         if any(t.get("clean") is False for t in teardown):
             lines.append("# teardown: " + "; ".join(t.get("note") or t.get("error") or "not clean" for t in teardown if t.get("clean") is False))

@@ -20,6 +20,7 @@ from __future__ import annotations
 import gc
 import os
 import statistics
+import sys
 import time
 
 from _common import arguments, crash_reason, emit, init_group, launch, progress, write_rank
@@ -161,12 +162,12 @@ def rank_main(rank: int, world: int, port: int, out_dir: str, config: dict[str, 
 
 
 def teardown(rank: int, out_dir: str, dist, graphs: list[object]) -> None:  # type: ignore[no-untyped-def]
-    """Free the graphs (which hold NCCL's captured work) and wait for the GPU, then end the process group by aborting
-    its communicators: every collective has completed and every result is written, so nothing is left for a graceful
-    destroy to wait for, and a destroy is what hung on NVSwitch machines. A teardown that still outlasts its bound is
-    killed by the launcher; the results are already written."""
+    """Free the graphs and wait for the GPU, then end the rank's process without tearing NCCL down. On the 2 x H200
+    machine both destroy_process_group and an abort of the communicators hung for more than 60 s once graphs had
+    captured collectives, even after the graphs were freed (docs/evidence/h200-x2-2026-11-30-b, steps 20 and 40-41),
+    while a process's exit releases the same resources at once. Every collective has completed and every result is
+    written before this, so there is nothing left for a graceful teardown to protect."""
     begin = time.perf_counter()
-    step = "free graphs"
     try:
         import torch
 
@@ -174,18 +175,21 @@ def teardown(rank: int, out_dir: str, dist, graphs: list[object]) -> None:  # ty
         graphs.clear()
         gc.collect()
         if torch.cuda.is_available():
-            step = "synchronize"
             torch.cuda.synchronize()
-        how = "none"
-        if dist is not None and dist.is_initialized():
-            abort = getattr(dist.distributed_c10d, "_abort_process_group", None)
-            step = how = "abort" if abort is not None else "destroy"
-            progress(out_dir, rank, f"teardown: {how} the process group", 30)
-            abort() if abort is not None else dist.destroy_process_group()
-        write_rank(out_dir, rank, {"clean": True, "how": how, "seconds": round(time.perf_counter() - begin, 3)},
-                   ".teardown")
+        record = {"clean": True, "how": "exit", "seconds": round(time.perf_counter() - begin, 3)}
     except BaseException as exc:
-        write_rank(out_dir, rank, {"clean": False, "step": step, "error": crash_reason(exc)}, ".teardown")
+        record = {"clean": False, "step": "free graphs", "error": crash_reason(exc)}
+    write_rank(out_dir, rank, record, ".teardown")
+    if dist is not None and dist.is_initialized() and _spawned():
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)
+
+
+def _spawned() -> bool:
+    import multiprocessing
+
+    return multiprocessing.parent_process() is not None
 
 
 def spin(launch_ms: float, clock: float) -> int:
@@ -231,7 +235,10 @@ def main() -> None:
 if __name__ == "__main__":
     try:
         main()
-    except SystemExit:
-        raise
+    except SystemExit as done:
+        # the verdict is printed: leave without the interpreter's teardown, which would destroy NCCL's communicators
+        # (with one rank the group lives in this process) and can hang as the ranks' teardown does
+        sys.stdout.flush()
+        os._exit(done.code if isinstance(done.code, int) else 0)
     except BaseException as exc:
         emit("error", crash_reason(exc))
