@@ -12,6 +12,7 @@ import pytest
 from wheelhouse import build_wheel
 
 from provision.checks import runner, staleness
+from provision.envs.records import EnvRecord
 from provision.machine.facts import Gpu
 from provision.stacks import uvtool
 
@@ -46,13 +47,13 @@ def env(tmp_path_factory) -> Path:
 
 
 def run(build: Path, only: str, gpus=SM120, driver_cuda="13.1", cuda="13.0", **env: str) -> dict:
-    meta = {"cuda": cuda, "env": env, "packages": ["torch"], "venv": str(build / "venv")}
+    meta = EnvRecord(name="env", cuda=cuda, env=env, packages=["torch"], venv=str(build / "venv"))
     (result,) = runner.run(build, meta, only=(only,), gpus=gpus, driver_cuda=driver_cuda, notes=[])
     return result
 
 
 def test_no_gpu_skips_every_gpu_check_and_passes(env: Path) -> None:
-    meta = {"cuda": "13.0", "env": {}, "packages": ["torch"], "venv": str(env / "venv")}
+    meta = EnvRecord(name="env", cuda="13.0", env={}, packages=["torch"], venv=str(env / "venv"))
     results = runner.run(env, meta, gpus=[], driver_cuda=None, notes=["NVML not available (LibraryNotFound)"])
     by_id = {r["id"]: r for r in results}
     assert by_id["imports"]["status"] == "pass" and by_id["drift"]["status"] == "pass"

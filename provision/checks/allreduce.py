@@ -13,7 +13,7 @@ from typing import Any
 from provision import proc
 from provision.checks import payload_dir
 from provision.checks import runner as check_runner
-from provision.envs.home import Home, read_meta, write_json
+from provision.envs.records import AllreduceRun, EnvRecord
 from provision.errors import EnvError, UsageError
 
 FORBIDDEN_ALGOS = ("nvls", "nvlstree")
@@ -75,20 +75,16 @@ def notes_for(details: dict[str, Any], variant: dict[str, str]) -> list[str]:
     return []
 
 
-def run(home: Home, name: str | None, *, min_bytes: int, max_bytes: int, factor: int, iters: int,
+def run(build: Path, record: EnvRecord, *, min_bytes: int, max_bytes: int, factor: int, iters: int,
         algos: tuple[str, ...], protos: tuple[str, ...], backend: str, ranks: int | None,
         nccl_tests: Path | None = None, settings: dict[str, str] | None = None,
-        progress: Any = lambda _: None) -> dict[str, Any]:
+        progress: Any = lambda _: None) -> AllreduceRun:
+    """Run the sweep once per NCCL variant (nccl-tests beside it when found); the caller stores the run (envs/records.py)."""
     from provision.checks import nccl_tests as anchors
     from provision.machine import nvml
 
     anchor_binary = anchors.find(nccl_tests) if backend == "nccl" else None
 
-    name = name or home.active()
-    if name is None:
-        raise EnvError("no environment is active", "name one: provision bench allreduce NAME")
-    build = home.build_of(name)
-    meta = read_meta(build)
     if backend == "nccl":
         gpus = nvml.read(nvml.load_library()).gpus
         if not gpus:
@@ -96,11 +92,11 @@ def run(home: Home, name: str | None, *, min_bytes: int, max_bytes: int, factor:
         world = ranks or len(gpus)
     else:
         world = ranks or 2
-    python = Path(meta.get("venv") or build / "venv") / "bin" / "python"
+    python = record.venv_path(build) / "bin" / "python"
     runs = []
     for variant in variants(algos, protos):
         variant = {**(settings or {}), **variant}
-        env = check_runner.environment(python.parent.parent, meta)
+        env = check_runner.environment(python.parent.parent, record)
         env.update(variant)
         env.update(NCCL_NVLS_ENABLE="0", TORCH_SYMM_MEM_DISABLE_MULTICAST="1", NVSHMEM_DISABLE_NVLS="1")
         arguments = {"gpu_count": world, "backend": backend, "min_bytes": min_bytes, "max_bytes": max_bytes,
@@ -127,9 +123,5 @@ def run(home: Home, name: str | None, *, min_bytes: int, max_bytes: int, factor:
             details["nccl_tests"] = anchor
             details["notes"] = notes_for(details, variant)
         runs.append({"variant": variant, **details})
-    record = {"at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"), "backend": backend,
-              "world_size": world, "runs": runs}
-    meta = read_meta(build)
-    meta["allreduce"] = [*(meta.get("allreduce") or []), record]
-    write_json(build / "env.json", meta)
-    return {"name": name, **record}
+    return AllreduceRun(at=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"), backend=backend,
+                        world_size=world, runs=runs)

@@ -1,5 +1,6 @@
-"""Baselines: the profile's benchmark run inside the environment once its checks passed, every run stored with the
-machine it ran on; `compare` puts two environments' figures side by side."""
+"""Baselines: the profile's benchmark run inside the environment once its checks passed, with the machine it ran on
+(the caller stores the run: checks run and judge, envs/records.py writes); `compare` puts two environments' figures
+side by side."""
 
 from __future__ import annotations
 
@@ -14,7 +15,9 @@ from typing import Any
 from provision import proc
 from provision.checks import payload_dir
 from provision.checks import runner as check_runner
-from provision.envs.home import Home, read_meta, write_json
+from provision.envs import records
+from provision.envs.home import Home
+from provision.envs.records import BaselineRun, EnvRecord
 from provision.errors import EnvError
 from provision.machine import nvml
 
@@ -51,54 +54,40 @@ def extract(spec: dict[str, Any], stdout: str) -> tuple[float | None, dict[str, 
     return None, None
 
 
-def run(home: Home, name: str | None, progress: Any = lambda _: None) -> dict[str, Any]:
-    name = name or home.active()
-    if name is None:
-        raise EnvError("no environment is active", "name one: provision baseline NAME")
-    build = home.build_of(name)
-    meta = read_meta(build)
-    results = (meta.get("checks") or {}).get("results")
-    if not results:
-        progress("running the checks first")
-        results = check_runner.run(build, meta, progress=progress)
-        meta["checks"] = {"results": results, "at": _now()}
-        write_json(build / "env.json", meta)
-    failed = [r["id"] for r in results if r["status"] in ("fail", "error")]
+def run(name: str, build: Path, record: EnvRecord, progress: Any = lambda _: None) -> BaselineRun:
+    """Run the profile's baseline (the built-in one without) in the environment; its checks must have passed."""
+    failed = [r["id"] for r in record.check_results if r["status"] in ("fail", "error")]
     if failed:
         raise EnvError(f"{name}: checks {', '.join(failed)} did not pass; the baseline runs only after they do",
                        f"see provision check {name}")
-    spec: dict[str, Any] = meta.get("baseline") or BUILTIN
+    spec: dict[str, Any] = record.baseline or BUILTIN
     command = [part.replace("{payloads}", str(payload_dir())) for part in spec["command"]]
-    env = check_runner.environment(Path(meta.get("venv") or build / "venv"), meta)
+    env = check_runner.environment(record.venv_path(build), record)
     progress(f"running the baseline: {' '.join(command)}")
     start = time.perf_counter()
     done = proc.run(command, timeout=float(spec.get("timeout") or 1800), env=env, cwd=Path(spec.get("cwd") or "."))
     seconds = time.perf_counter() - start
     figure, document = extract(spec, done.stdout)
-    record = {"figure": figure, "unit": spec.get("unit", ""), "better": spec.get("better", "higher"), "at": _now(),
-              "machine": machine_fingerprint(), "command": command, "seconds": round(seconds, 2),
-              "exit_code": done.returncode, "output_tail": done.tail(15), "details": document}
     if done.timed_out or not done.ok or figure is None:
         why = "timed out" if done.timed_out else f"exit code {done.returncode}" if not done.ok else "no figure in its output"
         raise EnvError(f"{name}: the baseline failed ({why}): {done.tail(3)}", "run it by hand: provision run " + name + " -- " + " ".join(command))
-    meta = read_meta(build)  # re-read: checks may have written meanwhile
-    meta["baselines"] = [*(meta.get("baselines") or []), record]
-    write_json(build / "env.json", meta)
-    return {"name": name, **record}
+    return BaselineRun(figure=figure, unit=spec.get("unit", ""), better=spec.get("better", "higher"), at=_now(),
+                       machine=machine_fingerprint(), command=command, seconds=round(seconds, 2),
+                       exit_code=done.returncode, output_tail=done.tail(15), details=document)
 
 
 def compare(home: Home, first: str, second: str) -> dict[str, Any]:
     rows = []
     for name in (first, second):
-        baselines = read_meta(home.build_of(name)).get("baselines") or []
-        if not baselines:
+        record = records.read(home.build_of(name))
+        if not record.baselines:
             raise EnvError(f"{name} has no baseline yet", f"run one: provision baseline {name}")
-        last = baselines[-1]
-        rows.append({"name": name, "figure": last["figure"], "unit": last["unit"], "better": last["better"],
-                     "at": last["at"], "machine": last["machine"]["summary"], "runs": len(baselines),
-                     "multi_gpu_allreduce": (read_meta(home.build_of(name)).get("allreduce") or [None])[-1]})
+        last = record.baselines[-1]
+        rows.append({"name": name, "figure": last.figure, "unit": last.unit, "better": last.better,
+                     "at": last.at, "machine": last.machine["summary"], "runs": len(record.baselines),
+                     "multi_gpu_allreduce": record.allreduce[-1].to_dict() if record.allreduce else None})
     a, b = rows[0]["figure"], rows[1]["figure"]
-    change = (b - a) / a * 100 if a else None
+    change = (b - a) / a * 100 if a and b is not None else None
     better = rows[0]["better"]
     improved = None if change is None else (change > 0) == (better == "higher")
     same_machine = rows[0]["machine"] == rows[1]["machine"]

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from email.parser import HeaderParser
 from importlib.metadata import PathDistribution
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from packaging.markers import default_environment
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
@@ -20,6 +20,9 @@ from packaging.version import InvalidVersion, Version
 
 from provision.checks import filehash
 from provision.errors import ProvisionError
+
+if TYPE_CHECKING:
+    from provision.envs.records import EnvRecord
 
 CACHE_NAME = "drift-cache.json"  # beside the environment, in its build folder
 STARTUP_NAMES = ("sitecustomize.py", "usercustomize.py", "sitecustomize", "usercustomize")
@@ -257,9 +260,9 @@ def _other_source(dist: Installed, wheel_names: list[str]) -> tuple[str, str] | 
     return None
 
 
-def check(venv: Path, build: Path, meta: dict[str, Any]) -> dict[str, Any]:
+def check(venv: Path, build: Path, record: EnvRecord) -> dict[str, Any]:
     """The check's result: PASS when nothing differs, WARN listing each finding with its path and distribution."""
-    lock = Path(meta["lock"]) if meta.get("lock") else None
+    lock = Path(record.lock) if record.lock else None
     drift = scan(venv, lock=lock, cache=build / CACHE_NAME)
     details = drift.to_dict()
     without_lock = "" if lock else "; no lock (adopted): distributions not compared"

@@ -10,6 +10,7 @@ from typing import Any
 
 from provision import compat, proc
 from provision.checks import BY_ID, CHECKS, Check, drift, payload_dir, staleness
+from provision.envs.records import EnvRecord
 from provision.errors import UsageError
 from provision.machine import nvml
 
@@ -25,18 +26,17 @@ def select(ids: tuple[str, ...] | None, required: list[str] | None) -> list[Chec
     unknown = [i for i in wanted if i not in BY_ID]
     if unknown:
         raise UsageError(f"unknown check {unknown[0]!r}", f"known checks: {', '.join(BY_ID)}")
-    for always in ("drift", "imports"):  # quick, GPU-free, and what every other check assumes
-        if not ids and always not in wanted:
-            wanted.insert(0, always)
+    if not ids and "imports" not in wanted:
+        wanted.insert(0, "imports")
     return [c for c in CHECKS if c.id in wanted]
 
 
-def environment(venv: Path, meta: dict[str, Any], gpus: list[Any] | None = None, build: Path | None = None) -> dict[str, str]:
+def environment(venv: Path, record: EnvRecord, gpus: list[Any] | None = None, build: Path | None = None) -> dict[str, str]:
     """The variables a payload runs with; with `gpus`, an [env] that names {arch_list} is filled for these GPUs."""
     import os
 
-    extra = dict(meta.get("env") or {})
-    template = meta.get("env_template")
+    extra = dict(record.env)
+    template = record.env_template
     if template and gpus is not None and build is not None:
         from provision.envs.lifecycle import resolve_env
 
@@ -56,21 +56,21 @@ def inventory(python: Path, env: dict[str, str]) -> dict[str, str]:
         return {}
 
 
-def run(build: Path, meta: dict[str, Any], *, only: tuple[str, ...] | None = None, target_sm: str | None = None,
+def run(build: Path, record: EnvRecord, *, only: tuple[str, ...] | None = None, target_sm: str | None = None,
         gpus: list[Any] | None = None, driver_cuda: str | None = None, notes: list[str] | None = None,
         progress: Any = lambda _: None) -> list[dict[str, Any]]:
     """Run the checks that the environment's profile requires (all without one) and return their results."""
     if gpus is None:
         reading = nvml.read(nvml.load_library())
         gpus, driver_cuda, notes = reading.gpus, reading.driver.cuda, reading.notes
-    venv = Path(meta.get("venv") or build / "venv")
+    venv = record.venv_path(build)
     python = venv / "bin" / "python"
-    env = environment(venv, meta, gpus, build)
+    env = environment(venv, record, gpus, build)
     installed = inventory(python, env)
     no_gpu = "no NVIDIA GPU: NVML is not available (no driver)" if any("NVML not available" in n for n in notes or []) \
         else "no NVIDIA GPU: NVML found none"
     results = []
-    for check in select(only, meta.get("checks_required") or None):
+    for check in select(only, record.checks_required or None):
         progress(f"check {check.id}")
         start = time.perf_counter()
         result: dict[str, Any]
@@ -80,24 +80,24 @@ def run(build: Path, meta: dict[str, Any], *, only: tuple[str, ...] | None = Non
         elif missing:
             result = {"status": "skip", "reason": f"{missing[0].replace('|', ' / ')} is not installed in this environment"}
         elif check.id == "drift":
-            result = drift.check(venv, build, meta)
+            result = drift.check(venv, build, record)
         elif check.payload is None:
-            result = _driver(meta, driver_cuda)
+            result = _driver(record, driver_cuda)
         else:
-            pre = staleness.check(meta, env, installed) if check.id == "flashinfer-jit" else None
-            result = pre or _payload(check, python, env, _arguments(check, meta, gpus, installed, target_sm))
+            pre = staleness.check(record, env, installed) if check.id == "flashinfer-jit" else None
+            result = pre or _payload(check, python, env, _arguments(check, record, gpus, installed, target_sm))
             if check.id == "flashinfer-jit" and target_sm and result.get("status") in ("pass", "warn"):
                 result = staleness.verify_target_cubins(result, target_sm)
         results.append({"id": check.id, "title": check.title, **result, "seconds": round(time.perf_counter() - start, 2)})
     return results
 
 
-def _arguments(check: Check, meta: dict[str, Any], gpus: list[Any], installed: dict[str, str], target_sm: str | None) -> dict[str, Any]:
+def _arguments(check: Check, record: EnvRecord, gpus: list[Any], installed: dict[str, str], target_sm: str | None) -> dict[str, Any]:
     return {
-        "cuda": meta.get("cuda"),
+        "cuda": record.cuda,
         "gpu_count": len(gpus),
         "gpus": [{"index": g.index, "cc": g.compute_capability, "name": g.name} for g in gpus],
-        "packages": meta.get("packages") or [],
+        "packages": record.packages,
         "installed": installed,
         "target_sm": target_sm,
     }
@@ -126,8 +126,8 @@ def _payload(check: Check, python: Path, env: dict[str, str], arguments: dict[st
     return verdict
 
 
-def _driver(meta: dict[str, Any], driver_cuda: str | None) -> dict[str, Any]:
-    cuda = meta.get("cuda")
+def _driver(record: EnvRecord, driver_cuda: str | None) -> dict[str, Any]:
+    cuda = record.cuda
     if not cuda:
         return {"status": "skip", "reason": "the environment's CUDA release is unknown (adopted without a profile, torch without CUDA)"}
     if compat.driver_supports(driver_cuda, cuda):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from elftools.common.exceptions import ELFError
 from elftools.elf.dynamic import DynamicSection
@@ -14,6 +14,9 @@ from elftools.elf.elffile import ELFFile
 
 from provision import compat
 from provision.scan import binaries as scan
+
+if TYPE_CHECKING:
+    from provision.envs.records import EnvRecord
 
 LIMIT = 200  # modules read at most: enough to judge a workspace, bounded in time
 
@@ -39,9 +42,9 @@ def workspace(env: dict[str, str]) -> Path:
     return Path(env.get("FLASHINFER_WORKSPACE_BASE") or os.path.expanduser("~")) / ".cache" / "flashinfer"
 
 
-def check(meta: dict[str, Any], env: dict[str, str], installed: dict[str, str]) -> dict[str, Any] | None:
+def check(record: EnvRecord, env: dict[str, str], installed: dict[str, str]) -> dict[str, Any] | None:
     """FAIL when the JIT workspace holds modules linked to another libcudart major than the environment's CUDA."""
-    cuda = meta.get("cuda") or ""
+    cuda = record.cuda or ""
     local = (installed.get("torch") or "").partition("+cu")[2]
     major: str = cuda.split(".")[0] if cuda else (local[:-1] if len(local) >= 3 else "")
     if not major:

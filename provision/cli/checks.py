@@ -27,25 +27,16 @@ from provision.cli.options import (
 def check(name: str | None, only: str | None, target_sm: str | None, as_json: bool, home: Path | None) -> None:
     """Run the smoke checks against an environment (the active one by default); exit 1 on FAIL or ERROR."""
     from provision.checks import runner
-    from provision.envs.home import read_meta, write_json
-    from provision.errors import EnvError
+    from provision.envs import records
     from provision.views import render as views
 
-    where = home_of(home)
-    name = name or where.active()
-    if name is None:
-        raise EnvError("no environment is active", "name one: provision check NAME")
-    build = where.build_of(name)
-    meta = read_meta(build)
+    name, build = home_of(home).named_or_active(name, "provision check")
     ids = tuple(i.strip() for i in only.split(",") if i.strip()) if only else None
     with views.progress(as_json) as step:
-        results = runner.run(build, meta, only=ids, target_sm=compute_capability(target_sm) if target_sm else None, progress=step)
-    meta = read_meta(build)
+        results = runner.run(build, records.read(build), only=ids, target_sm=compute_capability(target_sm) if target_sm else None,
+                             progress=step)
     # the report's "last smoke checks" is the last full run; a narrower --only run is kept beside it
-    meta["checks_subset" if ids else "checks"] = {"results": results, "at": views.now(), **({"only": list(ids)} if ids else {})}
-    if not ids:
-        meta.pop("checks_subset", None)
-    write_json(build / "env.json", meta)
+    records.add_checks(build, results, views.now(), only=ids)
     views.checks(name, results, as_json)
     sys.exit(1 if runner.overall(results) in ("fail", "error") else 0)
 
@@ -58,11 +49,19 @@ def check(name: str | None, only: str | None, target_sm: str | None, as_json: bo
 def baseline(name: str | None, as_json: bool, home: Path | None) -> None:
     """Run the profile's baseline (or the built-in GEMM/FlashInfer one) once the checks passed, and record it."""
     from provision.checks import baseline as baselines
+    from provision.checks import runner
+    from provision.envs import records
     from provision.views import render as views
 
+    name, build = home_of(home).named_or_active(name, "provision baseline")
+    record = records.read(build)
     with views.progress(as_json) as step:
-        record = baselines.run(home_of(home), name, step)
-    views.baseline(record, as_json)
+        if not record.check_results:
+            step("running the checks first")
+            record = records.add_checks(build, runner.run(build, record, progress=step), views.now())
+        run = baselines.run(name, build, record, step)
+    records.add_baseline(build, run)
+    views.baseline({"name": name, **run.to_dict()}, as_json)
 
 
 @click.command(short_help="Two environments' baselines side by side.")
@@ -109,10 +108,14 @@ def bench_allreduce(name: str | None, min_bytes: str, max_bytes: str, factor: in
                     home: Path | None) -> None:
     """All-reduce sweep like nccl-tests' all_reduce_perf, then 122 x 42 KB against 2 x 2.5 MB in CUDA graphs."""
     from provision.checks import allreduce
+    from provision.envs import records
     from provision.views import render as views
 
+    sizes, settings = (allreduce.parse_size(min_bytes), allreduce.parse_size(max_bytes)), allreduce.nccl_env(nccl_env)
+    name, build = home_of(home).named_or_active(name, "provision bench allreduce")
     with views.progress(as_json) as step:
-        record = allreduce.run(home_of(home), name, min_bytes=allreduce.parse_size(min_bytes), max_bytes=allreduce.parse_size(max_bytes),
-                               factor=factor, iters=iters, algos=algos, protos=protos, backend=backend, ranks=ranks,
-                               nccl_tests=nccl_tests, settings=allreduce.nccl_env(nccl_env), progress=step)
-    views.allreduce(record, as_json)
+        run = allreduce.run(build, records.read(build), min_bytes=sizes[0], max_bytes=sizes[1], factor=factor, iters=iters,
+                            algos=algos, protos=protos, backend=backend, ranks=ranks, nccl_tests=nccl_tests, settings=settings,
+                            progress=step)
+    records.add_allreduce(build, run)
+    views.allreduce({"name": name, **run.to_dict()}, as_json)

@@ -6,6 +6,7 @@ import os
 import shlex
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -198,15 +199,23 @@ def shell_env(name: str | None, home: Path | None) -> None:
 def restore(name: str, dry_run: bool, no_checks: bool, as_json: bool, home: Path | None) -> None:
     """Put NAME back to its lock: reinstall drifted distributions, set unowned start-up files aside, re-check."""
     from provision.checks import baseline, runner
+    from provision.envs import records
     from provision.envs import restore as restoring
     from provision.views import render as views
     from provision.views import restore as restore_view
 
     where = home_of(home)
+
+    def run_baseline() -> dict[str, Any]:
+        build = where.build_of(name)
+        run = baseline.run(name, build, records.read(build), step)
+        records.add_baseline(build, run)
+        return {"name": name, **run.to_dict()}
+
     with views.progress(as_json) as step:
         result = restoring.restore(where, name, dry_run=dry_run, progress=step,
-                                   run_checks=None if no_checks else (lambda build, meta: runner.run(build, meta, progress=step)),
-                                   run_baseline=None if no_checks else (lambda: baseline.run(where, name, step)))
+                                   run_checks=None if no_checks else (lambda build, record: runner.run(build, record, progress=step)),
+                                   run_baseline=None if no_checks else run_baseline)
     restore_view.restored(result, as_json)
     failed = any(r["status"] in ("fail", "error") for r in result.checks) or result.baseline_error or result.not_restorable
     sys.exit(1 if failed and not dry_run else 0)

@@ -12,19 +12,23 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import errno
 import fcntl
-import json
 import os
 import shutil
-import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from provision import log
+from provision.envs import records
+from provision.envs.atomic import fsync_dir
+from provision.envs.atomic import (
+    write_atomic as write_atomic,  # re-exported: where callers have always found them
+)
+from provision.envs.atomic import write_json as write_json
 from provision.errors import EnvError
 
 HOME_VARIABLE = "PROVISION_HOME"
@@ -101,6 +105,13 @@ class Home:
             raise EnvError(f"no environment named {name!r} in {self.root}", f"known: {known}; make one with provision create PROFILE")
         return (self.envs / os.readlink(link)).resolve()
 
+    def named_or_active(self, name: str | None, command: str) -> tuple[str, Path]:
+        """(name, its build) for `name`, else for the active environment; `command` is what to run with a name."""
+        name = name or self.active()
+        if name is None:
+            raise EnvError("no environment is active", f"name one: {command} NAME")
+        return name, self.build_of(name)
+
     def active(self) -> str | None:
         try:
             return Path(os.readlink(self.active_link)).name
@@ -116,62 +127,16 @@ class Home:
         except BaseException:
             temp.unlink(missing_ok=True)
             raise
-        _fsync_dir(link.parent)
+        fsync_dir(link.parent)
 
     def activate(self, name: str) -> None:
         self.build_of(name)  # must exist
+        state = self.state()  # a broken state.json stops here, before the active pointer moves
         self.point(self.active_link, f"envs/{name}")
-        state = self.state()
-        state["history"] = [*state.get("history", []), name][-100:]
-        self.write_state(state)
+        records.write_state(self.root, dataclasses.replace(state, history=[*state.history, name][-100:]))
 
-    # --- state and metadata -----------------------------------------------------------------------
-
-    def state(self) -> dict[str, Any]:
-        try:
-            data = json.loads((self.root / "state.json").read_text())
-            return data if isinstance(data, dict) else {}
-        except (OSError, json.JSONDecodeError):
-            return {}
-
-    def write_state(self, state: dict[str, Any]) -> None:
-        write_json(self.root / "state.json", state)
-
-
-def read_meta(build: Path) -> dict[str, Any]:
-    try:
-        data = json.loads((build / "env.json").read_text())
-        return data if isinstance(data, dict) else {}
-    except (OSError, json.JSONDecodeError):
-        return {}
-
-
-def write_atomic(path: Path, text: str) -> None:
-    """Write a file atomically: a temp file in the same folder, fsync, rename. Readers see the old or the new."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temp, path)
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        raise
-
-
-def write_json(path: Path, data: dict[str, Any]) -> None:
-    write_atomic(path, json.dumps(data, indent=2, sort_keys=True, default=str))
-
-
-def _fsync_dir(folder: Path) -> None:
-    with contextlib.suppress(OSError):
-        fd = os.open(folder, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+    def state(self) -> records.State:
+        return records.read_state(self.root)
 
 
 def pid_alive(pid: int) -> bool:

@@ -13,8 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from provision import proc
-from provision.envs import toolkit_home
-from provision.envs.home import BUILDING, Home, pid_alive, read_meta, remove_tree, write_json
+from provision.envs import records, toolkit_home
+from provision.envs.home import BUILDING, Home, pid_alive, remove_tree
+from provision.envs.records import EnvRecord
 from provision.errors import EnvError, UsageError
 from provision.stacks.profiles import Profile
 
@@ -147,7 +148,7 @@ def _lock_for(home: Home, profile: Profile, target: Any, overrides: dict[str, st
 
 def create(home: Home, profile: Profile, *, name: str | None = None, python: str | None = None,
            lock_path: Path | None = None, overrides: dict[str, str] | None = None, activate: bool = True,
-           run_checks: Callable[[Path, dict[str, Any]], list[dict[str, Any]]] | None = None,
+           run_checks: Callable[[Path, EnvRecord], list[dict[str, Any]]] | None = None,
            progress: Progress = lambda _: None) -> CreateResult:
     import time
 
@@ -182,21 +183,20 @@ def create(home: Home, profile: Profile, *, name: str | None = None, python: str
                 progress("laying out the environment's CUDA toolkit")
                 toolkit_home.make(build / "cuda", site_packages(build / "venv") / profile.toolkit)
             timings["install"] = time.perf_counter() - started
-            meta = {
-                "name": name, "profile": profile.name, "profile_hash": profile.content_hash, "profile_path": str(profile.path),
-                "cuda": profile.cuda, "python": version, "interpreter": str(interpreter), "lock": str(lock_file),
-                "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-                "adopted": False, "venv": str(build / "venv"), "env": resolve_env(profile.env, build, nvcc=profile.compiler_cuda() or profile.cuda),
-                "env_template": env_template(profile),
-                "packages": [p.name for p in profile.packages], "checks_required": list(profile.checks or []),
-                "size_bytes": tree_size(build / "venv"), "baseline": _baseline_meta(profile),
-            }
-            write_json(build / "env.json", meta)
+            created = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+            record = EnvRecord(
+                name=name, profile=profile.name, profile_hash=profile.content_hash, profile_path=str(profile.path),
+                cuda=profile.cuda, python=version, interpreter=str(interpreter), lock=str(lock_file), created=created,
+                adopted=False, venv=str(build / "venv"),
+                env=resolve_env(profile.env, build, nvcc=profile.compiler_cuda() or profile.cuda), env_template=env_template(profile),
+                packages=[p.name for p in profile.packages], checks_required=list(profile.checks or []),
+                size_bytes=tree_size(build / "venv"), baseline=_baseline_meta(profile),
+            )
+            records.write(build, record)
             started = time.perf_counter()
-            results = run_checks(build, meta) if run_checks else []
+            results = run_checks(build, record) if run_checks else []
             timings["checks"] = time.perf_counter() - started
-            meta["checks"] = {"results": results, "at": meta["created"]}
-            write_json(build / "env.json", meta)
+            records.add_checks(build, results, created)
             passed = not any(r["status"] in ("fail", "error") for r in results)
             if not passed:
                 remove_tree(build)
@@ -247,16 +247,16 @@ def adopt(home: Home, name: str, venv: Path, profile: Profile | None = None) -> 
         os.symlink(venv.absolute(), build / "venv")
         if profile and profile.toolkit:
             toolkit_home.make(build / "cuda", site_packages(venv) / profile.toolkit)
-        meta = {"name": name, "profile": profile.name if profile else None, "profile_hash": profile.content_hash if profile else None,
-                "cuda": (profile.cuda if profile else None) or (cuda.stdout.strip() if cuda.ok else None) or None,
-                "python": version, "adopted": True, "venv": str(venv.absolute()),
-                "env": resolve_env(profile.env, build, nvcc=profile.compiler_cuda() or profile.cuda) if profile else {},
-                "env_template": env_template(profile) if profile else None,
-                "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-                "packages": [p.name for p in profile.packages] if profile else [], "size_bytes": tree_size(venv),
-                "checks_required": list(profile.checks or []) if profile else [],
-                "baseline": _baseline_meta(profile) if profile else None}
-        write_json(build / "env.json", meta)
+        records.write(build, EnvRecord(
+            name=name, profile=profile.name if profile else None, profile_hash=profile.content_hash if profile else None,
+            cuda=(profile.cuda if profile else None) or (cuda.stdout.strip() if cuda.ok else None) or None,
+            python=version, adopted=True, venv=str(venv.absolute()),
+            env=resolve_env(profile.env, build, nvcc=profile.compiler_cuda() or profile.cuda) if profile else {},
+            env_template=env_template(profile) if profile else None,
+            created=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            packages=[p.name for p in profile.packages] if profile else [], size_bytes=tree_size(venv),
+            checks_required=list(profile.checks or []) if profile else [],
+            baseline=_baseline_meta(profile) if profile else None))
         home.point(home.envs / name, f"../builds/{build.name}")
     return build
 
@@ -278,7 +278,7 @@ def rollback(home: Home, to: str | None = None) -> tuple[str | None, str, list[s
         return switch(home, to), to, []
     with home.locked():
         current = home.active()
-        history = home.state().get("history", [])
+        history = home.state().history
         existing = set(home.names())
         skipped: list[str] = []
         for candidate in reversed(history):
@@ -312,14 +312,13 @@ def listing(home: Home) -> list[dict[str, Any]]:
             build = home.build_of(name)
         except EnvError:
             continue
-        meta = read_meta(build)
-        checks = (meta.get("checks") or {}).get("results") or []
-        baselines = meta.get("baselines") or []
+        record = records.read(build)
         rows.append({
-            "name": name, "active": name == active, "path": str(build), "venv": meta.get("venv", str(build / "venv")),
-            "profile": meta.get("profile"), "cuda": meta.get("cuda"), "python": meta.get("python"),
-            "size_bytes": meta.get("size_bytes"), "created": meta.get("created"), "adopted": bool(meta.get("adopted")),
-            "check_status": worst_status(checks), "baseline": baselines[-1] if baselines else None,
+            "name": name, "active": name == active, "path": str(build), "venv": record.venv or str(build / "venv"),
+            "profile": record.profile, "cuda": record.cuda, "python": record.python,
+            "size_bytes": record.size_bytes, "created": record.created, "adopted": record.adopted,
+            "check_status": worst_status(record.check_results),
+            "baseline": record.baselines[-1].to_dict() if record.baselines else None,
         })
     return rows
 
@@ -345,10 +344,10 @@ def venv_environment(home: Home, name: str | None) -> tuple[str, Path, dict[str,
     if name is None:
         raise EnvError("no environment is active", "make one with provision create PROFILE, or name one")
     build = home.build_of(name)
-    meta = read_meta(build)
-    venv = Path(meta.get("venv") or build / "venv")  # an adopted venv by its own path, not through the link
+    record = records.read(build)
+    venv = record.venv_path(build)
     variables = {"VIRTUAL_ENV": str(venv), "PATH": f"{venv / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}"}
-    variables.update(meta.get("env") or {})
+    variables.update(record.env)
     return name, venv, variables
 
 

@@ -19,8 +19,9 @@ from typing import Any
 
 from provision import proc
 from provision.checks import drift as drifting
-from provision.envs import relocate
-from provision.envs.home import Home, read_meta, write_atomic
+from provision.envs import records, relocate
+from provision.envs.home import Home, write_atomic
+from provision.envs.records import EnvRecord
 from provision.errors import EnvError, ProvisionError
 from provision.stacks import uvtool
 
@@ -66,42 +67,38 @@ class RestoreResult:
                 "baseline": self.baseline, "baseline_before": self.baseline_before, "baseline_error": self.baseline_error}
 
 
-def plan(home: Home, name: str) -> tuple[Path, dict[str, Any], RestoreResult]:
+def plan(home: Home, name: str) -> tuple[Path, EnvRecord, RestoreResult]:
     build = home.build_of(name)
-    meta = read_meta(build)
-    venv = Path(meta.get("venv") or build / "venv").resolve()
-    lock = Path(meta["lock"]) if meta.get("lock") else None
+    record = records.read(build)
+    venv = record.venv_path(build).resolve()
+    lock = Path(record.lock) if record.lock else None
     before = drifting.scan(venv, lock=lock, cache=build / drifting.CACHE_NAME)
     result = RestoreResult(name=name, venv=venv, dry_run=True, before=before, set_aside=before.unowned())
     if lock is None:
         result.not_restorable = before.to_reinstall()  # an adopted venv: no lock says what its files should be
     else:
         result.reinstall, result.uninstall = before.to_reinstall(), before.extra()
-    return build, meta, result
+    return build, record, result
 
 
-def restore(home: Home, name: str, *, dry_run: bool = False, run_checks: Callable[[Path, dict[str, Any]], list[dict[str, Any]]] | None = None,
+def restore(home: Home, name: str, *, dry_run: bool = False, run_checks: Callable[[Path, EnvRecord], list[dict[str, Any]]] | None = None,
             run_baseline: Callable[[], dict[str, Any]] | None = None, progress: Progress = lambda _: None) -> RestoreResult:
     """Plan, and unless `dry_run` apply: the venv changes in one swap, then the checks and the profile's baseline."""
     with home.locked():
-        build, meta, result = plan(home, name)
+        build, record, result = plan(home, name)
         result.dry_run = dry_run
         if dry_run or not result.changed:
             return result
         _remove_stale(result.venv)
-        _apply(build, meta, result, progress)
+        _apply(build, record, result, progress)
     if run_checks is not None:
         progress("running the checks")
-        result.checks = run_checks(build, read_meta(build))
-        meta = read_meta(build)
-        meta["checks"] = {"results": result.checks, "at": _now()}
-        from provision.envs.home import write_json
-
-        write_json(build / "env.json", meta)
+        result.checks = run_checks(build, records.read(build))
+        record = records.add_checks(build, result.checks, _now())
     failed = any(r["status"] in ("fail", "error") for r in result.checks)
-    if run_baseline is not None and meta.get("baseline") and not failed:
-        result.baseline_before = next((b for b in reversed(meta.get("baselines") or [])
-                                       if (b.get("drift") or {}).get("status") in (None, "pass")), None)
+    if run_baseline is not None and record.baseline and not failed:
+        result.baseline_before = next((b.to_dict() for b in reversed(record.baselines)
+                                       if (b.to_dict().get("drift") or {}).get("status") in (None, "pass")), None)
         progress("running the baseline")
         try:
             result.baseline = run_baseline()
@@ -110,7 +107,7 @@ def restore(home: Home, name: str, *, dry_run: bool = False, run_checks: Callabl
     return result
 
 
-def _apply(build: Path, meta: dict[str, Any], result: RestoreResult, progress: Progress) -> None:
+def _apply(build: Path, record: EnvRecord, result: RestoreResult, progress: Progress) -> None:
     venv = result.venv
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     staging = venv.parent / (STAGING.format(name=venv.name) + f"{os.getpid()}-{stamp}")
@@ -127,8 +124,9 @@ def _apply(build: Path, meta: dict[str, Any], result: RestoreResult, progress: P
             (aside / relative).parent.mkdir(parents=True, exist_ok=True)
             shutil.move(str(site / relative), str(aside / relative))
         result.aside_folder = aside if result.set_aside else None
-        lock = Path(meta["lock"])
-        _reinstall(build, lock, venv, staging, result, progress)
+        lock = Path(record.lock) if record.lock else None  # an adopted venv: only start-up files are set aside
+        if lock is not None:
+            _reinstall(build, lock, venv, staging, result, progress)
         if result.uninstall:
             progress(f"uninstalling {', '.join(result.uninstall)}")
             uvtool.run(["pip", "uninstall", "--python", str(staging / "bin" / "python"), "--quiet", *result.uninstall])

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any
 
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from provision.envs import home as homes
+from provision.envs import records
+from provision.envs.records import EnvRecord
 from provision.report.gates import Gate, MachineReport, Target, driver_gate, machine_gates
 from provision.scan import binaries as scan
 
@@ -91,27 +92,25 @@ def _label_order(label: str) -> tuple[int, str]:
     return int(digits or 0), label
 
 
-def stored_gates(meta: dict[str, Any]) -> list[Gate]:
-    full = meta.get("checks") or {}
-    results = full.get("results") or []
+def stored_gates(record: EnvRecord) -> list[Gate]:
+    results = record.check_results
     gates = []
     if results:
         bad = [f"{r['id']}: {r.get('reason', '')}" for r in results if r["status"] in ("fail", "error")]
         status = "fail" if bad else "pass"
         reason = "; ".join(bad)[:500] if bad else f"{sum(r['status'] == 'pass' for r in results)} pass, {sum(r['status'] == 'skip' for r in results)} skip"
-        gates.append(Gate(id="checks", title=f"last smoke checks ({full.get('at', '?')})", status=status, reason=reason))
+        gates.append(Gate(id="checks", title=f"last smoke checks ({record.checks.at if record.checks else '?'})", status=status, reason=reason))
     else:
         gates.append(Gate(id="checks", title="last smoke checks", status="warn", reason="never checked: run provision check"))
-    subset = meta.get("checks_subset") or {}
-    if subset.get("results"):
-        shown = ", ".join(f"{r['id']} {r['status']}" for r in subset["results"])
-        gates.append(Gate(id="checks-only", title=f"later check --only run ({subset.get('at', '?')})", status="info", kind="feature",
+    subset = record.checks_subset
+    if subset is not None and subset.results:
+        shown = ", ".join(f"{r['id']} {r['status']}" for r in subset.results)
+        gates.append(Gate(id="checks-only", title=f"later check --only run ({subset.at or '?'})", status="info", kind="feature",
                           reason=shown))
-    baselines = meta.get("baselines") or []
-    if baselines:
-        last = baselines[-1]
+    if record.baselines:
+        last = record.baselines[-1]
         gates.append(Gate(id="baseline", title="last baseline", status="info", kind="feature",
-                          reason=f"{last['figure']:.2f} {last['unit']} on {last['machine']['summary']} ({last['at']})"))
+                          reason=f"{last.figure or 0:.2f} {last.unit} on {last.machine['summary']} ({last.at})"))
     return gates
 
 
@@ -119,17 +118,17 @@ def judge(where: homes.Home, name: str, report: MachineReport) -> Target:
     from provision.report import observed
 
     build = where.build_of(name)
-    meta = homes.read_meta(build)
-    venv = Path(meta.get("venv") or build / "venv")
-    target = Target(kind="environment", name=name, cuda=meta.get("cuda") or "?")
+    record = records.read(build)
+    venv = record.venv_path(build)
+    target = Target(kind="environment", name=name, cuda=record.cuda or "?")
     ccs = sorted({g.compute_capability for g in report.facts.gpus if g.compute_capability})
     versions = installed(venv)
     scanned_gate, scanned = scan_gate(venv, ccs)
     features = machine_gates(report.facts, _version(versions.get("flashinfer-python")))
-    target.gates = [driver_gate(report.facts, meta["cuda"]) if meta.get("cuda") else
+    target.gates = [driver_gate(report.facts, record.cuda) if record.cuda else
                     Gate(id="driver", title="driver supports the environment's CUDA", status="skip", reason="CUDA release unknown"),
-                    scanned_gate, torch_build_gate(versions, scanned), versions_gate(versions), *stored_gates(meta),
-                    *observed.apply(features, observed.latest_results(meta), len(report.facts.gpus))]
+                    scanned_gate, torch_build_gate(versions, scanned), versions_gate(versions), *stored_gates(record),
+                    *observed.apply(features, record.latest_results(), len(report.facts.gpus))]
     return target
 
 

@@ -9,15 +9,6 @@ from typing import Any
 from provision.report.gates import Gate
 
 
-def latest_results(meta: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """Each check's newest result: the last full run, overridden by a later `check --only` run."""
-    by_id: dict[str, dict[str, Any]] = {}
-    for key in ("checks", "checks_subset"):
-        for result in (meta.get(key) or {}).get("results") or []:
-            by_id[result["id"]] = result
-    return by_id
-
-
 def apply(gates: list[Gate], results: dict[str, dict[str, Any]], gpu_count: int) -> list[Gate]:
     """Return `gates` with the all-reduce feature gates decided by the checks' evidence where there is some."""
     symm = results.get("symmetric-memory")

@@ -1,0 +1,317 @@
+"""What is stored beside an environment, typed: env.json (the environment), its last check run, its baselines and
+its all-reduce runs; and HOME/state.json (the activation history). One reader and one writer for each file.
+
+Files carry `schema_version`; a file without one (written before records were versioned) is read as version 1, whose
+keys it already has. Unknown keys are kept through a rewrite, so a newer provision's additions survive an older one.
+A file of the wrong shape is one error naming the file and the key, never a traceback.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from provision.envs.atomic import write_json
+from provision.errors import EnvError
+
+SCHEMA_VERSION = 1
+ENV_FILE = "env.json"
+STATE_FILE = "state.json"
+
+JSONObject = dict[str, Any]
+
+
+class RecordError(EnvError):
+    """A record file that is not JSON, or has a key of the wrong type."""
+
+
+def _fix_hint(path: Path) -> str:
+    return f"fix or remove that key in {path} (written by hand, or by a newer provision?), or recreate the environment"
+
+
+class _Fields:
+    """Typed access to one JSON object of a record file: every wrong type is a RecordError naming file and key."""
+
+    def __init__(self, path: Path, data: object, where: str = "") -> None:
+        if not isinstance(data, dict):
+            raise RecordError(f"{path}: {where or 'the file'} is {type(data).__name__}, expected an object", _fix_hint(path))
+        self.path, self.data, self.where = path, data, where
+
+    def _get(self, key: str, types: tuple[type, ...], default: Any, what: str) -> Any:
+        value = self.data.get(key)
+        if value is None:
+            return default
+        if not isinstance(value, types) or (isinstance(value, bool) and bool not in types):
+            name = f"{self.where}.{key}" if self.where else key
+            raise RecordError(f"{self.path}: key {name!r} is {type(value).__name__} {json.dumps(value)[:60]}, expected {what}",
+                              _fix_hint(self.path))
+        return value
+
+    def text(self, key: str) -> str | None:
+        value: str | None = self._get(key, (str,), None, "a string")
+        return value
+
+    def flag(self, key: str) -> bool:
+        return bool(self._get(key, (bool,), False, "true or false"))
+
+    def number(self, key: str) -> float | None:
+        value = self._get(key, (int, float), None, "a number")
+        return None if value is None else float(value)
+
+    def integer(self, key: str) -> int | None:
+        value: int | None = self._get(key, (int,), None, "an integer")
+        return value
+
+    def mapping(self, key: str) -> JSONObject | None:
+        value: JSONObject | None = self._get(key, (dict,), None, "an object")
+        return value
+
+    def strings(self, key: str) -> list[str]:
+        values: list[Any] = self._get(key, (list,), [], "a list of strings")
+        if not all(isinstance(v, str) for v in values):
+            raise RecordError(f"{self.path}: key {key!r} holds a non-string, expected a list of strings", _fix_hint(self.path))
+        return list(values)
+
+    def objects(self, key: str) -> list[_Fields]:
+        values: list[Any] = self._get(key, (list,), [], "a list of objects")
+        return [_Fields(self.path, value, f"{self.where + '.' if self.where else ''}{key}[{i}]") for i, value in enumerate(values)]
+
+    def version(self) -> int:
+        version = self.integer("schema_version") or 1
+        if version > SCHEMA_VERSION:
+            raise RecordError(f"{self.path}: schema_version {version} is newer than this provision reads ({SCHEMA_VERSION})",
+                              "upgrade provision: pip install -U provision")
+        return version
+
+
+@dataclass(frozen=True, kw_only=True)
+class CheckRun:
+    """The last smoke checks: one result per check as the payload gave it (id, title, status, reason, details...)."""
+
+    results: list[JSONObject]
+    at: str
+    only: list[str] = field(default_factory=list)  # the ids of a `check --only` run; empty for a full run
+
+    @classmethod
+    def parse(cls, fields: _Fields) -> CheckRun:
+        results = [result.data for result in fields.objects("results")]
+        for i, result in enumerate(results):
+            if not isinstance(result.get("id"), str) or not isinstance(result.get("status"), str):
+                raise RecordError(f"{fields.path}: {fields.where}.results[{i}] has no string 'id' and 'status'", _fix_hint(fields.path))
+        return cls(results=results, at=fields.text("at") or "", only=fields.strings("only"))
+
+    def to_dict(self) -> JSONObject:
+        return {"results": self.results, "at": self.at, **({"only": self.only} if self.only else {})}
+
+
+@dataclass(frozen=True, kw_only=True)
+class BaselineRun:
+    """One run of the profile's baseline: its figure and the machine it ran on."""
+
+    figure: float | None
+    unit: str
+    better: str
+    at: str
+    machine: JSONObject  # {"summary": "8 x NVIDIA H200, driver ...", "id": sha256[:12]}
+    command: list[str]
+    seconds: float
+    exit_code: int
+    output_tail: str
+    details: JSONObject | None = None
+
+    @classmethod
+    def parse(cls, fields: _Fields) -> BaselineRun:
+        machine = fields.mapping("machine") or {}
+        return cls(figure=fields.number("figure"), unit=fields.text("unit") or "", better=fields.text("better") or "higher",
+                   at=fields.text("at") or "", machine={"summary": str(machine.get("summary", "?")), "id": str(machine.get("id", ""))},
+                   command=fields.strings("command"), seconds=fields.number("seconds") or 0.0,
+                   exit_code=fields.integer("exit_code") or 0, output_tail=fields.text("output_tail") or "",
+                   details=fields.mapping("details"))
+
+    def to_dict(self) -> JSONObject:
+        return dataclasses.asdict(self)
+
+
+@dataclass(frozen=True, kw_only=True)
+class AllreduceRun:
+    """One `provision bench allreduce`: every variant's rows (docs/json.md)."""
+
+    at: str
+    backend: str
+    world_size: int
+    runs: list[JSONObject]
+
+    @classmethod
+    def parse(cls, fields: _Fields) -> AllreduceRun:
+        return cls(at=fields.text("at") or "", backend=fields.text("backend") or "nccl", world_size=fields.integer("world_size") or 0,
+                   runs=[run.data for run in fields.objects("runs")])
+
+    def to_dict(self) -> JSONObject:
+        return dataclasses.asdict(self)
+
+
+@dataclass(frozen=True, kw_only=True)
+class EnvRecord:
+    """env.json: what an environment was built from, and what has been learned about it since."""
+
+    name: str
+    profile: str | None = None
+    profile_hash: str | None = None
+    profile_path: str | None = None
+    cuda: str | None = None
+    python: str | None = None
+    interpreter: str | None = None
+    lock: str | None = None
+    created: str | None = None
+    adopted: bool = False
+    venv: str | None = None
+    env: dict[str, str] = field(default_factory=dict)
+    env_template: JSONObject | None = None  # the profile's [env] and nvcc, kept when [env] names {arch_list}
+    packages: list[str] = field(default_factory=list)
+    checks_required: list[str] = field(default_factory=list)
+    size_bytes: int | None = None
+    baseline: JSONObject | None = None  # the profile's [baseline] spec, or None for the built-in one
+    checks: CheckRun | None = None  # the last full run: what the report's "last smoke checks" shows
+    checks_subset: CheckRun | None = None  # a later `check --only` run, kept beside it
+    baselines: list[BaselineRun] = field(default_factory=list)
+    allreduce: list[AllreduceRun] = field(default_factory=list)
+    extra: JSONObject = field(default_factory=dict)  # keys this version does not know, kept as they were
+
+    def venv_path(self, build: Path) -> Path:
+        """The venv: an adopted one by its own path, not through the build's link."""
+        return Path(self.venv) if self.venv else build / "venv"
+
+    @property
+    def check_results(self) -> list[JSONObject]:
+        """The last full run's results."""
+        return self.checks.results if self.checks else []
+
+    def latest_results(self) -> dict[str, JSONObject]:
+        """Each check's newest result: the last full run, overridden by a later `check --only` run."""
+        by_id: dict[str, JSONObject] = {}
+        for run in (self.checks, self.checks_subset):
+            for result in run.results if run else []:
+                by_id[result["id"]] = result
+        return by_id
+
+    def to_dict(self) -> JSONObject:
+        document: JSONObject = {**self.extra, "schema_version": SCHEMA_VERSION}
+        for item in dataclasses.fields(self):
+            if item.name == "extra":
+                continue
+            value = getattr(self, item.name)
+            if item.name in ("checks", "checks_subset"):
+                value = value.to_dict() if value is not None else None
+            elif item.name in ("baselines", "allreduce"):
+                value = [run.to_dict() for run in value]
+            document[item.name] = value
+        return document
+
+    @classmethod
+    def parse(cls, path: Path, data: object, name: str) -> EnvRecord:
+        fields = _Fields(path, data)
+        fields.version()
+        env = fields.mapping("env") or {}
+        if not all(isinstance(v, str) for v in env.values()):
+            raise RecordError(f"{path}: key 'env' holds a non-string value, expected strings", _fix_hint(path))
+        checks, subset = fields.mapping("checks"), fields.mapping("checks_subset")
+        known = {item.name for item in dataclasses.fields(cls)} | {"schema_version"}
+        return cls(
+            name=fields.text("name") or name, profile=fields.text("profile"), profile_hash=fields.text("profile_hash"),
+            profile_path=fields.text("profile_path"), cuda=fields.text("cuda"), python=fields.text("python"),
+            interpreter=fields.text("interpreter"), lock=fields.text("lock"), created=fields.text("created"),
+            adopted=fields.flag("adopted"), venv=fields.text("venv"), env=dict(env), env_template=fields.mapping("env_template"),
+            packages=fields.strings("packages"),
+            checks_required=fields.strings("checks_required"), size_bytes=fields.integer("size_bytes"),
+            baseline=fields.mapping("baseline"),
+            checks=CheckRun.parse(_Fields(path, checks, "checks")) if checks is not None else None,
+            checks_subset=CheckRun.parse(_Fields(path, subset, "checks_subset")) if subset is not None else None,
+            baselines=[BaselineRun.parse(run) for run in fields.objects("baselines")],
+            allreduce=[AllreduceRun.parse(run) for run in fields.objects("allreduce")],
+            extra={k: v for k, v in fields.data.items() if k not in known},
+        )
+
+
+def _load(path: Path) -> object | None:
+    """The JSON in `path`, None when there is no file; a file that is not JSON is a RecordError."""
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise RecordError(f"{path}: cannot be read ({exc.strerror})", "check its permissions") from exc
+    try:
+        data: object = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise RecordError(f"{path}: not JSON (line {exc.lineno}: {exc.msg})", _fix_hint(path)) from exc
+    return data
+
+
+def read(build: Path) -> EnvRecord:
+    """The record of the environment built in `build` (an empty one, named after the folder, when it has none)."""
+    path = build / ENV_FILE
+    data = _load(path)
+    return EnvRecord(name=build.name) if data is None else EnvRecord.parse(path, data, build.name)
+
+
+def write(build: Path, record: EnvRecord) -> None:
+    """Write env.json atomically: a reader sees the old record or the new one."""
+    write_json(build / ENV_FILE, record.to_dict())
+
+
+def add_checks(build: Path, results: list[JSONObject], at: str, only: tuple[str, ...] | None = None) -> EnvRecord:
+    """Store a check run (re-read first: another command may have written meanwhile): a full run as the last one,
+    which drops an older --only run; an --only run beside it."""
+    current = read(build)
+    if only:
+        record = dataclasses.replace(current, checks_subset=CheckRun(results=results, at=at, only=list(only)))
+    else:
+        record = dataclasses.replace(current, checks=CheckRun(results=results, at=at), checks_subset=None)
+    write(build, record)
+    return record
+
+
+def add_baseline(build: Path, run: BaselineRun) -> EnvRecord:
+    current = read(build)
+    record = dataclasses.replace(current, baselines=[*current.baselines, run])
+    write(build, record)
+    return record
+
+
+def add_allreduce(build: Path, run: AllreduceRun) -> EnvRecord:
+    current = read(build)
+    record = dataclasses.replace(current, allreduce=[*current.allreduce, run])
+    write(build, record)
+    return record
+
+
+# --- HOME/state.json ----------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class State:
+    """HOME/state.json: the names activated, oldest first (what `rollback` walks back through)."""
+
+    history: list[str] = field(default_factory=list)
+    extra: JSONObject = field(default_factory=dict)
+
+    def to_dict(self) -> JSONObject:
+        return {**self.extra, "schema_version": SCHEMA_VERSION, "history": self.history}
+
+
+def read_state(root: Path) -> State:
+    path = root / STATE_FILE
+    data = _load(path)
+    if data is None:
+        return State()
+    fields = _Fields(path, data)
+    fields.version()
+    return State(history=fields.strings("history"),
+                 extra={k: v for k, v in fields.data.items() if k not in ("history", "schema_version")})
+
+
+def write_state(root: Path, state: State) -> None:
+    write_json(root / STATE_FILE, state.to_dict())

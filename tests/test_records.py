@@ -1,0 +1,124 @@
+"""Records stored beside an environment (env.json) and in HOME (state.json): one reader and one writer, versioned,
+old files still read, and a file of the wrong shape is one error line naming it, never a traceback."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+from test_cli import adopted_home, provision_run
+
+from provision.envs import records
+from provision.envs.records import AllreduceRun, BaselineRun, EnvRecord, RecordError
+
+# env.json as provision wrote it before records were versioned (keys as `create` wrote them, no schema_version)
+OLD_ENV_JSON = {
+    "name": "cu128", "profile": "cu128", "profile_hash": "ab12", "profile_path": "/p/cu128.toml", "cuda": "12.8",
+    "python": "3.12", "interpreter": "/usr/bin/python3.12", "lock": "/h/locks/pylock.cu128-x.toml",
+    "created": "2026-11-29T10:00:00+00:00", "adopted": False, "venv": "/h/builds/cu128-x/venv",
+    "env": {"CUDA_HOME": "/h/builds/cu128-x/cuda"}, "packages": ["torch"], "checks_required": [], "size_bytes": 1234,
+    "baseline": None,
+    "checks": {"results": [{"id": "imports", "title": "t", "status": "pass", "reason": "ok", "seconds": 0.1}],
+               "at": "2026-11-29T10:01:00+00:00"},
+    "baselines": [{"figure": 612.5, "unit": "TFLOP/s", "better": "higher", "at": "2026-11-29T10:05:00+00:00",
+                   "machine": {"summary": "8 x NVIDIA H200, driver 580", "id": "abc"}, "command": ["python", "b.py"],
+                   "seconds": 12.0, "exit_code": 0, "output_tail": "", "details": {"bf16_gemm_tflops": 612.5}}],
+    "allreduce": [{"at": "2026-11-29T10:09:00+00:00", "backend": "gloo", "world_size": 2, "runs": [{"variant": {}, "rows": []}]}],
+}
+
+
+def test_an_old_env_json_is_read_and_kept_through_a_rewrite(tmp_path: Path) -> None:
+    build = tmp_path / "build"
+    build.mkdir()
+    (build / "env.json").write_text(json.dumps({**OLD_ENV_JSON, "from_the_future": {"x": 1}}))
+    record = records.read(build)
+    assert record.cuda == "12.8" and record.env == {"CUDA_HOME": "/h/builds/cu128-x/cuda"}
+    assert record.check_results[0]["status"] == "pass" and record.checks is not None
+    assert record.baselines[0].figure == 612.5 and record.baselines[0].machine["summary"].startswith("8 x")
+    assert record.allreduce[0].world_size == 2
+    assert record.venv_path(build) == Path("/h/builds/cu128-x/venv")
+    records.write(build, record)
+    rewritten = json.loads((build / "env.json").read_text())
+    assert rewritten == {**OLD_ENV_JSON, "from_the_future": {"x": 1}, "schema_version": records.SCHEMA_VERSION}
+    assert records.read(build) == record
+
+
+def test_one_writer_appends_runs_and_keeps_what_is_there(tmp_path: Path) -> None:
+    build = tmp_path / "build"
+    records.write(build, EnvRecord(name="cu130", cuda="13.0", venv=str(build / "venv")))
+    records.add_checks(build, [{"id": "driver", "status": "fail", "reason": "old driver"}], "2026-11-30T08:00:00+00:00")
+    run = BaselineRun(figure=1.5, unit="ms", better="lower", at="now", machine={"summary": "cpu", "id": "1"},
+                      command=["true"], seconds=0.1, exit_code=0, output_tail="")
+    records.add_baseline(build, run)
+    records.add_baseline(build, run)
+    records.add_allreduce(build, AllreduceRun(at="now", backend="gloo", world_size=2, runs=[]))
+    record = records.read(build)
+    assert record.cuda == "13.0" and record.check_results == [{"id": "driver", "status": "fail", "reason": "old driver"}]
+    assert record.baselines == [run, run] and record.allreduce[0].backend == "gloo"
+    assert json.loads((build / "env.json").read_text())["schema_version"] == 1
+    assert records.read(tmp_path / "no-such-build") == EnvRecord(name="no-such-build")  # a build without a record
+
+
+@pytest.mark.parametrize(
+    ("change", "words"),
+    [
+        ({"checks": "all passed"}, "key 'checks' is str"),
+        ({"cuda": 13.0}, "key 'cuda' is float"),
+        ({"adopted": "no"}, "key 'adopted' is str"),
+        ({"packages": ["torch", 3]}, "key 'packages' holds a non-string"),
+        ({"env": {"CUDA_HOME": 1}}, "key 'env' holds a non-string"),
+        ({"baselines": [{"figure": "fast"}]}, "key 'baselines[0].figure' is str"),
+        ({"checks": {"results": [{"status": "pass"}]}}, "checks.results[0] has no string 'id'"),
+        ({"schema_version": 99}, "schema_version 99 is newer"),
+    ],
+)
+def test_a_record_of_the_wrong_type_is_an_error_naming_the_file_and_key(tmp_path: Path, change: dict, words: str) -> None:
+    build = tmp_path / "build"
+    build.mkdir()
+    (build / "env.json").write_text(json.dumps({**OLD_ENV_JSON, **change}))
+    with pytest.raises(RecordError, match=str(build / "env.json")) as caught:
+        records.read(build)
+    assert words in caught.value.message and caught.value.hint
+    assert caught.value.exit_code == 7
+
+
+@pytest.mark.parametrize("text", ["{not json", "[1, 2]", ""])
+def test_env_json_that_is_not_an_object(tmp_path: Path, text: str) -> None:
+    (tmp_path / "env.json").write_text(text)
+    with pytest.raises(RecordError, match="env.json"):
+        records.read(tmp_path)
+
+
+def test_broken_records_through_the_cli_are_one_line_and_change_nothing(provision_bin: str, tmp_path: Path) -> None:
+    home = adopted_home(provision_bin, tmp_path, "one", "two")
+    assert provision_run(provision_bin, "switch", "one", "--home", str(home)).returncode == 0
+    env_json = next((home / "builds").glob("two-*")) / "env.json"
+    good = env_json.read_text()
+    env_json.write_text(json.dumps({**json.loads(good), "checks": ["not", "an", "object"]}))
+    for argv in (["envs"], ["check", "two"], ["shell-env", "two"], ["compare", "two", "one"]):
+        done = provision_run(provision_bin, *argv, "--home", str(home))
+        lines = done.stderr.splitlines()
+        assert done.returncode == 7 and "Traceback" not in done.stderr, (argv, done.stderr)
+        assert lines[-2] == f"error: {env_json}: key 'checks' is list [\"not\", \"an\", \"object\"], expected an object", argv
+        assert lines[-1].startswith("hint: fix or remove that key in")
+    env_json.write_text(good)
+    state = home / "state.json"
+    state.write_text(json.dumps({"history": "one"}))
+    done = provision_run(provision_bin, "rollback", "--home", str(home), "--json")
+    assert done.returncode == 7 and f"{state}: key 'history' is str" in done.stderr
+    assert json.loads(done.stdout)["error"]["exit_code"] == 7
+    switched = provision_run(provision_bin, "switch", "two", "--home", str(home))
+    assert switched.returncode == 7 and "state.json" in switched.stderr
+    assert (home / "active").readlink() == Path("envs/one")  # a broken state.json moves nothing
+
+
+def test_state_history_is_read_from_an_old_file_and_rewritten_versioned(provision_bin: str, tmp_path: Path) -> None:
+    home = adopted_home(provision_bin, tmp_path, "one", "two")
+    (home / "state.json").write_text(json.dumps({"history": ["two", "one"]}))  # written before schema_version
+    done = provision_run(provision_bin, "switch", "two", "--home", str(home))
+    assert done.returncode == 0, done.stderr
+    assert json.loads((home / "state.json").read_text()) == {"schema_version": 1, "history": ["two", "one", "two"]}
+    back = subprocess.run([provision_bin, "rollback", "--home", str(home), "--json"], capture_output=True, text=True, timeout=60)
+    assert json.loads(back.stdout)["active"] == "one"
