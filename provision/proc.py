@@ -9,6 +9,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from provision import log
 from provision.errors import ToolError
@@ -74,6 +75,10 @@ def run(
         import shlex
 
         log.debug(f"$ {shlex.join(args)}" + (f"  (in {cwd})" if cwd else ""))
+    deferred: list[int] = []
+    # A Ctrl-C inside Popen would leave a started child unknown to us, writing on into a folder being cleaned up:
+    # hold it until `child` exists, then raise it where the child is reaped.
+    previous = _hold_interrupts(deferred)
     try:
         child = subprocess.Popen(
             args,
@@ -86,9 +91,15 @@ def run(
             cwd=cwd,
             preexec_fn=_die_with_parent if die_with_parent and sys.platform == "linux" else None,  # noqa: PLW1509
         )
-    except FileNotFoundError as exc:
-        raise ToolError(f"{args[0]}: not found", "install it or put it on PATH") from exc
+    except BaseException as exc:
+        _restore(previous)
+        if isinstance(exc, FileNotFoundError):
+            raise ToolError(f"{args[0]}: not found", "install it or put it on PATH") from exc
+        raise
     try:
+        _restore(previous)  # from here on a Ctrl-C reaps the child (below)
+        if deferred:
+            raise KeyboardInterrupt
         stdout, stderr = child.communicate(input_text, timeout=timeout)
     except subprocess.TimeoutExpired:
         _reap(child)
@@ -107,6 +118,20 @@ def run(
     if check and not result.ok:
         raise ToolError(f"{' '.join(args[:3])} failed with exit code {child.returncode}", result.tail(5))
     return result
+
+
+def _hold_interrupts(deferred: list[int]) -> Any:
+    """Record SIGINT in `deferred` instead of raising it; return the handler to restore (None off the main thread)."""
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    return signal.signal(signal.SIGINT, lambda number, _frame: deferred.append(number))
+
+
+def _restore(handler: Any) -> None:
+    if handler is not None:
+        signal.signal(signal.SIGINT, handler)
 
 
 def _reap(child: subprocess.Popen[str]) -> None:

@@ -132,7 +132,7 @@ def test_ctrl_c_during_create_removes_the_build(tool: Tool, stack) -> None:
         time.sleep(0.05)
     process.send_signal(signal.SIGINT)
     _, err = process.communicate(timeout=60)
-    assert process.returncode == 130 and "interrupted" in err
+    assert process.returncode == 130 and "interrupted" in err, err
     assert len(tool.builds()) == 1 and tool.envs()["cu128"]["active"]
 
 
