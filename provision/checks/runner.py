@@ -26,8 +26,9 @@ def select(ids: tuple[str, ...] | None, required: list[str] | None) -> list[Chec
     unknown = [i for i in wanted if i not in BY_ID]
     if unknown:
         raise UsageError(f"unknown check {unknown[0]!r}", f"known checks: {', '.join(BY_ID)}")
-    if not ids and "imports" not in wanted:
-        wanted.insert(0, "imports")
+    for always in ("drift", "imports"):  # quick, GPU-free, and what every other check assumes
+        if not ids and always not in wanted:
+            wanted.insert(0, always)
     return [c for c in CHECKS if c.id in wanted]
 
 
