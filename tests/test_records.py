@@ -59,6 +59,14 @@ def test_one_writer_appends_runs_and_keeps_what_is_there(tmp_path: Path) -> None
     assert record.baselines == [run, run] and record.allreduce[0].backend == "gloo"
     assert json.loads((build / "env.json").read_text())["schema_version"] == 1
     assert records.read(tmp_path / "no-such-build") == EnvRecord(name="no-such-build")  # a build without a record
+    # an --only run is kept beside the last full run, and the next full run drops it
+    later = records.add_checks(build, [{"id": "drift", "status": "warn"}], "T2", only=("drift",))
+    assert later.check_results[0]["id"] == "driver" and later.checks_subset is not None
+    assert later.latest_results() == {"driver": {"id": "driver", "status": "fail", "reason": "old driver"},
+                                      "drift": {"id": "drift", "status": "warn"}}
+    assert json.loads((build / "env.json").read_text())["checks_subset"]["only"] == ["drift"]
+    assert records.add_checks(build, [], "T3").checks_subset is None
+    assert "checks_subset" not in json.loads((build / "env.json").read_text())
 
 
 @pytest.mark.parametrize(

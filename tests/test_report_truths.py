@@ -42,8 +42,10 @@ def test_checks_fill_arch_list_for_the_gpus_they_run_on(tmp_path: Path) -> None:
     from provision.checks import runner
 
     h200 = facts_from("h200.nvml.json").gpus
-    meta = {"env": {"FLASHINFER_CUDA_ARCH_LIST": "12.0f"},
-            "env_template": {"env": {"FLASHINFER_CUDA_ARCH_LIST": "{arch_list}", "W": "{env}"}, "nvcc": "13.0"}}
+    from provision.envs.records import EnvRecord
+
+    meta = EnvRecord(name="env", env={"FLASHINFER_CUDA_ARCH_LIST": "12.0f"},
+                     env_template={"env": {"FLASHINFER_CUDA_ARCH_LIST": "{arch_list}", "W": "{env}"}, "nvcc": "13.0"})
     env = runner.environment(tmp_path / "venv", meta, list(h200), tmp_path)
     assert env["FLASHINFER_CUDA_ARCH_LIST"] == "9.0a" and env["W"] == str(tmp_path)
     assert runner.environment(tmp_path / "venv", meta)["FLASHINFER_CUDA_ARCH_LIST"] == "12.0f"  # no reading: as stored
@@ -102,12 +104,14 @@ def test_feature_gates_follow_what_the_checks_saw() -> None:
 
 def test_last_smoke_checks_is_the_last_full_run() -> None:
     full = [{"id": c, "status": "pass", "reason": ""} for c in ("imports", "driver", "torch-cuda", "symmetric-memory")]
-    meta = {"checks": {"results": full, "at": "T1"},
-            "checks_subset": {"results": [_symm(False)], "at": "T2", "only": ["symmetric-memory"]}}
+    from provision.envs.records import EnvRecord
+
+    meta = EnvRecord.parse(Path("env.json"), {"checks": {"results": full, "at": "T1"},
+                           "checks_subset": {"results": [_symm(False)], "at": "T2", "only": ["symmetric-memory"]}}, "env")
     gates = {g.id: g for g in environments.stored_gates(meta)}
     assert gates["checks"].title == "last smoke checks (T1)" and gates["checks"].reason.startswith("4 pass")
     assert gates["checks-only"].status == "info" and "T2" in gates["checks-only"].title
-    assert observed.latest_results(meta)["symmetric-memory"]["details"]["multicast"] is False  # the newest evidence
+    assert meta.latest_results()["symmetric-memory"]["details"]["multicast"] is False  # the newest evidence
 
 
 _URL = re.compile(r"https?://\S+")
