@@ -133,7 +133,7 @@ def test_ctrl_c_during_create_removes_the_build(tool: Tool, stack) -> None:
     process.send_signal(signal.SIGINT)
     _, err = process.communicate(timeout=60)
     assert process.returncode == 130 and "interrupted" in err, err
-    assert len(tool.builds()) == 1 and tool.envs()["cu128"]["active"]
+    assert len(tool.builds()) == 1 and tool.envs()["cu128"]["active"], tool.builds()
 
 
 def test_hash_mismatch_is_refused_and_nothing_is_installed(tool: Tool, stack) -> None:
