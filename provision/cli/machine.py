@@ -45,12 +45,15 @@ def scan(paths: tuple[Path, ...], require: tuple[str, ...], as_json: bool) -> No
               help="A recorded `provision probe --json` file (repeat for a fleet); default: probe this machine.")
 @click.option("--profile", "profile_names", multiple=True, help="Judge against this profile (name or path); default: all.")
 @click.option("--env", "env_names", multiple=True, help="Also judge this environment (scan, versions, checks, baseline).")
+@click.option("--lock", "locks", multiple=True, type=click.Path(path_type=Path, dir_okay=False, exists=True),
+              help="Judge this PEP 751 lock before installing it: every CUDA wheel scanned (uv's cache, else fetched; never unpacked).")
+@click.option("--no-fetch", is_flag=True, help="With --lock: scan only the wheels uv's cache holds; the rest SKIP.")
 @home_option
 @json_option
 @click.option("--markdown", is_flag=True, help="Print Markdown tables to paste into a ticket.")
 @verbosity_options
-def report(machines: tuple[Path, ...], profile_names: tuple[str, ...], env_names: tuple[str, ...],
-           home: Path | None, as_json: bool, markdown: bool) -> None:
+def report(machines: tuple[Path, ...], profile_names: tuple[str, ...], env_names: tuple[str, ...], locks: tuple[Path, ...],
+           no_fetch: bool, home: Path | None, as_json: bool, markdown: bool) -> None:
     """Compatibility report: this machine (or recorded ones) against every profile and environment."""
     from provision.report import gates as reporting
     from provision.stacks import profiles
@@ -64,8 +67,15 @@ def report(machines: tuple[Path, ...], profile_names: tuple[str, ...], env_names
         from provision.machine import probe as probing
 
         facts = [probing.probe()]
-    chosen = [profiles.load(n) for n in profile_names] if profile_names else profiles.available()
-    result = reporting.report(facts, chosen)
+    from provision.stacks import uvtool
+
+    chosen = [profiles.load(n) for n in profile_names] if profile_names else [] if locks else profiles.available()
+    uv_cache = Path(uvtool.cache_dir() or ".")
+    result = reporting.report(facts, chosen, uv_cache)
+    if locks:
+        from provision.report import lockscan
+
+        lockscan.add_locks(result, locks, fetch=not no_fetch, uv_cache=uv_cache)
     if env_names:
         from provision.report import environments as envreport
 

@@ -34,6 +34,7 @@ class Target:
     name: str
     cuda: str
     gates: list[Gate] = field(default_factory=list)
+    packages: list[dict[str, Any]] | None = None  # a lock's CUDA wheels, each with the SMs found and a verdict per GPU
 
     @property
     def verdict(self) -> str:
@@ -46,7 +47,8 @@ class Target:
 
     def to_dict(self) -> dict[str, Any]:
         return {"kind": self.kind, "name": self.name, "cuda": self.cuda, "verdict": self.verdict,
-                "features_off": self.features_off, "gates": [dict(g.__dict__) for g in self.gates]}
+                "features_off": self.features_off, "gates": [dict(g.__dict__) for g in self.gates],
+                **({"packages": self.packages} if self.packages is not None else {})}
 
 
 @dataclass(kw_only=True)
@@ -74,12 +76,13 @@ def load_machine(path: Path) -> MachineFacts:
     return documents.load_machine(path)
 
 
-def judge(facts: MachineFacts, profile: Profile) -> Target:
+def judge(facts: MachineFacts, profile: Profile, uv_cache: Path | None = None) -> Target:
+    """The profile's gates on this machine; `uv_cache` is where to look for its compiler wheel (never downloaded)."""
     target = Target(kind="profile", name=profile.name, cuda=profile.cuda)
     target.gates = [
         driver_gate(facts, profile.cuda),
-        _toolkit(facts, profile),
-        torch_wheels(facts, profile),
+        _toolkit(facts, profile, uv_cache),
+        torch_wheels(facts, profile.cuda, has_torch=profile.bound_index("torch") is not None),
         _flashinfer_jit(facts, profile),
         *machine_gates(facts, flashinfer_version(profile)),
     ]
@@ -105,32 +108,35 @@ def own_toolkit(profile: Profile) -> str | None:
     return profile.compiler_cuda()
 
 
-def _toolkit(facts: MachineFacts, profile: Profile) -> Gate:
+def _toolkit(facts: MachineFacts, profile: Profile, uv_cache: Path | None = None) -> Gate:
+    from provision.report import compiler
+
     title = "a CUDA compiler can target every GPU"
     if not facts.gpus:
         return Gate(id="toolkit", title=title, status="skip", reason="no GPUs read")
     own = own_toolkit(profile)
-    options: list[tuple[str, list[str]]] = []
+    options: list[tuple[str, list[str], str]] = []
     if own:
-        options.append((f"the profile's own nvcc {own}", compat.toolkit_sms(own) or []))
-    options += [(f"nvcc {t.full_version or t.version} at {t.path}", list(t.sms)) for t in facts.toolkits]
+        found = compiler.targets(own, uv_cache)
+        options.append((f"the profile's own {found.name}" if found else f"the profile's own nvcc {own} (not tabled)",
+                        list(found.sms) if found else [], found.source if found else TOOLKIT_SOURCE))
+    options += [(f"nvcc {t.full_version or t.version} at {t.path}", list(t.sms), TOOLKIT_SOURCE) for t in facts.toolkits]
     sms = sorted({g.sm for g in facts.gpus if g.sm})
-    for name, targets in options:
+    for name, targets, source in options:
         if all(sm in targets for sm in sms):
-            return Gate(id="toolkit", title=title, status="pass", reason=f"{name} targets {', '.join(sms)}",
-                        source=TOOLKIT_SOURCE)
+            return Gate(id="toolkit", title=title, status="pass", reason=f"{name} targets {', '.join(sms)}", source=source)
     if not options:
         return Gate(id="toolkit", title=title, status="warn", reason="no CUDA toolkit found and the profile brings none; JIT builds (FlashInfer) cannot run")
     return Gate(id="toolkit", title=title, status="fail", source=TOOLKIT_SOURCE,
-                reason=f"no compiler targets {', '.join(sms)}: {'; '.join(n for n, _ in options)}")
+                reason=f"no compiler targets {', '.join(sms)}: {'; '.join(n for n, _, _ in options)}")
 
 
-def torch_wheels(facts: MachineFacts, profile: Profile, scanned: dict[str, int] | None = None, wheel: str = "") -> Gate:
+def torch_wheels(facts: MachineFacts, cuda: str, *, has_torch: bool = True, scanned: dict[str, int] | None = None,
+                 wheel: str = "") -> Gate:
     """Whether PyTorch's wheels carry code for every GPU: from the scanned torch wheel (`scanned` cubin labels) when
     there is one, else from the table of PyTorch's arch list (the fallback, which says so)."""
-    cuda = profile.cuda
-    title = f"PyTorch cu{cuda.replace('.', '')} wheels carry code for every GPU"
-    if profile.bound_index("torch") is None:
+    title = f"PyTorch cu{cuda.replace('.', '')} wheels carry code for every GPU" if cuda != "?" else "PyTorch wheels carry code for every GPU"
+    if not has_torch:
         return Gate(id="torch-wheels", title=title, status="skip", reason="the profile has no torch")
     if not facts.gpus:
         return Gate(id="torch-wheels", title=title, status="skip", reason="no GPUs read")
@@ -267,5 +273,5 @@ def _p2p(facts: MachineFacts) -> Gate:
     return Gate(id="p2p", title=title, status="pass", source=source, reason=f"all {len(facts.topology)} pairs")
 
 
-def report(machines: list[MachineFacts], profiles: list[Profile]) -> list[MachineReport]:
-    return [MachineReport(facts=m, targets=[judge(m, p) for p in profiles]) for m in machines]
+def report(machines: list[MachineFacts], profiles: list[Profile], uv_cache: Path | None = None) -> list[MachineReport]:
+    return [MachineReport(facts=m, targets=[judge(m, p, uv_cache) for p in profiles]) for m in machines]

@@ -1,0 +1,220 @@
+"""`provision report --lock`: every wheel of a PEP 751 lock judged for every GPU before anything is installed. A wheel
+uv has already unpacked into its cache is scanned there, in place; a missing one is fetched (sha256 checked against
+the lock) and its members are read out of the zip in memory, never unpacked to disk."""
+
+from __future__ import annotations
+
+import hashlib
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from packaging.tags import sys_tags
+from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
+
+from provision import compat
+from provision.errors import IndexError_
+from provision.machine.facts import MachineFacts
+from provision.report.gates import ORDER, Gate, MachineReport, Target
+from provision.scan import binaries, fatbin
+from provision.stacks import index, uvcache
+from provision.stacks.profiles import Profile
+
+WORKERS = 4  # downloads overlap with scans; zlib and the fatbin walk release the GIL for the large members
+
+
+@dataclass(kw_only=True)
+class WheelScan:
+    name: str
+    version: str
+    wheel: str
+    origin: str  # "uv cache", "fetched", "not in uv's cache (--no-fetch)"
+    counts: fatbin.Counts = field(default_factory=fatbin.Counts)
+    seconds: float = 0.0
+    note: str = ""
+
+    @property
+    def cuda(self) -> bool:
+        return not self.counts.empty
+
+    def to_dict(self, ccs: list[str]) -> dict[str, Any]:
+        return {"name": self.name, "version": self.version, "wheel": self.wheel, "origin": self.origin,
+                **self.counts.labels(), "seconds": round(self.seconds, 3),
+                "require": {cc: dict(zip(("status", "reason"), verdict(self, cc), strict=True)) for cc in ccs}}
+
+
+@dataclass(kw_only=True)
+class LockScan:
+    path: Path
+    profile: str | None
+    wheels: list[WheelScan]
+    seconds: float
+    cache: str
+    notes: list[str] = field(default_factory=list)
+
+    def by_name(self, name: str) -> WheelScan | None:
+        return next((w for w in self.wheels if w.name == name), None)
+
+
+def verdict(wheel: WheelScan, cc: str) -> tuple[str, str]:
+    opaque = compat.opaque_kernels(wheel.name)
+    if opaque:
+        return "skip", f"not judged from headers: {opaque}"
+    return binaries.verdict(wheel.counts, cc)
+
+
+def _choose(wheels: list[Any]) -> Any:
+    """The lock's wheel for this machine where it lists several (one per platform), else its only one."""
+    if len(wheels) == 1:
+        return wheels[0]
+    rank = {tag: i for i, tag in enumerate(sys_tags())}
+
+    def best(wheel: Any) -> int:
+        try:
+            tags = parse_wheel_filename(_filename(wheel))[3]
+        except InvalidWheelFilename:
+            return len(rank)
+        return min((rank.get(t, len(rank)) for t in tags), default=len(rank))
+
+    return min(wheels, key=best)
+
+
+def _filename(wheel: Any) -> str:
+    return str(wheel.name or (wheel.url or "").rsplit("/", 1)[-1])
+
+
+def scan_lock(path: Path, *, fetch: bool = True, cache: Path | None = None) -> LockScan:
+    """Scan every wheel of the lock at `path`: from uv's cache in place, else fetched (unless `fetch` is off)."""
+    from provision.stacks import lock, uvtool
+
+    started = time.perf_counter()
+    pylock, tool = lock.read(path)
+    cache = cache or Path(uvtool.cache_dir())
+    names = {str(canonicalize_name(p.name)) for p in pylock.packages}
+    unpacked = uvcache.wheels(cache, names) if cache.is_dir() else {}
+    jobs = []
+    for package in pylock.packages:
+        if not package.wheels:
+            continue
+        wheel = _choose(list(package.wheels))
+        filename = _filename(wheel)
+        name = str(canonicalize_name(package.name))
+        sha256 = (wheel.hashes or {}).get("sha256", "")
+        cached = unpacked.get((name, uvcache.stem_of(filename)))
+        digests = cached.sha256s() if cached else set()
+        if cached and digests and sha256 and sha256 not in digests:
+            cached = None  # uv's copy came from another file of that name: fetch the lock's own
+        jobs.append((name, str(package.version or ""), filename, wheel.url or "", sha256, cached.archive if cached else None))
+    with ThreadPoolExecutor(max_workers=WORKERS) as pool:
+        wheels = list(pool.map(lambda job: _scan_one(*job, fetch=fetch), jobs))
+    notes = [f"{w.wheel}: {w.note}" for w in wheels if w.note]
+    return LockScan(path=path, profile=tool.get("profile"), wheels=wheels, seconds=time.perf_counter() - started,
+                    cache=str(cache), notes=notes)
+
+
+def _scan_one(name: str, version: str, filename: str, url: str, sha256: str, archive: Path | None, *, fetch: bool) -> WheelScan:
+    started = time.perf_counter()
+    result = WheelScan(name=name, version=version, wheel=filename, origin="uv cache")
+    if archive is not None:
+        result.counts = _total(binaries.scan([archive]))
+    elif not fetch or not url:
+        result.origin = "not in uv's cache (--no-fetch)" if url else "no URL in the lock"
+    else:
+        result.origin = "fetched"
+        with tempfile.TemporaryDirectory(prefix="provision-wheel-") as folder:
+            local = Path(folder) / filename
+            _download(url, sha256, local)
+            result.counts = _total(binaries.scan([local]))
+    result.seconds = time.perf_counter() - started
+    return result
+
+
+def _total(scanned: binaries.ScanResult) -> fatbin.Counts:
+    total = fatbin.Counts()
+    for file in scanned.files:
+        total.add(file.counts)
+    return total
+
+
+def _download(url: str, sha256: str, target: Path) -> None:
+    """Stream `url` into `target` (the wheel itself, still zipped), its sha256 checked against the lock's."""
+    response = index.get(url, stream=True)
+    if response.status_code >= 400:
+        raise IndexError_(f"{index.redact(url)}: HTTP {response.status_code}", "re-lock (provision lock PROFILE) or check the index")
+    digest = hashlib.sha256()
+    with open(target, "wb") as handle:
+        for chunk in response.iter_content(4 << 20):
+            digest.update(chunk)
+            handle.write(chunk)
+    if sha256 and digest.hexdigest() != sha256:
+        raise IndexError_(f"{index.redact(url)}: sha256 {digest.hexdigest()[:16]}... is not the lock's {sha256[:16]}...",
+                          "the file changed on the index since the lock was made; re-lock and check the index")
+
+
+def judge(facts: MachineFacts, scanned: LockScan, profile: Profile | None, uv_cache: Path | None = None) -> Target:
+    """The lock against one machine: its profile's gates where the profile is known, each CUDA wheel per GPU, and
+    the torch-wheels gate from the scanned torch wheel."""
+    from provision.report import gates
+
+    cuda = profile.cuda if profile else "?"
+    target = Target(kind="lock", name=scanned.path.name, cuda=cuda)
+    ccs = sorted({g.compute_capability for g in facts.gpus if g.compute_capability}, key=compat.parse_cc)
+    torch = scanned.by_name("torch")
+    torch_gate = gates.torch_wheels(facts, cuda, has_torch=torch is not None,
+                                    scanned=dict(torch.counts.cubin) if torch and torch.origin in SCANNED else None,
+                                    wheel=torch.wheel if torch else "")
+    base = [g if g.id != "torch-wheels" else torch_gate for g in gates.judge(facts, profile, uv_cache).gates] if profile else [torch_gate]
+    target.gates = [*base[:3], *(_wheel_gate(w, ccs) for w in scanned.wheels if w.cuda or w.origin not in SCANNED), *base[3:]]
+    cuda_wheels = [w for w in scanned.wheels if w.cuda]
+    fetched = sum(w.origin == "fetched" for w in scanned.wheels)
+    target.gates.append(Gate(id="lock-scan", title="wheels scanned", status="info", kind="feature", source=str(scanned.path),
+                             reason=f"{len(scanned.wheels)} wheels, {len(cuda_wheels)} with CUDA code; "
+                                    f"{len(scanned.wheels) - fetched} from uv's cache ({scanned.cache}), {fetched} fetched; "
+                                    f"{scanned.seconds:.1f} s"))
+    target.packages = [w.to_dict(ccs) for w in scanned.wheels if w.cuda]
+    return target
+
+
+SCANNED = ("uv cache", "fetched")
+
+
+def _wheel_gate(wheel: WheelScan, ccs: list[str]) -> Gate:
+    title = f"{wheel.name} {wheel.version} carries code for every GPU"
+    source = "fatbin entry headers (docs/fatbin.md); provision/knowledge.toml [[sm_rule]]"
+    if wheel.origin not in SCANNED:
+        return Gate(id=f"wheel:{wheel.name}", title=title, status="skip", reason=f"{wheel.wheel}: {wheel.origin}", source=source)
+    found = " ".join(sorted(wheel.counts.cubin, key=_order)) or "no cubin"
+    ptx = " ".join(sorted(wheel.counts.ptx, key=_order))
+    carried = f"{found}" + (f"; PTX {ptx}" if ptx else "")
+    if not ccs:
+        return Gate(id=f"wheel:{wheel.name}", title=title, status="skip", reason=f"no GPUs read; carries {carried}", source=source)
+    verdicts = {cc: verdict(wheel, cc) for cc in ccs}
+    worst = max((s for s, _ in verdicts.values()), key=lambda s: ORDER[s])
+    if worst == "pass":
+        reason = f"native code for {', '.join(compat.sm_name(cc) for cc in ccs)}; carries {carried}"
+    else:
+        reason = "; ".join(f"{compat.sm_name(cc)}: {r}" for cc, (s, r) in verdicts.items() if s == worst)
+    return Gate(id=f"wheel:{wheel.name}", title=title, status=worst, reason=reason[:600], source=source)
+
+
+def _order(label: str) -> tuple[int, str]:
+    digits = "".join(ch for ch in label if ch.isdigit())
+    return int(digits or 0), label
+
+
+def add_locks(reports: list[MachineReport], paths: tuple[Path, ...], *, fetch: bool, uv_cache: Path | None) -> None:
+    """Scan each lock once and judge it on every machine of the report."""
+    from provision.errors import ProfileError
+    from provision.stacks import profiles
+
+    for path in paths:
+        scanned = scan_lock(path, fetch=fetch, cache=uv_cache)
+        try:
+            profile = profiles.load(scanned.profile) if scanned.profile else None
+        except ProfileError:
+            profile = None  # a lock of a profile this machine does not have: its wheels are judged all the same
+        for report in reports:
+            report.targets.append(judge(report.facts, scanned, profile, uv_cache))

@@ -1,0 +1,114 @@
+"""`provision report --lock`: every wheel of a lock judged per GPU before anything is installed, from uv's cache in
+place or fetched from a real index on 127.0.0.1 (sha256 checked), never unpacked; the torch gate from the scanned wheel."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import struct
+import subprocess
+import sys
+from pathlib import Path
+
+import tomlkit
+from conftest import ROOT
+from stacks import PY3
+
+H200 = ROOT / "docs/machines/h200.probe.json"
+RTX = ROOT / "docs/machines/rtx-pro-6000-x8.probe.json"
+TAG = "py3-none-manylinux_2_28_x86_64"
+
+
+def cubin(sm: int) -> bytes:
+    """A bare cubin as nvcc writes its ELF header: EM_CUDA, the SM in bits 8-15 of e_flags (ABI version 8)."""
+    ident = b"\x7fELF" + bytes([2, 1, 1, 0x33, 8]) + bytes(7)
+    return ident + struct.pack("<HHIQQQIHHHHHH", 2, 190, 1, 0, 0, 0, sm << 8, 64, 56, 0, 64, 0, 0)
+
+
+def serve(index_server):
+    default = index_server.index("default")
+    wheels = [
+        default.add("torch", "2.14.1", tag=TAG, files={"torch/lib/a.cubin": cubin(90), "torch/lib/b.cubin": cubin(120),
+                                                          "torch/__init__.py": b""}),
+        default.add("nvidia-old", "1.0", tag=TAG, files={"nvidia/old/lib/k.cubin": cubin(80)}),
+        default.add("filelock", "3.20.0", tag=PY3),
+    ]
+    return default, wheels
+
+
+def write_lock(path: Path, default, wheels: list[Path], *, tamper: str = "") -> Path:
+    packages = []
+    for wheel in wheels:
+        name, version = wheel.name.split("-")[:2]
+        digest = hashlib.sha256(wheel.read_bytes()).hexdigest()
+        if wheel.name.startswith(tamper or "\0"):
+            digest = hashlib.sha256(b"tampered").hexdigest()
+        url = default.url.replace("/simple", "/files/") + wheel.name.replace("+", "%2B")
+        packages.append({"name": name.replace("_", "-"), "version": version,
+                         "wheels": [{"name": wheel.name, "url": url, "hashes": {"sha256": digest}}]})
+    doc = {"lock-version": "1.0", "created-by": "tests", "requires-python": ">=3.10", "packages": packages,
+           "tool": {"provision": {"profile": "cu130"}}}
+    path.write_text(tomlkit.dumps(doc))
+    return path
+
+
+def report(provision_bin: str, lock: Path, machine: Path, cache: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    import os
+
+    env = {**os.environ, "UV_CACHE_DIR": str(cache)}
+    return subprocess.run([provision_bin, "report", "--lock", str(lock), "--machine", str(machine), "--json", *extra],
+                          capture_output=True, text=True, timeout=120, env=env)
+
+
+def lock_target(done: subprocess.CompletedProcess[str]) -> dict:
+    assert done.returncode in (0, 1), done.stderr
+    return next(t for t in json.loads(done.stdout)["machines"][0]["targets"] if t["kind"] == "lock")
+
+
+def test_fetched_wheels_judged_per_gpu(index_server, provision_bin: str, tmp_path: Path) -> None:
+    default, wheels = serve(index_server)
+    lock = write_lock(tmp_path / "pylock.cu130.toml", default, wheels)
+    target = lock_target(report(provision_bin, lock, H200, tmp_path / "empty-cache"))
+    gates = {g["id"]: g for g in target["gates"]}
+    assert gates["wheel:torch"]["status"] == "pass" and "sm_120 sm_90" not in gates["wheel:torch"]["reason"]
+    assert "sm_90 sm_120" in gates["wheel:torch"]["reason"]
+    assert gates["wheel:nvidia-old"]["status"] == "fail" and "no kernel image" in gates["wheel:nvidia-old"]["reason"]
+    assert "wheel:filelock" not in gates  # no CUDA code: not a gate
+    torch = gates["torch-wheels"]
+    assert torch["status"] == "pass" and "the scanned wheel torch-2.14.1" in torch["reason"] and "table" not in torch["reason"]
+    assert "3 wheels, 2 with CUDA code; 0 from uv's cache" in gates["lock-scan"]["reason"]
+    assert target["verdict"] == "fail"
+    packages = {p["name"]: p for p in target["packages"]}
+    assert packages["torch"]["cubin"] == {"sm_90": 1, "sm_120": 1} and packages["torch"]["origin"] == "fetched"
+    assert packages["nvidia-old"]["require"]["9.0"]["status"] == "fail"
+    assert not list(tmp_path.glob("**/a.cubin"))  # nothing unpacked
+    # the same lock on the SM120 machine: torch still passes, the sm_80 wheel still fails
+    rtx = {g["id"]: g["status"] for g in lock_target(report(provision_bin, lock, RTX, tmp_path / "empty-cache"))["gates"]}
+    assert rtx["wheel:torch"] == "pass" and rtx["wheel:nvidia-old"] == "fail"
+
+
+def test_wheels_in_uvs_cache_are_scanned_there(index_server, provision_bin: str, tmp_path: Path) -> None:
+    from provision.stacks import uvtool
+
+    default, wheels = serve(index_server)
+    cache = tmp_path / "uv-cache"
+    venv = tmp_path / "venv"
+    uvtool.run(["venv", str(venv), "--python", sys.executable, "--quiet"])
+    uvtool.run(["pip", "install", "--python", str(venv / "bin/python"), "--index-url", default.url, "--cache-dir", str(cache),
+                "--quiet", "torch==2.14.1", "nvidia-old==1.0"])
+    before = len(default.requests)
+    target = lock_target(report(provision_bin, write_lock(tmp_path / "pylock.toml", default, wheels), H200, cache))
+    origins = {p["name"]: p["origin"] for p in target["packages"]}
+    assert origins == {"torch": "uv cache", "nvidia-old": "uv cache"}
+    fetched = [r for r in default.requests[before:] if r.endswith(".whl")]
+    assert fetched == [next(r for r in fetched if "filelock" in r)]  # only the wheel uv never saw
+
+
+def test_no_fetch_skips_and_a_changed_file_is_refused(index_server, provision_bin: str, tmp_path: Path) -> None:
+    default, wheels = serve(index_server)
+    lock = write_lock(tmp_path / "pylock.toml", default, wheels)
+    skipped = {g["id"]: g for g in lock_target(report(provision_bin, lock, H200, tmp_path / "c", "--no-fetch"))["gates"]}
+    assert skipped["wheel:torch"]["status"] == "skip" and "not in uv's cache" in skipped["wheel:torch"]["reason"]
+    assert "from the table" in skipped["torch-wheels"]["reason"]  # no scanned torch: the table is the fallback
+    bad = report(provision_bin, write_lock(tmp_path / "pylock.bad.toml", default, wheels, tamper="nvidia_old"), H200, tmp_path / "c")
+    assert bad.returncode == 5 and "is not the lock's" in bad.stderr and len(bad.stderr.strip().splitlines()) == 2
