@@ -78,6 +78,8 @@ def test_fetched_wheels_judged_per_gpu(index_server, provision_bin: str, tmp_pat
     assert torch["status"] == "pass" and "the scanned wheel torch-2.14.1" in torch["reason"] and "table" not in torch["reason"]
     assert "3 wheels, 2 with CUDA code; 0 from uv's cache" in gates["lock-scan"]["reason"]
     assert target["verdict"] == "fail"
+    assert all("https://" in g["source"] or "docs/" in g["source"] or "provision/" in g["source"]
+               for g in target["gates"] if g["source"]), target["gates"]  # a URL or a file of this repository
     packages = {p["name"]: p for p in target["packages"]}
     assert packages["torch"]["cubin"] == {"sm_90": 1, "sm_120": 1} and packages["torch"]["origin"] == "fetched"
     assert packages["nvidia-old"]["require"]["9.0"]["status"] == "fail"

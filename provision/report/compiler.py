@@ -18,6 +18,7 @@ from provision.stacks import uvcache
 NVCC_PROJECTS = ("nvidia-cuda-nvcc", "nvidia-cuda-nvcc-cu12")
 NVCC_IN_WHEEL = ("nvidia/cu13/bin/nvcc", "nvidia/cuda_nvcc/bin/nvcc")
 TIMEOUT = 20.0
+NVCC_DOCS = "https://docs.nvidia.com/cuda/cuda-compiler-driver-nvcc/"
 MAX_ASKED = 2  # nvcc runs per report at most: a wheel that gave no answer is remembered as such, never asked again
 
 
@@ -66,7 +67,8 @@ def _from_wheel(cuda: str, cache: Path) -> CompilerTargets | None:
             sms = _ask(nvcc, key)
         if sms:
             return CompilerTargets(sms=tuple(sms), name=f"nvcc {version} from its wheel ({wheel.project} {version}, uv's cache)",
-                                   source=f"{nvcc} --list-gpu-code (run once, remembered by the wheel's sha256 in {memory_file()})")
+                                   source=f"{NVCC_DOCS} (--list-gpu-code), run once on the {wheel.project} {version} wheel in uv's "
+                                          f"cache and remembered by its sha256 {key[:16]}")
     return None
 
 

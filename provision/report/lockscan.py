@@ -170,7 +170,7 @@ def judge(facts: MachineFacts, scanned: LockScan, profile: Profile | None, uv_ca
     target.gates = [*base[:3], *(_wheel_gate(w, ccs) for w in scanned.wheels if w.cuda or w.origin not in SCANNED), *base[3:]]
     cuda_wheels = [w for w in scanned.wheels if w.cuda]
     fetched = sum(w.origin == "fetched" for w in scanned.wheels)
-    target.gates.append(Gate(id="lock-scan", title="wheels scanned", status="info", kind="feature", source=str(scanned.path),
+    target.gates.append(Gate(id="lock-scan", title="wheels scanned", status="info", kind="feature", source="provision/report/lockscan.py",
                              reason=f"{len(scanned.wheels)} wheels, {len(cuda_wheels)} with CUDA code; "
                                     f"{len(scanned.wheels) - fetched} from uv's cache ({scanned.cache}), {fetched} fetched; "
                                     f"{scanned.seconds:.1f} s"))
