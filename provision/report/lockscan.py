@@ -60,9 +60,6 @@ class LockScan:
 
 
 def verdict(wheel: WheelScan, cc: str) -> tuple[str, str]:
-    opaque = compat.opaque_kernels(wheel.name)
-    if opaque:
-        return "skip", f"not judged from headers: {opaque}"
     return binaries.verdict(wheel.counts, cc)
 
 
@@ -133,9 +130,9 @@ def _scan_one(name: str, version: str, filename: str, url: str, sha256: str, arc
 
 
 def _total(scanned: binaries.ScanResult) -> fatbin.Counts:
-    total = fatbin.Counts()
+    total = fatbin.Counts()  # what the driver can load; relocatable link input is never judged (scan/binaries.py)
     for file in scanned.files:
-        total.add(file.counts)
+        total.add(file.code.loadable)
     return total
 
 
