@@ -29,6 +29,9 @@ from provision.envs import lifecycle as envs  # noqa: E402
 from provision.stacks import uvtool  # noqa: E402
 
 PROVISION = [sys.executable, "-m", "provision"]
+# What a user runs: the console script pip installed beside this interpreter (no runpy), with bytecode compiled as pip
+# compiles it at install time (PYTHONDONTWRITEBYTECODE in a test image would otherwise recompile every module each run).
+SCRIPT = [str(Path(sys.executable).with_name("provision"))]
 
 
 def timed(argv: list[str], env: dict[str, str], runs: int) -> float:
@@ -72,6 +75,7 @@ def main() -> None:
     parser.add_argument("--json", dest="json_out")
     args = parser.parse_args()
     results: dict[str, float] = {}
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "provision")], check=True)
     with tempfile.TemporaryDirectory() as work:
         folder = Path(work)
         server = IndexServer(folder / "indexes")
@@ -93,16 +97,19 @@ def main() -> None:
         results["uv venv + uv pip sync (bare, no index flags)"] = timed(["bash", "-c", plain], env, args.runs)
         subprocess.run([*PROVISION, "create", "cu130", "--name", "small2", "--python", sys.executable, "--no-checks",
                         *stacks.index_args(indexes)], check=True, capture_output=True, env=env)
-        results["switch, small environments"] = timed([*PROVISION, "switch", "small2"], env, args.runs)
-        results["rollback, small environments"] = timed([*PROVISION, "rollback"], env, args.runs)
+        results["python -c pass (the interpreter alone)"] = timed([sys.executable, "-c", "pass"], env, args.runs)
+        results["provision --version (the CLI alone)"] = timed([*SCRIPT, "--version"], env, args.runs)
+        results["switch, small environments"] = timed([*SCRIPT, "switch", "small2"], env, args.runs)
+        results["rollback, small environments"] = timed([*SCRIPT, "rollback"], env, args.runs)
+        results["python -m provision switch, small environments"] = timed([*PROVISION, "switch", "small2"], env, args.runs)
         if args.large_wheel:
             results.update(large_create(folder, server, args.large_wheel, env, max(3, args.runs // 3)))
         if args.large_venv:
             subprocess.run([*PROVISION, "adopt", "adopted-large", str(args.large_venv)], check=True, capture_output=True, env=env)
             subprocess.run([*PROVISION, "switch", "adopted-large"], check=True, capture_output=True, env=env)
             size = envs.tree_size(args.large_venv)
-            results[f"switch, large environment ({size / 2**20:.0f} MiB)"] = timed([*PROVISION, "switch", "adopted-large"], env, args.runs)
-            results[f"rollback, large environment ({size / 2**20:.0f} MiB)"] = timed([*PROVISION, "rollback"], env, args.runs)
+            results[f"switch, large environment ({size / 2**20:.0f} MiB)"] = timed([*SCRIPT, "switch", "adopted-large"], env, args.runs)
+            results[f"rollback, large environment ({size / 2**20:.0f} MiB)"] = timed([*SCRIPT, "rollback"], env, args.runs)
         server.close()
     for name, seconds in results.items():
         print(f"{name:58} {seconds:7.3f} s")

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from provision import proc
+from provision import status as statuses
 from provision.checks import payload_dir
 from provision.checks import runner as check_runner
 from provision.envs import records
@@ -56,7 +57,7 @@ def extract(spec: dict[str, Any], stdout: str) -> tuple[float | None, dict[str, 
 
 def run(name: str, build: Path, record: EnvRecord, progress: Any = lambda _: None) -> BaselineRun:
     """Run the profile's baseline (the built-in one without) in the environment; its checks must have passed."""
-    failed = [r["id"] for r in record.check_results if r["status"] in ("fail", "error")]
+    failed = [r["id"] for r in record.check_results if statuses.failed(r["status"])]
     if failed:
         raise EnvError(f"{name}: checks {', '.join(failed)} did not pass; the baseline runs only after they do",
                        f"see provision check {name}")

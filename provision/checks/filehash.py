@@ -13,7 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from provision.envs.home import write_atomic
+from provision.atomic import write_atomic
 
 CACHE_VERSION = 1
 CHUNK = 1 << 20

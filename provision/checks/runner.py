@@ -9,16 +9,16 @@ from pathlib import Path
 from typing import Any
 
 from provision import compat, proc
+from provision import status as statuses
 from provision.checks import BY_ID, CHECKS, Check, drift, payload_dir, staleness
 from provision.envs.records import EnvRecord
 from provision.errors import UsageError
 from provision.machine import nvml
 
-ORDER = {"error": 4, "fail": 3, "warn": 2, "pass": 1, "skip": 0}
-
 
 def overall(results: list[dict[str, Any]]) -> str:
-    return max((r["status"] for r in results), key=lambda s: ORDER[s], default="skip")
+    """The worst status of `results` (provision/status.py), SKIP for none."""
+    return statuses.worst(r["status"] for r in results) or "skip"
 
 
 def select(ids: tuple[str, ...] | None, required: list[str] | None) -> list[Check]:
@@ -120,9 +120,9 @@ def _payload(check: Check, python: Path, env: dict[str, str], arguments: dict[st
         verdict = json.loads(last) if last else None
     except json.JSONDecodeError:
         verdict = None
-    if not isinstance(verdict, dict) or verdict.get("status") not in ORDER:
+    if not isinstance(verdict, dict) or verdict.get("status") not in statuses.CHECK_STATUSES:
         return {"status": "error", "reason": f"the check crashed (exit code {done.returncode})", "output_tail": done.tail(20)}
-    if verdict["status"] in ("fail", "error"):
+    if statuses.failed(verdict["status"]):
         verdict.setdefault("output_tail", done.tail(12))
     return verdict
 

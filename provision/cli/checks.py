@@ -26,6 +26,7 @@ from provision.cli.options import (
 @verbosity_options
 def check(name: str | None, only: str | None, target_sm: str | None, as_json: bool, home: Path | None) -> None:
     """Run the smoke checks against an environment (the active one by default); exit 1 on FAIL or ERROR."""
+    from provision import status as statuses
     from provision.checks import runner
     from provision.envs import records
     from provision.views import render as views
@@ -38,7 +39,7 @@ def check(name: str | None, only: str | None, target_sm: str | None, as_json: bo
     # the report's "last smoke checks" is the last full run; a narrower --only run is kept beside it
     records.add_checks(build, results, views.now(), only=ids)
     views.checks(name, results, as_json)
-    sys.exit(1 if runner.overall(results) in ("fail", "error") else 0)
+    sys.exit(1 if statuses.failed(runner.overall(results)) else 0)
 
 
 @click.command(short_help="Run and record the profile's baseline.")

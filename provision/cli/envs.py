@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import shlex
 import sys
 from pathlib import Path
 from typing import Any
@@ -74,7 +73,7 @@ def list_envs(as_json: bool, home: Path | None) -> None:
 @verbosity_options
 def switch(name: str, as_json: bool, home: Path | None) -> None:
     """Make NAME the active environment (nothing is reinstalled)."""
-    from provision.envs import lifecycle as envs
+    from provision.envs import active as envs
     from provision.views import render as views
 
     previous = envs.switch(home_of(home), name)
@@ -88,7 +87,7 @@ def switch(name: str, as_json: bool, home: Path | None) -> None:
 @verbosity_options
 def rollback(to: str | None, as_json: bool, home: Path | None) -> None:
     """Switch back to the previously active environment, at once."""
-    from provision.envs import lifecycle as envs
+    from provision.envs import active as envs
     from provision.views import render as views
 
     previous, now, skipped = envs.rollback(home_of(home), to)
@@ -182,6 +181,8 @@ def run(args: tuple[str, ...], home: Path | None) -> None:
 @verbosity_options
 def shell_env(name: str | None, home: Path | None) -> None:
     """Print what to eval to activate an environment in a shell: eval "$(provision shell-env cu130)"."""
+    import shlex
+
     from provision.envs import lifecycle as envs
 
     _, _, variables = envs.venv_environment(home_of(home), name)
@@ -198,6 +199,7 @@ def shell_env(name: str | None, home: Path | None) -> None:
 @verbosity_options
 def restore(name: str, dry_run: bool, no_checks: bool, as_json: bool, home: Path | None) -> None:
     """Put NAME back to its lock: reinstall drifted distributions, set unowned start-up files aside, re-check."""
+    from provision import status as statuses
     from provision.checks import baseline, runner
     from provision.envs import records
     from provision.envs import restore as restoring
@@ -217,5 +219,5 @@ def restore(name: str, dry_run: bool, no_checks: bool, as_json: bool, home: Path
                                    run_checks=None if no_checks else (lambda build, record: runner.run(build, record, progress=step)),
                                    run_baseline=None if no_checks else run_baseline)
     restore_view.restored(result, as_json)
-    failed = any(r["status"] in ("fail", "error") for r in result.checks) or result.baseline_error or result.not_restorable
+    failed = any(statuses.failed(r["status"]) for r in result.checks) or result.baseline_error or result.not_restorable
     sys.exit(1 if failed and not dry_run else 0)

@@ -16,19 +16,18 @@ import dataclasses
 import errno
 import fcntl
 import os
-import shutil
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from provision import log
-from provision.envs import records
-from provision.envs.atomic import fsync_dir
-from provision.envs.atomic import (
+from provision.atomic import fsync_dir
+from provision.atomic import (
     write_atomic as write_atomic,  # re-exported: where callers have always found them
 )
-from provision.envs.atomic import write_json as write_json
+from provision.atomic import write_json as write_json
+from provision.envs import records
 from provision.errors import EnvError
 
 HOME_VARIABLE = "PROVISION_HOME"
@@ -154,4 +153,6 @@ def remove_tree(path: Path) -> None:
     if path.is_symlink():
         path.unlink()
     elif path.exists():
+        import shutil
+
         shutil.rmtree(path, ignore_errors=True)

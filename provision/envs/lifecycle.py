@@ -13,7 +13,10 @@ from pathlib import Path
 from typing import Any
 
 from provision import proc
+from provision import status as statuses
 from provision.envs import records, toolkit_home
+from provision.envs.active import rollback as rollback  # where callers have found them
+from provision.envs.active import switch as switch
 from provision.envs.home import BUILDING, Home, pid_alive, remove_tree
 from provision.envs.records import EnvRecord
 from provision.errors import EnvError, UsageError
@@ -197,7 +200,7 @@ def create(home: Home, profile: Profile, *, name: str | None = None, python: str
             results = run_checks(build, record) if run_checks else []
             timings["checks"] = time.perf_counter() - started
             records.add_checks(build, results, created)
-            passed = not any(r["status"] in ("fail", "error") for r in results)
+            passed = not any(statuses.failed(r["status"]) for r in results)
             if not passed:
                 remove_tree(build)
                 return CreateResult(name=name, path=build, activated=False, checks=results, lock=str(lock_file),
@@ -261,38 +264,6 @@ def adopt(home: Home, name: str, venv: Path, profile: Profile | None = None) -> 
     return build
 
 
-def switch(home: Home, name: str) -> str | None:
-    """Make `name` active; return the previously active name."""
-    with home.locked():
-        previous = home.active()
-        build = home.build_of(name)
-        if not (build / "venv" / "bin" / "python").exists():
-            raise EnvError(f"environment {name!r} has no python at {build / 'venv' / 'bin' / 'python'}", f"rebuild it: provision create, or remove {name}")
-        home.activate(name)
-        return previous
-
-
-def rollback(home: Home, to: str | None = None) -> tuple[str | None, str, list[str]]:
-    """Go back to the environment active before the current one (or `to`). Returns (from, to, skipped)."""
-    if to is not None:
-        return switch(home, to), to, []
-    with home.locked():
-        current = home.active()
-        history = home.state().history
-        existing = set(home.names())
-        skipped: list[str] = []
-        for candidate in reversed(history):
-            if candidate == current:
-                continue
-            if candidate not in existing:
-                skipped.append(candidate)
-                continue
-            home.activate(candidate)
-            return current, candidate, skipped
-    detail = f" (removed since: {', '.join(dict.fromkeys(skipped))})" if skipped else ""
-    raise EnvError(f"nothing to roll back to: no earlier active environment{detail}", "switch explicitly: provision switch NAME")
-
-
 def remove(home: Home, name: str, force: bool = False) -> None:
     with home.locked():
         build = home.build_of(name)
@@ -324,9 +295,7 @@ def listing(home: Home) -> list[dict[str, Any]]:
 
 
 def worst_status(results: list[dict[str, Any]]) -> str | None:
-    order = ["error", "fail", "warn", "pass", "skip"]
-    statuses = {r.get("status") for r in results}
-    return next((s for s in order if s in statuses), None)
+    return statuses.worst(r.get("status") for r in results)
 
 
 def tree_size(path: Path) -> int:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from provision.envs.atomic import write_json
+from provision.atomic import write_json
 from provision.errors import EnvError
 
 SCHEMA_VERSION = 1

@@ -12,8 +12,8 @@ from pathlib import Path
 
 from packaging.utils import canonicalize_name
 
+from provision.atomic import write_atomic
 from provision.checks import filehash
-from provision.envs.home import write_atomic
 
 HEAD = 1024  # a shebang, or uv's /bin/sh "exec" trampoline for long paths, lies within the first lines
 

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from provision import proc
+from provision import status as statuses
 from provision.checks import drift as drifting
 from provision.envs import records, relocate
 from provision.envs.home import Home, write_atomic
@@ -95,7 +96,7 @@ def restore(home: Home, name: str, *, dry_run: bool = False, run_checks: Callabl
         progress("running the checks")
         result.checks = run_checks(build, records.read(build))
         record = records.add_checks(build, result.checks, _now())
-    failed = any(r["status"] in ("fail", "error") for r in result.checks)
+    failed = any(statuses.failed(r["status"]) for r in result.checks)
     if run_baseline is not None and record.baseline and not failed:
         result.baseline_before = next((b.to_dict() for b in reversed(record.baselines)
                                        if (b.to_dict().get("drift") or {}).get("status") in (None, "pass")), None)

@@ -9,6 +9,7 @@ from pathlib import Path
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
+from provision import status as statuses
 from provision.envs import home as homes
 from provision.envs import records
 from provision.envs.records import EnvRecord
@@ -96,7 +97,7 @@ def stored_gates(record: EnvRecord) -> list[Gate]:
     results = record.check_results
     gates = []
     if results:
-        bad = [f"{r['id']}: {r.get('reason', '')}" for r in results if r["status"] in ("fail", "error")]
+        bad = [f"{r['id']}: {r.get('reason', '')}" for r in results if statuses.failed(r["status"])]
         status = "fail" if bad else "pass"
         reason = "; ".join(bad)[:500] if bad else f"{sum(r['status'] == 'pass' for r in results)} pass, {sum(r['status'] == 'skip' for r in results)} skip"
         gates.append(Gate(id="checks", title=f"last smoke checks ({record.checks.at if record.checks else '?'})", status=status, reason=reason))

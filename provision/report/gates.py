@@ -11,11 +11,11 @@ from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 from provision import compat
+from provision import status as statuses
 from provision.machine.facts import MachineFacts
 from provision.stacks.profiles import Profile
 
 TOOLKIT_SOURCE = "nvcc --list-gpu-code (https://docs.nvidia.com/cuda/cuda-compiler-driver-nvcc/); provision/knowledge.toml [[toolkit]]"
-ORDER = {"fail": 3, "warn": 2, "pass": 1, "info": 0, "skip": 0}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -38,8 +38,8 @@ class Target:
 
     @property
     def verdict(self) -> str:
-        worst = max((ORDER[g.status] for g in self.gates if g.kind == "stack"), default=0)
-        return {3: "fail", 2: "warn", 1: "pass"}.get(worst, "skip")
+        # an info gate says something without judging: it never makes a verdict
+        return statuses.worst(g.status for g in self.gates if g.kind == "stack" and g.status != "info") or "skip"
 
     @property
     def features_off(self) -> list[str]:

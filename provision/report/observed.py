@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from provision import status as statuses
 from provision.report.gates import Gate
 
 
@@ -33,7 +34,7 @@ def _world(details: dict[str, Any], gpu_count: int) -> str:
 def _symm_mem(gate: Gate, result: dict[str, Any], gpu_count: int) -> Gate:
     details = result.get("details") or {}
     where = _world(details, gpu_count)
-    if result.get("status") in ("fail", "error"):
+    if statuses.failed(result.get("status")):
         return Gate(**{**gate.__dict__, "status": "fail",
                        "reason": f"the symmetric-memory check failed on this machine{where}: {result.get('reason', '')}"[:400]})
     if details.get("multicast") is False and gate.status != "fail":

@@ -23,7 +23,7 @@ from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel
 from packaging.version import InvalidVersion, Version
 
 from provision import __version__
-from provision.envs.home import write_atomic
+from provision.atomic import write_atomic
 from provision.errors import ResolveError, UsageError
 from provision.stacks import index, uvtool
 from provision.stacks.profiles import DEFAULT_INDEX, Profile

@@ -16,7 +16,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name, parse_wheel_filename
 from packaging.version import InvalidVersion, Version
 
-from provision.envs.home import write_atomic
+from provision.atomic import write_atomic
 from provision.errors import IndexError_, ProfileError, UsageError
 from provision.stacks import index, uvtool, wheelmeta
 from provision.stacks.profiles import PROFILE_PATH_VARIABLE, load_file

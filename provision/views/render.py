@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from provision import status as statuses
 from provision.views import ui
 
 if TYPE_CHECKING:  # annotations only: rendering one result must not import every operation
@@ -284,7 +285,7 @@ def checks(name: str, results: list[dict[str, object]], as_json: bool) -> None:
     out.print(table)
     out.print(", ".join(f"{v} {k}" for k, v in counts.items() if v) + f" of {len(results)}")
     for r in results:
-        if r["status"] in ("fail", "error") and r.get("output_tail"):
+        if statuses.failed(r["status"]) and r.get("output_tail"):
             out.print(f"--- {r['id']} output (last lines) ---\n{r['output_tail']}")
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +13,10 @@ from typing import Any
 def write_atomic(path: Path, text: str) -> None:
     """Write a file atomically: a temp file in the same folder, fsync, rename. Readers see the old or the new."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    # O_EXCL with this process's id and a fresh counter, as mkstemp would, without importing tempfile (and with it
+    # shutil, lzma, bz2 and random) on the `switch` path
+    temp = path.with_name(f".{path.name}.{os.getpid()}.{time.monotonic_ns()}.tmp")
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     try:
         with os.fdopen(fd, "w") as handle:
             handle.write(text)

@@ -1,0 +1,40 @@
+"""One order of statuses: the runner's overall verdict, `provision envs`' check status and a report target's verdict."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+from provision import status
+from provision.checks import runner
+from provision.envs import lifecycle
+from provision.report.gates import Gate, Target
+
+CHECKS = ["skip", "pass", "warn", "fail", "error"]
+
+
+def test_the_order_is_total_and_known() -> None:
+    assert status.ORDER == ("skip", "info", "pass", "warn", "fail", "error")
+    assert status.worst([]) is None and status.worst([None, "unknown"]) is None
+    assert status.failed("fail") and status.failed("error") and not status.failed("warn") and not status.failed(None)
+
+
+@pytest.mark.parametrize("combo", [c for n in range(1, 4) for c in itertools.combinations(CHECKS, n)], ids=",".join)
+def test_the_three_readers_agree(combo: tuple[str, ...]) -> None:
+    results = [{"id": str(i), "status": s} for i, s in enumerate(combo)]
+    expected = max(combo, key=CHECKS.index)
+    assert runner.overall(results) == expected
+    assert lifecycle.worst_status(results) == expected
+    target = Target(kind="profile", name="x", cuda="13.0")
+    target.gates = [Gate(id=str(i), title="", status=s, reason="") for i, s in enumerate(combo) if s != "error"] + \
+                   [Gate(id="note", title="", status="info", reason="")]
+    gate_statuses = [s for s in combo if s != "error"]
+    assert target.verdict == (max(gate_statuses, key=CHECKS.index) if gate_statuses else "skip")
+
+
+def test_empty_and_info_only() -> None:
+    assert runner.overall([]) == "skip" and lifecycle.worst_status([]) is None
+    target = Target(kind="profile", name="x", cuda="13.0")
+    target.gates = [Gate(id="a", title="", status="info", reason="")]
+    assert target.verdict == "skip"
