@@ -94,7 +94,7 @@ def _ask(nvcc: Path, key: str) -> list[str] | None:
         except (OSError, ProvisionError):
             return None
     sms = [w for w in done.stdout.split() if w.startswith("sm_")] if done.ok else []
-    from provision.envs.home import write_atomic
+    from provision.atomic import write_atomic
 
     path = memory_file()
     try:

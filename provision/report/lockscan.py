@@ -16,9 +16,10 @@ from packaging.tags import sys_tags
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 
 from provision import compat
+from provision import status as statuses
 from provision.errors import IndexError_
 from provision.machine.facts import MachineFacts
-from provision.report.gates import ORDER, Gate, MachineReport, Target
+from provision.report.gates import Gate, MachineReport, Target
 from provision.scan import binaries, fatbin
 from provision.stacks import index, uvcache
 from provision.stacks.profiles import Profile
@@ -189,7 +190,7 @@ def _wheel_gate(wheel: WheelScan, ccs: list[str]) -> Gate:
     if not ccs:
         return Gate(id=f"wheel:{wheel.name}", title=title, status="skip", reason=f"no GPUs read; carries {carried}", source=source)
     verdicts = {cc: verdict(wheel, cc) for cc in ccs}
-    worst = max((s for s, _ in verdicts.values()), key=lambda s: ORDER[s])
+    worst = statuses.worst(s for s, _ in verdicts.values()) or "skip"
     if worst == "pass":
         reason = f"native code for {', '.join(compat.sm_name(cc) for cc in ccs)}; carries {carried}"
     else:
