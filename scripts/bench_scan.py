@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -34,14 +35,23 @@ from provision.scan import wheels  # noqa: E402
 PROVISION = [sys.executable, "-m", "provision"]
 
 
-def timed(argv: list[str], runs: int, **kwargs: object) -> tuple[float, float, subprocess.CompletedProcess[bytes]]:
-    """(median, minimum) wall seconds of `runs` runs of argv, and the last run."""
-    times, done = [], None
+CPU: dict[str, float] = {}  # argv[-1] -> median CPU seconds (user + system) of the last timed() call
+
+
+def timed(argv: list[str], runs: int, to_null: bool = False) -> tuple[float, float, subprocess.CompletedProcess[bytes]]:
+    """(median, minimum) wall seconds of `runs` runs of argv (stdout kept, or thrown into /dev/null), and the last.
+    The median CPU seconds of the child (user + system) go to CPU: on a shared machine, wall time also counts the
+    time the process waited for a core."""
+    times, cpu, done = [], [], None
     for _ in range(runs):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         start = time.perf_counter()
-        done = subprocess.run(argv, capture_output=True, **kwargs)  # type: ignore[call-overload]
+        done = subprocess.run(argv, stdout=subprocess.DEVNULL if to_null else subprocess.PIPE, stderr=subprocess.PIPE)
         times.append(time.perf_counter() - start)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
     assert done is not None
+    CPU[argv[0]] = statistics.median(cpu)
     return statistics.median(times), min(times), done
 
 
@@ -49,7 +59,7 @@ def bench_file(path: Path, runs: int, tool: Path | None) -> dict[str, object]:
     median, best, done = timed([*PROVISION, "scan", "--json", str(path)], runs)
     document = json.loads(done.stdout)
     row: dict[str, object] = {"file": str(path), "bytes": path.stat().st_size, "provision_process_s": round(median, 3),
-                              "provision_process_min_s": round(best, 3),
+                              "provision_process_min_s": round(best, 3), "provision_cpu_s": round(CPU[PROVISION[0]], 3),
                               "cubins": sum(sum(f["cubin"].values()) for f in document["files"]),
                               "ptx": sum(sum(f["ptx"].values()) for f in document["files"])}
     if tool:
@@ -68,12 +78,12 @@ def bench_wheel(path: Path, runs: int) -> dict[str, object]:
         members = [info.filename for info in wheels.candidates(archive)]
         size = sum(archive.getinfo(m).file_size for m in members)
     median, best, done = timed([*PROVISION, "scan", "--json", str(path)], runs)
+    provision_cpu = CPU[PROVISION[0]]
     document = json.loads(done.stdout)
-    with open(os.devnull, "wb") as sink:
-        unzip, unzip_best, _ = timed(["unzip", "-p", str(path), *members], runs, stdout=sink)
+    unzip, unzip_best, _ = timed(["unzip", "-p", str(path), *members], runs, to_null=True)
     return {"wheel": path.name, "members": len(members), "member_bytes": size, "provision_process_s": round(median, 3),
             "provision_min_s": round(best, 3), "unzip_p_s": round(unzip, 3), "unzip_p_min_s": round(unzip_best, 3),
-            "ratio": round(median / unzip, 2), "files_with_cuda": len(document["files"]), "cores": len(os.sched_getaffinity(0))}
+            "ratio": round(median / unzip, 2), "provision_cpu_s": round(provision_cpu, 3), "unzip_cpu_s": round(CPU["unzip"], 3), "files_with_cuda": len(document["files"]), "cores": len(os.sched_getaffinity(0))}
 
 
 def main() -> None:
@@ -91,11 +101,13 @@ def main() -> None:
             f"; cuobjdump {row['cuobjdump_s']:.3f} s ({row['speedup']}x), match={row['match']}, "
             f"elsewhere={row['elsewhere_containers']}")
         print(f"{Path(str(row['file'])).name}: {int(row['bytes']) / 2**20:.0f} MiB, {row['cubins']} cubins {row['ptx']} PTX, "  # type: ignore[call-overload]
-              f"provision scan --json {row['provision_process_s']:.3f} s (min {row['provision_process_min_s']:.3f}){extra}")
+              f"provision scan --json {row['provision_process_s']:.3f} s (min {row['provision_process_min_s']:.3f}, "
+              f"CPU {row['provision_cpu_s']:.3f}){extra}")
     wheel_rows = [bench_wheel(path, args.runs) for path in args.wheels]
     for row in wheel_rows:
         print(f"{row['wheel']}: {row['members']} members, {int(row['member_bytes']) / 2**20:.0f} MiB: provision "  # type: ignore[call-overload]
-              f"{row['provision_process_s']:.2f} s, unzip -p {row['unzip_p_s']:.2f} s ({row['ratio']}x) on {row['cores']} cores")
+              f"{row['provision_process_s']:.2f} s (CPU {row['provision_cpu_s']:.2f}), unzip -p {row['unzip_p_s']:.2f} s "
+              f"(CPU {row['unzip_cpu_s']:.2f}): {row['ratio']}x on {row['cores']} cores")
     venv = None
     if args.venv:
         median, _best, done = timed([*PROVISION, "scan", "--json", str(args.venv)], 1)

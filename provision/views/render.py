@@ -94,22 +94,28 @@ def _labels(counts: dict[str, int]) -> str:
     return " ".join(f"{k}:{v}" for k, v in sorted(counts.items(), key=lambda kv: order(kv[0]))) or "-"
 
 
+def _package(name: str | None, version: str | None) -> str:
+    return f"{name} {version}" if name and version else name or "(no package)"
+
+
 def scan(result: ScanResult, as_json: bool) -> None:
     if as_json:
         ui.dump_json(result.to_dict())
         return
     out = ui.console()
-    columns = ["package", "files", "cubins (label:count)", "PTX"] + [f"runs on {cc}" for cc in result.require]
-    packages = ui.table(f"CUDA code in {result.scanned} files ({result.seconds:.2f} s)", *columns)
+    columns = ["package", "files", "cubins (label:count)", "PTX", "relocatable (never loaded)"]
+    packages = ui.table(f"CUDA code in {result.scanned} files ({result.seconds:.2f} s)",
+                        *columns, *[f"runs on {cc}" for cc in result.require])
     for p in result.packages:
         verdicts = [ui.status_text(p.verdicts[cc][0]) for cc in result.require]
-        packages.add_row(p.name or "(no package)", str(p.files), _labels(dict(p.counts.cubin)),
-                         _labels(dict(p.counts.ptx)), *verdicts)
+        relocatable = p.code.relocatable
+        packages.add_row(_package(p.name, p.version), str(p.files), _labels(dict(p.counts.cubin)),
+                         _labels(dict(p.counts.ptx)), _labels(dict(relocatable.cubin + relocatable.ptx)), *verdicts)
     out.print(packages)
     for p in result.packages:
         for cc, (status, reason) in p.verdicts.items():
             if status != "pass":
-                out.print(f"{status.upper()} {p.name or '(no package)'} on {cc}: {reason}")
+                out.print(f"{status.upper()} {_package(p.name, p.version)} on {cc}: {reason}")
     for note in result.notes:
         out.print(f"note: {note}")
 
