@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import signal
 import subprocess
 import sys
-from collections.abc import Mapping, Sequence
+import threading
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -46,14 +48,30 @@ def environment(extra: Mapping[str, str] | None = None, *, base: Mapping[str, st
     return env
 
 
-def _die_with_parent() -> None:
-    """In the child: ask Linux to SIGKILL it when provision dies, so a kill -9 leaves no installer writing on."""
+@functools.cache
+def _prctl() -> Callable[..., int] | None:
+    """libc's prctl, looked up in the parent: the child between fork and exec should only call it, not import."""
     try:
         import ctypes
 
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+        return ctypes.CDLL("libc.so.6", use_errno=True).prctl
     except (OSError, AttributeError):
-        pass
+        return None
+
+
+def _death_signal(parent: int) -> Callable[[], None] | None:
+    """In the child: ask Linux to SIGKILL it when provision dies (PR_SET_PDEATHSIG), so a kill -9 leaves nothing
+    running on; if provision died already, before the request, the child ends at once."""
+    prctl = _prctl() if sys.platform == "linux" else None
+    if prctl is None:
+        return None
+
+    def request() -> None:
+        prctl(1, signal.SIGKILL)
+        if os.getppid() != parent:
+            os._exit(1)
+
+    return request
 
 
 def run(
@@ -64,17 +82,20 @@ def run(
     cwd: Path | None = None,
     check: bool = False,
     input_text: str | None = None,
-    die_with_parent: bool = False,
+    die_with_parent: bool | None = None,
 ) -> Completed:
     """Run argv to completion within `timeout` seconds; never raises for a non-zero exit unless `check`.
 
-    `die_with_parent` (only from the main thread: Linux ties it to the forking thread) kills the child with provision.
+    The child dies with provision (a kill -9 leaves no installer or check payload running on), unless
+    `die_with_parent` is False. Linux ties that to the forking thread, so it applies from the main thread only.
     """
     args = tuple(str(a) for a in argv)
     if log.level() >= log.VERBOSE:
         import shlex
 
         log.debug(f"$ {shlex.join(args)}" + (f"  (in {cwd})" if cwd else ""))
+    if die_with_parent is None:
+        die_with_parent = threading.current_thread() is threading.main_thread()
     deferred: list[int] = []
     # A Ctrl-C inside Popen would leave a started child unknown to us, writing on into a folder being cleaned up:
     # hold it until `child` exists, then raise it where the child is reaped.
@@ -89,12 +110,14 @@ def run(
             errors="replace",
             env=dict(env) if env is not None else environment(),
             cwd=cwd,
-            preexec_fn=_die_with_parent if die_with_parent and sys.platform == "linux" else None,  # noqa: PLW1509
+            preexec_fn=_death_signal(os.getpid()) if die_with_parent else None,  # noqa: PLW1509
         )
     except BaseException as exc:
         _restore(previous)
         if isinstance(exc, FileNotFoundError):
             raise ToolError(f"{args[0]}: not found", "install it or put it on PATH") from exc
+        if isinstance(exc, OSError):  # a folder, a file without the execute bit, a binary for another machine
+            raise ToolError(f"{args[0]}: cannot run it ({exc.strerror or exc})", "give the path of an executable program") from exc
         raise
     try:
         _restore(previous)  # from here on a Ctrl-C reaps the child (below)

@@ -181,7 +181,7 @@ def test_recreate_keeps_the_old_build_until_the_new_one_passes(tool: Tool, stack
     broken.add("ninja", "1.13.1", tag=stacks.PY3, files={"ninja/__init__.py": b"raise ImportError('broken build')\n"})
     profile = tmp_path / "cu130-broken.toml"
     profile.write_text((Path(__file__).parent.parent / "profiles/cu130.toml").read_text().replace('ninja = {}', 'ninja = "==1.13.1"'))
-    failed = tool("create", str(profile), "--python", PY, *stacks.index_args(stack["cu130"]), check=False)
+    failed = tool("create", str(profile), "--python", PY, "--replace", *stacks.index_args(stack["cu130"]), check=False)
     assert failed.returncode == 1 and "broken build" in failed.stdout
     assert tool.envs()["cu130"]["path"] == before and tool.envs()["cu130"]["active"]
 

@@ -70,6 +70,7 @@ class Index:
     pep658: bool = False  # serve each wheel's METADATA as <wheel>.metadata and say so (PEP 658/714)
     ranges: bool = False  # answer Range requests with 206 (as PyPI's file host does)
     range_requests: int = 0
+    password: str = ""  # when set, every request must carry HTTP basic auth alice:<password>
 
     def add(self, name: str, version: str, **kwargs: object) -> Path:
         folder = self.root / str(canonicalize_name(name))
@@ -118,6 +119,14 @@ class IndexServer:
             request.send_error(404)
             return
         index.requests.append(request.path)
+        if index.password and request.headers.get("Authorization") != "Basic " + base64.b64encode(
+            f"alice:{index.password}".encode()
+        ).decode():
+            request.send_response(401)
+            request.send_header("WWW-Authenticate", 'Basic realm="index"')
+            request.send_header("Content-Length", "0")
+            request.end_headers()
+            return
         if index.delay:
             import time
 

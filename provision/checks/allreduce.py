@@ -24,9 +24,12 @@ def parse_size(text: str) -> int:
     text = text.strip().upper().removesuffix("B")
     unit = text[-1] if text and text[-1] in units else ""
     try:
-        return int(float(text[: len(text) - len(unit)]) * units[unit])
-    except ValueError as exc:
+        size = int(float(text[: len(text) - len(unit)]) * units[unit])
+    except (ValueError, OverflowError) as exc:  # "abc", "nan"; "inf" overflows int()
         raise UsageError(f"{text!r} is not a size", "write it as 8, 42K, 2.5M or 128M") from exc
+    if size <= 0 or size > 2**40:
+        raise UsageError(f"{text!r} is not a size between 1 byte and 1 TiB", "write it as 8, 42K, 2.5M or 128M")
+    return size
 
 
 def variants(algos: tuple[str, ...], protos: tuple[str, ...]) -> list[dict[str, str]]:

@@ -62,6 +62,9 @@ def run(name: str, build: Path, record: EnvRecord, progress: Any = lambda _: Non
         raise EnvError(f"{name}: checks {', '.join(failed)} did not pass; the baseline runs only after they do",
                        f"see provision check {name}")
     spec: dict[str, Any] = record.baseline or BUILTIN
+    if spec is BUILTIN and not nvml.read(nvml.load_library()).gpus:
+        raise EnvError(f"{name}: the built-in baseline times GPUs, and this machine has no NVIDIA GPU (NVML found none)",
+                       "run it on the GPU machine, or give the profile a [baseline] command")
     command = [part.replace("{payloads}", str(payload_dir())) for part in spec["command"]]
     env = check_runner.environment(record.venv_path(build), record)
     progress(f"running the baseline: {' '.join(command)}")

@@ -30,21 +30,25 @@ from provision.cli.options import (
 @index_option
 @click.option("--no-activate", is_flag=True, help="Build and check it, but leave the active environment as it is.")
 @click.option("--no-checks", is_flag=True, help="Skip the smoke checks (the environment is still built and named).")
+@click.option("--replace", is_flag=True, help="Rebuild an existing environment of that name (its baselines are kept).")
 @json_option
 @home_option
 @verbosity_options
 def create(profile_name: str, name: str | None, python: str | None, lock_path: Path | None, indexes: tuple[str, ...],
-           no_activate: bool, no_checks: bool, as_json: bool, home: Path | None) -> None:
+           no_activate: bool, no_checks: bool, replace: bool, as_json: bool, home: Path | None) -> None:
     """Build an environment for PROFILE beside the others, check it, and make it active."""
     from provision.checks import runner
     from provision.envs import lifecycle as envs
+    from provision.envs.home import check_name
     from provision.stacks import lock, profiles
     from provision.views import render as views
 
+    if name is not None:
+        check_name(name)  # before anything is read or built
     profile = profiles.load(profile_name)
     with views.progress(as_json) as step:
         result = envs.create(home_of(home), profile, name=name, python=python, lock_path=lock_path,
-                             overrides=lock.parse_overrides(indexes), activate=not no_activate,
+                             overrides=lock.parse_overrides(indexes), activate=not no_activate, replace=replace,
                              run_checks=None if no_checks else (lambda build, meta: runner.run(build, meta, progress=step)),
                              progress=step)
     views.created(result, as_json)
@@ -165,9 +169,15 @@ def run(args: tuple[str, ...], home: Path | None) -> None:
         names, command = args[:split], args[split + 1 :]
     else:
         names, command = (), args
+    where = home_of(home)
+    if "--" not in args and len(args) > 1 and args[0] in where.names():
+        import shlex
+
+        raise UsageError(f"{args[0]!r} is an environment, and the command must follow --",
+                         f"add --: provision run {args[0]} -- {shlex.join(args[1:])}")
     if len(names) > 1 or not command:
         raise UsageError("usage: provision run [NAME] -- CMD...", "for example: provision run cu130 -- python -c 'import torch'")
-    _, _, variables = envs.venv_environment(home_of(home), names[0] if names else None)
+    _, _, variables = envs.venv_environment(where, names[0] if names else None)
     environment = proc.environment(variables)
     try:
         os.execvpe(command[0], list(command), environment)  # the command's own stdout and exit code, nothing added

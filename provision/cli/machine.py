@@ -12,7 +12,7 @@ from provision.cli.options import compute_capability, home_option, json_option, 
 
 @click.command(short_help="Read the machine: driver, GPUs, topology, toolkits.")
 @json_option
-@click.option("--venv", "venvs", multiple=True, type=click.Path(path_type=Path), help="Also look for nvcc wheels in this venv.")
+@click.option("--venv", "venvs", multiple=True, type=click.Path(path_type=Path, exists=True, file_okay=False), help="Also look for nvcc wheels in this venv.")
 @click.option("--record-nvml", type=click.Path(path_type=Path, dir_okay=False),
               help="Also write every raw NVML answer read to FILE (replay it with PROVISION_NVML_REPLAY=FILE).")
 @verbosity_options

@@ -3,6 +3,7 @@ into a message and an exit code (docs/exit-codes.md)."""
 
 from __future__ import annotations
 
+import errno
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -73,6 +74,10 @@ def main(argv: Sequence[str] | None = None) -> None:
         fail(state, args, "interrupted; nothing active was changed", "", 130)
     except BrokenPipeError:
         sys.exit(0)
+    except OSError as exc:  # the last net: core code names what it writes, this names the file at least
+        where = f": {exc.filename}" if exc.filename else ""
+        hint = "free space on that disk and run it again" if exc.errno == errno.ENOSPC else "check that path and its permissions"
+        fail(state, args, f"{exc.strerror or exc}{where}", hint, 3)
     sys.exit(0)
 
 

@@ -13,9 +13,12 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import datetime
 import errno
 import fcntl
 import os
+import signal
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -29,11 +32,11 @@ from provision.atomic import (
 from provision.atomic import write_json as write_json
 from provision.envs import records
 from provision.errors import EnvError
+from provision.names import NAME_RULE as NAME_RULE
+from provision.names import check_name as check_name
 
 HOME_VARIABLE = "PROVISION_HOME"
 BUILDING = ".building"
-
-
 def resolve(home: Path | None = None) -> Path:
     """--home, else PROVISION_HOME, else $XDG_DATA_HOME/provision (~/.local/share/provision)."""
     if home is None and os.environ.get(HOME_VARIABLE):
@@ -65,14 +68,33 @@ class Home:
         return self.root / "active"
 
     def ensure(self) -> None:
-        for folder in (self.builds, self.envs, self.locks):
-            folder.mkdir(parents=True, exist_ok=True)
+        with self.writing("make its folders"):
+            for folder in (self.builds, self.envs, self.locks):
+                folder.mkdir(parents=True, exist_ok=True)
+
+    @contextlib.contextmanager
+    def writing(self, what: str) -> Iterator[None]:
+        """Turn a failure to write in HOME (read-only, no rights, a file where a folder belongs, a full disk) into
+        one EnvError that names it and what to do."""
+        try:
+            yield
+        except OSError as exc:
+            where = f" ({exc.filename})" if exc.filename else ""
+            if exc.errno == errno.ENOSPC:
+                hint = "free space on that disk and run it again; nothing active was changed"
+            elif exc.errno in (errno.ENOTDIR, errno.EEXIST, errno.EISDIR):
+                hint = f"{self.root} must be provision's own folder: move what is in the way, or set PROVISION_HOME (or --home) elsewhere"
+            else:
+                hint = f"make {self.root} writable, or set PROVISION_HOME (or --home) to a folder you can write"
+            raise EnvError(f"cannot {what} in {self.root}: {exc.strerror or exc}{where}", hint) from exc
 
     @contextlib.contextmanager
     def locked(self) -> Iterator[None]:
         """Hold HOME's lock: a second process waits (and says so) rather than interleaving changes."""
         self.ensure()
-        with open(self.root / ".lock", "a+") as handle:
+        with self.writing("take its lock"):
+            handle = open(self.root / ".lock", "a+")  # noqa: SIM115 (closed below, after the body has run)
+        with handle:
             try:
                 fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except OSError as exc:
@@ -95,21 +117,37 @@ class Home:
     def names(self) -> list[str]:
         if not self.envs.is_dir():
             return []
-        return sorted(p.name for p in self.envs.iterdir() if p.is_symlink() and not p.name.startswith("."))
+        return sorted(p.name for p in self.envs.iterdir() if p.is_symlink() and NAME_RULE.match(p.name))
 
     def build_of(self, name: str) -> Path:
-        link = self.envs / name
+        link = self.envs / check_name(name)
         if not link.is_symlink():
             known = ", ".join(self.names()) or "none yet"
             raise EnvError(f"no environment named {name!r} in {self.root}", f"known: {known}; make one with provision create PROFILE")
         return (self.envs / os.readlink(link)).resolve()
 
-    def named_or_active(self, name: str | None, command: str) -> tuple[str, Path]:
-        """(name, its build) for `name`, else for the active environment; `command` is what to run with a name."""
-        name = name or self.active()
-        if name is None:
-            raise EnvError("no environment is active", f"name one: {command} NAME")
-        return name, self.build_of(name)
+    def referenced(self) -> set[Path]:
+        """Every build some link in envs/ points at, whatever the link's name: what gc and remove must keep."""
+        found = set()
+        for link in self.envs.iterdir() if self.envs.is_dir() else []:
+            if link.is_symlink():
+                with contextlib.suppress(OSError, RuntimeError):
+                    found.add((self.envs / os.readlink(link)).resolve())
+        return found
+
+    def owns(self, build: Path) -> bool:
+        """Whether `build` is one of HOME's own build folders (never something a link points at elsewhere)."""
+        try:
+            return build.resolve(strict=True).parent == self.builds.resolve()
+        except (OSError, RuntimeError):
+            return False
+
+    def delete_build(self, build: Path) -> None:
+        """Remove one of HOME's build folders; anything outside builds/ is refused, never deleted."""
+        if not self.owns(build):
+            raise EnvError(f"{build} is not a build folder of {self.root}; provision deletes nothing outside its home",
+                           f"remove it yourself if it is really unused, or fix the link in {self.envs}")
+        remove_tree(build.resolve())
 
     def active(self) -> str | None:
         try:
@@ -119,23 +157,66 @@ class Home:
 
     def point(self, link: Path, target: str) -> None:
         """Make `link` point at `target` in one atomic rename: a reader sees the old or the new, never neither."""
-        temp = link.with_name(f".{link.name}.{os.getpid()}.{time.monotonic_ns()}.tmp")
-        os.symlink(target, temp)
-        try:
-            os.replace(temp, link)
-        except BaseException:
-            temp.unlink(missing_ok=True)
-            raise
+        with self.writing(f"point {link.name} at {target}"):
+            if link.is_dir() and not link.is_symlink():
+                self._set_aside(link)
+            temp = link.with_name(f".{link.name}.{os.getpid()}.{time.monotonic_ns()}.tmp")
+            os.symlink(target, temp)
+            try:
+                os.replace(temp, link)
+            except BaseException:
+                temp.unlink(missing_ok=True)
+                raise
         fsync_dir(link.parent)
 
+    def _set_aside(self, folder: Path) -> None:
+        """A real folder where provision keeps a link (made by hand or by another tool): moved aside, never deleted,
+        so that the link can be made and nothing in it is lost."""
+        stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+        aside = folder.with_name(f"{folder.name}.set-aside-{stamp}-{os.getpid()}")
+        os.rename(folder, aside)
+        log.info(f"{folder} was a folder, not provision's link: moved to {aside}")
+
     def activate(self, name: str) -> None:
-        self.build_of(name)  # must exist
+        python = self.build_of(name) / "venv" / "bin" / "python"
+        if not python.exists():
+            raise EnvError(f"environment {name!r} has no python at {python} (its venv is gone)",
+                           f"rebuild it: provision create PROFILE --name {name} --replace, or provision remove {name}")
         state = self.state()  # a broken state.json stops here, before the active pointer moves
+        before = self.active_link.readlink() if self.active_link.is_symlink() else None
         self.point(self.active_link, f"envs/{name}")
-        records.write_state(self.root, dataclasses.replace(state, history=[*state.history, name][-100:]))
+        try:
+            with self.writing("write state.json"):
+                records.write_state(self.root, dataclasses.replace(state, history=[*state.history, name][-100:]))
+        except BaseException:
+            if before is not None:  # the history could not be written (a full disk): the pointer goes back too
+                with contextlib.suppress(OSError, EnvError):
+                    self.point(self.active_link, str(before))
+            raise
+
+    def named_or_active(self, name: str | None, command: str) -> tuple[str, Path]:
+        """(name, its build) for `name`, else for the active environment; `command` is what to run with a name."""
+        name = name or self.active()
+        if name is None:
+            raise EnvError("no environment is active", f"name one: {command} NAME")
+        return name, self.build_of(name)
 
     def state(self) -> records.State:
         return records.read_state(self.root)
+
+
+@contextlib.contextmanager
+def deferred_interrupt() -> Iterator[list[int]]:
+    """Hold Ctrl-C until the block ends, so that a step once begun (a swap) is finished; the list says if one came."""
+    caught: list[int] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield caught
+        return
+    previous = signal.signal(signal.SIGINT, lambda number, _frame: caught.append(number))
+    try:
+        yield caught
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def pid_alive(pid: int) -> bool:

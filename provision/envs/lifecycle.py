@@ -4,6 +4,7 @@ switch, roll back, remove, adopt a venv provision did not build, and clean what 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import datetime
 import os
 import sys
@@ -17,7 +18,7 @@ from provision import status as statuses
 from provision.envs import records, toolkit_home
 from provision.envs.active import rollback as rollback  # where callers have found them
 from provision.envs.active import switch as switch
-from provision.envs.home import BUILDING, Home, pid_alive, remove_tree
+from provision.envs.home import BUILDING, Home, check_name, deferred_interrupt, pid_alive, remove_tree
 from provision.envs.records import EnvRecord
 from provision.errors import EnvError, UsageError
 from provision.stacks.profiles import Profile
@@ -50,6 +51,9 @@ def find_python(request: str) -> tuple[Path, str]:
         path = Path(request)
         if not path.exists():
             raise UsageError(f"--python {request}: no such interpreter", "give a path to a python executable, or a version such as 3.12")
+        if not path.is_file() or not os.access(path, os.X_OK):
+            raise UsageError(f"--python {request}: {'a folder' if path.is_dir() else 'not an executable file'}, not an interpreter",
+                             "give the path of a python executable (say VENV/bin/python), or a version such as 3.12")
     else:
         done = proc.run([uvtool.binary(), "python", "find", request, "--no-project"], timeout=60, env=uvtool.environment())
         if not done.ok or not done.stdout.strip():
@@ -97,127 +101,187 @@ def env_template(profile: Profile) -> dict[str, Any] | None:
 
 
 def stale_builds(home: Home) -> list[Path]:
-    """Builds no name points at whose builder is gone: what an interrupted or killed create left behind."""
-    referenced = {home.build_of(n) for n in home.names() if (home.envs / n).exists()}
+    """Builds no link points at whose builder is gone: what an interrupted or killed create left behind."""
+    referenced = home.referenced()
     stale = []
     for build in sorted(home.builds.iterdir()) if home.builds.is_dir() else []:
-        if build.resolve() in referenced:
+        if build.resolve() in referenced or not home.owns(build):
             continue
         marker = build / BUILDING
         try:
             pid = int(marker.read_text().strip()) if marker.exists() else 0
         except (OSError, ValueError):
             pid = 0
-        if pid == 0 or not pid_alive(pid) or pid == os.getpid():
+        if (pid == 0 or not pid_alive(pid) or pid == os.getpid()) and not in_use(build):
             stale.append(build)
     return stale
 
 
+def in_use(build: Path) -> bool:
+    """Whether a live process runs from `build` (a check payload its killed creator left): gc must not pull it away."""
+    needle = os.fsencode(str(build.resolve()) + os.sep)
+    for entry in Path("/proc").glob("[0-9]*"):
+        with contextlib.suppress(OSError):
+            if needle in (entry / "cmdline").read_bytes().replace(b"\0", b" ") and entry.name != str(os.getpid()):
+                return True
+    return False
+
+
 def gc(home: Home) -> list[str]:
-    """Remove leftovers: unreferenced builds, dangling names, temporary links. Returns what was removed."""
+    """Remove leftovers: unreferenced builds, dangling names, temporary links, unreadable cached locks."""
     removed = []
-    for name in home.names():
-        if not (home.envs / name).exists():
-            (home.envs / name).unlink()
-            removed.append(f"envs/{name} (pointed at a missing build)")
+    for link in sorted(home.envs.iterdir()) if home.envs.is_dir() else []:
+        if link.is_symlink() and not link.name.startswith(".") and not link.exists():
+            link.unlink()
+            removed.append(f"envs/{link.name} (pointed at a missing build)")
     for build in stale_builds(home):
-        remove_tree(build)
+        home.delete_build(build)
         removed.append(f"builds/{build.name}")
     for folder in (home.root, home.envs):
         for temp in folder.glob(".*.tmp"):
             temp.unlink(missing_ok=True)
             removed.append(str(temp.relative_to(home.root)))
+    removed += _unreadable_locks(home)
+    return removed
+
+
+def _unreadable_locks(home: Home) -> list[str]:
+    from provision.errors import ProvisionError
+    from provision.stacks import lock as locking
+
+    removed = []
+    for cached in sorted(home.locks.glob("pylock.*.toml")) if home.locks.is_dir() else []:
+        try:
+            locking.read(cached)
+        except ProvisionError:
+            cached.unlink(missing_ok=True)
+            removed.append(f"locks/{cached.name} (unreadable)")
     return removed
 
 
 def _lock_for(home: Home, profile: Profile, target: Any, overrides: dict[str, str], indexes: dict[str, str | None],
               given: Path | None, progress: Progress) -> tuple[Path, bool]:
+    from provision.errors import ProvisionError
     from provision.stacks import lock as locking
 
     if given is not None:
-        _, tool = locking.read(given)
-        if tool.get("profile_hash") and tool["profile_hash"] != profile.content_hash:
-            raise EnvError(f"{given} was locked from another version of profile {profile.name} ({profile.path} changed since)",
-                           f"re-lock it: provision lock {profile.name}")
+        locking.check_binding(given, profile)
         return given, False
     key = locking.lock_key(profile, indexes, target)
     cached = home.locks / f"pylock.{profile.name}-{key}.toml"
     if cached.exists():
-        return cached, True
+        try:
+            locking.check_binding(cached, profile)
+            return cached, True
+        except ProvisionError:
+            progress(f"the cached lock {cached.name} is unreadable; locking again")
+            cached.unlink(missing_ok=True)
     progress(f"locking {profile.name}")
     locking.lock(profile, target=target, overrides=overrides, output=cached, progress=progress)
     return cached, False
 
 
+def _refuse_existing(home: Home, name: str, replace: bool) -> Path | None:
+    """The build `name` points at now, if any; an error unless `replace` was asked for."""
+    if name not in home.names():
+        return None
+    if not replace:
+        raise EnvError(f"an environment named {name!r} exists already",
+                       "pass --replace to build a new one in its place (its baselines are kept), or choose another --name")
+    return home.build_of(name)
+
+
 def create(home: Home, profile: Profile, *, name: str | None = None, python: str | None = None,
            lock_path: Path | None = None, overrides: dict[str, str] | None = None, activate: bool = True,
-           run_checks: Callable[[Path, EnvRecord], list[dict[str, Any]]] | None = None,
+           replace: bool = False, run_checks: Callable[[Path, EnvRecord], list[dict[str, Any]]] | None = None,
            progress: Progress = lambda _: None) -> CreateResult:
+    """Build, check and name an environment. HOME's lock is held only to start and to finish (the swap), never
+    through the install and the checks: a rollback in an emergency does not wait for a build."""
     import time
 
     from provision.stacks import lock as locking
-    from provision.stacks import uvtool
 
-    name = name or profile.name
+    name = check_name(name or profile.name)
     timings: dict[str, float] = {}
     with home.locked():
         gc(home)
+        _refuse_existing(home, name, replace)
+        stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+        build = home.builds / f"{name}-{stamp}-{os.urandom(3).hex()}"
+        with home.writing(f"start building {name}"):
+            build.mkdir(parents=True)
+            (build / BUILDING).write_text(str(os.getpid()))
+    try:
         interpreter, version = find_python(python or profile.python or f"{sys.version_info[0]}.{sys.version_info[1]}")
         started = time.perf_counter()
         indexes = locking.effective_indexes(profile, overrides or {})
         target = locking.Target(python=version, platform=None)
         lock_file, reused = _lock_for(home, profile, target, overrides or {}, indexes, lock_path, progress)
         timings["lock"] = time.perf_counter() - started
-        stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-        build = home.builds / f"{name}-{stamp}-{os.urandom(3).hex()}"
-        try:
-            build.mkdir(parents=True)
-            (build / BUILDING).write_text(str(os.getpid()))
-            started = time.perf_counter()
-            progress(f"creating the venv with Python {version}")
-            uvtool.run(["venv", str(build / "venv"), "--python", str(interpreter), "--quiet", "--no-project"])
-            progress("installing the lock (hashes verified)")
-            sync = ["pip", "sync", str(lock_file), "--python", str(build / "venv" / "bin" / "python"), "--quiet"]
-            for index_name, url in indexes.items():
-                if url and index_name != "default":
-                    sync += ["--index", f"{index_name}={url}"]  # credentials for files under that index's host
-            uvtool.run(sync)
-            if profile.toolkit:
-                progress("laying out the environment's CUDA toolkit")
-                toolkit_home.make(build / "cuda", site_packages(build / "venv") / profile.toolkit)
-            timings["install"] = time.perf_counter() - started
-            created = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
-            record = EnvRecord(
-                name=name, profile=profile.name, profile_hash=profile.content_hash, profile_path=str(profile.path),
-                cuda=profile.cuda, python=version, interpreter=str(interpreter), lock=str(lock_file), created=created,
-                adopted=False, venv=str(build / "venv"),
-                env=resolve_env(profile.env, build, nvcc=profile.compiler_cuda() or profile.cuda), env_template=env_template(profile),
-                packages=[p.name for p in profile.packages], checks_required=list(profile.checks or []),
-                size_bytes=tree_size(build / "venv"), baseline=_baseline_meta(profile),
-            )
-            records.write(build, record)
-            started = time.perf_counter()
-            results = run_checks(build, record) if run_checks else []
-            timings["checks"] = time.perf_counter() - started
-            records.add_checks(build, results, created)
-            passed = not any(statuses.failed(r["status"]) for r in results)
-            if not passed:
-                remove_tree(build)
-                return CreateResult(name=name, path=build, activated=False, checks=results, lock=str(lock_file),
-                                    lock_reused=reused, seconds=timings, passed=False)
-            previous = home.build_of(name) if name in home.names() else None
-            (build / BUILDING).unlink()
-            home.point(home.envs / name, f"../builds/{build.name}")
-            if previous is not None and previous != build:
-                remove_tree(previous)  # the old build stays until the new one has passed
-            if activate:
-                home.activate(name)
-            return CreateResult(name=name, path=build, activated=activate, checks=results, lock=str(lock_file),
-                                lock_reused=reused, seconds=timings, passed=True)
-        except BaseException:
-            if build.exists() and not _is_live(home, name, build):
-                remove_tree(build)  # Ctrl-C or a failure: nothing half-made stays; kill -9 is cleaned by the next gc
-            raise
+        started = time.perf_counter()
+        with home.writing(f"build {name}"):
+            record = _install(build, profile, name, interpreter, version, lock_file, indexes, progress)
+        timings["install"] = time.perf_counter() - started
+        started = time.perf_counter()
+        results = run_checks(build, record) if run_checks else []
+        timings["checks"] = time.perf_counter() - started
+        with home.writing(f"record {name}'s checks"):
+            records.add_checks(build, results, record.created or "")
+        result = CreateResult(name=name, path=build, activated=False, checks=results, lock=str(lock_file),
+                              lock_reused=reused, seconds=timings, passed=False)
+        if any(statuses.failed(r["status"]) for r in results):
+            home.delete_build(build)
+            return result
+        _commit(home, name, build, activate=activate, replace=replace, progress=progress)
+        result.activated, result.passed = activate, True
+        return result
+    except BaseException:
+        if build.exists() and not _is_live(home, name, build):
+            remove_tree(build)  # Ctrl-C or a failure: nothing half-made stays; kill -9 is cleaned by the next gc
+        raise
+
+
+def _install(build: Path, profile: Profile, name: str, interpreter: Path, version: str, lock_file: Path,
+             indexes: dict[str, str | None], progress: Progress) -> EnvRecord:
+    """Make the venv, install the lock into it, lay out the toolkit; return the environment's record."""
+    from provision.stacks import uvtool
+
+    progress(f"creating the venv with Python {version}")
+    uvtool.run(["venv", str(build / "venv"), "--python", str(interpreter), "--quiet", "--no-project"])
+    progress("installing the lock (hashes verified)")
+    uvtool.sync(lock_file, build / "venv" / "bin" / "python", indexes)
+    if profile.toolkit:
+        progress("laying out the environment's CUDA toolkit")
+        toolkit_home.make(build / "cuda", site_packages(build / "venv") / profile.toolkit)
+    created = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    record = EnvRecord(
+        name=name, profile=profile.name, profile_hash=profile.content_hash, profile_path=str(profile.path),
+        cuda=profile.cuda, python=version, interpreter=str(interpreter), lock=str(lock_file), created=created,
+        adopted=False, venv=str(build / "venv"),
+        env=resolve_env(profile.env, build, nvcc=profile.compiler_cuda() or profile.cuda), env_template=env_template(profile),
+        packages=[p.name for p in profile.packages], checks_required=list(profile.checks or []),
+        size_bytes=tree_size(build / "venv"), baseline=_baseline_meta(profile),
+    )
+    records.write(build, record)
+    return record
+
+
+def _commit(home: Home, name: str, build: Path, *, activate: bool, replace: bool, progress: Progress) -> None:
+    """Let `name` point at the checked build (and make it active): begun, this step is finished, Ctrl-C or not."""
+    with home.locked(), deferred_interrupt() as interrupted:
+        previous = _refuse_existing(home, name, replace)  # another create may have taken the name meanwhile
+        if previous is not None:  # what was measured of the old build is kept with the new one
+            kept = records.read(previous)
+            with home.writing(f"record {name}'s measurements"):
+                records.write(build, dataclasses.replace(records.read(build), baselines=kept.baselines, allreduce=kept.allreduce))
+        (build / BUILDING).unlink()
+        home.point(home.envs / name, f"../builds/{build.name}")
+        if previous is not None and previous != build and previous not in home.referenced() and home.owns(previous):
+            home.delete_build(previous)  # the old build stays until the new one has passed
+        if activate:
+            home.activate(name)
+    if interrupted:
+        progress(f"Ctrl-C came after {name} was complete; it was finished rather than left half-made")
 
 
 def _is_live(home: Home, name: str, build: Path) -> bool:
@@ -236,6 +300,7 @@ def _baseline_meta(profile: Profile) -> dict[str, Any] | None:
 
 def adopt(home: Home, name: str, venv: Path, profile: Profile | None = None) -> Path:
     """Register an existing venv under `name`; its files are never deleted by provision."""
+    check_name(name)
     python = venv / "bin" / "python"
     if not python.exists():
         raise UsageError(f"{venv}: no bin/python in it", "give the folder of a virtual environment (the one holding bin/python)")
@@ -265,6 +330,7 @@ def adopt(home: Home, name: str, venv: Path, profile: Profile | None = None) -> 
 
 
 def remove(home: Home, name: str, force: bool = False) -> None:
+    """Remove `name`'s link and its own build: never a build another name uses, nothing outside HOME."""
     with home.locked():
         build = home.build_of(name)
         if home.active() == name:
@@ -272,7 +338,8 @@ def remove(home: Home, name: str, force: bool = False) -> None:
                 raise EnvError(f"{name!r} is the active environment", "switch to another first, or pass --force")
             home.active_link.unlink()
         (home.envs / name).unlink()
-        remove_tree(build)
+        if build not in home.referenced() and home.owns(build):
+            home.delete_build(build)
 
 
 def listing(home: Home) -> list[dict[str, Any]]:
@@ -315,6 +382,9 @@ def venv_environment(home: Home, name: str | None) -> tuple[str, Path, dict[str,
     build = home.build_of(name)
     record = records.read(build)
     venv = record.venv_path(build)
+    if not (venv / "bin" / "python").exists():  # else PATH would fall through to the system's python
+        raise EnvError(f"environment {name!r} has no python at {venv / 'bin' / 'python'} (its venv is gone)",
+                       f"rebuild it: provision create PROFILE --name {name} --replace, or provision remove {name}")
     variables = {"VIRTUAL_ENV": str(venv), "PATH": f"{venv / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}"}
     variables.update(record.env)
     return name, venv, variables

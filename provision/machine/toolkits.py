@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import shutil
@@ -70,7 +71,30 @@ def find(venvs: tuple[Path, ...] = ()) -> tuple[list[Toolkit], list[str]]:
         return toolkits, ["no CUDA toolkit found (CUDA_HOME, CUDA_PATH, PATH, /usr/local/cuda*, /opt/cuda*)"]
     for result in parallel_map(lambda item: describe(*item), found.items()):
         (toolkits if isinstance(result, Toolkit) else notes).append(result)  # type: ignore[arg-type]
-    return toolkits, notes
+    return _without_wrappers(toolkits), notes
+
+
+def _without_wrappers(toolkits: list[Toolkit]) -> list[Toolkit]:
+    """One entry per toolkit: an nvcc that is a script (a distribution's /usr/bin/nvcc wrapper) and reports the same
+    release as a real nvcc binary is that toolkit, found once more; its ways of being found join the real one's."""
+    scripts = [t for t in toolkits if _is_script(Path(t.nvcc))]
+    real = [t for t in toolkits if not any(t is s for s in scripts)]
+    wrappers = [s for s in scripts if any(r.full_version == s.full_version for r in real)]
+    kept = []
+    for toolkit in toolkits:
+        if any(toolkit is w for w in wrappers):
+            continue
+        also = [how for w in wrappers if w.full_version == toolkit.full_version and toolkit in real for how in w.found_by]
+        kept.append(dataclasses.replace(toolkit, found_by=tuple(dict.fromkeys([*toolkit.found_by, *also]))) if also else toolkit)
+    return kept
+
+
+def _is_script(nvcc: Path) -> bool:
+    try:
+        with open(nvcc, "rb") as handle:
+            return handle.read(2) == b"#!"
+    except OSError:
+        return False
 
 
 def _sm_order(label: str) -> tuple[int, str]:

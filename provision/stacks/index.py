@@ -4,8 +4,10 @@ credentials never shown: every URL in a message goes through `redact`."""
 from __future__ import annotations
 
 import hashlib
+import math
 import os
 import re
+import threading
 import time
 from dataclasses import dataclass
 from html.parser import HTMLParser
@@ -14,7 +16,7 @@ from urllib.parse import unquote, urljoin, urlsplit, urlunsplit
 
 from packaging.utils import canonicalize_name
 
-from provision.errors import IndexError_
+from provision.errors import IndexError_, UsageError
 
 JSON_TYPE = "application/vnd.pypi.simple.v1+json"
 TIMEOUT_VARIABLE = "PROVISION_HTTP_TIMEOUT"
@@ -22,7 +24,15 @@ RETRIES = 2
 
 
 def timeout() -> float:
-    return float(os.environ.get(TIMEOUT_VARIABLE, "30"))
+    """Seconds to wait for an index (PROVISION_HTTP_TIMEOUT, default 30): a positive finite number."""
+    text = os.environ.get(TIMEOUT_VARIABLE) or "30"
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = float("nan")
+    if not math.isfinite(seconds) or seconds <= 0:
+        raise UsageError(f"{TIMEOUT_VARIABLE}={text!r} is not a number of seconds", "set it to a positive number such as 30, or unset it")
+    return seconds
 
 
 def redact(url: str) -> str:
@@ -43,8 +53,15 @@ def strip_credentials(url: str) -> str:
     return urlunsplit(parts._replace(netloc=netloc))
 
 
+def credentials(url: str) -> tuple[str, str]:
+    """The user name and password in `url` (percent-decoded), empty when there are none."""
+    parts = urlsplit(url)
+    return unquote(parts.username or ""), unquote(parts.password or "")
+
+
 def redact_text(text: str) -> str:
-    return re.sub(r"(https?://)[^/\s@]+@", r"\1****@", text)
+    """`text` with the credentials of any URL in it (any scheme, even one that is not a valid URL) replaced by ****."""
+    return re.sub(r"([A-Za-z][A-Za-z0-9+.-]*://)[^/\s@]+@", r"\1****@", text)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -78,10 +95,18 @@ def _core_metadata(value: object) -> bool | dict[str, str]:
     return bool(value) and value not in ("false", "False")
 
 
+_local = threading.local()
+
+
 def _session() -> Any:
+    """One session per thread, kept: its connections stay open, so a hundred page reads cost one TLS handshake per
+    host and thread rather than one each (requests' sessions are not shared across threads)."""
     import requests
 
-    return requests.Session()
+    session = getattr(_local, "session", None)
+    if session is None:
+        session = _local.session = requests.Session()
+    return session
 
 
 def get(url: str, *, accept: str | None = None, stream: bool = False, headers: dict[str, str] | None = None,

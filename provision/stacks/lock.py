@@ -3,20 +3,24 @@ each package attributed to the index it came from, nightlies of one date."""
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import hashlib
+import itertools
 import json
 import os
 import platform as host_platform
 import re
+import shutil
 import sys
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import tomlkit
+from packaging import tags
 from packaging.pylock import Pylock, PylockValidationError
 from packaging.specifiers import SpecifierSet
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
@@ -24,7 +28,7 @@ from packaging.version import InvalidVersion, Version
 
 from provision import __version__
 from provision.atomic import write_atomic
-from provision.errors import ResolveError, UsageError
+from provision.errors import EnvError, ResolveError, UsageError
 from provision.stacks import index, uvtool
 from provision.stacks.profiles import DEFAULT_INDEX, Profile
 
@@ -92,7 +96,7 @@ def parse_overrides(pairs: tuple[str, ...]) -> dict[str, str]:
     for pair in pairs:
         name, sep, url = pair.partition("=")
         if not sep or not name or not url.startswith(("http://", "https://", "file://")):
-            raise UsageError(f"--index {index.redact(pair)!r}: expected NAME=URL", "for example --index pytorch=https://mirror.example/whl/nightly/cu130")
+            raise UsageError(f"--index {index.redact_text(pair)!r}: expected NAME=URL", "for example --index pytorch=https://mirror.example/whl/nightly/cu130")
         overrides[name] = url
     return overrides
 
@@ -118,20 +122,44 @@ def lock_key(profile: Profile, indexes: dict[str, str | None], target: Target) -
     return hashlib.sha256(material.encode()).hexdigest()[:16]
 
 
-def _compatible(filename: str, target: Target) -> bool:
+def target_tags(target: Target) -> frozenset[tags.Tag]:
+    """Every wheel tag the target accepts (packaging.tags), most specific first as packaging orders them."""
+    version = tuple(int(part) for part in target.python.split(".")[:2])
+    platforms = _platforms(target)
+    return frozenset(itertools.chain(tags.cpython_tags(version, platforms=platforms),
+                                     tags.compatible_tags(version, platforms=platforms)))
+
+
+def _platforms(target: Target) -> list[str]:
+    """Platform tags of a uv --python-platform name; this machine's own when there is none."""
+    if target.platform is None:
+        return list(tags.platform_tags())
+    name, arch = target.platform, target.arch
+    if "musl" in name:
+        return [f"musllinux_1_{minor}_{arch}" for minor in range(2, -1, -1)] + [f"linux_{arch}"]
+    if "linux" in name:
+        found = re.search(r"manylinux_?(\d+)_(\d+)", name)
+        glibc = (int(found.group(1)), int(found.group(2))) if found else (2, 17 if "manylinux2014" in name else 28)
+        legacy = {17: "manylinux2014", 12: "manylinux2010", 5: "manylinux1"}
+        result = []
+        for minor in range(glibc[1], 4 if arch == "x86_64" else 16, -1):
+            result.append(f"manylinux_{glibc[0]}_{minor}_{arch}")
+            if minor in legacy:
+                result.append(f"{legacy[minor]}_{arch}")
+        return [*result, f"linux_{arch}"]
+    if "darwin" in name or "macos" in name:
+        return list(tags.mac_platforms((15, 0), "arm64" if "aarch64" in name or "arm64" in name else "x86_64"))
+    if "windows" in name:
+        return ["win_arm64" if "aarch64" in name else "win_amd64"]
+    return []
+
+
+def _compatible(filename: str, accepted: frozenset[tags.Tag]) -> bool:
     try:
-        _, _, _, tags = parse_wheel_filename(filename)
+        _, _, _, wheel_tags = parse_wheel_filename(filename)
     except InvalidWheelFilename:
         return False
-    want = "cp" + target.python.replace(".", "")
-    minor = int(target.python.split(".")[1])
-    for tag in tags:
-        python_ok = tag.interpreter in (want, "py3", f"py{target.python.replace('.', '')}") or (
-            tag.abi == "abi3" and tag.interpreter.startswith("cp3") and int(tag.interpreter[3:] or 0) <= minor
-        )
-        if python_ok and (tag.platform == "any" or target.arch in tag.platform):
-            return True
-    return False
+    return not accepted.isdisjoint(wheel_tags)
 
 
 def nightly_pins(profile: Profile, indexes: dict[str, str | None], target: Target) -> tuple[dict[str, str], str | None]:
@@ -142,13 +170,14 @@ def nightly_pins(profile: Profile, indexes: dict[str, str | None], target: Targe
     for package in profile.packages:
         if package.prerelease and package.index != DEFAULT_INDEX and indexes.get(package.index):
             groups.setdefault(package.index, []).append(package)
+    accepted = target_tags(target)
     for index_name, packages in groups.items():
         by_package: dict[str, dict[str, Version]] = {}
         for package in packages:
             spec = SpecifierSet(package.version, prereleases=True)
             dates: dict[str, Version] = {}
             for file in index.project_files(str(indexes[index_name]), package.name):
-                if not _compatible(file.filename, target):
+                if not _compatible(file.filename, accepted):
                     continue
                 version = parse_wheel_filename(file.filename)[1]
                 if version.dev is None or not _NIGHTLY.match(str(version.dev)) or version not in spec:
@@ -171,7 +200,9 @@ def nightly_pins(profile: Profile, indexes: dict[str, str | None], target: Targe
 
 
 def _project(profile: Profile, pins: dict[str, str], indexes: dict[str, str | None]) -> str:
-    """The pyproject.toml uv resolves: dependencies, plus sources binding each package to its named index."""
+    """The pyproject.toml uv resolves: dependencies, plus sources binding each package to its named index (and a
+    package declared without one to the default index, when its URL is known). No URL is written here: the index
+    options carry them, and their credentials travel by variable."""
     doc = tomlkit.document()
     requirements = []
     for package in profile.packages:
@@ -181,9 +212,9 @@ def _project(profile: Profile, pins: dict[str, str], indexes: dict[str, str | No
         extras = f"[{','.join(package.extras)}]" if package.extras else ""
         requirements.append(f"{package.name}{extras}{spec}")
     doc["project"] = {"name": "provision-lock", "version": "0", "dependencies": requirements}
-    sources = {p.name: {"index": p.index} for p in profile.packages if p.index != DEFAULT_INDEX}
-    uv_indexes = [{"name": n, "url": u} for n, u in indexes.items() if n != DEFAULT_INDEX and u]
-    doc["tool"] = {"uv": {"sources": sources, "index": uv_indexes}} if sources else {"uv": {"index": uv_indexes}}
+    sources = {p.name: {"index": p.index} for p in profile.packages if p.index != DEFAULT_INDEX or indexes.get(DEFAULT_INDEX)}
+    if sources:
+        doc["tool"] = {"uv": {"sources": sources}}
     return tomlkit.dumps(doc)
 
 
@@ -193,35 +224,32 @@ def _uv_compile_args(indexes: dict[str, str | None], target: Target, output: str
             "--python-version", target.python, "--no-header", "--python", sys.executable]
     if target.platform:
         args += ["--python-platform", target.platform]
-    for name, url in indexes.items():
-        if name != DEFAULT_INDEX and url:
-            args += ["--index", f"{name}={url}"]
-    if indexes.get(DEFAULT_INDEX):
-        args += ["--default-index", str(indexes[DEFAULT_INDEX])]
-    return args
+    return args + uvtool.index_options(indexes)[0]
 
 
-def attribution(names: list[str], profile: Profile, indexes: dict[str, str | None]) -> dict[str, str]:
-    """Which index each locked package came from: a bound package from its own index (uv's sources guarantee it);
-    any other from the first named index whose page lists it (uv's first-index rule), else the default index.
-    The pages are read in parallel; a lock that involves only the default index reads none."""
+def attribution(packages: list[dict[str, Any]], profile: Profile, indexes: dict[str, str | None]) -> dict[str, str]:
+    """Which index each locked package came from. A package bound by a source is from its index (uv guarantees
+    it); any other from the named index whose page lists the very file locked, else the default index. The pages
+    are read in parallel over kept-alive connections; a lock that involves only the default index reads none."""
     from concurrent.futures import ThreadPoolExecutor
 
-    bound = {str(canonicalize_name(p.name)): p.index for p in profile.packages}
+    bound = {str(canonicalize_name(p.name)): p.index for p in profile.packages
+             if p.index != DEFAULT_INDEX or indexes.get(DEFAULT_INDEX)}
     named = [n for n, url in indexes.items() if n != DEFAULT_INDEX and url]
+    urls = {str(canonicalize_name(p["name"])): {index.strip_credentials(w.get("url", "")) for w in _files(p)} for p in packages}
+    asked = [(name, index_name) for name in urls if name not in bound for index_name in named]
 
-    def origin(name: str) -> str:
-        if name in bound:
-            return bound[name]
-        for index_name in named:
-            if index.project_files(str(indexes[index_name]), name):
-                return index_name
-        return DEFAULT_INDEX
+    def listed(pair: tuple[str, str]) -> bool:
+        files = index.project_files(str(indexes[pair[1]]), pair[0])
+        return not urls[pair[0]].isdisjoint(index.strip_credentials(f.url) for f in files)
 
-    if not named:
-        return {name: bound.get(name, DEFAULT_INDEX) for name in names}
     with ThreadPoolExecutor(max_workers=16) as pool:
-        return dict(zip(names, pool.map(origin, names), strict=True))
+        found = dict(zip(asked, pool.map(listed, asked), strict=True)) if asked else {}
+    return {name: bound.get(name) or next((n for n in named if found.get((name, n))), DEFAULT_INDEX) for name in urls}
+
+
+def _files(package: dict[str, Any]) -> list[dict[str, Any]]:
+    return [*package.get("wheels", []), *([package["sdist"]] if "sdist" in package else [])]
 
 
 def lock(profile: Profile, *, target: Target, overrides: dict[str, str], output: Path,
@@ -229,25 +257,69 @@ def lock(profile: Profile, *, target: Target, overrides: dict[str, str], output:
     import time
 
     start = time.perf_counter()
+    _writable(output)
     indexes = effective_indexes(profile, overrides)
     progress("finding the newest complete nightly")
     pins, nightly = nightly_pins(profile, indexes, target)
-    with tempfile.TemporaryDirectory(prefix="provision-lock-") as work:
-        folder = Path(work)
+    with _work_folder() as folder:
         (folder / "pyproject.toml").write_text(_project(profile, pins, indexes))
         progress("resolving with uv")
-        uvtool.run(_uv_compile_args(indexes, target, "pylock.toml"), cwd=folder)
+        uvtool.run(_uv_compile_args(indexes, target, "pylock.toml"), cwd=folder, env=uvtool.index_options(indexes)[1])
         raw = tomllib.loads((folder / "pylock.toml").read_text())
     progress("attributing each package to its index")
-    origin = attribution([str(canonicalize_name(p["name"])) for p in raw.get("packages", [])], profile, indexes)
+    origin = attribution(raw.get("packages", []), profile, indexes)
     result = LockResult(path=output, profile=profile.name, target=target, nightly=nightly,
                         key=lock_key(profile, indexes, target))
     document = _finish(raw, profile, indexes, origin, target, result, progress)
     _check_bindings(profile, result.packages)
     _check_flashinfer(result.packages)
-    write_atomic(output, document)
+    try:
+        write_atomic(output, document)
+    except OSError as exc:
+        raise UsageError(f"cannot write the lock to {output}: {exc.strerror or exc}", "choose -o in a folder you can write") from exc
     result.seconds = time.perf_counter() - start
     return result
+
+
+def _writable(output: Path) -> None:
+    """Refuse an output that cannot be written before anything is resolved: a file where a folder should be, no rights."""
+    folder = output.absolute().parent
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"cannot write the lock to {output}: {folder}: {exc.strerror or exc}", "choose -o in a folder you can write") from exc
+    if output.is_dir() or not os.access(folder, os.W_OK | os.X_OK):
+        problem = "is a folder" if output.is_dir() else f"{folder} is not writable"
+        raise UsageError(f"cannot write the lock to {output}: {problem}", "choose -o in a folder you can write")
+
+
+WORK_PREFIX = "provision-lock-"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+@contextlib.contextmanager
+def _work_folder() -> Iterator[Path]:
+    """A private folder for uv's input and output, named with our pid so a later run removes what a killed one left."""
+    base = Path(tempfile.gettempdir())
+    for leftover in base.glob(f"{WORK_PREFIX}*-*"):
+        pid = leftover.name[len(WORK_PREFIX):].split("-", 1)[0]
+        with contextlib.suppress(OSError):
+            if pid.isdigit() and leftover.stat().st_uid == os.getuid() and not _alive(int(pid)):
+                shutil.rmtree(leftover, ignore_errors=True)
+    folder = Path(tempfile.mkdtemp(prefix=f"{WORK_PREFIX}{os.getpid()}-"))
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def _finish(raw: dict[str, Any], profile: Profile, indexes: dict[str, str | None], origin: dict[str, str],
@@ -297,8 +369,11 @@ def _check_bindings(profile: Profile, packages: list[LockedPackage]) -> None:
         name = str(canonicalize_name(package.name))
         for locked in packages:
             if locked.name == name and locked.index != package.index:
-                raise ResolveError(f"{name} came from index {locked.index!r}, but the profile binds it to {package.index!r}",
-                                   "check the index URLs: a package bound to an index must come from it alone")
+                hint = ("name the default index's URL (indexes.default in the profile, --index default=URL or "
+                        "PROVISION_INDEX_DEFAULT) so that provision can bind the package to it, or bind it to "
+                        f"index {locked.index!r} in the profile") if package.index == DEFAULT_INDEX else \
+                    "check the index URLs: a package bound to an index must come from it alone"
+                raise ResolveError(f"{name} came from index {locked.index!r}, but the profile binds it to {package.index!r}", hint)
 
 
 def _check_flashinfer(packages: list[LockedPackage]) -> None:
@@ -312,11 +387,39 @@ def _check_flashinfer(packages: list[LockedPackage]) -> None:
 def read(path: Path) -> tuple[Pylock, dict[str, Any]]:
     """Return a lock (validated by packaging.pylock) and its [tool.provision] table."""
     try:
-        raw = tomllib.loads(path.read_text())
+        raw = tomllib.loads(path.read_bytes().decode("utf-8"))
         pylock = Pylock.from_dict(raw)
-    except (OSError, tomllib.TOMLDecodeError, PylockValidationError) as exc:
+        tool = (raw.get("tool") or {}).get("provision") or {}
+        if not isinstance(tool, dict):
+            raise PylockValidationError("[tool.provision] is not a table")
+    except (OSError, UnicodeDecodeError, RecursionError, tomllib.TOMLDecodeError, PylockValidationError,
+            InvalidVersion, AttributeError) as exc:
         raise UsageError(f"{path}: not a readable PEP 751 lock ({exc})", "make one with: provision lock PROFILE") from exc
-    return pylock, dict((raw.get("tool") or {}).get("provision") or {})
+    return pylock, dict(tool)
+
+
+def check_binding(path: Path, profile: Profile) -> None:
+    """Refuse a lock that was not made from `profile` as it is now, or whose packages the profile does not allow."""
+    pylock, tool = read(path)
+    made_from, made_hash = tool.get("profile"), tool.get("profile_hash")
+    if not made_from or not made_hash:
+        raise EnvError(f"{path} carries no [tool.provision] binding (profile, profile_hash): nothing says which "
+                       "profile it was made from", f"lock it with provision: provision lock {profile.name}")
+    if made_from != profile.name:
+        raise EnvError(f"{path} was locked from profile {made_from!r}, not {profile.name!r}",
+                       f"give it to the profile it was made from, or lock this one: provision lock {profile.name}")
+    if made_hash != profile.content_hash:
+        raise EnvError(f"{path} was locked from another version of profile {profile.name} ({profile.path} changed since)",
+                       f"re-lock it: provision lock {profile.name}")
+    locked = {str(canonicalize_name(p.name)): p.version for p in pylock.packages}
+    for package in profile.packages:
+        name = str(canonicalize_name(package.name))
+        if name not in locked:
+            raise EnvError(f"{path} has no {name}, which profile {profile.name} asks for", f"re-lock it: provision lock {profile.name}")
+        version = locked[name]
+        if package.version and (version is None or not SpecifierSet(package.version).contains(version, prereleases=True)):
+            raise EnvError(f"{path} has {name} {version or '(no version)'}, which the profile's {package.version!r} does not allow",
+                           f"re-lock it: provision lock {profile.name}")
 
 
 def default_output(profile: Profile) -> Path:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import stat
+import string
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,6 +16,8 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import canonicalize_name
 
 from provision.errors import ProfileError
+from provision.names import NAME_MAX, NAME_RULE
+from provision.stacks.index import redact_text
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -29,6 +33,8 @@ COMPILER_PACKAGES = ("cuda-toolkit", "nvidia-cuda-nvcc", "nvidia-cuda-nvcc-cu12"
 PLACEHOLDERS = ("env", "venv", "site", "arch_list")
 _CUDA = re.compile(r"^\d+\.\d+$")
 _PYTHON = re.compile(r"^3\.\d+$")
+_SHELL_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+MAX_BYTES = 1 << 20  # a profile is a few hundred bytes; a bigger file is not one
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -105,11 +111,12 @@ def search_dirs() -> list[Path]:
 
 
 def available() -> list[Profile]:
-    """Every profile found, first directory winning for a name; broken files are errors, not omissions."""
+    """Every profile found, first directory winning for a name; broken files are errors, not omissions (a folder, a
+    pipe or a dangling link named *.toml is no profile file, and is passed over: reading a pipe would block)."""
     seen: dict[str, Profile] = {}
     for folder in search_dirs():
         for path in sorted(folder.glob("*.toml")):
-            if path.stem not in seen:
+            if path.stem not in seen and path.is_file():
                 seen[path.stem] = load_file(path)
     return list(seen.values())
 
@@ -118,26 +125,53 @@ def load(name_or_path: str) -> Profile:
     """Return the profile named `name_or_path` (a shipped or PROVISION_PROFILES name) or at that path."""
     candidate = Path(name_or_path)
     if candidate.suffix == ".toml" or os.sep in name_or_path:
-        if not candidate.is_file():
+        if not (candidate.exists() or candidate.is_symlink()):
             raise ProfileError(f"{candidate}: no such profile file", "give a path to a .toml profile or a profile name")
         return load_file(candidate)
     for folder in search_dirs():
         path = folder / f"{name_or_path}.toml"
-        if path.is_file():
+        if path.exists() or path.is_symlink():
             return load_file(path)
     names = sorted({p.stem for folder in search_dirs() for p in folder.glob("*.toml")})
     raise ProfileError(f"no profile named {name_or_path!r}", f"known profiles: {', '.join(names) or 'none'}")
 
 
 def load_file(path: Path) -> Profile:
-    raw = path.read_bytes()
+    raw = _read(path)
     if not raw.strip():
         raise ProfileError(f"{path}: the file is empty", "a profile needs at least schema, name, cuda and [packages]")
     try:
         data = tomllib.loads(raw.decode("utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise ProfileError(f"{path}: not valid TOML: {exc}", "fix the syntax at that line") from exc
+    except RecursionError as exc:
+        raise ProfileError(f"{path}: nested too deeply to be a profile", "a profile is a few flat tables; see docs/profiles.md") from exc
     return _validate(path, data, hashlib.sha256(raw).hexdigest())
+
+
+def _read(path: Path) -> bytes:
+    """The bytes of a regular file; one ProfileError for anything else. Opened without blocking, so a pipe named
+    *.toml is refused rather than waited on."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError as exc:
+        raise ProfileError(f"{path}: cannot read it ({exc.strerror or exc})", "check the file, its permissions and any link to it") from exc
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise ProfileError(f"{path}: not a regular file", "a profile is a .toml file; move whatever this is out of the way")
+        chunks = []
+        while chunk := os.read(fd, 1 << 16):
+            chunks.append(chunk)
+            if sum(map(len, chunks)) > MAX_BYTES:
+                break
+        raw = b"".join(chunks)
+    except OSError as exc:
+        raise ProfileError(f"{path}: cannot read it ({exc.strerror or exc})", "check the file") from exc
+    finally:
+        os.close(fd)
+    if len(raw) > MAX_BYTES:
+        raise ProfileError(f"{path}: larger than {MAX_BYTES >> 20} MiB, so not a profile", "a profile is a few hundred bytes of TOML")
+    return raw
 
 
 class _Checker:
@@ -171,8 +205,8 @@ def _validate(path: Path, data: dict[str, Any], content_hash: str) -> Profile:
     if schema != SCHEMA:
         raise c.fail("schema", f"version {schema} is not known to this provision (it reads schema {SCHEMA}); upgrade provision")
     name = c.typed(data["name"], "name", str, "a string")
-    if not re.match(r"^[A-Za-z0-9][A-Za-z0-9._-]*$", name):
-        raise c.fail("name", "letters, digits, '.', '_' and '-' only (it names a folder)")
+    if not NAME_RULE.match(name):
+        raise c.fail("name", f"letters, digits, '.', '_' and '-' only, starting with a letter or digit, at most {NAME_MAX} characters (it names a folder)")
     cuda = c.typed(data["cuda"], "cuda", str, 'a CUDA release such as "13.0"')
     if not _CUDA.match(cuda):
         raise c.fail("cuda", f'expected a CUDA release such as "13.0", got {cuda!r}')
@@ -183,11 +217,11 @@ def _validate(path: Path, data: dict[str, Any], content_hash: str) -> Profile:
     for index_name, url in indexes.items():
         c.typed(url, f"indexes.{index_name}", str, "a URL string")
         if not url.startswith(("http://", "https://", "file://")):
-            raise c.fail(f"indexes.{index_name}", f"expected an http(s) or file URL, got {url!r}")
+            raise c.fail(f"indexes.{index_name}", f"expected an http(s) or file URL, got {redact_text(url)!r}")
     packages = _packages(c, c.typed(data["packages"], "packages", dict, "a table of package = { ... }"), indexes)
     env = c.typed(data.get("env", {}), "env", dict, "a table of NAME = value")
     for key, value in env.items():
-        c.typed(value, f"env.{key}", str, "a string")
+        _env_entry(c, key, c.typed(value, f"env.{key}", str, "a string"))
     return Profile(
         name=name,
         path=path,
@@ -202,6 +236,21 @@ def _validate(path: Path, data: dict[str, Any], content_hash: str) -> Profile:
         toolkit=_toolkit(c, data.get("toolkit")),
         content_hash=content_hash,
     )
+
+
+def _env_entry(c: _Checker, key: str, value: str) -> None:
+    """A key that a shell takes as a variable name (shell-env prints `export KEY=...`), and only known placeholders."""
+    if not _SHELL_NAME.match(key):
+        raise ProfileError(f"{c.path}: env: {key!r} is not a variable name",
+                           "use letters, digits and '_', not starting with a digit (shell-env exports it as is)")
+    try:
+        fields = [(name, spec, conversion) for _, name, spec, conversion in string.Formatter().parse(value) if name is not None]
+    except ValueError as exc:
+        raise c.fail(f"env.{key}", f"{exc} in {value!r}; write {{{{ and }}}} for a literal brace") from exc
+    for name, spec, conversion in fields:
+        if name not in PLACEHOLDERS or spec or conversion:
+            known = ", ".join(f"{{{p}}}" for p in PLACEHOLDERS)
+            raise c.fail(f"env.{key}", f"unknown placeholder {{{name}}} (known: {known})")
 
 
 def _packages(c: _Checker, table: dict[str, Any], indexes: dict[str, str]) -> tuple[Package, ...]:

@@ -53,12 +53,42 @@ def environment(extra: Mapping[str, str] | None = None) -> dict[str, str]:
 def run(args: Sequence[str | Path], *, timeout: float = 1800, cwd: Path | None = None,
         env: Mapping[str, str] | None = None) -> proc.Completed:
     """Run uv from the main thread; it dies with provision (a kill -9 leaves no install writing on)."""
-    done = proc.run([binary(), *args], timeout=timeout, cwd=cwd, env=environment(env), die_with_parent=True)
+    done = proc.run([binary(), *args], timeout=timeout, cwd=cwd, env=environment(env))
     if done.timed_out:
         raise ToolError(f"uv {args[0]} {args[1] if len(args) > 1 else ''} took longer than {timeout:g} s", "retry; check the indexes")
     if not done.ok:
         raise failure(done.stderr)
     return done
+
+
+def index_options(indexes: Mapping[str, str | None]) -> tuple[list[str], dict[str, str]]:
+    """uv's index options with no credentials in them, and the variables that carry the credentials.
+
+    A command line is readable by every local user (ps, /proc/PID/cmdline); a process's environment only by its owner.
+    So each index is named on the command line by its bare URL, and its user name and password travel in uv's own
+    UV_INDEX_<NAME>_USERNAME / _PASSWORD. The default index gets a name too ("default") for the same reason.
+    """
+    args: list[str] = []
+    env: dict[str, str] = {}
+    for name, url in indexes.items():
+        if not url:
+            continue
+        bare = index.strip_credentials(url)
+        args += ["--default-index", f"{name}={bare}"] if name == "default" else ["--index", f"{name}={bare}"]
+        user, password = index.credentials(url)
+        variable = "UV_INDEX_" + re.sub(r"[^A-Za-z0-9]", "_", name).upper()
+        if user:
+            env[f"{variable}_USERNAME"] = user
+        if password:
+            env[f"{variable}_PASSWORD"] = password
+    return args, env
+
+
+def sync(lock_file: Path, python: Path, indexes: Mapping[str, str | None], *, timeout: float = 1800) -> proc.Completed:
+    """Install `lock_file` into the venv of `python` exactly (hashes verified); credentials for its files come from
+    the indexes, by variable."""
+    args, env = index_options(indexes)
+    return run(["pip", "sync", str(lock_file), "--python", str(python), "--quiet", *args], timeout=timeout, env=env)
 
 
 def failure(stderr: str) -> ProvisionError:

@@ -24,6 +24,9 @@ def timed(fn, iterations: int) -> float:  # type: ignore[no-untyped-def]
 def main() -> None:
     import torch
 
+    if torch.cuda.device_count() == 0:
+        print(json.dumps({"error": "torch sees no CUDA GPU: the built-in baseline has nothing to time"}))
+        raise SystemExit(2)
     results = []
     size = 8192
     for index in range(torch.cuda.device_count()):

@@ -1,0 +1,179 @@
+"""A lock is bound to its profile: refused without its [tool.provision] binding, from another profile, or when a
+profile package is missing or at a version the pin refuses; a package declared without an index comes from the
+default one only; wheel tags are judged by packaging.tags; a bad -o, a non-UTF-8 lock, a corrupted cached lock and a
+killed lock's folder are handled. Credentials never reach a message or uv's command line."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import time
+from pathlib import Path
+
+import pytest
+import tiny
+import tomlkit
+
+from provision.stacks import lock
+
+SECRET = "S3cr3t"
+
+
+@pytest.fixture
+def tool(tmp_path: Path, provision_bin: str, index_server) -> tiny.Tool:
+    profiles = tmp_path / "profiles"
+    profiles.mkdir()
+    tiny.profile(profiles)
+    tiny.profile(profiles, "tiny2")
+    tiny.profile(profiles, "both", 'alpha = "==1.0"\nbeta = ">=1.0"')
+    return tiny.Tool(provision_bin, tmp_path / "home", profiles, tiny.index(index_server))
+
+
+def made_lock(tool: tiny.Tool, tmp_path: Path, profile: str = "both") -> Path:
+    path = tmp_path / f"pylock.{profile}.toml"
+    tool("lock", profile, "-o", str(path))
+    return path
+
+
+def refused(tool: tiny.Tool, profile: str, path: Path, words: str) -> None:
+    done = tool.create(profile, "--lock", str(path), "--no-checks", check=False)
+    assert done.returncode == 7 and words in done.stderr and "Traceback" not in done.stderr, done.stderr
+    assert not tool.builds()
+
+
+def test_a_lock_without_its_binding_is_refused(tool: tiny.Tool, tmp_path: Path) -> None:
+    path = made_lock(tool, tmp_path)
+    text = path.read_text()
+    path.write_text(re.sub(r'(?m)^profile_hash = .*\n', "", text))
+    refused(tool, "both", path, "carries no [tool.provision] binding")
+    path.write_text(text.split("[tool.provision]")[0])
+    refused(tool, "both", path, "carries no [tool.provision] binding")
+
+
+def test_a_lock_is_checked_against_the_profile_not_only_its_hash(tool: tiny.Tool, tmp_path: Path) -> None:
+    path = made_lock(tool, tmp_path)
+    text = path.read_text()
+    tiny.profile(tool.profiles, "loose", 'alpha = ">=1.0"')
+    newer = tomlkit.parse(made_lock(tool, tmp_path, "loose").read_text())["packages"][0]  # alpha 2.0, whole and valid
+    document = tomlkit.parse(text)
+    packages = document["packages"]
+    beta = next(i for i, p in enumerate(packages) if p["name"] == "beta")
+    del packages[beta]
+    path.write_text(tomlkit.dumps(document))
+    refused(tool, "both", path, "has no beta, which profile both asks for")
+    document = tomlkit.parse(text)
+    alpha = next(i for i, p in enumerate(document["packages"]) if p["name"] == "alpha")
+    document["packages"][alpha] = newer
+    path.write_text(tomlkit.dumps(document))
+    refused(tool, "both", path, "has alpha 2.0, which the profile's '==1.0' does not allow")
+    path.write_text(text)
+    tool.create("both", "--lock", str(path), "--no-checks")
+
+
+def test_a_lock_from_another_profile_says_so(tool: tiny.Tool, tmp_path: Path) -> None:
+    refused(tool, "tiny2", made_lock(tool, tmp_path, "tiny"), "was locked from profile 'tiny', not 'tiny2'")
+
+
+def test_a_package_declared_without_an_index_comes_from_the_default_one(tool: tiny.Tool, tmp_path: Path, index_server) -> None:
+    other = index_server.index("other")
+    other.add("beta", "9.0")  # first in the order of indexes, and higher: it must not win
+    other.add("alpha", "1.0")
+    tiny.profile(tool.profiles, "mixed", 'alpha = { index = "other", version = "==1.0" }\nbeta = {}',
+                 f'[indexes]\nother = "{other.url}"\n')
+    path = tmp_path / "pylock.mixed.toml"
+    locked = json.loads(tool("lock", "mixed", "-o", str(path), "--json").stdout)["packages"]
+    versions = {p["name"]: (p["version"], p["index"], p["url"].split("/")[3]) for p in locked}
+    assert versions == {"alpha": ("1.0", "other", "other"), "beta": ("1.0", "default", "tiny")}
+
+
+@pytest.mark.parametrize(("filename", "accepted"), [
+    ("x-1-cp312-cp312-manylinux_2_28_x86_64.whl", True),
+    ("x-1-cp312-cp312-manylinux2014_x86_64.whl", True),
+    ("x-1-cp310-abi3-manylinux_2_17_x86_64.manylinux2014_x86_64.whl", True),
+    ("x-1-py3-none-any.whl", True),
+    ("x-1-cp312-cp312-macosx_11_0_x86_64.whl", False),
+    ("x-1-cp312-cp312-musllinux_1_2_x86_64.whl", False),
+    ("x-1-cp312-cp312-manylinux_2_34_x86_64.whl", False),
+    ("x-1-cp312-cp312-manylinux_2_28_aarch64.whl", False),
+    ("x-1-cp313-cp313-manylinux_2_28_x86_64.whl", False),
+    ("x-1-cp312-cp312-win_amd64.whl", False),
+])
+def test_wheel_tags_are_judged_by_packaging_tags(filename: str, accepted: bool) -> None:
+    target = lock.Target(python="3.12", platform="x86_64-manylinux_2_28")
+    assert lock._compatible(filename, lock.target_tags(target)) is accepted
+
+
+def test_a_non_utf8_lock_and_a_bad_output_are_one_line(tool: tiny.Tool, tmp_path: Path) -> None:
+    bad = tmp_path / "pylock.bad.toml"
+    bad.write_bytes(b'lock-version = "1.0"\n# \xff\xfe\n')
+    done = tool.create("tiny", "--lock", str(bad), check=False)
+    assert done.returncode == 2 and done.stderr.startswith(f"error: {bad}: not a readable PEP 751 lock") and "Traceback" not in done.stderr
+    a_file = tmp_path / "a-file"
+    a_file.write_text("")
+    locked_up = tmp_path / "locked-up"
+    locked_up.mkdir(mode=0o500)
+    if os.geteuid() == 0:  # root writes anywhere it may; /proc takes no new folder from anyone
+        locked_up = Path("/proc/provision-test")
+    for output in (a_file / "pylock.toml", locked_up / "pylock.toml"):
+        requests = len(tool.served.requests)
+        done = tool("lock", "tiny", "-o", str(output), check=False)
+        assert done.returncode == 2 and done.stderr.startswith("error: cannot write the lock to") and "Traceback" not in done.stderr
+        assert len(tool.served.requests) == requests  # refused before anything was resolved
+
+
+def test_a_killed_lock_leaves_no_work_folder_behind(tool: tiny.Tool, tmp_path: Path) -> None:
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    tool.served.delay = 0.5
+    slow = tool.popen("lock", "tiny", "-o", str(tmp_path / "pylock.slow.toml"), env={"TMPDIR": str(temp), "UV_CACHE_DIR": str(tmp_path / "c")})
+    deadline = time.time() + 30
+    while time.time() < deadline and not list(temp.glob("provision-lock-*")) and slow.poll() is None:
+        time.sleep(0.05)
+    slow.send_signal(signal.SIGKILL)
+    slow.wait()
+    assert list(temp.glob("provision-lock-*")), "the lock was killed before it made its folder"
+    tool.served.delay = 0
+    tool("lock", "tiny", "-o", str(tmp_path / "pylock.fast.toml"), env={"TMPDIR": str(temp)})
+    assert not list(temp.glob("provision-lock-*"))
+
+
+def test_a_corrupted_cached_lock_is_made_again_and_gc_clears_it(tool: tiny.Tool) -> None:
+    tool.create("tiny", "--no-checks")
+    (cached,) = (tool.home / "locks").glob("pylock.tiny-*.toml")
+    cached.write_text("lock-version = \n")
+    tool.create("tiny", "--name", "again", "--no-checks")
+    assert cached.read_text() != "lock-version = \n"
+    cached.write_bytes(b"\xff\xfe")
+    assert f"locks/{cached.name} (unreadable)" in json.loads(tool("gc", "--json").stdout)["removed"]
+    assert not cached.exists()
+
+
+def test_credentials_are_never_echoed_nor_on_uvs_command_line(tool: tiny.Tool, tmp_path: Path, index_server) -> None:
+    done = tool("create", "tiny", "--index", f"main:http://alice:{SECRET}@127.0.0.1/simple", check=False)
+    assert done.returncode == 2 and SECRET not in done.stderr and "****" in done.stderr
+    tiny.profile(tool.profiles, "ftp", 'alpha = { index = "main" }', f'[indexes]\nmain = "ftp://alice:{SECRET}@example.org/simple"\n')
+    done = tool("lock", "ftp", check=False)
+    assert done.returncode == 4 and SECRET not in done.stderr and "****" in done.stderr
+    guarded = index_server.index("guarded")
+    guarded.password = SECRET
+    guarded.add("alpha", "1.0")
+    guarded.delay = 0.2  # long enough to read uv's command line while it runs
+    url = guarded.url.replace("http://", f"http://alice:{SECRET}@")
+    creating = tool.popen("create", "tiny", "--python", tiny.PY, "--no-checks", "--index", f"default={url}")
+    seen: list[bytes] = []
+    while creating.poll() is None:
+        for entry in Path("/proc").glob("[0-9]*"):
+            try:
+                cmdline = (entry / "cmdline").read_bytes()
+            except OSError:
+                continue
+            if b" pip " in cmdline.replace(b"\0", b" "):
+                seen.append(cmdline)
+        time.sleep(0.02)
+    out, err = creating.communicate()
+    assert creating.returncode == 0, err
+    assert seen and not [c for c in seen if SECRET.encode() in c]
+    assert any(b"compile" in c for c in seen) and any(b"sync" in c for c in seen)
+    assert SECRET not in out + err and all(SECRET not in p.read_text() for p in (tool.home / "locks").glob("*.toml"))

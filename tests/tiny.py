@@ -1,0 +1,59 @@
+"""A one-package stack for the tests of names, state and faults: a profile file and an index on 127.0.0.1 that make an
+environment in about a second with the real uv."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from wheelhouse import Index, IndexServer
+
+PY = sys.executable
+
+
+def index(server: IndexServer, name: str = "tiny") -> Index:
+    served = server.index(name)
+    served.add("alpha", "1.0")
+    served.add("alpha", "2.0")
+    served.add("beta", "1.0")
+    return served
+
+
+def profile(folder: Path, name: str = "tiny", packages: str = 'alpha = "==1.0"', extra: str = "") -> Path:
+    path = folder / f"{name}.toml"
+    path.write_text(f'schema = 1\nname = "{name}"\ncuda = "13.0"\n[packages]\n{packages}\n'
+                    f'[checks]\nrequired = ["imports"]\n{extra}')
+    return path
+
+
+class Tool:
+    """The installed provision as a real process, with its home and profiles folder set."""
+
+    def __init__(self, binary: str, home: Path, profiles: Path, served: Index) -> None:
+        self.binary, self.home, self.profiles, self.served = binary, home, profiles, served
+
+    def env(self, extra: dict[str, str] | None = None) -> dict[str, str]:
+        return {**os.environ, "PROVISION_HOME": str(self.home), "PROVISION_PROFILES": str(self.profiles),
+                "PROVISION_INDEX_DEFAULT": self.served.url, **(extra or {})}
+
+    def __call__(self, *args: str, check: bool = True, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+        done = subprocess.run([self.binary, *args], capture_output=True, text=True, timeout=300, env=self.env(env))
+        if check:
+            assert done.returncode == 0, f"provision {' '.join(args)}: {done.stderr}"
+        return done
+
+    def popen(self, *args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
+        return subprocess.Popen([self.binary, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                env=self.env(env))
+
+    def create(self, profile_name: str = "tiny", *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+        return self("create", profile_name, "--python", PY, *args, check=check)
+
+    def envs(self) -> dict[str, dict]:
+        return {e["name"]: e for e in json.loads(self("envs", "--json").stdout)["environments"]}
+
+    def builds(self) -> list[str]:
+        return sorted(p.name for p in (self.home / "builds").iterdir()) if (self.home / "builds").exists() else []
