@@ -59,7 +59,7 @@ def enospc(*_args: object, **_kwargs: object) -> None:
 
 def test_disk_full_on_switch_rollback_and_create_changes_nothing(tool: tiny.Tool, monkeypatch: pytest.MonkeyPatch) -> None:
     from provision.envs import home as homes
-    from provision.envs import lifecycle
+    from provision.envs import lifecycle, records
     from provision.errors import EnvError
     from provision.stacks import profiles
 
@@ -69,8 +69,7 @@ def test_disk_full_on_switch_rollback_and_create_changes_nothing(tool: tiny.Tool
         monkeypatch.setenv(key, value)
     where = homes.Home(tool.home)
     builds = tool.builds()
-    monkeypatch.setattr(homes, "write_json", enospc)
-    monkeypatch.setattr(lifecycle, "write_json", enospc)
+    monkeypatch.setattr(records, "write_json", enospc)
     for attempt in (lambda: lifecycle.switch(where, "a"), lambda: lifecycle.rollback(where),
                     lambda: lifecycle.create(where, profiles.load("tiny"), name="c", python=tiny.PY)):
         with pytest.raises(EnvError) as caught:
@@ -82,11 +81,11 @@ def test_disk_full_on_switch_rollback_and_create_changes_nothing(tool: tiny.Tool
 
 def test_disk_full_on_check_is_one_line(tool: tiny.Tool, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     from provision.cli.main import main
-    from provision.envs import home as homes
+    from provision.envs import records
 
     tool.create("tiny")
     before = (Path(tool.envs()["tiny"]["path"]) / "env.json").read_text()
-    monkeypatch.setattr(homes, "write_json", enospc)
+    monkeypatch.setattr(records, "write_json", enospc)
     with pytest.raises(SystemExit) as exited:
         main(["check", "tiny", "--home", str(tool.home)])
     err = capsys.readouterr().err
