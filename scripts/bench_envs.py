@@ -34,12 +34,24 @@ PROVISION = [sys.executable, "-m", "provision"]
 SCRIPT = [str(Path(sys.executable).with_name("provision"))]
 
 
+# median CPU seconds (user + system) of the child, one per timed() call in the order of `results`: steadier than wall
+# time on a busy machine
+CPU: list[float] = []
+
+
 def timed(argv: list[str], env: dict[str, str], runs: int) -> float:
-    times = []
+    """Median wall seconds of `runs` whole-process runs of argv (its median CPU time goes to CPU)."""
+    import resource
+
+    times, cpu = [], []
     for _ in range(runs):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         start = time.perf_counter()
         subprocess.run(argv, check=True, capture_output=True, env=env)
         times.append(time.perf_counter() - start)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
+    CPU.append(statistics.median(cpu))
     return statistics.median(times)
 
 
@@ -111,10 +123,13 @@ def main() -> None:
             results[f"switch, large environment ({size / 2**20:.0f} MiB)"] = timed([*SCRIPT, "switch", "adopted-large"], env, args.runs)
             results[f"rollback, large environment ({size / 2**20:.0f} MiB)"] = timed([*SCRIPT, "rollback"], env, args.runs)
         server.close()
+    cpu = dict(zip(results, CPU, strict=True))
     for name, seconds in results.items():
-        print(f"{name:58} {seconds:7.3f} s")
+        print(f"{name:58} {seconds:7.3f} s   cpu {cpu.get(name, 0):6.3f} s")
+    print(f"load average at the end: {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores")
     if args.json_out:
-        Path(args.json_out).write_text(json.dumps({"runs": args.runs, "results": results}, indent=2))
+        Path(args.json_out).write_text(json.dumps({"runs": args.runs, "results": results, "cpu_seconds": cpu,
+                                                   "load_average": os.getloadavg()[0]}, indent=2))
 
 
 main()
