@@ -145,3 +145,18 @@ def test_completion_of_environment_and_profile_names(provision_bin: str, tmp_pat
     assert complete(provision_bin, "switch", "x", env={"PROVISION_HOME": str(tmp_path / "none")}) == []
     assert sorted(complete(provision_bin, "create", "cu13")) == ["cu130", "cu130-stable"]
     assert "cu128" in complete(provision_bin, "lock", "")
+
+
+def test_verbose_lines_never_show_credentials(capsys: pytest.CaptureFixture[str]) -> None:
+    from provision import log
+
+    log.set_level(log.VERBOSE)
+    try:
+        log.debug("$ uv pip sync pylock.toml --index cu130=https://user:s3cret@mirror.example/simple")
+        log.info("shown")
+    finally:
+        log.set_level(log.NORMAL)
+    log.debug("hidden at the normal level")
+    err = capsys.readouterr().err
+    assert "s3cret" not in err and "https://****@mirror.example/simple" in err and "shown" in err
+    assert "hidden" not in err
