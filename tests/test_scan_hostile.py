@@ -181,9 +181,10 @@ def mutations(seed: bytes, rng: random.Random) -> Iterator[bytes]:
         yield bytes(data)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(NVCC is None, reason="nvcc is not installed on this machine")
 def test_fuzz_no_traceback_no_hang(tmp_path: Path) -> None:
-    """Mutated ELF, ar and wheel files (seeded, bounded to ~15 s): every scan ends with a result or a UsageError."""
+    """Mutated ELF, ar and wheel files (seeded, bounded to ~10 s): every scan ends with a result or a UsageError."""
     from test_scan import compile_shared
 
     library = compile_shared(tmp_path, [("compute_90a", "sm_90a"), ("compute_120", "[sm_120,compute_120]")],
@@ -196,7 +197,7 @@ def test_fuzz_no_traceback_no_hang(tmp_path: Path) -> None:
     import time
 
     start, runs = time.monotonic(), 0
-    while time.monotonic() - start < 15:
+    while time.monotonic() - start < 10:
         name = rng.choice(sorted(seeds))
         sample = next(streams[name])
         target = work / name
@@ -213,7 +214,7 @@ def test_fuzz_no_traceback_no_hang(tmp_path: Path) -> None:
             scan.scan([target], require=("9.0", "12.0"))
         target.unlink()
         runs += 1
-    assert runs >= 50
+    assert runs >= 20
     # the same run as a process: one line of output per problem, never a traceback
     (work / "lib.so").write_bytes(next(streams["lib.so"]))
     done = subprocess.run([sys.executable, "-m", "provision", "scan", str(work), "--json"], capture_output=True, text=True,

@@ -51,6 +51,7 @@ def data_section_library(tmp_path: Path) -> Path:
     return out
 
 
+@pytest.mark.slow
 @needs_nvcc
 def test_relocatable_copy_is_reported_apart_and_never_judged(tmp_path: Path) -> None:
     library = rdc_library(tmp_path)
@@ -80,6 +81,7 @@ def test_containers_outside_fatbin_sections_are_found(tmp_path: Path) -> None:
     assert verdicts["12.0"][0] == "pass" and verdicts["10.0"][0] == "warn"
 
 
+@pytest.mark.slow
 @needs_nvcc
 def test_wheel_in_place_equals_files_streamed_and_in_parallel(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     libraries = [rdc_library(tmp_path), data_section_library(tmp_path),
