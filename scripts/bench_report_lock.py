@@ -28,21 +28,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from provision.scan import binaries  # noqa: E402
+from provision.scan import binaries, wheels  # noqa: E402
 from provision.stacks import index, lock  # noqa: E402
 
 
 def device_members(wheel: Path) -> list[str]:
+    """The members the scan reads: those that start like an ELF file or an ar archive (scan/wheels.py)."""
     with zipfile.ZipFile(wheel) as archive:
-        names = []
-        for info in archive.infolist():
-            if info.is_dir():
-                continue
-            with archive.open(info) as member:
-                head = member.read(8)
-            if head[:4] == binaries.ELF_MAGIC or head == binaries.AR_MAGIC:
-                names.append(info.filename)
-        return names
+        return [info.filename for info in wheels.candidates(archive)]
 
 
 def best(fn: object, repeat: int) -> float:

@@ -76,6 +76,7 @@ def test_fetched_wheels_judged_per_gpu(index_server, provision_bin: str, tmp_pat
     assert "wheel:filelock" not in gates  # no CUDA code: not a gate
     torch = gates["torch-wheels"]
     assert torch["status"] == "pass" and "the scanned wheel torch-2.14.1" in torch["reason"] and "table" not in torch["reason"]
+    assert torch["reason"].endswith("carries sm_90 sm_120")  # in SM order, not string order
     assert "3 wheels, 2 with CUDA code; 0 from uv's cache" in gates["lock-scan"]["reason"]
     assert target["verdict"] == "fail"
     assert all("https://" in g["source"] or "docs/" in g["source"] or "provision/" in g["source"]

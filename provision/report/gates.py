@@ -141,7 +141,7 @@ def torch_wheels(facts: MachineFacts, cuda: str, *, has_torch: bool = True, scan
     if not facts.gpus:
         return Gate(id="torch-wheels", title=title, status="skip", reason="no GPUs read")
     if scanned is not None:
-        sms, source, what = sorted(scanned), "fatbin entry headers of the wheel (docs/fatbin.md)", f"the scanned wheel {wheel} carries"
+        sms, source, what = sorted(scanned, key=_label_key), "fatbin entry headers of the wheel (docs/fatbin.md)", f"the scanned wheel {wheel} carries"
     else:
         sms = compat.torch_wheel_sms(cuda) or []
         source = next((r["source"] for r in compat.knowledge()["torch_wheels"] if r["cuda"] == cuda), "")
@@ -155,6 +155,14 @@ def torch_wheels(facts: MachineFacts, cuda: str, *, has_torch: bool = True, scan
         return Gate(id="torch-wheels", title=title, status="fail", source=source,
                     reason=f"{what} {' '.join(sms) or 'no cubin'}: nothing for {', '.join(missing)} ('no kernel image')")
     return Gate(id="torch-wheels", title=title, status="pass", source=source, reason=f"{what} {' '.join(sms)}")
+
+
+def _label_key(label: str) -> tuple[int, int, str]:
+    try:
+        _, major, minor, suffix = compat.parse_label(label)
+    except ValueError:
+        return (999, 0, label)
+    return (major, minor, suffix)
 
 
 def flashinfer_version(profile: Profile) -> Version | None:
