@@ -229,3 +229,49 @@ def test_restore_runs_the_checks_and_the_profiles_baseline_afterwards(env: Env) 
     # the cu130 profile has a baseline: on a machine without a CUDA torch it says why it did not run
     assert (result["baseline"] is None) != (result["baseline_error"] is None)
     assert done.returncode == (1 if result["baseline_error"] else 0)
+
+
+def use_baseline(build: Path, figure: str) -> None:
+    meta = json.loads((build / "env.json").read_text())
+    meta["baseline"] = {"command": ["python", "-c", f"print('throughput: {figure} tok/s')"], "cwd": ".", "timeout": 60,
+                        "pattern": r"throughput: ([0-9.]+) tok/s", "json_key": None, "unit": "tok/s", "better": "higher"}
+    (build / "env.json").write_text(json.dumps(meta))
+
+
+def test_each_baseline_keeps_the_drift_it_ran_on_compare_says_so_and_restore_measures_again(env: Env) -> None:
+    env("create", "cu130", "--name", "second", "--python", PY, *stacks.index_args(env.stack), "--no-checks")
+    second = Path(json.loads(env("envs", "--json").stdout)["environments"][1]["path"])
+    use_baseline(env.build, "82.0")
+    use_baseline(second, "89.5")
+    clean = env.json("baseline", "cu130")
+    assert clean["figure"] == 82.0 and clean["drift"]["status"] == "pass"
+    patch_by_replacing(env.site / "torch" / "__init__.py", "FORCE_CUSTOM_ALL_REDUCE = True\n")
+    (env.site / "sitecustomize.py").write_text("")
+    drifted = env.json("baseline", "cu130")
+    assert drifted["drift"]["status"] == "warn" and drifted["drift"]["counts"]["modified"] == 1
+    assert "modified torch/__init__.py (torch)" in drifted["drift"]["findings"]
+    env.json("baseline", "second")
+    compared = env.json("compare", "second", "cu130")
+    assert compared["drifted"] == ["cu130"]
+    assert [r["drift"]["status"] for r in compared["environments"]] == ["pass", "warn"]
+    table = env("compare", "second", "cu130").stdout
+    assert "cu130's baseline was measured on a drifted environment (1 modified, 1 unowned)" in table
+
+    restored = env("restore", "cu130").stdout
+    assert "reinstalled from uv's cache, nothing downloaded" in restored
+    assert "baseline: back to 82.00 tok/s (as locked it measured 82.00 tok/s" in restored
+    last = json.loads((env.build / "env.json").read_text())["baselines"][-1]
+    assert last["drift"]["status"] == "pass" and env.json("compare", "second", "cu130")["drifted"] == []
+
+
+def test_report_env_shows_drift(env: Env) -> None:
+    from conftest import ROOT
+
+    machine = str(ROOT / "docs/machines/rtx-pro-6000-x8.probe.json")
+    (env.site / "zz-experiment.pth").write_text("import os\n")
+    document = env.json("report", "--machine", machine, "--profile", "cu130", "--env", "cu130")
+    target = next(t for t in document["machines"][0]["targets"] if t["kind"] == "environment")
+    gate = next(g for g in target["gates"] if g["id"] == "drift")
+    assert gate["status"] == "warn" and "unowned zz-experiment.pth" in gate["reason"]
+    markdown = env("report", "--machine", machine, "--profile", "cu130", "--env", "cu130", "--markdown").stdout
+    assert "unowned zz-experiment.pth" in markdown

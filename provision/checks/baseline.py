@@ -66,7 +66,10 @@ def run(name: str, build: Path, record: EnvRecord, progress: Any = lambda _: Non
         raise EnvError(f"{name}: the built-in baseline times GPUs, and this machine has no NVIDIA GPU (NVML found none)",
                        "run it on the GPU machine, or give the profile a [baseline] command")
     command = [part.replace("{payloads}", str(payload_dir())) for part in spec["command"]]
-    env = check_runner.environment(record.venv_path(build), record)
+    venv = record.venv_path(build)
+    env = check_runner.environment(venv, record)
+    progress("checking for drift")
+    drifted = drift_status(venv, build, record)
     progress(f"running the baseline: {' '.join(command)}")
     start = time.perf_counter()
     done = proc.run(command, timeout=float(spec.get("timeout") or 1800), env=env, cwd=Path(spec.get("cwd") or "."))
@@ -77,7 +80,16 @@ def run(name: str, build: Path, record: EnvRecord, progress: Any = lambda _: Non
         raise EnvError(f"{name}: the baseline failed ({why}): {done.tail(3)}", "run it by hand: provision run " + name + " -- " + " ".join(command))
     return BaselineRun(figure=figure, unit=spec.get("unit", ""), better=spec.get("better", "higher"), at=_now(),
                        machine=machine_fingerprint(), command=command, seconds=round(seconds, 2),
-                       exit_code=done.returncode, output_tail=done.tail(15), details=document)
+                       exit_code=done.returncode, output_tail=done.tail(15), details=document, drift=drifted)
+
+
+def drift_status(venv: Path, build: Path, record: EnvRecord) -> dict[str, Any]:
+    """What the baseline ran on: the drift check's status, counts and first findings (kept with the figure)."""
+    from provision.checks import drift
+
+    found = drift.scan(venv, lock=Path(record.lock) if record.lock else None, cache=build / drift.CACHE_NAME)
+    return {"status": found.status, "summary": found.summary(), "counts": found.counts(),
+            "findings": [f.line() for f in found.findings[:20]]}
 
 
 def compare(home: Home, first: str, second: str) -> dict[str, Any]:
@@ -89,14 +101,16 @@ def compare(home: Home, first: str, second: str) -> dict[str, Any]:
         last = record.baselines[-1]
         rows.append({"name": name, "figure": last.figure, "unit": last.unit, "better": last.better,
                      "at": last.at, "machine": last.machine["summary"], "runs": len(record.baselines),
-                     "multi_gpu_allreduce": record.allreduce[-1].to_dict() if record.allreduce else None})
+                     "multi_gpu_allreduce": record.allreduce[-1].to_dict() if record.allreduce else None,
+                     "drift": last.drift})
     a, b = rows[0]["figure"], rows[1]["figure"]
     change = (b - a) / a * 100 if a and b is not None else None
     better = rows[0]["better"]
     improved = None if change is None else (change > 0) == (better == "higher")
     same_machine = rows[0]["machine"] == rows[1]["machine"]
     return {"environments": rows, "change_percent": round(change, 2) if change is not None else None,
-            "improved": improved, "same_machine": same_machine}
+            "improved": improved, "same_machine": same_machine,
+            "drifted": [r["name"] for r in rows if (r["drift"] or {}).get("status") not in (None, "pass")]}
 
 
 def _now() -> str:

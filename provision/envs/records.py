@@ -122,6 +122,7 @@ class BaselineRun:
     exit_code: int
     output_tail: str
     details: JSONObject | None = None
+    drift: JSONObject | None = None  # the drift check just before it: {"status", "summary", "counts", "findings"}
 
     @classmethod
     def parse(cls, fields: _Fields) -> BaselineRun:
@@ -130,7 +131,7 @@ class BaselineRun:
                    at=fields.text("at") or "", machine={"summary": str(machine.get("summary", "?")), "id": str(machine.get("id", ""))},
                    command=fields.strings("command"), seconds=fields.number("seconds") or 0.0,
                    exit_code=fields.integer("exit_code") or 0, output_tail=fields.text("output_tail") or "",
-                   details=fields.mapping("details"))
+                   details=fields.mapping("details"), drift=fields.mapping("drift"))
 
     def to_dict(self) -> JSONObject:
         return dataclasses.asdict(self)

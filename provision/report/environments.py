@@ -115,6 +115,15 @@ def stored_gates(record: EnvRecord) -> list[Gate]:
     return gates
 
 
+def drift_gate(venv: Path, build: Path, record: EnvRecord) -> Gate:
+    """The drift check, live: what differs from the RECORDs and the lock now (it remembers what it hashed)."""
+    from provision.checks import drift
+
+    result = drift.check(venv, build, record)
+    return Gate(id="drift", title="installed files match their RECORD, distributions the lock", status=result["status"],
+                reason=result["reason"][:600], source="each distribution's RECORD (PEP 376); the environment's PEP 751 lock")
+
+
 def judge(where: homes.Home, name: str, report: MachineReport) -> Target:
     from provision.report import observed
 
@@ -128,7 +137,8 @@ def judge(where: homes.Home, name: str, report: MachineReport) -> Target:
     features = machine_gates(report.facts, _version(versions.get("flashinfer-python")))
     target.gates = [driver_gate(report.facts, record.cuda) if record.cuda else
                     Gate(id="driver", title="driver supports the environment's CUDA", status="skip", reason="CUDA release unknown"),
-                    scanned_gate, torch_build_gate(versions, scanned), versions_gate(versions), *stored_gates(record),
+                    scanned_gate, torch_build_gate(versions, scanned), versions_gate(versions), drift_gate(venv, build, record),
+                    *stored_gates(record),
                     *observed.apply(features, record.latest_results(), len(report.facts.gpus))]
     return target
 

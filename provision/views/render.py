@@ -355,6 +355,10 @@ def comparison(result: dict[str, object], as_json: bool) -> None:
         out.print(f"{rows[1]['name']} vs {rows[0]['name']}: {change:+.1f}% ({verdict})")  # type: ignore[index]
     if not result["same_machine"]:
         out.print("note: the two baselines ran on different machines")
+    for r in rows:  # type: ignore[attr-defined]
+        if r["name"] in result["drifted"]:  # type: ignore[operator]
+            out.print(f"note: {r['name']}'s baseline was measured on a drifted environment ({r['drift']['summary']}): "
+                      f"provision check {r['name']} --only drift; provision restore {r['name']}")
 
 
 def _beside_anchor(mine: dict[str, float], theirs: dict[str, float], key: str) -> str:
