@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from stat import S_ISREG
 
 from provision.atomic import write_atomic
 
@@ -22,7 +23,7 @@ CHUNK = 1 << 20
 @dataclass(frozen=True, kw_only=True)
 class Wanted:
     key: str  # the path as RECORD writes it, relative to site-packages
-    path: Path
+    path: str  # a string: a Path object per file costs more than its stat
     mode: str  # hashlib name from RECORD: sha256, sha384, ...
 
 
@@ -37,7 +38,7 @@ class Digests:
     remembered: int = 0
 
 
-def record_digest(path: Path, mode: str) -> str:
+def record_digest(path: str | Path, mode: str) -> str:
     """Return `mode=digest` of a file the way RECORD writes it (PEP 376/427)."""
     digest = hashlib.new(mode)
     buffer = bytearray(CHUNK)
@@ -70,8 +71,9 @@ class Cache:
 
     def lookup(self, key: str, stat: os.stat_result, mode: str) -> str | None:
         entry = self.entries.get(key)
-        if entry and entry[:3] == [stat.st_size, stat.st_mtime_ns, stat.st_ino] and str(entry[3]).startswith(mode + "="):
-            return str(entry[3])
+        if entry and entry[0] == stat.st_size and entry[1] == stat.st_mtime_ns and entry[2] == stat.st_ino:
+            digest = str(entry[3])
+            return digest if digest.startswith(mode + "=") else None
         return None
 
     def remember(self, key: str, stat: os.stat_result, digest: str) -> None:
@@ -105,7 +107,7 @@ def digests(wanted: Iterable[Wanted], cache: Cache, *, expected_sizes: dict[str,
         except OSError:
             result.found[item.key] = None
             continue
-        if not os.path.isfile(item.path):
+        if not S_ISREG(stat.st_mode):
             result.found[item.key] = None
             continue
         result.sizes[item.key] = stat.st_size

@@ -61,17 +61,19 @@ def run(build: Path, record: EnvRecord, *, only: tuple[str, ...] | None = None, 
         gpus: list[Any] | None = None, driver_cuda: str | None = None, notes: list[str] | None = None,
         progress: Any = lambda _: None) -> list[dict[str, Any]]:
     """Run the checks that the environment's profile requires (all without one) and return their results."""
-    if gpus is None:
+    selected = select(only, record.checks_required or None)
+    in_process_only = all(c.id == "drift" for c in selected)  # `--only drift` before a baseline: no NVML, no venv process
+    if gpus is None and not in_process_only:
         reading = nvml.read(nvml.load_library())
         gpus, driver_cuda, notes = reading.gpus, reading.driver.cuda, reading.notes
     venv = record.venv_path(build)
     python = venv / "bin" / "python"
     env = environment(venv, record, gpus, build)
-    installed = inventory(python, env)
+    installed = {} if in_process_only else inventory(python, env)
     no_gpu = "no NVIDIA GPU: NVML is not available (no driver)" if any("NVML not available" in n for n in notes or []) \
         else "no NVIDIA GPU: NVML found none"
     results = []
-    for check in select(only, record.checks_required or None):
+    for check in selected:
         progress(f"check {check.id}")
         start = time.perf_counter()
         result: dict[str, Any]
