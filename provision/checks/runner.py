@@ -66,6 +66,7 @@ def run(build: Path, record: EnvRecord, *, only: tuple[str, ...] | None = None, 
     if gpus is None and not in_process_only:
         reading = nvml.read(nvml.load_library())
         gpus, driver_cuda, notes = reading.gpus, reading.driver.cuda, reading.notes
+    gpus = gpus or []
     venv = record.venv_path(build)
     python = venv / "bin" / "python"
     env = environment(venv, record, gpus, build)
