@@ -275,3 +275,33 @@ def test_report_env_shows_drift(env: Env) -> None:
     assert gate["status"] == "warn" and "unowned zz-experiment.pth" in gate["reason"]
     markdown = env("report", "--machine", machine, "--profile", "cu130", "--env", "cu130", "--markdown").stdout
     assert "unowned zz-experiment.pth" in markdown
+
+
+def test_an_adopted_venv_without_a_lock_has_its_start_up_files_set_aside_and_says_what_it_cannot_restore(
+        tmp_path: Path, provision_bin: str) -> None:
+    from wheelhouse import build_wheel
+
+    wheel = build_wheel(tmp_path / "wheels", "sglang", "0.5.0", files={"sglang/communicator.py": b"CUSTOM_AR = False\n"})
+    venv = tmp_path / "srv" / "sglang-venv"
+    uvtool.run(["venv", str(venv), "--python", PY, "--quiet"])
+    uvtool.run(["pip", "install", "--python", str(venv / "bin" / "python"), "--quiet", str(wheel)])
+    variables = {**os.environ, "PROVISION_HOME": str(tmp_path / "home")}
+
+    def provision(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([provision_bin, *args], capture_output=True, text=True, timeout=120, env=variables)
+
+    assert provision("adopt", "old", str(venv)).returncode == 0
+    site = drift.site_packages(venv)
+    patch_by_replacing(site / "sglang" / "communicator.py", "CUSTOM_AR = True\n")
+    (site / "sitecustomize.py").write_text("import sys\n")
+    (result,) = json.loads(provision("check", "old", "--only", "drift", "--json").stdout)["checks"]
+    assert result["status"] == "warn" and "no lock (adopted)" in result["reason"]
+    assert [(f["kind"], f["path"]) for f in result["details"]["findings"]] == [
+        ("modified", "sglang/communicator.py"), ("unowned", "sitecustomize.py")]
+    done = provision("restore", "old", "--no-checks", "--json")
+    assert done.returncode == 1, done.stderr
+    document = json.loads(done.stdout)
+    assert document["not_restorable"] == ["sglang"] and document["set_aside"] == ["sitecustomize.py"]
+    assert not (site / "sitecustomize.py").exists() and (Path(document["aside_folder"]) / "sitecustomize.py").exists()
+    assert (site / "sglang" / "communicator.py").read_text().endswith("CUSTOM_AR = True\n"), "without a lock it stays"
+    assert sorted(p.name for p in venv.parent.iterdir()) == ["sglang-venv"], "nothing left beside the user's venv"

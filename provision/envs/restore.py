@@ -133,8 +133,9 @@ def _apply(build: Path, record: EnvRecord, result: RestoreResult, progress: Prog
             uvtool.run(["pip", "uninstall", "--python", str(staging / "bin" / "python"), "--quiet", *result.uninstall])
         progress("verifying the restored copy")
         after = drifting.scan(staging, lock=lock, cache=build / drifting.CACHE_NAME)
-        if after.findings:
-            raise EnvError(f"{result.name}: after reinstalling, {after.summary()}: {after.findings[0].line()}",
+        left = [f for f in after.findings if f.distribution not in result.not_restorable or f.kind == "unowned"]
+        if left:
+            raise EnvError(f"{result.name}: after reinstalling, {after.summary()}: {left[0].line()}",
                            f"nothing was changed in {venv}; run provision check {result.name} --only drift")
         progress("swapping the restored copy in")
         exchange(staging, venv)
