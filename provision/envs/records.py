@@ -134,7 +134,10 @@ class BaselineRun:
                    details=fields.mapping("details"), drift=fields.mapping("drift"))
 
     def to_dict(self) -> JSONObject:
-        return dataclasses.asdict(self)
+        document = dataclasses.asdict(self)
+        if self.drift is None:
+            del document["drift"]  # a run from before drift was kept: rewritten as it was
+        return document
 
 
 @dataclass(frozen=True, kw_only=True)
