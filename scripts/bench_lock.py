@@ -61,6 +61,8 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--json", dest="json_out")
+    parser.add_argument("--latency", type=float, default=0.0,
+                        help="seconds each local index waits before it answers (a round trip to a remote index), e.g. 0.05")
     parser.add_argument("--registry", action="store_true",
                         help="also lock a stack from the public registry (uv's default index): flashinfer-python 0.6.9 + torch 2.11")
     args = parser.parse_args()
@@ -81,12 +83,26 @@ def main() -> None:
         ours = [sys.executable, "-m", "provision", "lock", "cu130", "--python", stacks.PYTHON, "--platform", stacks.PLATFORM,
                 "-o", str(folder / "out" / "pylock.cu130.toml"), *stacks.index_args(indexes)]
         median(ours, 1, folder)  # warm uv's cache
-        results["uv pip compile (bare), local indexes"] = median(bare, args.runs, folder)
-        results["provision lock, local indexes"] = median(ours, args.runs, folder)
+        for index in indexes.values():
+            index.delay = args.latency
+        where = f"local indexes, {args.latency * 1000:g} ms per answer" if args.latency else "local indexes"
+        counts = {}
+        for label, argv in ((f"uv pip compile (bare), {where}", bare), (f"provision lock, {where}", ours)):
+            before = sum(len(i.requests) for i in indexes.values())
+            results[label] = median(argv, args.runs, folder)
+            counts[label] = (sum(len(i.requests) for i in indexes.values()) - before) / args.runs
+        inside = []
+        for run in range(args.runs):  # the same lock in this process: what provision adds beyond Python's start-up
+            start = time.perf_counter()
+            lock.lock(profile, target=target, overrides=overrides, output=folder / "out" / f"pylock.inside{run}.toml")
+            inside.append(time.perf_counter() - start)
+        results[f"provision lock (in process), {where}"] = statistics.median(inside)
+        for label, count in counts.items():
+            print(f"{label:60} {count:6.1f} requests per run")
         server.close()
     for name, seconds in results.items():
-        base = results[name.replace("provision lock", "uv pip compile (bare)")]
-        print(f"{name:48} {seconds:7.3f} s  {seconds / base:5.2f}x  (+{seconds - base:.3f} s)")
+        base = results[name.replace("provision lock (in process)", "provision lock").replace("provision lock", "uv pip compile (bare)")]
+        print(f"{name:60} {seconds:7.3f} s  {seconds / base:5.2f}x  (+{seconds - base:.3f} s)")
     if args.json_out:
         Path(args.json_out).write_text(json.dumps({"runs": args.runs, "results": results}, indent=2))
 

@@ -324,7 +324,14 @@ def _work_folder() -> Iterator[Path]:
 
 def _finish(raw: dict[str, Any], profile: Profile, indexes: dict[str, str | None], origin: dict[str, str],
             target: Target, result: LockResult, progress: Callable[[str], None]) -> str:
+    from concurrent.futures import ThreadPoolExecutor
+
     computed = []
+    unhashed = [index.strip_credentials(w.get("url", "")) for p in raw.get("packages", []) for w in _files(p) if not w.get("hashes")]
+    for file_url in unhashed:
+        progress(f"hashing {file_url.rsplit('/', 1)[-1]} (its index gives no hash)")
+    with ThreadPoolExecutor(max_workers=8) as pool:  # downloads of one file each: in parallel, not one after another
+        digests = dict(zip(unhashed, pool.map(index.sha256_of, unhashed), strict=True)) if unhashed else {}
     for package in raw.get("packages", []):
         name = str(canonicalize_name(package["name"]))
         index_name = origin.get(name, DEFAULT_INDEX)
@@ -335,8 +342,7 @@ def _finish(raw: dict[str, Any], profile: Profile, indexes: dict[str, str | None
             wheel["url"] = index.strip_credentials(wheel.get("url", ""))
             source = "index"
             if not wheel.get("hashes"):
-                progress(f"hashing {wheel['url'].rsplit('/', 1)[-1]} (its index gives no hash)")
-                wheel["hashes"] = {"sha256": index.sha256_of(wheel["url"])}
+                wheel["hashes"] = {"sha256": digests[wheel["url"]]}
                 computed.append(wheel["url"].rsplit("/", 1)[-1])
                 source = "computed"
             result.packages.append(LockedPackage(
