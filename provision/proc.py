@@ -161,3 +161,14 @@ def _reap(child: subprocess.Popen[str]) -> None:
     """Kill a child and wait until it is gone (subprocess.run waits only a quarter second after a Ctrl-C)."""
     child.kill()
     child.wait()
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether a process with this pid exists (one of another user's counts)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

@@ -219,16 +219,6 @@ def deferred_interrupt() -> Iterator[list[int]]:
         signal.signal(signal.SIGINT, previous)
 
 
-def pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def remove_tree(path: Path) -> None:
     """Remove a build folder; an adopted venv behind a link is never followed."""
     if path.is_symlink():

@@ -18,9 +18,10 @@ from provision import status as statuses
 from provision.envs import records, toolkit_home
 from provision.envs.active import rollback as rollback  # where callers have found them
 from provision.envs.active import switch as switch
-from provision.envs.home import BUILDING, Home, check_name, deferred_interrupt, pid_alive, remove_tree
+from provision.envs.home import BUILDING, Home, check_name, deferred_interrupt, remove_tree
 from provision.envs.records import EnvRecord
 from provision.errors import EnvError, UsageError
+from provision.proc import pid_alive
 from provision.stacks.profiles import Profile
 
 Progress = Callable[[str], None]

@@ -228,7 +228,7 @@ def _unset_aside(aside: Path, site: Path, moved: list[str]) -> None:
 
 def _remove_stale(venv: Path) -> None:
     """Staging folders of restores that were killed: before their swap a copy, after it the old tree; never the venv."""
-    from provision.envs.home import pid_alive
+    from provision.proc import pid_alive
 
     for leftover in venv.parent.glob(STAGING.format(name=venv.name) + "*"):
         pid = leftover.name.rsplit("-", 2)[-2] if leftover.name.count("-") >= 2 else ""

@@ -4,7 +4,6 @@ the lock) and its members are read out of the zip in memory, never unpacked to d
 
 from __future__ import annotations
 
-import hashlib
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -17,7 +16,6 @@ from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel
 
 from provision import compat
 from provision import status as statuses
-from provision.errors import IndexError_
 from provision.machine.facts import MachineFacts
 from provision.report.gates import Gate, MachineReport, Target
 from provision.scan import binaries, fatbin
@@ -139,17 +137,9 @@ def _total(scanned: binaries.ScanResult) -> fatbin.Counts:
 
 def _download(url: str, sha256: str, target: Path) -> None:
     """Stream `url` into `target` (the wheel itself, still zipped), its sha256 checked against the lock's."""
-    response = index.get(url, stream=True)
-    if response.status_code >= 400:
-        raise IndexError_(f"{index.redact(url)}: HTTP {response.status_code}", "re-lock (provision lock PROFILE) or check the index")
-    digest = hashlib.sha256()
     with open(target, "wb") as handle:
-        for chunk in response.iter_content(4 << 20):
-            digest.update(chunk)
-            handle.write(chunk)
-    if sha256 and digest.hexdigest() != sha256:
-        raise IndexError_(f"{index.redact(url)}: sha256 {digest.hexdigest()[:16]}... is not the lock's {sha256[:16]}...",
-                          "the file changed on the index since the lock was made; re-lock and check the index")
+        index.download(url, handle, sha256=sha256, expected_from="the lock's",
+                       hint="the file changed on the index since the lock was made, or the index is down; re-lock and check the index")
 
 
 def judge(facts: MachineFacts, scanned: LockScan, profile: Profile | None, uv_cache: Path | None = None) -> Target:

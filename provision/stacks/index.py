@@ -11,7 +11,7 @@ import threading
 import time
 from dataclasses import dataclass
 from html.parser import HTMLParser
-from typing import Any
+from typing import Any, BinaryIO
 from urllib.parse import unquote, urljoin, urlsplit, urlunsplit
 
 from packaging.utils import canonicalize_name
@@ -158,12 +158,24 @@ def project_files(index_url: str, project: str) -> list[IndexFile]:
     return files
 
 
-def sha256_of(url: str) -> str:
-    """Download `url` once, streaming, and return its sha256."""
+def download(url: str, sink: BinaryIO | None = None, *, sha256: str | None = None, expected_from: str = "the index's",
+             hint: str = "check the index") -> str:
+    """Stream `url` into `sink` (or nowhere) and return its sha256; a file whose sha256 is not `sha256` is an error
+    that names both (`expected_from` says whose: "the lock's", "the index's")."""
     response = get(url, stream=True)
     if response.status_code >= 400:
-        raise IndexError_(f"{redact(url)}: HTTP {response.status_code} while downloading to hash it", "check the index")
+        raise IndexError_(f"{redact(url)}: HTTP {response.status_code}", hint)
     digest = hashlib.sha256()
     for chunk in response.iter_content(1 << 20):
         digest.update(chunk)
-    return digest.hexdigest()
+        if sink is not None:
+            sink.write(chunk)
+    found = digest.hexdigest()
+    if sha256 and found != sha256:
+        raise IndexError_(f"{redact(url)}: sha256 {found[:16]}... is not {expected_from} {sha256[:16]}...", hint)
+    return found
+
+
+def sha256_of(url: str) -> str:
+    """Download `url` once, streaming, and return its sha256."""
+    return download(url)

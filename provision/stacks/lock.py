@@ -26,7 +26,7 @@ from packaging.specifiers import SpecifierSet
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 from packaging.version import InvalidVersion, Version
 
-from provision import __version__
+from provision import __version__, proc
 from provision.atomic import write_atomic
 from provision.errors import EnvError, ResolveError, UsageError
 from provision.stacks import index, uvtool
@@ -296,16 +296,6 @@ def _writable(output: Path) -> None:
 WORK_PREFIX = "provision-lock-"
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 @contextlib.contextmanager
 def _work_folder() -> Iterator[Path]:
     """A private folder for uv's input and output, named with our pid so a later run removes what a killed one left."""
@@ -313,7 +303,7 @@ def _work_folder() -> Iterator[Path]:
     for leftover in base.glob(f"{WORK_PREFIX}*-*"):
         pid = leftover.name[len(WORK_PREFIX):].split("-", 1)[0]
         with contextlib.suppress(OSError):
-            if pid.isdigit() and leftover.stat().st_uid == os.getuid() and not _alive(int(pid)):
+            if pid.isdigit() and leftover.stat().st_uid == os.getuid() and not proc.pid_alive(int(pid)):
                 shutil.rmtree(leftover, ignore_errors=True)
     folder = Path(tempfile.mkdtemp(prefix=f"{WORK_PREFIX}{os.getpid()}-"))
     try:

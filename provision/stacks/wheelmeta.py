@@ -89,16 +89,7 @@ def metadata(url: str, *, core_metadata: bool | dict[str, str] = False, sha256: 
         except (_NoRanges, zipfile.BadZipFile):
             pass
     with tempfile.TemporaryFile() as spool:
-        response = index.get(url, stream=True)
-        if response.status_code >= 400:
-            raise IndexError_(f"{index.redact(url)}: HTTP {response.status_code}", "check the index and the version")
-        digest = hashlib.sha256()
-        for chunk in response.iter_content(1 << 20):
-            digest.update(chunk)
-            spool.write(chunk)
-        if sha256 and digest.hexdigest() != sha256:
-            raise IndexError_(f"{index.redact(url)}: sha256 {digest.hexdigest()[:12]}... is not the index's {sha256[:12]}...",
-                              "the file changed on the index; retry, and check the index")
+        index.download(url, spool, sha256=sha256, hint="check the index and the version; retry if the file changed")
         spool.seek(0)
         return _parse(_member(spool), url), "download"
 
