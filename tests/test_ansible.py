@@ -1,0 +1,202 @@
+"""The Ansible playbooks of contrib/ansible, run for real by ansible-core against three hosts on this machine (local
+connection, each with its own PROVISION_HOME) and the tests' own index on 127.0.0.1.
+
+Host gpu-b records an old driver (575.57.08, CUDA 12.9) at the hardware seam (PROVISION_NVML_REPLAY), so a CUDA 13.0
+stack fails its `driver` check there for the reason a real fleet would: the rollout must stop at gpu-b, keep its old
+stack active, never touch gpu-c, and the fleet report must say so before anything is installed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import DATA, ROOT
+from wheelhouse import IndexServer
+
+pytest.importorskip("ansible", reason="ansible-core is not installed (pip install -e '.[test]')")
+
+PLAYBOOKS = ROOT / "contrib" / "ansible"
+HOSTS = ("gpu-a", "gpu-b", "gpu-c")
+PY = f"{sys.version_info.major}.{sys.version_info.minor}"
+
+
+def playbook_binary() -> str:
+    found = shutil.which("ansible-playbook", path=os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""))
+    if not found:
+        pytest.skip("ansible-playbook is not installed")
+    return found
+
+
+def profile(folder: Path, name: str, cuda: str, version: str, url: str, figure: str) -> Path:
+    path = folder / f"{name}.toml"
+    path.write_text(
+        f'schema = 1\nname = "{name}"\ncuda = "{cuda}"\n[indexes]\nfleet = "{url}"\n'
+        f'[packages]\nalpha = {{ index = "fleet", version = "=={version}" }}\n'
+        '[checks]\nrequired = ["driver"]\n'
+        f'[baseline]\ncommand = ["python", "-c", "print(\'decode {figure} tok/s\')"]\n'
+        "pattern = 'decode ([\\d.]+) tok/s'\nunit = \"tok/s\"\nbetter = \"higher\"\ntimeout = 60\n")
+    return path
+
+
+class Fleet:
+    def __init__(self, base: Path, server: IndexServer, provision_bin: str) -> None:
+        self.base, self.provision = base, provision_bin
+        fleet = server.index("fleet")
+        fleet.add("alpha", "1.0")
+        fleet.add("alpha", "2.0")
+        self.default = server.index("empty-default")  # nothing may come from the public registry
+        profiles = base / "profiles"
+        profiles.mkdir()
+        self.old = profile(profiles, "serve-cu128", "12.8", "1.0", fleet.url, "82.0")
+        self.new = profile(profiles, "serve-cu130", "13.0", "2.0", fleet.url, "89.5")
+        new_driver = DATA / "h200.nvml.json"
+        old_driver = json.loads(new_driver.read_text())
+        old_driver.update(driver="575.57.08", cuda_driver_version=12090)
+        (base / "old-driver.nvml.json").write_text(json.dumps(old_driver))
+        self.fleet_dir = base / "fleet"
+        self.fleet_dir.mkdir()
+        self.replay = replay = {"gpu-a": new_driver, "gpu-b": base / "old-driver.nvml.json", "gpu-c": new_driver}
+        inventory = {"all": {
+            "hosts": {h: {"provision_home": str(self.home(h)),
+                          "provision_environment": {"PROVISION_NVML_REPLAY": str(replay[h])}} for h in HOSTS},
+            "vars": {"ansible_connection": "local", "ansible_python_interpreter": sys.executable,
+                     "provision_bin": provision_bin, "provision_controller": provision_bin,
+                     "provision_fleet_dir": str(self.fleet_dir),
+                     "provision_remote_dir": str(base / "{{ inventory_hostname }}" / "remote"),
+                     "provision_lock_python": PY, "provision_create_python": sys.executable},
+        }}
+        self.inventory = base / "inventory.yml"
+        self.inventory.write_text(json.dumps(inventory, indent=1))  # JSON is YAML
+
+    def home(self, host: str) -> Path:
+        return self.base / host / "home"
+
+    def play(self, name: str, *extra: str) -> subprocess.CompletedProcess[str]:
+        env = {**os.environ, "LC_ALL": "C.UTF-8", "ANSIBLE_HOME": str(self.base / "ansible"), "ANSIBLE_NOCOLOR": "1",
+               "ANSIBLE_LOCAL_TEMP": str(self.base / "ansible" / "tmp"), "ANSIBLE_RETRY_FILES_ENABLED": "0",
+               "ANSIBLE_PIPELINING": "1", "PROVISION_INDEX_DEFAULT": self.default.url,
+               "PATH": os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")}
+        return subprocess.run([playbook_binary(), "-i", str(self.inventory), str(PLAYBOOKS / name), *extra],
+                              capture_output=True, text=True, timeout=300, env=env, cwd=self.base)
+
+    def provision_env(self, host: str) -> dict[str, str]:
+        return {**os.environ, "PROVISION_HOME": str(self.home(host)), "PROVISION_INDEX_DEFAULT": self.default.url,
+                "PROVISION_NVML_REPLAY": str(self.replay[host])}
+
+    def by_hand(self, profile: Path) -> None:
+        lock = self.base / f"pylock.{profile.stem}.toml"
+        for argv, host in [(["lock", str(profile), "--python", PY, "-o", str(lock)], HOSTS[0])] + [
+                (["create", str(profile), "--lock", str(lock), "--python", sys.executable], h) for h in HOSTS]:
+            done = subprocess.run([self.provision, *argv], capture_output=True, text=True, timeout=120, env=self.provision_env(host))
+            assert done.returncode == 0, done.stderr
+
+    def envs(self, host: str) -> dict[str, Any]:
+        done = subprocess.run([self.provision, "envs", "--json"], capture_output=True, text=True, timeout=60,
+                              env={**os.environ, "PROVISION_HOME": str(self.home(host))})
+        assert done.returncode == 0, done.stderr
+        return {e["name"]: e for e in json.loads(done.stdout)["environments"]}
+
+    def active(self, host: str) -> str | None:
+        return next((n for n, e in self.envs(host).items() if e["active"]), None)
+
+
+def snapshot(home: Path) -> dict[str, bytes | str]:
+    """Everything in a home: file contents and link targets, to prove a host was not touched."""
+    found: dict[str, bytes | str] = {}
+    for path in sorted(home.rglob("*")):
+        key = str(path.relative_to(home))
+        if path.is_symlink():
+            found[key] = os.readlink(path)
+        elif path.is_file() and "venv" not in path.parts:
+            found[key] = path.read_bytes()
+    return found
+
+
+@pytest.mark.slow
+def test_fleet_probe_report_rolling_upgrade_stops_at_failing_host_and_rollback(tmp_path: Path, index_server: IndexServer,
+                                                                              provision_bin: str) -> None:
+    fleet = Fleet(tmp_path, index_server, provision_bin)
+
+    # Today's stack everywhere, built host by host without Ansible (the rollout below shows a host passing through it).
+    fleet.by_hand(fleet.old)
+    assert [fleet.active(h) for h in HOSTS] == ["serve-cu128"] * 3
+
+    # Probe all, one report: gpu-b's driver cannot run the CUDA 13.0 stack, and the report says so first.
+    profiles = json.dumps({"provision_report_profiles": [str(fleet.new), str(fleet.old)]})
+    done = fleet.play("probe.yml", "-e", profiles)
+    assert done.returncode == 0, done.stdout + done.stderr
+    documents = [fleet.fleet_dir / f"{h}.probe.json" for h in HOSTS]
+    assert json.loads(documents[1].read_text())["driver"]["version"] == "575.57.08"
+    report = json.loads((fleet.fleet_dir / "fleet.json").read_text())
+    assert [m["source"] for m in report["machines"]] == [str(d) for d in documents]
+    by_name = {t["name"]: t for t in report["summary"]["targets"]}
+    assert by_name["serve-cu130"]["fail"] == 1 and by_name["serve-cu130"]["machines"]["fail"] == [str(documents[1])]
+    assert by_name["serve-cu128"]["fail"] == 0
+    (driver,) = [c for c in by_name["serve-cu130"]["causes"] if c["gate"] == "driver"]
+    assert driver["machines"] == [str(documents[1])] and "580.65.06" in driver["reason"]
+    markdown = (fleet.fleet_dir / "fleet.md").read_text()
+    assert markdown.startswith("## Fleet: 3 machines") and f"FAIL on 1 machine ({documents[1]}): driver" in markdown
+    assert "Fleet: 3 machines" in done.stdout  # the playbook shows the tables
+
+    # The rolling upgrade to CUDA 13.0, with a baseline and comparison per host: gpu-a moves, gpu-b fails its
+    # checks and keeps serve-cu128 active, gpu-c is never reached.
+    untouched = snapshot(fleet.home("gpu-c"))
+    done = fleet.play("upgrade.yml", "-e", f"provision_profile={fleet.new}", "-e", "provision_baseline=true")
+    assert done.returncode != 0, done.stdout
+    assert "gpu-b: serve-cu130 was not activated; serve-cu128 stays active" in done.stdout
+    assert "driver: the driver supports CUDA 12.9" in done.stdout
+    assert fleet.active("gpu-a") == "serve-cu130" and set(fleet.envs("gpu-a")) == {"serve-cu128", "serve-cu130"}
+    assert fleet.active("gpu-b") == "serve-cu128" and set(fleet.envs("gpu-b")) == {"serve-cu128"}
+    assert len(list((fleet.home("gpu-b") / "builds").iterdir())) == 1  # the failed build was removed
+    assert snapshot(fleet.home("gpu-c")) == untouched
+    assert not (tmp_path / "gpu-c" / "remote" / "pylock.serve-cu130.toml").exists()  # not even the lock was copied
+    created_b = json.loads((fleet.fleet_dir / "gpu-b.create.json").read_text())
+    assert created_b["passed"] is False and not created_b["activated"]
+    assert {c["id"]: c["status"] for c in created_b["checks"]}["driver"] == "fail"
+    compared = json.loads((fleet.fleet_dir / "gpu-a.compare.json").read_text())
+    assert [e["name"] for e in compared["environments"]] == ["serve-cu128", "serve-cu130"]
+    assert compared["change_percent"] == pytest.approx(100 * (89.5 / 82.0 - 1), abs=0.01) and compared["improved"]
+    assert not (fleet.fleet_dir / "gpu-c.create.json").exists()
+
+    # The fleet rollback: every host where serve-cu130 is active goes back; the others keep what they have.
+    done = fleet.play("rollback.yml", "-e", "provision_env=serve-cu130")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert [fleet.active(h) for h in HOSTS] == ["serve-cu128"] * 3
+    assert "gpu-a: serve-cu130 -> serve-cu128" in done.stdout
+    assert snapshot(fleet.home("gpu-c")) == untouched
+
+
+@pytest.mark.network
+@pytest.mark.slow
+def test_a_host_without_provision_gets_it_installed(tmp_path: Path, index_server: IndexServer, provision_bin: str) -> None:
+    from provision.stacks import uvtool
+
+    built = subprocess.run([uvtool.binary(), "build", "--wheel", "--out-dir", str(tmp_path / "dist"), str(ROOT)],
+                           capture_output=True, text=True, timeout=600)
+    assert built.returncode == 0, built.stderr
+    (wheel,) = (tmp_path / "dist").glob("provision-*.whl")
+    fleet = Fleet(tmp_path, index_server, provision_bin)
+    inventory = json.loads(fleet.inventory.read_text())
+    inventory["all"]["hosts"] = {"fresh": {"provision_home": str(tmp_path / "fresh" / "home")}}
+    inventory["all"]["vars"].update(provision_bin="", provision_venv=str(tmp_path / "fresh" / "tool"), provision_wheel=str(wheel))
+    fleet.inventory.write_text(json.dumps(inventory))
+    path = os.pathsep.join(p for p in os.environ.get("PATH", "").split(os.pathsep)
+                           if not (Path(p) / "provision").exists())  # nothing on PATH provides provision
+    for attempt in ("installs", "finds"):
+        done = subprocess.run([playbook_binary(), "-i", str(fleet.inventory), str(PLAYBOOKS / "probe.yml")],
+                              capture_output=True, text=True, timeout=600, cwd=tmp_path,
+                              env={**os.environ, "PATH": path, "LC_ALL": "C.UTF-8", "ANSIBLE_HOME": str(tmp_path / "ansible"),
+                                   "ANSIBLE_NOCOLOR": "1", "ANSIBLE_PIPELINING": "1"})
+        assert done.returncode == 0, done.stdout + done.stderr
+        install = done.stdout.split("TASK [provision : Install provision into its own venv]")[1].split("TASK [")[0]
+        assert ("changed: [fresh]" if attempt == "installs" else "skipping: [fresh]") in install
+    assert (tmp_path / "fresh" / "tool" / "bin" / "provision").exists()
+    report = json.loads((fleet.fleet_dir / "fleet.json").read_text())
+    assert [m["source"] for m in report["machines"]] == [str(fleet.fleet_dir / "fresh.probe.json")]
