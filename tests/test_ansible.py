@@ -3,7 +3,8 @@ connection, each with its own PROVISION_HOME) and the tests' own index on 127.0.
 
 Host gpu-b records an old driver (575.57.08, CUDA 12.9) at the hardware seam (PROVISION_NVML_REPLAY), so a CUDA 13.0
 stack fails its `driver` check there for the reason a real fleet would: the rollout must stop at gpu-b, keep its old
-stack active, never touch gpu-c, and the fleet report must say so before anything is installed.
+stack active, never touch gpu-c, and the fleet report must say so before anything is installed. Once gpu-b has its new
+driver, the same playbook resumes the rollout; the fleet rollback then takes every host back.
 """
 
 from __future__ import annotations
@@ -73,7 +74,17 @@ class Fleet:
                      "provision_lock_python": PY, "provision_create_python": sys.executable},
         }}
         self.inventory = base / "inventory.yml"
+        self.write(inventory)
+
+    def write(self, inventory: dict[str, Any]) -> None:
         self.inventory.write_text(json.dumps(inventory, indent=1))  # JSON is YAML
+
+    def fix_driver(self, host: str) -> None:
+        """The host gets the new driver (its recorded NVML reading is now the H200's)."""
+        inventory = json.loads(self.inventory.read_text())
+        self.replay[host] = DATA / "h200.nvml.json"
+        inventory["all"]["hosts"][host]["provision_environment"]["PROVISION_NVML_REPLAY"] = str(self.replay[host])
+        self.write(inventory)
 
     def home(self, host: str) -> Path:
         return self.base / host / "home"
@@ -165,38 +176,15 @@ def test_fleet_probe_report_rolling_upgrade_stops_at_failing_host_and_rollback(t
     assert compared["change_percent"] == pytest.approx(100 * (89.5 / 82.0 - 1), abs=0.01) and compared["improved"]
     assert not (fleet.fleet_dir / "gpu-c.create.json").exists()
 
-    # The fleet rollback: every host where serve-cu130 is active goes back; the others keep what they have.
+    # gpu-b gets its new driver; the same command resumes the rollout: gpu-a is skipped, gpu-b and gpu-c move.
+    fleet.fix_driver("gpu-b")
+    done = fleet.play("upgrade.yml", "-e", f"provision_profile={fleet.new}")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "gpu-a: serve-cu130 is active already" in done.stdout
+    assert [fleet.active(h) for h in HOSTS] == ["serve-cu130"] * 3
+
+    # The fleet rollback: every host where serve-cu130 is active goes back to serve-cu128, all at once.
     done = fleet.play("rollback.yml", "-e", "provision_env=serve-cu130")
     assert done.returncode == 0, done.stdout + done.stderr
     assert [fleet.active(h) for h in HOSTS] == ["serve-cu128"] * 3
-    assert "gpu-a: serve-cu130 -> serve-cu128" in done.stdout
-    assert snapshot(fleet.home("gpu-c")) == untouched
-
-
-@pytest.mark.network
-@pytest.mark.slow
-def test_a_host_without_provision_gets_it_installed(tmp_path: Path, index_server: IndexServer, provision_bin: str) -> None:
-    from provision.stacks import uvtool
-
-    built = subprocess.run([uvtool.binary(), "build", "--wheel", "--out-dir", str(tmp_path / "dist"), str(ROOT)],
-                           capture_output=True, text=True, timeout=600)
-    assert built.returncode == 0, built.stderr
-    (wheel,) = (tmp_path / "dist").glob("provision-*.whl")
-    fleet = Fleet(tmp_path, index_server, provision_bin)
-    inventory = json.loads(fleet.inventory.read_text())
-    inventory["all"]["hosts"] = {"fresh": {"provision_home": str(tmp_path / "fresh" / "home")}}
-    inventory["all"]["vars"].update(provision_bin="", provision_venv=str(tmp_path / "fresh" / "tool"), provision_wheel=str(wheel))
-    fleet.inventory.write_text(json.dumps(inventory))
-    path = os.pathsep.join(p for p in os.environ.get("PATH", "").split(os.pathsep)
-                           if not (Path(p) / "provision").exists())  # nothing on PATH provides provision
-    for attempt in ("installs", "finds"):
-        done = subprocess.run([playbook_binary(), "-i", str(fleet.inventory), str(PLAYBOOKS / "probe.yml")],
-                              capture_output=True, text=True, timeout=600, cwd=tmp_path,
-                              env={**os.environ, "PATH": path, "LC_ALL": "C.UTF-8", "ANSIBLE_HOME": str(tmp_path / "ansible"),
-                                   "ANSIBLE_NOCOLOR": "1", "ANSIBLE_PIPELINING": "1"})
-        assert done.returncode == 0, done.stdout + done.stderr
-        install = done.stdout.split("TASK [provision : Install provision into its own venv]")[1].split("TASK [")[0]
-        assert ("changed: [fresh]" if attempt == "installs" else "skipping: [fresh]") in install
-    assert (tmp_path / "fresh" / "tool" / "bin" / "provision").exists()
-    report = json.loads((fleet.fleet_dir / "fleet.json").read_text())
-    assert [m["source"] for m in report["machines"]] == [str(fleet.fleet_dir / "fresh.probe.json")]
+    assert all(f"{h}: serve-cu130 -> serve-cu128" in done.stdout for h in HOSTS)
