@@ -59,7 +59,9 @@ class Fleet:
         self.new = profile(profiles, "serve-cu130", "13.0", "2.0", fleet.url, "89.5")
         new_driver = DATA / "h200.nvml.json"
         old_driver = json.loads(new_driver.read_text())
-        old_driver.update(driver="575.57.08", cuda_driver_version=12090)
+        answers = {"nvmlSystemGetDriverVersion": "575.57.08", "nvmlSystemGetCudaDriverVersion_v2": 12090}
+        for call in old_driver["calls"]:
+            call["result"] = answers.get(call["fn"], call.get("result"))
         (base / "old-driver.nvml.json").write_text(json.dumps(old_driver))
         self.fleet_dir = base / "fleet"
         self.fleet_dir.mkdir()
