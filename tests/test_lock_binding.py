@@ -177,3 +177,20 @@ def test_credentials_are_never_echoed_nor_on_uvs_command_line(tool: tiny.Tool, t
     assert seen and not [c for c in seen if SECRET.encode() in c]
     assert any(b"compile" in c for c in seen) and any(b"sync" in c for c in seen)
     assert SECRET not in out + err and all(SECRET not in p.read_text() for p in (tool.home / "locks").glob("*.toml"))
+
+
+def test_a_package_declared_without_an_index_stays_on_uvs_own_default(tool: tiny.Tool, tmp_path: Path, index_server) -> None:
+    """provision does not know uv's default index here (UV_DEFAULT_INDEX is set behind its back, as the public
+    registry is uv's default): the named index that also serves beta must still not win."""
+    other = index_server.index("other2")
+    other.add("beta", "9.0")
+    other.add("gamma", "1.0")  # a dependency only the named index has: it stays there
+    other.add("alpha", "1.0", requires=("gamma",))
+    tiny.profile(tool.profiles, "unnamed", 'alpha = { index = "other", version = "==1.0" }\nbeta = {}',
+                 f'[indexes]\nother = "{other.url}"\n')
+    path = tmp_path / "pylock.unnamed.toml"
+    env = {"PROVISION_INDEX_DEFAULT": "", "UV_DEFAULT_INDEX": tool.served.url}
+    locked = json.loads(tool("lock", "unnamed", "-o", str(path), "--json", env=env).stdout)["packages"]
+    versions = {p["name"]: (p["version"], p["index"], p["url"].split("/")[3]) for p in locked}
+    assert versions == {"alpha": ("1.0", "other", "other2"), "gamma": ("1.0", "other", "other2"),
+                        "beta": ("1.0", "default", "tiny")}

@@ -218,6 +218,29 @@ def _project(profile: Profile, pins: dict[str, str], indexes: dict[str, str | No
     return tomlkit.dumps(doc)
 
 
+def _resolve_explicit(folder: Path, profile: Profile, pins: dict[str, str], indexes: dict[str, str | None], target: Target,
+                      first: dict[str, Any], origin: dict[str, str]) -> dict[str, Any]:
+    """Resolve again with every named index explicit (uv takes from it only what a source names): the profile's bound
+    packages, and each dependency the first pass found on a named index, pinned to the version found there. A package
+    declared without an index can then come from the default index only."""
+    declared = {str(canonicalize_name(p.name)) for p in profile.packages}
+    carried = {str(canonicalize_name(p["name"])): (str(p.get("version", "")), origin[str(canonicalize_name(p["name"]))])
+               for p in first.get("packages", []) if str(canonicalize_name(p["name"])) not in declared
+               and origin.get(str(canonicalize_name(p["name"])), DEFAULT_INDEX) != DEFAULT_INDEX}
+    doc = tomlkit.parse(_project(profile, pins, indexes))
+    doc["project"]["dependencies"].extend(f"{name}=={version}" for name, (version, _) in sorted(carried.items()))
+    sources = {p.name: {"index": p.index} for p in profile.packages if p.index != DEFAULT_INDEX}
+    sources.update({name: {"index": where} for name, (_, where) in carried.items()})
+    named = {n: u for n, u in indexes.items() if n != DEFAULT_INDEX and u}
+    doc["tool"] = {"uv": {"sources": sources, "index": [{"name": n, "url": index.strip_credentials(str(u)), "explicit": True}
+                                                       for n, u in named.items()]}}
+    (folder / "pyproject.toml").write_text(tomlkit.dumps(doc))
+    args = _uv_compile_args({DEFAULT_INDEX: indexes.get(DEFAULT_INDEX)}, target, "pylock.toml")
+    uvtool.run(args, cwd=folder, env=uvtool.index_options(indexes)[1])
+    again: dict[str, Any] = tomllib.loads((folder / "pylock.toml").read_text())
+    return again
+
+
 def _uv_compile_args(indexes: dict[str, str | None], target: Target, output: str) -> list[str]:
     # --python names the interpreter uv may use for builds: it skips a search of every Python on PATH.
     args = ["pip", "compile", "pyproject.toml", "--no-config", "--quiet", "-o", output, "--format", "pylock.toml",
@@ -266,8 +289,14 @@ def lock(profile: Profile, *, target: Target, overrides: dict[str, str], output:
         progress("resolving with uv")
         uvtool.run(_uv_compile_args(indexes, target, "pylock.toml"), cwd=folder, env=uvtool.index_options(indexes)[1])
         raw = tomllib.loads((folder / "pylock.toml").read_text())
-    progress("attributing each package to its index")
-    origin = attribution(raw.get("packages", []), profile, indexes)
+        progress("attributing each package to its index")
+        origin = attribution(raw.get("packages", []), profile, indexes)
+        strays = [p.name for p in profile.packages
+                  if p.index == DEFAULT_INDEX and origin.get(str(canonicalize_name(p.name)), DEFAULT_INDEX) != DEFAULT_INDEX]
+        if strays:  # uv's own default index has no name to bind them to: resolve again with the named ones explicit
+            progress(f"{', '.join(strays)} came from a named index; resolving again with the named indexes explicit")
+            raw = _resolve_explicit(folder, profile, pins, indexes, target, raw, origin)
+            origin = attribution(raw.get("packages", []), profile, indexes)
     result = LockResult(path=output, profile=profile.name, target=target, nightly=nightly,
                         key=lock_key(profile, indexes, target))
     document = _finish(raw, profile, indexes, origin, target, result, progress)
