@@ -184,3 +184,37 @@ def test_the_recorded_2_x_h200_nvswitch_pair_reads_nv18_like_nvidia_smi() -> Non
     assert [g.nvlink_active_links for g in r.gpus] == [18, 18]
     assert [(link.gpu_a, link.gpu_b, link.link, link.p2p_read) for link in r.topology] == [(0, 1, "NV18", "ok")]
     assert not MachineFacts(gpus=tuple(r.gpus), topology=tuple(r.topology)).pcie_only
+
+
+def _recording(*calls: dict[str, object]) -> str:
+    return json.dumps({"format": "provision-nvml-recording", "version": 1, "calls": list(calls)})
+
+
+def test_hostile_recordings_are_one_line_exit_2_never_a_hang_or_a_silent_no_driver(tmp_path: Path, provision_bin: str) -> None:
+    """A recording with an entry lacking its answer, an error code that is not a number, a handle that is not an
+    index, or JSON nested past Python's recursion limit is not a recording: exit 2, not 'no NVIDIA driver'."""
+    init = {"fn": "nvmlInit", "args": []}
+    damaged = {
+        "no-result": _recording(init),
+        "error-text": _recording({**init, "error": "x"}),
+        "bad-handle": _recording({**init, "result": None}, {"fn": "nvmlDeviceGetHandleByIndex", "args": [0], "result": {"handle": "x"}}),
+        "calls-dict": json.dumps({"format": "provision-nvml-recording", "calls": {"a": 1}}),
+        "deep": "[" * 100_000,
+    }
+    for name, text in damaged.items():
+        bad = tmp_path / f"{name}.json"
+        bad.write_text(text)
+        done = subprocess.run([provision_bin, "probe"], capture_output=True, text=True, timeout=60,
+                              env={**os.environ, nvml.REPLAY_VARIABLE: str(bad)})
+        assert done.returncode == 2, (name, done.stderr)
+        assert "not a readable NVML recording" in done.stderr and "Traceback" not in done.stderr, name
+
+
+def test_a_billion_gpus_is_a_note_not_a_hang(tmp_path: Path) -> None:
+    huge = tmp_path / "huge.json"
+    huge.write_text(_recording({"fn": "nvmlInit", "args": [], "result": None},
+                               {"fn": "nvmlDeviceGetCount", "args": [], "result": 10**9}))
+    started = time.perf_counter()
+    reading = nvml.read(nvml.replay_file(huge))
+    assert time.perf_counter() - started < 5
+    assert reading.gpus == [] and any("1000000000 is not a number of GPUs" in n for n in reading.notes)

@@ -19,6 +19,7 @@ from provision.machine.facts import Driver, Gpu, Link, Pcie
 
 T = TypeVar("T")
 REPLAY_VARIABLE = "PROVISION_NVML_REPLAY"
+MAX_GPUS = 1024  # far above any one host; NVML itself numbers devices in an unsigned int
 
 
 class Reading:
@@ -46,7 +47,7 @@ def replay_file(path: Path) -> Any:
 
     try:
         return Replay(json.loads(path.read_text()))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecordingError, KeyError, TypeError) as exc:
+    except (OSError, UnicodeDecodeError, RecursionError, json.JSONDecodeError, RecordingError, KeyError, TypeError) as exc:
         raise UsageError(f"{path}: not a readable NVML recording ({exc})",
                          "record one on the GPU machine with: provision probe --record-nvml FILE") from None
 
@@ -83,6 +84,9 @@ def _read_driver(lib: Any, reading: Reading) -> None:
 
 def _read_gpus(lib: Any, reading: Reading) -> tuple[list[Any], list[list[NvLinkEnd]]]:
     count = _try(lambda: int(lib.nvmlDeviceGetCount()), reading, "GPU count") or 0
+    if not 0 <= count <= MAX_GPUS:  # a damaged recording or binding: reading a billion handles would never end
+        reading.notes.append(f"GPU count: {count} is not a number of GPUs (0 to {MAX_GPUS}); no GPUs read")
+        count = 0
     handles, ends = [], []
     for index in range(count):
         handle = _try(functools.partial(lib.nvmlDeviceGetHandleByIndex, index), reading, f"GPU {index} handle")

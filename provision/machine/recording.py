@@ -140,7 +140,17 @@ class Replay:
             raise RecordingError(f"not a {FORMAT} document (record one with: provision probe --record-nvml FILE)")
         self._lib = pynvml
         self._answers: dict[str, dict[str, Any]] = {}
-        for entry in recording.get("calls", []):
+        calls = recording.get("calls", [])
+        if not isinstance(calls, list):
+            raise RecordingError("'calls' is not a list")
+        for number, entry in enumerate(calls):
+            if not (isinstance(entry, dict) and isinstance(entry.get("fn"), str) and isinstance(entry.get("args"), list)
+                    and ("result" in entry or isinstance(entry.get("error"), int))):
+                raise RecordingError(f"calls[{number}] is not {{fn, args, result or error (an NVML error code)}}")
+            try:
+                _decode(entry.get("result"))  # a handle that is not an index fails here, not mid-probe
+            except (ValueError, TypeError) as exc:
+                raise RecordingError(f"calls[{number}] ({entry['fn']}): {exc}") from None
             self._answers.setdefault(entry["fn"] + json.dumps(entry["args"]), entry)
 
     def __getattr__(self, name: str) -> Any:
