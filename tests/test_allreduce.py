@@ -157,6 +157,26 @@ def test_nccl_tests_path_that_is_not_the_binary_is_a_usage_error(tmp_path: Path)
     assert nccl_tests.find(tmp_path) == binary
 
 
+def test_an_all_reduce_perf_that_prints_garbage_is_an_env_error_not_a_traceback(tmp_path: Path) -> None:
+    """A binary named all_reduce_perf that is not nccl-tests, or a build whose output differs: a line of 13 fields that
+    are not numbers, a version that is not one. Its real rows still count; without any, one EnvError line."""
+    from conftest import DATA
+
+    from provision.checks import nccl_tests
+    from provision.errors import EnvError
+
+    binary = tmp_path / "all_reduce_perf"
+    garbage = "# nccl-tests nccl-library=\\n# nccl-library=abc\\n" + "1 a b c d e f g h i j k l\\n" * 3
+    binary.write_text(f"#!/bin/sh\nprintf '{garbage}'\n")
+    binary.chmod(0o755)
+    with pytest.raises(EnvError, match="nccl-tests failed"):
+        nccl_tests.run(binary, world=2, min_bytes=8, max_bytes=8, factor=2, iters=1, graph_launches=0, env=dict(os.environ))
+    real = (DATA / "nccl-tests-h200-x2-graph-G20.txt").read_text()
+    binary.write_text(f"#!/bin/sh\nprintf '{garbage}'\ncat {DATA / 'nccl-tests-h200-x2-graph-G20.txt'}\n")
+    version, rows = nccl_tests.run(binary, world=2, min_bytes=8, max_bytes=8, factor=2, iters=1, graph_launches=0, env=dict(os.environ))
+    assert (version, len(rows)) == ("2.28.3", 25) and rows == nccl_tests.parse(real)[1]
+
+
 def test_nccl_env_takes_nccl_variables_only_and_never_nvls() -> None:
     assert allreduce.nccl_env(("NCCL_GRAPH_MIXING_SUPPORT=0", "NCCL_PROTO=Simple")) == {
         "NCCL_GRAPH_MIXING_SUPPORT": "0", "NCCL_PROTO": "Simple"}

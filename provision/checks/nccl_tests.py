@@ -50,13 +50,17 @@ def parse(text: str) -> tuple[str | None, list[Row]]:
     version = None
     rows = []
     for line in text.splitlines():
-        if "nccl-library=" in line:
-            code = int(line.split("nccl-library=")[1].split()[0])
-            version = f"{code // 10000}.{code // 100 % 100}.{code % 100}"
+        code = (line.split("nccl-library=")[1:] or [""])[0][:12].split()[:1]
+        if code and code[0].isdigit():
+            number = int(code[0])
+            version = f"{number // 10000}.{number // 100 % 100}.{number % 100}"
         fields = line.split()
         if len(fields) == 13 and fields[0].isdigit():
-            rows.append(Row(size=int(fields[0]), out_of_place_us=float(fields[5]), time_us=float(fields[9]),
-                            algbw=float(fields[10]), busbw=float(fields[11]), wrong=int(fields[12])))
+            try:  # a line of another build's output, or garbage, that happens to have 13 fields: not a row
+                rows.append(Row(size=int(fields[0]), out_of_place_us=float(fields[5]), time_us=float(fields[9]),
+                                algbw=float(fields[10]), busbw=float(fields[11]), wrong=int(fields[12])))
+            except ValueError:
+                continue
     return version, rows
 
 
