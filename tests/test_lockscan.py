@@ -115,3 +115,29 @@ def test_no_fetch_skips_and_a_changed_file_is_refused(index_server, provision_bi
     assert "from the table" in skipped["torch-wheels"]["reason"]  # no scanned torch: the table is the fallback
     bad = report(provision_bin, write_lock(tmp_path / "pylock.bad.toml", default, wheels, tamper="nvidia_old"), H200, tmp_path / "c")
     assert bad.returncode == 5 and "is not the lock's" in bad.stderr and len(bad.stderr.strip().splitlines()) == 2
+
+
+def test_hostile_urls_in_a_lock_never_leak_a_password_nor_read_local_files(provision_bin: str, tmp_path: Path) -> None:
+    """A lock's URL without a host, with a port that is not a number: one exit-2 line with the
+    credentials as ****, never requests' own message (which prints the URL whole) under exit 3. A file:// or ftp://
+    URL, or one without a scheme, is not fetched: the wheel's gate says so, and nothing on this machine's disk is read as a wheel."""
+    wheel = "nvidia_x-1.0-py3-none-manylinux_2_28_x86_64.whl"
+
+    def lock_with(url: str) -> Path:
+        doc = {"lock-version": "1.0", "created-by": "tests", "packages": [
+            {"name": "nvidia-x", "version": "1.0", "wheels": [{"name": wheel, "url": url, "hashes": {"sha256": "00" * 32}}]}]}
+        path = tmp_path / "pylock.toml"
+        path.write_text(tomlkit.dumps(doc))
+        return path
+
+    for url in ("http://u:s3cretpw@/x.whl", "http://u:s3cretpw@127.0.0.1:abc/x.whl",
+                "http://u:s3cretpw@[::1/x.whl"):
+        done = report(provision_bin, lock_with(url), H200, tmp_path / "c")
+        assert done.returncode == 2, (url, done.stderr)
+        assert "s3cretpw" not in done.stdout + done.stderr and "****@" in done.stderr, url
+        assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 2, done.stderr
+    for url in ("file:///etc/passwd", "ftp://u:s3cretpw@127.0.0.1/x.whl", "u:s3cretpw@127.0.0.1/x.whl"):
+        done = report(provision_bin, lock_with(url), H200, tmp_path / "c")
+        gate = next(g for g in lock_target(done)["gates"] if g["id"] == "wheel:nvidia-x")
+        assert gate["status"] == "skip" and "only http and https" in gate["reason"], gate
+        assert "s3cretpw" not in done.stdout + done.stderr

@@ -118,6 +118,8 @@ def _scan_one(name: str, version: str, filename: str, url: str, sha256: str, arc
         result.counts = _total(binaries.scan([archive]))
     elif not fetch or not url:
         result.origin = "not in uv's cache (--no-fetch)" if url else "no URL in the lock"
+    elif not url.lower().startswith(("http://", "https://")):  # file://, ftp://: never read from this machine's disk
+        result.origin = "not fetched (only http and https URLs are)"
     else:
         result.origin = "fetched"
         with tempfile.TemporaryDirectory(prefix="provision-wheel-") as folder:

@@ -37,11 +37,14 @@ def timeout() -> float:
 
 def redact(url: str) -> str:
     """Return `url` with any user name and password replaced by ****."""
-    parts = urlsplit(url)
-    if parts.username is None and parts.password is None:
-        return url
-    host = parts.hostname or ""
-    netloc = f"****@{host}" + (f":{parts.port}" if parts.port else "")
+    try:
+        parts = urlsplit(url)
+        if parts.username is None and parts.password is None:
+            return re.sub(r"^[^/\s@]+@", "****@", url)  # user:password@host without a scheme is no netloc to urlsplit
+        host = parts.hostname or ""
+        netloc = f"****@{host}" + (f":{parts.port}" if parts.port else "")
+    except ValueError:  # a port that is not a number, an unclosed [: still never print what precedes the @
+        return redact_text(url) if "://" in url else re.sub(r"^[^/\s@]+@", "****@", url)
     return urlunsplit(parts._replace(netloc=netloc))
 
 
@@ -123,6 +126,9 @@ def get(url: str, *, accept: str | None = None, stream: bool = False, headers: d
             last = f"no answer within {timeout():g} s"
         except requests.ConnectionError as exc:
             last = f"cannot connect ({type(exc).__name__})"
+        except requests.RequestException as exc:  # InvalidURL, InvalidSchema, MissingSchema: no retry mends the URL
+            raise UsageError(f"{redact(url)}: not a URL provision can fetch ({type(exc).__name__})",
+                             "give an http:// or https:// URL with a host (and a port that is a number)") from None
         else:
             if response.status_code < 500:
                 return response
