@@ -118,3 +118,17 @@ def test_sglang_0_5_23_from_the_public_registry(provision_bin: str, tmp_path: Pa
     assert pins["torch"].version == "==2.14.1" and pins["sglang-kernel"].version == "==0.4.10"
     assert pins["flashinfer-python"].version == "==0.7.2" and pins["flashinfer-python"].extras == ("cu13",)
     assert json.loads(done.stdout)["metadata_from"] in ("pep658", "range")  # never the whole 39 MB wheel
+
+
+def test_a_cuda_or_python_that_is_not_a_version_changes_nothing(index_server, provision_bin: str, tmp_path: Path) -> None:
+    """--cuda goes into index URLs and the file's first comment: a newline there wrote a file that did not load,
+    over the good one with --force. Checked first now: exit 2, the index never asked, the old file kept."""
+    default = serve_sglang(index_server)
+    out = tmp_path / "keep.toml"
+    out.write_text("keep me")
+    for option in (("--cuda", "13.0\n[evil]"), ("--cuda", "13.0/../../x"), ("--cuda", ""), ("--python", "3.12\nx = 1"),
+                   ("--python", "2.7")):
+        before = len(default.requests)
+        done = new(provision_bin, default, out, "--from", "sglang==0.5.23", "--force", *option)
+        assert done.returncode == 2 and f"{option[0]} " in done.stderr and len(done.stderr.strip().splitlines()) == 2, done.stderr
+        assert out.read_text() == "keep me" and len(default.requests) == before

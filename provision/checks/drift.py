@@ -9,6 +9,7 @@ import csv
 import hashlib
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from email.parser import HeaderParser
 from importlib.metadata import PathDistribution
@@ -142,23 +143,29 @@ def _files(drift: Drift, installed: dict[str, Installed], cache: filehash.Cache)
     wanted: list[filehash.Wanted] = []
     owned: set[str] = set()
     site = str(drift.site)
+    root = os.path.join(os.path.normpath(drift.venv), "")
     for name, dist in installed.items():
         # RECORD read as the CSV it is (PEP 376): importlib.metadata's `files` builds a path object per row, which
         # costs more than the whole warm check on a venv of tens of thousands of files.
-        for row in csv.reader((dist.distribution.read_text("RECORD") or "").splitlines()):
-            if not row:
-                continue
-            key = os.path.normpath(row[0])
-            owned.add(key)
-            mode, _, value = row[1].partition("=") if len(row) > 1 else ("", "", "")
-            if not value or mode not in hashlib.algorithms_available:
-                continue
-            if key not in expected:
-                wanted.append(filehash.Wanted(key=key, path=os.path.join(site, key), mode=mode))
-            owners[key], expected[key] = name, row[1]
-            if len(row) > 2 and row[2].isdigit():
-                sizes[key] = int(row[2])
-    digests = filehash.digests(wanted, cache, expected_sizes=sizes)
+        try:
+            for row in csv.reader((dist.distribution.read_text("RECORD") or "").splitlines()):
+                if not row:
+                    continue
+                key = os.path.normpath(row[0])
+                owned.add(key)
+                mode, _, value = row[1].partition("=") if len(row) > 1 else ("", "", "")
+                path = os.path.normpath(os.path.join(site, key))
+                if not value or mode not in hashlib.algorithms_available or not path.startswith(root):
+                    continue  # an absolute or ../ path out of the venv is never read (uv never removes one either)
+                if key not in expected:
+                    wanted.append(filehash.Wanted(key=key, path=path, mode=mode))
+                owners[key], expected[key] = name, row[1]
+                if len(row) > 2 and row[2].isdigit():
+                    sizes[key] = int(row[2])
+        except (csv.Error, UnicodeDecodeError, OSError) as exc:  # a field past csv's limit, bytes that are not UTF-8
+            drift.findings.append(Finding(kind="modified", distribution=name, path=f"{dist.info.name}/RECORD",
+                                          expected="a RECORD (PEP 376)", found=f"unreadable ({type(exc).__name__})"))
+    digests = filehash.digests(wanted, cache, expected_sizes=sizes, inside=_inside(drift.venv))
     with contextlib.suppress(OSError):  # a read-only home still gets its answer, only slower next time
         cache.save()
     drift.files, drift.hashed, drift.hashed_bytes, drift.remembered = len(wanted), digests.hashed, digests.hashed_bytes, digests.remembered
@@ -169,6 +176,24 @@ def _files(drift: Drift, installed: dict[str, Installed], cache: filehash.Cache)
         elif got != want:
             drift.findings.append(Finding(kind="modified", distribution=owners[key], path=key, expected=want, found=got))
     return owned
+
+
+def _inside(venv: Path) -> Callable[[str], bool]:
+    """Where a link in site-packages may lead and still be read: into the venv, or into uv's cache (UV_LINK_MODE=symlink)."""
+    roots = [os.path.join(os.path.realpath(venv), "")]
+
+    def allowed(target: str) -> bool:
+        if len(roots) == 1 and not target.startswith(roots[0]):  # uv's cache asked once, and only when a link leads out
+            from provision.stacks import uvtool
+
+            try:
+                cache = uvtool.cache_dir()
+            except ProvisionError:
+                cache = ""
+            roots.append(os.path.join(os.path.realpath(cache), "") if cache else "\0")
+        return any(target.startswith(root) for root in roots)
+
+    return allowed
 
 
 def _unowned_startup(site: Path, owned: set[str]) -> list[Finding]:

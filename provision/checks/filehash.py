@@ -8,11 +8,11 @@ import base64
 import hashlib
 import json
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from stat import S_ISREG
+from stat import S_ISLNK, S_ISREG
 
 from provision.atomic import write_atomic
 
@@ -93,17 +93,24 @@ class Cache:
             self.changed = False
 
 
-def digests(wanted: Iterable[Wanted], cache: Cache, *, expected_sizes: dict[str, int] | None = None) -> Digests:
+def digests(wanted: Iterable[Wanted], cache: Cache, *, expected_sizes: dict[str, int] | None = None,
+            inside: Callable[[str], bool] | None = None) -> Digests:
     """Digest every wanted file: from the cache where size, mtime and inode clear it, else by reading it.
 
-    A file whose size differs from `expected_sizes` is not read: it cannot match, its size says so."""
+    A file whose size differs from `expected_sizes` is not read: it cannot match, its size says so. A link whose
+    target `inside` refuses is not followed."""
     result = Digests()
     to_hash: list[tuple[Wanted, os.stat_result]] = []
     seen: set[str] = set()
     for item in wanted:
         seen.add(item.key)
         try:
-            stat = os.stat(item.path)
+            stat = os.lstat(item.path)
+            if S_ISLNK(stat.st_mode):
+                if inside is not None and not inside(os.path.realpath(item.path)):
+                    result.found[item.key] = f"{item.mode}=(a link out of the environment: not read)"
+                    continue
+                stat = os.stat(item.path)
         except OSError:
             result.found[item.key] = None
             continue

@@ -98,6 +98,11 @@ def new(name: str, source: str, *, cuda: str = "13.0", python: str = "3.12", out
     requirement = parse_from(source)
     if not NAME.match(name):
         raise UsageError(f"{name!r} is not a profile name", "letters, digits, '.', '_' and '-' only (it names a folder)")
+    # checked before the index is asked and before anything is written: they go into URLs, comments and the file
+    if not re.fullmatch(r"\d+\.\d+", cuda):
+        raise UsageError(f"--cuda {cuda!r}: not a CUDA release", "write it as 13.0 or 12.8")
+    if not re.fullmatch(r"3\.\d+", python):
+        raise UsageError(f"--python {python!r}: not a Python version", "write it as 3.12")
     path = output or _default_path(name)
     if path.exists() and not force:
         raise UsageError(f"{path}: already exists", "choose another NAME or -o PATH, or pass --force to replace it")

@@ -1,0 +1,60 @@
+"""Hostile site-packages for the drift check (and so for restore's plan): RECORD paths out of the venv, links out of
+it, RECORDs that are not CSV or not UTF-8. Nothing outside the venv is read; every case is a finding, not a traceback."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import subprocess
+import sys
+from pathlib import Path
+
+from provision.checks import drift
+
+
+def _digest(data: bytes) -> str:
+    return "sha256=" + base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+
+
+def _dist(site: Path, name: str, record: bytes, files: dict[str, bytes] | None = None) -> None:
+    info = site / f"{name}-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.0\n")
+    (info / "RECORD").write_bytes(record)
+    for relative, data in (files or {}).items():
+        (site / relative).parent.mkdir(parents=True, exist_ok=True)
+        (site / relative).write_bytes(data)
+
+
+def test_paths_and_links_out_of_the_venv_are_never_read_and_bad_records_are_findings(tmp_path: Path) -> None:
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    site = drift.site_packages(venv)
+    secret = tmp_path / "outside" / "secret.txt"
+    secret.parent.mkdir()
+    secret.write_bytes(b"secret\n")
+    up = "../" * (len(site.relative_to(tmp_path).parts) + 1)
+    rows = [f"evil/__init__.py,{_digest(b'x')},1", f"{secret},{_digest(b'other!')},7", f"{up}outside/secret.txt,{_digest(b'other!')},7",
+            f"evil/link.py,{_digest(b'secret' + bytes([10]))},7", "evil-1.0.dist-info/RECORD,,"]
+    _dist(site, "evil", "\n".join(rows).encode() + b"\n", {"evil/__init__.py": b"x"})
+    (site / "evil" / "link.py").symlink_to(secret)
+    _dist(site, "huge", b"a" * 300_000 + b",,\n")  # one field past csv's limit
+    _dist(site, "latin", b"\xff\xfe caf\xe9.py,,\n")  # not UTF-8
+
+    result = drift.scan(venv)
+
+    assert result.files == 2 and result.hashed == 1  # evil/__init__.py read; the link and both paths out: not read
+    found = {(f.kind, f.distribution, f.path): f.found for f in result.findings}
+    assert all("secret" not in path for _, _, path in found), found  # out of the venv: not the check's business
+    assert "link out of the environment" in found["modified", "evil", "evil/link.py"]
+    assert "unreadable (Error)" in found["modified", "huge", "huge-1.0.dist-info/RECORD"]
+    assert "unreadable (UnicodeDecodeError)" in found["modified", "latin", "latin-1.0.dist-info/RECORD"]
+
+
+def test_a_link_into_the_venv_is_still_checked(tmp_path: Path) -> None:
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    site = drift.site_packages(venv)
+    _dist(site, "ok", f"ok/a.py,{_digest(b'a')},1\nok/b.py,{_digest(b'a')},1\n".encode(), {"ok/a.py": b"a"})
+    (site / "ok" / "b.py").symlink_to(site / "ok" / "a.py")
+    assert drift.scan(venv).findings == []
