@@ -42,11 +42,12 @@ def load_library() -> Any:
 
 def replay_file(path: Path) -> Any:
     """A binding that answers from the recording in `path` (see provision/machine/recording.py)."""
+    from provision import regular
     from provision.errors import UsageError
     from provision.machine.recording import RecordingError, Replay
 
     try:
-        return Replay(json.loads(path.read_text()))
+        return Replay(json.loads(regular.read_bytes(path).decode()))
     except (OSError, UnicodeDecodeError, RecursionError, json.JSONDecodeError, RecordingError, KeyError, TypeError) as exc:
         raise UsageError(f"{path}: not a readable NVML recording ({exc})",
                          "record one on the GPU machine with: provision probe --record-nvml FILE") from None

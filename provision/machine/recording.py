@@ -113,7 +113,9 @@ class Recorder:
                 "calls": self.calls}
 
     def write(self, path: Path, note: str = "") -> None:
-        path.write_text(json.dumps(self.document(note), indent=1) + "\n")
+        from provision import regular
+
+        regular.write_text(path, json.dumps(self.document(note), indent=1) + "\n")
 
 
 def _module_version() -> str:

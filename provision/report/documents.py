@@ -11,6 +11,7 @@ import typing
 from pathlib import Path
 from typing import Any
 
+from provision import regular
 from provision.errors import UsageError
 from provision.machine import facts as machine
 
@@ -34,8 +35,7 @@ def load_machine(path: Path) -> machine.MachineFacts:
 
 def _read(path: Path) -> Any:
     try:
-        with path.open("rb") as file:
-            raw = file.read(MAX_BYTES + 1)
+        raw = regular.read_bytes(path, MAX_BYTES + 1)
     except OSError as exc:
         raise UsageError(f"{path}: cannot be read ({exc.strerror or exc})", HINT) from exc
     if len(raw) > MAX_BYTES:

@@ -26,7 +26,7 @@ from packaging.specifiers import SpecifierSet
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 from packaging.version import InvalidVersion, Version
 
-from provision import __version__, proc
+from provision import __version__, proc, regular
 from provision.atomic import write_atomic
 from provision.errors import EnvError, ResolveError, UsageError
 from provision.stacks import index, uvtool
@@ -412,7 +412,7 @@ def _check_flashinfer(packages: list[LockedPackage]) -> None:
 def read(path: Path) -> tuple[Pylock, dict[str, Any]]:
     """Return a lock (validated by packaging.pylock) and its [tool.provision] table."""
     try:
-        raw = tomllib.loads(path.read_bytes().decode("utf-8"))
+        raw = tomllib.loads(regular.read_bytes(path).decode("utf-8"))
         pylock = Pylock.from_dict(raw)
         tool = (raw.get("tool") or {}).get("provision") or {}
         if not isinstance(tool, dict):
