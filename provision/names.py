@@ -9,7 +9,7 @@ from provision.errors import UsageError
 NAME_MAX = 64
 # One rule for every environment name: it names a link in envs/ and a folder in builds/, so it is one path component
 # (no "/", never "." or ".."), spelled one way, and short enough that the build folder's stamp still fits.
-NAME_RULE = re.compile(rf"^[A-Za-z0-9][A-Za-z0-9._-]{{0,{NAME_MAX - 1}}}$")
+NAME_RULE = re.compile(rf"^[A-Za-z0-9][A-Za-z0-9._-]{{0,{NAME_MAX - 1}}}\Z")  # \Z: $ let "name\n" through
 
 
 def check_name(name: str, what: str = "environment name") -> str:

@@ -190,3 +190,17 @@ def test_the_graph_mixing_note_follows_the_measured_ratio() -> None:
     assert "NCCL_GRAPH_MIXING_SUPPORT=0" in allreduce.notes_for(slow, {})[0]
     assert allreduce.notes_for(slow, {"NCCL_GRAPH_MIXING_SUPPORT": "0"}) == []
     assert allreduce.notes_for({"rows": [{"size": 8, "graph_ratio": 1.05}]}, {}) == []
+
+
+def test_a_sweep_that_would_never_end_is_refused_before_anything_runs(tmp_path: Path, provision_bin: str) -> None:
+    """-f 1 (or 0) never reaches the largest size: the payload's size list grew until memory ran out. --iters 0,
+    --ranks 0 and a smallest size above the largest are no sweep either. Each is exit 2 before any process starts."""
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    home = ["--home", str(tmp_path / "home")]
+    subprocess.run([provision_bin, "adopt", "bare", str(venv), *home], check=True, capture_output=True)
+    for bad, word in ((["-f", "1"], "--factor"), (["-f", "0"], "--factor"), (["--iters", "0"], "--iters"),
+                      (["--ranks", "0"], "--ranks"), (["-b", "1M", "-e", "8"], "larger than --max-bytes")):
+        done = subprocess.run([provision_bin, "bench", "allreduce", "bare", "--backend", "gloo", *bad, *home],
+                              capture_output=True, text=True, timeout=60)
+        assert done.returncode == 2 and word in done.stderr and len(done.stderr.strip().splitlines()) == 2, (bad, done.stderr)

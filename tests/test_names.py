@@ -145,3 +145,25 @@ def test_gc_spares_a_build_that_a_live_payload_runs_from(tool: tiny.Tool) -> Non
         payload.kill()
         payload.wait()
     assert json.loads(tool("gc", "--json").stdout)["removed"] == [f"builds/{leftover.name}"]
+
+
+def test_a_trailing_newline_passes_no_name_rule(tmp_path: Path, provision_bin: str) -> None:
+    """`$` matches before a final newline: "ab\\n" passed the environment-name rule (a folder named with a newline) and
+    "13.0\\n" or an [env] key "A\\n" (an `export A\\n=...` line from shell-env) passed the profile loader's."""
+    from provision import names
+    from provision.errors import ProfileError, UsageError
+    from provision.stacks import profiles
+
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    home = tmp_path / "home"
+    done = subprocess.run([provision_bin, "adopt", "ab\n", str(venv), "--home", str(home)], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and "is not allowed" in done.stderr, done.stderr
+    assert not [p for p in home.rglob("*") if "\n" in p.name]
+    with pytest.raises(UsageError):
+        names.check_name("ab\n")
+    base = 'schema = 1\nname = "x"\ncuda = "13.0"\n[packages]\ntorch = "==2.9.0"\n'
+    for bad in (base.replace('"13.0"', '"13.0\\n"'), base + '[env]\n"A\\n" = "1"\n', base.replace('name = "x"', 'name = "x\\n"')):
+        (tmp_path / "x.toml").write_text(bad)
+        with pytest.raises(ProfileError):
+            profiles.load_file(tmp_path / "x.toml")

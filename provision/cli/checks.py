@@ -88,13 +88,14 @@ def bench() -> None:
 @env_argument("name", required=False)
 @click.option("-b", "--min-bytes", default="8", show_default=True, help="Smallest size (8, 42K, 2.5M).")
 @click.option("-e", "--max-bytes", default="128M", show_default=True, help="Largest size.")
-@click.option("-f", "--factor", default=2, show_default=True, help="Multiply the size by this each step.")
-@click.option("--iters", default=20, show_default=True, help="All-reduces per timed batch.")
+@click.option("-f", "--factor", type=click.IntRange(min=2), default=2, show_default=True,
+              help="Multiply the size by this each step (2 or more: 1 would never reach the largest size).")
+@click.option("--iters", type=click.IntRange(min=1), default=20, show_default=True, help="All-reduces per timed batch.")
 @click.option("--nccl-algo", "algos", multiple=True, help="NCCL_ALGO variant to run (repeatable), e.g. 'allreduce:tree'.")
 @click.option("--nccl-proto", "protos", multiple=True, help="NCCL_PROTO variant to run (repeatable): LL, LL128, Simple.")
 @click.option("--backend", type=click.Choice(["nccl", "gloo"]), default="nccl", show_default=True,
               help="gloo runs the same orchestration on CPUs (no graphs, no GPU timing).")
-@click.option("--ranks", type=int, help="Processes (default: one per GPU; 2 for gloo).")
+@click.option("--ranks", type=click.IntRange(min=1), help="Processes (default: one per GPU; 2 for gloo).")
 @click.option("--nccl-env", "nccl_env", multiple=True, metavar="NAME=VALUE",
               help="An NCCL variable for every run of this call (repeatable), e.g. NCCL_GRAPH_MIXING_SUPPORT=0.")
 @click.option("--nccl-tests", "nccl_tests", type=click.Path(path_type=Path),
@@ -110,9 +111,12 @@ def bench_allreduce(name: str | None, min_bytes: str, max_bytes: str, factor: in
     """All-reduce sweep like nccl-tests' all_reduce_perf, then 122 x 42 KB against 2 x 2.5 MB in CUDA graphs."""
     from provision.checks import allreduce
     from provision.envs import records
+    from provision.errors import UsageError
     from provision.views import render as views
 
     sizes, settings = (allreduce.parse_size(min_bytes), allreduce.parse_size(max_bytes)), allreduce.nccl_env(nccl_env)
+    if sizes[0] > sizes[1]:
+        raise UsageError(f"--min-bytes {min_bytes} is larger than --max-bytes {max_bytes}", "swap them, e.g. -b 8 -e 128M")
     name, build = home_of(home).named_or_active(name, "provision bench allreduce")
     with views.progress(as_json) as step:
         run = allreduce.run(build, records.read(build), min_bytes=sizes[0], max_bytes=sizes[1], factor=factor, iters=iters,

@@ -39,7 +39,7 @@ else:  # pragma: no cover
 
 INDEX_VARIABLE = "PROVISION_INDEX_{}"
 FLASHINFER_FAMILY = ("flashinfer-python", "flashinfer-cubin", "flashinfer-jit-cache")
-_NIGHTLY = re.compile(r"^\d{8}$")
+_NIGHTLY = re.compile(r"^\d{8}\Z")
 
 
 @dataclass(frozen=True, kw_only=True)

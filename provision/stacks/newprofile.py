@@ -22,7 +22,7 @@ from provision.stacks import index, uvtool, wheelmeta
 from provision.stacks.profiles import PROFILE_PATH_VARIABLE, load_file
 
 SERVING = "sglang"
-NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*\Z")  # \Z: $ would let a trailing newline through
 # The packages of SGLang's pins that make the CUDA stack, in the order a profile lists them.
 STACK = ("torch", "sglang-kernel", "sgl-kernel", "flashinfer-python", "flashinfer-cubin")
 # Where each CUDA build lives: {tag} is cu130 for CUDA 13.0 (the same hosts the shipped profiles name).

@@ -31,9 +31,9 @@ COMPILER_PACKAGES = ("cuda-toolkit", "nvidia-cuda-nvcc", "nvidia-cuda-nvcc-cu12"
 # What an [env] value may name: the environment's folder, its venv, its site-packages, and the GPUs' arch list
 # (FLASHINFER_CUDA_ARCH_LIST form, "9.0a 12.0f"), read from the machine when an environment is built and checked.
 PLACEHOLDERS = ("env", "venv", "site", "arch_list")
-_CUDA = re.compile(r"^\d+\.\d+$")
-_PYTHON = re.compile(r"^3\.\d+$")
-_SHELL_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_CUDA = re.compile(r"^\d+\.\d+\Z")  # \Z, not $: "13.0\n" is no release
+_PYTHON = re.compile(r"^3\.\d+\Z")
+_SHELL_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\Z")
 MAX_BYTES = 1 << 20  # a profile is a few hundred bytes; a bigger file is not one
 
 
