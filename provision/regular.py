@@ -24,9 +24,12 @@ def read_bytes(path: Path, limit: int = -1) -> bytes:
 
 
 def write_text(path: Path, text: str) -> None:
-    """Write `text` to `path`, a regular file or none yet; a pipe with no reader is refused (ENXIO), not waited on."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_NONBLOCK, 0o644)
-    _refuse_unless_regular(fd, path)
-    with os.fdopen(fd, "w") as handle:
-        handle.truncate(0)
-        handle.write(text)
+    """Write `text` to `path`, a regular file or none yet, atomically (a full disk leaves the old file or none, never
+    half of the new); a pipe with no reader is refused (ENXIO), not waited on, and left as it was."""
+    from provision.atomic import write_atomic
+
+    if os.path.lexists(path):
+        fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK)
+        _refuse_unless_regular(fd, path)
+        os.close(fd)
+    write_atomic(path, text)
