@@ -25,9 +25,6 @@ step 23-bench-mixing-off env NCCL_GRAPH_MIXING_SUPPORT=0 $P bench allreduce h200
 step 24-bench-ring-tree $P bench allreduce h200 --nccl-tests $NT -e 64K --nccl-algo allreduce:ring --nccl-algo allreduce:tree
 step 25-nvls-refused $P bench allreduce h200 --nccl-algo NVLS
 step 30-envs $P envs --json
-# why a graph-captured torch all-reduce costs more than nccl-tests' (scripts/device/graph_diag.py says what it measures)
-step 40-diag-abort timeout 90 python3 scripts/device/graph_diag.py abort
-step 41-diag-destroy timeout 90 python3 scripts/device/graph_diag.py destroy
 step 42-torch-nccl-variables bash -c "strings $SITE/torch/lib/libtorch_cuda.so | grep -o 'TORCH_NCCL_[A-Z_]*' | sort -u"
 step 50-bench-probe python3 scripts/bench_probe.py --runs 11 --slow-runs 1 --json "$E/bench-probe.json"
 step 51-probe-importtime python3 -X importtime -m provision probe --json
@@ -35,5 +32,5 @@ step 52-probe-cprofile python3 -m cProfile -s cumtime -m provision probe --json
 DRIFT=scripts/bench_drift.py; [ -f $DRIFT ] || DRIFT=.carry/bench_drift.py
 [ -f $DRIFT ] && step 60-bench-drift python3 $DRIFT $VENV --runs 5 --json "$E/bench-drift.json"
 echo; cat "$E/steps.txt"; echo
-tail -11 "$E/12-check.out"; cat "$E/21-bench.out" "$E/23-bench-mixing-off.out" "$E"/4[01]-diag*.out "$E/50-bench-probe.out" "$E/60-bench-drift.out"
+tail -11 "$E/12-check.out"; cat "$E/21-bench.out" "$E/23-bench-mixing-off.out" "$E/50-bench-probe.out" "$E/60-bench-drift.out"
 for f in "$E"/*.err; do [ -s "$f" ] && { echo "== $f"; tail -3 "$f"; }; done

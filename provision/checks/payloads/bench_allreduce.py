@@ -163,8 +163,8 @@ def rank_main(rank: int, world: int, port: int, out_dir: str, config: dict[str, 
 
 def teardown(rank: int, out_dir: str, dist, graphs: list[object]) -> None:  # type: ignore[no-untyped-def]
     """Free the graphs and wait for the GPU, then end the rank's process without tearing NCCL down. On the 2 x H200
-    machine both destroy_process_group and an abort of the communicators hung for more than 60 s once graphs had
-    captured collectives, even after the graphs were freed (docs/evidence/h200-x2-2026-11-30-b, steps 20 and 40-41),
+    machine both destroy_process_group and an abort of the communicators outlasted a 10 s grace once graphs had
+    captured collectives, even after the graphs were freed (docs/evidence/h200-x2-2026-11-30-a and -b, step 20),
     while a process's exit releases the same resources at once. Every collective has completed and every result is
     written before this, so there is nothing left for a graceful teardown to protect."""
     begin = time.perf_counter()
