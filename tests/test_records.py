@@ -130,3 +130,18 @@ def test_state_history_is_read_from_an_old_file_and_rewritten_versioned(provisio
     assert json.loads((home / "state.json").read_text()) == {"schema_version": 1, "history": ["two", "one", "two"]}
     back = subprocess.run([provision_bin, "rollback", "--home", str(home), "--json"], capture_output=True, text=True, timeout=60)
     assert json.loads(back.stdout)["active"] == "one"
+
+
+def test_two_commands_storing_runs_at_once_both_keep_theirs(tmp_path: Path) -> None:
+    """Eight processes append 15 all-reduce runs each to one env.json: none is lost to another's rewrite."""
+    import sys
+
+    build = tmp_path / "build"
+    records.write(build, EnvRecord(name="cu130"))
+    script = ("import sys\nfrom pathlib import Path\nfrom provision.envs import records\n"
+              "for i in range(15):\n"
+              "    records.add_allreduce(Path(sys.argv[1]), records.AllreduceRun(at=sys.argv[2] + str(i), backend='gloo',"
+              " world_size=2, runs=[]))\n")
+    writers = [subprocess.Popen([sys.executable, "-c", script, str(build), f"w{n}-"]) for n in range(8)]
+    assert [w.wait(timeout=120) for w in writers] == [0] * 8
+    assert sorted(run.at for run in records.read(build).allreduce) == sorted(f"w{n}-{i}" for n in range(8) for i in range(15))

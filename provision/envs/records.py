@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -267,30 +268,33 @@ def write(build: Path, record: EnvRecord) -> None:
     write_json(build / ENV_FILE, record.to_dict())
 
 
+def _update(build: Path, change: Callable[[EnvRecord], EnvRecord]) -> EnvRecord:
+    """Re-read env.json, apply `change` and write it back, holding a lock on the record: two commands storing a run
+    at once (two benches, a check beside a baseline) both keep theirs."""
+    import fcntl
+
+    with open(build / f".{ENV_FILE}.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        record = change(read(build))
+        write(build, record)
+        return record
+
+
 def add_checks(build: Path, results: list[JSONObject], at: str, only: tuple[str, ...] | None = None) -> EnvRecord:
-    """Store a check run (re-read first: another command may have written meanwhile): a full run as the last one,
-    which drops an older --only run; an --only run beside it."""
-    current = read(build)
+    """Store a check run: a full run as the last one, which drops an older --only run; an --only run beside it."""
     if only:
-        record = dataclasses.replace(current, checks_subset=CheckRun(results=results, at=at, only=list(only)))
-    else:
-        record = dataclasses.replace(current, checks=CheckRun(results=results, at=at), checks_subset=None)
-    write(build, record)
-    return record
+        return _update(build, lambda current: dataclasses.replace(
+            current, checks_subset=CheckRun(results=results, at=at, only=list(only))))
+    return _update(build, lambda current: dataclasses.replace(
+        current, checks=CheckRun(results=results, at=at), checks_subset=None))
 
 
 def add_baseline(build: Path, run: BaselineRun) -> EnvRecord:
-    current = read(build)
-    record = dataclasses.replace(current, baselines=[*current.baselines, run])
-    write(build, record)
-    return record
+    return _update(build, lambda current: dataclasses.replace(current, baselines=[*current.baselines, run]))
 
 
 def add_allreduce(build: Path, run: AllreduceRun) -> EnvRecord:
-    current = read(build)
-    record = dataclasses.replace(current, allreduce=[*current.allreduce, run])
-    write(build, record)
-    return record
+    return _update(build, lambda current: dataclasses.replace(current, allreduce=[*current.allreduce, run]))
 
 
 # --- HOME/state.json ----------------------------------------------------------------------------------------------
