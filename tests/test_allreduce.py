@@ -204,3 +204,38 @@ def test_a_sweep_that_would_never_end_is_refused_before_anything_runs(tmp_path: 
         done = subprocess.run([provision_bin, "bench", "allreduce", "bare", "--backend", "gloo", *bad, *home],
                               capture_output=True, text=True, timeout=60)
         assert done.returncode == 2 and word in done.stderr and len(done.stderr.strip().splitlines()) == 2, (bad, done.stderr)
+
+
+def test_ranks_die_with_their_launcher_on_kill_9(tmp_path: Path) -> None:
+    """kill -9 of the payload (which dies with provision) must not leave ranks running on the GPUs."""
+    import signal
+
+    pids = tmp_path / "pids"
+    pids.mkdir()
+    script = tmp_path / "ranks.py"
+    script.write_text(
+        "import os, sys, time\n"
+        f"sys.path.insert(0, {str(payload_dir())!r})\n"
+        "from _common import launch\n"
+        "def target(rank, world, port, out_dir, config):\n"
+        f"    open(os.path.join({str(pids)!r}, str(os.getpid())), 'w').close()\n"
+        "    time.sleep(600)\n"
+        "if __name__ == '__main__':\n"
+        "    launch(target, 2, {}, 600.0)\n"
+    )
+    launcher = subprocess.Popen([sys.executable, str(script)])
+    deadline = time.monotonic() + 60
+    while len(list(pids.iterdir())) < 2 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    ranks = [int(p.name) for p in pids.iterdir()]
+    assert len(ranks) == 2
+    launcher.send_signal(signal.SIGKILL)
+    launcher.wait()
+    def running(pid: int) -> bool:  # a zombie waiting for init to reap it is dead
+        stat = Path(f"/proc/{pid}/stat")
+        return stat.exists() and stat.read_text().split()[2] != "Z"
+
+    deadline = time.monotonic() + 10
+    while any(running(pid) for pid in ranks) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert [pid for pid in ranks if running(pid)] == []

@@ -84,7 +84,9 @@ def launch(target: Any, world: int, config: dict[str, Any], timeout: float, grac
     import multiprocessing
 
     context = multiprocessing.get_context("spawn")
-    processes = [context.Process(target=target, args=(rank, world, port, out_dir, config)) for rank in range(world)]
+    parent = os.getpid()
+    processes = [context.Process(target=_rank_entry, args=(parent, target, rank, world, port, out_dir, config))
+                 for rank in range(world)]
     for process in processes:
         process.start()
     started = time.monotonic()
@@ -115,6 +117,20 @@ def launch(target: Any, world: int, config: dict[str, Any], timeout: float, grac
         results[rank]["teardown"] = {"clean": False, "step": last,
                                      "note": f"teardown outlasted {grace:g} s (at {last}); the rank was killed"}
     return results
+
+
+def _rank_entry(parent: int, target: Any, *args: Any) -> None:
+    """A rank dies with the payload that launched it (which dies with provision): a kill -9 anywhere above leaves no
+    rank holding a GPU. Linux's parent-death signal, set before the rank's work; a parent already gone ends it now."""
+    import contextlib
+    import ctypes
+    import signal
+
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL))  # PR_SET_PDEATHSIG
+    if os.getppid() != parent:
+        os._exit(1)
+    target(*args)
 
 
 def progress(out_dir: str, rank: int, step: str, bound_s: float) -> None:
