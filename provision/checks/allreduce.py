@@ -32,11 +32,16 @@ def parse_size(text: str) -> int:
     return size
 
 
+def _refuse_nvls(algo: str) -> None:
+    """NVLS (NCCL_ALGO=NVLS or NVLSTree, alone or in a per-collective list) uses multicast: never enabled."""
+    if any(name in algo.lower().replace(" ", "") for name in FORBIDDEN_ALGOS):
+        raise UsageError(f"NCCL_ALGO={algo}: NVLS uses multicast, which provision never enables",
+                         "choose Ring or Tree (per collective: allreduce:tree)")
+
+
 def variants(algos: tuple[str, ...], protos: tuple[str, ...]) -> list[dict[str, str]]:
     for algo in algos:
-        if any(name in algo.lower().replace(" ", "") for name in FORBIDDEN_ALGOS):
-            raise UsageError(f"NCCL_ALGO={algo}: NVLS uses multicast, which provision never enables",
-                             "choose Ring or Tree (per collective: allreduce:tree)")
+        _refuse_nvls(algo)
     if not algos and not protos:
         return [{}]
     combos = []
@@ -58,8 +63,10 @@ def nccl_env(pairs: tuple[str, ...]) -> dict[str, str]:
         key, sep, value = pair.partition("=")
         if not sep or not key.startswith("NCCL_") or not key.replace("_", "").isalnum():
             raise UsageError(f"--nccl-env {pair!r}: not NCCL_NAME=VALUE", "for example --nccl-env NCCL_GRAPH_MIXING_SUPPORT=0")
-        if key == "NCCL_NVLS_ENABLE" or (key == "NCCL_ALGO" and any(n in value.lower() for n in FORBIDDEN_ALGOS)):
+        if key == "NCCL_NVLS_ENABLE":
             raise UsageError(f"--nccl-env {pair}: NVLS uses multicast, which provision never enables", "leave NVLS off")
+        if key == "NCCL_ALGO":
+            _refuse_nvls(value)
         settings[key] = value
     return settings
 
