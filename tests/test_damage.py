@@ -16,10 +16,7 @@ import tiny
 
 @pytest.fixture
 def tool(tmp_path: Path, provision_bin: str, index_server) -> tiny.Tool:
-    profiles = tmp_path / "profiles"
-    profiles.mkdir()
-    tiny.profile(profiles)
-    return tiny.Tool(provision_bin, tmp_path / "home", profiles, tiny.index(index_server))
+    return tiny.make_tool(tmp_path, provision_bin, tiny.index(index_server))
 
 
 def one_error(done: subprocess.CompletedProcess[str], code: int, *words: str) -> None:

@@ -15,13 +15,9 @@ import tiny
 
 @pytest.fixture
 def tool(tmp_path: Path, provision_bin: str, index_server) -> tiny.Tool:
-    profiles = tmp_path / "profiles"
-    profiles.mkdir()
-    tiny.profile(profiles)
-    tiny.profile(profiles, "sleepy", 'sleepy = "==1.0"')
     served = tiny.index(index_server)
     served.add("sleepy", "1.0", files={"sleepy/__init__.py": b"import time\ntime.sleep(120)\n"})
-    return tiny.Tool(provision_bin, tmp_path / "home", profiles, served)
+    return tiny.make_tool(tmp_path, provision_bin, served, ("sleepy", 'sleepy = "==1.0"'))
 
 
 def processes_under(folder: Path, also: str = "") -> list[int]:

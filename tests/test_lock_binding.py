@@ -23,12 +23,8 @@ SECRET = "S3cr3t"
 
 @pytest.fixture
 def tool(tmp_path: Path, provision_bin: str, index_server) -> tiny.Tool:
-    profiles = tmp_path / "profiles"
-    profiles.mkdir()
-    tiny.profile(profiles)
-    tiny.profile(profiles, "tiny2")
-    tiny.profile(profiles, "both", 'alpha = "==1.0"\nbeta = ">=1.0"')
-    return tiny.Tool(provision_bin, tmp_path / "home", profiles, tiny.index(index_server))
+    return tiny.make_tool(tmp_path, provision_bin, tiny.index(index_server),
+                          ("tiny2", 'alpha = "==1.0"'), ("both", 'alpha = "==1.0"\nbeta = ">=1.0"'))
 
 
 def made_lock(tool: tiny.Tool, tmp_path: Path, profile: str = "both") -> Path:

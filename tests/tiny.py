@@ -57,3 +57,13 @@ class Tool:
 
     def builds(self) -> list[str]:
         return sorted(p.name for p in (self.home / "builds").iterdir()) if (self.home / "builds").exists() else []
+
+
+def make_tool(tmp_path: Path, provision_bin: str, served: Index, *extra: tuple[str, str]) -> Tool:
+    """A Tool over a home in tmp_path, with profile `tiny` and each (name, packages) of `extra`, served by `served`."""
+    profiles = tmp_path / "profiles"
+    profiles.mkdir()
+    profile(profiles)
+    for name, packages in extra:
+        profile(profiles, name, packages)
+    return Tool(provision_bin, tmp_path / "home", profiles, served)
