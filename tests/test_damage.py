@@ -76,6 +76,30 @@ def test_disk_full_on_switch_rollback_and_create_changes_nothing(tool: tiny.Tool
     assert tool.builds() == builds
 
 
+def test_ctrl_c_just_after_the_build_folder_is_made_removes_it(tool: tiny.Tool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The window the CI found: a Ctrl-C between the mkdir of the build and the cleanup's try left the folder."""
+    from provision.envs import home as homes
+    from provision.envs import lifecycle
+    from provision.stacks import profiles
+
+    tool.create("tiny", "--name", "a", "--no-checks")
+    for key, value in tool.env().items():
+        monkeypatch.setenv(key, value)
+    where = homes.Home(tool.home)
+    builds = tool.builds()
+    real_write_text = Path.write_text
+
+    def interrupted(path: Path, *args: object, **kwargs: object) -> int:
+        if path.name == lifecycle.BUILDING:
+            raise KeyboardInterrupt  # the signal lands while the new folder is being marked as building
+        return real_write_text(path, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Path, "write_text", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        lifecycle.create(where, profiles.load("tiny"), name="c", python=tiny.PY)
+    assert tool.builds() == builds and where.active() == "a"
+
+
 def test_disk_full_on_check_is_one_line(tool: tiny.Tool, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     from provision.cli.main import main
     from provision.envs import records

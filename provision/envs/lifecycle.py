@@ -204,15 +204,16 @@ def create(home: Home, profile: Profile, *, name: str | None = None, python: str
 
     name = check_name(name or profile.name)
     timings: dict[str, float] = {}
-    with home.locked():
-        gc(home)
-        _refuse_existing(home, name, replace)
-        stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-        build = home.builds / f"{name}-{stamp}-{os.urandom(3).hex()}"
-        with home.writing(f"start building {name}"):
-            build.mkdir(parents=True)
-            (build / BUILDING).write_text(str(os.getpid()))
+    build: Path | None = None  # named before it is made: a Ctrl-C at any point after the mkdir removes it (below)
     try:
+        with home.locked():
+            gc(home)
+            _refuse_existing(home, name, replace)
+            stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+            build = home.builds / f"{name}-{stamp}-{os.urandom(3).hex()}"
+            with home.writing(f"start building {name}"):
+                build.mkdir(parents=True)
+                (build / BUILDING).write_text(str(os.getpid()))
         interpreter, version = find_python(python or profile.python or f"{sys.version_info[0]}.{sys.version_info[1]}")
         started = time.perf_counter()
         indexes = locking.effective_indexes(profile, overrides or {})
@@ -237,7 +238,7 @@ def create(home: Home, profile: Profile, *, name: str | None = None, python: str
         result.activated, result.passed = activate, True
         return result
     except BaseException:
-        if build.exists() and not _is_live(home, name, build):
+        if build is not None and build.exists() and not _is_live(home, name, build):
             remove_tree(build)  # Ctrl-C or a failure: nothing half-made stays; kill -9 is cleaned by the next gc
         raise
 
