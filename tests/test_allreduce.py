@@ -239,3 +239,22 @@ def test_ranks_die_with_their_launcher_on_kill_9(tmp_path: Path) -> None:
     while any(running(pid) for pid in ranks) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert [pid for pid in ranks if running(pid)] == []
+
+
+def test_nccl_tests_with_gloo_is_refused_before_anything_runs(tmp_path: Path, provision_bin: str) -> None:
+    """--nccl-tests runs NVIDIA's all_reduce_perf on GPUs; with --backend gloo it was silently ignored. It is a usage
+    error naming both options, before any process starts (the binary below would leave a mark, the bare venv crash)."""
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    home = ["--home", str(tmp_path / "home")]
+    subprocess.run([provision_bin, "adopt", "bare", str(venv), *home], check=True, capture_output=True)
+    binary, mark = tmp_path / "all_reduce_perf", tmp_path / "ran"
+    binary.write_text(f"#!/bin/sh\ntouch {mark}\n")
+    binary.chmod(0o755)
+    for where in (binary, tmp_path):  # the binary, or the folder holding it
+        done = subprocess.run([provision_bin, "bench", "allreduce", "bare", "--backend", "gloo", "--nccl-tests", str(where),
+                               *home], capture_output=True, text=True, timeout=60)
+        error, hint = done.stderr.strip().splitlines()
+        assert done.returncode == 2 and "--nccl-tests" in error and "--backend gloo" in error, done.stderr
+        assert hint.startswith("hint:") and "--backend nccl" in hint
+    assert not mark.exists()

@@ -117,6 +117,9 @@ def bench_allreduce(name: str | None, min_bytes: str, max_bytes: str, factor: in
     sizes, settings = (allreduce.parse_size(min_bytes), allreduce.parse_size(max_bytes)), allreduce.nccl_env(nccl_env)
     if sizes[0] > sizes[1]:
         raise UsageError(f"--min-bytes {min_bytes} is larger than --max-bytes {max_bytes}", "swap them, e.g. -b 8 -e 128M")
+    if nccl_tests is not None and backend == "gloo":  # all_reduce_perf runs on GPUs: it was silently skipped
+        raise UsageError(f"--nccl-tests {nccl_tests} runs NVIDIA's all_reduce_perf on GPUs, which --backend gloo does not use",
+                         "drop --nccl-tests, or run with --backend nccl on a GPU machine")
     name, build = home_of(home).named_or_active(name, "provision bench allreduce")
     with views.progress(as_json) as step:
         run = allreduce.run(build, records.read(build), min_bytes=sizes[0], max_bytes=sizes[1], factor=factor, iters=iters,
