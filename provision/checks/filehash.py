@@ -32,7 +32,6 @@ class Digests:
     """What hashing found: key -> "mode=digest", or None for a file that is not there (or not a regular file)."""
 
     found: dict[str, str | None] = field(default_factory=dict)
-    sizes: dict[str, int] = field(default_factory=dict)
     hashed: int = 0
     hashed_bytes: int = 0
     remembered: int = 0
@@ -69,13 +68,6 @@ class Cache:
             except (OSError, ValueError, AttributeError):
                 self.entries = {}
 
-    def lookup(self, key: str, stat: os.stat_result, mode: str) -> str | None:
-        entry = self.entries.get(key)
-        if entry and entry[0] == stat.st_size and entry[1] == stat.st_mtime_ns and entry[2] == stat.st_ino:
-            digest = str(entry[3])
-            return digest if digest.startswith(mode + "=") else None
-        return None
-
     def remember(self, key: str, stat: os.stat_result, digest: str) -> None:
         self.entries[key] = [stat.st_size, stat.st_mtime_ns, stat.st_ino, digest]
         self.changed = True
@@ -93,15 +85,15 @@ class Cache:
             self.changed = False
 
 
-def digests(wanted: Iterable[Wanted], cache: Cache, *, expected_sizes: dict[str, int] | None = None,
-            inside: Callable[[str], bool] | None = None) -> Digests:
+def digests(wanted: Iterable[Wanted], cache: Cache, *, inside: Callable[[str], bool] | None = None) -> Digests:
     """Digest every wanted file: from the cache where size, mtime and inode clear it, else by reading it.
 
-    A file whose size differs from `expected_sizes` is not read: it cannot match, its size says so. A link whose
-    target `inside` refuses is not followed."""
+    A changed file is read too, so that what is reported is its digest. A link whose target `inside` refuses is not
+    followed."""
     result = Digests()
     to_hash: list[tuple[Wanted, os.stat_result]] = []
     seen: set[str] = set()
+    entries = cache.entries
     for item in wanted:
         seen.add(item.key)
         try:
@@ -117,13 +109,9 @@ def digests(wanted: Iterable[Wanted], cache: Cache, *, expected_sizes: dict[str,
         if not S_ISREG(stat.st_mode):
             result.found[item.key] = None
             continue
-        result.sizes[item.key] = stat.st_size
-        expected = (expected_sizes or {}).get(item.key)
-        if expected is not None and expected != stat.st_size:
-            result.found[item.key] = f"{item.mode}=(size {stat.st_size}, RECORD says {expected})"
-            continue
-        remembered = cache.lookup(item.key, stat, item.mode)
-        if remembered is not None:
+        entry = entries.get(item.key)  # Cache.lookup, inlined: it runs once per file of the environment
+        remembered = str(entry[3]) if entry and entry[0] == stat.st_size and entry[1] == stat.st_mtime_ns and entry[2] == stat.st_ino else None
+        if remembered is not None and remembered.startswith(item.mode + "="):
             result.found[item.key] = remembered
             result.remembered += 1
         else:
