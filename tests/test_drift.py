@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -15,7 +16,7 @@ from pathlib import Path
 import pytest
 import stacks
 
-from provision.checks import drift
+from provision.checks import drift, filehash
 from provision.stacks import uvtool
 
 PY = sys.executable
@@ -24,9 +25,11 @@ PY = sys.executable
 class Env:
     """One environment built by the installed `provision`, with a uv cache of its own (patches in place reach it)."""
 
-    def __init__(self, binary: str, root: Path, stack) -> None:
+    def __init__(self, binary: str, root: Path, stack, **extra: str) -> None:
         self.binary, self.root, self.stack = binary, root, stack
-        self.variables = {**os.environ, "PROVISION_HOME": str(root / "home"), "UV_CACHE_DIR": str(root / "uv-cache")}
+        self.variables = {**os.environ, "PROVISION_HOME": str(root / "home"), "UV_CACHE_DIR": str(root / "uv-cache"), **extra}
+        if "UV_LINK_MODE" not in extra:
+            self.variables.pop("UV_LINK_MODE", None)  # provision's own choice is what is tested
         self("create", "cu130", "--python", PY, *stacks.index_args(stack), "--no-checks")
         self.build = next((root / "home" / "builds").iterdir())
         self.venv = self.build / "venv"
@@ -110,6 +113,8 @@ def test_each_drift_is_found_and_restore_undoes_it_offline_leaving_the_rest_unto
         ("unowned", None, "zz-experiment.pth"),
         ("other-version", "filelock", "filelock-3.21.0.dist-info"),
     }
+    patched = next(f for f in result["details"]["findings"] if f["kind"] == "modified")
+    assert patched["found"] == filehash.record_digest(env.site / "torch" / "__init__.py", "sha256") != patched["expected"]
     upgraded = next(f for f in result["details"]["findings"] if f["kind"] == "other-version")
     assert (upgraded["expected"], upgraded["found"]) == ("3.20.0", "3.21.0")
     for words in ("modified torch/__init__.py (torch)", "unowned sitecustomize.py", "other-version filelock"):
@@ -148,7 +153,31 @@ def test_restore_uninstalls_a_distribution_the_lock_does_not_have(env: Env) -> N
     assert not (env.site / "leftover_tool").exists()
 
 
-def test_a_file_patched_in_place_damaged_uvs_cache_too_and_restore_fetches_it_again(env: Env) -> None:
+def cached_copies(env: Env, relative: str) -> list[str]:
+    return [path.read_text() for path in (env.root / "uv-cache").rglob(relative)]
+
+
+def test_a_file_patched_in_place_reaches_neither_uvs_cache_nor_another_environment(env: Env) -> None:
+    """uv hard-links from its cache by default: a patch in place would patch the cache and every environment built
+    from it (the cu128 one kept for rollback too). provision's environments own their files."""
+    env("create", "cu130", "--name", "other", "--python", PY, *stacks.index_args(env.stack), "--no-checks", "--no-activate")
+    target = env.site / "torch" / "__init__.py"
+    other = drift.site_packages(env.root / "home" / "envs" / "other" / "venv") / "torch" / "__init__.py"
+    assert target.stat().st_nlink == 1 and other.read_text() == target.read_text()
+    assert cached_copies(env, "torch/__init__.py"), "uv's cache holds the unpacked wheel"
+    with open(target, "a") as handle:  # in place, the way a quick experiment patches a file
+        handle.write("FORCE_CUSTOM_ALL_REDUCE = True\n")
+    assert "FORCE" not in other.read_text()
+    assert not any("FORCE" in text for text in cached_copies(env, "torch/__init__.py"))
+    requests_before = len(env.file_requests())
+    done = env.json("restore", "cu130", "--no-checks")
+    assert not done["downloaded"] and done["refreshed"] == [] and len(env.file_requests()) == requests_before
+    assert done["drift_after"]["status"] == "pass" and "FORCE" not in target.read_text()
+
+
+def test_with_hard_links_chosen_in_uv_link_mode_restore_fetches_the_damaged_cache_copy_again(
+        tmp_path: Path, index_server, provision_bin: str) -> None:
+    env = Env(provision_bin, tmp_path, stacks.cu130(index_server), UV_LINK_MODE="hardlink")  # the user's choice wins
     target = env.site / "torch" / "__init__.py"
     assert target.stat().st_nlink > 1, "uv hard-links from its cache on one file system"
     with open(target, "a") as handle:  # in place: the cache's copy is the same inode
@@ -164,7 +193,8 @@ def test_a_failed_restore_changes_nothing(env: Env, index_server) -> None:
         handle.write("FORCE_CUSTOM_ALL_REDUCE = True\n")
     (env.site / "sitecustomize.py").write_text("print(1)\n")
     before = env.hashes()
-    index_server.down.add("pytorch")  # the damaged cache must be refetched, and the index is down
+    shutil.rmtree(env.root / "uv-cache")  # uv's cache was cleaned since: the wheel must be fetched again
+    index_server.down.add("pytorch")  # and the index is down
     failed = env("restore", "cu130", "--no-checks", code=5)
     assert "\nerror: index request failed" in failed.stderr and "\nhint: " in failed.stderr
     assert env.hashes() == before
@@ -176,6 +206,7 @@ def test_ctrl_c_during_restore_leaves_the_environment_as_it_was(env: Env) -> Non
     with open(target, "a") as handle:
         handle.write("FORCE_CUSTOM_ALL_REDUCE = True\n")
     before = env.hashes()
+    shutil.rmtree(env.root / "uv-cache")  # uv's cache was cleaned since: the wheel must be fetched again
     env.stack["pytorch"].delay = 3.0  # the refetch is slow: caught mid-restore
     earlier = len(env.stack["pytorch"].requests)
     process = subprocess.Popen([env.binary, "restore", "cu130", "--no-checks"], stderr=subprocess.PIPE, text=True,

@@ -158,6 +158,7 @@ def _reinstall(build: Path, lock: Path, venv: Path, staging: Path, result: Resto
     # uv runs the copy's python, whose start-up files are set aside already: a sitecustomize.py that prints or
     # exits cannot upset uv's look at the interpreter. The scripts it writes name that python; relocated below.
     args = ["pip", "install", "--python", str(staging / "bin" / "python"), "--no-deps", "--quiet",
+            *uvtool.link_mode(staging / "bin" / "python"),
             "-r", str(subset), *(part for dist in result.reinstall for part in ("--reinstall-package", dist))]
     try:
         progress(f"reinstalling {', '.join(result.reinstall)} from uv's cache")

@@ -88,7 +88,37 @@ def sync(lock_file: Path, python: Path, indexes: Mapping[str, str | None], *, ti
     """Install `lock_file` into the venv of `python` exactly (hashes verified); credentials for its files come from
     the indexes, by variable."""
     args, env = index_options(indexes)
-    return run(["pip", "sync", str(lock_file), "--python", str(python), "--quiet", *args], timeout=timeout, env=env)
+    return run(["pip", "sync", str(lock_file), "--python", str(python), "--quiet", *args, *link_mode(python)],
+               timeout=timeout, env=env)
+
+
+FICLONE = 0x40049409  # linux/fs.h: make the target share the source's blocks, copy-on-write
+
+
+def link_mode(python: Path) -> list[str]:
+    """uv's --link-mode for an environment provision builds: one whose files are its own, so that a file patched in
+    place never changes uv's cache or another environment built from it (uv hard-links from its cache by default,
+    and falls back from clone to hard links). `clone` where the file systems share blocks copy-on-write, else
+    `copy`; none where the user chose one in UV_LINK_MODE (uv reads it)."""
+    if os.environ.get("UV_LINK_MODE"):
+        return []
+    return ["--link-mode", "clone" if _reflinks(Path(cache_dir()), python.parent) else "copy"]
+
+
+def _reflinks(source_dir: Path, target_dir: Path) -> bool:
+    """Whether a file in `source_dir` can be cloned into `target_dir` (FICLONE): XFS and btrfs, not ext4."""
+    import fcntl
+    import tempfile
+
+    try:
+        source_dir.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=source_dir) as source, tempfile.TemporaryFile(dir=target_dir) as target:
+            source.write(b"provision")
+            source.flush()
+            fcntl.ioctl(target.fileno(), FICLONE, source.fileno())
+            return True
+    except OSError:
+        return False
 
 
 def failure(stderr: str) -> ProvisionError:
