@@ -4,6 +4,7 @@ otherwise, the offline fallback. Nothing is downloaded: `report --machine` stays
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from dataclasses import dataclass
@@ -34,8 +35,10 @@ def memory_file() -> Path:
     return Path(base) / "provision" / "nvcc-gpu-code.json"
 
 
+@functools.cache
 def targets(cuda: str, cache: Path | None) -> CompilerTargets | None:
-    """What nvcc of CUDA release `cuda` ("13.0") targets: from its wheel in uv's cache at `cache`, else the table."""
+    """What nvcc of CUDA release `cuda` ("13.0") targets: from its wheel in uv's cache at `cache`, else the table.
+    Asked once per process: a report judges every profile on every machine, and uv's cache is read once."""
     found = _from_wheel(cuda, cache) if cache is not None and cache.is_dir() else None
     if found:
         return found

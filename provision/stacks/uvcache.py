@@ -39,8 +39,9 @@ def wheels(cache: Path, projects: set[str] | None = None) -> dict[tuple[str, str
     for bucket in sorted(cache.glob("wheels-v*"), reverse=True):
         if projects is None:
             folders = [f for f in bucket.glob("*/*") if f.is_dir()] + [f for f in bucket.glob("*/*/*") if f.is_dir()]
-        else:  # <kind>/<project> (pypi) or <kind>/<index or url hash>/<project>
-            folders = [f for name in sorted(projects) for f in (*bucket.glob(f"*/{name}"), *bucket.glob(f"*/*/{name}"))]
+        else:  # <kind>/<project> (pypi) or <kind>/<index or url hash>/<project>: a stat per place, not a glob
+            folders = [Path(place, name) for place in _places(bucket) for name in sorted(projects)
+                       if os.path.isdir(os.path.join(place, name))]
         for folder in folders:
             project = str(canonicalize_name(folder.name))
             try:
@@ -55,6 +56,22 @@ def wheels(cache: Path, projects: set[str] | None = None) -> dict[tuple[str, str
                 if target.is_dir():
                     found[key] = CachedWheel(project=project, stem=entry.name, archive=target, link=Path(entry.path))
     return found
+
+
+def _places(bucket: Path) -> list[str]:
+    """Every folder of a wheels bucket that may hold project folders: each kind, and each index or URL hash in it."""
+    places = []
+    for kind in _subfolders(str(bucket)):
+        places.append(kind)
+        places += _subfolders(kind)
+    return places
+
+
+def _subfolders(folder: str) -> list[str]:
+    try:
+        return [entry.path for entry in os.scandir(folder) if entry.is_dir(follow_symlinks=False)]
+    except OSError:
+        return []
 
 
 def stem_of(filename: str) -> str:
