@@ -258,3 +258,13 @@ def test_nccl_tests_with_gloo_is_refused_before_anything_runs(tmp_path: Path, pr
         assert done.returncode == 2 and "--nccl-tests" in error and "--backend gloo" in error, done.stderr
         assert hint.startswith("hint:") and "--backend nccl" in hint
     assert not mark.exists()
+
+
+def test_what_the_command_line_alone_refuses_is_a_usage_error_before_any_environment(tmp_path: Path, provision_bin: str) -> None:
+    """NVLS and a --nccl-tests path without all_reduce_perf are exit 2 (docs/exit-codes.md) even with no environment
+    active and no GPU: they were exit 7 ("no environment is active") before."""
+    home = ["--home", str(tmp_path / "home")]
+    for extra, words in ((["--nccl-algo", "NVLS"], "NVLS uses multicast"),
+                         (["--nccl-tests", str(tmp_path)], "no executable all_reduce_perf")):
+        done = subprocess.run([provision_bin, "bench", "allreduce", *extra, *home], capture_output=True, text=True, timeout=60)
+        assert done.returncode == 2 and words in done.stderr, (extra, done.returncode, done.stderr)

@@ -120,6 +120,12 @@ def bench_allreduce(name: str | None, min_bytes: str, max_bytes: str, factor: in
     if nccl_tests is not None and backend == "gloo":  # all_reduce_perf runs on GPUs: it was silently skipped
         raise UsageError(f"--nccl-tests {nccl_tests} runs NVIDIA's all_reduce_perf on GPUs, which --backend gloo does not use",
                          "drop --nccl-tests, or run with --backend nccl on a GPU machine")
+    # What the command line alone can refuse is refused first (exit 2), before the environment and the GPUs are read
+    allreduce.variants(algos, protos)
+    if nccl_tests is not None:
+        from provision.checks import nccl_tests as anchors
+
+        anchors.find(nccl_tests)
     name, build = home_of(home).named_or_active(name, "provision bench allreduce")
     with views.progress(as_json) as step:
         run = allreduce.run(build, records.read(build), min_bytes=sizes[0], max_bytes=sizes[1], factor=factor, iters=iters,
