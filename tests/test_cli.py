@@ -145,6 +145,10 @@ def test_completion_of_environment_and_profile_names(provision_bin: str, tmp_pat
     assert complete(provision_bin, "switch", "x", env={"PROVISION_HOME": str(tmp_path / "none")}) == []
     assert sorted(complete(provision_bin, "create", "cu13")) == ["cu130", "cu130-stable"]
     assert "cu128" in complete(provision_bin, "lock", "")
+    assert sorted(complete(provision_bin, "report", "--profile", "cu13")) == ["cu130", "cu130-stable"]
+    assert complete(provision_bin, "report", "--env", "cu12", env={"PROVISION_HOME": str(home)}) == ["cu128-old"]
+    assert complete(provision_bin, "run", "cu13", env={"PROVISION_HOME": str(home)}) == ["cu130-new"]
+    assert complete(provision_bin, "run", "cu130-new", "--", "pyth", env={"PROVISION_HOME": str(home)}) == []
 
 
 def test_verbose_lines_never_show_credentials(capsys: pytest.CaptureFixture[str]) -> None:

@@ -19,7 +19,7 @@ from provision.cli.options import (
 
 @click.command(short_help="Run the smoke checks against an environment.")
 @env_argument("name", required=False)
-@click.option("--only", help="Comma-separated check ids (drift, driver, torch-cuda, cuda-libs, sgl-kernel, symmetric-memory, flashinfer-jit, imports).")
+@click.option("--only", help="Comma-separated check ids (drift, driver, torch-cuda, cuda-libs, sgl-kernel, symmetric-memory, nccl-allreduce, flashinfer-jit, imports).")
 @click.option("--target-sm", help="Also build FlashInfer's JIT for this SM (12.0) and check the cubins it produced.")
 @json_option
 @home_option

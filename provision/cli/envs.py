@@ -11,6 +11,7 @@ import click
 
 from provision.cli.options import (
     complete_env,
+    complete_first_env,
     complete_profile,
     env_argument,
     home_of,
@@ -155,7 +156,7 @@ def adopt(name: str, venv: Path, profile_name: str | None, as_json: bool, home: 
 
 
 @click.command(short_help="Run a command inside an environment.", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
-@click.argument("args", nargs=-1, type=click.UNPROCESSED, required=True)
+@click.argument("args", nargs=-1, type=click.UNPROCESSED, required=True, shell_complete=complete_first_env)
 @home_option
 @verbosity_options
 def run(args: tuple[str, ...], home: Path | None) -> None:

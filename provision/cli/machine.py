@@ -7,7 +7,14 @@ from pathlib import Path
 
 import click
 
-from provision.cli.options import compute_capability, home_option, json_option, verbosity_options
+from provision.cli.options import (
+    complete_env,
+    complete_profile,
+    compute_capability,
+    home_option,
+    json_option,
+    verbosity_options,
+)
 
 
 @click.command(short_help="Read the machine: driver, GPUs, topology, toolkits.")
@@ -43,8 +50,10 @@ def scan(paths: tuple[Path, ...], require: tuple[str, ...], as_json: bool) -> No
 @click.command(short_help="Judge machines against profiles and environments.")
 @click.option("--machine", "machines", multiple=True, type=click.Path(path_type=Path, dir_okay=False),
               help="A recorded `provision probe --json` file (repeat for a fleet); default: probe this machine.")
-@click.option("--profile", "profile_names", multiple=True, help="Judge against this profile (name or path); default: all.")
-@click.option("--env", "env_names", multiple=True, help="Also judge this environment (scan, versions, checks, baseline).")
+@click.option("--profile", "profile_names", multiple=True, shell_complete=complete_profile,
+              help="Judge against this profile (name or path); default: all.")
+@click.option("--env", "env_names", multiple=True, shell_complete=complete_env,
+              help="Also judge this environment (scan, versions, checks, baseline).")
 @click.option("--lock", "locks", multiple=True, type=click.Path(path_type=Path, dir_okay=False, exists=True),
               help="Judge this PEP 751 lock before installing it: every CUDA wheel scanned (uv's cache, else fetched; never unpacked).")
 @click.option("--no-fetch", is_flag=True, help="With --lock: scan only the wheels uv's cache holds; the rest SKIP.")

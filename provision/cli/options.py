@@ -137,6 +137,11 @@ def complete_env(ctx: click.Context, _param: click.Parameter, incomplete: str) -
     return [CompletionItem(name) for name in names if name.startswith(incomplete)]
 
 
+def complete_first_env(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[CompletionItem]:
+    """`run NAME -- COMMAND`: environment names for the first word, nothing after it (the command is the shell's)."""
+    return [] if ctx.params.get(param.name or "") else complete_env(ctx, param, incomplete)
+
+
 def complete_profile(_ctx: click.Context, _param: click.Parameter, incomplete: str) -> list[CompletionItem]:
     """Profile names (shipped, and in PROVISION_PROFILES folders); a path is completed as a file."""
     from click.shell_completion import CompletionItem
