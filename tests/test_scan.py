@@ -105,6 +105,19 @@ def test_wheel_scanned_in_place_and_venv_attributed_by_record(tmp_path: Path) ->
     assert [f.package for f in scan.scan([site / "fake_kernels"]).files] == ["fake-kernels"]
 
 
+@needs_nvcc
+def test_a_folder_of_wheels_is_scanned_wheel_by_wheel_and_a_bad_one_is_a_note(tmp_path: Path) -> None:
+    library = compile_shared(tmp_path, [("compute_90", "sm_90")], [])
+    wheelhouse = tmp_path / "wheelhouse"
+    build_wheel(wheelhouse, "fake-kernels", "1.0", tag="cp312-cp312-manylinux_2_28_x86_64",
+                files={"fake_kernels/libk.so": library.read_bytes()})
+    (wheelhouse / "broken-1.0-py3-none-any.whl").write_bytes(b"not a zip")
+    result = scan.scan([wheelhouse])
+    (package,) = result.packages
+    assert (package.name, package.version, dict(package.counts.cubin)) == ("fake-kernels", "1.0", {"sm_90": 2})
+    assert len(result.notes) == 1 and "broken-1.0-py3-none-any.whl: not a readable wheel" in result.notes[0]
+
+
 def test_files_without_cuda_code_and_broken_elf(tmp_path: Path) -> None:
     (tmp_path / "plain.so").write_bytes(Path("/bin/sh").resolve().read_bytes()[:4096])  # truncated ELF
     (tmp_path / "text.so").write_text("not an ELF")

@@ -127,6 +127,15 @@ def scan(paths: list[Path], require: tuple[str, ...] = (), jobs: int | None = No
         if path.is_dir():
             owners = installed.record_owners(path)
             for file in installed.walk(path):
+                if file.suffix == ".whl":  # a wheelhouse: each wheel read in place, a bad one a note, not the end
+                    try:
+                        found = _scan_wheel(file, notes, jobs)
+                    except UsageError as exc:
+                        notes.append(exc.message)
+                        continue
+                    scanned += found[0]
+                    files.extend(found[1])
+                    continue
                 scanned += 1
                 code = _safe(code_in_file, file, notes)
                 if code is not None and not code.empty:

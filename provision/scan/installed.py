@@ -57,7 +57,7 @@ def _metadata(path: Path) -> dict[str, str]:
 
 
 def walk(root: Path) -> Iterator[Path]:
-    """Regular files that may hold device code: shared objects, cubins, objects, archives, executables.
+    """Regular files that may hold device code: shared objects, cubins, objects, archives, executables, wheels.
     Links are not followed, so a library reached twice is counted once; FIFOs and devices are never opened."""
     stack = [str(root)]
     while stack:
@@ -74,7 +74,7 @@ def walk(root: Path) -> Iterator[Path]:
 
 def _is_candidate(entry: os.DirEntry[str]) -> bool:
     name = entry.name
-    if ".so" in name or name.endswith((".cubin", ".o", ".a", ".fatbin")):
+    if ".so" in name or name.endswith((".cubin", ".o", ".a", ".fatbin", ".whl")):
         return True
     if name.endswith((".py", ".pyc", ".pyi", ".txt", ".json", ".h", ".hpp", ".cuh", ".md")):
         return False
