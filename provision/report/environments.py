@@ -16,6 +16,8 @@ from provision.envs.records import EnvRecord
 from provision.report.gates import Gate, MachineReport, Target, driver_gate, machine_gates
 from provision.scan import binaries as scan
 
+CHECKS_DOC = "docs/checks.md"  # what each smoke check proves and how it decides
+
 
 def installed(venv: Path) -> dict[str, str]:
     """{distribution: version} read from the venv's .dist-info folders (nothing is run)."""
@@ -100,18 +102,21 @@ def stored_gates(record: EnvRecord) -> list[Gate]:
         bad = [f"{r['id']}: {r.get('reason', '')}" for r in results if statuses.failed(r["status"])]
         status = "fail" if bad else "pass"
         reason = "; ".join(bad)[:500] if bad else f"{sum(r['status'] == 'pass' for r in results)} pass, {sum(r['status'] == 'skip' for r in results)} skip"
-        gates.append(Gate(id="checks", title=f"last smoke checks ({record.checks.at if record.checks else '?'})", status=status, reason=reason))
+        gates.append(Gate(id="checks", title=f"last smoke checks ({record.checks.at if record.checks else '?'})", status=status, reason=reason,
+                          source=CHECKS_DOC))
     else:
-        gates.append(Gate(id="checks", title="last smoke checks", status="warn", reason="never checked: run provision check"))
+        gates.append(Gate(id="checks", title="last smoke checks", status="warn", reason="never checked: run provision check",
+                          source=CHECKS_DOC))
     subset = record.checks_subset
     if subset is not None and subset.results:
         shown = ", ".join(f"{r['id']} {r['status']}" for r in subset.results)
         gates.append(Gate(id="checks-only", title=f"later check --only run ({subset.at or '?'})", status="info", kind="feature",
-                          reason=shown))
+                          reason=shown, source=CHECKS_DOC))
     if record.baselines:
         last = record.baselines[-1]
         gates.append(Gate(id="baseline", title="last baseline", status="info", kind="feature",
-                          reason=f"{last.figure or 0:.2f} {last.unit} on {last.machine['summary']} ({last.at})"))
+                          reason=f"{last.figure or 0:.2f} {last.unit} on {last.machine['summary']} ({last.at})",
+                          source="docs/checks.md (Baselines)"))
     return gates
 
 
@@ -121,7 +126,8 @@ def drift_gate(venv: Path, build: Path, record: EnvRecord) -> Gate:
 
     result = drift.check(venv, build, record)
     return Gate(id="drift", title="installed files match their RECORD, distributions the lock", status=result["status"],
-                reason=result["reason"][:600], source="each distribution's RECORD (PEP 376); the environment's PEP 751 lock")
+                reason=result["reason"][:600], source="docs/checks.md (Drift and restore): each distribution's RECORD "
+                       "(https://packaging.python.org/en/latest/specifications/recording-installed-packages/), the PEP 751 lock")
 
 
 def judge(where: homes.Home, name: str, report: MachineReport) -> Target:

@@ -126,7 +126,8 @@ def _toolkit(facts: MachineFacts, profile: Profile, uv_cache: Path | None = None
         if all(sm in targets for sm in sms):
             return Gate(id="toolkit", title=title, status="pass", reason=f"{name} targets {', '.join(sms)}", source=source)
     if not options:
-        return Gate(id="toolkit", title=title, status="warn", reason="no CUDA toolkit found and the profile brings none; JIT builds (FlashInfer) cannot run")
+        return Gate(id="toolkit", title=title, status="warn", reason="no CUDA toolkit found and the profile brings none; JIT builds (FlashInfer) cannot run",
+                    source=TOOLKIT_SOURCE)
     return Gate(id="toolkit", title=title, status="fail", source=TOOLKIT_SOURCE,
                 reason=f"no compiler targets {', '.join(sms)}: {'; '.join(n for n, _, _ in options)}")
 
