@@ -29,8 +29,11 @@ def one_error(done: subprocess.CompletedProcess[str], code: int, *words: str) ->
 def test_a_home_that_is_a_file_or_has_a_folder_for_its_lock(tool: tiny.Tool, tmp_path: Path) -> None:
     a_file = tmp_path / "home-file"
     a_file.write_text("")
-    for args in (("create", "tiny", "--python", tiny.PY), ("switch", "x"), ("gc",)):
-        one_error(tool(*args, check=False, env={"PROVISION_HOME": str(a_file)}), 7, "cannot make its folders", str(a_file))
+    for args in (("create", "tiny", "--python", tiny.PY), ("switch", "x"), ("gc",), ("envs",)):
+        one_error(tool(*args, check=False, env={"PROVISION_HOME": str(a_file)}), 7, "is a file, not a folder", str(a_file))
+        # --home, before or after the command, says the same (it was a click usage error, exit 2, and envs listed nothing)
+        one_error(tool("--home", str(a_file), *args, check=False), 7, "is a file, not a folder", str(a_file))
+        one_error(tool(*args, "--home", str(a_file), check=False), 7, "is a file, not a folder", str(a_file))
     (tool.home / ".lock").mkdir(parents=True)
     one_error(tool.create("tiny", check=False), 7, "cannot take its lock", ".lock")
     if os.geteuid() != 0:  # root writes into a read-only folder anyway

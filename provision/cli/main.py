@@ -18,7 +18,7 @@ from provision.errors import ProvisionError
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="provision")
-@click.option("--home", type=click.Path(path_type=Path, file_okay=False), help=HOME_HELP + " Every command takes it too.")
+@click.option("--home", type=click.Path(path_type=Path), help=HOME_HELP + " Every command takes it too.")
 @verbosity_options
 @click.pass_context
 def cli(ctx: click.Context, home: Path | None) -> None:

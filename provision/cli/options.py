@@ -48,7 +48,7 @@ def _home_value(ctx: click.Context, _param: click.Parameter, value: Path | None)
 
 
 def home_option(f: F) -> F:
-    return click.option("--home", type=click.Path(path_type=Path, file_okay=False), callback=_home_value,
+    return click.option("--home", type=click.Path(path_type=Path), callback=_home_value,
                         help=HOME_HELP)(f)
 
 

@@ -44,7 +44,11 @@ def resolve(home: Path | None = None) -> Path:
     if home is None:
         data = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
         home = Path(data) / "provision"
-    return home.expanduser().absolute()
+    home = home.expanduser().absolute()
+    if home.exists() and not home.is_dir():  # every command, reading or writing, stops here alike (exit 7)
+        raise EnvError(f"{home} is a file, not a folder: it cannot be provision's home",
+                       "choose another --home (or PROVISION_HOME), or move that file away")
+    return home
 
 
 @dataclass(frozen=True)
