@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from provision import compat
@@ -80,3 +82,12 @@ def test_driver_supports(driver_cuda: str | None, target: str, ok: bool) -> None
 @pytest.mark.parametrize(("code", "name"), list(compat.TOPOLOGY_LEVELS.items()))
 def test_topology_levels_are_nvidia_smi_names(code: int, name: str) -> None:
     assert name in {"X", "PIX", "PXB", "PHB", "NODE", "SYS"}
+
+
+def test_torch_wheels_of_cuda_13_2_are_known_from_a_real_wheel() -> None:
+    """torch 2.15.0+cu132 (the public registry's default build): its arch flags and its cubins, in the evidence file."""
+    sms = compat.torch_wheel_sms("13.2")
+    assert sms is not None and "sm_120" in sms and "sm_90" in sms
+    row = next(r for r in compat.knowledge()["torch_wheels"] if r["cuda"] == "13.2")
+    evidence = (Path(__file__).resolve().parent.parent / row["source"].split(" ")[0]).read_text()
+    assert "2.15.0+cu132 13.2 " + " ".join(sms) in evidence
