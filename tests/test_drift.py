@@ -222,6 +222,32 @@ def test_ctrl_c_during_restore_leaves_the_environment_as_it_was(env: Env) -> Non
     assert not list(env.venv.parent.glob(".venv.restore-*"))
 
 
+def test_a_rollback_does_not_wait_for_a_restore_and_nothing_removes_what_it_holds(env: Env) -> None:
+    env("create", "cu130", "--name", "other", "--python", PY, *stacks.index_args(env.stack), "--no-checks")  # now active
+    with open(env.site / "torch" / "__init__.py", "a") as handle:
+        handle.write("FORCE_CUSTOM_ALL_REDUCE = True\n")
+    shutil.rmtree(env.root / "uv-cache")  # the wheel must be fetched again, from a slow index
+    env.stack["pytorch"].delay = 4.0
+    earlier = len(env.stack["pytorch"].requests)
+    process = subprocess.Popen([env.binary, "restore", "cu130", "--no-checks", "--json"], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True, env=env.variables)
+    deadline = time.time() + 60
+    while time.time() < deadline and len(env.stack["pytorch"].requests) == earlier:
+        time.sleep(0.05)
+    started = time.perf_counter()
+    env("rollback")  # back to cu130 while it is being restored: HOME's lock is free
+    env("switch", "other")
+    assert time.perf_counter() - started < 3.0, "switch and rollback waited for the restore"
+    refused = env("remove", "cu130", code=7)
+    assert "cu130 is being restored (pid " in refused.stderr and "\nhint: wait for that restore" in refused.stderr
+    assert env("restore", "cu130", "--no-checks", code=7).stderr.startswith("error: cu130 is being restored")
+    assert env("gc").returncode == 0 and env.build.exists()
+    out, err = process.communicate(timeout=120)
+    assert process.returncode == 0, err
+    assert json.loads(out)["drift_after"]["status"] == "pass" and env.drift()["status"] == "pass"
+    env("remove", "cu130")  # once it is done
+
+
 def test_restore_of_a_clean_environment_does_nothing(env: Env) -> None:
     before = env.hashes()
     done = env.json("restore", "cu130", "--no-checks")

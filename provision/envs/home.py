@@ -20,9 +20,10 @@ import os
 import signal
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 from provision import log
 from provision.atomic import fsync_dir
@@ -37,6 +38,7 @@ from provision.names import check_name as check_name
 
 HOME_VARIABLE = "PROVISION_HOME"
 BUILDING = ".building"
+RESTORING = ".restoring"  # a build's own lock, held by a restore
 def resolve(home: Path | None = None) -> Path:
     """--home, else PROVISION_HOME, else $XDG_DATA_HOME/provision (~/.local/share/provision)."""
     if home is None and os.environ.get(HOME_VARIABLE):
@@ -97,24 +99,40 @@ class Home:
         """Hold HOME's lock: a second process waits (and says so) rather than interleaving changes."""
         self.ensure()
         with self.writing("take its lock"):
-            handle = open(self.root / ".lock", "a+")  # noqa: SIM115 (closed below, after the body has run)
+            handle = open(self.root / ".lock", "a+")  # noqa: SIM115 (closed by _holding, after the body has run)
+
+        def wait(pid: str) -> None:
+            log.info(f"waiting for another provision process working on {self.root} (pid {pid})")
+
+        with _holding(handle, wait):
+            yield
+
+    @contextlib.contextmanager
+    def restoring(self, build: Path, name: str) -> Iterator[None]:
+        """Hold `build`'s own lock through a restore (minutes when a wheel must be fetched), so that HOME's lock is
+        free meanwhile: a switch or rollback in an emergency never waits for a restore."""
+        with self.writing(f"take {name}'s restore lock"):
+            handle = open(build / RESTORING, "a+")  # noqa: SIM115 (closed by _holding, after the body has run)
+
+        def refuse(pid: str) -> None:
+            raise EnvError(f"{name} is being restored (pid {pid})", "wait for that restore to finish, then run this again")
+
+        with _holding(handle, refuse):
+            yield
+
+    def restorer(self, build: Path) -> str | None:
+        """The pid of a restore holding `build` now, else None (remove, gc and --replace must not pull it away)."""
+        try:
+            handle = open(build / RESTORING)  # noqa: SIM115 (closed below)
+        except OSError:
+            return None
         with handle:
             try:
-                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except OSError as exc:
-                if exc.errno not in (errno.EAGAIN, errno.EACCES):
-                    raise
-                handle.seek(0)
-                log.info(f"waiting for another provision process working on {self.root} (pid {handle.read().strip() or '?'})")
-                fcntl.flock(handle, fcntl.LOCK_EX)
-            handle.seek(0)
-            handle.truncate()
-            handle.write(str(os.getpid()))
-            handle.flush()
-            try:
-                yield
-            finally:
-                fcntl.flock(handle, fcntl.LOCK_UN)
+                fcntl.flock(handle, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            except OSError:
+                return handle.read().strip() or "?"
+            fcntl.flock(handle, fcntl.LOCK_UN)
+            return None
 
     # --- names and the active pointer -------------------------------------------------------------
 
@@ -207,6 +225,29 @@ class Home:
 
     def state(self) -> records.State:
         return records.read_state(self.root)
+
+
+@contextlib.contextmanager
+def _holding(handle: IO[str], busy: Callable[[str], None]) -> Iterator[None]:
+    """flock `handle` for the block, writing our pid in it; when another holds it, `busy(its pid)` first (it may
+    raise), then wait. The handle is closed afterwards."""
+    with handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            if exc.errno not in (errno.EAGAIN, errno.EACCES):
+                raise
+            handle.seek(0)
+            busy(handle.read().strip() or "?")
+            fcntl.flock(handle, fcntl.LOCK_EX)
+        handle.seek(0)
+        handle.truncate()
+        handle.write(str(os.getpid()))
+        handle.flush()
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 @contextlib.contextmanager

@@ -113,7 +113,7 @@ def stale_builds(home: Home) -> list[Path]:
             pid = int(marker.read_text().strip()) if marker.exists() else 0
         except (OSError, ValueError):
             pid = 0
-        if (pid == 0 or not pid_alive(pid) or pid == os.getpid()) and not in_use(build):
+        if (pid == 0 or not pid_alive(pid) or pid == os.getpid()) and not in_use(build) and home.restorer(build) is None:
             stale.append(build)
     return stale
 
@@ -278,7 +278,8 @@ def _commit(home: Home, name: str, build: Path, *, activate: bool, replace: bool
                 records.write(build, dataclasses.replace(records.read(build), baselines=kept.baselines, allreduce=kept.allreduce))
         (build / BUILDING).unlink()
         home.point(home.envs / name, f"../builds/{build.name}")
-        if previous is not None and previous != build and previous not in home.referenced() and home.owns(previous):
+        if (previous is not None and previous != build and previous not in home.referenced() and home.owns(previous)
+                and home.restorer(previous) is None):  # one a restore holds is left to the next gc
             home.delete_build(previous)  # the old build stays until the new one has passed
         if activate:
             home.activate(name)
@@ -335,6 +336,9 @@ def remove(home: Home, name: str, force: bool = False) -> None:
     """Remove `name`'s link and its own build: never a build another name uses, nothing outside HOME."""
     with home.locked():
         build = home.build_of(name)
+        restorer = home.restorer(build)
+        if restorer is not None:
+            raise EnvError(f"{name} is being restored (pid {restorer})", "wait for that restore to finish, then remove it")
         if home.active() == name:
             if not force:
                 raise EnvError(f"{name!r} is the active environment", "switch to another first, or pass --force")

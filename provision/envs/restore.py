@@ -86,7 +86,13 @@ def restore(home: Home, name: str, *, dry_run: bool = False, run_checks: Callabl
             run_baseline: Callable[[], dict[str, Any]] | None = None, progress: Progress = lambda _: None) -> RestoreResult:
     """Plan, and unless `dry_run` apply: the venv changes in one swap, then the checks and the profile's baseline."""
     with home.locked():
-        build, record, result = plan(home, name)
+        build = home.build_of(name)
+    # The build's own lock, not HOME's, is held through the plan and the reinstall (a download can take minutes):
+    # switch and rollback go on meanwhile; remove, gc and create --replace leave this build alone.
+    with home.restoring(build, name):
+        planned, record, result = plan(home, name)
+        if planned != build:
+            raise EnvError(f"{name} was rebuilt while its restore started", f"run provision restore {name} again")
         result.dry_run = dry_run
         if dry_run or not result.changed:
             return result
