@@ -25,7 +25,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 import stacks  # noqa: E402
 from wheelhouse import IndexServer  # noqa: E402
 
-from provision.envs import lifecycle as envs  # noqa: E402
+from provision.envs import inventory  # noqa: E402
 from provision.stacks import uvtool  # noqa: E402
 
 PROVISION = [sys.executable, "-m", "provision"]
@@ -73,7 +73,7 @@ def large_create(folder: Path, server: IndexServer, wheel: Path, env: dict[str, 
     bare = (f"rm -rf {bare_venv} && {uvtool.binary()} venv -q {bare_venv} --python {sys.executable} --no-project && "
             f"{uvtool.binary()} pip sync -q {lock_file} --python {bare_venv}/bin/python --index large={index.url}")
     listing = json.loads(subprocess.run([*PROVISION, "envs", "--json"], capture_output=True, text=True, env=env).stdout)
-    size = envs.tree_size(Path(next(e["venv"] for e in listing["environments"] if e["name"] == "large")))
+    size = inventory.tree_size(Path(next(e["venv"] for e in listing["environments"] if e["name"] == "large")))
     # provision copies (or clones) files instead of uv's default hard links: the same command with --link-mode copy
     # is the like-for-like comparison, the default one what the copy costs
     return {f"provision create --replace, large ({size / 2**20:.0f} MiB, warm cache, no checks)": timed([*create, "--replace"], env, runs),
@@ -122,7 +122,7 @@ def main() -> None:
         if args.large_venv:
             subprocess.run([*PROVISION, "adopt", "adopted-large", str(args.large_venv)], check=True, capture_output=True, env=env)
             subprocess.run([*PROVISION, "switch", "adopted-large"], check=True, capture_output=True, env=env)
-            size = envs.tree_size(args.large_venv)
+            size = inventory.tree_size(args.large_venv)
             results[f"switch, large environment ({size / 2**20:.0f} MiB)"] = timed([*SCRIPT, "switch", "adopted-large"], env, args.runs)
             results[f"rollback, large environment ({size / 2**20:.0f} MiB)"] = timed([*SCRIPT, "rollback"], env, args.runs)
         server.close()

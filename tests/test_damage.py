@@ -58,8 +58,8 @@ def enospc(*_args: object, **_kwargs: object) -> None:
 
 
 def test_disk_full_on_switch_rollback_and_create_changes_nothing(tool: tiny.Tool, monkeypatch: pytest.MonkeyPatch) -> None:
+    from provision.envs import active, lifecycle, records
     from provision.envs import home as homes
-    from provision.envs import lifecycle, records
     from provision.errors import EnvError
     from provision.stacks import profiles
 
@@ -70,7 +70,7 @@ def test_disk_full_on_switch_rollback_and_create_changes_nothing(tool: tiny.Tool
     where = homes.Home(tool.home)
     builds = tool.builds()
     monkeypatch.setattr(records, "write_json", enospc)
-    for attempt in (lambda: lifecycle.switch(where, "a"), lambda: lifecycle.rollback(where),
+    for attempt in (lambda: active.switch(where, "a"), lambda: active.rollback(where),
                     lambda: lifecycle.create(where, profiles.load("tiny"), name="c", python=tiny.PY)):
         with pytest.raises(EnvError) as caught:
             attempt()

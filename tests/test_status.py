@@ -8,7 +8,7 @@ import pytest
 
 from provision import status
 from provision.checks import runner
-from provision.envs import lifecycle
+from provision.envs import inventory
 from provision.report.gates import Gate, Target
 
 CHECKS = ["skip", "pass", "warn", "fail", "error"]
@@ -25,7 +25,7 @@ def test_the_three_readers_agree(combo: tuple[str, ...]) -> None:
     results = [{"id": str(i), "status": s} for i, s in enumerate(combo)]
     expected = max(combo, key=CHECKS.index)
     assert runner.overall(results) == expected
-    assert lifecycle.worst_status(results) == expected
+    assert inventory.worst_status(results) == expected
     target = Target(kind="profile", name="x", cuda="13.0")
     target.gates = [Gate(id=str(i), title="", status=s, reason="") for i, s in enumerate(combo) if s != "error"] + \
                    [Gate(id="note", title="", status="info", reason="")]
@@ -34,7 +34,7 @@ def test_the_three_readers_agree(combo: tuple[str, ...]) -> None:
 
 
 def test_empty_and_info_only() -> None:
-    assert runner.overall([]) == "skip" and lifecycle.worst_status([]) is None
+    assert runner.overall([]) == "skip" and inventory.worst_status([]) is None
     target = Target(kind="profile", name="x", cuda="13.0")
     target.gates = [Gate(id="a", title="", status="info", reason="")]
     assert target.verdict == "skip"

@@ -22,6 +22,7 @@ from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel
 from packaging.version import InvalidVersion, Version
 
 from provision.checks import filehash
+from provision.envs.home import site_packages as site_packages  # one definition, used here and by restore
 from provision.errors import ProvisionError
 
 if TYPE_CHECKING:
@@ -93,11 +94,6 @@ class Drift:
                 "counts": self.counts(), "findings": [f.to_dict() for f in self.findings],
                 "distributions": self.distributions, "files": self.files, "hashed": self.hashed,
                 "hashed_bytes": self.hashed_bytes, "remembered": self.remembered, "seconds": round(self.seconds, 3)}
-
-
-def site_packages(venv: Path) -> Path:
-    found = sorted(venv.glob("lib/python3*/site-packages"))
-    return found[0] if found else venv / "lib" / "site-packages"
 
 
 def scan(venv: Path, *, lock: Path | None = None, cache: Path | None = None) -> Drift:

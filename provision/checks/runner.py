@@ -39,7 +39,7 @@ def environment(venv: Path, record: EnvRecord, gpus: list[Any] | None = None, bu
     extra = dict(record.env)
     template = record.env_template
     if template and gpus is not None and build is not None:
-        from provision.envs.lifecycle import resolve_env
+        from provision.envs.variables import resolve_env
 
         extra = resolve_env(template["env"], build, gpus, template.get("nvcc"))
     extra["VIRTUAL_ENV"] = str(venv)

@@ -39,7 +39,7 @@ def create(profile_name: str, name: str | None, python: str | None, lock_path: P
            no_activate: bool, no_checks: bool, replace: bool, as_json: bool, home: Path | None) -> None:
     """Build an environment for PROFILE beside the others, check it, and make it active."""
     from provision.checks import runner
-    from provision.envs import lifecycle as envs
+    from provision.envs import lifecycle
     from provision.envs.home import check_name
     from provision.stacks import lock, profiles
     from provision.views import render as views
@@ -48,7 +48,7 @@ def create(profile_name: str, name: str | None, python: str | None, lock_path: P
         check_name(name)  # before anything is read or built
     profile = profiles.load(profile_name)
     with views.progress(as_json) as step:
-        result = envs.create(home_of(home), profile, name=name, python=python, lock_path=lock_path,
+        result = lifecycle.create(home_of(home), profile, name=name, python=python, lock_path=lock_path,
                              overrides=lock.parse_overrides(indexes), activate=not no_activate, replace=replace,
                              run_checks=None if no_checks else (lambda build, meta: runner.run(build, meta, progress=step)),
                              progress=step)
@@ -63,12 +63,12 @@ def create(profile_name: str, name: str | None, python: str | None, lock_path: P
 @verbosity_options
 def list_envs(as_json: bool, home: Path | None) -> None:
     """Every environment: profile, CUDA, Python, size, checks, baseline, and which is active."""
-    from provision.envs import lifecycle as envs
+    from provision.envs import inventory
     from provision.stacks import uvtool
     from provision.views import render as views
 
     where = home_of(home)
-    views.environments(where.root, envs.listing(where), as_json, uvtool.cache_dir())
+    views.environments(where.root, inventory.listing(where), as_json, uvtool.cache_dir())
 
 
 @click.command(short_help="Make NAME the active environment.")
@@ -107,10 +107,10 @@ def rollback(to: str | None, as_json: bool, home: Path | None) -> None:
 @verbosity_options
 def remove(name: str, force: bool, as_json: bool, home: Path | None) -> None:
     """Remove environment NAME (an adopted venv's own files are never touched)."""
-    from provision.envs import lifecycle as envs
+    from provision.envs import cleanup
     from provision.views import ui
 
-    envs.remove(home_of(home), name, force)
+    cleanup.remove(home_of(home), name, force)
     if as_json:
         ui.dump_json({"removed": name})
     else:
@@ -123,12 +123,12 @@ def remove(name: str, force: bool, as_json: bool, home: Path | None) -> None:
 @verbosity_options
 def gc(as_json: bool, home: Path | None) -> None:
     """Remove what interrupted builds left behind."""
-    from provision.envs import lifecycle as envs
+    from provision.envs import cleanup
     from provision.views import ui
 
     where = home_of(home)
     with where.locked():
-        removed = envs.gc(where)
+        removed = cleanup.gc(where)
     if as_json:
         ui.dump_json({"removed": removed})
     else:
@@ -144,11 +144,11 @@ def gc(as_json: bool, home: Path | None) -> None:
 @verbosity_options
 def adopt(name: str, venv: Path, profile_name: str | None, as_json: bool, home: Path | None) -> None:
     """Register an existing venv (say, the cu128 one that works) as NAME; its files are never deleted."""
-    from provision.envs import lifecycle as envs
+    from provision.envs import lifecycle
     from provision.stacks import profiles
     from provision.views import ui
 
-    build = envs.adopt(home_of(home), name, venv, profiles.load(profile_name) if profile_name else None)
+    build = lifecycle.adopt(home_of(home), name, venv, profiles.load(profile_name) if profile_name else None)
     if as_json:
         ui.dump_json({"adopted": name, "venv": str(venv.absolute()), "path": str(build)})
     else:
@@ -162,7 +162,7 @@ def adopt(name: str, venv: Path, profile_name: str | None, as_json: bool, home: 
 def run(args: tuple[str, ...], home: Path | None) -> None:
     """Run a command inside an environment: provision run [NAME] -- CMD... (the active one by default)."""
     from provision import proc
-    from provision.envs import lifecycle as envs
+    from provision.envs.variables import venv_environment
     from provision.errors import UsageError
 
     if "--" in args:
@@ -178,7 +178,7 @@ def run(args: tuple[str, ...], home: Path | None) -> None:
                          f"add --: provision run {args[0]} -- {shlex.join(args[1:])}")
     if len(names) > 1 or not command:
         raise UsageError("usage: provision run [NAME] -- CMD...", "for example: provision run cu130 -- python -c 'import torch'")
-    _, _, variables = envs.venv_environment(where, names[0] if names else None)
+    _, _, variables = venv_environment(where, names[0] if names else None)
     environment = proc.environment(variables)
     try:
         os.execvpe(command[0], list(command), environment)  # the command's own stdout and exit code, nothing added
@@ -194,9 +194,9 @@ def shell_env(name: str | None, home: Path | None) -> None:
     """Print what to eval to activate an environment in a shell: eval "$(provision shell-env cu130)"."""
     import shlex
 
-    from provision.envs import lifecycle as envs
+    from provision.envs.variables import venv_environment
 
-    _, _, variables = envs.venv_environment(home_of(home), name)
+    _, _, variables = venv_environment(home_of(home), name)
     for key, value in variables.items():
         click.echo(f"export {key}={shlex.quote(value)}")
 

@@ -39,6 +39,12 @@ from provision.names import check_name as check_name
 HOME_VARIABLE = "PROVISION_HOME"
 BUILDING = ".building"
 RESTORING = ".restoring"  # a build's own lock, held by a restore
+def site_packages(venv: Path) -> Path:
+    """The venv's site-packages folder (lib/python3.X/site-packages)."""
+    found = sorted(venv.glob("lib/python3*/site-packages"))
+    return found[0] if found else venv / "lib" / "site-packages"
+
+
 def resolve(home: Path | None = None) -> Path:
     """--home, else PROVISION_HOME, else $XDG_DATA_HOME/provision (~/.local/share/provision)."""
     if home is None and os.environ.get(HOME_VARIABLE):

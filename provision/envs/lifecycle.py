@@ -1,9 +1,8 @@
-"""Environments: build one beside the others from a lock, check it, then let its name point at it in one atomic step;
-switch, roll back, remove, adopt a venv provision did not build, and clean what interrupted runs left."""
+"""Environments are made here: built beside the others from a lock, checked, then named in one atomic step
+(`provision create`), or registered from a venv provision did not build (`provision adopt`)."""
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import datetime
 import os
@@ -16,12 +15,12 @@ from typing import Any
 from provision import proc
 from provision import status as statuses
 from provision.envs import records, toolkit_home
-from provision.envs.active import rollback as rollback  # where callers have found them
-from provision.envs.active import switch as switch
-from provision.envs.home import BUILDING, Home, check_name, deferred_interrupt, remove_tree
+from provision.envs.cleanup import gc
+from provision.envs.home import BUILDING, Home, check_name, deferred_interrupt, remove_tree, site_packages
+from provision.envs.inventory import tree_size
 from provision.envs.records import EnvRecord
+from provision.envs.variables import env_template, resolve_env
 from provision.errors import EnvError, UsageError
-from provision.proc import pid_alive
 from provision.stacks.profiles import Profile
 
 Progress = Callable[[str], None]
@@ -65,99 +64,6 @@ def find_python(request: str) -> tuple[Path, str]:
     if not version.ok:
         raise EnvError(f"{path} did not run: {version.tail(1)}", "give another interpreter with --python")
     return path, version.stdout.strip()
-
-
-def site_packages(venv: Path) -> Path:
-    found = sorted(venv.glob("lib/python3*/site-packages"))
-    return found[0] if found else venv / "lib" / "site-packages"
-
-
-def resolve_env(template: dict[str, str], build: Path, gpus: list[Any] | None = None, nvcc: str | None = None) -> dict[str, str]:
-    """The profile's [env] with {venv}, {site}, {env} (the environment's folder) and {arch_list} (these GPUs) filled in."""
-    from provision import compat
-    from provision.stacks.profiles import fill_env
-
-    if gpus is None and any("{arch_list}" in v for v in template.values()):
-        gpus = machine_gpus()
-    venv = build / "venv"
-    arch_list = compat.flashinfer_arch_list([g.compute_capability for g in gpus or [] if g.compute_capability], nvcc)
-    return fill_env(template, env=str(build), venv=str(venv), site=str(site_packages(venv)), arch_list=arch_list)
-
-
-def machine_gpus() -> list[Any]:
-    """The GPUs NVML reads on this machine; none where there is no driver."""
-    from provision.machine import nvml
-
-    try:
-        return list(nvml.read(nvml.load_library()).gpus)
-    except Exception:  # a broken binding means no GPU to fill {arch_list} from, not a failed build
-        return []
-
-
-def env_template(profile: Profile) -> dict[str, Any] | None:
-    """What env.json keeps to fill the [env] again at check time: only when it names the machine's GPUs."""
-    if not any("{arch_list}" in v for v in profile.env.values()):
-        return None
-    return {"env": dict(profile.env), "nvcc": profile.compiler_cuda() or profile.cuda}
-
-
-def stale_builds(home: Home) -> list[Path]:
-    """Builds no link points at whose builder is gone: what an interrupted or killed create left behind."""
-    referenced = home.referenced()
-    stale = []
-    for build in sorted(home.builds.iterdir()) if home.builds.is_dir() else []:
-        if build.resolve() in referenced or not home.owns(build):
-            continue
-        marker = build / BUILDING
-        try:
-            pid = int(marker.read_text().strip()) if marker.exists() else 0
-        except (OSError, ValueError):
-            pid = 0
-        if (pid == 0 or not pid_alive(pid) or pid == os.getpid()) and not in_use(build) and home.restorer(build) is None:
-            stale.append(build)
-    return stale
-
-
-def in_use(build: Path) -> bool:
-    """Whether a live process runs from `build` (a check payload its killed creator left): gc must not pull it away."""
-    needle = os.fsencode(str(build.resolve()) + os.sep)
-    for entry in Path("/proc").glob("[0-9]*"):
-        with contextlib.suppress(OSError):
-            if needle in (entry / "cmdline").read_bytes().replace(b"\0", b" ") and entry.name != str(os.getpid()):
-                return True
-    return False
-
-
-def gc(home: Home) -> list[str]:
-    """Remove leftovers: unreferenced builds, dangling names, temporary links, unreadable cached locks."""
-    removed = []
-    for link in sorted(home.envs.iterdir()) if home.envs.is_dir() else []:
-        if link.is_symlink() and not link.name.startswith(".") and not link.exists():
-            link.unlink()
-            removed.append(f"envs/{link.name} (pointed at a missing build)")
-    for build in stale_builds(home):
-        home.delete_build(build)
-        removed.append(f"builds/{build.name}")
-    for folder in (home.root, home.envs):
-        for temp in folder.glob(".*.tmp"):
-            temp.unlink(missing_ok=True)
-            removed.append(str(temp.relative_to(home.root)))
-    removed += _unreadable_locks(home)
-    return removed
-
-
-def _unreadable_locks(home: Home) -> list[str]:
-    from provision.errors import ProvisionError
-    from provision.stacks import lock as locking
-
-    removed = []
-    for cached in sorted(home.locks.glob("pylock.*.toml")) if home.locks.is_dir() else []:
-        try:
-            locking.read(cached)
-        except ProvisionError:
-            cached.unlink(missing_ok=True)
-            removed.append(f"locks/{cached.name} (unreadable)")
-    return removed
 
 
 def _lock_for(home: Home, profile: Profile, target: Any, overrides: dict[str, str], indexes: dict[str, str | None],
@@ -330,69 +236,5 @@ def adopt(home: Home, name: str, venv: Path, profile: Profile | None = None) -> 
             baseline=_baseline_meta(profile) if profile else None))
         home.point(home.envs / name, f"../builds/{build.name}")
     return build
-
-
-def remove(home: Home, name: str, force: bool = False) -> None:
-    """Remove `name`'s link and its own build: never a build another name uses, nothing outside HOME."""
-    with home.locked():
-        build = home.build_of(name)
-        restorer = home.restorer(build)
-        if restorer is not None:
-            raise EnvError(f"{name} is being restored (pid {restorer})", "wait for that restore to finish, then remove it")
-        if home.active() == name:
-            if not force:
-                raise EnvError(f"{name!r} is the active environment", "switch to another first, or pass --force")
-            home.active_link.unlink()
-        (home.envs / name).unlink()
-        if build not in home.referenced() and home.owns(build):
-            home.delete_build(build)
-
-
-def listing(home: Home) -> list[dict[str, Any]]:
-    active = home.active()
-    rows = []
-    for name in home.names():
-        try:
-            build = home.build_of(name)
-        except EnvError:
-            continue
-        record = records.read(build)
-        rows.append({
-            "name": name, "active": name == active, "path": str(build), "venv": record.venv or str(build / "venv"),
-            "profile": record.profile, "cuda": record.cuda, "python": record.python,
-            "size_bytes": record.size_bytes, "created": record.created, "adopted": record.adopted,
-            "check_status": worst_status(record.check_results),
-            "baseline": record.baselines[-1].to_dict() if record.baselines else None,
-        })
-    return rows
-
-
-def worst_status(results: list[dict[str, Any]]) -> str | None:
-    return statuses.worst(r.get("status") for r in results)
-
-
-def tree_size(path: Path) -> int:
-    total = 0
-    for folder, _dirs, files in os.walk(path):
-        for file in files:
-            with contextlib.suppress(OSError):
-                total += os.lstat(os.path.join(folder, file)).st_size
-    return total
-
-
-def venv_environment(home: Home, name: str | None) -> tuple[str, Path, dict[str, str]]:
-    """The variables that put environment `name` (the active one by default) first: PATH, VIRTUAL_ENV, its [env]."""
-    name = name or home.active()
-    if name is None:
-        raise EnvError("no environment is active", "make one with provision create PROFILE, or name one")
-    build = home.build_of(name)
-    record = records.read(build)
-    venv = record.venv_path(build)
-    if not (venv / "bin" / "python").exists():  # else PATH would fall through to the system's python
-        raise EnvError(f"environment {name!r} has no python at {venv / 'bin' / 'python'} (its venv is gone)",
-                       f"rebuild it: provision create PROFILE --name {name} --replace, or provision remove {name}")
-    variables = {"VIRTUAL_ENV": str(venv), "PATH": f"{venv / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}"}
-    variables.update(record.env)
-    return name, venv, variables
 
 

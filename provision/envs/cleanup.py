@@ -1,0 +1,87 @@
+"""What is taken away: an environment by name (`provision remove`), and what interrupted or killed runs left
+(`provision gc`): builds no name points at, dangling names, temporary links, unreadable cached locks."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from pathlib import Path
+
+from provision.envs.home import BUILDING, Home
+from provision.errors import EnvError
+from provision.proc import pid_alive
+
+
+def stale_builds(home: Home) -> list[Path]:
+    """Builds no link points at whose builder is gone: what an interrupted or killed create left behind."""
+    referenced = home.referenced()
+    stale = []
+    for build in sorted(home.builds.iterdir()) if home.builds.is_dir() else []:
+        if build.resolve() in referenced or not home.owns(build):
+            continue
+        marker = build / BUILDING
+        try:
+            pid = int(marker.read_text().strip()) if marker.exists() else 0
+        except (OSError, ValueError):
+            pid = 0
+        if (pid == 0 or not pid_alive(pid) or pid == os.getpid()) and not in_use(build) and home.restorer(build) is None:
+            stale.append(build)
+    return stale
+
+
+def in_use(build: Path) -> bool:
+    """Whether a live process runs from `build` (a check payload its killed creator left): gc must not pull it away."""
+    needle = os.fsencode(str(build.resolve()) + os.sep)
+    for entry in Path("/proc").glob("[0-9]*"):
+        with contextlib.suppress(OSError):
+            if needle in (entry / "cmdline").read_bytes().replace(b"\0", b" ") and entry.name != str(os.getpid()):
+                return True
+    return False
+
+
+def gc(home: Home) -> list[str]:
+    """Remove leftovers: unreferenced builds, dangling names, temporary links, unreadable cached locks."""
+    removed = []
+    for link in sorted(home.envs.iterdir()) if home.envs.is_dir() else []:
+        if link.is_symlink() and not link.name.startswith(".") and not link.exists():
+            link.unlink()
+            removed.append(f"envs/{link.name} (pointed at a missing build)")
+    for build in stale_builds(home):
+        home.delete_build(build)
+        removed.append(f"builds/{build.name}")
+    for folder in (home.root, home.envs):
+        for temp in folder.glob(".*.tmp"):
+            temp.unlink(missing_ok=True)
+            removed.append(str(temp.relative_to(home.root)))
+    removed += _unreadable_locks(home)
+    return removed
+
+
+def _unreadable_locks(home: Home) -> list[str]:
+    from provision.errors import ProvisionError
+    from provision.stacks import lock as locking
+
+    removed = []
+    for cached in sorted(home.locks.glob("pylock.*.toml")) if home.locks.is_dir() else []:
+        try:
+            locking.read(cached)
+        except ProvisionError:
+            cached.unlink(missing_ok=True)
+            removed.append(f"locks/{cached.name} (unreadable)")
+    return removed
+
+
+def remove(home: Home, name: str, force: bool = False) -> None:
+    """Remove `name`'s link and its own build: never a build another name uses, nothing outside HOME."""
+    with home.locked():
+        build = home.build_of(name)
+        restorer = home.restorer(build)
+        if restorer is not None:
+            raise EnvError(f"{name} is being restored (pid {restorer})", "wait for that restore to finish, then remove it")
+        if home.active() == name:
+            if not force:
+                raise EnvError(f"{name!r} is the active environment", "switch to another first, or pass --force")
+            home.active_link.unlink()
+        (home.envs / name).unlink()
+        if build not in home.referenced() and home.owns(build):
+            home.delete_build(build)

@@ -1,0 +1,58 @@
+"""The variables an environment runs with: its profile's [env] filled in for its build and this machine's GPUs,
+and what puts its venv first (`provision run`, `provision shell-env`)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from provision.envs import records
+from provision.envs.home import Home, site_packages
+from provision.errors import EnvError
+from provision.stacks.profiles import Profile
+
+
+def resolve_env(template: dict[str, str], build: Path, gpus: list[Any] | None = None, nvcc: str | None = None) -> dict[str, str]:
+    """The profile's [env] with {venv}, {site}, {env} (the environment's folder) and {arch_list} (these GPUs) filled in."""
+    from provision import compat
+    from provision.stacks.profiles import fill_env
+
+    if gpus is None and any("{arch_list}" in v for v in template.values()):
+        gpus = machine_gpus()
+    venv = build / "venv"
+    arch_list = compat.flashinfer_arch_list([g.compute_capability for g in gpus or [] if g.compute_capability], nvcc)
+    return fill_env(template, env=str(build), venv=str(venv), site=str(site_packages(venv)), arch_list=arch_list)
+
+
+def machine_gpus() -> list[Any]:
+    """The GPUs NVML reads on this machine; none where there is no driver."""
+    from provision.machine import nvml
+
+    try:
+        return list(nvml.read(nvml.load_library()).gpus)
+    except Exception:  # a broken binding means no GPU to fill {arch_list} from, not a failed build
+        return []
+
+
+def env_template(profile: Profile) -> dict[str, Any] | None:
+    """What env.json keeps to fill the [env] again at check time: only when it names the machine's GPUs."""
+    if not any("{arch_list}" in v for v in profile.env.values()):
+        return None
+    return {"env": dict(profile.env), "nvcc": profile.compiler_cuda() or profile.cuda}
+
+
+def venv_environment(home: Home, name: str | None) -> tuple[str, Path, dict[str, str]]:
+    """The variables that put environment `name` (the active one by default) first: PATH, VIRTUAL_ENV, its [env]."""
+    name = name or home.active()
+    if name is None:
+        raise EnvError("no environment is active", "make one with provision create PROFILE, or name one")
+    build = home.build_of(name)
+    record = records.read(build)
+    venv = record.venv_path(build)
+    if not (venv / "bin" / "python").exists():  # else PATH would fall through to the system's python
+        raise EnvError(f"environment {name!r} has no python at {venv / 'bin' / 'python'} (its venv is gone)",
+                       f"rebuild it: provision create PROFILE --name {name} --replace, or provision remove {name}")
+    variables = {"VIRTUAL_ENV": str(venv), "PATH": f"{venv / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}"}
+    variables.update(record.env)
+    return name, venv, variables
