@@ -268,3 +268,49 @@ def test_what_the_command_line_alone_refuses_is_a_usage_error_before_any_environ
                          (["--nccl-tests", str(tmp_path)], "no executable all_reduce_perf")):
         done = subprocess.run([provision_bin, "bench", "allreduce", *extra, *home], capture_output=True, text=True, timeout=60)
         assert done.returncode == 2 and words in done.stderr, (extra, done.returncode, done.stderr)
+
+
+SECRETS = {"NCCL_NET_PLUGIN_CONFIG": "https://ops:hunter2pw@plugins.example/net.json",
+           "NCCL_PROXY_TOKEN": "tok-5f3a9c1e", "NCCL_NET_OPTS": "host=a.example,token=zz-71q,mode=ib"}
+
+
+def test_nccl_env_secrets_are_redacted_where_shown_and_stored_never_where_passed() -> None:
+    shown = allreduce.shown_settings({**SECRETS, "NCCL_IB_HCA": "mlx5_0:1", "NCCL_SOCKET_IFNAME": "ops@eth0"})
+    assert shown == {"NCCL_NET_PLUGIN_CONFIG": "https://****@plugins.example/net.json", "NCCL_PROXY_TOKEN": "****",
+                     "NCCL_NET_OPTS": "host=a.example,token=****,mode=ib", "NCCL_IB_HCA": "mlx5_0:1",
+                     "NCCL_SOCKET_IFNAME": "****@eth0"}
+    assert allreduce.scrub("NCCL INFO NCCL_PROXY_TOKEN set by environment to tok-5f3a9c1e", SECRETS) == (
+        "NCCL INFO NCCL_PROXY_TOKEN set by environment to ****")
+
+
+@pytest.mark.slow
+def test_nccl_env_secrets_stay_out_of_env_json_and_json_but_reach_the_ranks(cpu_torch_env: Path, tmp_path: Path,
+                                                                            provision_bin: str) -> None:
+    """--nccl-env values were stored and printed as given; a URL's password or a TOKEN's value is now **** in
+    env.json, --json and the table, while every rank still runs with the real value (a .pth file in the
+    environment under test writes what each interpreter there was given)."""
+    seen = tmp_path / "seen"
+    site = next(cpu_torch_env.glob("lib/python3*/site-packages"))
+    probe = site / "zz_provision_test_env.pth"
+    probe.write_text(f"import os; (os.environ.get('NCCL_PROXY_TOKEN') and open({str(seen)!r}, 'a').write("
+                     "os.environ['NCCL_PROXY_TOKEN'] + ' ' + os.environ['NCCL_NET_PLUGIN_CONFIG'] + '\\n'))\n")
+    home = ["--home", str(tmp_path / "home")]
+    settings = [word for name, value in SECRETS.items() for word in ("--nccl-env", f"{name}={value}")]
+    try:
+        subprocess.run([provision_bin, "adopt", "cpu", str(cpu_torch_env), *home], check=True, capture_output=True)
+        outputs = []
+        for shape in (["--json"], []):
+            done = subprocess.run([provision_bin, "bench", "allreduce", "cpu", "--backend", "gloo", "--ranks", "2", "-e", "16",
+                                   "--iters", "1", *settings, *shape, *home], capture_output=True, text=True, timeout=600)
+            assert done.returncode == 0, done.stderr
+            outputs += [done.stdout, done.stderr]
+    finally:
+        probe.unlink()
+    (run,) = json.loads(outputs[0])["runs"]
+    assert run["variant"]["NCCL_PROXY_TOKEN"] == "****" and "https://****@plugins.example" in outputs[2]
+    envs = json.loads(subprocess.run([provision_bin, "envs", "--json", *home], capture_output=True, text=True).stdout)
+    stored = (Path(envs["environments"][0]["path"]) / "env.json").read_text()
+    for text in (stored, *outputs):
+        for secret in ("hunter2pw", "tok-5f3a9c1e", "zz-71q"):
+            assert secret not in text
+    assert {line for line in seen.read_text().splitlines()} == {f"{SECRETS['NCCL_PROXY_TOKEN']} {SECRETS['NCCL_NET_PLUGIN_CONFIG']}"}

@@ -6,6 +6,7 @@ from __future__ import annotations
 import datetime
 import json
 import os
+import re
 import statistics
 from pathlib import Path
 from typing import Any
@@ -14,7 +15,8 @@ from provision import proc
 from provision.checks import payload_dir
 from provision.checks import runner as check_runner
 from provision.envs.records import AllreduceRun, EnvRecord
-from provision.errors import EnvError, UsageError
+from provision.errors import EnvError, ProvisionError, UsageError
+from provision.stacks.index import redact_text
 
 FORBIDDEN_ALGOS = ("nvls", "nvlstree")
 
@@ -71,6 +73,35 @@ def nccl_env(pairs: tuple[str, ...]) -> dict[str, str]:
     return settings
 
 
+SECRET_WORDS = ("PASSWORD", "PASSWD", "TOKEN", "SECRET", "KEY", "CREDENTIAL")
+_USERINFO = re.compile(r"(^|[\s,;=])[^/\s@,;=]+@")  # user:password@host without a scheme, alone or in a list
+_SECRET_PAIR = re.compile(r"((?:" + "|".join(SECRET_WORDS) + r")\w*[=:])[^\s,;&]+", re.IGNORECASE)
+
+
+def _secret_name(name: str) -> bool:
+    return any(word in name.upper() for word in SECRET_WORDS)
+
+
+def shown_settings(settings: dict[str, str]) -> dict[str, str]:
+    """NCCL variables as stored and printed: the value of a name that says secret is ****, and so are credentials in
+    a URL (index.redact_text's rule), user:password@ without a scheme and token=... inside a value. The processes
+    get the real values."""
+    shown = {}
+    for name, value in settings.items():
+        value = _SECRET_PAIR.sub(r"\1****", _USERINFO.sub(r"\1****@", redact_text(value)))
+        shown[name] = "****" if _secret_name(name) else value
+    return shown
+
+
+def scrub(text: str, settings: dict[str, str]) -> str:
+    """`text` (a process's output in a message) without any secret of `settings` in it (NCCL_DEBUG=INFO echoes them)."""
+    shown = shown_settings(settings)
+    for name, value in sorted(settings.items(), key=lambda item: -len(item[1])):
+        if len(value) >= 4 and shown[name] != value:  # "1" or "0" would garble the message, and is no secret
+            text = text.replace(value, shown[name])
+    return redact_text(text)
+
+
 GRAPH_MIXING_NOTE = ("graph-captured all-reduces up to 1 MB took {ratio:.2f}x nccl-tests' time with NCCL_GRAPH_MIXING_SUPPORT "
                      "at its default: on 2 x H200 setting it to 0 brought them to 0.94-0.97x (and the 122 x 42 KB pass from "
                      "2.85 to 0.77 ms); try --nccl-env NCCL_GRAPH_MIXING_SUPPORT=0, safe where captured and eager NCCL "
@@ -103,35 +134,48 @@ def run(build: Path, record: EnvRecord, *, min_bytes: int, max_bytes: int, facto
     else:
         world = ranks or 2
     python = record.venv_path(build) / "bin" / "python"
-    runs = []
-    for variant in variants(algos, protos):
-        variant = {**(settings or {}), **variant}
-        env = check_runner.environment(python.parent.parent, record)
-        env.update(variant)
-        env.update(NCCL_NVLS_ENABLE="0", TORCH_SYMM_MEM_DISABLE_MULTICAST="1", NVSHMEM_DISABLE_NVLS="1")
-        arguments = {"gpu_count": world, "backend": backend, "min_bytes": min_bytes, "max_bytes": max_bytes,
-                     "factor": factor, "iters": iters}
-        progress(f"all-reduce on {world} rank(s) {variant or 'NCCL defaults'}")
-        done = proc.run([python, str(payload_dir() / "bench_allreduce.py"), json.dumps(arguments)], timeout=1800, env=env)
-        last = next((line for line in reversed(done.stdout.splitlines()) if line.startswith("{")), "")
-        try:
-            verdict = json.loads(last)
-        except json.JSONDecodeError:
-            raise EnvError(f"the all-reduce benchmark crashed (exit {done.returncode}): {done.tail(3)}", "run provision check first") from None
-        if verdict["status"] != "pass":
-            raise EnvError(f"the all-reduce benchmark failed: {verdict['reason']}", "run provision check --only nccl-allreduce")
-        details = verdict["details"]
-        if anchor_binary is not None:
-            progress(f"nccl-tests {anchor_binary.name} on {world} GPU(s) {variant or 'NCCL defaults'}")
-            anchor_env = dict(env)
-            nccl_dir = anchors.nccl_library_dir(python.parent.parent)
-            if nccl_dir is not None:
-                anchor_env["LD_LIBRARY_PATH"] = os.pathsep.join(filter(None, [str(nccl_dir), env.get("LD_LIBRARY_PATH")]))
-            anchor = anchors.compare(anchor_binary, world=world, min_bytes=min_bytes, max_bytes=max_bytes, factor=factor,
-                                     iters=iters, env=anchor_env)
-            anchors.join(details["rows"], anchor)
-            details["nccl_tests"] = anchor
-            details["notes"] = notes_for(details, variant)
-        runs.append({"variant": variant, **details})
+    try:
+        runs = [_run_variant(python, record, {**(settings or {}), **variant}, world=world, backend=backend,
+                             min_bytes=min_bytes, max_bytes=max_bytes, factor=factor, iters=iters,
+                             anchor_binary=anchor_binary, progress=progress)
+                for variant in variants(algos, protos)]
+    except ProvisionError as exc:  # a process's output in the message may echo an --nccl-env secret
+        exc.message, exc.hint = scrub(exc.message, settings or {}), scrub(exc.hint, settings or {})
+        exc.args = (exc.message,)
+        raise
     return AllreduceRun(at=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"), backend=backend,
                         world_size=world, runs=runs)
+
+
+def _run_variant(python: Path, record: EnvRecord, variant: dict[str, str], *, world: int, backend: str, min_bytes: int,
+                 max_bytes: int, factor: int, iters: int, anchor_binary: Path | None, progress: Any) -> dict[str, Any]:
+    """One variant's rows (nccl-tests' beside them), its NCCL variables as shown and stored (secrets ****)."""
+    from provision.checks import nccl_tests as anchors
+
+    env = check_runner.environment(python.parent.parent, record)
+    env.update(variant)
+    env.update(NCCL_NVLS_ENABLE="0", TORCH_SYMM_MEM_DISABLE_MULTICAST="1", NVSHMEM_DISABLE_NVLS="1")
+    arguments = {"gpu_count": world, "backend": backend, "min_bytes": min_bytes, "max_bytes": max_bytes,
+                 "factor": factor, "iters": iters}
+    progress(f"all-reduce on {world} rank(s) {shown_settings(variant) or 'NCCL defaults'}")
+    done = proc.run([python, str(payload_dir() / "bench_allreduce.py"), json.dumps(arguments)], timeout=1800, env=env)
+    last = next((line for line in reversed(done.stdout.splitlines()) if line.startswith("{")), "")
+    try:
+        verdict = json.loads(last)
+    except json.JSONDecodeError:
+        raise EnvError(f"the all-reduce benchmark crashed (exit {done.returncode}): {done.tail(3)}", "run provision check first") from None
+    if verdict["status"] != "pass":
+        raise EnvError(f"the all-reduce benchmark failed: {verdict['reason']}", "run provision check --only nccl-allreduce")
+    details = verdict["details"]
+    if anchor_binary is not None:
+        progress(f"nccl-tests {anchor_binary.name} on {world} GPU(s) {shown_settings(variant) or 'NCCL defaults'}")
+        anchor_env = dict(env)
+        nccl_dir = anchors.nccl_library_dir(python.parent.parent)
+        if nccl_dir is not None:
+            anchor_env["LD_LIBRARY_PATH"] = os.pathsep.join(filter(None, [str(nccl_dir), env.get("LD_LIBRARY_PATH")]))
+        anchor = anchors.compare(anchor_binary, world=world, min_bytes=min_bytes, max_bytes=max_bytes, factor=factor,
+                                 iters=iters, env=anchor_env)
+        anchors.join(details["rows"], anchor)
+        details["nccl_tests"] = anchor
+        details["notes"] = notes_for(details, variant)
+    return {"variant": shown_settings(variant), **details}
