@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import signal
@@ -141,6 +142,77 @@ def run(
     if check and not result.ok:
         raise ToolError(f"{' '.join(args[:3])} failed with exit code {child.returncode}", result.tail(5))
     return result
+
+
+def run_watched(argv: Sequence[str | Path], *, env: Mapping[str, str], first_bound_s: float,
+                on_line: Callable[[str], float | None]) -> Completed:
+    """Run argv, reading its stdout line by line as it comes; `on_line` answers a line that shows progress with the
+    bound for the next one (seconds from now), any other with None. No progress within the bound: the whole process
+    group is killed and the result has timed_out=True with what was printed so far.
+
+    stdout is a pseudo-terminal, so a C program's stdio writes each line as it ends (into a pipe it would hold them
+    in a 4 KiB buffer until exit, and every run would look hung)."""
+    import pty
+    import select
+    import time
+
+    args = tuple(str(a) for a in argv)
+    log.debug(f"$ {' '.join(args)}  (watched)")
+    main_thread = threading.current_thread() is threading.main_thread()  # Linux ties the death signal to that thread
+    try:
+        master, slave = pty.openpty()
+    except OSError as exc:  # a container without /dev/pts
+        raise ToolError(f"no pseudo-terminal to read {args[0]}'s lines as they come ({exc.strerror or exc})",
+                        "mount /dev/pts (devpts) in this container") from exc
+    stderr_chunks: list[bytes] = []
+    try:
+        child = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=slave, stderr=subprocess.PIPE, env=dict(env),
+                                 start_new_session=True,  # its own process group: a kill takes its helpers too
+                                 preexec_fn=_death_signal(os.getpid()) if main_thread else None)  # noqa: PLW1509
+    except OSError as exc:
+        os.close(master)
+        raise ToolError(f"{args[0]}: cannot run it ({exc.strerror or exc})", "give the path of an executable program") from exc
+    finally:
+        os.close(slave)
+    assert child.stderr is not None
+    drain = threading.Thread(target=lambda: stderr_chunks.append(child.stderr.read() if child.stderr else b""), daemon=True)
+    drain.start()
+    lines: list[str] = []
+    pending, deadline, stalled = b"", time.monotonic() + first_bound_s, False
+    try:
+        while not stalled:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or not select.select([master], [], [], remaining)[0]:
+                stalled = time.monotonic() >= deadline
+                continue
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:  # EIO: every writer of the terminal is gone
+                chunk = b""
+            if not chunk:
+                break
+            pending += chunk
+            *complete, pending = pending.split(b"\n")
+            for raw in complete:
+                lines.append(raw.decode(errors="replace").rstrip("\r"))
+                bound = on_line(lines[-1])
+                if bound is not None:
+                    deadline = time.monotonic() + bound
+        if not stalled:
+            try:
+                child.wait(timeout=max(deadline - time.monotonic(), 0.1))
+            except subprocess.TimeoutExpired:
+                stalled = True
+    finally:  # also on Ctrl-C; and a helper it left behind holding the terminal goes with it
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(child.pid, signal.SIGKILL)
+        child.wait()
+        os.close(master)
+        drain.join(5)
+    if pending:
+        lines.append(pending.decode(errors="replace").rstrip("\r"))
+    return Completed(argv=args, returncode=-1 if stalled else child.returncode, stdout="\n".join(lines) + "\n",
+                     stderr=b"".join(stderr_chunks).decode(errors="replace"), timed_out=stalled)
 
 
 def _hold_interrupts(deferred: list[int]) -> Any:

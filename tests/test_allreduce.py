@@ -314,3 +314,94 @@ def test_nccl_env_secrets_stay_out_of_env_json_and_json_but_reach_the_ranks(cpu_
         for secret in ("hunter2pw", "tok-5f3a9c1e", "zz-71q"):
             assert secret not in text
     assert {line for line in seen.read_text().splitlines()} == {f"{SECRETS['NCCL_PROXY_TOKEN']} {SECRETS['NCCL_NET_PLUGIN_CONFIG']}"}
+
+
+def fake_all_reduce_perf(tmp_path: Path, rows: int) -> tuple[Path, Path]:
+    """A real executable in all_reduce_perf's place: the header and the first `rows` rows of a real 2 x H200 run,
+    printed with the buffering a C program's stdio has (held back in a pipe, written per line to a terminal); then it
+    starts a helper and both sleep for an hour, as a hung NCCL would. The pids go to the second path."""
+    from conftest import DATA
+
+    binary, pids = tmp_path / "all_reduce_perf", tmp_path / "pids"
+    binary.write_text(
+        f"#!{sys.executable}\n"
+        "import os, subprocess, time\n"
+        f"lines = open({str(DATA / 'nccl-tests-h200-x2-graph-G20.txt')!r}).read().splitlines()\n"
+        "header = [line for line in lines[:12] if line.startswith('#')]\n"
+        "rows = [line for line in lines if line.strip() and not line.startswith('#')]\n"
+        "out = open(1, 'w', buffering=1 if os.isatty(1) else 8192, closefd=False)  # glibc's stdio: line or block\n"
+        f"for line in header + rows[:{rows}]:\n"
+        "    print(line, file=out)\n"
+        "helper = subprocess.Popen(['sleep', '3600'])\n"
+        f"open({str(pids)!r}, 'w').write(f'{{os.getpid()}} {{helper.pid}}')\n"
+        "time.sleep(3600)\n")
+    binary.chmod(0o755)
+    return binary, pids
+
+
+def running(pid: int) -> bool:
+    """Whether pid runs (a zombie waiting for init to reap it is dead)."""
+    stat = Path(f"/proc/{pid}/stat")
+    try:
+        return stat.read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
+def gone(pids: Path) -> bool:
+    deadline = time.monotonic() + 10
+    while any(running(int(pid)) for pid in pids.read_text().split()) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return not any(running(int(pid)) for pid in pids.read_text().split())
+
+
+SWEEP = {"world": 2, "min_bytes": 8, "max_bytes": 2**27, "factor": 2, "iters": 20}
+
+
+def test_a_hung_all_reduce_perf_is_killed_at_the_size_it_hung_on(tmp_path: Path) -> None:
+    """all_reduce_perf ran under a flat 600 s timeout, then said "exit -1". Its rows are now read as they come: the
+    11th size (8192 B) not coming within its bound (the ranks' formula, with a 1 s allowance here instead of 60 s)
+    kills it and its helper, and names the size, the time and the ACS/IOMMU/P2P hint."""
+    from provision.checks import nccl_tests
+
+    binary, pids = fake_all_reduce_perf(tmp_path, rows=10)
+    begin = time.monotonic()
+    with pytest.raises(nccl_tests.Hung) as caught:
+        nccl_tests.run(binary, **SWEEP, graph_launches=0, env=dict(os.environ), start_s=3.0, allowance_s=1.0)
+    assert time.monotonic() - begin < 15
+    assert caught.value.size == 8192 and 1.0 <= caught.value.waited_s < 5
+    assert caught.value.message.startswith("all_reduce_perf hung at size 8192 B after 1 s and was killed")
+    assert "ACS" in caught.value.hint and "IOMMU" in caught.value.hint and "NCCL_P2P_DISABLE=1" in caught.value.hint
+    assert gone(pids)
+
+
+def test_an_all_reduce_perf_stuck_after_its_last_row_keeps_its_rows(tmp_path: Path) -> None:
+    from provision.checks import nccl_tests
+
+    binary, pids = fake_all_reduce_perf(tmp_path, rows=25)
+    version, rows = nccl_tests.run(binary, **SWEEP, graph_launches=0, env=dict(os.environ), start_s=3.0, allowance_s=1.0)
+    assert version == "2.28.3" and [row.size for row in rows] == nccl_tests.sizes(8, 2**27, 2)
+    assert gone(pids)
+
+
+def test_provision_figures_are_kept_beside_a_hung_all_reduce_perf(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The hang is one line in the run's nccl_tests.error; provision's own rows stay as measured, the table says it,
+    and the command exits 1 (anchor_failures)."""
+    from provision.envs.records import AllreduceRun
+    from provision.views import render
+
+    binary, pids = fake_all_reduce_perf(tmp_path, rows=3)
+    rows = [{"size": 8, "count": 2, "wrong": 0, "eager_us": 20.0, "eager_busbw": 0.0}]
+    details: dict[str, object] = {"rows": [dict(row) for row in rows]}
+    assert not allreduce.beside_nccl_tests(details, {}, binary, venv=tmp_path, env=dict(os.environ), **SWEEP,
+                                           start_s=3.0, allowance_s=1.0)
+    assert gone(pids) and details["rows"] == rows
+    anchor = details["nccl_tests"]
+    assert isinstance(anchor, dict) and anchor["hung_size"] == 64 and 1.0 <= anchor["hung_after_s"] < 5
+    assert anchor["error"].startswith("all_reduce_perf hung at size 64 B after 1 s and was killed; provision's own "
+                                      "figures are kept: check peer-to-peer") and "\n" not in anchor["error"]
+    run = AllreduceRun(at="now", backend="nccl", world_size=2, runs=[{"variant": {}, **details}])
+    assert allreduce.anchor_failures(run) == [anchor["error"]]
+    render.allreduce({"name": "h200", **run.to_dict()}, as_json=False)
+    table = capsys.readouterr().out
+    assert f"# nccl-tests {binary}: all_reduce_perf hung at size 64 B" in table and "20.00" in table

@@ -134,11 +134,16 @@ def run(build: Path, record: EnvRecord, *, min_bytes: int, max_bytes: int, facto
     else:
         world = ranks or 2
     python = record.venv_path(build) / "bin" / "python"
+    runs: list[dict[str, Any]] = []
     try:
-        runs = [_run_variant(python, record, {**(settings or {}), **variant}, world=world, backend=backend,
-                             min_bytes=min_bytes, max_bytes=max_bytes, factor=factor, iters=iters,
-                             anchor_binary=anchor_binary, progress=progress)
-                for variant in variants(algos, protos)]
+        for variant in variants(algos, protos):
+            # after a hung or failed all_reduce_perf, the later variants run without it: it would only fail again
+            failed = any("error" in (earlier.get("nccl_tests") or {}) for earlier in runs)
+            runs.append(_run_variant(python, record, {**(settings or {}), **variant}, world=world, backend=backend,
+                                     min_bytes=min_bytes, max_bytes=max_bytes, factor=factor, iters=iters,
+                                     anchor_binary=None if failed else anchor_binary, progress=progress))
+            if failed and anchor_binary is not None:
+                runs[-1]["nccl_tests"] = {"path": str(anchor_binary), "error": "not run: it failed in an earlier variant"}
     except ProvisionError as exc:  # a process's output in the message may echo an --nccl-env secret
         exc.message, exc.hint = scrub(exc.message, settings or {}), scrub(exc.hint, settings or {})
         exc.args = (exc.message,)
@@ -150,8 +155,6 @@ def run(build: Path, record: EnvRecord, *, min_bytes: int, max_bytes: int, facto
 def _run_variant(python: Path, record: EnvRecord, variant: dict[str, str], *, world: int, backend: str, min_bytes: int,
                  max_bytes: int, factor: int, iters: int, anchor_binary: Path | None, progress: Any) -> dict[str, Any]:
     """One variant's rows (nccl-tests' beside them), its NCCL variables as shown and stored (secrets ****)."""
-    from provision.checks import nccl_tests as anchors
-
     env = check_runner.environment(python.parent.parent, record)
     env.update(variant)
     env.update(NCCL_NVLS_ENABLE="0", TORCH_SYMM_MEM_DISABLE_MULTICAST="1", NVSHMEM_DISABLE_NVLS="1")
@@ -169,13 +172,37 @@ def _run_variant(python: Path, record: EnvRecord, variant: dict[str, str], *, wo
     details = verdict["details"]
     if anchor_binary is not None:
         progress(f"nccl-tests {anchor_binary.name} on {world} GPU(s) {shown_settings(variant) or 'NCCL defaults'}")
-        anchor_env = dict(env)
-        nccl_dir = anchors.nccl_library_dir(python.parent.parent)
-        if nccl_dir is not None:
-            anchor_env["LD_LIBRARY_PATH"] = os.pathsep.join(filter(None, [str(nccl_dir), env.get("LD_LIBRARY_PATH")]))
-        anchor = anchors.compare(anchor_binary, world=world, min_bytes=min_bytes, max_bytes=max_bytes, factor=factor,
-                                 iters=iters, env=anchor_env)
-        anchors.join(details["rows"], anchor)
-        details["nccl_tests"] = anchor
-        details["notes"] = notes_for(details, variant)
+        beside_nccl_tests(details, variant, anchor_binary, venv=python.parent.parent, env=env, world=world,
+                          min_bytes=min_bytes, max_bytes=max_bytes, factor=factor, iters=iters)
     return {"variant": shown_settings(variant), **details}
+
+
+def beside_nccl_tests(details: dict[str, Any], variant: dict[str, str], binary: Path, *, venv: Path, env: dict[str, str],
+                      world: int, min_bytes: int, max_bytes: int, factor: int, iters: int, **bounds: float) -> bool:
+    """Put nccl-tests' figures beside provision's rows (`details`, in place); False when all_reduce_perf failed or
+    hung: then provision's figures stay as they are and `nccl_tests.error` says in one line what happened."""
+    from provision.checks import nccl_tests as anchors
+
+    anchor_env = dict(env)
+    nccl_dir = anchors.nccl_library_dir(venv)
+    if nccl_dir is not None:
+        anchor_env["LD_LIBRARY_PATH"] = os.pathsep.join(filter(None, [str(nccl_dir), env.get("LD_LIBRARY_PATH")]))
+    try:
+        anchor = anchors.compare(binary, world=world, min_bytes=min_bytes, max_bytes=max_bytes, factor=factor,
+                                 iters=iters, env=anchor_env, **bounds)
+    except ProvisionError as exc:
+        failure: dict[str, Any] = {"path": str(binary), "error": scrub(
+            f"{exc.message}; provision's own figures are kept: {exc.hint}", variant)}
+        if isinstance(exc, anchors.Hung):
+            failure.update(hung_size=exc.size, hung_after_s=round(exc.waited_s, 1))
+        details["nccl_tests"] = failure
+        return False
+    anchors.join(details["rows"], anchor)
+    details["nccl_tests"] = anchor
+    details["notes"] = notes_for(details, variant)
+    return True
+
+
+def anchor_failures(run: AllreduceRun) -> list[str]:
+    """What went wrong with nccl-tests beside the runs (a hang, a crash): the call then exits 1, its figures kept."""
+    return [run_["nccl_tests"]["error"] for run_ in run.runs if "error" in (run_.get("nccl_tests") or {})]

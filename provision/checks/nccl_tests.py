@@ -5,13 +5,16 @@ from __future__ import annotations
 
 import os
 import shutil
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from provision import proc
+from provision.checks.payloads._hangs import ALLOWANCE_S, HANG_HINT, START_BOUND_S, step_bound_s
 from provision.errors import EnvError, UsageError
 
 BINARY = "all_reduce_perf"
+WARMUP_ITERS = 5
 PATTERNS = {"122x42KB_ms": (122, 43008), "2x2.5MB_ms": (2, 2621440)}  # ops per forward pass, bytes per op
 
 
@@ -64,26 +67,62 @@ def parse(text: str) -> tuple[str | None, list[Row]]:
     return version, rows
 
 
+class Hung(EnvError):
+    """all_reduce_perf printed no row within the bound of the size it was on: it was killed (its process group)."""
+
+    def __init__(self, *, size: int, waited_s: float) -> None:
+        super().__init__(f"all_reduce_perf hung at size {size} B after {waited_s:.0f} s and was killed", HANG_HINT)
+        self.size, self.waited_s = size, waited_s
+
+
+def sizes(min_bytes: int, max_bytes: int, factor: int) -> list[int]:
+    """The sizes all_reduce_perf -b -e -f prints a row for, in order."""
+    found, size = [], min_bytes
+    while size <= max_bytes:
+        found.append(size)
+        size *= factor
+    return found
+
+
 def run(binary: Path, *, world: int, min_bytes: int, max_bytes: int, factor: int, iters: int, graph_launches: int,
-        env: dict[str, str]) -> tuple[str | None, list[Row]]:
-    """One all_reduce_perf run on `world` GPUs of this process (-g), float sum, checked; graph_launches > 0 is -G."""
+        env: dict[str, str], start_s: float = START_BOUND_S, allowance_s: float = ALLOWANCE_S) -> tuple[str | None, list[Row]]:
+    """One all_reduce_perf run on `world` GPUs of this process (-g), float sum, checked; graph_launches > 0 is -G.
+    Its rows are read as they come; one that does not come within its size's bound (the bench's own formula) is a
+    hang: the run is killed and Hung names the size. Start-up (communicators, and the warm-up of every size that
+    nccl-tests does before its first row) has START_BOUND_S on top."""
     argv = [str(binary), "-b", str(min_bytes), "-e", str(max_bytes), "-f", str(factor), "-g", str(world),
-            "-n", str(iters), "-w", "5", "-c", "1"]
+            "-n", str(iters), "-w", str(WARMUP_ITERS), "-c", "1"]
     if graph_launches:
         argv += ["-G", str(graph_launches)]
-    done = proc.run(argv, timeout=600, env=env)
+    expected = sizes(min_bytes, max_bytes, factor)
+    ops = 2 * (iters * max(graph_launches, 1) + 2)  # out-of-place and in-place: a sync op, the timed ones, the check
+    warm_up = sum(step_bound_s(size, WARMUP_ITERS, 0.0) for size in sizes(min_bytes, max_bytes, 2))
+    seen, last_row = 0, time.monotonic()
+
+    def on_line(line: str) -> float | None:
+        nonlocal seen, last_row
+        if not parse(line)[1]:
+            return None
+        seen, last_row = seen + 1, time.monotonic()
+        # after the last row: its summary lines and the exit
+        return step_bound_s(expected[seen], ops, allowance_s) if seen < len(expected) else allowance_s
+
+    done = proc.run_watched(argv, env=env, on_line=on_line,
+                            first_bound_s=start_s + warm_up + step_bound_s(expected[0], ops, allowance_s))
     version, rows = parse(done.stdout)
-    if done.returncode != 0 or not rows:
+    if done.timed_out and len(rows) < len(expected):
+        raise Hung(size=expected[len(rows)], waited_s=time.monotonic() - last_row)
+    if (done.returncode != 0 and not done.timed_out) or not rows:  # a run that hung after its last row keeps its rows
         raise EnvError(f"nccl-tests failed (exit {done.returncode}): {done.tail(3)}", f"run it by hand: {' '.join(argv)}")
     return version, rows
 
 
 def compare(binary: Path, *, world: int, min_bytes: int, max_bytes: int, factor: int, iters: int,
-            env: dict[str, str]) -> dict[str, object]:
+            env: dict[str, str], start_s: float = START_BOUND_S, allowance_s: float = ALLOWANCE_S) -> dict[str, object]:
     """nccl-tests' figures for the sweep (eager and -G iters) and for the verify-pass pattern (-G ops per pass)."""
     def sweep(low: int, high: int, launches: int) -> tuple[str | None, list[Row]]:
         return run(binary, world=world, min_bytes=low, max_bytes=high, factor=factor, iters=iters,
-                   graph_launches=launches, env=env)
+                   graph_launches=launches, env=env, start_s=start_s, allowance_s=allowance_s)
 
     version, eager = sweep(min_bytes, max_bytes, 0)
     _, graph = sweep(min_bytes, max_bytes, iters)

@@ -133,3 +133,4 @@ def bench_allreduce(name: str | None, min_bytes: str, max_bytes: str, factor: in
                             progress=step)
     records.add_allreduce(build, run)
     views.allreduce({"name": name, **run.to_dict()}, as_json)
+    sys.exit(1 if allreduce.anchor_failures(run) else 0)  # nccl-tests beside it hung or failed: its error is shown

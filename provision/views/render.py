@@ -377,6 +377,9 @@ def allreduce(record: dict[str, object], as_json: bool) -> None:
         variant = " ".join(f"{k}={v}" for k, v in run["variant"].items()) or "NCCL defaults"
         anchor = run.get("nccl_tests")
         lines.append(f"# {record['name']}: all_reduce sum float, {record['world_size']} rank(s), {record['backend']}, {variant}")
+        if anchor and "error" in anchor:  # it hung or failed: provision's own figures stand alone
+            lines.append(f"# nccl-tests {anchor['path']}: {anchor['error']}")
+            anchor = None
         if anchor:
             lines.append(f"# beside nccl-tests {anchor['path']} (NCCL {anchor['nccl_library']}): 'nccl' is its in-place "
                          "time, 'x' provision/nccl-tests, '+torch' what torch.distributed adds per op")

@@ -8,6 +8,8 @@ import sys
 import traceback
 from typing import Any
 
+from _hangs import HANG_HINT, START_BOUND_S
+
 # Multicast stays off in every payload process and every rank it starts, whatever the caller's environment says:
 # a program that creates multicast objects can take a shared host's GPUs out of service.
 os.environ.update(NCCL_NVLS_ENABLE="0", TORCH_SYMM_MEM_DISABLE_MULTICAST="1", NVSHMEM_DISABLE_NVLS="1")
@@ -55,8 +57,6 @@ def covers(arch_list: list[str], major: int, minor: int) -> tuple[str, list[str]
     return ("native", native) if native else ("ptx", ptx) if ptx else ("none", [])
 
 
-HANG_HINT = ("check peer-to-peer access between the GPUs (nvidia-smi topo -p2p r), PCIe ACS and the IOMMU "
-             "(NVIDIA/nccl#606, #2079; nccl-tests#117); NCCL_P2P_DISABLE=1 tells whether P2P is the cause")
 
 
 def free_port() -> int:
@@ -157,7 +157,7 @@ def _stalled(out_dir: str, world: int, finished_at: dict[int, float], started: f
             step = None
         if step is None:
             waited = time.monotonic() - started
-            if waited > float(config.get("start_bound_s", 300)):
+            if waited > float(config.get("start_bound_s", START_BOUND_S)):
                 return rank, "start-up (process group and first communicator)", waited
             continue
         waited = time.time() - float(step["at"])

@@ -24,16 +24,11 @@ import sys
 import time
 
 from _common import arguments, crash_reason, emit, init_group, launch, progress, write_rank
+from _hangs import step_bound_s
 
 FLOAT = 4
 SPIN_MS = 2.0  # the least the GPU is held busy before a timed graph replay
 SMALL, LARGE = (122, 42 * 1024), (2, int(2.5 * 2**20))  # the EAGLE-3 verify pass: 122 x 42 KB or 2 x 2.5 MB
-
-
-def step_bound_s(size: int, ops: int) -> float:
-    """How long one size may take before it counts as a hang: a fixed allowance for graph capture and lazy NCCL
-    set-up, plus every op moving 2 x size bytes at a pessimistic 0.5 GB/s (PCIe through a busy root complex)."""
-    return 60.0 + ops * 2 * max(size, 1) / 0.5e9
 
 
 def cycles_per_ms() -> float:
