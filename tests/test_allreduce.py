@@ -274,6 +274,15 @@ SECRETS = {"NCCL_NET_PLUGIN_CONFIG": "https://ops:hunter2pw@plugins.example/net.
            "NCCL_PROXY_TOKEN": "tok-5f3a9c1e", "NCCL_NET_OPTS": "host=a.example,token=zz-71q,mode=ib"}
 
 
+def test_a_refused_nccl_env_never_prints_its_value() -> None:
+    """`--nccl-env AWS_SECRET_TOKEN=...` (not an NCCL variable) was refused with the whole pair in the message."""
+    for pair in ("AWS_SECRET_TOKEN=tok-5f3a9c1e", "NCCL PROXY=https://ops:hunter2pw@h/"):
+        with pytest.raises(UsageError) as caught:
+            allreduce.nccl_env((pair,))
+        assert "tok-5f3a9c1e" not in caught.value.message and "hunter2pw" not in caught.value.message
+        assert pair.partition("=")[0] in caught.value.message
+
+
 def test_nccl_env_secrets_are_redacted_where_shown_and_stored_never_where_passed() -> None:
     shown = allreduce.shown_settings({**SECRETS, "NCCL_IB_HCA": "mlx5_0:1", "NCCL_SOCKET_IFNAME": "ops@eth0"})
     assert shown == {"NCCL_NET_PLUGIN_CONFIG": "https://****@plugins.example/net.json", "NCCL_PROXY_TOKEN": "****",

@@ -64,7 +64,8 @@ def nccl_env(pairs: tuple[str, ...]) -> dict[str, str]:
     for pair in pairs:
         key, sep, value = pair.partition("=")
         if not sep or not key.startswith("NCCL_") or not key.replace("_", "").isalnum():
-            raise UsageError(f"--nccl-env {pair!r}: not NCCL_NAME=VALUE", "for example --nccl-env NCCL_GRAPH_MIXING_SUPPORT=0")
+            shown = f"{key}=..." if sep else key  # the value may be a secret meant for another variable
+            raise UsageError(f"--nccl-env {shown!r}: not NCCL_NAME=VALUE", "for example --nccl-env NCCL_GRAPH_MIXING_SUPPORT=0")
         if key == "NCCL_NVLS_ENABLE":
             raise UsageError(f"--nccl-env {pair}: NVLS uses multicast, which provision never enables", "leave NVLS off")
         if key == "NCCL_ALGO":
