@@ -58,3 +58,28 @@ def test_a_link_into_the_venv_is_still_checked(tmp_path: Path) -> None:
     _dist(site, "ok", f"ok/a.py,{_digest(b'a')},1\nok/b.py,{_digest(b'a')},1\n".encode(), {"ok/a.py": b"a"})
     (site / "ok" / "b.py").symlink_to(site / "ok" / "a.py")
     assert drift.scan(venv).findings == []
+
+
+def test_a_metadata_folder_or_start_up_file_leading_out_is_a_finding_and_never_read(tmp_path: Path) -> None:
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    site = drift.site_packages(venv)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "meta").mkdir()
+    (outside / "meta" / "METADATA").write_text("Metadata-Version: 2.1\nName: stolen\nVersion: 9.9\n")
+    (outside / "meta" / "RECORD").write_text(f"stolen/x.py,{_digest(b'x')},1\n")
+    (site / "stolen-9.9.dist-info").symlink_to(outside / "meta")
+    _dist(site, "half", b"", {})
+    (site / "half-1.0.dist-info" / "RECORD").unlink()
+    (site / "half-1.0.dist-info" / "RECORD").symlink_to(outside / "meta" / "RECORD")
+    (outside / "_virtualenv.pth").write_text("import _virtualenv\n")
+    (site / "_virtualenv.pth").symlink_to(outside / "_virtualenv.pth")
+
+    result = drift.scan(venv)
+
+    found = {(f.kind, f.distribution, f.path): f.found for f in result.findings}
+    assert result.distributions == 0 and result.files == 0, "no METADATA or RECORD was read from outside"
+    assert f"leads out to {outside / 'meta'}: not read" in found["modified", "stolen", "stolen-9.9.dist-info"]
+    assert f"leads out to {outside / 'meta' / 'RECORD'}: not read" in found["modified", "half", "half-1.0.dist-info"]
+    assert ("unowned", None, "_virtualenv.pth") in found, "a link out is not virtualenv's file, whatever it holds"

@@ -21,9 +21,10 @@ from packaging.markers import default_environment
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 from packaging.version import InvalidVersion, Version
 
+from provision import confined
 from provision.checks import filehash
 from provision.envs.home import site_packages as site_packages  # one definition, used here and by restore
-from provision.errors import ProvisionError
+from provision.errors import EnvError, ProvisionError
 
 if TYPE_CHECKING:
     from provision.envs.records import EnvRecord
@@ -97,14 +98,20 @@ class Drift:
 
 
 def scan(venv: Path, *, lock: Path | None = None, cache: Path | None = None) -> Drift:
-    """Compare the environment with its RECORDs and its lock; `cache` remembers what was hashed (None: nothing)."""
+    """Compare the environment with its RECORDs and its lock; `cache` remembers what was hashed (None: nothing).
+    Nothing outside the venv is read: site-packages (or lib, lib/pythonX.Y) as a link out of it is an EnvError naming
+    the link; a distribution's folder or file that leads out is a finding, not read."""
     start = time.perf_counter()
     site = site_packages(venv)
+    confinement = confined.Confinement(venv)
+    escape = confinement.folder(str(site))
+    if escape is not None:
+        raise confined.refusal(escape, venv, "the drift check")
     drift = Drift(venv=venv, site=site, lock=str(lock) if lock else None)
-    installed = _installed(site)
+    installed = _installed(site, confinement, drift)
     drift.distributions = len(installed)
-    owned = _files(drift, installed, filehash.Cache(cache, site))
-    drift.findings += _unowned_startup(site, owned)
+    owned = _files(drift, installed, filehash.Cache(cache, site), confinement)
+    drift.findings += _unowned_startup(site, owned, confinement)
     if lock is not None:
         drift.findings += _against_lock(venv, installed, lock)
     drift.findings.sort(key=lambda f: (KINDS.index(f.kind), f.distribution or "", f.path))
@@ -120,9 +127,14 @@ class Installed:
     distribution: PathDistribution
 
 
-def _installed(site: Path) -> dict[str, Installed]:
+def _installed(site: Path, confinement: confined.Confinement, drift: Drift) -> dict[str, Installed]:
     found: dict[str, Installed] = {}
     for info in sorted([*site.glob("*.dist-info"), *site.glob("*.egg-info")]):
+        escape = _info_escape(info, confinement)
+        if escape is not None:  # its METADATA and RECORD would be read from outside the venv: named, not read
+            drift.findings.append(Finding(kind="modified", distribution=info_name(info), path=info.name,
+                                          expected="a folder in the environment", found=f"{escape[0]} leads out to {escape[1]}: not read"))
+            continue
         distribution = PathDistribution(info)
         headers = _headers(distribution) if info.is_dir() else None
         name = headers.get("Name") if headers else None
@@ -142,12 +154,27 @@ def _headers(distribution: PathDistribution) -> Message | None:
     return HeaderParser().parsestr(head + "\n")
 
 
-def _files(drift: Drift, installed: dict[str, Installed], cache: filehash.Cache) -> set[str]:
+def info_name(info: Path) -> str:
+    """The normalized distribution name a .dist-info (or .egg-info) folder's name carries."""
+    return str(canonicalize_name(info.name.rsplit(".", 1)[0].split("-", 1)[0]))
+
+
+def _info_escape(info: Path, confinement: confined.Confinement) -> confined.Escape | None:
+    """The link out of the venv that the metadata folder is, or that one of its files is."""
+    escape = confinement.folder(str(info))
+    if escape is None and info.is_dir():
+        for entry in os.listdir(info):
+            escape = escape or confinement.path(os.path.join(info, entry))
+    return escape
+
+
+def _files(drift: Drift, installed: dict[str, Installed], cache: filehash.Cache, confinement: confined.Confinement) -> set[str]:
     """Check every file RECORD lists with a hash; return every path RECORD lists (hashed or not), normalized."""
     owners: dict[str, str] = {}
     expected: dict[str, str] = {}
     wanted: list[filehash.Wanted] = []
     owned: set[str] = set()
+    escaped: dict[str, str] = {}  # key -> what was found instead of reading: a folder on its way leads out
     site = str(drift.site)
     under_site = os.path.join(site, "")
     root = os.path.join(os.path.normpath(drift.venv), "")
@@ -171,18 +198,21 @@ def _files(drift: Drift, installed: dict[str, Installed], cache: filehash.Cache)
                 path = under_site + key if plain else os.path.normpath(os.path.join(site, key))
                 if not plain and not path.startswith(root):
                     continue
-                if key not in expected:
+                escape = confinement.folder(path.rpartition("/")[0])  # one lstat per folder, a dict lookup per file
+                if escape is not None:
+                    escaped[key] = f"{mode}=({escape[0]} leads out of the environment to {escape[1]}: not read)"
+                elif key not in expected:
                     wanted.append(filehash.Wanted(key=key, path=path, mode=mode))
                 owners[key], expected[key] = name, row[1]
         except (csv.Error, UnicodeDecodeError, OSError) as exc:  # a field past csv's limit, bytes that are not UTF-8
             drift.findings.append(Finding(kind="modified", distribution=name, path=f"{dist.info.name}/RECORD",
                                           expected="a RECORD (PEP 376)", found=f"unreadable ({type(exc).__name__})"))
-    digests = filehash.digests(wanted, cache, inside=_inside(drift.venv))
+    digests = filehash.digests(wanted, cache, inside=links_allowed(drift.venv))
     with contextlib.suppress(OSError):  # a read-only home still gets its answer, only slower next time
         cache.save()
     drift.files, drift.hashed, drift.hashed_bytes, drift.remembered = len(wanted), digests.hashed, digests.hashed_bytes, digests.remembered
     for key, want in expected.items():
-        got = digests.found.get(key)
+        got = escaped.get(key) or digests.found.get(key)
         if got is None:
             drift.findings.append(Finding(kind="missing", distribution=owners[key], path=key, expected=want))
         elif got != want:
@@ -196,7 +226,7 @@ def _plain(path: str) -> bool:
     return bool(path) and path[0] not in "/." and "/." not in path and "//" not in path and path[-1] != "/"
 
 
-def _inside(venv: Path) -> Callable[[str], bool]:
+def links_allowed(venv: Path) -> Callable[[str], bool]:
     """Where a link in site-packages may lead and still be read: into the venv, or into uv's cache (UV_LINK_MODE=symlink)."""
     roots = [os.path.join(os.path.realpath(venv), "")]
 
@@ -214,13 +244,13 @@ def _inside(venv: Path) -> Callable[[str], bool]:
     return allowed
 
 
-def _unowned_startup(site: Path, owned: set[str]) -> list[Finding]:
+def _unowned_startup(site: Path, owned: set[str], confinement: confined.Confinement) -> list[Finding]:
     """Files in site-packages that Python runs at start-up and that no RECORD lists."""
     findings = []
     for entry in sorted(os.listdir(site)) if site.is_dir() else []:
         if not (entry.endswith(".pth") or entry in STARTUP_NAMES) or entry in owned:
             continue
-        if entry in VENV_TOOL_FILES:
+        if entry in VENV_TOOL_FILES and confinement.path(str(site / entry)) is None:
             try:
                 if (site / entry).read_text().strip() == VENV_TOOL_FILES[entry]:
                     continue
@@ -313,7 +343,10 @@ def _other_source(dist: Installed, wheel_names: list[str]) -> tuple[str, str] | 
 def check(venv: Path, build: Path, record: EnvRecord) -> dict[str, Any]:
     """The check's result: PASS when nothing differs, WARN listing each finding with its path and distribution."""
     lock = Path(record.lock) if record.lock else None
-    drift = scan(venv, lock=lock, cache=build / CACHE_NAME)
+    try:
+        drift = scan(venv, lock=lock, cache=build / CACHE_NAME)
+    except EnvError as exc:  # site-packages leads out of the venv: nothing there is read
+        return {"status": "error", "reason": f"{exc.message}; {exc.hint}"}
     details = drift.to_dict()
     without_lock = "" if lock else "; no lock (adopted): distributions not compared"
     if not drift.findings:

@@ -6,6 +6,7 @@ swapped with the venv in one atomic rename. Interrupted at any point, the venv i
 from __future__ import annotations
 
 import contextlib
+import csv
 import ctypes
 import datetime
 import errno
@@ -17,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from provision import proc
+from provision import confined, proc
 from provision import status as statuses
 from provision.checks import drift as drifting
 from provision.envs import records, relocate
@@ -73,13 +74,46 @@ def plan(home: Home, name: str) -> tuple[Path, EnvRecord, RestoreResult]:
     record = records.read(build)
     venv = record.venv_path(build).resolve()
     lock = Path(record.lock) if record.lock else None
+    escape = confined.Confinement(venv).folder(str(drifting.site_packages(venv)))
+    if escape is not None:  # said here, as restore's refusal, before the drift check would say it as its own
+        raise confined.refusal(escape, venv, f"restore {name}", f"provision restore {name} again")
     before = drifting.scan(venv, lock=lock, cache=build / drifting.CACHE_NAME)
     result = RestoreResult(name=name, venv=venv, dry_run=True, before=before, set_aside=before.unowned())
     if lock is None:
         result.not_restorable = before.to_reinstall()  # an adopted venv: no lock says what its files should be
     else:
         result.reinstall, result.uninstall = before.to_reinstall(), before.extra()
+    _refuse_links_out(name, result)
     return build, record, result
+
+
+def _refuse_links_out(name: str, result: RestoreResult) -> None:
+    """Raise when what restore would move, remove or write, or a folder on its way, is a link out of the venv: the
+    copy it works in keeps such a link, and uv and the set-aside would follow it out (a file may link into uv's cache,
+    as uv's symlink mode makes it)."""
+    venv, site = result.venv, result.before.site
+    confinement = confined.Confinement(venv)
+    also = drifting.links_allowed(venv)
+    paths = [str(venv / "bin"), str(site), *(str(site / relative) for relative in result.set_aside)]
+    touched = set(result.reinstall) | set(result.uninstall)
+    infos = {drifting.info_name(info): info for info in [*site.glob("*.dist-info"), *site.glob("*.egg-info")]}
+    if touched - set(infos):  # a distribution not installed: where its files go is in the wheel, not here
+        paths += [str(entry) for entry in site.iterdir()]
+    for name_ in sorted(touched & set(infos)):
+        info = infos[name_]
+        paths += [str(info), *(os.path.join(info, entry) for entry in (os.listdir(info) if info.is_dir() else []))]
+        escape = confinement.path(str(info / "RECORD"))
+        if escape is not None or not (info / "RECORD").is_file():
+            continue
+        with contextlib.suppress(csv.Error, OSError):  # an unreadable RECORD is the drift check's finding already
+            for row in csv.reader((info / "RECORD").read_text(errors="replace").splitlines()):
+                path = os.path.normpath(os.path.join(site, row[0])) if row else ""
+                if path.startswith(os.path.join(os.path.normpath(venv), "")):
+                    paths.append(path)
+    for path in paths:
+        escape = confinement.path(path, also=also)
+        if escape is not None:
+            raise confined.refusal(escape, venv, f"restore {name}", f"provision restore {name} again")
 
 
 def restore(home: Home, name: str, *, dry_run: bool = False, run_checks: Callable[[Path, EnvRecord], list[dict[str, Any]]] | None = None,
