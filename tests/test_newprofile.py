@@ -132,3 +132,64 @@ def test_a_cuda_or_python_that_is_not_a_version_changes_nothing(index_server, pr
         done = new(provision_bin, default, out, "--from", "sglang==0.5.23", "--force", *option)
         assert done.returncode == 2 and f"{option[0]} " in done.stderr and len(done.stderr.strip().splitlines()) == 2, done.stderr
         assert out.read_text() == "keep me" and len(default.requests) == before
+
+
+def test_a_profile_that_would_not_load_is_never_written_and_the_old_file_stays(
+        index_server, provision_bin: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The file was written, then loaded: a name past 64 characters left a profile that did not load, over the good one
+    with --force. The name is checked first now (exit 2, the index not asked); whatever else the loader refuses is
+    refused before the write (a key injected into the rendered text stands for it: nothing else reaches it today)."""
+    from provision.errors import ProfileError
+    from provision.stacks import newprofile
+
+    default = serve_sglang(index_server)
+    out = tmp_path / "keep.toml"
+    assert new(provision_bin, default, out, "--from", "sglang==0.5.23").returncode == 0
+    good = out.read_bytes()
+    before = len(default.requests)
+    done = subprocess.run([provision_bin, "profiles", "new", "a" * 65, "--from", "sglang==0.5.23", "--index",
+                           f"default={default.url}", "-o", str(out), "--force"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and "at most 64 characters" in done.stderr and len(done.stderr.strip().splitlines()) == 2, done.stderr
+    assert out.read_bytes() == good and len(default.requests) == before
+
+    rendered = newprofile.render
+    monkeypatch.setattr(newprofile, "render", lambda result, url: rendered(result, url) + "[extra]\nx = 1\n")
+    with pytest.raises(ProfileError) as refused:
+        newprofile.new("keep", "sglang==0.5.23", output=out, overrides={"default": default.url}, force=True)
+    assert f"{out}: extra: unknown key" in refused.value.message and "nothing was written" in refused.value.message
+    assert out.read_bytes() == good and sorted(p.name for p in tmp_path.iterdir() if p.is_file()) == ["keep.toml"]
+
+
+def test_an_output_that_cannot_be_written_is_one_line_naming_it(index_server, provision_bin: str, tmp_path: Path) -> None:
+    """A folder where the file goes (-o, or NAME.toml in PROVISION_PROFILES), a path under a file, a folder that cannot
+    be written: exit 2 naming the path and what to do, before the index is asked; nothing is left behind."""
+    import os
+
+    default = serve_sglang(index_server)
+    folder = tmp_path / "folder.toml"
+    folder.mkdir()
+    a_file = tmp_path / "file"
+    a_file.write_text("mine")
+    profiles_dir = tmp_path / "profiles"
+    (profiles_dir / "x.toml").mkdir(parents=True)
+    cases = [(["-o", str(folder), "--force"], f"{folder}: is a folder", None),
+             (["-o", str(folder / "")], f"{folder}: is a folder", None),
+             (["--force"], f"{profiles_dir / 'x.toml'}: is a folder", {"PROVISION_PROFILES": str(profiles_dir)}),
+             (["-o", str(a_file / "sub" / "x.toml"), "--force"], f"{a_file} is a file, not a folder", None)]
+    if os.geteuid() != 0:  # root writes into a read-only folder anyway
+        readonly = tmp_path / "readonly"
+        readonly.mkdir(mode=0o500)
+        cases.append((["-o", str(readonly / "x.toml")], f"{readonly} is not writable", None))
+    snapshot = sorted(str(p) for p in tmp_path.rglob("*") if "indexes" not in p.parts)
+    for args, words, env in cases:
+        before = len(default.requests)
+        done = subprocess.run([provision_bin, "profiles", "new", "x", "--from", "sglang==0.5.23", "--index", f"default={default.url}",
+                               *args], capture_output=True, text=True, timeout=120, env={**os.environ, **(env or {})})
+        lines = done.stderr.strip().splitlines()
+        assert done.returncode == 2 and len(lines) == 2 and words in lines[0] and lines[1].startswith("hint: "), done.stderr
+        assert len(default.requests) == before, "refused before the index is asked"
+    assert sorted(str(p) for p in tmp_path.rglob("*") if "indexes" not in p.parts) == snapshot and a_file.read_text() == "mine"
+    unwritable = subprocess.run([provision_bin, "profiles", "new", "x", "--from", "sglang==0.5.23", "--index",
+                                 f"default={default.url}", "-o", "/proc/x.toml"], capture_output=True, text=True, timeout=120)
+    lines = unwritable.stderr.strip().splitlines()  # root: refused at the write (ENOENT); others: /proc is not writable
+    assert unwritable.returncode == 2 and len(lines) == 2 and "/proc/x.toml" in lines[0], unwritable.stderr

@@ -36,7 +36,7 @@ def list_profiles(ctx: click.Context, as_json: bool) -> None:
 @click.option("--cuda", default="13.0", show_default=True, help="CUDA release: which cuXY indexes and compiler to bind.")
 @click.option("--python", "python", default="3.12", show_default=True, help="Python X.Y the profile targets.")
 @index_option
-@click.option("-o", "--output", type=click.Path(path_type=Path, dir_okay=False),
+@click.option("-o", "--output", type=click.Path(path_type=Path),  # a folder is refused by newprofile, with a hint
               help="Where to write it (default: NAME.toml in the first PROVISION_PROFILES folder, else here).")
 @click.option("--force", is_flag=True, help="Replace an existing file.")
 @json_option

@@ -4,6 +4,7 @@ binds each to the CUDA index of the chosen release and says, in a comment beside
 
 from __future__ import annotations
 
+import errno
 import os
 import platform as host_platform
 import re
@@ -16,13 +17,16 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name, parse_wheel_filename
 from packaging.version import InvalidVersion, Version
 
-from provision.atomic import write_atomic
-from provision.errors import IndexError_, ProfileError, UsageError
+from provision import regular
+from provision.errors import IndexError_, ProfileError, ProvisionError, UsageError
+from provision.names import NAME_MAX, NAME_RULE
 from provision.stacks import index, uvtool, wheelmeta
-from provision.stacks.profiles import PROFILE_PATH_VARIABLE, load_file
+from provision.stacks.profiles import PROFILE_PATH_VARIABLE, parse
 
 SERVING = "sglang"
-NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*\Z")  # \Z: $ would let a trailing newline through
+# What the output path's failure says about it: the user's to change (exit 2), not the machine's (a full disk: exit 3)
+USAGE_ERRNOS = {errno.EISDIR, errno.ENOTDIR, errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOENT, errno.EEXIST, errno.ENXIO,
+                errno.EINVAL}
 # The packages of SGLang's pins that make the CUDA stack, in the order a profile lists them.
 STACK = ("torch", "sglang-kernel", "sgl-kernel", "flashinfer-python", "flashinfer-cubin")
 # Where each CUDA build lives: {tag} is cu130 for CUDA 13.0 (the same hosts the shipped profiles name).
@@ -96,16 +100,16 @@ def new(name: str, source: str, *, cuda: str = "13.0", python: str = "3.12", out
     """Write profile NAME from the pins of the SGLang release `source` names; return what was written."""
     overrides = dict(overrides or {})
     requirement = parse_from(source)
-    if not NAME.match(name):
-        raise UsageError(f"{name!r} is not a profile name", "letters, digits, '.', '_' and '-' only (it names a folder)")
+    if not NAME_RULE.match(name):  # the loader's own rule for `name`
+        raise UsageError(f"{name[:80]!r} is not a profile name",
+                         f"letters, digits, '.', '_' and '-', starting with a letter or digit, at most {NAME_MAX} characters")
     # checked before the index is asked and before anything is written: they go into URLs, comments and the file
     if not re.fullmatch(r"\d+\.\d+", cuda):
         raise UsageError(f"--cuda {cuda!r}: not a CUDA release", "write it as 13.0 or 12.8")
     if not re.fullmatch(r"3\.\d+", python):
         raise UsageError(f"--python {python!r}: not a Python version", "write it as 3.12")
     path = output or _default_path(name)
-    if path.exists() and not force:
-        raise UsageError(f"{path}: already exists", "choose another NAME or -o PATH, or pass --force to replace it")
+    _check_output(path, name, force)
     chosen_default = overrides.pop("default", None)
     registry = chosen_default or default_index()
     files = index.project_files(registry, SERVING)
@@ -125,10 +129,38 @@ def new(name: str, source: str, *, cuda: str = "13.0", python: str = "3.12", out
             raise UsageError(f"--index {unknown[0]}=...: this profile has no index named {unknown[0]!r}",
                              f"its indexes: default, {', '.join(indexes)}")
     text = render(result, chosen_default)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(path, text)
-    load_file(path)  # what was written must load: the validation is the profile loader's own
+    try:
+        parse(text.encode(), path)  # what is written must load: checked by the profile loader itself, before writing
+    except ProfileError as exc:
+        raise ProfileError(f"{exc.message} (in the profile to be written: nothing was written)", exc.hint) from exc
+    _write(path, text)
     return result
+
+
+def _check_output(path: Path, name: str, force: bool) -> None:
+    """Refuse, before the index is asked, an output that cannot become this profile's file."""
+    if path.is_dir():
+        raise UsageError(f"{path}: is a folder, not a profile file",
+                         f"give -o the file to write (such as {path / name}.toml), or move that folder out of the way")
+    if path.exists() and not force:
+        raise UsageError(f"{path}: already exists", "choose another NAME or -o PATH, or pass --force to replace it")
+    folder = path.absolute().parent
+    existing = next(p for p in (folder, *folder.parents) if p.exists() or p.is_symlink())
+    if not existing.is_dir():
+        raise UsageError(f"cannot write {path}: {existing} is a file, not a folder", "choose -o in a folder")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise UsageError(f"cannot write {path}: {existing} is not writable", "choose -o in a folder you can write")
+
+
+def _write(path: Path, text: str) -> None:
+    """Write the profile atomically: a failure leaves the old file as it was, or none."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        regular.write_text(path, text)
+    except OSError as exc:
+        error = UsageError if exc.errno in USAGE_ERRNOS else ProvisionError
+        raise error(f"cannot write the profile to {path}: {exc.strerror or exc}",
+                    "choose -o in a folder you can write (nothing was written)") from exc
 
 
 def _default_path(name: str) -> Path:

@@ -137,7 +137,13 @@ def load(name_or_path: str) -> Profile:
 
 
 def load_file(path: Path) -> Profile:
-    raw = _read(path)
+    return parse(_read(path), path)
+
+
+def parse(raw: bytes, path: Path) -> Profile:
+    """The profile `raw` holds, checked key by key; errors name `path` (where it is, or is to be, written)."""
+    if len(raw) > MAX_BYTES:
+        raise ProfileError(f"{path}: larger than {MAX_BYTES >> 20} MiB, so not a profile", "a profile is a few hundred bytes of TOML")
     if not raw.strip():
         raise ProfileError(f"{path}: the file is empty", "a profile needs at least schema, name, cuda and [packages]")
     try:
@@ -169,9 +175,7 @@ def _read(path: Path) -> bytes:
         raise ProfileError(f"{path}: cannot read it ({exc.strerror or exc})", "check the file") from exc
     finally:
         os.close(fd)
-    if len(raw) > MAX_BYTES:
-        raise ProfileError(f"{path}: larger than {MAX_BYTES >> 20} MiB, so not a profile", "a profile is a few hundred bytes of TOML")
-    return raw
+    return raw  # one byte past MAX_BYTES at most: parse refuses it
 
 
 class _Checker:
