@@ -141,3 +141,31 @@ def test_hostile_urls_in_a_lock_never_leak_a_password_nor_read_local_files(provi
         gate = next(g for g in lock_target(done)["gates"] if g["id"] == "wheel:nvidia-x")
         assert gate["status"] == "skip" and "only http and https" in gate["reason"], gate
         assert "s3cretpw" not in done.stdout + done.stderr
+
+
+def test_a_wheel_without_a_sha256_in_the_lock_is_refused_and_nothing_is_downloaded(index_server, provision_bin: str, tmp_path: Path) -> None:
+    """packaging.pylock requires `hashes` on a wheel (PEP 751: a lock without them is not read, exit 2), but not a
+    sha256: a wheel with only sha512 (or md5) was downloaded and scanned unchecked. Refused now, before any download:
+    exit 6, one line naming the lock, the package and the wheel's URL (its password as ****)."""
+    default = index_server.index("private", userinfo="alice:s3cretpw@")
+    default.password = "s3cretpw"
+    wheels = [default.add("torch", "2.14.1", tag=TAG, files={"torch/lib/a.cubin": cubin(90)}),
+              default.add("nvidia-old", "1.0", tag=TAG, files={"nvidia/old/lib/k.cubin": cubin(80)})]
+    lock = write_lock(tmp_path / "pylock.cu130.toml", default, wheels)
+    assert lock_target(report(provision_bin, lock, H200, tmp_path / "c"))  # with every sha256: fetched and judged
+    for hashes in ({"sha512": hashlib.sha512(wheels[1].read_bytes()).hexdigest()}, {"md5": "0" * 32}):
+        doc = tomlkit.parse(lock.read_text())
+        doc["packages"][1]["wheels"][0]["hashes"] = hashes
+        unhashed = tmp_path / "pylock.unhashed.toml"
+        unhashed.write_text(tomlkit.dumps(doc))
+        before = len(default.requests)
+        for extra in ((), ("--no-fetch",)):
+            done = report(provision_bin, unhashed, H200, tmp_path / "c", *extra)
+            lines = done.stderr.strip().splitlines()
+            assert done.returncode == 6 and len(lines) == 2 and "Traceback" not in done.stderr, done.stderr
+            url = default.url.replace("alice:s3cretpw@", "****@").replace("/simple", "/files/") + wheels[1].name
+            assert lines[0] == (f"error: {unhashed}: nvidia-old 1.0: the wheel {url} has no sha256 in the lock "
+                                f"(only {next(iter(hashes))}); nothing was downloaded"), lines[0]
+            assert lines[1] == "hint: re-lock it: provision lock cu130 (it records every wheel's sha256)"
+            assert "s3cretpw" not in done.stdout + done.stderr
+        assert default.requests[before:] == [], "nothing of the lock was downloaded, the unhashed wheel least of all"

@@ -4,6 +4,7 @@ the lock) and its members are read out of the zip in memory, never unpacked to d
 
 from __future__ import annotations
 
+import re
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -16,6 +17,7 @@ from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel
 
 from provision import compat
 from provision import status as statuses
+from provision.errors import ResolveError
 from provision.machine.facts import MachineFacts
 from provision.report.gates import Gate, MachineReport, Target
 from provision.scan import binaries, fatbin
@@ -99,6 +101,8 @@ def scan_lock(path: Path, *, fetch: bool = True, cache: Path | None = None) -> L
         filename = _filename(wheel)
         name = str(canonicalize_name(package.name))
         sha256 = (wheel.hashes or {}).get("sha256", "")
+        if not sha256:  # before any job starts: nothing of the lock is downloaded, nothing cached is trusted
+            raise _unhashed(path, package, wheel, tool)
         cached = unpacked.get((name, uvcache.stem_of(filename)))
         digests = cached.sha256s() if cached else set()
         if cached and digests and sha256 and sha256 not in digests:
@@ -109,6 +113,21 @@ def scan_lock(path: Path, *, fetch: bool = True, cache: Path | None = None) -> L
     notes = [f"{w.wheel}: {w.note}" for w in wheels if w.note]
     return LockScan(path=path, profile=tool.get("profile"), wheels=wheels, seconds=time.perf_counter() - started,
                     cache=str(cache), notes=notes)
+
+
+def _unhashed(path: Path, package: Any, wheel: Any, tool: dict[str, Any]) -> ResolveError:
+    """The refusal of a wheel the lock gives no sha256 for: packaging.pylock requires `hashes` (PEP 751), but not sha256,
+    the one this check and `provision lock` use; scanning the file without it would judge whatever the URL serves."""
+    from provision.names import NAME_RULE
+
+    others = ", ".join(sorted(wheel.hashes or {}))
+    where = index.redact(wheel.url) if wheel.url else _filename(wheel)
+    named = tool.get("profile")
+    profile = named if isinstance(named, str) and NAME_RULE.match(named) else "PROFILE"
+    message = (f"{path}: {package.name}{f' {package.version}' if package.version else ''}: the wheel {where} has no sha256 "
+               f"in the lock{f' (only {others})' if others else ''}; nothing was downloaded")
+    return ResolveError(re.sub(r"[\x00-\x1f\x7f]", lambda m: f"\\x{ord(m.group()):02x}", message),  # one line, whatever the lock holds
+                        f"re-lock it: provision lock {profile} (it records every wheel's sha256)")
 
 
 def _scan_one(name: str, version: str, filename: str, url: str, sha256: str, archive: Path | None, *, fetch: bool) -> WheelScan:
