@@ -17,7 +17,8 @@ class Confinement:
     """Answers, for paths under `root`, whether a link on the way leads out of it; folders are asked once each."""
 
     def __init__(self, root: Path | str) -> None:
-        self.root = os.path.normpath(os.path.abspath(root))
+        # as spelled (normalized, not made absolute): the paths asked about are built from the same spelling
+        self.root = os.path.normpath(root)
         self.real = os.path.realpath(self.root)
         self._folders: dict[str, Escape | None] = {self.root: None}
 

@@ -83,3 +83,21 @@ def test_a_metadata_folder_or_start_up_file_leading_out_is_a_finding_and_never_r
     assert f"leads out to {outside / 'meta'}: not read" in found["modified", "stolen", "stolen-9.9.dist-info"]
     assert f"leads out to {outside / 'meta' / 'RECORD'}: not read" in found["modified", "half", "half-1.0.dist-info"]
     assert ("unowned", None, "_virtualenv.pth") in found, "a link out is not virtualenv's file, whatever it holds"
+
+
+def test_a_venv_named_by_a_relative_path_is_confined_as_well(tmp_path: Path, monkeypatch) -> None:
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    site = drift.site_packages(venv)
+    outside = tmp_path / "outside" / "ok"
+    outside.mkdir(parents=True)
+    (outside / "a.py").write_bytes(b"a")
+    _dist(site, "ok", f"ok/a.py,{_digest(b'a')},1\n".encode())
+    (site / "ok").symlink_to(outside)
+    monkeypatch.chdir(tmp_path)
+
+    result = drift.scan(Path("venv"))
+
+    (finding,) = result.findings
+    assert finding.path == "ok/a.py" and f"leads out of the environment to {outside}: not read" in finding.found
+    assert result.hashed == 0
