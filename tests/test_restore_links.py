@@ -135,3 +135,13 @@ def test_an_adopted_venv_through_the_users_own_link_is_restored_but_a_link_out_i
         failed = tool("restore", "old", "--no-checks", *extra, check=False)
         assert failed.returncode == 7 and f"{site} is a link to {outside}" in failed.stderr, failed.stderr
     assert snapshot(outside) == before
+
+
+def test_a_set_aside_folder_leading_out_of_the_build_folder_is_refused(tool: tiny.Tool, tmp_path: Path) -> None:
+    venv = venv_of(tool)
+    outside = tmp_path / "outside" / "set-aside"
+    outside.mkdir(parents=True)
+    (venv.parent / "set-aside").symlink_to(outside)
+    (drift.site_packages(venv) / "zz-experiment.pth").write_text("import os\n")
+    refused(tool, venv.parent / "set-aside", outside)
+    assert list(outside.iterdir()) == []

@@ -83,15 +83,18 @@ def plan(home: Home, name: str) -> tuple[Path, EnvRecord, RestoreResult]:
         result.not_restorable = before.to_reinstall()  # an adopted venv: no lock says what its files should be
     else:
         result.reinstall, result.uninstall = before.to_reinstall(), before.extra()
-    _refuse_links_out(name, result)
+    _refuse_links_out(name, build, result)
     return build, record, result
 
 
-def _refuse_links_out(name: str, result: RestoreResult) -> None:
+def _refuse_links_out(name: str, build: Path, result: RestoreResult) -> None:
     """Raise when what restore would move, remove or write, or a folder on its way, is a link out of the venv: the
     copy it works in keeps such a link, and uv and the set-aside would follow it out (a file may link into uv's cache,
-    as uv's symlink mode makes it)."""
+    as uv's symlink mode makes it). The set-aside folder, in the build folder, must not lead out of that either."""
     venv, site = result.venv, result.before.site
+    escape = confined.Confinement(build).folder(str(build / ASIDE)) if result.set_aside else None
+    if escape is not None:
+        raise confined.refusal(escape, build, f"restore {name}", f"provision restore {name} again")
     confinement = confined.Confinement(venv)
     also = drifting.links_allowed(venv)
     paths = [str(venv / "bin"), str(site), *(str(site / relative) for relative in result.set_aside)]
