@@ -175,6 +175,7 @@ def _files(drift: Drift, installed: dict[str, Installed], cache: filehash.Cache,
     wanted: list[filehash.Wanted] = []
     owned: set[str] = set()
     escaped: dict[str, str] = {}  # key -> what was found instead of reading: a folder on its way leads out
+    last_folder, escape = "", None  # the folder of the last row, and the link out on its way (None: none)
     site = str(drift.site)
     under_site = os.path.join(site, "")
     root = os.path.join(os.path.normpath(drift.venv), "")
@@ -198,7 +199,9 @@ def _files(drift: Drift, installed: dict[str, Installed], cache: filehash.Cache,
                 path = under_site + key if plain else os.path.normpath(os.path.join(site, key))
                 if not plain and not path.startswith(root):
                     continue
-                escape = confinement.folder(path.rpartition("/")[0])  # one lstat per folder, a dict lookup per file
+                folder = path.rpartition("/")[0]
+                if folder != last_folder:  # RECORD lists a folder's files together: one lookup per run of them
+                    last_folder, escape = folder, confinement.folder(folder)  # one lstat per folder
                 if escape is not None:
                     escaped[key] = f"{mode}=({escape[0]} leads out of the environment to {escape[1]}: not read)"
                 elif key not in expected:
