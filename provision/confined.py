@@ -5,6 +5,7 @@ never followed."""
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Callable
 from pathlib import Path
 
@@ -20,27 +21,30 @@ class Confinement:
         # as spelled (normalized, not made absolute): the paths asked about are built from the same spelling
         self.root = os.path.normpath(root)
         self.real = os.path.realpath(self.root)
+        self._under_root, self._under_real = os.path.join(self.root, ""), os.path.join(self.real, "")
         self._folders: dict[str, Escape | None] = {self.root: None}
 
     def inside(self, target: str) -> bool:
         """Whether the resolved `target` is the root or under it."""
-        return target == self.real or target.startswith(os.path.join(self.real, ""))
+        return target == self.real or target.startswith(self._under_real)
 
     def folder(self, path: str) -> Escape | None:
         """The link, among `path` and the folders above it up to the root, that leads out of the root; None if none
         does, or if `path` is not under the root (what lies outside is the caller's concern, and never opened here)."""
-        if path in self._folders:  # the drift check asks once per file: a normalized path is found before normpath
+        if path in self._folders:  # the drift check asks once per folder: a normalized path is found before normpath
             return self._folders[path]
         path = os.path.normpath(path)
         if path in self._folders:
             return self._folders[path]
-        parent = os.path.dirname(path)
-        if parent == path or not path.startswith(os.path.join(self.root, "")):
+        if not path.startswith(self._under_root):
             return None
-        verdict = self.folder(parent)
-        if verdict is None and os.path.islink(path):
-            target = os.path.realpath(path)
-            if not self.inside(target):
+        verdict = self.folder(path.rpartition(os.sep)[0])  # under the root, so never "" nor the file system's root
+        if verdict is None:
+            try:
+                link = stat.S_ISLNK(os.lstat(path).st_mode)
+            except OSError:
+                link = False
+            if link and not self.inside(target := os.path.realpath(path)):
                 verdict = (path, target)
         self._folders[path] = verdict
         return verdict
@@ -49,7 +53,7 @@ class Confinement:
         """As `folder`, for a file: the file may be a link to where `also` allows (uv's cache, where uv links from)."""
         path = os.path.normpath(path)
         verdict = self.folder(os.path.dirname(path))
-        if verdict is None and os.path.islink(path) and path.startswith(os.path.join(self.root, "")):
+        if verdict is None and os.path.islink(path) and path.startswith(self._under_root):
             target = os.path.realpath(path)
             if not self.inside(target) and not (also is not None and also(target)):
                 verdict = (path, target)

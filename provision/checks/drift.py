@@ -163,8 +163,10 @@ def _info_escape(info: Path, confinement: confined.Confinement) -> confined.Esca
     """The link out of the venv that the metadata folder is, or that one of its files is."""
     escape = confinement.folder(str(info))
     if escape is None and info.is_dir():
-        for entry in os.listdir(info):
-            escape = escape or confinement.path(os.path.join(info, entry))
+        with os.scandir(info) as entries:  # the folder's own listing says which entry is a link: no stat per file
+            for entry in entries:
+                if escape is None and entry.is_symlink():
+                    escape = confinement.path(entry.path)
     return escape
 
 
