@@ -397,7 +397,7 @@ def test_provision_figures_are_kept_beside_a_hung_all_reduce_perf(tmp_path: Path
     """The hang is one line in the run's nccl_tests.error; provision's own rows stay as measured, the table says it,
     and the command exits 1 (anchor_failures)."""
     from provision.envs.records import AllreduceRun
-    from provision.views import render
+    from provision.views import checks as check_views
 
     binary, pids = fake_all_reduce_perf(tmp_path, rows=3)
     rows = [{"size": 8, "count": 2, "wrong": 0, "eager_us": 20.0, "eager_busbw": 0.0}]
@@ -411,6 +411,6 @@ def test_provision_figures_are_kept_beside_a_hung_all_reduce_perf(tmp_path: Path
                                       "figures are kept: check peer-to-peer") and "\n" not in anchor["error"]
     run = AllreduceRun(at="now", backend="nccl", world_size=2, runs=[{"variant": {}, **details}])
     assert allreduce.anchor_failures(run) == [anchor["error"]]
-    render.allreduce({"name": "h200", **run.to_dict()}, as_json=False)
+    check_views.allreduce({"name": "h200", **run.to_dict()}, as_json=False)
     table = capsys.readouterr().out
     assert f"# nccl-tests {binary}: all_reduce_perf hung at size 64 B" in table and "20.00" in table

@@ -29,15 +29,16 @@ def check(name: str | None, only: str | None, target_sm: str | None, as_json: bo
     from provision import status as statuses
     from provision.checks import runner
     from provision.envs import records
-    from provision.views import render as views
+    from provision.views import checks as views
+    from provision.views import ui
 
     name, build = home_of(home).named_or_active(name, "provision check")
     ids = tuple(i.strip() for i in only.split(",") if i.strip()) if only else None
-    with views.progress(as_json) as step:
+    with ui.progress(as_json) as step:
         results = runner.run(build, records.read(build), only=ids, target_sm=compute_capability(target_sm) if target_sm else None,
                              progress=step)
     # the report's "last smoke checks" is the last full run; a narrower --only run is kept beside it
-    records.add_checks(build, results, views.now(), only=ids)
+    records.add_checks(build, results, ui.now(), only=ids)
     views.checks(name, results, as_json)
     sys.exit(1 if statuses.failed(runner.overall(results)) else 0)
 
@@ -52,14 +53,15 @@ def baseline(name: str | None, as_json: bool, home: Path | None) -> None:
     from provision.checks import baseline as baselines
     from provision.checks import runner
     from provision.envs import records
-    from provision.views import render as views
+    from provision.views import checks as views
+    from provision.views import ui
 
     name, build = home_of(home).named_or_active(name, "provision baseline")
     record = records.read(build)
-    with views.progress(as_json) as step:
+    with ui.progress(as_json) as step:
         if not record.check_results:
             step("running the checks first")
-            record = records.add_checks(build, runner.run(build, record, progress=step), views.now())
+            record = records.add_checks(build, runner.run(build, record, progress=step), ui.now())
         run = baselines.run(name, build, record, step)
     records.add_baseline(build, run)
     views.baseline({"name": name, **run.to_dict()}, as_json)
@@ -74,7 +76,7 @@ def baseline(name: str | None, as_json: bool, home: Path | None) -> None:
 def compare(first: str, second: str, as_json: bool, home: Path | None) -> None:
     """Two environments' latest baselines side by side, with the change in percent."""
     from provision.checks import baseline as baselines
-    from provision.views import render as views
+    from provision.views import checks as views
 
     views.comparison(baselines.compare(home_of(home), first, second), as_json)
 
@@ -112,7 +114,8 @@ def bench_allreduce(name: str | None, min_bytes: str, max_bytes: str, factor: in
     from provision.checks import allreduce
     from provision.envs import records
     from provision.errors import UsageError
-    from provision.views import render as views
+    from provision.views import checks as views
+    from provision.views import ui
 
     sizes, settings = (allreduce.parse_size(min_bytes), allreduce.parse_size(max_bytes)), allreduce.nccl_env(nccl_env)
     if sizes[0] > sizes[1]:
@@ -127,7 +130,7 @@ def bench_allreduce(name: str | None, min_bytes: str, max_bytes: str, factor: in
 
         anchors.find(nccl_tests)
     name, build = home_of(home).named_or_active(name, "provision bench allreduce")
-    with views.progress(as_json) as step:
+    with ui.progress(as_json) as step:
         run = allreduce.run(build, records.read(build), min_bytes=sizes[0], max_bytes=sizes[1], factor=factor, iters=iters,
                             algos=algos, protos=protos, backend=backend, ranks=ranks, nccl_tests=nccl_tests, settings=settings,
                             progress=step)

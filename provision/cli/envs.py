@@ -42,12 +42,13 @@ def create(profile_name: str, name: str | None, python: str | None, lock_path: P
     from provision.envs import lifecycle
     from provision.envs.home import check_name
     from provision.stacks import lock, profiles
-    from provision.views import render as views
+    from provision.views import envs as views
+    from provision.views import ui
 
     if name is not None:
         check_name(name)  # before anything is read or built
     profile = profiles.load(profile_name)
-    with views.progress(as_json) as step:
+    with ui.progress(as_json) as step:
         result = lifecycle.create(home_of(home), profile, name=name, python=python, lock_path=lock_path,
                              overrides=lock.parse_overrides(indexes), activate=not no_activate, replace=replace,
                              run_checks=None if no_checks else (lambda build, meta: runner.run(build, meta, progress=step)),
@@ -65,7 +66,7 @@ def list_envs(as_json: bool, home: Path | None) -> None:
     """Every environment: profile, CUDA, Python, size, checks, baseline, and which is active."""
     from provision.envs import inventory
     from provision.stacks import uvtool
-    from provision.views import render as views
+    from provision.views import envs as views
 
     where = home_of(home)
     views.environments(where.root, inventory.listing(where), as_json, uvtool.cache_dir())
@@ -79,7 +80,7 @@ def list_envs(as_json: bool, home: Path | None) -> None:
 def switch(name: str, as_json: bool, home: Path | None) -> None:
     """Make NAME the active environment (nothing is reinstalled)."""
     from provision.envs import active as envs
-    from provision.views import render as views
+    from provision.views import envs as views
 
     previous = envs.switch(home_of(home), name)
     views.switched(previous, name, [], as_json)
@@ -93,7 +94,7 @@ def switch(name: str, as_json: bool, home: Path | None) -> None:
 def rollback(to: str | None, as_json: bool, home: Path | None) -> None:
     """Switch back to the previously active environment, at once."""
     from provision.envs import active as envs
-    from provision.views import render as views
+    from provision.views import envs as views
 
     previous, now, skipped = envs.rollback(home_of(home), to)
     views.switched(previous, now, skipped, as_json)
@@ -214,8 +215,8 @@ def restore(name: str, dry_run: bool, no_checks: bool, as_json: bool, home: Path
     from provision.checks import baseline, runner
     from provision.envs import records
     from provision.envs import restore as restoring
-    from provision.views import render as views
     from provision.views import restore as restore_view
+    from provision.views import ui
 
     where = home_of(home)
 
@@ -225,7 +226,7 @@ def restore(name: str, dry_run: bool, no_checks: bool, as_json: bool, home: Path
         records.add_baseline(build, run)
         return {"name": name, **run.to_dict()}
 
-    with views.progress(as_json) as step:
+    with ui.progress(as_json) as step:
         result = restoring.restore(where, name, dry_run=dry_run, progress=step,
                                    run_checks=None if no_checks else (lambda build, record: runner.run(build, record, progress=step)),
                                    run_baseline=None if no_checks else run_baseline)

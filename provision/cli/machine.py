@@ -26,7 +26,7 @@ from provision.cli.options import (
 def probe(as_json: bool, venvs: tuple[Path, ...], record_nvml: Path | None) -> None:
     """Read the machine: driver, GPUs, topology, CUDA toolkits, host."""
     from provision.machine import probe as probing
-    from provision.views import render as views
+    from provision.views import machine as views
 
     views.probe(probing.probe(venvs, record_nvml), as_json)
 
@@ -39,7 +39,7 @@ def probe(as_json: bool, venvs: tuple[Path, ...], record_nvml: Path | None) -> N
 def scan(paths: tuple[Path, ...], require: tuple[str, ...], as_json: bool) -> None:
     """Which SMs and PTX every CUDA binary under PATHS carries (files, wheels, folders, venvs)."""
     from provision.scan import binaries as scanning
-    from provision.views import render as views
+    from provision.views import machine as views
 
     result = scanning.scan(list(paths), tuple(compute_capability(r) for r in require))
     views.scan(result, as_json)
@@ -66,7 +66,7 @@ def report(machines: tuple[Path, ...], profile_names: tuple[str, ...], env_names
     """Compatibility report: this machine (or recorded ones) against every profile and environment."""
     from provision.report import gates as reporting
     from provision.stacks import profiles
-    from provision.views import render as views
+    from provision.views import machine as views
 
     if as_json and markdown:
         raise click.UsageError("choose one of --json and --markdown")

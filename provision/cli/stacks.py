@@ -23,7 +23,7 @@ from provision.cli.options import (
 def list_profiles(ctx: click.Context, as_json: bool) -> None:
     """The profiles found (shipped, and in PROVISION_PROFILES folders), with their CUDA release."""
     from provision.stacks import profiles
-    from provision.views import render as views
+    from provision.views import stacks as views
 
     if ctx.invoked_subcommand is None:
         views.profiles(profiles.available(), as_json)
@@ -45,7 +45,7 @@ def new_profile(name: str, source: str, cuda: str, python: str, indexes: tuple[s
                 force: bool, as_json: bool) -> None:
     """Write profile NAME from the pins of an SGLang release, read from the index, each pin with its source."""
     from provision.stacks import lock, newprofile
-    from provision.views import render as views
+    from provision.views import stacks as views
 
     result = newprofile.new(name, source, cuda=cuda, python=python, output=output,
                             overrides=lock.parse_overrides(indexes), force=force)
@@ -66,13 +66,14 @@ def lock_command(profile_name: str, python: str | None, platform_name: str | Non
     from packaging.pylock import is_valid_pylock_path
 
     from provision.stacks import lock, profiles
-    from provision.views import render as views
+    from provision.views import stacks as views
+    from provision.views import ui
 
     profile = profiles.load(profile_name)
     path = output or lock.default_output(profile)
     if not is_valid_pylock_path(path):
         raise click.BadParameter(f"{path.name}: PEP 751 names a lock pylock.toml or pylock.NAME.toml", param_hint="-o")
     target = lock.Target(python=python or profile.python or f"{sys.version_info.major}.{sys.version_info.minor}", platform=platform_name)
-    with views.progress(as_json) as step:
+    with ui.progress(as_json) as step:
         result = lock.lock(profile, target=target, overrides=lock.parse_overrides(indexes), output=path, progress=step)
     views.locked(result, as_json)

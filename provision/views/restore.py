@@ -40,9 +40,9 @@ def restored(result: RestoreResult, as_json: bool) -> None:
     if result.after is not None:
         out.print(f"after: {result.after.summary()}")
     if result.checks:
-        from provision.views import render
+        from provision.views import checks as check_views
 
-        render.checks(result.name, result.checks, False)
+        check_views.checks(result.name, result.checks, False)
     if result.baseline is not None:
         figure = f"{result.baseline['figure']:.2f} {result.baseline['unit']}"
         before = result.baseline_before

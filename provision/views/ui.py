@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -56,3 +57,56 @@ def status_text(status: str) -> Any:
     from rich.text import Text
 
     return Text(status.upper(), style=STATUS_STYLE.get(status, ""))
+
+
+def gib(value: int | None) -> str:
+    return f"{value / 2**30:.1f} GiB" if value else "-"
+
+
+def dash(value: object) -> str:
+    return "-" if value is None or value == "" else str(value)
+
+
+class progress:  # noqa: N801 - used as a context manager like a function
+    """Show long steps as a spinner on stderr (never on stdout, never under --json or when not a terminal)."""
+
+    def __init__(self, quiet: bool) -> None:
+        self.quiet = quiet
+        self.status: Any = None
+
+    def __enter__(self) -> Callable[[str], None]:
+        import sys
+
+        from provision import log
+
+        self.quiet = self.quiet or log.level() < log.NORMAL
+        if not self.quiet and sys.stderr.isatty():  # rich is loaded only when something is drawn
+            self.status = console(stderr=True).status("working")
+            self.status.__enter__()
+        return self.step
+
+    def step(self, message: str) -> None:
+        if self.status is not None:
+            self.status.update(message)
+        elif not self.quiet:
+            info(f"... {message}")
+
+    def __exit__(self, *exc: object) -> None:
+        if self.status is not None:
+            self.status.__exit__(*exc)
+
+
+def now() -> str:
+    import datetime
+
+    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+
+
+def size(value: object) -> str:
+    if not isinstance(value, int):
+        return "-"
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if value < 1024 or unit == "TiB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return "-"

@@ -1,0 +1,55 @@
+"""Profiles and locks, shown: `profiles`, `profiles new`, `lock`."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from provision.views import ui
+
+if TYPE_CHECKING:  # annotations only: rendering one result must not import every operation
+    from provision.stacks.lock import LockResult
+    from provision.stacks.newprofile import NewProfile
+    from provision.stacks.profiles import Profile
+
+
+def profiles(items: Sequence[Profile], as_json: bool) -> None:
+    if as_json:
+        ui.dump_json({"profiles": [
+            {"name": p.name, "cuda": p.cuda, "python": p.python, "description": p.description, "path": str(p.path),
+             "indexes": list(p.indexes), "packages": [pk.requirement() for pk in p.packages],
+             "content_hash": p.content_hash}
+            for p in items]})
+        return
+    out = ui.table("Profiles", "name", "CUDA", "Python", "description", "path")
+    for p in items:
+        out.add_row(p.name, p.cuda, ui.dash(p.python), p.description, str(p.path))
+    ui.console().print(out)
+
+
+def new_profile(result: NewProfile, as_json: bool) -> None:
+    if as_json:
+        ui.dump_json(result.to_dict())
+        return
+    out = ui.table(f"{result.path}: the stack {result.serving} pins (CUDA {result.cuda})", "package", "version", "index", "from")
+    for pin in result.pins:
+        extras = f"[{','.join(pin.extras)}]" if pin.extras else ""
+        out.add_row(f"{pin.name}{extras}", pin.version or "any", pin.index, pin.why)
+    ui.console().print(out)
+    ui.info(f"metadata of {result.wheel} read by {result.metadata_from}; next: provision lock {result.path}")
+
+
+def locked(result: LockResult, as_json: bool) -> None:
+    if as_json:
+        ui.dump_json(result.to_dict())
+        return
+    table = ui.table(f"{result.path} ({len(result.packages)} files, {result.seconds:.2f} s)", "package", "version", "index", "hash")
+    for p in result.packages:
+        table.add_row(p.name, p.version, p.index, "computed" if p.hash_source == "computed" else "from index")
+    out = ui.console()
+    out.print(table)
+    if result.nightly:
+        out.print(f"nightly date: {result.nightly} (every nightly package from that one date)")
+    computed = [p.file for p in result.packages if p.hash_source == "computed"]
+    if computed:
+        out.print(f"hashed by provision (the index gives none): {', '.join(computed)}")
