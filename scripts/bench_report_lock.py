@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from provision.scan import binaries, wheels  # noqa: E402
-from provision.stacks import index, lock  # noqa: E402
+from provision.stacks import index, lockfile  # noqa: E402
 
 
 def device_members(wheel: Path) -> list[str]:
@@ -55,7 +55,7 @@ def main() -> None:
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     provision = shutil.which("provision", path=os.path.dirname(sys.executable)) or "provision"
-    pylock, _ = lock.read(args.lock)
+    pylock, _ = lockfile.read(args.lock)
     work = Path(tempfile.mkdtemp(prefix="bench-report-lock-"))
     try:
         wheels = []

@@ -281,7 +281,7 @@ def marker_environment(venv: Path) -> dict[str, str]:
 
 
 def _against_lock(venv: Path, installed: dict[str, Installed], lock_path: Path) -> list[Finding]:
-    from provision.stacks import lock as locking
+    from provision.stacks import lockfile as locking
 
     try:
         pylock, _ = locking.read(lock_path)

@@ -65,12 +65,12 @@ def lock_command(profile_name: str, python: str | None, platform_name: str | Non
     """Resolve PROFILE into a PEP 751 lockfile: exact URLs and sha256 for every file."""
     from packaging.pylock import is_valid_pylock_path
 
-    from provision.stacks import lock, profiles
+    from provision.stacks import lock, lockfile, profiles
     from provision.views import stacks as views
     from provision.views import ui
 
     profile = profiles.load(profile_name)
-    path = output or lock.default_output(profile)
+    path = output or lockfile.default_output(profile)
     if not is_valid_pylock_path(path):
         raise click.BadParameter(f"{path.name}: PEP 751 names a lock pylock.toml or pylock.NAME.toml", param_hint="-o")
     target = lock.Target(python=python or profile.python or f"{sys.version_info.major}.{sys.version_info.minor}", platform=platform_name)

@@ -59,7 +59,7 @@ def gc(home: Home) -> list[str]:
 
 def _unreadable_locks(home: Home) -> list[str]:
     from provision.errors import ProvisionError
-    from provision.stacks import lock as locking
+    from provision.stacks import lockfile as locking
 
     removed = []
     for cached in sorted(home.locks.glob("pylock.*.toml")) if home.locks.is_dir() else []:

@@ -70,15 +70,16 @@ def _lock_for(home: Home, profile: Profile, target: Any, overrides: dict[str, st
               given: Path | None, progress: Progress) -> tuple[Path, bool]:
     from provision.errors import ProvisionError
     from provision.stacks import lock as locking
+    from provision.stacks import lockfile
 
     if given is not None:
-        locking.check_binding(given, profile)
+        lockfile.check_binding(given, profile)
         return given, False
     key = locking.lock_key(profile, indexes, target)
     cached = home.locks / f"pylock.{profile.name}-{key}.toml"
     if cached.exists():
         try:
-            locking.check_binding(cached, profile)
+            lockfile.check_binding(cached, profile)
             return cached, True
         except ProvisionError:
             progress(f"the cached lock {cached.name} is unreadable; locking again")

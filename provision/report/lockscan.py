@@ -86,10 +86,10 @@ def _filename(wheel: Any) -> str:
 
 def scan_lock(path: Path, *, fetch: bool = True, cache: Path | None = None) -> LockScan:
     """Scan every wheel of the lock at `path`: from uv's cache in place, else fetched (unless `fetch` is off)."""
-    from provision.stacks import lock, uvtool
+    from provision.stacks import lockfile, uvtool
 
     started = time.perf_counter()
-    pylock, tool = lock.read(path)
+    pylock, tool = lockfile.read(path)
     cache = cache or Path(uvtool.cache_dir())
     names = {str(canonicalize_name(p.name)) for p in pylock.packages}
     unpacked = uvcache.wheels(cache, names) if cache.is_dir() else {}

@@ -26,9 +26,9 @@ from packaging.specifiers import SpecifierSet
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 from packaging.version import InvalidVersion, Version
 
-from provision import __version__, proc, regular
+from provision import __version__, proc
 from provision.atomic import write_atomic
-from provision.errors import EnvError, ResolveError, UsageError
+from provision.errors import ResolveError, UsageError
 from provision.stacks import index, uvtool
 from provision.stacks.profiles import DEFAULT_INDEX, Profile
 
@@ -407,45 +407,3 @@ def _check_flashinfer(packages: list[LockedPackage]) -> None:
         found = ", ".join(f"{n} {v}" for n, v in sorted(versions.items()))
         raise ResolveError(f"FlashInfer packages disagree ({found}); flashinfer raises at import unless they match",
                            "pin flashinfer-python, flashinfer-cubin and flashinfer-jit-cache to one version in the profile")
-
-
-def read(path: Path) -> tuple[Pylock, dict[str, Any]]:
-    """Return a lock (validated by packaging.pylock) and its [tool.provision] table."""
-    try:
-        raw = tomllib.loads(regular.read_bytes(path).decode("utf-8"))
-        pylock = Pylock.from_dict(raw)
-        tool = (raw.get("tool") or {}).get("provision") or {}
-        if not isinstance(tool, dict):
-            raise PylockValidationError("[tool.provision] is not a table")
-    except (OSError, UnicodeDecodeError, RecursionError, tomllib.TOMLDecodeError, PylockValidationError,
-            InvalidVersion, AttributeError) as exc:
-        raise UsageError(f"{path}: not a readable PEP 751 lock ({exc})", "make one with: provision lock PROFILE") from exc
-    return pylock, dict(tool)
-
-
-def check_binding(path: Path, profile: Profile) -> None:
-    """Refuse a lock that was not made from `profile` as it is now, or whose packages the profile does not allow."""
-    pylock, tool = read(path)
-    made_from, made_hash = tool.get("profile"), tool.get("profile_hash")
-    if not made_from or not made_hash:
-        raise EnvError(f"{path} carries no [tool.provision] binding (profile, profile_hash): nothing says which "
-                       "profile it was made from", f"lock it with provision: provision lock {profile.name}")
-    if made_from != profile.name:
-        raise EnvError(f"{path} was locked from profile {made_from!r}, not {profile.name!r}",
-                       f"give it to the profile it was made from, or lock this one: provision lock {profile.name}")
-    if made_hash != profile.content_hash:
-        raise EnvError(f"{path} was locked from another version of profile {profile.name} ({profile.path} changed since)",
-                       f"re-lock it: provision lock {profile.name}")
-    locked = {str(canonicalize_name(p.name)): p.version for p in pylock.packages}
-    for package in profile.packages:
-        name = str(canonicalize_name(package.name))
-        if name not in locked:
-            raise EnvError(f"{path} has no {name}, which profile {profile.name} asks for", f"re-lock it: provision lock {profile.name}")
-        version = locked[name]
-        if package.version and (version is None or not SpecifierSet(package.version).contains(version, prereleases=True)):
-            raise EnvError(f"{path} has {name} {version or '(no version)'}, which the profile's {package.version!r} does not allow",
-                           f"re-lock it: provision lock {profile.name}")
-
-
-def default_output(profile: Profile) -> Path:
-    return Path("lockfiles") / f"pylock.{profile.name}.toml"

@@ -1,0 +1,64 @@
+"""A lockfile on disk: read and validated (PEP 751, packaging.pylock), bound to the profile it was made from, and where
+`provision lock` writes it by default. Light on purpose: the drift check, gc and create read locks without the resolver."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+from packaging.pylock import Pylock, PylockValidationError
+from packaging.specifiers import SpecifierSet
+from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion
+
+from provision import regular
+from provision.errors import EnvError, UsageError
+from provision.stacks.profiles import Profile
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+
+def read(path: Path) -> tuple[Pylock, dict[str, Any]]:
+    """Return a lock (validated by packaging.pylock) and its [tool.provision] table."""
+    try:
+        raw = tomllib.loads(regular.read_bytes(path).decode("utf-8"))
+        pylock = Pylock.from_dict(raw)
+        tool = (raw.get("tool") or {}).get("provision") or {}
+        if not isinstance(tool, dict):
+            raise PylockValidationError("[tool.provision] is not a table")
+    except (OSError, UnicodeDecodeError, RecursionError, tomllib.TOMLDecodeError, PylockValidationError,
+            InvalidVersion, AttributeError) as exc:
+        raise UsageError(f"{path}: not a readable PEP 751 lock ({exc})", "make one with: provision lock PROFILE") from exc
+    return pylock, dict(tool)
+
+
+def check_binding(path: Path, profile: Profile) -> None:
+    """Refuse a lock that was not made from `profile` as it is now, or whose packages the profile does not allow."""
+    pylock, tool = read(path)
+    made_from, made_hash = tool.get("profile"), tool.get("profile_hash")
+    if not made_from or not made_hash:
+        raise EnvError(f"{path} carries no [tool.provision] binding (profile, profile_hash): nothing says which "
+                       "profile it was made from", f"lock it with provision: provision lock {profile.name}")
+    if made_from != profile.name:
+        raise EnvError(f"{path} was locked from profile {made_from!r}, not {profile.name!r}",
+                       f"give it to the profile it was made from, or lock this one: provision lock {profile.name}")
+    if made_hash != profile.content_hash:
+        raise EnvError(f"{path} was locked from another version of profile {profile.name} ({profile.path} changed since)",
+                       f"re-lock it: provision lock {profile.name}")
+    locked = {str(canonicalize_name(p.name)): p.version for p in pylock.packages}
+    for package in profile.packages:
+        name = str(canonicalize_name(package.name))
+        if name not in locked:
+            raise EnvError(f"{path} has no {name}, which profile {profile.name} asks for", f"re-lock it: provision lock {profile.name}")
+        version = locked[name]
+        if package.version and (version is None or not SpecifierSet(package.version).contains(version, prereleases=True)):
+            raise EnvError(f"{path} has {name} {version or '(no version)'}, which the profile's {package.version!r} does not allow",
+                           f"re-lock it: provision lock {profile.name}")
+
+
+def default_output(profile: Profile) -> Path:
+    return Path("lockfiles") / f"pylock.{profile.name}.toml"
