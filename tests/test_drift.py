@@ -248,6 +248,20 @@ def test_a_rollback_does_not_wait_for_a_restore_and_nothing_removes_what_it_hold
     env("remove", "cu130")  # once it is done
 
 
+def test_gc_removes_what_a_killed_restore_left_and_keeps_a_running_ones(env: Env) -> None:
+    """kill -9 after the swap leaves the old tree in a staging folder; gc takes it, not the copy of a live restore."""
+    dead = subprocess.Popen(["true"])
+    dead.wait()  # a pid that existed and is gone
+    killed = env.venv.parent / f".venv.restore-{dead.pid}-20261130T000000Z"
+    live = env.venv.parent / f".venv.restore-{os.getpid()}-20261130T000001Z"  # this test process: alive
+    for folder in (killed, live):
+        (folder / "lib").mkdir(parents=True)
+    done = env.json("gc")
+    assert any(str(killed) in line for line in done["removed"]), done
+    assert not killed.exists() and live.exists() and env.venv.is_dir()
+    assert env.drift()["status"] == "pass"
+
+
 def test_restore_of_a_clean_environment_does_nothing(env: Env) -> None:
     before = env.hashes()
     done = env.json("restore", "cu130", "--no-checks")

@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 
 from provision.envs.home import BUILDING, Home
-from provision.errors import EnvError
+from provision.errors import EnvError, ProvisionError
 from provision.proc import pid_alive
 
 
@@ -40,7 +40,8 @@ def in_use(build: Path) -> bool:
 
 
 def gc(home: Home) -> list[str]:
-    """Remove leftovers: unreferenced builds, dangling names, temporary links, unreadable cached locks."""
+    """Remove leftovers: unreferenced builds, dangling names, temporary links, unreadable cached locks, the copies
+    killed restores left."""
     removed = []
     for link in sorted(home.envs.iterdir()) if home.envs.is_dir() else []:
         if link.is_symlink() and not link.name.startswith(".") and not link.exists():
@@ -54,6 +55,23 @@ def gc(home: Home) -> list[str]:
             temp.unlink(missing_ok=True)
             removed.append(str(temp.relative_to(home.root)))
     removed += _unreadable_locks(home)
+    removed += _killed_restores(home)
+    return removed
+
+
+def _killed_restores(home: Home) -> list[str]:
+    """The staging copies (or old trees) that a restore killed with -9 left beside a venv; none of a restore running."""
+    from provision.envs import records, restore
+
+    removed = []
+    for name in home.names():
+        try:
+            build = home.build_of(name)
+            venv = records.read(build).venv_path(build).resolve()
+        except (ProvisionError, OSError):  # a damaged env.json is the drift check's and check's to report, not gc's
+            continue
+        if home.restorer(build) is None:
+            removed += [f"{leftover} (left by a killed restore)" for leftover in restore.remove_stale(venv)]
     return removed
 
 

@@ -133,7 +133,7 @@ def restore(home: Home, name: str, *, dry_run: bool = False, run_checks: Callabl
         result.dry_run = dry_run
         if dry_run or not result.changed:
             return result
-        _remove_stale(result.venv)
+        remove_stale(result.venv)
         _apply(build, record, result, progress)
     if run_checks is not None:
         progress("running the checks")
@@ -270,14 +270,18 @@ def _unset_aside(aside: Path, site: Path, moved: list[str]) -> None:
         aside.parent.rmdir()
 
 
-def _remove_stale(venv: Path) -> None:
-    """Staging folders of restores that were killed: before their swap a copy, after it the old tree; never the venv."""
+def remove_stale(venv: Path) -> list[Path]:
+    """Staging folders of restores that were killed: before their swap a copy, after it the old tree; never the venv,
+    never the copy of a restore still running. Returns what was removed (restore and gc both call it)."""
     from provision.proc import pid_alive
 
+    removed = []
     for leftover in venv.parent.glob(STAGING.format(name=venv.name) + "*"):
         pid = leftover.name.rsplit("-", 2)[-2] if leftover.name.count("-") >= 2 else ""
         if not pid.isdigit() or not pid_alive(int(pid)) or int(pid) == os.getpid():
             shutil.rmtree(leftover, ignore_errors=True)
+            removed.append(leftover)
+    return removed
 
 
 def _now() -> str:
