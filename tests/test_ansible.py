@@ -177,6 +177,7 @@ def test_fleet_probe_report_rolling_upgrade_stops_at_failing_host_and_rollback(t
     assert [e["name"] for e in compared["environments"]] == ["serve-cu128", "serve-cu130"]
     assert compared["change_percent"] == pytest.approx(100 * (89.5 / 82.0 - 1), abs=0.01) and compared["improved"]
     assert not (fleet.fleet_dir / "gpu-c.create.json").exists()
+    first_lock = (fleet.fleet_dir / "pylock.serve-cu130.toml").read_bytes()
 
     # gpu-b gets its new driver; the same command resumes the rollout: gpu-a is skipped, gpu-b and gpu-c move.
     fleet.fix_driver("gpu-b")
@@ -184,6 +185,10 @@ def test_fleet_probe_report_rolling_upgrade_stops_at_failing_host_and_rollback(t
     assert done.returncode == 0, done.stdout + done.stderr
     assert "gpu-a: serve-cu130 is active already" in done.stdout
     assert [fleet.active(h) for h in HOSTS] == ["serve-cu130"] * 3
+    # with the first run's lock, not a new one: every host got the same files
+    assert "reusing the lock of the first run" in done.stdout
+    assert (fleet.fleet_dir / "pylock.serve-cu130.toml").read_bytes() == first_lock
+    assert (tmp_path / "gpu-c" / "remote" / "pylock.serve-cu130.toml").read_bytes() == first_lock
 
     # The fleet rollback: every host where serve-cu130 is active goes back to serve-cu128, all at once.
     done = fleet.play("rollback.yml", "-e", "provision_env=serve-cu130")
