@@ -220,3 +220,17 @@ def test_fuzz_no_traceback_no_hang(tmp_path: Path) -> None:
     done = subprocess.run([sys.executable, "-m", "provision", "scan", str(work), "--json"], capture_output=True, text=True,
                           timeout=60)
     assert "Traceback" not in done.stderr and done.returncode in (0, 1)
+
+
+def test_fifo_named_record_or_metadata_in_a_scanned_folder_is_not_opened(tmp_path: Path) -> None:
+    info = tmp_path / "site-packages" / "trap-1.0.dist-info"
+    info.mkdir(parents=True)
+    os.mkfifo(info / "RECORD")
+    other = tmp_path / "site-packages" / "bait-1.0.dist-info"
+    other.mkdir()
+    os.mkfifo(other / "METADATA")
+    (other / "RECORD").write_text("bait/libk.so,,\n")
+    # a real process: the deadline's TimeoutError is an OSError, which the RECORD reader would swallow
+    done = subprocess.run([sys.executable, "-m", "provision", "scan", str(tmp_path / "site-packages"), "--json"],
+                          capture_output=True, text=True, timeout=30)
+    assert done.returncode == 0, done.stderr  # the pipes are skipped, never waited on (a hang: TimeoutExpired)

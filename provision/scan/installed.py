@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Iterator
 from pathlib import Path
+from typing import IO
 
 
 def _record_root(root: Path) -> Path:
@@ -31,7 +33,7 @@ def record_owners(root: Path) -> dict[str, tuple[str, str | None]]:
         owner = (str(canonicalize_name(metadata.get("Name") or name)), metadata.get("Version") or version or None)
         prefix = str(site)
         try:
-            with open(record, newline="", errors="replace") as handle:
+            with _open_regular(record, newline="") as handle:
                 for row in csv.reader(handle):
                     if row:
                         owners[os.path.normpath(os.path.join(prefix, row[0]))] = owner
@@ -44,7 +46,7 @@ def _metadata(path: Path) -> dict[str, str]:
     """Name and Version from a METADATA file's header (empty when it cannot be read)."""
     found: dict[str, str] = {}
     try:
-        with open(path, errors="replace") as handle:
+        with _open_regular(path) as handle:
             for line in handle:
                 if not line.strip():
                     break
@@ -54,6 +56,16 @@ def _metadata(path: Path) -> dict[str, str]:
     except OSError:
         pass
     return found
+
+
+def _open_regular(path: Path, newline: str | None = None) -> IO[str]:
+    """A RECORD or METADATA opened for reading as text; OSError unless it is a regular file (a FIFO named RECORD in
+    the scanned folder would otherwise block the scan forever)."""
+    descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+        os.close(descriptor)
+        raise OSError(f"{path}: not a regular file")
+    return os.fdopen(descriptor, newline=newline, errors="replace")
 
 
 def walk(root: Path) -> Iterator[Path]:
