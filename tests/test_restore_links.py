@@ -145,3 +145,24 @@ def test_a_set_aside_folder_leading_out_of_the_build_folder_is_refused(tool: tin
     (drift.site_packages(venv) / "zz-experiment.pth").write_text("import os\n")
     refused(tool, venv.parent / "set-aside", outside)
     assert list(outside.iterdir()) == []
+
+
+def test_a_restore_lock_that_is_a_link_out_or_a_pipe_is_never_followed_nor_waited_on(tool: tiny.Tool, tmp_path: Path) -> None:
+    venv = venv_of(tool)
+    lock = venv.parent / RESTORING
+    lock.unlink(missing_ok=True)
+    outside = tmp_path / "outside" / "notes.txt"
+    outside.parent.mkdir()
+    outside.write_text("keep me\n")
+    lock.symlink_to(outside)
+    done = tool("restore", "tiny", "--no-checks", check=False)
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 7 and "Traceback" not in done.stderr, done.stderr
+    assert lines[-2] == f"error: {lock} is not a file provision wrote (a link, a pipe or a device)", done.stderr
+    assert lines[-1].startswith(f"hint: remove it (rm {lock})"), done.stderr
+    assert outside.read_text() == "keep me\n", "the pid was written through the link"
+    lock.unlink()
+    os.mkfifo(lock)  # remove (and gc, create --replace) ask whether a restore holds the build: a pipe never answers
+    done = subprocess.run([tool.binary, "remove", "tiny", "--force"], capture_output=True, text=True, timeout=30,
+                          env=tool.env())
+    assert done.returncode == 0 and not venv.parent.exists(), done.stderr

@@ -18,6 +18,7 @@ import errno
 import fcntl
 import os
 import signal
+import stat
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -118,7 +119,13 @@ class Home:
         """Hold `build`'s own lock through a restore (minutes when a wheel must be fetched), so that HOME's lock is
         free meanwhile: a switch or rollback in an emergency never waits for a restore."""
         with self.writing(f"take {name}'s restore lock"):
-            handle = open(build / RESTORING, "a+")  # noqa: SIM115 (closed by _holding, after the body has run)
+            try:
+                handle = _own_file(build / RESTORING, os.O_RDWR | os.O_CREAT, "r+")
+            except OSError as exc:
+                if exc.errno not in (errno.ELOOP, errno.EINVAL):
+                    raise
+                raise EnvError(f"{build / RESTORING} is not a file provision wrote (a link, a pipe or a device)",
+                               f"remove it (rm {build / RESTORING}), then run provision restore {name} again") from None
 
         def refuse(pid: str) -> None:
             raise EnvError(f"{name} is being restored (pid {pid})", "wait for that restore to finish, then run this again")
@@ -129,7 +136,7 @@ class Home:
     def restorer(self, build: Path) -> str | None:
         """The pid of a restore holding `build` now, else None (remove, gc and --replace must not pull it away)."""
         try:
-            handle = open(build / RESTORING)  # noqa: SIM115 (closed below)
+            handle = _own_file(build / RESTORING, os.O_RDONLY, "r")  # a pipe there must not block remove or gc
         except OSError:
             return None
         with handle:
@@ -231,6 +238,16 @@ class Home:
 
     def state(self) -> records.State:
         return records.read_state(self.root)
+
+
+def _own_file(path: Path, flags: int, mode: str) -> IO[str]:
+    """`path` opened without following a link and without blocking; OSError (ELOOP, EINVAL) unless it is a regular
+    file: a .restoring that is a link must not lead the pid written into it to a file elsewhere, nor a pipe hang."""
+    descriptor = os.open(path, flags | os.O_NOFOLLOW | os.O_NONBLOCK, 0o644)
+    if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+        os.close(descriptor)
+        raise OSError(errno.EINVAL, "not a regular file", str(path))
+    return os.fdopen(descriptor, mode)
 
 
 @contextlib.contextmanager
