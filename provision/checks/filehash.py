@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from stat import S_ISLNK, S_ISREG
 
+from provision import regular
 from provision.atomic import write_atomic
 
 CACHE_VERSION = 1
@@ -60,12 +61,12 @@ class Cache:
         self.changed = False
         if path is not None:
             try:
-                data = json.loads(path.read_text())
+                data = json.loads(regular.read_bytes(path))  # a pipe there is refused, not waited on
                 # Keys are relative and entries carry the inode, so a hard-linked copy of the venv (restore's
                 # staging folder) reads the same cache; `site` is kept for people reading the file.
-                if data.get("version") == CACHE_VERSION:
-                    self.entries = dict(data.get("files") or {})
-            except (OSError, ValueError, AttributeError):
+                files = data.get("files") if data.get("version") == CACHE_VERSION else None
+                self.entries = files if isinstance(files, dict) else {}
+            except (OSError, ValueError, AttributeError, RecursionError):  # damaged: every file is read again
                 self.entries = {}
 
     def remember(self, key: str, stat: os.stat_result, digest: str) -> None:
@@ -110,7 +111,10 @@ def digests(wanted: Iterable[Wanted], cache: Cache, *, inside: Callable[[str], b
             result.found[item.key] = None
             continue
         entry = entries.get(item.key)  # Cache.lookup, inlined: it runs once per file of the environment
-        remembered = str(entry[3]) if entry and entry[0] == stat.st_size and entry[1] == stat.st_mtime_ns and entry[2] == stat.st_ino else None
+        try:
+            remembered = str(entry[3]) if entry and entry[0] == stat.st_size and entry[1] == stat.st_mtime_ns and entry[2] == stat.st_ino else None
+        except (TypeError, IndexError, KeyError):  # a damaged cache entry (not [size, mtime, inode, digest]): read the file
+            remembered = None
         if remembered is not None and remembered.startswith(item.mode + "="):
             result.found[item.key] = remembered
             result.remembered += 1
