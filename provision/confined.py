@@ -42,7 +42,7 @@ class Confinement:
         if verdict is None:
             try:
                 link = stat.S_ISLNK(os.lstat(path).st_mode)
-            except OSError:
+            except (OSError, ValueError):  # ValueError: a NUL byte (a damaged RECORD's path)
                 link = False
             if link and not self.inside(target := os.path.realpath(path)):
                 verdict = (path, target)

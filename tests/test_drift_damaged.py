@@ -51,3 +51,14 @@ def test_a_drift_cache_that_is_a_pipe_is_not_waited_on(tmp_path: Path) -> None:
             f"assert filehash.Cache(Path({str(tmp_path / drift.CACHE_NAME)!r}), Path('.')).entries == {{}}")
     subprocess.run([sys.executable, "-c", code], check=True, timeout=30)  # a hang is TimeoutExpired
 
+
+def test_a_record_row_with_a_nul_byte_is_a_finding_not_a_traceback(tool: tiny.Tool) -> None:
+    site = drift.site_packages(build_of(tool) / "venv")
+    (record,) = site.glob("alpha-*.dist-info/RECORD")
+    record.write_text(record.read_text() + "alpha/a\x00b.py,sha256=AAAA,3\nbad\x00dir/x.py,sha256=AAAA,3\n")
+    report = drift_check(tool)
+    (check,) = report["checks"]
+    assert [(f["kind"], f["path"]) for f in check["details"]["findings"]] == [
+        ("missing", "alpha/a\x00b.py"), ("missing", "bad\x00dir/x.py")]  # the rest of the check as before
+    done = tool("restore", "tiny", "--no-checks", "--dry-run", check=False)
+    assert "Traceback" not in done.stderr, done.stderr

@@ -104,7 +104,7 @@ def digests(wanted: Iterable[Wanted], cache: Cache, *, inside: Callable[[str], b
                     result.found[item.key] = f"{item.mode}=(a link out of the environment: not read)"
                     continue
                 stat = os.stat(item.path)
-        except OSError:
+        except (OSError, ValueError):  # ValueError: a NUL byte in a damaged RECORD's path
             result.found[item.key] = None
             continue
         if not S_ISREG(stat.st_mode):
