@@ -12,6 +12,11 @@ NAME_MAX = 64
 NAME_RULE = re.compile(rf"^[A-Za-z0-9][A-Za-z0-9._-]{{0,{NAME_MAX - 1}}}\Z")  # \Z: $ let "name\n" through
 
 
+# What a shell takes as a variable name: the keys of a profile's [env] and of env.json's "env" (shell-env exports each
+# as is, into an eval).
+SHELL_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\Z")
+
+
 def check_name(name: str, what: str = "environment name") -> str:
     """Return `name` if it follows the rule; a UsageError (exit 2) naming the rule otherwise."""
     if not NAME_RULE.match(name):

@@ -17,6 +17,7 @@ from typing import Any
 
 from provision.atomic import write_json
 from provision.errors import EnvError
+from provision.names import SHELL_NAME
 
 SCHEMA_VERSION = 1
 ENV_FILE = "env.json"
@@ -223,6 +224,10 @@ class EnvRecord:
         env = fields.mapping("env") or {}
         if not all(isinstance(v, str) for v in env.values()):
             raise RecordError(f"{path}: key 'env' holds a non-string value, expected strings", _fix_hint(path))
+        for key in env:  # shell-env exports each key as is, into an eval: one that is not a name would run as code
+            if not SHELL_NAME.match(key):
+                shown = repr(key if len(key) <= 80 else key[:77] + "...")
+                raise RecordError(f"{path}: key 'env' holds {shown}, not a variable name", _fix_hint(path))
         checks, subset = fields.mapping("checks"), fields.mapping("checks_subset")
         known = {item.name for item in dataclasses.fields(cls)} | {"schema_version"}
         return cls(

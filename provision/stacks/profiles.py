@@ -16,7 +16,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import canonicalize_name
 
 from provision.errors import ProfileError
-from provision.names import NAME_MAX, NAME_RULE
+from provision.names import NAME_MAX, NAME_RULE, SHELL_NAME
 from provision.stacks.index import redact_text
 
 if sys.version_info >= (3, 11):
@@ -33,7 +33,6 @@ COMPILER_PACKAGES = ("cuda-toolkit", "nvidia-cuda-nvcc", "nvidia-cuda-nvcc-cu12"
 PLACEHOLDERS = ("env", "venv", "site", "arch_list")
 _CUDA = re.compile(r"^\d+\.\d+\Z")  # \Z, not $: "13.0\n" is no release
 _PYTHON = re.compile(r"^3\.\d+\Z")
-_SHELL_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\Z")
 MAX_BYTES = 1 << 20  # a profile is a few hundred bytes; a bigger file is not one
 
 
@@ -244,7 +243,7 @@ def _validate(path: Path, data: dict[str, Any], content_hash: str) -> Profile:
 
 def _env_entry(c: _Checker, key: str, value: str) -> None:
     """A key that a shell takes as a variable name (shell-env prints `export KEY=...`), and only known placeholders."""
-    if not _SHELL_NAME.match(key):
+    if not SHELL_NAME.match(key):
         raise ProfileError(f"{c.path}: env: {key!r} is not a variable name",
                            "use letters, digits and '_', not starting with a digit (shell-env exports it as is)")
     try:
