@@ -32,3 +32,14 @@ def test_an_env_json_key_that_is_not_a_variable_name_is_refused_never_evaluated(
     for args in (("shell-env", "tiny"), ("run", "tiny", "--", "true")):
         done = tool(*args, check=False)
         assert done.returncode == 7 and "Traceback" not in done.stderr and done.stdout == "", done.stderr
+
+
+def test_an_env_json_value_with_a_nul_byte_is_refused_not_a_traceback(tool: tiny.Tool) -> None:
+    (build,) = (tool.home / "builds").iterdir()
+    record = json.loads((build / "env.json").read_text())
+    record["env"] = {"CUDA_HOME": "/opt/cuda\u0000x"}
+    (build / "env.json").write_text(json.dumps(record))
+    for args in (("run", "tiny", "--", "true"), ("shell-env", "tiny")):
+        done = tool(*args, check=False)
+        assert done.returncode == 7 and "Traceback" not in done.stderr, done.stderr
+        assert "key 'env' holds CUDA_HOME with a NUL byte in its value" in done.stderr, done.stderr

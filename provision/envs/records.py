@@ -224,10 +224,12 @@ class EnvRecord:
         env = fields.mapping("env") or {}
         if not all(isinstance(v, str) for v in env.values()):
             raise RecordError(f"{path}: key 'env' holds a non-string value, expected strings", _fix_hint(path))
-        for key in env:  # shell-env exports each key as is, into an eval: one that is not a name would run as code
+        for key, value in env.items():  # shell-env exports each key as is, into an eval: one not a name would run as code
             if not SHELL_NAME.match(key):
                 shown = repr(key if len(key) <= 80 else key[:77] + "...")
                 raise RecordError(f"{path}: key 'env' holds {shown}, not a variable name", _fix_hint(path))
+            if "\0" in value:  # no process can be given it: run's exec would fail with a traceback
+                raise RecordError(f"{path}: key 'env' holds {key} with a NUL byte in its value", _fix_hint(path))
         checks, subset = fields.mapping("checks"), fields.mapping("checks_subset")
         known = {item.name for item in dataclasses.fields(cls)} | {"schema_version"}
         return cls(
