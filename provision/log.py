@@ -10,6 +10,19 @@ import sys
 
 QUIET, NORMAL, VERBOSE = -1, 0, 1
 _level = NORMAL
+_hidden: dict[str, str] = {}  # a secret value -> what every line shows instead
+
+
+def hide(value: str, shown: str = "****") -> None:
+    """Never print `value` (a secret passed to a child, which its failure output may echo): every line shows `shown`."""
+    if value:
+        _hidden[value] = shown
+
+
+def _masked(message: str) -> str:
+    for value in sorted(_hidden, key=len, reverse=True):
+        message = message.replace(value, _hidden[value])
+    return message
 
 
 def set_level(level: int) -> None:
@@ -25,7 +38,7 @@ def level() -> int:
 def info(message: str) -> None:
     """A line about what provision is doing, for people; -q hides it."""
     if _level >= NORMAL:
-        sys.stderr.write(message + "\n")
+        sys.stderr.write(_masked(message) + "\n")
 
 
 def debug(message: str) -> None:
@@ -34,4 +47,4 @@ def debug(message: str) -> None:
     if _level >= VERBOSE:
         import re
 
-        sys.stderr.write(re.sub(r"(https?://)[^/\s@]+@", r"\1****@", message.rstrip("\n")) + "\n")
+        sys.stderr.write(re.sub(r"(https?://)[^/\s@]+@", r"\1****@", _masked(message).rstrip("\n")) + "\n")

@@ -414,3 +414,17 @@ def test_provision_figures_are_kept_beside_a_hung_all_reduce_perf(tmp_path: Path
     check_views.allreduce({"name": "h200", **run.to_dict()}, as_json=False)
     table = capsys.readouterr().out
     assert f"# nccl-tests {binary}: all_reduce_perf hung at size 64 B" in table and "20.00" in table
+
+
+def test_a_secret_of_nccl_env_never_reaches_the_verbose_log(capsys: pytest.CaptureFixture[str],
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """-v prints a failed child's stderr; NCCL_DEBUG=INFO echoes every NCCL variable, secrets included."""
+    from provision import log
+
+    monkeypatch.setattr(log, "_hidden", {})
+    monkeypatch.setattr(log, "_level", log.VERBOSE)
+    allreduce.hide_secrets({"NCCL_PROXY_TOKEN": "tok-5f3a9c1e", "NCCL_IB_HCA": "mlx5_0:1"})
+    log.debug("rank 0 exited with code 1; its stderr:\nNCCL INFO NCCL_PROXY_TOKEN set by environment to tok-5f3a9c1e")
+    log.info("... NCCL_IB_HCA=mlx5_0:1 tok-5f3a9c1e")
+    err = capsys.readouterr().err
+    assert "tok-5f3a9c1e" not in err and "to ****" in err and "mlx5_0:1" in err

@@ -103,6 +103,14 @@ def test_ctrl_c_just_after_the_build_folder_is_made_removes_it(tool: tiny.Tool, 
     assert tool.builds() == builds and where.active() == "a"
 
 
+def test_a_link_mode_uv_does_not_know_is_one_line_naming_uv_link_mode(tool: tiny.Tool) -> None:
+    tool.create("tiny", "--name", "a", "--no-checks")
+    builds = tool.builds()
+    done = tool("create", "tiny", "--name", "b", "--python", tiny.PY, check=False, env={"UV_LINK_MODE": "bogus"})
+    one_error(done, 2, "UV_LINK_MODE='bogus' is not one of uv's link modes", "unset it")
+    assert tool.builds() == builds
+
+
 def test_disk_full_on_check_is_one_line(tool: tiny.Tool, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     from provision.cli.main import main
     from provision.envs import records

@@ -94,6 +94,16 @@ def shown_settings(settings: dict[str, str]) -> dict[str, str]:
     return shown
 
 
+def hide_secrets(settings: dict[str, str]) -> None:
+    """Tell the log never to print a secret of `settings`: -v shows a failed child's output, which may echo it."""
+    from provision import log
+
+    shown = shown_settings(settings)
+    for name, value in settings.items():
+        if len(value) >= 4 and shown[name] != value:
+            log.hide(value, shown[name])
+
+
 def scrub(text: str, settings: dict[str, str]) -> str:
     """`text` (a process's output in a message) without any secret of `settings` in it (NCCL_DEBUG=INFO echoes them)."""
     shown = shown_settings(settings)
@@ -134,6 +144,7 @@ def run(build: Path, record: EnvRecord, *, min_bytes: int, max_bytes: int, facto
         world = ranks or len(gpus)
     else:
         world = ranks or 2
+    hide_secrets(settings or {})
     python = record.venv_path(build) / "bin" / "python"
     runs: list[dict[str, Any]] = []
     try:

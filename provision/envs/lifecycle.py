@@ -108,8 +108,10 @@ def create(home: Home, profile: Profile, *, name: str | None = None, python: str
     import time
 
     from provision.stacks import lock as locking
+    from provision.stacks import uvtool
 
     name = check_name(name or profile.name)
+    uvtool.check_link_mode()  # before anything is made: uv venv reads it too
     timings: dict[str, float] = {}
     build: Path | None = None  # named before it is made: a Ctrl-C at any point after the mkdir removes it (below)
     try:

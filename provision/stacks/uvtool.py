@@ -10,7 +10,7 @@ from functools import cache
 from pathlib import Path
 
 from provision import proc
-from provision.errors import IndexError_, ProvisionError, ResolveError, ToolError
+from provision.errors import IndexError_, ProvisionError, ResolveError, ToolError, UsageError
 from provision.stacks import index
 
 MINIMUM = (0, 9, 0)
@@ -92,6 +92,7 @@ def sync(lock_file: Path, python: Path, indexes: Mapping[str, str | None], *, ti
                timeout=timeout, env=env)
 
 
+LINK_MODES = ("clone", "copy", "hardlink", "symlink", "reflink")  # reflink: newer uv's name for clone
 FICLONE = 0x40049409  # linux/fs.h: make the target share the source's blocks, copy-on-write
 
 
@@ -100,9 +101,18 @@ def link_mode(python: Path) -> list[str]:
     place never changes uv's cache or another environment built from it (uv hard-links from its cache by default,
     and falls back from clone to hard links). `clone` where the file systems share blocks copy-on-write, else
     `copy`; none where the user chose one in UV_LINK_MODE (uv reads it)."""
-    if os.environ.get("UV_LINK_MODE"):
+    if check_link_mode():
         return []
     return ["--link-mode", "clone" if _reflinks(Path(cache_dir()), python.parent) else "copy"]
+
+
+def check_link_mode() -> str | None:
+    """The user's UV_LINK_MODE, refused when uv does not know it (uv would say so naming --link-mode, not the variable)."""
+    chosen = os.environ.get("UV_LINK_MODE")
+    if chosen and chosen not in LINK_MODES:
+        raise UsageError(f"UV_LINK_MODE={chosen!r} is not one of uv's link modes ({', '.join(LINK_MODES)})",
+                         "unset it (provision then copies or clones), or set one of those")
+    return chosen or None
 
 
 def _reflinks(source_dir: Path, target_dir: Path) -> bool:
