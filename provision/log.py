@@ -22,7 +22,15 @@ def hide(value: str, shown: str = "****") -> None:
 def _masked(message: str) -> str:
     for value in sorted(_hidden, key=len, reverse=True):
         message = message.replace(value, _hidden[value])
-    return message
+    return printable(message)
+
+
+def printable(text: str) -> str:
+    """`text` with terminal control characters (ESC, BEL, CR, C1...) shown as `?`: a file name or a child's output
+    that carries escape sequences must not drive the user's terminal. Newlines and tabs stay."""
+    import re
+
+    return re.sub(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]", "?", text)
 
 
 def set_level(level: int) -> None:

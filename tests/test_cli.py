@@ -164,3 +164,22 @@ def test_verbose_lines_never_show_credentials(capsys: pytest.CaptureFixture[str]
     err = capsys.readouterr().err
     assert "s3cret" not in err and "https://****@mirror.example/simple" in err and "shown" in err
     assert "hidden" not in err
+
+
+def test_escape_sequences_in_names_and_paths_never_reach_the_terminal(provision_bin: str, tmp_path: Path) -> None:
+    """A RECORD path, a file name or a child's output can carry ESC/OSC/BEL: tables, errors and progress show `?`."""
+    from provision import log
+    from provision.views import ui
+
+    hostile = "x\x1b]0;owned\x07\x1b[2J\rname\x9b"
+    assert log.printable(hostile) == "x?]0;owned??[2J?name?" and log.printable("a\tb\nc") == "a\tb\nc"
+    table = ui.table(f"title {hostile}", "col")
+    table.add_row(hostile)
+    console = ui.console()
+    with console.capture() as captured:
+        console.print(table)
+        console.print(hostile)
+    assert "\x1b]" not in captured.get() and "\x07" not in captured.get() and "owned" in captured.get()
+    missing = tmp_path / "no\x1b[31mfile.json"
+    done = provision_run(provision_bin, "report", "--machine", str(missing))
+    assert done.returncode == 2 and "\x1b" not in done.stderr and "no?[31mfile.json" in done.stderr

@@ -7,6 +7,8 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from provision.log import printable
+
 if TYPE_CHECKING:
     from rich.console import Console
     from rich.table import Table
@@ -22,8 +24,12 @@ def dump_json(document: dict[str, Any]) -> None:
 def console(stderr: bool = False) -> Console:
     from rich.console import Console
 
+    class _Console(Console):
+        def print(self, *objects: Any, **options: Any) -> None:  # what a file or a child wrote, never as escapes
+            super().print(*(printable(o) if isinstance(o, str) else o for o in objects), **options)
+
     # markup off: a package extra such as torch[cu128] must print as written.
-    result = Console(stderr=stderr, markup=False, highlight=False, soft_wrap=False)
+    result = _Console(stderr=stderr, markup=False, highlight=False, soft_wrap=False)
     if not result.is_terminal:
         result.width = max(result.width, 120)  # piped into a file or a ticket: don't fold tables at 80
     return result
@@ -32,7 +38,11 @@ def console(stderr: bool = False) -> Console:
 def table(title: str, *columns: str) -> Table:
     from rich.table import Table
 
-    result = Table(title=title, title_justify="left", title_style="bold")
+    class _Table(Table):
+        def add_row(self, *cells: Any, **options: Any) -> None:  # a RECORD path or a reason may carry escapes
+            super().add_row(*(printable(c) if isinstance(c, str) else c for c in cells), **options)
+
+    result = _Table(title=printable(title), title_justify="left", title_style="bold")
     for column in columns:
         result.add_column(column)
     return result
@@ -40,7 +50,7 @@ def table(title: str, *columns: str) -> Table:
 
 def error(message: str, hint: str = "") -> None:
     """One line of what went wrong, one of what to do; plain text so that it never folds."""
-    sys.stderr.write(f"error: {message}\n" + (f"hint: {hint}\n" if hint else ""))
+    sys.stderr.write(f"error: {printable(message)}\n" + (f"hint: {printable(hint)}\n" if hint else ""))
 
 
 def info(message: str) -> None:
