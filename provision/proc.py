@@ -180,9 +180,16 @@ def run_watched(argv: Sequence[str | Path], *, env: Mapping[str, str], first_bou
     lines: list[str] = []
     pending, deadline, stalled = b"", time.monotonic() + first_bound_s, False
     try:
+        exited_at: float | None = None
         while not stalled:
             remaining = deadline - time.monotonic()
-            if remaining <= 0 or not select.select([master], [], [], remaining)[0]:
+            # wake at least twice a second: a child that exited while a helper of its keeps the terminal open is
+            # done once its last output is read, not hung at the deadline
+            if remaining <= 0 or not select.select([master], [], [], min(remaining, 0.5))[0]:
+                if exited_at is None and child.poll() is not None:
+                    exited_at = time.monotonic()
+                if exited_at is not None and time.monotonic() - exited_at >= 1.0:
+                    break
                 stalled = time.monotonic() >= deadline
                 continue
             try:

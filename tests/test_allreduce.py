@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from provision.checks import allreduce, payload_dir
-from provision.errors import UsageError
+from provision.errors import ProvisionError, UsageError
 from provision.stacks import uvtool
 
 CPU_TORCH = sorted(Path("/opt/wheels").glob(f"torch-*+cpu-cp{sys.version_info[0]}{sys.version_info[1]}-*.whl"))
@@ -391,6 +391,21 @@ def test_an_all_reduce_perf_stuck_after_its_last_row_keeps_its_rows(tmp_path: Pa
     version, rows = nccl_tests.run(binary, **SWEEP, graph_launches=0, env=dict(os.environ), start_s=3.0, allowance_s=1.0)
     assert version == "2.28.3" and [row.size for row in rows] == nccl_tests.sizes(8, 2**27, 2)
     assert gone(pids)
+
+
+def test_an_all_reduce_perf_that_exits_while_its_helper_holds_the_terminal_is_a_failure_not_a_hang(tmp_path: Path) -> None:
+    """It printed 3 rows and exited 3, leaving a helper with the terminal open: that is its failure, said at once,
+    not a hang found at the next size's bound (60 s and more on a GPU)."""
+    from provision.checks import nccl_tests
+
+    binary, pids = fake_all_reduce_perf(tmp_path, rows=3)
+    text = binary.read_text().replace("time.sleep(3600)\n", "os._exit(3)\n")
+    binary.write_text(text)
+    begin = time.monotonic()
+    with pytest.raises(ProvisionError) as caught:
+        nccl_tests.run(binary, **SWEEP, graph_launches=0, env=dict(os.environ), start_s=30.0, allowance_s=30.0)
+    assert not isinstance(caught.value, nccl_tests.Hung) and "exit 3" in caught.value.message
+    assert time.monotonic() - begin < 10 and gone(pids)
 
 
 def test_provision_figures_are_kept_beside_a_hung_all_reduce_perf(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
