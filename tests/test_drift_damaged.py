@@ -16,9 +16,7 @@ from provision.checks import drift, filehash
 
 @pytest.fixture
 def tool(tmp_path: Path, provision_bin: str, index_server) -> tiny.Tool:
-    made = tiny.make_tool(tmp_path, provision_bin, tiny.index(index_server))
-    made.create("tiny", "--no-checks")
-    return made
+    return tiny.tool_with_env(tmp_path, provision_bin, tiny.index(index_server))
 
 
 def build_of(tool: tiny.Tool) -> Path:

@@ -12,9 +12,7 @@ import tiny
 
 @pytest.fixture
 def tool(tmp_path: Path, provision_bin: str, index_server) -> tiny.Tool:
-    made = tiny.make_tool(tmp_path, provision_bin, tiny.index(index_server))
-    made.create("tiny", "--no-checks")
-    return made
+    return tiny.tool_with_env(tmp_path, provision_bin, tiny.index(index_server))
 
 
 def test_an_env_json_key_that_is_not_a_variable_name_is_refused_never_evaluated(tool: tiny.Tool, tmp_path: Path) -> None:

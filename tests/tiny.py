@@ -67,3 +67,10 @@ def make_tool(tmp_path: Path, provision_bin: str, served: Index, *extra: tuple[s
     for name, packages in extra:
         profile(profiles, name, packages)
     return Tool(provision_bin, tmp_path / "home", profiles, served)
+
+
+def tool_with_env(tmp_path: Path, provision_bin: str, served: Index) -> Tool:
+    """make_tool, with the environment `tiny` already built (no checks): what hostile-file tests start from."""
+    made = make_tool(tmp_path, provision_bin, served)
+    made.create("tiny", "--no-checks")
+    return made
