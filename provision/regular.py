@@ -9,17 +9,19 @@ import stat
 from pathlib import Path
 
 
-def _refuse_unless_regular(fd: int, path: Path) -> None:
+def open_fd(path: Path | str, flags: int = os.O_RDONLY, *, follow: bool = True) -> int:
+    """A descriptor of the regular file at `path`, opened without blocking (and, unless `follow`, not through a link:
+    ELOOP); OSError EINVAL for a pipe, a socket or a device, closed again. The one way provision opens such files."""
+    fd = os.open(path, flags | os.O_NONBLOCK | (0 if follow else os.O_NOFOLLOW), 0o644)
     if not stat.S_ISREG(os.fstat(fd).st_mode):
         os.close(fd)
         raise OSError(errno.EINVAL, "not a regular file", str(path))
+    return fd
 
 
 def read_bytes(path: Path, limit: int = -1) -> bytes:
     """The bytes of the regular file at `path` (at most `limit`, all when -1), opened without blocking."""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-    _refuse_unless_regular(fd, path)
-    with os.fdopen(fd, "rb") as handle:
+    with os.fdopen(open_fd(path), "rb") as handle:
         return handle.read(limit)
 
 
@@ -29,7 +31,5 @@ def write_text(path: Path, text: str) -> None:
     from provision.atomic import write_atomic
 
     if os.path.lexists(path):
-        fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK)
-        _refuse_unless_regular(fd, path)
-        os.close(fd)
+        os.close(open_fd(path, os.O_WRONLY))
     write_atomic(path, text)

@@ -18,7 +18,6 @@ import errno
 import fcntl
 import os
 import signal
-import stat
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -26,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-from provision import log
+from provision import log, regular
 from provision.atomic import fsync_dir
 from provision.atomic import (
     write_atomic as write_atomic,  # re-exported: where callers have always found them
@@ -40,6 +39,8 @@ from provision.names import check_name as check_name
 HOME_VARIABLE = "PROVISION_HOME"
 BUILDING = ".building"
 RESTORING = ".restoring"  # a build's own lock, held by a restore
+
+
 def site_packages(venv: Path) -> Path:
     """The venv's site-packages folder (lib/python3.X/site-packages)."""
     found = sorted(venv.glob("lib/python3*/site-packages"))
@@ -243,11 +244,7 @@ class Home:
 def _own_file(path: Path, flags: int, mode: str) -> IO[str]:
     """`path` opened without following a link and without blocking; OSError (ELOOP, EINVAL) unless it is a regular
     file: a .restoring that is a link must not lead the pid written into it to a file elsewhere, nor a pipe hang."""
-    descriptor = os.open(path, flags | os.O_NOFOLLOW | os.O_NONBLOCK, 0o644)
-    if not stat.S_ISREG(os.fstat(descriptor).st_mode):
-        os.close(descriptor)
-        raise OSError(errno.EINVAL, "not a regular file", str(path))
-    return os.fdopen(descriptor, mode)
+    return os.fdopen(regular.open_fd(path, flags, follow=False), mode)
 
 
 @contextlib.contextmanager

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import mmap
 import os
-import stat
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from provision import regular
 from provision.errors import UsageError
 from provision.scan import archives, elf, fatbin, installed
 
@@ -84,19 +84,9 @@ class ScanResult:
         }
 
 
-def _open_regular(path: Path) -> int:
-    """Open `path` for reading without blocking; OSError unless it is a regular file (a FIFO named lib.so would
-    otherwise block the scan forever)."""
-    descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-    if not stat.S_ISREG(os.fstat(descriptor).st_mode):
-        os.close(descriptor)
-        raise OSError(f"{path}: not a regular file")
-    return descriptor
-
-
 def code_in_file(path: Path) -> fatbin.Code:
     """The device code of one file on disk: an ELF file, an ar archive, or nothing."""
-    with os.fdopen(_open_regular(path), "rb") as handle:
+    with os.fdopen(regular.open_fd(path), "rb") as handle:
         head = handle.read(8)
         if head[:4] != elf.ELF_MAGIC and head != archives.AR_MAGIC:
             return fatbin.Code()
@@ -170,7 +160,7 @@ def _scan_wheel(path: Path, notes: list[str], jobs: int | None) -> tuple[int, li
     files: list[FileScan] = []
     scanned = 0
     try:
-        os.close(_open_regular(path))  # a FIFO named x.whl must not block the zip reader
+        os.close(regular.open_fd(path))  # a FIFO named x.whl must not block the zip reader
         for member, code, problem in wheels.scan_wheel(path, jobs):
             scanned += 1
             if problem:

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import os
-import stat
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
+
+from provision import regular
 
 
 def _record_root(root: Path) -> Path:
@@ -61,11 +62,7 @@ def _metadata(path: Path) -> dict[str, str]:
 def _open_regular(path: Path, newline: str | None = None) -> IO[str]:
     """A RECORD or METADATA opened for reading as text; OSError unless it is a regular file (a FIFO named RECORD in
     the scanned folder would otherwise block the scan forever)."""
-    descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-    if not stat.S_ISREG(os.fstat(descriptor).st_mode):
-        os.close(descriptor)
-        raise OSError(f"{path}: not a regular file")
-    return os.fdopen(descriptor, newline=newline, errors="replace")
+    return os.fdopen(regular.open_fd(path), newline=newline, errors="replace")
 
 
 def walk(root: Path) -> Iterator[Path]:
