@@ -94,22 +94,26 @@ def shown_settings(settings: dict[str, str]) -> dict[str, str]:
     return shown
 
 
+def _secrets(settings: dict[str, str]) -> dict[str, str]:
+    """Each secret value of `settings` -> what is shown for it, longest first ("1" or "0" would garble a message when
+    replaced, and is no secret)."""
+    shown = shown_settings(settings)
+    pairs = {value: shown[name] for name, value in settings.items() if len(value) >= 4 and shown[name] != value}
+    return dict(sorted(pairs.items(), key=lambda pair: -len(pair[0])))
+
+
 def hide_secrets(settings: dict[str, str]) -> None:
     """Tell the log never to print a secret of `settings`: -v shows a failed child's output, which may echo it."""
     from provision import log
 
-    shown = shown_settings(settings)
-    for name, value in settings.items():
-        if len(value) >= 4 and shown[name] != value:
-            log.hide(value, shown[name])
+    for value, shown in _secrets(settings).items():
+        log.hide(value, shown)
 
 
 def scrub(text: str, settings: dict[str, str]) -> str:
     """`text` (a process's output in a message) without any secret of `settings` in it (NCCL_DEBUG=INFO echoes them)."""
-    shown = shown_settings(settings)
-    for name, value in sorted(settings.items(), key=lambda item: -len(item[1])):
-        if len(value) >= 4 and shown[name] != value:  # "1" or "0" would garble the message, and is no secret
-            text = text.replace(value, shown[name])
+    for value, shown in _secrets(settings).items():
+        text = text.replace(value, shown)
     return redact_text(text)
 
 
