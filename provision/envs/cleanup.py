@@ -76,7 +76,6 @@ def _killed_restores(home: Home) -> list[str]:
 
 
 def _unreadable_locks(home: Home) -> list[str]:
-    from provision.errors import ProvisionError
     from provision.stacks import lockfile as locking
 
     removed = []
