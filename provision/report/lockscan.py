@@ -20,9 +20,9 @@ from provision import status as statuses
 from provision.errors import ResolveError
 from provision.machine.facts import MachineFacts
 from provision.report.gates import Gate, MachineReport, Target
+from provision.report.lockself import LockStack
 from provision.scan import binaries, fatbin
 from provision.stacks import index, uvcache
-from provision.stacks.profiles import Profile
 
 WORKERS = 4  # downloads overlap with scans; zlib and the fatbin walk release the GIL for the large members
 
@@ -163,11 +163,12 @@ def _download(url: str, sha256: str, target: Path) -> None:
                        hint="the file changed on the index since the lock was made, or the index is down; re-lock and check the index")
 
 
-def judge(facts: MachineFacts, scanned: LockScan, profile: Profile | None, uv_cache: Path | None = None) -> Target:
-    """The lock against one machine: its profile's gates where the profile is known, each CUDA wheel per GPU, and
-    the torch-wheels gate from the scanned torch wheel."""
+def judge(facts: MachineFacts, scanned: LockScan, stack: LockStack, uv_cache: Path | None = None) -> Target:
+    """The lock against one machine: the gates of the stack it describes (its own [tool.provision], else its profile,
+    else its wheels), each CUDA wheel per GPU, and the torch-wheels gate from the scanned torch wheel."""
     from provision.report import gates
 
+    profile = stack.profile
     cuda = profile.cuda if profile else "?"
     target = Target(kind="lock", name=scanned.path.name, cuda=cuda)
     ccs = sorted({g.compute_capability for g in facts.gpus if g.compute_capability}, key=compat.parse_cc)
@@ -175,7 +176,11 @@ def judge(facts: MachineFacts, scanned: LockScan, profile: Profile | None, uv_ca
     torch_gate = gates.torch_wheels(facts, cuda, has_torch=torch is not None,
                                     scanned=dict(torch.counts.cubin) if torch and torch.origin in SCANNED else None,
                                     wheel=torch.wheel if torch else "")
-    base = [g if g.id != "torch-wheels" else torch_gate for g in gates.judge(facts, profile, uv_cache).gates] if profile else [torch_gate]
+    if profile:
+        base = [g if g.id != "torch-wheels" else torch_gate for g in gates.judge(facts, profile, uv_cache).gates]
+        base[0] = Gate(**{**base[0].__dict__, "reason": f"{base[0].reason} (CUDA {cuda} from {stack.source})"})
+    else:
+        base = [_unknown_cuda(scanned), torch_gate]
     target.gates = [*base[:3], *(_wheel_gate(w, ccs) for w in scanned.wheels if w.cuda or w.origin not in SCANNED), *base[3:]]
     cuda_wheels = [w for w in scanned.wheels if w.cuda]
     fetched = sum(w.origin == "fetched" for w in scanned.wheels)
@@ -185,6 +190,14 @@ def judge(facts: MachineFacts, scanned: LockScan, profile: Profile | None, uv_ca
                                     f"{scanned.seconds:.1f} s"))
     target.packages = [w.to_dict(ccs) for w in scanned.wheels if w.cuda]
     return target
+
+
+def _unknown_cuda(scanned: LockScan) -> Gate:
+    """A lock whose CUDA release cannot be known is never a PASS: nothing can judge the driver for it."""
+    profile = f"its profile {scanned.profile!r} is not found here" if scanned.profile else "it names no profile"
+    return Gate(id="driver", title="driver supports the lock's CUDA release", status="warn", source="provision/report/lockself.py",
+                reason=f"the lock does not say which CUDA release it is built for, {profile}, and no wheel of it says: "
+                       "the driver cannot be judged; re-lock it with this provision (its [tool.provision] then carries cuda)")
 
 
 SCANNED = ("uv cache", "fetched")
@@ -217,13 +230,16 @@ def _order(label: str) -> tuple[int, str]:
 def add_locks(reports: list[MachineReport], paths: tuple[Path, ...], *, fetch: bool, uv_cache: Path | None) -> None:
     """Scan each lock once and judge it on every machine of the report."""
     from provision.errors import ProfileError
-    from provision.stacks import profiles
+    from provision.report import lockself
+    from provision.stacks import lockfile, profiles
 
     for path in paths:
         scanned = scan_lock(path, fetch=fetch, cache=uv_cache)
         try:
-            profile = profiles.load(scanned.profile) if scanned.profile else None
+            found = profiles.load(scanned.profile) if scanned.profile else None
         except ProfileError:
-            profile = None  # a lock of a profile this machine does not have: its wheels are judged all the same
+            found = None  # a lock of a profile this machine does not have: it describes itself
+        pylock, tool = lockfile.read(path)
+        stack = lockself.describe(path, pylock, tool, found)
         for report in reports:
-            report.targets.append(judge(report.facts, scanned, profile, uv_cache))
+            report.targets.append(judge(report.facts, scanned, stack, uv_cache))

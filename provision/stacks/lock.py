@@ -373,6 +373,9 @@ def _finish(raw: dict[str, Any], profile: Profile, indexes: dict[str, str | None
         "profile": profile.name,
         "profile_hash": profile.content_hash,
         "lock_key": result.key,
+        "cuda": profile.cuda,  # the lock describes itself: report --lock judges it without its profile
+        "compiler_cuda": profile.compiler_cuda() or "",
+        "flashinfer_arch_list": profile.env.get("FLASHINFER_CUDA_ARCH_LIST", ""),
         "python": target.python,
         "platform": target.platform or f"this machine ({host_platform.machine()})",
         "indexes": {n: index.strip_credentials(u) for n, u in indexes.items() if u},
