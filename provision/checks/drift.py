@@ -33,7 +33,7 @@ CACHE_NAME = "drift-cache.json"  # beside the environment, in its build folder
 STARTUP_NAMES = ("sitecustomize.py", "usercustomize.py", "sitecustomize", "usercustomize")
 # Written by virtualenv (and older uv) into every venv it makes; owned by no distribution, known by its content.
 VENV_TOOL_FILES = {"_virtualenv.pth": "import _virtualenv"}
-KINDS = ("modified", "missing", "unowned", "extra", "other-version", "other-source")
+KINDS = ("modified", "missing", "shared", "unowned", "extra", "other-version", "other-source")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -43,12 +43,22 @@ class Finding:
     path: str  # relative to site-packages ("" for a distribution that is not installed)
     expected: str = ""
     found: str = ""
+    # `shared` only: every distribution whose RECORD lists the path (with different contents), and the one whose
+    # bytes are on disk (None: neither's)
+    distributions: tuple[str, ...] = ()
+    on_disk: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "distribution": self.distribution, "path": self.path, "expected": self.expected,
-                "found": self.found}
+        found: dict[str, Any] = {"kind": self.kind, "distribution": self.distribution, "path": self.path, "expected": self.expected,
+                 "found": self.found}
+        if self.kind == "shared":
+            found.update(distributions=list(self.distributions), on_disk=self.on_disk)
+        return found
 
     def line(self) -> str:
+        if self.kind == "shared":
+            whose = f"{self.on_disk}'s bytes" if self.on_disk else "neither's bytes"
+            return f"shared {self.path} ({' and '.join(self.distributions)}: {whose})"
         owner = f" ({self.distribution})" if self.distribution and self.path else (self.distribution or "")
         what = f"{self.path}{owner}" if self.path else owner
         detail = f": {self.expected or '-'} -> {self.found or '-'}" if self.kind in ("other-version", "other-source") else ""
@@ -172,8 +182,7 @@ def _info_escape(info: Path, confinement: confined.Confinement) -> confined.Esca
 
 def _files(drift: Drift, installed: dict[str, Installed], cache: filehash.Cache, confinement: confined.Confinement) -> set[str]:
     """Check every file RECORD lists with a hash; return every path RECORD lists (hashed or not), normalized."""
-    owners: dict[str, str] = {}
-    expected: dict[str, str] = {}
+    owners: dict[str, dict[str, str]] = {}  # key -> {distribution: the hash its RECORD gives}, in the order read
     wanted: list[filehash.Wanted] = []
     owned: set[str] = set()
     escaped: dict[str, str] = {}  # key -> what was found instead of reading: a folder on its way leads out
@@ -206,9 +215,9 @@ def _files(drift: Drift, installed: dict[str, Installed], cache: filehash.Cache,
                     last_folder, escape = folder, confinement.folder(folder)  # one lstat per folder
                 if escape is not None:
                     escaped[key] = f"{mode}=({escape[0]} leads out of the environment to {escape[1]}: not read)"
-                elif key not in expected:
+                elif key not in owners:
                     wanted.append(filehash.Wanted(key=key, path=path, mode=mode))
-                owners[key], expected[key] = name, row[1]
+                owners.setdefault(key, {})[name] = row[1]
         except (csv.Error, UnicodeDecodeError, OSError) as exc:  # a field past csv's limit, bytes that are not UTF-8
             drift.findings.append(Finding(kind="modified", distribution=name, path=f"{dist.info.name}/RECORD",
                                           expected="a RECORD (PEP 376)", found=f"unreadable ({type(exc).__name__})"))
@@ -216,13 +225,27 @@ def _files(drift: Drift, installed: dict[str, Installed], cache: filehash.Cache,
     with contextlib.suppress(OSError):  # a read-only home still gets its answer, only slower next time
         cache.save()
     drift.files, drift.hashed, drift.hashed_bytes, drift.remembered = len(wanted), digests.hashed, digests.hashed_bytes, digests.remembered
-    for key, want in expected.items():
+    for key, claims in owners.items():
         got = escaped.get(key) or digests.found.get(key)
+        if len(set(claims.values())) > 1:  # two distributions install this path with other contents: one finding
+            drift.findings.append(_shared(key, claims, got))
+            continue
+        owner, want = next(iter(claims.items()))  # one owner, or several that agree (nvidia/__init__.py)
         if got is None:
-            drift.findings.append(Finding(kind="missing", distribution=owners[key], path=key, expected=want))
+            drift.findings.append(Finding(kind="missing", distribution=owner, path=key, expected=want))
         elif got != want:
-            drift.findings.append(Finding(kind="modified", distribution=owners[key], path=key, expected=want, found=got))
+            drift.findings.append(Finding(kind="modified", distribution=owner, path=key, expected=want, found=got))
     return owned
+
+
+def _shared(key: str, claims: dict[str, str], got: str | None) -> Finding:
+    """A path two distributions install with different contents: whichever was installed last wrote it, and removing
+    or reinstalling either changes the other. Says whose bytes are on disk (one of them, or neither)."""
+    names = tuple(sorted(claims))
+    on_disk = next((name for name in names if claims[name] == got), None)
+    return Finding(kind="shared", distribution=on_disk or names[0], path=key,
+                   expected="; ".join(f"{name} {claims[name]}" for name in names), found=got or "",
+                   distributions=names, on_disk=on_disk)
 
 
 def _plain(path: str) -> bool:

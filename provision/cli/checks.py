@@ -21,11 +21,12 @@ from provision.cli.options import (
 @env_argument("name", required=False)
 @click.option("--only", help="Comma-separated check ids (drift, driver, torch-cuda, cuda-libs, sgl-kernel, symmetric-memory, nccl-allreduce, flashinfer-jit, imports).")
 @click.option("--target-sm", help="Also build FlashInfer's JIT for this SM (12.0) and check the cubins it produced.")
+@click.option("--strict", is_flag=True, help="Exit 1 on a WARN too (drift included), as git diff --exit-code does.")
 @json_option
 @home_option
 @verbosity_options
-def check(name: str | None, only: str | None, target_sm: str | None, as_json: bool, home: Path | None) -> None:
-    """Run the smoke checks against an environment (the active one by default); exit 1 on FAIL or ERROR."""
+def check(name: str | None, only: str | None, target_sm: str | None, strict: bool, as_json: bool, home: Path | None) -> None:
+    """Run the smoke checks against an environment (the active one by default); exit 1 on FAIL or ERROR (--strict: WARN too)."""
     from provision import status as statuses
     from provision.checks import runner
     from provision.envs import records
@@ -40,7 +41,8 @@ def check(name: str | None, only: str | None, target_sm: str | None, as_json: bo
     # the report's "last smoke checks" is the last full run; a narrower --only run is kept beside it
     records.add_checks(build, results, ui.now(), only=ids)
     views.checks(name, results, as_json)
-    sys.exit(1 if statuses.failed(runner.overall(results)) else 0)
+    overall = runner.overall(results)
+    sys.exit(1 if statuses.failed(overall) or (strict and overall == "warn") else 0)
 
 
 @click.command(short_help="Run and record the profile's baseline.")

@@ -231,5 +231,6 @@ def restore(name: str, dry_run: bool, no_checks: bool, as_json: bool, home: Path
                                    run_checks=None if no_checks else (lambda build, record: runner.run(build, record, progress=step)),
                                    run_baseline=None if no_checks else run_baseline)
     restore_view.restored(result, as_json)
+    # a dry run exits as the restore would: 1 where something cannot be put back (its checks do not run)
     failed = any(statuses.failed(r["status"]) for r in result.checks) or result.baseline_error or result.not_restorable
-    sys.exit(1 if failed and not dry_run else 0)
+    sys.exit(1 if failed else 0)

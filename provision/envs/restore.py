@@ -176,7 +176,8 @@ def _apply(build: Path, record: EnvRecord, result: RestoreResult, progress: Prog
             uvtool.run(["pip", "uninstall", "--python", str(staging / "bin" / "python"), "--quiet", *result.uninstall])
         progress("verifying the restored copy")
         after = drifting.scan(staging, lock=lock, cache=build / drifting.CACHE_NAME)
-        left = [f for f in after.findings if f.distribution not in result.not_restorable or f.kind == "unowned"]
+        # a shared path stays as it is: reinstalling either owner only picks which one wins
+        left = [f for f in after.findings if f.kind != "shared" and (f.distribution not in result.not_restorable or f.kind == "unowned")]
         if left:
             raise EnvError(f"{result.name}: after reinstalling, {after.summary()}: {left[0].line()}",
                            f"nothing was changed in {venv}; run provision check {result.name} --only drift")

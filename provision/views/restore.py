@@ -18,7 +18,8 @@ def restored(result: RestoreResult, as_json: bool) -> None:
     out = ui.console()
     verb = "would" if result.dry_run else "did"
     if not result.changed and not result.not_restorable:
-        out.print(f"{result.name}: nothing differs from its lock ({result.before.files} files checked)")
+        against = "its lock" if result.before.lock else "its RECORDs (it has no lock: distributions not compared)"
+        out.print(f"{result.name}: nothing differs from {against} ({result.before.files} files checked)")
         return
     out.print(f"{result.name}: {result.before.summary()}")
     for finding in result.before.findings:
