@@ -248,17 +248,20 @@ def test_a_rollback_does_not_wait_for_a_restore_and_nothing_removes_what_it_hold
     env("remove", "cu130")  # once it is done
 
 
-def test_gc_removes_what_a_killed_restore_left_and_keeps_a_running_ones(env: Env) -> None:
-    """kill -9 after the swap leaves the old tree in a staging folder; gc takes it, not the copy of a live restore."""
+def test_gc_removes_what_a_killed_restore_recorded_and_nothing_else(env: Env) -> None:
+    """kill -9 after the swap leaves the old tree in a staging folder, named in BUILD/.restore-made; gc takes exactly
+    that (a running restore holds the build's lock, and gc leaves its build alone: see the rollback test above)."""
     dead = subprocess.Popen(["true"])
     dead.wait()  # a pid that existed and is gone
     killed = env.venv.parent / f".venv.restore-{dead.pid}-20261130T000000Z"
-    live = env.venv.parent / f".venv.restore-{os.getpid()}-20261130T000001Z"  # this test process: alive
-    for folder in (killed, live):
+    unrecorded = env.venv.parent / f".venv.restore-{dead.pid}-20261130T000001Z"  # the same shape, not recorded: kept
+    for folder in (killed, unrecorded):
         (folder / "lib").mkdir(parents=True)
+    (env.build / ".restore-made").write_text(json.dumps({"pid": dead.pid, "made": [str(killed)]}))
     done = env.json("gc")
     assert any(str(killed) in line for line in done["removed"]), done
-    assert not killed.exists() and live.exists() and env.venv.is_dir()
+    assert not killed.exists() and unrecorded.exists() and env.venv.is_dir()
+    assert not (env.build / ".restore-made").exists()
     assert env.drift()["status"] == "pass"
 
 

@@ -60,18 +60,18 @@ def gc(home: Home) -> list[str]:
 
 
 def _killed_restores(home: Home) -> list[str]:
-    """The staging copies (or old trees) that a restore killed with -9 left beside a venv; none of a restore running."""
-    from provision.envs import records, restore
+    """What a restore killed with -9 made (its staging copy beside the venv, its subset lock), by the exact names it
+    recorded; nothing of a restore running."""
+    from provision.envs import restore
 
     removed = []
     for name in home.names():
         try:
             build = home.build_of(name)
-            venv = records.read(build).venv_path(build).resolve()
-        except (ProvisionError, OSError):  # a damaged env.json is the drift check's and check's to report, not gc's
+        except (ProvisionError, OSError):
             continue
         if home.restorer(build) is None:
-            removed += [f"{leftover} (left by a killed restore)" for leftover in restore.remove_stale(venv)]
+            removed += [f"{leftover} (left by a killed restore)" for leftover in restore.remove_stale(build)]
     return removed
 
 

@@ -10,7 +10,9 @@ import csv
 import ctypes
 import datetime
 import errno
+import json
 import os
+import re
 import shutil
 import sys
 from collections.abc import Callable
@@ -18,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from provision import confined, proc
+from provision import confined, proc, regular
 from provision import status as statuses
 from provision.checks import drift as drifting
 from provision.envs import records, relocate
@@ -33,7 +35,9 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 STAGING = ".{name}.restore-"  # beside the venv: hard links need the same file system, the swap the same folder
-ASIDE = "set-aside"  # in the build folder: ASIDE/STAMP/<path in site-packages>
+ASIDE = "set-aside"  # in the build folder: ASIDE/STAMP-PID/<path in site-packages>
+MADE = ".restore-made"  # in the build folder: the exact paths a restore made outside its own folders, for cleaning up
+SUBSET = "pylock.restore-{pid}.toml"  # in the build folder: uv takes pylock.<name>.toml only
 Progress = Callable[[str], None]
 
 
@@ -73,6 +77,10 @@ def plan(home: Home, name: str) -> tuple[Path, EnvRecord, RestoreResult]:
     build = home.build_of(name)
     record = records.read(build)
     venv = record.venv_path(build).resolve()
+    if not record.adopted and venv != (build / "venv").resolve():
+        raise EnvError(f"{build / records.ENV_FILE} names the venv {venv}, but {name} was built by provision in "
+                       f"{build / 'venv'}: only an adopted environment's venv lives elsewhere; restore changes nothing there",
+                       f"fix the venv key in {build / records.ENV_FILE}, or rebuild it: provision create PROFILE --name {name} --replace")
     lock = Path(record.lock) if record.lock else None
     escape = confined.Confinement(venv).folder(str(drifting.site_packages(venv)))
     if escape is not None:  # said here, as restore's refusal, before the drift check would say it as its own
@@ -133,7 +141,7 @@ def restore(home: Home, name: str, *, dry_run: bool = False, run_checks: Callabl
         result.dry_run = dry_run
         if dry_run or not result.changed:
             return result
-        remove_stale(result.venv)
+        remove_stale(build)
         _apply(build, record, result, progress)
     if run_checks is not None:
         progress("running the checks")
@@ -155,7 +163,11 @@ def _apply(build: Path, record: EnvRecord, result: RestoreResult, progress: Prog
     venv = result.venv
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     staging = venv.parent / (STAGING.format(name=venv.name) + f"{os.getpid()}-{stamp}")
-    aside = build / ASIDE / stamp
+    # recorded before either is made: a restore killed with -9 leaves names that the next restore or gc removes
+    # exactly, never a user's folder that merely looks like one
+    write_atomic(build / MADE, json.dumps({"pid": os.getpid(), "made": [str(staging), str(build / SUBSET.format(pid=os.getpid()))]}))
+    aside = _aside_folder(build, stamp) if result.set_aside else build / ASIDE / stamp
+    result.aside_folder = aside if result.set_aside else None  # before the first move: a Ctrl-C during them undoes them
     swapped = False
     try:
         progress(f"copying {venv} as hard links")
@@ -167,7 +179,6 @@ def _apply(build: Path, record: EnvRecord, result: RestoreResult, progress: Prog
         for relative in result.set_aside:
             (aside / relative).parent.mkdir(parents=True, exist_ok=True)
             shutil.move(str(site / relative), str(aside / relative))
-        result.aside_folder = aside if result.set_aside else None
         lock = Path(record.lock) if record.lock else None  # an adopted venv: only start-up files are set aside
         if lock is not None:
             _reinstall(build, lock, venv, staging, result, progress)
@@ -192,12 +203,13 @@ def _apply(build: Path, record: EnvRecord, result: RestoreResult, progress: Prog
             result.aside_folder = None
         with contextlib.suppress(OSError):
             shutil.rmtree(staging)  # before the swap the copy, after it the old tree
+        (build / MADE).unlink(missing_ok=True)
 
 
 def _reinstall(build: Path, lock: Path, venv: Path, staging: Path, result: RestoreResult, progress: Progress) -> None:
     if not result.reinstall:
         return
-    subset = build / f"pylock.restore-{os.getpid()}.toml"  # uv takes pylock.<name>.toml only
+    subset = build / SUBSET.format(pid=os.getpid())
     write_atomic(subset, _subset_lock(lock, result.reinstall))
     # uv runs the copy's python, whose start-up files are set aside already: a sitecustomize.py that prints or
     # exits cannot upset uv's look at the interpreter. The scripts it writes name that python; relocated below.
@@ -271,18 +283,54 @@ def _unset_aside(aside: Path, site: Path, moved: list[str]) -> None:
         aside.parent.rmdir()
 
 
-def remove_stale(venv: Path) -> list[Path]:
-    """Staging folders of restores that were killed: before their swap a copy, after it the old tree; never the venv,
-    never the copy of a restore still running. Returns what was removed (restore and gc both call it)."""
-    from provision.proc import pid_alive
+def _aside_folder(build: Path, stamp: str) -> Path:
+    """A new folder for this restore's set-aside files: never one a killed restore left in the same second (moving a
+    file onto its own hard link there does nothing, and the file would stay in the copy)."""
+    parent = build / ASIDE
+    parent.mkdir(parents=True, exist_ok=True)
+    for attempt in range(1000):
+        folder = parent / (f"{stamp}-{os.getpid()}" + (f"-{attempt}" if attempt else ""))
+        try:
+            folder.mkdir()
+            return folder
+        except FileExistsError:
+            continue
+    raise EnvError(f"{parent} holds too many set-aside folders", f"move the old ones in {parent} away, then restore again")
 
+
+def remove_stale(build: Path) -> list[Path]:
+    """What a restore killed with -9 made, by the exact names it recorded in BUILD/.restore-made: the staging copy
+    beside the venv (before its swap a copy, after it the old tree) and its subset lock. Nothing else is touched, however
+    it is named. The caller holds the build's restore lock or saw that no restore holds it."""
+    record = build / MADE
+    try:
+        with os.fdopen(regular.open_fd(record, follow=False), "rb") as handle:  # a link or a pipe there: not ours
+            data = json.loads(handle.read(1 << 16))
+        made = [Path(p) for p in data["made"] if isinstance(p, str)]
+    except FileNotFoundError:
+        return []
+    except (OSError, ValueError, TypeError, KeyError):
+        made = []  # damaged: nothing in it can be trusted to be ours
     removed = []
-    for leftover in venv.parent.glob(STAGING.format(name=venv.name) + "*"):
-        pid = leftover.name.rsplit("-", 2)[-2] if leftover.name.count("-") >= 2 else ""
-        if not pid.isdigit() or not pid_alive(int(pid)) or int(pid) == os.getpid():
-            shutil.rmtree(leftover, ignore_errors=True)
-            removed.append(leftover)
+    for path in made:
+        if not _ours(build, path):
+            continue
+        if path.is_symlink() or path.is_file():
+            path.unlink(missing_ok=True)
+        elif path.is_dir():
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            continue
+        removed.append(path)
+    record.unlink(missing_ok=True)
     return removed
+
+
+def _ours(build: Path, path: Path) -> bool:
+    """Whether `path` has the shape of what a restore of `build` makes: a staging folder beside a venv, a subset lock."""
+    if path.parent == build and re.fullmatch(r"pylock\.restore-\d+\.toml", path.name):
+        return True
+    return path.is_absolute() and re.fullmatch(r"\..+\.restore-\d+-\d{8}T\d{6}Z", path.name) is not None
 
 
 def _now() -> str:
