@@ -24,7 +24,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from provision.checks import drift  # noqa: E402
+from provision.envs import drift  # noqa: E402
 
 
 def drop_page_cache() -> bool:

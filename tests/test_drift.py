@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import stacks
 
-from provision.checks import drift, filehash
+from provision.envs import drift, filehash
 from provision.stacks import uvtool
 
 PY = sys.executable

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import tiny
 
-from provision.checks import drift, filehash
+from provision.envs import drift, filehash
 
 
 @pytest.fixture
@@ -45,7 +45,7 @@ def test_a_damaged_drift_cache_is_read_again_not_a_traceback(tmp_path: Path, fil
 
 def test_a_drift_cache_that_is_a_pipe_is_not_waited_on(tmp_path: Path) -> None:
     os.mkfifo(tmp_path / drift.CACHE_NAME)
-    code = (f"from pathlib import Path; from provision.checks import filehash; "
+    code = (f"from pathlib import Path; from provision.envs import filehash; "
             f"assert filehash.Cache(Path({str(tmp_path / drift.CACHE_NAME)!r}), Path('.')).entries == {{}}")
     subprocess.run([sys.executable, "-c", code], check=True, timeout=30)  # a hang is TimeoutExpired
 

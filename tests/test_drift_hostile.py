@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from provision.checks import drift
+from provision.envs import drift
 
 
 def _digest(data: bytes) -> str:

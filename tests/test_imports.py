@@ -43,12 +43,6 @@ LAYERS = {
     "provision.errors": 0, "provision.compat": 0, "provision.status": 0, "provision": 0,
 }
 DATA = {"provision.checks": 0, "provision.machine.facts": 0, "provision.__main__": 9}
-# Known exceptions, each with its reason; the list only shrinks.
-UPWARD = {
-    ("provision.envs.restore", "provision.checks.drift"): "restore plans from the drift scan (to move under envs/)",
-    ("provision.envs.relocate", "provision.checks.drift"): "as above",
-    ("provision.envs.relocate", "provision.checks.filehash"): "as above",
-}
 
 
 def layer(module: str) -> int:
@@ -81,7 +75,7 @@ def imported(path: Path) -> set[str]:
 def test_imports_point_down_the_layers(path: Path) -> None:
     importer = module_name(path)
     upward = [f"{importer} (layer {layer(importer)}) imports {target} (layer {layer(target)})"
-              for target in sorted(imported(path)) if layer(target) > layer(importer) and (importer, target) not in UPWARD]
+              for target in sorted(imported(path)) if layer(target) > layer(importer)]
     assert not upward, upward
 
 
@@ -96,7 +90,3 @@ def test_payloads_import_nothing_from_provision() -> None:
     for path in (PACKAGE / "checks" / "payloads").glob("*.py"):
         assert not imported(path), path
 
-
-def test_every_known_exception_is_still_needed() -> None:
-    for importer, target in UPWARD:
-        assert target in imported(ROOT / (importer.replace(".", "/") + ".py")), f"{importer} -> {target}: drop it from UPWARD"

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import tiny
 
-from provision.checks import drift
+from provision.envs import drift
 from provision.envs.home import RESTORING
 
 

@@ -85,7 +85,7 @@ def run(name: str, build: Path, record: EnvRecord, progress: Any = lambda _: Non
 
 def drift_status(venv: Path, build: Path, record: EnvRecord) -> dict[str, Any]:
     """What the baseline ran on: the drift check's status, counts and first findings (kept with the figure)."""
-    from provision.checks import drift
+    from provision.envs import drift
 
     found = drift.scan(venv, lock=Path(record.lock) if record.lock else None, cache=build / drift.CACHE_NAME)
     return {"status": found.status, "summary": found.summary(), "counts": found.counts(),

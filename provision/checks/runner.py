@@ -10,7 +10,8 @@ from typing import Any
 
 from provision import compat, proc
 from provision import status as statuses
-from provision.checks import BY_ID, CHECKS, Check, drift, payload_dir, staleness
+from provision.checks import BY_ID, CHECKS, Check, payload_dir, staleness
+from provision.envs import drift
 from provision.envs.records import EnvRecord
 from provision.errors import UsageError
 from provision.machine import nvml

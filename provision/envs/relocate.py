@@ -13,14 +13,14 @@ from pathlib import Path
 from packaging.utils import canonicalize_name
 
 from provision.atomic import write_atomic
-from provision.checks import filehash
+from provision.envs import filehash
 
 HEAD = 1024  # a shebang, or uv's /bin/sh "exec" trampoline for long paths, lies within the first lines
 
 
 def scripts(staging: Path, venv: Path, names: list[str]) -> list[str]:
     """Rewrite `staging` to `venv` in the scripts of distributions `names`; return the RECORD paths rewritten."""
-    from provision.checks.drift import site_packages
+    from provision.envs.home import site_packages
 
     site = site_packages(staging)
     old, new = os.fsencode(staging), os.fsencode(venv)

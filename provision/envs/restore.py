@@ -22,7 +22,7 @@ from typing import Any
 
 from provision import confined, proc, regular
 from provision import status as statuses
-from provision.checks import drift as drifting
+from provision.envs import drift as drifting
 from provision.envs import records, relocate
 from provision.envs.home import Home, write_atomic
 from provision.envs.records import EnvRecord

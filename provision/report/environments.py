@@ -122,7 +122,7 @@ def stored_gates(record: EnvRecord) -> list[Gate]:
 
 def drift_gate(venv: Path, build: Path, record: EnvRecord) -> Gate:
     """The drift check, live: what differs from the RECORDs and the lock now (it remembers what it hashed)."""
-    from provision.checks import drift
+    from provision.envs import drift
 
     result = drift.check(venv, build, record)
     return Gate(id="drift", title="installed files match their RECORD, distributions the lock", status=result["status"],
