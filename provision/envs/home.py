@@ -106,8 +106,8 @@ class Home:
     def locked(self) -> Iterator[None]:
         """Hold HOME's lock: a second process waits (and says so) rather than interleaving changes."""
         self.ensure()
-        with self.writing("take its lock"):
-            handle = open(self.root / ".lock", "a+")  # noqa: SIM115 (closed by _holding, after the body has run)
+        with self.writing("take its lock"):  # never through a link: the pid would be written wherever it leads
+            handle = os.fdopen(records.lock_file(self.root / ".lock"), "r+")  # closed by _holding, after the body
 
         def wait(pid: str) -> None:
             log.info(f"waiting for another provision process working on {self.root} (pid {pid})")

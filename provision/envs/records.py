@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -280,11 +281,27 @@ def _update(build: Path, change: Callable[[EnvRecord], EnvRecord]) -> EnvRecord:
     at once (two benches, a check beside a baseline) both keep theirs."""
     import fcntl
 
-    with open(build / f".{ENV_FILE}.lock", "a") as lock:
+    with os.fdopen(lock_file(build / f".{ENV_FILE}.lock"), "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         record = change(read(build))
         write(build, record)
         return record
+
+
+def lock_file(path: Path) -> int:
+    """A descriptor of the lock file `path`, made if missing, never through a link (it would make or write a file
+    wherever the link leads) nor waiting on a pipe: either is an EnvError naming it (exit 7)."""
+    import errno
+
+    from provision import regular
+
+    try:
+        return regular.open_fd(path, os.O_RDWR | os.O_CREAT, follow=False)
+    except OSError as exc:
+        if exc.errno not in (errno.ELOOP, errno.EINVAL):
+            raise
+        raise EnvError(f"{path} is not a file provision wrote (a link, a pipe or a device): it is never followed",
+                       f"remove it (rm {path}), then run the command again") from None
 
 
 def add_checks(build: Path, results: list[JSONObject], at: str, only: tuple[str, ...] | None = None) -> EnvRecord:
