@@ -10,7 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from provision.checks import drift
+from provision.envs import drift
 from provision.stacks import uvtool
 
 PY = sys.executable
