@@ -18,8 +18,7 @@ from pathlib import Path
 import pytest
 import tiny
 
-from provision.envs import drift
-from provision.envs import restore
+from provision.envs import drift, restore
 from provision.envs.home import Home
 
 
