@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import struct
 import subprocess
 import sys
@@ -55,7 +56,7 @@ def write_lock(path: Path, default, wheels: list[Path], *, tamper: str = "") -> 
 def report(provision_bin: str, lock: Path, machine: Path, cache: Path, *extra: str) -> subprocess.CompletedProcess[str]:
     import os
 
-    env = {**os.environ, "UV_CACHE_DIR": str(cache)}
+    env = {**os.environ, "UV_CACHE_DIR": str(cache), "XDG_CACHE_HOME": f"{cache}-xdg"}
     return subprocess.run([provision_bin, "report", "--lock", str(lock), "--machine", str(machine), "--json", *extra],
                           capture_output=True, text=True, timeout=120, env=env)
 
@@ -169,3 +170,51 @@ def test_a_wheel_without_a_sha256_in_the_lock_is_refused_and_nothing_is_download
             assert lines[1] == "hint: re-lock it: provision lock cu130 (it records every wheel's sha256)"
             assert "s3cretpw" not in done.stdout + done.stderr
         assert default.requests[before:] == [], "nothing of the lock was downloaded, the unhashed wheel least of all"
+
+
+def test_two_wheels_installing_one_path_and_two_cuda_majors_fail_and_wheels_are_read_once(
+        index_server, provision_bin: str, tmp_path: Path) -> None:
+    """cuda-python 12.6 beside cuda-bindings 13 (the resolver took both): the same path with other contents, and two
+    CUDA majors. NVIDIA's cu12 wheels each carry the same empty nvidia/__init__.py: not a conflict. A second report of
+    the same lock reads every wheel from provision's cache: nothing downloaded."""
+    import os
+
+    default = index_server.index("default")
+    wheels = [
+        default.add("cuda-python", "12.6.2.post1", tag=PY3, files={"cuda/bindings/driver.py": b"# 12.6\n", "cuda/__init__.py": b""}),
+        default.add("cuda-bindings", "13.5.0", tag=TAG, files={"cuda/bindings/driver.py": b"# 13.5\n", "cuda/__init__.py": b""}),
+        default.add("nvidia-cublas-cu12", "12.8.4.1", tag=TAG, files={"nvidia/__init__.py": b"", "nvidia/cublas/lib/x.cubin": cubin(90)}),
+        default.add("nvidia-cudnn-cu12", "9.10.2.21", tag=TAG, files={"nvidia/__init__.py": b"", "nvidia/cudnn/lib/y.so": b"y"}),
+    ]
+    lock = write_lock(tmp_path / "pylock.cu130.toml", default, wheels)
+    env = {**os.environ, "UV_CACHE_DIR": str(tmp_path / "uv"), "XDG_CACHE_HOME": str(tmp_path / "xdg")}
+    argv = [provision_bin, "report", "--lock", str(lock), "--machine", str(H200), "--json"]
+    first = subprocess.run(argv[:-1], capture_output=True, text=True, timeout=120, env=env)  # a table; progress on stderr
+    assert first.returncode == 0 and "no two wheels install the same path" in first.stdout
+    assert all(re.search(rf"fetched {re.escape(w.name)}: \d+ B in [\d.]+ s", first.stderr) for w in wheels), first.stderr
+    before = len(default.requests)
+    target = lock_target(subprocess.run(argv, capture_output=True, text=True, timeout=120, env=env))
+    gates = {g["id"]: g for g in target["gates"]}
+    assert target["verdict"] == "fail"
+    conflict = gates["conflict"]
+    assert conflict["status"] == "fail", conflict
+    assert conflict["reason"].startswith(f"{wheels[1].name} and {wheels[0].name} both install cuda/bindings/driver.py")
+    assert "nvidia/__init__.py" not in conflict["reason"] and "cuda/__init__.py" not in conflict["reason"]
+    mix = gates["cuda-mix"]
+    assert mix["status"] == "fail" and "CUDA 12: cuda-python 12.6.2.post1" in mix["reason"] and "CUDA 13: cuda-bindings 13.5.0" in mix["reason"]
+    assert "nvidia-cublas-cu12 12.8.4.1" in mix["reason"]
+    again = lock_target(subprocess.run(argv, capture_output=True, text=True, timeout=120, env=env))
+    assert default.requests[before:] == [], "the second report downloads nothing"
+    assert {g["id"]: g["status"] for g in again["gates"]}["conflict"] == "fail"
+    assert "0 from uv's cache" in next(g for g in again["gates"] if g["id"] == "lock-scan")["reason"]
+    assert "4 from provision's" in next(g for g in again["gates"] if g["id"] == "lock-scan")["reason"]
+    # a kept wheel changed on disk is checked again, found wrong, and fetched anew
+    kept = next((tmp_path / "xdg/provision/wheels").glob(f"*/{wheels[0].name}"))
+    kept.write_bytes(b"not the wheel")
+    lock_target(subprocess.run(argv, capture_output=True, text=True, timeout=120, env=env))
+    assert [r for r in default.requests[before:] if r.endswith(".whl")] == [f"/default/files/{wheels[0].name}"]
+    # without the two wrong ones, one CUDA major and no shared path: both PASS
+    lock = write_lock(tmp_path / "pylock.ok.toml", default, wheels[2:])
+    ok = {g["id"]: g for g in lock_target(subprocess.run([*argv[:3], str(lock), *argv[4:]], capture_output=True, text=True,
+                                                         timeout=120, env=env))["gates"]}
+    assert ok["conflict"]["status"] == "pass" and ok["cuda-mix"]["status"] == "pass" and ok["cuda-mix"]["reason"] == "CUDA 12 only"

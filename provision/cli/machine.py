@@ -55,8 +55,8 @@ def scan(paths: tuple[Path, ...], require: tuple[str, ...], as_json: bool) -> No
 @click.option("--env", "env_names", multiple=True, shell_complete=complete_env,
               help="Also judge this environment (scan, versions, checks, baseline).")
 @click.option("--lock", "locks", multiple=True, type=click.Path(path_type=Path, dir_okay=False, exists=True),
-              help="Judge this PEP 751 lock before installing it: every CUDA wheel scanned (uv's cache, else fetched; never unpacked).")
-@click.option("--no-fetch", is_flag=True, help="With --lock: scan only the wheels uv's cache holds; the rest SKIP.")
+              help="Judge this PEP 751 lock before installing it: every CUDA wheel scanned (uv's cache, else provision's, else fetched and kept; never unpacked), two wheels installing one path and mixed CUDA majors FAIL.")
+@click.option("--no-fetch", is_flag=True, help="With --lock: scan only the wheels uv's or provision's cache holds; the rest SKIP.")
 @home_option
 @json_option
 @click.option("--markdown", is_flag=True, help="Print Markdown tables to paste into a ticket.")
@@ -83,8 +83,10 @@ def report(machines: tuple[Path, ...], profile_names: tuple[str, ...], env_names
     result = reporting.report(facts, chosen, uv_cache)
     if locks:
         from provision.report import lockscan
+        from provision.views import ui
 
-        lockscan.add_locks(result, locks, fetch=not no_fetch, uv_cache=uv_cache)
+        with ui.progress(as_json) as step:
+            lockscan.add_locks(result, locks, fetch=not no_fetch, uv_cache=uv_cache, progress=step)
     if env_names:
         from provision.report import environments as envreport
 

@@ -5,8 +5,8 @@ the lock) and its members are read out of the zip in memory, never unpacked to d
 from __future__ import annotations
 
 import re
-import tempfile
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,6 +36,7 @@ class WheelScan:
     counts: fatbin.Counts = field(default_factory=fatbin.Counts)
     seconds: float = 0.0
     note: str = ""
+    record: dict[str, str] | None = None  # what its RECORD installs (path -> hash); None: not read
 
     @property
     def cuda(self) -> bool:
@@ -84,7 +85,8 @@ def _filename(wheel: Any) -> str:
     return str(wheel.name or (wheel.url or "").rsplit("/", 1)[-1])
 
 
-def scan_lock(path: Path, *, fetch: bool = True, cache: Path | None = None) -> LockScan:
+def scan_lock(path: Path, *, fetch: bool = True, cache: Path | None = None,
+              progress: Callable[[str], None] = lambda _: None) -> LockScan:
     """Scan every wheel of the lock at `path`: from uv's cache in place, else fetched (unless `fetch` is off)."""
     from provision.stacks import lockfile, uvtool
 
@@ -109,7 +111,7 @@ def scan_lock(path: Path, *, fetch: bool = True, cache: Path | None = None) -> L
             cached = None  # uv's copy came from another file of that name: fetch the lock's own
         jobs.append((name, str(package.version or ""), filename, wheel.url or "", sha256, cached.archive if cached else None))
     with ThreadPoolExecutor(max_workers=WORKERS) as pool:
-        wheels = list(pool.map(lambda job: _scan_one(*job, fetch=fetch), jobs))
+        wheels = list(pool.map(lambda job: _scan_one(*job, fetch=fetch, progress=progress), jobs))
     notes = [f"{w.wheel}: {w.note}" for w in wheels if w.note]
     return LockScan(path=path, profile=tool.get("profile"), wheels=wheels, seconds=time.perf_counter() - started,
                     cache=str(cache), notes=notes)
@@ -130,21 +132,28 @@ def _unhashed(path: Path, package: Any, wheel: Any, tool: dict[str, Any]) -> Res
                         f"re-lock it: provision lock {profile} (it records every wheel's sha256)")
 
 
-def _scan_one(name: str, version: str, filename: str, url: str, sha256: str, archive: Path | None, *, fetch: bool) -> WheelScan:
+def _scan_one(name: str, version: str, filename: str, url: str, sha256: str, archive: Path | None, *, fetch: bool,
+              progress: Callable[[str], None]) -> WheelScan:
+    from provision.stacks import wheelcache, wheelrecords
+
     started = time.perf_counter()
     result = WheelScan(name=name, version=version, wheel=filename, origin="uv cache")
+    kept = wheelcache.cached(sha256, filename) if archive is None else None
     if archive is not None:
         result.counts = _total(binaries.scan([archive]))
+        result.record = wheelrecords.in_folder(archive)
+    elif kept is not None:
+        result.origin = "provision cache"
+        result.counts, result.record = _total(binaries.scan([kept])), wheelrecords.in_wheel(kept)
     elif not fetch or not url:
         result.origin = "not in uv's cache (--no-fetch)" if url else "no URL in the lock"
     elif not url.lower().startswith(("http://", "https://")):  # file://, ftp://: never read from this machine's disk
         result.origin = "not fetched (only http and https URLs are)"
     else:
         result.origin = "fetched"
-        with tempfile.TemporaryDirectory(prefix="provision-wheel-") as folder:
-            local = Path(folder) / filename
-            _download(url, sha256, local)
-            result.counts = _total(binaries.scan([local]))
+        local = wheelcache.fetch(url, sha256, filename, progress=progress,
+                                 hint="the file changed on the index since the lock was made, or the index is down; re-lock and check the index")
+        result.counts, result.record = _total(binaries.scan([local])), wheelrecords.in_wheel(local)
     result.seconds = time.perf_counter() - started
     return result
 
@@ -156,17 +165,11 @@ def _total(scanned: binaries.ScanResult) -> fatbin.Counts:
     return total
 
 
-def _download(url: str, sha256: str, target: Path) -> None:
-    """Stream `url` into `target` (the wheel itself, still zipped), its sha256 checked against the lock's."""
-    with open(target, "wb") as handle:
-        index.download(url, handle, sha256=sha256, expected_from="the lock's",
-                       hint="the file changed on the index since the lock was made, or the index is down; re-lock and check the index")
-
-
 def judge(facts: MachineFacts, scanned: LockScan, stack: LockStack, uv_cache: Path | None = None) -> Target:
     """The lock against one machine: the gates of the stack it describes (its own [tool.provision], else its profile,
     else its wheels), each CUDA wheel per GPU, and the torch-wheels gate from the scanned torch wheel."""
-    from provision.report import gates
+    from provision.report import gates, lockgates
+    from provision.stacks import wheelcache
 
     profile = stack.profile
     cuda = profile.cuda if profile else "?"
@@ -181,13 +184,14 @@ def judge(facts: MachineFacts, scanned: LockScan, stack: LockStack, uv_cache: Pa
         base[0] = Gate(**{**base[0].__dict__, "reason": f"{base[0].reason} (CUDA {cuda} from {stack.source})"})
     else:
         base = [_unknown_cuda(scanned), torch_gate]
-    target.gates = [*base[:3], *(_wheel_gate(w, ccs) for w in scanned.wheels if w.cuda or w.origin not in SCANNED), *base[3:]]
+    target.gates = [*base[:3], lockgates.conflict(scanned.wheels), lockgates.cuda_mix(scanned.wheels),
+                    *(_wheel_gate(w, ccs) for w in scanned.wheels if w.cuda or w.origin not in SCANNED), *base[3:]]
     cuda_wheels = [w for w in scanned.wheels if w.cuda]
-    fetched = sum(w.origin == "fetched" for w in scanned.wheels)
+    origins = {o: sum(w.origin == o for w in scanned.wheels) for o in SCANNED}
     target.gates.append(Gate(id="lock-scan", title="wheels scanned", status="info", kind="feature", source="provision/report/lockscan.py",
                              reason=f"{len(scanned.wheels)} wheels, {len(cuda_wheels)} with CUDA code; "
-                                    f"{len(scanned.wheels) - fetched} from uv's cache ({scanned.cache}), {fetched} fetched; "
-                                    f"{scanned.seconds:.1f} s"))
+                                    f"{origins['uv cache']} from uv's cache ({scanned.cache}), {origins['provision cache']} from "
+                                    f"provision's ({wheelcache.folder()}), {origins['fetched']} fetched; {scanned.seconds:.1f} s"))
     target.packages = [w.to_dict(ccs) for w in scanned.wheels if w.cuda]
     return target
 
@@ -200,7 +204,7 @@ def _unknown_cuda(scanned: LockScan) -> Gate:
                        "the driver cannot be judged; re-lock it with this provision (its [tool.provision] then carries cuda)")
 
 
-SCANNED = ("uv cache", "fetched")
+SCANNED = ("uv cache", "provision cache", "fetched")
 
 
 def _wheel_gate(wheel: WheelScan, ccs: list[str]) -> Gate:
@@ -227,14 +231,15 @@ def _order(label: str) -> tuple[int, str]:
     return int(digits or 0), label
 
 
-def add_locks(reports: list[MachineReport], paths: tuple[Path, ...], *, fetch: bool, uv_cache: Path | None) -> None:
+def add_locks(reports: list[MachineReport], paths: tuple[Path, ...], *, fetch: bool, uv_cache: Path | None,
+              progress: Callable[[str], None] = lambda _: None) -> None:
     """Scan each lock once and judge it on every machine of the report."""
     from provision.errors import ProfileError
     from provision.report import lockself
     from provision.stacks import lockfile, profiles
 
     for path in paths:
-        scanned = scan_lock(path, fetch=fetch, cache=uv_cache)
+        scanned = scan_lock(path, fetch=fetch, cache=uv_cache, progress=progress)
         try:
             found = profiles.load(scanned.profile) if scanned.profile else None
         except ProfileError:

@@ -77,6 +77,7 @@ class LockResult:
     nightly: str | None = None
     seconds: float = 0.0
     key: str = ""
+    warnings: list[dict[str, str]] = field(default_factory=list)  # {"id": "conflict" | "cuda-mix", "reason"}
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -87,6 +88,7 @@ class LockResult:
             "nightly_date": self.nightly,
             "lock_key": self.key,
             "packages": [p.to_dict() for p in self.packages],
+            "warnings": list(self.warnings),
             "seconds": round(self.seconds, 3),
         }
 
@@ -302,6 +304,7 @@ def lock(profile: Profile, *, target: Target, overrides: dict[str, str], output:
     document = _finish(raw, profile, indexes, origin, target, result, progress)
     _check_bindings(profile, result.packages)
     _check_flashinfer(result.packages)
+    result.warnings = _warnings(result.packages, progress)
     try:
         write_atomic(output, document)
     except OSError as exc:
@@ -402,6 +405,31 @@ def _check_bindings(profile: Profile, packages: list[LockedPackage]) -> None:
                         f"index {locked.index!r} in the profile") if package.index == DEFAULT_INDEX else \
                     "check the index URLs: a package bound to an index must come from it alone"
                 raise ResolveError(f"{name} came from index {locked.index!r}, but the profile binds it to {package.index!r}", hint)
+
+
+def _warnings(packages: list[LockedPackage], progress: Callable[[str], None]) -> list[dict[str, str]]:
+    """What `report --lock` would FAIL, said at once: NVIDIA libraries of two CUDA majors, two wheels installing one
+    path (from their RECORDs, read without downloading the wheels; one that cannot be read is said)."""
+    from provision.stacks import lockcheck, wheelrecords
+
+    found = []
+    first: dict[str, LockedPackage] = {}
+    for package in packages:
+        if package.file.endswith(".whl"):
+            first.setdefault(package.name, package)
+    mixed = lockcheck.cuda_mix([(p.name, p.version) for p in first.values()])
+    if mixed:
+        found.append({"id": "cuda-mix", "reason": f"{mixed}: libraries of two CUDA majors load into one process"})
+    jobs = [(p.name, p.file, p.url, p.sha256) for p in first.values()]
+    records = wheelrecords.read_all(jobs, Path(uvtool.cache_dir() or "."), progress)
+    conflicts = lockcheck.conflicts({k: v for k, v in records.items() if v is not None})
+    if conflicts:
+        found.append({"id": "conflict", "reason": conflicts[0].message() + (f"; {len(conflicts) - 1} more pairs" if len(conflicts) > 1 else "")})
+    unread = sorted(k for k, v in records.items() if v is None)
+    if unread:
+        found.append({"id": "conflict-unread", "reason": f"the RECORD of {len(unread)} wheels could not be read without downloading them "
+                                                        f"(e.g. {unread[0]}): provision report --lock reads them"})
+    return found
 
 
 def _check_flashinfer(packages: list[LockedPackage]) -> None:

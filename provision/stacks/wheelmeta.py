@@ -94,12 +94,25 @@ def metadata(url: str, *, core_metadata: bool | dict[str, str] = False, sha256: 
         return _parse(_member(spool), url), "download"
 
 
-def _member(stream: IO[bytes] | io.BufferedReader) -> bytes:
+def record(url: str) -> bytes | None:
+    """The wheel's .dist-info/RECORD read by HTTP range requests (the zip's directory and that member); None where
+    the index does not answer range requests (the whole wheel is never downloaded for it)."""
+    head = index.get(url, method="HEAD", headers={"Accept-Encoding": "identity"})
+    size = int(head.headers.get("Content-Length") or 0)
+    if head.status_code >= 400 or not size or head.headers.get("Accept-Ranges", "").lower() != "bytes":
+        return None
+    try:
+        return _member(io.BufferedReader(RangeFile(url, size), BLOCK), "RECORD")
+    except (_NoRanges, zipfile.BadZipFile):
+        return None
+
+
+def _member(stream: IO[bytes] | io.BufferedReader, member: str = "METADATA") -> bytes:
     try:
         with zipfile.ZipFile(stream) as wheel:
-            names = [n for n in wheel.namelist() if n.count("/") == 1 and n.endswith(".dist-info/METADATA")]
+            names = [n for n in wheel.namelist() if n.count("/") == 1 and n.endswith(f".dist-info/{member}")]
             if not names:
-                raise zipfile.BadZipFile("no .dist-info/METADATA")
+                raise zipfile.BadZipFile(f"no .dist-info/{member}")
             return wheel.read(names[0])
     except zipfile.BadZipFile:
         raise

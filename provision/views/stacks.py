@@ -53,3 +53,5 @@ def locked(result: LockResult, as_json: bool) -> None:
     computed = [p.file for p in result.packages if p.hash_source == "computed"]
     if computed:
         out.print(f"hashed by provision (the index gives none): {', '.join(computed)}")
+    for warning in result.warnings:
+        out.print(f"warning ({warning['id']}): {warning['reason']}", style="yellow" if warning["id"] == "conflict-unread" else "red")

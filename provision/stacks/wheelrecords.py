@@ -1,0 +1,85 @@
+"""The RECORD of each wheel of a lock, for `provision lock`'s conflict warning, read as cheaply as it can be: from
+uv's cache where it unpacked the wheel, from provision's own wheel cache, from a RECORD read before (kept by the
+wheel's sha256 under `$XDG_CACHE_HOME/provision/records/`), else out of the remote zip by HTTP range requests (a few
+hundred KiB of each wheel, never the whole of it)."""
+
+from __future__ import annotations
+
+import os
+import zipfile
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from provision import regular
+from provision.atomic import write_atomic
+from provision.errors import ProvisionError
+from provision.stacks import lockcheck, uvcache, wheelcache, wheelmeta
+
+WORKERS = 16
+
+
+def folder() -> Path:
+    return wheelcache.folder().parent / "records"
+
+
+def read_all(wheels: list[tuple[str, str, str, str]], uv_cache: Path | None,
+             progress: Callable[[str], None] = lambda _: None) -> dict[str, dict[str, str] | None]:
+    """wheel file name -> what its RECORD installs (None: not read) for each (project, file name, url, sha256)."""
+    unpacked = uvcache.wheels(uv_cache, {p for p, _, _, _ in wheels}) if uv_cache and uv_cache.is_dir() else {}
+    if wheels:
+        progress(f"reading the RECORD of {len(wheels)} wheels")
+
+    def one(job: tuple[str, str, str, str]) -> tuple[str, dict[str, str] | None]:
+        project, filename, url, sha256 = job
+        cached = unpacked.get((project, uvcache.stem_of(filename)))
+        found = in_folder(cached.archive) if cached and sha256 in cached.sha256s() else None
+        return filename, found if found is not None else _elsewhere(filename, url, sha256)
+
+    with ThreadPoolExecutor(max_workers=WORKERS) as pool:
+        return dict(pool.map(one, wheels))
+
+
+def _elsewhere(filename: str, url: str, sha256: str) -> dict[str, str] | None:
+    kept = wheelcache.cached(sha256, filename)
+    if kept is not None:
+        return in_wheel(kept)
+    remembered = folder() / sha256 if len(sha256) == 64 and sha256.isalnum() else None
+    if remembered is not None:
+        try:
+            return lockcheck.installed(regular.read_bytes(remembered).decode("utf-8", "replace"))
+        except OSError:
+            pass
+    if not url.lower().startswith(("http://", "https://")):
+        return None
+    try:
+        raw = wheelmeta.record(url)
+    except ProvisionError:
+        return None  # a warning that cannot be given is not an error of the lock
+    if raw is None:
+        return None
+    text = raw.decode("utf-8", "replace")
+    if remembered is not None:  # by the lock's sha256: read from that URL for that lock, as the lock's own file
+        os.makedirs(remembered.parent, exist_ok=True)
+        write_atomic(remembered, text)
+    return lockcheck.installed(text)
+
+
+def in_folder(archive: Path) -> dict[str, str] | None:
+    """What an unpacked wheel's RECORD says it installs; None when it has no readable RECORD."""
+    for record in sorted(archive.glob("*.dist-info/RECORD")):
+        try:
+            return lockcheck.installed(regular.read_bytes(record).decode("utf-8", "replace"))
+        except OSError:
+            return None
+    return None
+
+
+def in_wheel(wheel: Path) -> dict[str, str] | None:
+    """What a wheel file's RECORD says it installs; None when it has none."""
+    try:
+        with zipfile.ZipFile(wheel) as archive:
+            names = [n for n in archive.namelist() if n.count("/") == 1 and n.endswith(".dist-info/RECORD")]
+            return lockcheck.installed(archive.read(names[0]).decode("utf-8", "replace")) if names else None
+    except (OSError, zipfile.BadZipFile):
+        return None

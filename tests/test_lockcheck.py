@@ -1,0 +1,52 @@
+"""`provision lock` warns, before anything is downloaded whole, of what `report --lock` FAILs: two wheels installing
+one path (their RECORDs read by HTTP range requests) and NVIDIA libraries of two CUDA majors."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import stacks
+from test_lockscan import TAG
+
+from provision.stacks import lockcheck
+
+
+def test_record_paths_land_where_an_installer_puts_them() -> None:
+    record = ("cuda/bindings/driver.py,sha256=abc,10\nx-1.0.data/purelib/cuda/bindings/nvrtc.py,sha256=def,5\n"
+              "x-1.0.data/scripts/tool,sha256=0,1\nx-1.0.dist-info/METADATA,sha256=1,2\nx-1.0.dist-info/RECORD,,\n")
+    assert lockcheck.installed(record) == {"cuda/bindings/driver.py": "sha256=abc", "cuda/bindings/nvrtc.py": "sha256=def",
+                                           "bin/tool": "sha256=0"}
+    found = lockcheck.conflicts({"a.whl": {"p/x.py": "sha256=1", "nvidia/__init__.py": "sha256=e"},
+                                 "b.whl": {"p/x.py": "sha256=2", "nvidia/__init__.py": "sha256=e"}})
+    assert [(c.first, c.second, c.path, c.count) for c in found] == [("a.whl", "b.whl", "p/x.py", 1)]
+    assert lockcheck.cuda_mix([("torch", "2.9.1+cu130"), ("nvidia-nccl-cu13", "2.28.3")]) == ""
+    assert "CUDA 12: nvidia-cublas-cu12 12.8.4.1" in lockcheck.cuda_mix([("torch", "2.9.1+cu130"), ("nvidia-cublas-cu12", "12.8.4.1")])
+
+
+def test_lock_warns_of_a_shared_path_and_mixed_cuda_majors(index_server, tmp_path: Path, provision_bin: str) -> None:
+    default = index_server.index("default")
+    default.ranges = default.pep658 = True  # as the default registry: uv reads .metadata; RECORDs are read by range
+    default.add("stack", "1.0", tag=stacks.PY3, requires=("cuda-python==12.6.2.post1", "cuda-bindings==13.5.0"))
+    default.add("cuda-python", "12.6.2.post1", tag=stacks.PY3, files={"cuda/bindings/driver.py": b"# 12.6\n"})
+    default.add("cuda-bindings", "13.5.0", tag=TAG, files={"cuda/bindings/driver.py": b"# 13.5\n" + b"x" * 300_000})
+    profile = tmp_path / "stack.toml"
+    profile.write_text(f'schema = 1\nname = "stack"\ncuda = "13.0"\n[indexes]\ndefault = "{default.url}"\n[packages]\nstack = "==1.0"\n')
+    env = {**os.environ, "UV_CACHE_DIR": str(tmp_path / "uv"), "XDG_CACHE_HOME": str(tmp_path / "xdg")}
+    argv = [provision_bin, "lock", str(profile), "--platform", stacks.PLATFORM, "--python", stacks.PYTHON,
+            "-o", str(tmp_path / "pylock.stack.toml"), "--json"]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=300, env=env, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    warnings = {w["id"]: w["reason"] for w in json.loads(done.stdout)["warnings"]}
+    assert warnings["conflict"].startswith("cuda_bindings-13.5.0-py3-none-manylinux_2_28_x86_64.whl and "
+                                           "cuda_python-12.6.2.post1-py3-none-any.whl both install cuda/bindings/driver.py")
+    assert "CUDA 12: cuda-python 12.6.2.post1; CUDA 13: cuda-bindings 13.5.0" in warnings["cuda-mix"]
+    assert "conflict-unread" not in warnings
+    assert default.range_requests >= 2 and not (tmp_path / "xdg/provision/wheels").exists()  # RECORDs by range only
+    assert len(list((tmp_path / "xdg/provision/records").iterdir())) == 3  # kept by sha256: a second lock reads none
+    before = default.range_requests
+    table = subprocess.run(argv[:-1], capture_output=True, text=True, timeout=300, env=env, cwd=tmp_path)
+    assert table.returncode == 0 and "warning (conflict): cuda_bindings-13.5.0" in table.stdout.replace("\n", " ")
+    assert default.range_requests == before  # no RECORD read again
