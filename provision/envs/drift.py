@@ -21,7 +21,7 @@ from packaging.markers import default_environment
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 from packaging.version import InvalidVersion, Version
 
-from provision import confined
+from provision import confined, regular
 from provision.envs import filehash
 from provision.envs.home import site_packages as site_packages  # one definition, used here and by restore
 from provision.errors import EnvError, ProvisionError
@@ -146,7 +146,7 @@ def _installed(site: Path, confinement: confined.Confinement, drift: Drift) -> d
                                           expected="a folder in the environment", found=f"{escape[0]} leads out to {escape[1]}: not read"))
             continue
         distribution = PathDistribution(info)
-        headers = _headers(distribution) if info.is_dir() else None
+        headers = _headers(info) if info.is_dir() else None
         name = headers.get("Name") if headers else None
         if headers is None or not name:
             continue
@@ -155,13 +155,22 @@ def _installed(site: Path, confinement: confined.Confinement, drift: Drift) -> d
     return found
 
 
-def _headers(distribution: PathDistribution) -> Message | None:
+def _headers(info: Path) -> Message | None:
     """The metadata's header fields only: parsing the whole file (a long description) costs a tenth of the warm check."""
-    text = distribution.read_text("METADATA") or distribution.read_text("PKG-INFO")
+    text = _text(info, "METADATA") or _text(info, "PKG-INFO")
     if text is None:
         return None
     head = text.replace("\r\n", "\n").split("\n\n", 1)[0]
     return HeaderParser().parsestr(head + "\n")
+
+
+def _text(info: Path, filename: str) -> str | None:
+    """A metadata file's text, None when there is none (or it is not a regular file: never waited on); bytes that are
+    not UTF-8 (a Latin-1 author) read as U+FFFD, not a UnicodeDecodeError."""
+    try:
+        return regular.read_bytes(info / filename).decode("utf-8", "replace")
+    except (OSError, ValueError):
+        return None
 
 
 def info_name(info: Path) -> str:
@@ -190,7 +199,9 @@ def _files(drift: Drift, installed: dict[str, Installed], cache: filehash.Cache,
     site = str(drift.site)
     under_site = os.path.join(site, "")
     root = os.path.join(os.path.normpath(drift.venv), "")
-    algorithms = hashlib.algorithms_available
+    # a shake digest has no fixed length, so a RECORD cannot name one (PEP 376 asks for hashlib's fixed-size ones):
+    # such a row is left unchecked, as one naming an unknown algorithm is
+    algorithms = {name for name in hashlib.algorithms_available if not name.startswith("shake")}
     for name, dist in installed.items():
         # RECORD read as the CSV it is (PEP 376): importlib.metadata's `files` builds a path object per row, which
         # costs more than the whole warm check on a venv of tens of thousands of files.
@@ -344,16 +355,17 @@ def _same_version(a: str, b: str) -> bool:
 def _other_source(dist: Installed, wheel_names: list[str]) -> tuple[str, str] | None:
     """(what the lock has, what is installed) when the distribution came from elsewhere: a direct URL or path
     (direct_url.json, PEP 610), or a wheel whose tags none of the lock's wheels carry (another build)."""
-    direct = dist.distribution.read_text("direct_url.json")
+    direct = _text(dist.info, "direct_url.json")
     if direct:
         import json
 
         try:
-            url = str(json.loads(direct).get("url", "a direct URL"))
-        except ValueError:
-            url = "a direct URL"
-        return "the lock's index", url
-    wheel = dist.distribution.read_text("WHEEL")
+            data = json.loads(direct)
+        except (ValueError, RecursionError):
+            data = None
+        url = data.get("url") if isinstance(data, dict) else None
+        return "the lock's index", url if isinstance(url, str) else "a direct URL"
+    wheel = _text(dist.info, "WHEEL")
     if not wheel or not wheel_names:
         return None
     installed_tags = {str(value) for key, value in HeaderParser().parsestr(wheel).items() if key == "Tag"}

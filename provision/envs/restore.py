@@ -82,6 +82,8 @@ def plan(home: Home, name: str) -> tuple[Path, EnvRecord, RestoreResult]:
                        f"{build / 'venv'}: only an adopted environment's venv lives elsewhere; restore changes nothing there",
                        f"fix the venv key in {build / records.ENV_FILE}, or rebuild it: provision create PROFILE --name {name} --replace")
     lock = Path(record.lock) if record.lock else None
+    if lock is not None:
+        _readable_lock(name, build, lock)
     escape = confined.Confinement(venv).folder(str(drifting.site_packages(venv)))
     if escape is not None:  # said here, as restore's refusal, before the drift check would say it as its own
         raise confined.refusal(escape, venv, f"restore {name}", f"provision restore {name} again")
@@ -93,6 +95,17 @@ def plan(home: Home, name: str) -> tuple[Path, EnvRecord, RestoreResult]:
         result.reinstall, result.uninstall = before.to_reinstall(), before.extra()
     _refuse_links_out(name, build, result)
     return build, record, result
+
+
+def _readable_lock(name: str, build: Path, lock: Path) -> None:
+    """Refuse to plan from a lock that cannot be read (not TOML, not UTF-8, not PEP 751): it says what to put back."""
+    from provision.stacks import lockfile
+
+    try:
+        lockfile.read(lock)
+    except ProvisionError as exc:
+        raise EnvError(f"{name}'s lock {lock} (named in {build / records.ENV_FILE}) cannot be read: {exc.message}",
+                       f"nothing was changed; put that lock back, or rebuild: provision create PROFILE --name {name} --replace") from None
 
 
 def _refuse_links_out(name: str, build: Path, result: RestoreResult) -> None:
@@ -216,6 +229,7 @@ def _reinstall(build: Path, lock: Path, venv: Path, staging: Path, result: Resto
     args = ["pip", "install", "--python", str(staging / "bin" / "python"), "--no-deps", "--quiet",
             *uvtool.link_mode(staging / "bin" / "python"),
             "-r", str(subset), *(part for dist in result.reinstall for part in ("--reinstall-package", dist))]
+    _drop_damaged_direct_urls(drifting.site_packages(staging), result.reinstall)
     try:
         progress(f"reinstalling {', '.join(result.reinstall)} from uv's cache")
         try:
@@ -236,6 +250,22 @@ def _reinstall(build: Path, lock: Path, venv: Path, staging: Path, result: Resto
         relocate.scripts(staging, venv, result.reinstall)
     finally:
         subset.unlink(missing_ok=True)
+
+
+def _drop_damaged_direct_urls(site: Path, names: list[str]) -> None:
+    """In the copy, a reinstalled distribution's direct_url.json that is not a JSON object goes: uv refuses to read
+    the installed metadata past it (and reinstalling writes the metadata anew). The venv's own file is a hard link."""
+    wanted = set(names)
+    for info in site.glob("*.dist-info"):
+        direct = info / "direct_url.json"
+        if drifting.info_name(info) not in wanted or not direct.is_file() or direct.is_symlink():
+            continue
+        try:
+            data = json.loads(regular.read_bytes(direct, 1 << 20))
+        except (OSError, ValueError, RecursionError):
+            data = None
+        if not isinstance(data, dict):
+            direct.unlink()
 
 
 def _subset_lock(lock: Path, names: list[str]) -> str:

@@ -1,0 +1,78 @@
+"""Odd files in an environment that once made `check --only drift` and `restore` raise: METADATA or WHEEL not UTF-8,
+direct_url.json a JSON list, a RECORD hash named shake_128 (a digest of no fixed length), env.json's `lock` naming a
+file that is not TOML. Each is a finding or one error line, never a traceback."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+import tiny
+
+from provision.envs import drift
+
+
+@pytest.fixture
+def tool(tmp_path: Path, provision_bin: str, index_server) -> tiny.Tool:
+    return tiny.tool_with_env(tmp_path, provision_bin, tiny.index(index_server))
+
+
+def info_of(tool: tiny.Tool) -> Path:
+    (build,) = (tool.home / "builds").iterdir()
+    (info,) = drift.site_packages(build / "venv").glob("alpha-*.dist-info")
+    return info
+
+
+def _metadata_latin1(info: Path) -> None:
+    (info / "METADATA").write_bytes((info / "METADATA").read_bytes() + b"Author: Jos\xe9\n")
+
+
+def _wheel_latin1(info: Path) -> None:
+    (info / "WHEEL").write_bytes((info / "WHEEL").read_bytes() + b"Generator: caf\xe9\n")
+
+
+def _direct_url_list(info: Path) -> None:
+    (info / "direct_url.json").write_text("[1, 2]")
+
+
+def _shake(info: Path) -> None:
+    with open(info / "RECORD", "a") as handle:
+        handle.write("alpha/x.py,shake_128=abc,2\n")
+    (info.parent / "alpha" / "x.py").write_text("x\n")
+
+
+DAMAGE: dict[str, Callable[[Path], None]] = {"metadata-latin1": _metadata_latin1, "wheel-latin1": _wheel_latin1,
+                                              "direct-url-list": _direct_url_list, "record-shake128": _shake}
+
+
+@pytest.mark.parametrize("damage", DAMAGE)
+def test_odd_files_in_a_dist_info_are_findings_not_tracebacks(tool: tiny.Tool, damage: str) -> None:
+    DAMAGE[damage](info_of(tool))
+    check = tool("check", "tiny", "--only", "drift", "--json", check=False)
+    assert "Traceback" not in check.stderr and check.returncode in (0, 1), check.stderr
+    (result,) = json.loads(check.stdout)["checks"]
+    assert result["status"] in ("pass", "warn", "fail"), result
+    for extra in (("--dry-run",), ()):
+        done = tool("restore", "tiny", "--no-checks", *extra, check=False)
+        assert "Traceback" not in done.stderr and done.returncode == 0, done.stderr
+    assert json.loads(tool("check", "tiny", "--only", "drift", "--json").stdout)["checks"][0]["status"] == "pass"
+
+
+@pytest.mark.parametrize("content", [b"not = [toml", b"\xff\xfe binary", b""])
+def test_env_json_lock_naming_a_file_that_is_not_toml_is_one_error(tool: tiny.Tool, tmp_path: Path, content: bytes) -> None:
+    (build,) = (tool.home / "builds").iterdir()
+    bad = tmp_path / "not-a-lock.toml"
+    bad.write_bytes(content)
+    data = json.loads((build / "env.json").read_text())
+    data["lock"] = str(bad)
+    (build / "env.json").write_text(json.dumps(data))
+    (info_of(tool).parent / "alpha" / "__init__.py").write_text("patched = True\n")
+    check = tool("check", "tiny", "--only", "drift", "--json", check=False)
+    assert "Traceback" not in check.stderr, check.stderr
+    for extra in (("--dry-run",), ()):
+        done = tool("restore", "tiny", "--no-checks", *extra, check=False)
+        assert "Traceback" not in done.stderr and done.returncode in (1, 2, 7), done.stderr
+        assert str(bad) in done.stderr and done.stderr.count("error: ") == 1, done.stderr
+    assert bad.read_bytes() == content
