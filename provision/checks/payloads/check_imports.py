@@ -28,26 +28,91 @@ def import_names(distribution: str) -> list[str]:
     return sorted(n for n in names if not n.startswith("_"))
 
 
+# What `python -m sglang.launch_server` imports before it touches a GPU: the module itself (its own imports: server
+# arguments, plugins, utilities), then the HTTP server it starts in the default mode (sglang/launch_server.py, run_server).
+SERVER_ENTRY = ("sglang.launch_server", "sglang.srt.entrypoints.http_server")
+LIBCUDA = "libcuda.so.1"
+
+
+def driver_present() -> bool:
+    """Whether the NVIDIA driver's libcuda.so.1 loads in this process."""
+    import ctypes
+
+    try:
+        ctypes.CDLL(LIBCUDA)
+    except OSError:
+        return False
+    return True
+
+
+def wants_libcuda(exc: BaseException) -> bool:
+    """Whether the failure is the dynamic loader not finding libcuda.so.1 (in the error or what caused it)."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if LIBCUDA in str(seen):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
+def server_entry() -> list[str]:
+    """The modules of SGLang's server entry point, where sglang is installed and has them."""
+    import importlib.util
+
+    try:
+        metadata.distribution("sglang")
+    except metadata.PackageNotFoundError:
+        return []
+    found = []
+    for name in SERVER_ENTRY:
+        try:
+            if importlib.util.find_spec(name) is not None:
+                found.append(name)
+        except (ImportError, ValueError):
+            found.append(name)  # its parent fails to import: importing it says why
+    return found
+
+
 def main() -> None:
     args = arguments()
-    tried, failed, none = [], [], []
-    for distribution in args.get("packages") or []:
+    tried, failed, none, skipped = [], [], [], []
+    modules: dict[str, dict[str, str]] = {}
+    driver: bool | None = None
+    wanted = [(d, n) for d in args.get("packages") or [] for n in _names(d, failed, none)]
+    wanted += [("sglang", name) for name in server_entry()]
+    for distribution, name in wanted:
         try:
-            names = import_names(distribution)
-        except metadata.PackageNotFoundError:
-            failed.append(f"{distribution}: not installed")
-            continue
-        if not names:
-            none.append(distribution)
-        for name in names:
-            try:
-                importlib.import_module(name)
-                tried.append(name)
-            except BaseException as exc:  # an extension that crashes on import is the finding
-                failed.append(f"{distribution} ({name}): {crash_reason(exc)}")
+            importlib.import_module(name)
+            tried.append(name)
+            modules[name] = {"status": "pass", "reason": f"imported ({distribution})"}
+        except BaseException as exc:  # an extension that crashes on import is the finding
+            if driver is None:
+                driver = driver_present()
+            if not driver and wants_libcuda(exc):
+                reason = f"needs {LIBCUDA}, the NVIDIA driver's, and this machine has none ({crash_reason(exc)[:200]})"
+                skipped.append(f"{name} ({distribution})")
+                modules[name] = {"status": "skip", "reason": reason}
+                continue
+            failed.append(f"{distribution} ({name}): {crash_reason(exc)}")
+            modules[name] = {"status": "fail", "reason": crash_reason(exc)}
+    skip_note = f"; skipped {', '.join(skipped)}: they need {LIBCUDA} and this machine has no NVIDIA driver" if skipped else ""
     if failed:
-        emit("fail", "; ".join(failed)[:800], imported=tried)
-    emit("pass", f"imported {', '.join(tried) or 'nothing'}" + (f"; no module in {', '.join(none)}" if none else ""), imported=tried)
+        emit("fail", ("; ".join(failed) + skip_note)[:800], imported=tried, modules=modules)
+    if skipped and not tried:
+        emit("skip", skip_note.removeprefix("; "), imported=tried, modules=modules)
+    emit("pass", f"imported {', '.join(tried) or 'nothing'}" + (f"; no module in {', '.join(none)}" if none else "") + skip_note,
+         imported=tried, modules=modules)
+
+
+def _names(distribution: str, failed: list[str], none: list[str]) -> list[str]:
+    try:
+        names = import_names(distribution)
+    except metadata.PackageNotFoundError:
+        failed.append(f"{distribution}: not installed")
+        return []
+    if not names:
+        none.append(distribution)
+    return names
 
 
 main()
