@@ -195,3 +195,24 @@ def test_fleet_probe_report_rolling_upgrade_stops_at_failing_host_and_rollback(t
     assert done.returncode == 0, done.stdout + done.stderr
     assert [fleet.active(h) for h in HOSTS] == ["serve-cu128"] * 3
     assert all(f"{h}: serve-cu130 -> serve-cu128" in done.stdout for h in HOSTS)
+
+
+def test_inventory_values_with_shell_syntax_run_nothing_on_the_hosts(tmp_path: Path, index_server: IndexServer,
+                                                                     provision_bin: str) -> None:
+    """provision_remote_dir and provision_venv are paths, whatever they hold: `;`, `$(...)` and backquotes run nothing
+    (the role's shell step gets them as environment variables, never as script text)."""
+    fleet = Fleet(tmp_path, index_server, provision_bin)
+    marker = tmp_path / "MARKER"
+    inventory = json.loads(fleet.inventory.read_text())
+    attacks = {"gpu-a": f"x; touch {marker}", "gpu-b": f"x$(touch {marker})", "gpu-c": f"x`touch {marker}`"}
+    for host, attack in attacks.items():
+        inventory["all"]["hosts"][host]["provision_remote_dir"] = str(tmp_path / host / attack)
+        inventory["all"]["hosts"][host]["provision_venv"] = str(tmp_path / host / "venv" / attack)
+    fleet.write(inventory)
+    done = fleet.play("probe.yml")
+    assert not marker.exists(), "an inventory value ran as a shell command"
+    assert done.returncode == 0, done.stdout + done.stderr
+    for host, attack in attacks.items():
+        assert (tmp_path / host / attack / "probe.json").is_file(), f"{host}: the remote folder is the literal path"
+    fleet.play("rollback.yml")  # nothing to roll back to: it fails, and still runs nothing
+    assert not marker.exists(), "an inventory value ran as a shell command"
