@@ -120,6 +120,8 @@ def test_probe_process_replaying_the_8_gpu_machine(provision_bin: str) -> None:
     assert doc["driver"]["cuda"] == "13.1"
     table = subprocess.run([provision_bin, "probe"], capture_output=True, text=True, env=env, timeout=60)
     assert table.returncode == 0 and "RTX PRO 6000" in table.stdout and "Topology" in table.stdout
+    assert "PCI paths (IOMMU: passthrough)" in table.stdout and "ACS redirect 0x001d" in table.stdout
+    assert len(doc["pci"]["bridges"]) == 24 and all(len(link["bridges"]) == 6 for link in doc["topology"])
 
 
 def test_provision_calls_only_names_that_nvidia_ml_py_has() -> None:

@@ -49,6 +49,7 @@ class Link:
     gpu_b: int
     link: str  # NV#, PIX, PXB, PHB, NODE, SYS
     p2p_read: str  # ok, not_supported, ...
+    bridges: tuple[str, ...] = ()  # the PCI bridges between the two (machine/pci.py: pair_path), by address
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -76,12 +77,89 @@ class Host:
 
 
 @dataclass(frozen=True, kw_only=True)
+class Acs:
+    """A port's Access Control Services registers (PCIe 6.0, 7.7.8), and its control bits as lspci's ACSCtl names
+    them. `capability` says which features the port has, `control` which are on."""
+
+    capability: int
+    control: int
+    src_valid: bool = False
+    trans_blk: bool = False
+    req_redir: bool = False
+    cmplt_redir: bool = False
+    upstream_fwd: bool = False
+    egress_ctrl: bool = False
+    direct_trans: bool = False
+
+    @property
+    def redirects(self) -> list[str]:
+        """The control bits that send peer-to-peer requests up to the root complex (Linux's p2pdma counts these)."""
+        return [name for name in ("req_redir", "cmplt_redir", "egress_ctrl") if getattr(self, name)]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Bridge:
+    """A PCI bridge above a GPU, read from its configuration space."""
+
+    bdf: str  # "0000:15:01.0", as sysfs and lspci -D name it
+    vendor_id: str | None = None  # "8086"
+    device_id: str | None = None
+    port_type: str | None = None  # "root port", "switch downstream port", ... (PCIe capability; needs 256 bytes)
+    config_bytes: int = 0  # bytes of configuration space read: 64 without root, 256 without extended space, 4096
+    acs: Acs | None = None  # None: no ACS capability, or (config_bytes < 4096) not readable
+
+
+@dataclass(frozen=True, kw_only=True)
+class GpuPath:
+    """Where a GPU sits on the PCI tree and whether an IOMMU translates its DMA."""
+
+    gpu: int
+    bdf: str | None = None
+    sysfs_path: str | None = None
+    bridges: tuple[str, ...] = ()  # from the root down to the GPU
+    iommu_group: int | None = None
+    iommu_domain: str | None = None  # the group's type: identity, DMA, DMA-FQ, ...
+    iommu: str = "unknown"  # off | passthrough | translated | blocked | unknown
+
+
+@dataclass(frozen=True, kw_only=True)
+class Iommu:
+    mode: str = "unknown"  # off | passthrough | translated | mixed | unknown (over the GPUs)
+    reason: str = ""
+    units: tuple[str, ...] = ()  # /sys/class/iommu: dmar0, ivhd0, ...
+    groups: int | None = None  # how many /sys/kernel/iommu_groups there are
+    cmdline: tuple[str, ...] = ()  # the kernel's IOMMU and ACS options: intel_iommu=on, iommu=pt, ...
+
+
+@dataclass(frozen=True, kw_only=True)
+class Pci:
+    """The facts that decide P2P over PCIe: the IOMMU, and every bridge above a GPU with its ACS bits."""
+
+    read: bool = False  # False: nothing was read (no sysfs, or a document or recording from before these facts)
+    iommu: Iommu = field(default_factory=Iommu)
+    gpus: tuple[GpuPath, ...] = ()
+    bridges: tuple[Bridge, ...] = ()
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Pci:
+        iommu = data.get("iommu") or {}
+        bridges = [{**b, "acs": _build(Acs, b["acs"]) if b.get("acs") else None} for b in data.get("bridges") or []]
+        return cls(
+            read=bool(data.get("read")),
+            iommu=_build(Iommu, {**iommu, "units": tuple(iommu.get("units") or ()), "cmdline": tuple(iommu.get("cmdline") or ())}),
+            gpus=tuple(_build(GpuPath, {**g, "bridges": tuple(g.get("bridges") or ())}) for g in data.get("gpus") or []),
+            bridges=tuple(_build(Bridge, b) for b in bridges),
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
 class MachineFacts:
     driver: Driver = field(default_factory=Driver)
     gpus: tuple[Gpu, ...] = ()
     topology: tuple[Link, ...] = ()
     toolkits: tuple[Toolkit, ...] = ()
     host: Host = field(default_factory=Host)
+    pci: Pci = field(default_factory=Pci)
     notes: tuple[str, ...] = ()
     source: str = "live"  # "live" or the recorded file's path
 
@@ -105,12 +183,14 @@ class MachineFacts:
             gpus=tuple(
                 _build(Gpu, {**g, "pcie": _build(Pcie, g.get("pcie") or {})}) for g in data.get("gpus") or []
             ),
-            topology=tuple(_build(Link, link) for link in data.get("topology") or []),
+            topology=tuple(_build(Link, {**link, "bridges": tuple(link.get("bridges") or ())})
+                           for link in data.get("topology") or []),
             toolkits=tuple(
                 _build(Toolkit, {**t, **{k: tuple(t.get(k) or ()) for k in ("found_by", "sms", "ptx")}})
                 for t in data.get("toolkits") or []
             ),
             host=_build(Host, data.get("host") or {}),
+            pci=Pci.from_dict(data.get("pci") or {}),
             notes=tuple(data.get("notes") or ()),
             source=source,
         )

@@ -42,15 +42,29 @@ def load_library() -> Any:
 
 def replay_file(path: Path) -> Any:
     """A binding that answers from the recording in `path` (see provision/machine/recording.py)."""
-    from provision import regular
-    from provision.errors import UsageError
     from provision.machine.recording import RecordingError, Replay
 
     try:
-        return Replay(json.loads(regular.read_bytes(path).decode()))
-    except (OSError, UnicodeDecodeError, RecursionError, json.JSONDecodeError, RecordingError, KeyError, TypeError) as exc:
-        raise UsageError(f"{path}: not a readable NVML recording ({exc})",
-                         "record one on the GPU machine with: provision probe --record-nvml FILE") from None
+        return Replay(recording(path))
+    except (KeyError, TypeError, RecordingError) as exc:
+        raise unreadable(path, exc) from None
+
+
+def recording(path: Path) -> Any:
+    """The JSON document of a recording (NVML's calls and, since the PCI facts, the `sysfs` answers)."""
+    from provision import regular
+
+    try:
+        return json.loads(regular.read_bytes(path).decode())
+    except (OSError, UnicodeDecodeError, RecursionError, json.JSONDecodeError) as exc:
+        raise unreadable(path, exc) from None
+
+
+def unreadable(path: Path, exc: Exception) -> Exception:
+    from provision.errors import UsageError
+
+    return UsageError(f"{path}: not a readable NVML recording ({exc})",
+                      "record one on the GPU machine with: provision probe --record-nvml FILE")
 
 
 def read(lib: Any) -> Reading:

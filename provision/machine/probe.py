@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+import dataclasses
+import os
 from pathlib import Path
+from typing import Any
 
 from provision.errors import ProvisionError
-from provision.machine import host, nvml, toolkits
-from provision.machine.facts import MachineFacts
+from provision.machine import host, nvml, pci, sysfs, toolkits
+from provision.machine.facts import Link, MachineFacts
 from provision.machine.threads import Background
 
 
 def probe(venvs: tuple[Path, ...] = (), record_nvml: Path | None = None) -> MachineFacts:
     """Return the machine's facts; NVML and the nvcc processes run side by side. With `record_nvml`, every raw NVML
-    answer read is also written there, so that the reading replays exactly (PROVISION_NVML_REPLAY=FILE)."""
+    answer and every sysfs file read is also written there, so that the reading replays exactly
+    (PROVISION_NVML_REPLAY=FILE)."""
     toolkit_job = Background(toolkits.find, venvs)
     recorder = None
     try:
@@ -27,28 +31,55 @@ def probe(venvs: tuple[Path, ...] = (), record_nvml: Path | None = None) -> Mach
     except Exception as exc:  # a broken binding must not cost the rest of the reading
         reading = nvml.Reading()
         reading.notes.append(f"NVML reader failed: {type(exc).__name__}: {exc}")
+    host_facts = host.read()
+    files = _files(record=recorder is not None)
+    # a replay's host facts are this machine's: its virtualization says nothing of the recorded PCI tree
+    virtualization = None if isinstance(files, sysfs.Replay) else host_facts.virtualization
+    pci_facts, pci_notes = pci.read(files, [(g.index, g.pci_bus_id) for g in reading.gpus], virtualization)
     if recorder is not None and record_nvml is not None:
-        _write_recording(recorder, record_nvml)
+        _write_recording(recorder, record_nvml, files)
     found, toolkit_notes = toolkit_job.result()
+    paths = {g.gpu: g for g in pci_facts.gpus}
     return MachineFacts(
         driver=reading.driver,
         gpus=tuple(reading.gpus),
-        topology=tuple(reading.topology),
+        topology=tuple(_with_path(link, paths) for link in reading.topology),
         toolkits=tuple(found),
-        host=host.read(),
-        notes=tuple(reading.notes + toolkit_notes),
+        host=host_facts,
+        pci=pci_facts,
+        notes=tuple(reading.notes + pci_notes + toolkit_notes),
     )
 
 
-def _write_recording(recorder: object, path: Path) -> None:
+def _with_path(link: Link, paths: dict[int, Any]) -> Link:
+    if link.gpu_a in paths and link.gpu_b in paths:
+        return dataclasses.replace(link, bridges=pci.pair_path(paths[link.gpu_a], paths[link.gpu_b]))
+    return link
+
+
+def _files(record: bool) -> sysfs.Files:
+    """Where the PCI facts come from: the replayed recording's `sysfs` answers, or this machine (written down when
+    recording)."""
+    replay = os.environ.get(nvml.REPLAY_VARIABLE)
+    if replay:
+        document = nvml.recording(Path(replay))
+        try:
+            return sysfs.Replay(document.get("sysfs") if isinstance(document, dict) else None)
+        except sysfs.RecordingError as exc:
+            raise nvml.unreadable(Path(replay), exc) from None
+    return sysfs.Recorder(sysfs.Live()) if record else sysfs.Live()
+
+
+def _write_recording(recorder: object, path: Path, files: sysfs.Files) -> None:
     from provision.errors import UsageError
     from provision.machine.recording import Recorder
 
     assert isinstance(recorder, Recorder)
+    entries = files.entries if isinstance(files, sysfs.Recorder) else []
     try:
         import datetime
 
         today = datetime.date.today().isoformat()
-        recorder.write(path, note=f"recorded by provision probe --record-nvml on {today}")
+        recorder.write(path, note=f"recorded by provision probe --record-nvml on {today}", sysfs=entries)
     except OSError as exc:
         raise UsageError(f"{path}: cannot write the NVML recording ({exc.strerror})", "name a writable file") from None

@@ -3,7 +3,8 @@
 A recording is a list of calls as nvidia-ml-py (the `pynvml` module) answered them: the function's name, its
 arguments (a device handle written as `{"handle": index}`) and either its result or the NVML error code it raised.
 `Recorder` wraps the real module; `Replay` answers from a recording, and only with names the installed module has,
-with arguments its functions accept: a call the real binding would reject fails the same way in a test.
+with arguments its functions accept: a call the real binding would reject fails the same way in a test. The same
+document carries the sysfs answers of the PCI facts (`sysfs`, machine/sysfs.py), recorded and replayed beside NVML's.
 """
 
 from __future__ import annotations
@@ -107,15 +108,16 @@ class Recorder:
 
         return call
 
-    def document(self, note: str = "") -> dict[str, Any]:
+    def document(self, note: str = "", sysfs: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+        """The recording: NVML's calls, and the sysfs answers the PCI facts came from (machine/sysfs.py)."""
         version = getattr(self._lib, "__version__", None) or _module_version()
         return {"format": FORMAT, "version": VERSION, "recorded_with": f"nvidia-ml-py {version}", "note": note,
-                "calls": self.calls}
+                "calls": self.calls, "sysfs": sysfs or []}
 
-    def write(self, path: Path, note: str = "") -> None:
+    def write(self, path: Path, note: str = "", sysfs: list[dict[str, Any]] | None = None) -> None:
         from provision import regular
 
-        regular.write_text(path, json.dumps(self.document(note), indent=1) + "\n")
+        regular.write_text(path, json.dumps(self.document(note, sysfs), indent=1) + "\n")
 
 
 def _module_version() -> str:

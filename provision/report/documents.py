@@ -4,6 +4,7 @@ so that a binary, truncated or wrong-typed file is one error naming the file and
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import re
 import types
@@ -83,8 +84,13 @@ def _form(cls: type[Any], name: str, value: object, where: str) -> str | None:
     return f"{where}: expected a version such as {form[1]}, got {_kind(value)}"
 
 
+@functools.cache
+def _shape(hint: Any) -> tuple[Any, tuple[Any, ...]]:
+    return typing.get_origin(hint), typing.get_args(hint)
+
+
 def _fits(hint: Any, value: object, where: str) -> str | None:
-    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    origin, args = _shape(hint)  # asked once per hint: a document of eight GPUs and their bridges asks thousands of times
     if origin in (typing.Union, types.UnionType):
         if value is None and type(None) in args:
             return None

@@ -145,7 +145,7 @@ def judge(where: homes.Home, name: str, report: MachineReport) -> Target:
                     Gate(id="driver", title="driver supports the environment's CUDA", status="skip", reason="CUDA release unknown"),
                     scanned_gate, torch_build_gate(versions, scanned), versions_gate(versions), drift_gate(venv, build, record),
                     *stored_gates(record),
-                    *observed.apply(features, record.latest_results(), len(report.facts.gpus))]
+                    *observed.apply(features, record.latest_results(), len(report.facts.gpus), report.facts)]
     return target
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
@@ -14,6 +14,9 @@ from provision import compat
 from provision import status as statuses
 from provision.machine.facts import MachineFacts
 from provision.stacks.profiles import Profile
+
+if TYPE_CHECKING:
+    from provision.report import pcipath
 
 TOOLKIT_SOURCE = "nvcc --list-gpu-code (https://docs.nvidia.com/cuda/cuda-compiler-driver-nvcc/); provision/knowledge.toml [[toolkit]]"
 
@@ -225,7 +228,10 @@ def machine_gates(facts: MachineFacts, flashinfer: Version | None) -> list[Gate]
         return [Gate(id="multi-gpu", title="all-reduce paths", status="skip", reason=reason, kind="feature")]
     majors = {int(g.compute_capability.split(".")[0]) for g in gpus if g.compute_capability}
     pcie = facts.pcie_only
-    gates = [_symm_mem(majors, pcie), _fusion(majors, pcie, flashinfer), _custom_allreduce(len(gpus), pcie), _p2p(facts)]
+    from provision.report import pcipath
+
+    found = pcipath.findings(facts)  # the ACS and IOMMU facts on the paths between the GPUs, read once for both gates
+    gates = [_symm_mem(majors, pcie), _fusion(majors, pcie, flashinfer), _custom_allreduce(facts, found), _p2p(facts, found)]
     gates = [Gate(**{**g.__dict__, "kind": "feature"}) for g in gates]
     tree = compat.gate("nccl_tree_graphs")
     gates.append(Gate(id="nccl-tree-graphs", title=tree["title"], status="info", source=tree["source"], kind="feature",
@@ -264,22 +270,52 @@ def _fusion(majors: set[int], pcie: bool, flashinfer: Version | None) -> Gate:
     return Gate(id="allreduce-fusion", title=g["title"], status="pass", source=g["source"], reason=f"FlashInfer {flashinfer} supports SM majors {supported}")
 
 
-def _custom_allreduce(count: int, pcie: bool) -> Gate:
+def _custom_allreduce(facts: MachineFacts, found: pcipath.Findings) -> Gate:
     g = compat.gate("custom_allreduce")
+    count, pcie = len(facts.gpus), facts.pcie_only
+    source = g["source"]
+    reasons, status = [], "pass"
     if pcie and count > g["max_pcie_world_size"]:
-        return Gate(id="custom-allreduce", title=g["title"], status="warn", source=g["source"],
-                    reason=f"disabled on more than {g['max_pcie_world_size']} PCIe-only GPUs: NCCL carries the all-reduce (Ring was 82 tok/s vs 38 for a custom all-reduce on the first machine)")
-    return Gate(id="custom-allreduce", title=g["title"], status="pass", source=g["source"], reason=f"{count} GPUs, {'PCIe' if pcie else 'NVLink'}")
+        status = "warn"
+        reasons.append(f"disabled on more than {g['max_pcie_world_size']} PCIe-only GPUs: NCCL carries the all-reduce "
+                       "(Ring was 82 tok/s vs 38 for a custom all-reduce on the first machine)")
+    if found.problems:
+        source = f"{source}; {compat.gate('pcie_p2p')['source']}"
+        if found.via_iommu:
+            status = "fail"
+            reasons.append(f"its peer writes between GPUs {', '.join(found.via_iommu[:6])}{', ...' if len(found.via_iommu) > 6 else ''} "
+                           "go up to the root complex into a translated IOMMU, where they can be dropped or hang "
+                           "(vllm#51513, nccl#2079): leave it off (--disable-custom-all-reduce) until the p2p gate's "
+                           "changes are made")
+        elif found.redirecting:
+            status = "warn"
+            reasons.append("its peer writes go through the root complex (ACS redirect, see the p2p gate): slower than "
+                           "a direct path; clear ACS redirect first")
+        else:
+            status = "warn"
+            reasons.append("the IOMMU translates the GPUs' DMA (see the p2p gate): peer writes stay below the root "
+                           "complex while ACS redirects nothing, but any that reach it can be dropped")
+    if not reasons:
+        reasons.append(f"{count} GPUs, {'PCIe' if pcie else 'NVLink'}")
+    return Gate(id="custom-allreduce", title=g["title"], status=status, source=source, reason="; ".join(reasons))
 
 
-def _p2p(facts: MachineFacts) -> Gate:
+def _p2p(facts: MachineFacts, found: pcipath.Findings) -> Gate:
     bad = [f"{link.gpu_a}-{link.gpu_b} ({link.p2p_read})" for link in facts.topology if link.p2p_read != "ok"]
     title = "peer-to-peer reads between every pair"
     source = "https://docs.nvidia.com/deploy/nvml-api/group__nvmlDeviceQueries.html (nvmlDeviceGetP2PStatus, READ); symmetric memory and custom all-reduce need P2P"
+    problems = list(found.problems)
+    if problems:
+        source = f"{source}; {compat.gate('pcie_p2p')['source']}"
     if bad:
-        return Gate(id="p2p", title=title, status="warn", source=source,
-                    reason=f"no P2P for {', '.join(bad[:6])}{'...' if len(bad) > 6 else ''}: check ACS/IOMMU (nccl#606, #2079)")
-    return Gate(id="p2p", title=title, status="pass", source=source, reason=f"all {len(facts.topology)} pairs")
+        why = "" if problems else (": the ACS bits and IOMMU read here show no cause" if found.read and not found.unread
+                                   else ": check ACS/IOMMU (nccl#606, #2079)")
+        problems.insert(0, f"NVML reports no P2P for {', '.join(bad[:6])}{'...' if len(bad) > 6 else ''}{why}")
+    if problems:
+        return Gate(id="p2p", title=title, status="warn", source=source, reason="; ".join(problems))
+    unread = (f"; the ACS bits of {len(found.unread)} bridge(s) on the way need root to read (sudo provision probe)"
+              if found.unread else "")
+    return Gate(id="p2p", title=title, status="pass", source=source, reason=f"all {len(facts.topology)} pairs{unread}")
 
 
 def report(machines: list[MachineFacts], profiles: list[Profile], uv_cache: Path | None = None) -> list[MachineReport]:

@@ -1,16 +1,19 @@
 """Feature gates for an environment, corrected by what its smoke checks saw on the machine: multicast (the
 symmetric-memory check), peer access (the NCCL check) and the world size they ran at. The topology says what the
-fabric could do; the checks say what it did."""
+fabric could do; the checks say what it did. Peer access that the NCCL check saw enabled is what the driver allows, not
+that peer writes arrive: ACS redirect and a translated IOMMU (report/pcipath.py) stay named beside it."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from provision import status as statuses
+from provision.machine.facts import MachineFacts
 from provision.report.gates import Gate
 
 
-def apply(gates: list[Gate], results: dict[str, dict[str, Any]], gpu_count: int) -> list[Gate]:
+def apply(gates: list[Gate], results: dict[str, dict[str, Any]], gpu_count: int,
+          facts: MachineFacts | None = None) -> list[Gate]:
     """Return `gates` with the all-reduce feature gates decided by the checks' evidence where there is some."""
     symm = results.get("symmetric-memory")
     nccl = results.get("nccl-allreduce")
@@ -19,7 +22,7 @@ def apply(gates: list[Gate], results: dict[str, dict[str, Any]], gpu_count: int)
         if gate.id == "symm-mem-allreduce" and symm:
             gate = _symm_mem(gate, symm, gpu_count)
         elif gate.id == "p2p" and nccl:
-            gate = _p2p(gate, nccl)
+            gate = _p2p(gate, nccl, facts)
         out.append(gate)
     return out
 
@@ -48,12 +51,19 @@ def _symm_mem(gate: Gate, result: dict[str, Any], gpu_count: int) -> Gate:
     return gate
 
 
-def _p2p(gate: Gate, result: dict[str, Any]) -> Gate:
+def _p2p(gate: Gate, result: dict[str, Any], facts: MachineFacts | None) -> Gate:
+    from provision.report import pcipath
+
     matrix = (result.get("details") or {}).get("peer_access")
     if not isinstance(matrix, list) or len(matrix) < 2:
         return gate
     missing = [f"{i}-{j}" for i, row in enumerate(matrix) for j, ok in enumerate(row) if i < j and not ok]
+    problems = pcipath.findings(facts).problems if facts is not None else []
     if missing:
+        why = "; ".join(problems) if problems else "check ACS/IOMMU (nccl#606, #2079)"
         return Gate(**{**gate.__dict__, "status": "warn",
-                       "reason": f"the NCCL check saw no peer access for {', '.join(missing[:6])}: check ACS/IOMMU (nccl#606, #2079)"})
-    return Gate(**{**gate.__dict__, "status": "pass", "reason": f"the NCCL check saw peer access between all {len(matrix)} GPUs"})
+                       "reason": f"the NCCL check saw no peer access for {', '.join(missing[:6])}: {why}"})
+    seen = f"the NCCL check saw peer access between all {len(matrix)} GPUs"
+    if problems:  # the driver allowing peer access is what vllm#51513 saw before its peer writes were dropped
+        return Gate(**{**gate.__dict__, "status": "warn", "reason": f"{seen}, which the driver allows; but " + "; ".join(problems)})
+    return Gate(**{**gate.__dict__, "status": "pass", "reason": seen})

@@ -45,6 +45,8 @@ def probe(facts: MachineFacts, as_json: bool) -> None:
         out.print(gpus)
     if facts.topology:
         out.print(_topology_matrix(facts))
+    if facts.pci.read and facts.pci.gpus:
+        out.print(_pci_paths(facts))
     if facts.toolkits:
         kits = ui.table("CUDA toolkits", "version", "path", "found by", "real SMs nvcc can target")
         for t in facts.toolkits:
@@ -66,6 +68,27 @@ def _topology_matrix(facts: MachineFacts) -> object:
         matrix.add_row(f"GPU{i}", *(cells.get((i, j), "?") for j in range(count)))
     matrix.caption = "NV# = # NVLinks; PIX, PXB, PHB, NODE, SYS = PCIe paths as nvidia-smi topo -m names them; !p2p = no peer reads"
     return matrix
+
+
+def _pci_paths(facts: MachineFacts) -> object:
+    """Each GPU's bridges, root first, with their ACS redirect bits, and what the IOMMU does with its DMA."""
+    bridges = {b.bdf: b for b in facts.pci.bridges}
+
+    def bridge(bdf: str) -> str:
+        found = bridges.get(bdf)
+        if found is None or found.config_bytes < 256:
+            return f"{bdf} (ACS: needs root)"
+        acs = found.acs
+        state = "no ACS" if acs is None else (f"ACS redirect 0x{acs.control:04x}" if acs.redirects else "ACS no redirect")
+        return f"{bdf} {found.port_type or 'bridge'}, {state}"
+
+    table = ui.table(f"PCI paths (IOMMU: {facts.pci.iommu.mode})", "GPU", "address", "bridges, root first", "IOMMU")
+    for g in facts.pci.gpus:
+        group = f"group {g.iommu_group} {g.iommu_domain or ''}".strip() if g.iommu_group is not None else "no group"
+        table.add_row(str(g.gpu), ui.dash(g.bdf), "\n".join(bridge(b) for b in g.bridges) or "none (root bus)",
+                      f"{g.iommu} ({group})")
+    table.caption = f"IOMMU: {facts.pci.iommu.reason}"
+    return table
 
 
 def _labels(counts: dict[str, int]) -> str:
