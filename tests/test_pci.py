@@ -228,3 +228,15 @@ def test_the_nccl_check_seeing_peer_access_does_not_hide_acs_redirect() -> None:
     clean = two_gpu_facts(switch_pair(acs_control=0, domain=None))
     (ok,) = observed.apply([gate(clean, "p2p")], {"nccl-allreduce": nccl}, 2, clean)
     assert ok.status == "pass"
+
+
+@pytest.mark.parametrize(("cmdline", "mode"), [(b"ro iommu=pt\n", "passthrough"), (b"iommu.passthrough=0\n", "translated"),
+                                               (b"iommu=pt iommu=nopt\n", "translated"), (b"quiet\n", "unknown")])
+def test_a_group_without_a_type_file_takes_the_kernel_options(cmdline: bytes, mode: str) -> None:
+    """Kernels before 5.6 have no /sys/kernel/iommu_groups/N/type: the group is there, its domain from the options."""
+    files = sysfs.Replay([
+        pcispace.entry("read", "/proc/cmdline", cmdline),
+        pcispace.entry("resolve", "/sys/bus/pci/devices/0000:41:00.0", "/sys/devices/pci0000:40/0000:40:01.1/0000:41:00.0"),
+        pcispace.entry("resolve", "/sys/bus/pci/devices/0000:41:00.0/iommu_group", "/sys/kernel/iommu_groups/12")])
+    found, _ = pci.read(files, [(0, "00000000:41:00.0")])
+    assert found.gpus[0].iommu_group == 12 and found.gpus[0].iommu_domain is None and found.gpus[0].iommu == mode

@@ -61,26 +61,40 @@ def test_damaged_images_end_instead_of_looping_or_raising() -> None:
     assert pciconfig.parse(bytes(data[:0x62])).port_type is None  # cut inside the capability: absent, no error
 
 
-def lspci_capabilities(text: str, address: str) -> list[int]:
-    block = text.split(f"{address} ", 1)[1].split("\n\n", 1)[0]
-    return [int(offset, 16) for offset in re.findall(r"Capabilities: \[([0-9a-f]+)\]", block)]
+LSPCI_PORTS = {"Endpoint": "endpoint", "Legacy Endpoint": "legacy endpoint", "Root Port": "root port",
+               "Upstream Port": "switch upstream port", "Downstream Port": "switch downstream port",
+               "Root Complex Integrated Endpoint": "root complex integrated endpoint"}
+DUMPS = sorted(path for path in REAL.rglob("*.config") if path.with_suffix(".lspci.txt").exists())
 
 
-@pytest.mark.parametrize(("name", "address", "ids"), [
-    ("local-host-bridge-8086-0d57", "0000:00:00.0", (0x8086, 0x0D57, 0x060000)),
-    ("local-virtio-net-1af4-1041", "0000:00:03.0", (0x1AF4, 0x1041, 0x020000)),
-])
-def test_real_config_space_of_this_machine_reads_as_lspci_read_it(name: str, address: str, ids: tuple[int, ...]) -> None:
-    """/sys/bus/pci/devices/*/config of the machine the tests were written on (a KVM guest: an Intel host bridge with
-    4 KB of config space and no capabilities, a virtio network function with six), beside `lspci -vvv -nn -D` of the
-    same functions (pciutils 3.9.0, tests/data/pci/local.lspci.txt)."""
-    data = (REAL / f"{name}.config").read_bytes()
+@pytest.mark.parametrize("dump", DUMPS, ids=[str(p.relative_to(REAL)) for p in DUMPS])
+def test_real_config_space_reads_as_lspci_read_it(dump: Path) -> None:
+    """Real /sys/bus/pci/devices/*/config copied as root, beside `lspci -vvv -nn` of the same bytes (pciutils 3.9.0):
+    the H200 machine's every function (h200-2026-12-01/: the GPU an Express endpoint with a null extended capability
+    at 100h, as lspci also shows it; `lspci -F` over the dump, since that machine has no lspci) and this development
+    machine's host bridge and a virtio function (`lspci -s`, live). IDs, every capability's offset (and an extended
+    one's version), the port type and the ACS control bits must be what lspci printed."""
+    data = dump.read_bytes()
     config = pciconfig.parse(data)
-    assert (config.vendor_id, config.device_id, config.class_code) == ids
-    lspci = (REAL / "local.lspci.txt").read_text()
-    assert [offset for _, offset in pciconfig.capabilities(data)] == lspci_capabilities(lspci, address)
-    assert f"[{ids[0]:04x}:{ids[1]:04x}]" in lspci.split(f"{address} ", 1)[1].split("\n", 1)[0]
-    assert config.port_type is None and config.acs_offset is None  # neither is a PCI Express function
+    lspci = dump.with_suffix(".lspci.txt").read_text()
+    first = lspci.splitlines()[0]
+    assert f"[{config.vendor_id:04x}:{config.device_id:04x}]" in first
+    assert f"[{config.class_code >> 8:04x}]" in first  # lspci -nn prints base class and subclass
+    theirs = [(int(offset, 16), int(version) if version else None)
+              for offset, version in re.findall(r"Capabilities: \[([0-9a-f]+)(?: v(\d+))?\]", lspci)]
+    ours = [(offset, None) for _, offset in pciconfig.capabilities(data)] + \
+           [(offset, version) for _, version, offset in pciconfig.extended_capabilities(data)]
+    assert ours == theirs
+    port = re.search(r"Express \(v\d\) ([A-Za-z ]+?)(?: \(|,)", lspci)
+    assert config.port_type == (LSPCI_PORTS[port.group(1)] if port else None)
+    control = re.search(r"ACSCtl:\s+(.*)", lspci)
+    expected = {name: f"{label}+" in control.group(1) for name, label in pciconfig.LSPCI_NAMES.items()} if control else None
+    assert (pciconfig.acs_flags(config.acs_control) if config.acs_control is not None else None) == expected
+
+
+def test_the_h200s_dump_is_among_them() -> None:
+    gpu = REAL / "h200-2026-12-01/0000_00_06.0.config"
+    assert gpu in DUMPS and pciconfig.parse(gpu.read_bytes()).port_type == "endpoint"
 
 
 @pytest.mark.skipif(os.geteuid() != 0 or shutil.which("setpriv") is None or not os.path.isdir("/sys/bus/pci/devices"),

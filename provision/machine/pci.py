@@ -41,7 +41,7 @@ def read(files: Files, bus_ids: list[tuple[int, str | None]], virtualization: st
     notes: list[str] = []
     cmdline = _cmdline(files)
     units, groups = _listing(files, IOMMU_UNITS), _listing(files, IOMMU_GROUPS)
-    gpus = [_gpu(files, index, bus_id) for index, bus_id in bus_ids]
+    gpus = [_gpu(files, index, bus_id, cmdline) for index, bus_id in bus_ids]
     if bus_ids and all(g.sysfs_path is None for g in gpus):
         notes.append(f"PCI facts not read: no GPU found under {DEVICES} (no sysfs here, or a recording without it)")
         return Pci(read=False, iommu=Iommu(cmdline=cmdline), gpus=tuple(gpus)), notes
@@ -86,7 +86,7 @@ def _listing(files: Files, path: str) -> list[str] | None:
         return None
 
 
-def _gpu(files: Files, index: int, bus_id: str | None) -> GpuPath:
+def _gpu(files: Files, index: int, bus_id: str | None, cmdline: tuple[str, ...] = ()) -> GpuPath:
     bdf = sysfs_address(bus_id or "")
     if bdf is None:
         return GpuPath(gpu=index)
@@ -102,12 +102,24 @@ def _gpu(files: Files, index: int, bus_id: str | None) -> GpuPath:
         domain = files.read(f"{group_path}/type", 64).decode("ascii", "replace").strip() or None
         mode = DOMAINS.get(domain or "", "unknown")
     except FileNotFoundError:
-        if group is None:  # the device is there and no IOMMU group holds it: nothing translates its DMA
-            mode = "off"
+        # no group: the device is there and nothing translates its DMA; a group without a type file (kernels
+        # before 5.6): the command line says what the default domain is
+        mode = "off" if group is None else _default_domain(cmdline)
     except (OSError, ValueError):
         pass
     return GpuPath(gpu=index, bdf=bdf, sysfs_path=path, bridges=tuple(parts[:-1]), iommu_group=group,
                    iommu_domain=domain, iommu=mode)
+
+
+def _default_domain(cmdline: tuple[str, ...]) -> str:
+    """What the kernel's options make of a device's default domain (kernel-parameters.txt: iommu=pt, iommu=nopt,
+    iommu.passthrough=0|1); "unknown" where they say nothing, as the build's own default is not read."""
+    for option in reversed(cmdline):  # the last one given wins
+        if option in ("iommu=pt", "iommu.passthrough=1", "iommu.passthrough=on", "iommu.passthrough=y"):
+            return "passthrough"
+        if option in ("iommu=nopt", "iommu.passthrough=0", "iommu.passthrough=off", "iommu.passthrough=n"):
+            return "translated"
+    return "unknown"
 
 
 def _bridge(files: Files, bdf: str) -> Bridge:
