@@ -29,12 +29,15 @@ def serve_sglang(index_server, *, pep658: bool = False, ranges: bool = False):
                 files={"sglang/__init__.py": b"", **padding})
     for version in ("13.0.1", "13.0.2", "13.1.0", "13.2.0rc1"):
         default.add("cuda-toolkit", version, tag=PY3, extras=("nvcc", "crt", "cudart", "cccl", "nvvm"))
+    index_server.index("flashinfer").add("flashinfer-jit-cache", "0.7.2+cu130", tag="cp310-abi3-manylinux2014_x86_64")
     return default
 
 
 def new(provision_bin: str, default, out: Path, *extra: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([provision_bin, "profiles", "new", out.stem, "--index", f"default={default.url}", "-o", str(out), *extra],
-                          capture_output=True, text=True, timeout=120)
+    """`profiles new` against the served default index and FlashInfer's (served too: `flashinfer` beside `default`)."""
+    flashinfer = default.url.replace("/default/", "/flashinfer/")
+    return subprocess.run([provision_bin, "profiles", "new", out.stem, "--index", f"default={default.url}",
+                           "--index", f"flashinfer={flashinfer}", "-o", str(out), *extra], capture_output=True, text=True, timeout=120)
 
 
 @pytest.mark.parametrize(("pep658", "ranges", "how"), [(True, False, "pep658"), (False, True, "range"), (False, False, "download")])
@@ -47,6 +50,7 @@ def test_pins_come_from_sglangs_metadata(index_server, provision_bin: str, tmp_p
     assert doc["schema_version"] == 1 and doc["serving"] == "sglang 0.5.23" and doc["metadata_from"] == how
     profile = profiles.load_file(out)
     pins = {p.name: p for p in profile.packages}
+    assert pins["sglang"].version == "==0.5.23" and pins["sglang"].index == "default" and doc["left_out"] == []
     assert pins["torch"].version == "==2.14.1" and pins["torch"].index == "pytorch"
     assert pins["sglang-kernel"].version == "==0.4.10" and pins["sglang-kernel"].index == "sglang"
     assert pins["flashinfer-python"].version == "==0.7.2" and pins["flashinfer-python"].extras == ("cu13",)
@@ -69,6 +73,7 @@ def test_newest_release_and_another_cuda(index_server, provision_bin: str, tmp_p
     out = tmp_path / "cu131.toml"
     done = new(provision_bin, default, out, "--from", "sglang", "--cuda", "13.1")
     assert done.returncode == 0, done.stderr
+    assert "no flashinfer-jit-cache 0.7.2" not in done.stderr  # the served FlashInfer index has it
     profile = profiles.load_file(out)
     assert profile.cuda == "13.1" and profile.indexes["sglang"] == "https://docs.sglang.io/whl/cu131"
     assert {p.name: p.version for p in profile.packages}["cuda-toolkit"] == "==13.1.0"
@@ -96,6 +101,7 @@ def test_the_written_profile_locks(index_server, provision_bin: str, tmp_path: P
     default.add("flashinfer-python", "0.7.2", tag=PY3, extras=("cu13",))
     default.add("flashinfer-cubin", "0.7.2", tag=PY3)
     default.add("ninja", "1.13.0", tag=PY3)
+    default.add("fastapi", "0.120.0", tag=PY3)  # sglang itself is in the profile: its other dependencies are resolved too
     out = tmp_path / "today.toml"
     assert new(provision_bin, default, out, "--from", "sglang==0.5.23").returncode == 0
     python = f"{sys.version_info.major}.{sys.version_info.minor}"
@@ -106,6 +112,42 @@ def test_the_written_profile_locks(index_server, provision_bin: str, tmp_path: P
     assert done.returncode == 0, done.stderr
     locked = {p["name"]: p["version"] for p in json.loads(done.stdout)["packages"]}
     assert locked["torch"] == "2.14.1+cu130" and locked["sglang-kernel"] == "0.4.10+cu130"
+    assert locked["sglang"] == "0.5.23" and locked["fastapi"] == "0.120.0"
+
+
+def test_what_sglang_does_not_pin_is_added_only_where_its_index_has_it(index_server, provision_bin: str, tmp_path: Path) -> None:
+    """flashinfer-cubin and flashinfer-jit-cache at flashinfer-python's version, and the cuda-toolkit torch pins, come
+    only from indexes that have them: the default registry's cubin stops at 0.6.13, FlashInfer's index has no 0.7.2.
+    What is left out is said in a comment and in `left_out`; the description says what the profile holds."""
+    default = index_server.index("default")
+    default.pep658 = True
+    default.add("sglang", "0.5.23", tag=SGLANG_TAG, requires=("torch==2.14.1", "sglang-kernel==0.4.10", "flashinfer_python[cu13]==0.7.2"))
+    default.add("flashinfer-cubin", "0.6.13", tag=PY3)
+    default.add("torch", "2.14.1", tag=f"{CP}-{CP}-manylinux_2_28_x86_64", requires=("cuda-toolkit[cudart]==13.0.3",))
+    for version in ("13.0.2", "13.0.3"):
+        default.add("cuda-toolkit", version, tag=PY3, extras=("nvcc", "crt", "cudart", "cccl", "nvvm"))
+    index_server.index("flashinfer").add("flashinfer-jit-cache", "0.6.13+cu130", tag="cp310-abi3-manylinux2014_x86_64")
+    out = tmp_path / "today.toml"
+    done = new(provision_bin, default, out, "--from", "sglang==0.5.23", "--json")
+    assert done.returncode == 0, done.stderr
+    doc = json.loads(done.stdout)
+    left = {x["name"]: x["reason"] for x in doc["left_out"]}
+    assert set(left) == {"flashinfer-cubin", "flashinfer-jit-cache"}
+    assert "has no flashinfer-cubin 0.7.2 (newest there: 0.6.13); SGLang does not pin it" in left["flashinfer-cubin"]
+    assert "FlashInfer's index" in left["flashinfer-jit-cache"] and "no flashinfer-jit-cache 0.7.2" in left["flashinfer-jit-cache"]
+    profile = profiles.load_file(out)
+    pins = {p.name: p.version for p in profile.packages}
+    assert "flashinfer-cubin" not in pins and "flashinfer-jit-cache" not in pins
+    assert pins["cuda-toolkit"] == "==13.0.3" and pins["sglang"] == "==0.5.23"  # torch's own pin, which the index has
+    text = out.read_text()
+    assert "# left out: flashinfer-cubin: the default index" in text and "# left out: flashinfer-jit-cache: FlashInfer's index" in text
+    assert profile.description == ("sglang 0.5.23 and the CUDA 13.0 stack it pins: torch 2.14.1, sglang-kernel 0.4.10, "
+                                   "flashinfer-python 0.7.2; its own nvcc (cuda-toolkit 13.0.3); left out: flashinfer-cubin, flashinfer-jit-cache")
+    # a CUDA the pins are not built for: refused, naming the CUDA they are, nothing written
+    refused = new(provision_bin, default, tmp_path / "old.toml", "--from", "sglang==0.5.23", "--cuda", "12.8")
+    assert refused.returncode == 2 and not (tmp_path / "old.toml").exists()
+    assert "--cuda 12.8: the pins of sglang 0.5.23 are built for CUDA 13 (flashinfer_python[cu13]==0.7.2; torch 2.14.1 requires cuda-toolkit 13.0.3)" in refused.stderr
+    assert "pass --cuda 13.0" in refused.stderr
 
 
 @pytest.mark.network
@@ -115,7 +157,7 @@ def test_sglang_0_5_23_from_the_public_registry(provision_bin: str, tmp_path: Pa
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     pins = {p.name: p for p in profiles.load_file(out).packages}
-    assert pins["torch"].version == "==2.14.1" and pins["sglang-kernel"].version == "==0.4.10"
+    assert pins["sglang"].version == "==0.5.23" and pins["torch"].version == "==2.14.1" and pins["sglang-kernel"].version == "==0.4.10"
     assert pins["flashinfer-python"].version == "==0.7.2" and pins["flashinfer-python"].extras == ("cu13",)
     assert json.loads(done.stdout)["metadata_from"] in ("pep658", "range")  # never the whole 39 MB wheel
 

@@ -14,6 +14,7 @@ from typing import Any
 
 import tomlkit
 from packaging.requirements import InvalidRequirement, Requirement
+from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name, parse_wheel_filename
 from packaging.version import InvalidVersion, Version
 
@@ -60,12 +61,14 @@ class NewProfile:
     wheel: str
     pins: list[Pin] = field(default_factory=list)
     indexes: dict[str, str] = field(default_factory=dict)
+    left_out: list[dict[str, str]] = field(default_factory=list)  # {"name", "reason"}: not pinned by SGLang, not on its index
 
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "path": str(self.path), "serving": self.serving, "cuda": self.cuda, "python": self.python,
                 "metadata_from": self.metadata_from, "wheel": self.wheel, "indexes": dict(self.indexes),
                 "packages": [{"name": p.name, "version": p.version, "extras": list(p.extras), "index": p.index, "source": p.why}
-                             for p in self.pins]}
+                             for p in self.pins],
+                "left_out": list(self.left_out)}
 
 
 def default_index() -> str:
@@ -119,10 +122,17 @@ def new(name: str, source: str, *, cuda: str = "13.0", python: str = "3.12", out
     indexes = {n: overrides.get(n, url.format(tag=tag)) for n, url in CUDA_INDEXES.items()}
     result = NewProfile(name=name, path=path, serving=f"sglang {version}", cuda=cuda, python=python,
                         metadata_from=how, wheel=wheel.filename, indexes=indexes)
-    result.pins = _pins(meta.requires_dist or [], python, f"sglang {version}")
-    if not any(p.name == "torch" for p in result.pins):
+    serving = f"sglang {version}"
+    stack = _pins(meta.requires_dist or [], python, serving)
+    torch = next((p for p in stack if p.name == "torch"), None)
+    if torch is None:
         raise ProfileError(f"sglang {version}: its metadata pins no torch", "choose a release that pins torch (sglang 0.4 and later)")
-    result.pins += _compiler(registry, cuda, next((p for p in result.pins if p.name == "torch"), None), python)
+    toolkit = _torch_toolkit(registry, torch, python)
+    _check_cuda(serving, cuda, stack, torch, toolkit)
+    result.pins = [Pin(name=SERVING, version=f"=={version}", why="the release itself: every one of its Requires-Dist reaches the "
+                       "resolver through it, not only the CUDA stack below"), *stack]
+    result.pins += _unpinned(registry, indexes, stack, result.left_out)
+    result.pins += _compiler(registry, cuda, torch, toolkit, result.left_out)
     if overrides:
         unknown = sorted(set(overrides) - set(indexes))
         if unknown:
@@ -212,33 +222,87 @@ def _pins(requires: list[Requirement], python: str, serving: str) -> list[Pin]:
             continue
         pins[name] = Pin(name=name, version=str(requirement.specifier), extras=tuple(sorted(requirement.extras)),
                          index=BINDING.get(name, "default"), why=f"{serving} Requires-Dist: {requirement}")
-    flashinfer = pins.get("flashinfer-python")
-    if flashinfer:
-        pins.setdefault("flashinfer-cubin", Pin(name="flashinfer-cubin", version=flashinfer.version,
-                                                why=f"lockstep with flashinfer-python ({LOCKSTEP})"))
-        pins["flashinfer-jit-cache"] = Pin(name="flashinfer-jit-cache", version=flashinfer.version, index="flashinfer",
-                                           why=f"lockstep with flashinfer-python ({LOCKSTEP}); the CUDA build from FlashInfer's index")
-    return [pins[n] for n in (*STACK, "flashinfer-jit-cache") if n in pins]
+    return [pins[n] for n in STACK if n in pins]
 
 
-def _compiler(registry: str, cuda: str, torch: Pin | None, python: str) -> list[Pin]:
-    """The profile's own nvcc: the cuda-toolkit release torch's wheel pins where that is this CUDA release (its
-    runtime and the compiler then agree), else the newest cuda-toolkit X.Y release on the registry."""
-    pinned = _torch_toolkit(registry, torch, python) if torch else None
-    if pinned and ".".join(pinned.split(".")[:2]) == cuda:
-        version, why = pinned, f"the cuda-toolkit torch {torch.version.lstrip('=') if torch else ''} pins (its Requires-Dist): the environment's own nvcc"
+def _check_cuda(serving: str, cuda: str, stack: list[Pin], torch: Pin, toolkit: str | None) -> None:
+    """Refuse a --cuda whose major is not the one the release's pins are built for: FlashInfer's cuNN extra, and the
+    cuda-toolkit the pinned torch requires."""
+    built: list[tuple[str, str]] = []
+    for pin in stack:
+        for extra in pin.extras:
+            if re.fullmatch(r"cu\d{2}", extra):
+                built.append((extra[2:], f"{pin.why.split(': ', 1)[-1]}"))
+    if toolkit:
+        built.append((toolkit.split(".")[0], f"torch {torch.version.lstrip('=')} requires cuda-toolkit {toolkit}"))
+    majors = sorted({major for major, _ in built})
+    if majors and cuda.split(".")[0] not in majors:
+        raise UsageError(f"--cuda {cuda}: the pins of {serving} are built for CUDA {' and '.join(majors)} ({'; '.join(w for _, w in built)})",
+                         f"pass --cuda {toolkit.rsplit('.', 1)[0] if toolkit else majors[0] + '.0'}, or choose an SGLang release built for CUDA {cuda}")
+
+
+def _versions(url: str, project: str) -> set[Version] | str:
+    """The public versions of `project`'s wheels on the index at `url`, or why they could not be read."""
+    try:
+        files = index.project_files(url, project)
+    except ProvisionError as exc:
+        return exc.message
+    found = set()
+    for file in files:
+        if not file.filename.endswith(".whl"):
+            continue
+        try:
+            found.add(Version(parse_wheel_filename(file.filename)[1].public))
+        except (ValueError, InvalidVersion):
+            continue
+    return found
+
+
+def _offered(url: str, project: str, version: str, where: str, left_out: list[dict[str, str]]) -> bool:
+    """Whether the index at `url` has `project` at `version`; where not, what was left out and why goes to `left_out`."""
+    found = _versions(url, project)
+    if isinstance(found, set) and Version(version) in found:
+        return True
+    if isinstance(found, str):
+        reason = f"{where} could not be read ({found})"
     else:
-        releases = []
-        for file in index.project_files(registry, "cuda-toolkit"):
-            try:
-                found = parse_wheel_filename(file.filename)[1] if file.filename.endswith(".whl") else None
-            except (ValueError, InvalidVersion):
-                continue
-            if found and not found.is_prerelease and f"{found.major}.{found.minor}" == cuda:
-                releases.append(found)
-        if not releases:
-            return []
+        newest = f" (newest there: {max(found)})" if found else ""
+        reason = f"{where} ({index.redact(url)}) has no {project} {version}{newest}"
+    left_out.append({"name": project, "reason": f"{reason}; SGLang does not pin it"})
+    return False
+
+
+def _unpinned(registry: str, indexes: dict[str, str], stack: list[Pin], left_out: list[dict[str, str]]) -> list[Pin]:
+    """FlashInfer's cubin and JIT-cache packages at flashinfer-python's version (flashinfer raises unless they match),
+    where SGLang does not pin them and only where the index they would come from has that version."""
+    flashinfer = next((p for p in stack if p.name == "flashinfer-python"), None)
+    pinned = {p.name for p in stack}
+    wanted = [s.version for s in SpecifierSet(flashinfer.version) if s.operator == "=="] if flashinfer else []
+    if not wanted:
+        return []
+    added = []
+    if "flashinfer-cubin" not in pinned and _offered(registry, "flashinfer-cubin", wanted[0], "the default index", left_out):
+        added.append(Pin(name="flashinfer-cubin", version=f"=={wanted[0]}", why=f"lockstep with flashinfer-python ({LOCKSTEP})"))
+    if _offered(indexes["flashinfer"], "flashinfer-jit-cache", wanted[0], "FlashInfer's index", left_out):
+        added.append(Pin(name="flashinfer-jit-cache", version=f"=={wanted[0]}", index="flashinfer",
+                         why=f"lockstep with flashinfer-python ({LOCKSTEP}); the CUDA build from FlashInfer's index"))
+    return added
+
+
+def _compiler(registry: str, cuda: str, torch: Pin, pinned: str | None, left_out: list[dict[str, str]]) -> list[Pin]:
+    """The profile's own nvcc: the cuda-toolkit release torch's wheel pins where that is this CUDA release (its
+    runtime and the compiler then agree) and the default index has it, else the newest cuda-toolkit X.Y release there."""
+    found = _versions(registry, "cuda-toolkit")
+    releases = {v for v in found if not v.is_prerelease and f"{v.major}.{v.minor}" == cuda} if isinstance(found, set) else set()
+    if pinned and ".".join(pinned.split(".")[:2]) == cuda and Version(pinned) in releases:
+        version, why = pinned, f"the cuda-toolkit torch {torch.version.lstrip('=')} pins (its Requires-Dist): the environment's own nvcc"
+    elif releases:
         version, why = str(max(releases)), f"the newest cuda-toolkit {cuda} release on the default index: the environment's own nvcc"
+    else:
+        reason = found if isinstance(found, str) else f"the default index has no cuda-toolkit {cuda} release"
+        left_out.append({"name": "cuda-toolkit", "reason": f"{reason}: no compiler of the profile's own (FlashInfer's JIT needs one "
+                                                           "on the machine); SGLang does not pin it"})
+        return []
     return [Pin(name="cuda-toolkit", version=f"=={version}", extras=tuple(COMPILER_EXTRAS), why=why),
             Pin(name="ninja", version="", why="FlashInfer's JIT drives its builds with ninja")]
 
@@ -259,6 +323,17 @@ def _torch_toolkit(registry: str, torch: Pin, python: str) -> str | None:
     return None
 
 
+def description(result: NewProfile) -> str:
+    """What the profile holds, in one line."""
+    stack = ", ".join(f"{p.name} {p.version.lstrip('=')}" for p in result.pins if p.name in STACK)
+    text = f"{result.serving} and the CUDA {result.cuda} stack it pins: {stack}"
+    extra = [f"{p.name} {p.version.lstrip('=')}" for p in result.pins if p.name in ("flashinfer-cubin", "flashinfer-jit-cache")
+             and p.name not in STACK]
+    compiler = next((p for p in result.pins if p.name == "cuda-toolkit"), None)
+    text += (f"; with {', '.join(extra)}" if extra else "") + (f"; its own nvcc (cuda-toolkit {compiler.version.lstrip('=')})" if compiler else "")
+    return text + (f"; left out: {', '.join(x['name'] for x in result.left_out)}" if result.left_out else "")
+
+
 def render(result: NewProfile, default_url: str | None) -> str:
     doc = tomlkit.document()
     doc.add(tomlkit.comment(f"Written by `provision profiles new {result.name} --from {result.serving.replace(' ', '==')} --cuda {result.cuda}`"))
@@ -266,8 +341,7 @@ def render(result: NewProfile, default_url: str | None) -> str:
     doc.add(tomlkit.comment("Edit freely; regenerate to follow a newer SGLang release."))
     doc["schema"] = 1
     doc["name"] = result.name
-    doc["description"] = f"The CUDA stack {result.serving} pins: " + ", ".join(
-        f"{p.name} {p.version.lstrip('=')}" for p in result.pins if p.name in STACK)
+    doc["description"] = description(result)
     doc["python"] = result.python
     doc["cuda"] = result.cuda
     indexes = tomlkit.table()
@@ -288,6 +362,8 @@ def render(result: NewProfile, default_url: str | None) -> str:
             spec["extras"] = list(pin.extras)
         packages[pin.name] = spec
         packages[pin.name].comment(pin.why)
+    for left in result.left_out:
+        packages.add(tomlkit.comment(f"left out: {left['name']}: {left['reason']}"))
     doc["packages"] = packages
     if any(p.name == "cuda-toolkit" for p in result.pins):
         toolkit = tomlkit.table()
