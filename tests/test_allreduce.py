@@ -112,7 +112,7 @@ def cpu_torch_env(tmp_path_factory) -> Path:
 @pytest.mark.slow
 def test_gloo_sweep_on_cpus_and_stored_with_the_environment(cpu_torch_env: Path, tmp_path: Path, provision_bin: str) -> None:
     home = ["--home", str(tmp_path / "home")]
-    subprocess.run([provision_bin, "adopt", "cpu", str(cpu_torch_env), *home], check=True, capture_output=True)
+    subprocess.run([provision_bin, "adopt", "cpu", str(cpu_torch_env), "--no-lock", *home], check=True, capture_output=True)
     done = subprocess.run([provision_bin, "bench", "allreduce", "cpu", "--backend", "gloo", "--ranks", "3", "-e", "64K",
                            "--iters", "4", "--json", *home], capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr
@@ -198,7 +198,7 @@ def test_a_sweep_that_would_never_end_is_refused_before_anything_runs(tmp_path: 
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
     home = ["--home", str(tmp_path / "home")]
-    subprocess.run([provision_bin, "adopt", "bare", str(venv), *home], check=True, capture_output=True)
+    subprocess.run([provision_bin, "adopt", "bare", str(venv), "--no-lock", *home], check=True, capture_output=True)
     for bad, word in ((["-f", "1"], "--factor"), (["-f", "0"], "--factor"), (["--iters", "0"], "--iters"),
                       (["--ranks", "0"], "--ranks"), (["-b", "1M", "-e", "8"], "larger than --max-bytes")):
         done = subprocess.run([provision_bin, "bench", "allreduce", "bare", "--backend", "gloo", *bad, *home],
@@ -247,7 +247,7 @@ def test_nccl_tests_with_gloo_is_refused_before_anything_runs(tmp_path: Path, pr
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
     home = ["--home", str(tmp_path / "home")]
-    subprocess.run([provision_bin, "adopt", "bare", str(venv), *home], check=True, capture_output=True)
+    subprocess.run([provision_bin, "adopt", "bare", str(venv), "--no-lock", *home], check=True, capture_output=True)
     binary, mark = tmp_path / "all_reduce_perf", tmp_path / "ran"
     binary.write_text(f"#!/bin/sh\ntouch {mark}\n")
     binary.chmod(0o755)
@@ -306,7 +306,7 @@ def test_nccl_env_secrets_stay_out_of_env_json_and_json_but_reach_the_ranks(cpu_
     home = ["--home", str(tmp_path / "home")]
     settings = [word for name, value in SECRETS.items() for word in ("--nccl-env", f"{name}={value}")]
     try:
-        subprocess.run([provision_bin, "adopt", "cpu", str(cpu_torch_env), *home], check=True, capture_output=True)
+        subprocess.run([provision_bin, "adopt", "cpu", str(cpu_torch_env), "--no-lock", *home], check=True, capture_output=True)
         outputs = []
         for shape in (["--json"], []):
             done = subprocess.run([provision_bin, "bench", "allreduce", "cpu", "--backend", "gloo", "--ranks", "2", "-e", "16",

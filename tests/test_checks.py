@@ -156,7 +156,7 @@ def test_check_command_exit_codes(env: Path, tmp_path: Path, provision_bin: str)
     import os
 
     home = tmp_path / "home"
-    adopt = subprocess.run([provision_bin, "adopt", "fake", str(env / "venv"), "--home", str(home)], capture_output=True, text=True)
+    adopt = subprocess.run([provision_bin, "adopt", "fake", str(env / "venv"), "--no-lock", "--home", str(home)], capture_output=True, text=True)
     assert adopt.returncode == 0, adopt.stderr
     done = subprocess.run([provision_bin, "check", "fake", "--json", "--home", str(home)], capture_output=True, text=True,
                           env={**os.environ, "PROVISION_NVML_REPLAY": str(Path(__file__).parent / "data/no-driver.nvml.json")})

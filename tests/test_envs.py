@@ -189,7 +189,7 @@ def test_recreate_keeps_the_old_build_until_the_new_one_passes(tool: Tool, stack
 def test_adopt_a_venv_and_remove_leaves_its_files(tool: Tool, stack, tmp_path: Path) -> None:
     venv = tmp_path / "old-cu128"
     subprocess.run([sys.executable, "-m", "venv", venv], check=True)
-    adopted = json.loads(tool("adopt", "mine", str(venv), "--profile", "cu128", "--json").stdout)
+    adopted = json.loads(tool("adopt", "mine", str(venv), "--profile", "cu128", "--no-lock", "--json").stdout)
     assert adopted["adopted"] == "mine" and adopted["venv"] == str(venv)
     envs = tool.envs()
     assert envs["mine"]["adopted"] and envs["mine"]["cuda"] == "12.8"

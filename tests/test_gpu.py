@@ -29,7 +29,7 @@ def test_bench_allreduce_tears_down_cleanly_with_graphs_captured(tmp_path: Path)
     pytest.importorskip("torch")
     provision = [sys.executable, "-m", "provision"]
     home = ["--home", str(tmp_path / "home")]
-    subprocess.run([*provision, "adopt", "here", sys.prefix, *home], check=True, capture_output=True, timeout=120)
+    subprocess.run([*provision, "adopt", "here", sys.prefix, "--no-lock", *home], check=True, capture_output=True, timeout=120)
     done = subprocess.run([*provision, "bench", "allreduce", "here", "-e", "1M", "--json", *home],
                           capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]

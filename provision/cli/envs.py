@@ -139,21 +139,32 @@ def gc(as_json: bool, home: Path | None) -> None:
 @click.command(short_help="Register an existing venv as NAME.")
 @click.argument("name")
 @click.argument("venv", type=click.Path(path_type=Path, file_okay=False, exists=True))
-@click.option("--profile", "profile_name", shell_complete=complete_profile, help="The profile it corresponds to (its CUDA release, checks, [env]).")
+@click.option("--profile", "profile_name", shell_complete=complete_profile, help="The profile it corresponds to (its CUDA release, checks, [env], indexes).")
+@click.option("--no-lock", is_flag=True, help="Skip matching what is installed to wheels (provision lock --env NAME does it later).")
 @json_option
 @home_option
 @verbosity_options
-def adopt(name: str, venv: Path, profile_name: str | None, as_json: bool, home: Path | None) -> None:
-    """Register an existing venv (say, the cu128 one that works) as NAME; its files are never deleted."""
-    from provision.envs import lifecycle
+def adopt(name: str, venv: Path, profile_name: str | None, no_lock: bool, as_json: bool, home: Path | None) -> None:
+    """Register an existing venv (say, the cu128 one that works) as NAME, and lock what it holds: each distribution
+    matched to its wheel on the profile's indexes (the default index without a profile) or in uv's cache. Its files
+    are never deleted."""
+    from provision.envs import adopted, lifecycle
+    from provision.errors import ProvisionError
     from provision.stacks import profiles
+    from provision.views import envs as views
     from provision.views import ui
 
-    build = lifecycle.adopt(home_of(home), name, venv, profiles.load(profile_name) if profile_name else None)
-    if as_json:
-        ui.dump_json({"adopted": name, "venv": str(venv.absolute()), "path": str(build)})
-    else:
-        ui.info(f"adopted {venv} as {name} ({build})")
+    where = home_of(home)
+    profile = profiles.load(profile_name) if profile_name else None
+    build = lifecycle.adopt(where, name, venv, profile)
+    locked, error = None, None
+    if not no_lock:
+        with ui.progress(as_json) as step:
+            try:
+                locked = adopted.lock_env(where, name, profile, progress=step)
+            except ProvisionError as exc:  # registered all the same: the lookup can be done again later
+                error = exc
+    views.adopted(name, venv.absolute(), build, locked, error, as_json)
 
 
 @click.command(short_help="Run a command inside an environment.", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})

@@ -8,9 +8,11 @@ from pathlib import Path
 import click
 
 from provision.cli.options import (
+    complete_env,
+    complete_profile,
+    home_option,
     index_option,
     json_option,
-    profile_argument,
     python_option,
     verbosity_options,
 )
@@ -52,23 +54,34 @@ def new_profile(name: str, source: str, cuda: str, python: str, indexes: tuple[s
     views.new_profile(result, as_json)
 
 
-@click.command("lock", short_help="Resolve PROFILE into a PEP 751 lockfile.")
-@profile_argument
+@click.command("lock", short_help="Lock PROFILE (PEP 751), or an adopted environment.")
+@click.argument("profile_name", metavar="PROFILE", required=False, shell_complete=complete_profile)
 @python_option
 @click.option("--platform", "platform_name", help="Target platform, as uv's --python-platform names it (default: this machine).")
 @index_option
 @click.option("-o", "--output", type=click.Path(path_type=Path, dir_okay=False), help="Lock path (pylock.toml or pylock.NAME.toml).")
+@click.option("--env", "env_name", shell_complete=complete_env,
+              help="Lock what the adopted environment NAME holds instead: each distribution matched to its wheel.")
+@home_option
 @json_option
 @verbosity_options
-def lock_command(profile_name: str, python: str | None, platform_name: str | None, indexes: tuple[str, ...],
-                 output: Path | None, as_json: bool) -> None:
-    """Resolve PROFILE into a PEP 751 lockfile: exact URLs and sha256 for every file."""
+def lock_command(profile_name: str | None, python: str | None, platform_name: str | None, indexes: tuple[str, ...],
+                 output: Path | None, env_name: str | None, home: Path | None, as_json: bool) -> None:
+    """Resolve PROFILE into a PEP 751 lockfile: exact URLs and sha256 for every file. With --env NAME, lock what the
+    adopted environment NAME holds (what adopt does unless --no-lock): on its profile's indexes, else the default one."""
     from packaging.pylock import is_valid_pylock_path
 
     from provision.stacks import lock, lockfile, profiles
     from provision.views import stacks as views
     from provision.views import ui
 
+    if env_name is not None:
+        if profile_name or python or platform_name or indexes or output:
+            raise click.UsageError("--env locks what the environment holds: it takes no PROFILE, --python, --platform, --index or -o")
+        _lock_env(env_name, home, as_json)
+        return
+    if profile_name is None:
+        raise click.UsageError("give a PROFILE to lock, or --env NAME for an adopted environment")
     profile = profiles.load(profile_name)
     path = output or lockfile.default_output(profile)
     if not is_valid_pylock_path(path):
@@ -77,3 +90,21 @@ def lock_command(profile_name: str, python: str | None, platform_name: str | Non
     with ui.progress(as_json) as step:
         result = lock.lock(profile, target=target, overrides=lock.parse_overrides(indexes), output=path, progress=step)
     views.locked(result, as_json)
+
+
+def _lock_env(name: str, home: Path | None, as_json: bool) -> None:
+    from provision.cli.options import home_of
+    from provision.envs import adopted, records
+    from provision.stacks import profiles
+    from provision.views import envs as views
+    from provision.views import ui
+
+    where = home_of(home)
+    record = records.read(where.build_of(name))
+    profile = None
+    if record.profile:
+        path = Path(record.profile_path) if record.profile_path else None
+        profile = profiles.load(str(path) if path is not None and path.exists() else record.profile)
+    with ui.progress(as_json) as step:
+        locked = adopted.lock_env(where, name, profile, progress=step)
+    views.env_locked(locked, as_json)

@@ -318,7 +318,7 @@ def _against_lock(venv: Path, installed: dict[str, Installed], lock_path: Path) 
     from provision.stacks import lockfile as locking
 
     try:
-        pylock, _ = locking.read(lock_path)
+        pylock, tool = locking.read(lock_path)
     except ProvisionError:
         return [Finding(kind="missing", distribution=None, path=str(lock_path), expected="the environment's lock")]
     environment = marker_environment(venv)
@@ -339,6 +339,17 @@ def _against_lock(venv: Path, installed: dict[str, Installed], lock_path: Path) 
             other = _other_source(dist, [w.name or (w.url or "").rsplit("/", 1)[-1] for w in package.wheels or []])
             if other:
                 findings.append(Finding(kind="other-source", distribution=name, path=dist.info.name, expected=other[0], found=other[1]))
+    # an adopted environment's distributions that matched no wheel: in its lock by name and version only
+    for entry in tool.get("unmatched") or []:
+        name, want = (str(entry.get("name") or ""), str(entry.get("version") or "")) if isinstance(entry, dict) else ("", "")
+        dist = installed.get(name)
+        if not name or name in locked_names:
+            continue
+        locked_names.add(name)
+        if dist is None:
+            findings.append(Finding(kind="missing", distribution=name, path="", expected=want))
+        elif not _same_version(want, dist.version):
+            findings.append(Finding(kind="other-version", distribution=name, path=dist.info.name, expected=want, found=dist.version))
     for name, dist in installed.items():
         if name not in locked_names:
             findings.append(Finding(kind="extra", distribution=name, path=dist.info.name, found=dist.version))

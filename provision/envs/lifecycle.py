@@ -211,7 +211,7 @@ def _baseline_meta(profile: Profile) -> dict[str, Any] | None:
 
 
 def adopt(home: Home, name: str, venv: Path, profile: Profile | None = None) -> Path:
-    """Register an existing venv under `name`; its files are never deleted by provision."""
+    """Register an existing venv under `name`; its files are never deleted by provision. (Its lock: envs/adopted.py.)"""
     check_name(name)
     python = venv / "bin" / "python"
     if not python.exists():
@@ -229,6 +229,7 @@ def adopt(home: Home, name: str, venv: Path, profile: Profile | None = None) -> 
             toolkit_home.make(build / "cuda", site_packages(venv) / profile.toolkit)
         records.write(build, EnvRecord(
             name=name, profile=profile.name if profile else None, profile_hash=profile.content_hash if profile else None,
+            profile_path=str(profile.path) if profile else None,
             cuda=(profile.cuda if profile else None) or (cuda.stdout.strip() if cuda.ok else None) or None,
             python=version, adopted=True, venv=str(venv.absolute()),
             env=resolve_env(profile.env, build, nvcc=profile.compiler_cuda() or profile.cuda) if profile else {},

@@ -92,7 +92,10 @@ def plan(home: Home, name: str) -> tuple[Path, EnvRecord, RestoreResult]:
     if lock is None:
         result.not_restorable = before.to_reinstall()  # an adopted venv: no lock says what its files should be
     else:
-        result.reinstall, result.uninstall = before.to_reinstall(), before.extra()
+        unmatched = _unmatched(lock, name, venv)  # an adopted venv's distributions that matched no wheel
+        result.reinstall = [d for d in before.to_reinstall() if d not in unmatched]
+        result.not_restorable = [d for d in before.to_reinstall() if d in unmatched]
+        result.uninstall = before.extra()
     _refuse_links_out(name, build, result)
     return build, record, result
 
@@ -106,6 +109,19 @@ def _readable_lock(name: str, build: Path, lock: Path) -> None:
     except ProvisionError as exc:
         raise EnvError(f"{name}'s lock {lock} (named in {build / records.ENV_FILE}) cannot be read: {exc.message}",
                        f"nothing was changed; put that lock back, or rebuild: provision create PROFILE --name {name} --replace") from None
+
+
+def _unmatched(lock: Path, name: str, venv: Path) -> set[str]:
+    """The distributions an adopted environment's lock names as matching no wheel; its lock must be this one's."""
+    from provision.envs import adopted
+    from provision.stacks import lockfile
+
+    try:
+        _, tool = lockfile.read(lock)
+    except ProvisionError:
+        return set()  # the drift check reports the lock missing
+    adopted.check_binding(tool, lock, name, venv)
+    return set(adopted.unmatched_names(tool))
 
 
 def _refuse_links_out(name: str, build: Path, result: RestoreResult) -> None:

@@ -1,4 +1,4 @@
-"""Environments, shown: `create`, `envs`, `switch` and `rollback`."""
+"""Environments, shown: `create`, `envs`, `switch`, `rollback`, `adopt` and `lock --env`."""
 
 from __future__ import annotations
 
@@ -8,7 +8,11 @@ from provision.views import checks as check_views
 from provision.views import ui
 
 if TYPE_CHECKING:  # annotations only: rendering one result must not import every operation
+    from pathlib import Path
+
+    from provision.envs.adopted import AdoptLock
     from provision.envs.lifecycle import CreateResult
+    from provision.errors import ProvisionError
 
 
 def created(result: CreateResult, as_json: bool) -> None:
@@ -45,3 +49,39 @@ def switched(previous: str | None, now_active: str, skipped: list[str], as_json:
         return
     note = f" (skipped removed: {', '.join(skipped)})" if skipped else ""
     ui.info(f"active: {now_active} (was {previous or 'none'}){note}")
+
+
+def adopted(name: str, venv: Path, build: Path, locked: AdoptLock | None, error: ProvisionError | None, as_json: bool) -> None:
+    if as_json:
+        document: dict[str, object] = {"adopted": name, "venv": str(venv), "path": str(build), "lock": None}
+        if locked is not None:
+            document.update(locked.to_dict())
+        if error is not None:
+            document["lock_error"] = {"message": error.message, "hint": error.hint}
+        ui.dump_json(document)
+        return
+    ui.console().print(f"adopted {venv} as {name} ({build})")
+    if locked is not None:
+        env_locked(locked, False)
+    elif error is not None:
+        ui.console().print(f"not locked: {error.message}; once that is mended: provision lock --env {name}")
+    else:
+        ui.console().print(f"not locked (--no-lock): drift compares its files with their RECORDs only; provision lock --env {name} locks it")
+
+
+def env_locked(locked: AdoptLock, as_json: bool) -> None:
+    if as_json:
+        ui.dump_json({"environment": locked.name, "venv": str(locked.venv), **locked.to_dict()})
+        return
+    out = ui.console()
+    r = locked.result
+    total = len(r.matched) + len(r.unmatched)
+    sources = ", ".join(f"{n} from {where}" for where, n in sorted(r.records.items()))
+    out.print(f"locked {locked.name}: {len(r.matched)} of {total} distributions matched to their wheels"
+              + (f" (RECORDs: {sources})" if sources else "") + f" in {r.seconds:.1f} s; lock {locked.lock}")
+    for index_name, why in r.unreachable.items():
+        out.print(f"index {index_name} ({r.indexes.get(index_name, '')}) unreachable: {why}")
+    if r.unmatched:
+        out.print(f"not restorable ({len(r.unmatched)}; drift still compares their files with their RECORDs):")
+        for u in r.unmatched:
+            out.print(f"  {u.name} {u.version}: {u.reason}")

@@ -28,8 +28,11 @@ def restored(result: RestoreResult, as_json: bool) -> None:
     for label, items in lines:
         if items:
             out.print(f"{verb} {label}: {', '.join(items)}")
-    if result.not_restorable:
-        out.print(f"cannot restore without a lock: {', '.join(result.not_restorable)} (adopt it with a profile and lock it)")
+    if result.not_restorable and not result.before.lock:
+        out.print(f"cannot restore without a lock: {', '.join(result.not_restorable)} (lock it: provision lock --env {result.name})")
+    elif result.not_restorable:
+        out.print(f"cannot restore: {', '.join(result.not_restorable)} matched no wheel when it was locked "
+                  f"(see [tool.provision] unmatched in {result.before.lock})")
     if result.dry_run:
         return
     if result.aside_folder:

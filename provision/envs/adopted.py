@@ -1,0 +1,136 @@
+"""The lock of an adopted environment (`provision adopt`, `provision lock --env NAME`): what is installed, each
+distribution matched to the wheel it came from (stacks/match.py), written as PEP 751 into the environment's build
+folder and named in its record, as create's lock is. Drift and restore read it as they read create's; a distribution
+that matched nothing is listed under [tool.provision] `unmatched` with its reason, compared by version only, and never
+reinstalled."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import tomlkit
+from packaging.pylock import Pylock, PylockValidationError
+from packaging.version import InvalidVersion
+
+from provision import __version__
+from provision.atomic import write_atomic
+from provision.envs import records
+from provision.envs.home import Home, site_packages
+from provision.errors import EnvError, ProvisionError
+from provision.stacks.match import MatchResult
+from provision.stacks.profiles import DEFAULT_INDEX, Profile
+
+LOCK_NAME = "pylock.adopted.toml"  # in the build folder (uv takes pylock.<name>.toml)
+Progress = Callable[[str], None]
+
+
+@dataclass(kw_only=True)
+class AdoptLock:
+    name: str
+    venv: Path
+    lock: Path
+    result: MatchResult
+
+    def to_dict(self) -> dict[str, Any]:
+        r = self.result
+        return {"lock": str(self.lock), "indexes": r.indexes, "unreachable": r.unreachable,
+                "matched": [m.to_dict() for m in r.matched], "unmatched": [u.to_dict() for u in r.unmatched],
+                "pages": r.pages, "records": r.records, "seconds": round(r.seconds, 3)}
+
+
+def indexes_for(profile: Profile | None) -> tuple[dict[str, str], dict[str, str], str]:
+    """(the indexes to look on, by name, in order; distributions bound to one of them; uv's own default index)."""
+    from provision.stacks import lock as locking
+    from provision.stacks import newprofile
+
+    uv_default = newprofile.default_index()
+    if profile is None:
+        return {DEFAULT_INDEX: os.environ.get("PROVISION_INDEX_DEFAULT") or uv_default}, {}, uv_default
+    from packaging.utils import canonicalize_name
+
+    found = locking.effective_indexes(profile, {})
+    indexes = {name: url or uv_default for name, url in found.items() if url or name == DEFAULT_INDEX}
+    bound = {str(canonicalize_name(p.name)): p.index for p in profile.packages if p.index != DEFAULT_INDEX}
+    return indexes, bound, uv_default
+
+
+def lock_env(home: Home, name: str, profile: Profile | None, progress: Progress = lambda _: None) -> AdoptLock:
+    """Match what `name`'s venv holds to wheels and write its lock; the record then names it."""
+    from provision.stacks import match, uvtool
+
+    build = home.build_of(name)
+    record = records.read(build)
+    if not record.adopted:
+        raise EnvError(f"{name} was built by provision from its own lock ({record.lock})",
+                       f"lock --env is for adopted environments; provision restore {name} uses that lock")
+    venv = record.venv_path(build).resolve()
+    indexes, bound, uv_default = indexes_for(profile)
+    try:
+        cache = Path(uvtool.cache_dir())
+    except ProvisionError:
+        cache = None
+    result = match.match(site_packages(venv), venv, indexes, bound=bound, cache=cache, uv_default=uv_default, progress=progress)
+    path = build / LOCK_NAME
+    write_atomic(path, render(result, name=name, venv=venv, profile=profile))
+    with home.locked():
+        records.write(build, dataclasses.replace(records.read(build), lock=str(path)))
+    return AdoptLock(name=name, venv=venv, lock=path, result=result)
+
+
+def render(result: MatchResult, *, name: str, venv: Path, profile: Profile | None) -> str:
+    """The PEP 751 lock of what matched, bound to the environment, with what did not under [tool.provision]."""
+    doc = tomlkit.document()
+    doc["lock-version"] = "1.0"
+    doc["created-by"] = "provision adopt"
+    packages = tomlkit.aot()
+    for m in result.matched:
+        package = tomlkit.table()
+        package.update({"name": m.name, "version": m.version, "index": m.index_url})
+        wheels = tomlkit.aot()
+        wheel = tomlkit.table()
+        wheel.update({"name": m.filename, "url": m.url, "hashes": {"sha256": m.sha256}})
+        wheels.append(wheel)
+        package["wheels"] = wheels
+        packages.append(package)
+    doc["packages"] = packages
+    doc["tool"] = {"provision": {
+        "environment": name, "venv": str(venv), "adopted": True,
+        "profile": profile.name if profile else "", "profile_hash": profile.content_hash if profile else "",
+        "indexes": result.indexes, "unreachable": result.unreachable,
+        "unmatched": [u.to_dict() for u in result.unmatched],
+        "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "provision_version": __version__,
+    }}
+    text = tomlkit.dumps(doc)
+    try:
+        Pylock.from_dict(tomlkit.loads(text).unwrap()).validate()
+    except (PylockValidationError, InvalidVersion) as exc:
+        raise EnvError(f"the lock of {name} would not be PEP 751: {exc}", "report this with the venv's distribution list") from exc
+    header = f"# PEP 751 lock of the adopted environment {name!r} ({venv}), written by provision {__version__}.\n" \
+             f"# Rebuild: provision lock --env {name}\n"
+    return header + text
+
+
+def unmatched_names(tool: dict[str, Any]) -> dict[str, str]:
+    """name -> version of the distributions a lock lists as matching no wheel (an adopted environment's)."""
+    found = {}
+    for entry in tool.get("unmatched") or []:
+        if isinstance(entry, dict) and isinstance(entry.get("name"), str):
+            found[entry["name"]] = str(entry.get("version") or "")
+    return found
+
+
+def check_binding(tool: dict[str, Any], path: Path, name: str, venv: Path) -> None:
+    """Refuse a lock written for another adopted environment or venv."""
+    if not tool.get("adopted"):
+        return
+    if tool.get("environment") != name or Path(str(tool.get("venv") or "")) != venv:
+        raise EnvError(f"{path} was written for {tool.get('environment')!r} at {tool.get('venv')}, not {name} at {venv}",
+                       f"lock it again: provision lock --env {name}")
+

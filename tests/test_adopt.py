@@ -1,0 +1,132 @@
+"""`provision adopt` locks what a venv it did not build holds: each distribution matched to the wheel it came from by
+name, version, tags and RECORD hashes, on the tests' own index or in uv's cache; drift and restore then use that lock.
+Real venvs built by uv (not by provision), a real index on 127.0.0.1, the installed provision as a process."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from wheelhouse import build_wheel
+
+from provision.envs import drift
+from provision.stacks import uvtool
+
+PY = sys.executable
+
+
+class Setup:
+    def __init__(self, tmp_path: Path, binary: str) -> None:
+        self.tmp, self.binary = tmp_path, binary
+        self.venv = tmp_path / "srv" / "venv"
+        self.cache = {"UV_CACHE_DIR": str(tmp_path / "uv-cache")}
+
+    def build(self, url: str, *requirements: str) -> Path:
+        """The venv, made and filled by uv itself from the index at `url` (uv's default link mode: hard links)."""
+        uvtool.run(["venv", str(self.venv), "--python", PY, "--quiet"], env=self.cache)
+        uvtool.run(["pip", "install", "--python", str(self.venv / "bin" / "python"), "--quiet", "--default-index", url,
+                    *requirements], env=self.cache)
+        return drift.site_packages(self.venv)
+
+    def __call__(self, *args: str, index: str = "", code: int | None = 0, **extra: str) -> subprocess.CompletedProcess[str]:
+        variables = {**os.environ, "PROVISION_HOME": str(self.tmp / "home"), "PROVISION_INDEX_DEFAULT": index,
+                     "PROVISION_HTTP_TIMEOUT": "5", **self.cache, **extra}
+        variables.pop("UV_LINK_MODE", None)
+        done = subprocess.run([self.binary, *args], capture_output=True, text=True, timeout=300, env=variables)
+        if code is not None:
+            assert done.returncode == code, f"provision {' '.join(args)} exited {done.returncode}: {done.stderr}"
+        return done
+
+    def json(self, *args: str, **kwargs: object) -> dict:
+        return json.loads(self(*args, "--json", **kwargs).stdout)  # type: ignore[arg-type]
+
+
+def test_a_venv_built_by_uv_is_adopted_locked_patched_and_restored_offline_from_uvs_cache(
+        tmp_path: Path, index_server, provision_bin: str) -> None:
+    served = index_server.index("main")
+    served.add("alpha", "1.0")
+    served.add("beta", "2.0", files={"beta/__init__.py": b"X = 1\n", "beta/data.txt": b"hello\n"})
+    local = build_wheel(tmp_path / "wheels", "gamma", "0.1")  # installed from a file: no index has it
+    setup = Setup(tmp_path, provision_bin)
+    site = setup.build(served.url, "alpha==1.0", "beta==2.0", str(local))
+
+    adopted = setup.json("adopt", "old", str(setup.venv), index=served.url)
+    assert [(m["name"], m["version"], m["index"]) for m in adopted["matched"]] == [("alpha", "1.0", "default"), ("beta", "2.0", "default")]
+    assert {m["record_from"] for m in adopted["matched"]} == {"uv-cache"}, "uv's cache held those very wheels"
+    (gamma,) = adopted["unmatched"]
+    assert gamma["name"] == "gamma" and "direct_url.json" in gamma["reason"] and str(local.name) in gamma["reason"]
+    lock = Path(adopted["lock"])
+    assert lock.parent == Path(adopted["path"]) and lock.name == "pylock.adopted.toml"
+    assert json.loads((Path(adopted["path"]) / "env.json").read_text())["lock"] == str(lock)
+    text = setup("adopt", "twice", str(setup.venv), index=served.url).stdout
+    assert "2 of 3 distributions matched" in text and "gamma 0.1: installed from" in text
+
+    (result,) = setup.json("check", "old", "--only", "drift")["checks"]
+    assert result["status"] == "pass" and "and the lock" in result["reason"]
+
+    data = site / "beta" / "data.txt"
+    patched = data.with_suffix(".new")
+    patched.write_text("patched\n")
+    os.replace(patched, data)  # as an editor saves: uv's cached copy (hard-linked) stays as it was
+    (site / "sitecustomize.py").write_text("import sys\n")
+    (site / "gamma" / "__init__.py").write_text("patched = True\n")
+    setup("check", "old", "--only", "drift", "--strict", code=1)
+
+    index_server.down.add("main")  # from here no index answers: uv's cache must do
+    plan = setup.json("restore", "old", "--dry-run", code=1)  # gamma cannot be put back: exits as restore will
+    assert plan["reinstall"] == ["beta"] and plan["not_restorable"] == ["gamma"] and plan["set_aside"] == ["sitecustomize.py"]
+    done = setup.json("restore", "old", "--no-checks", code=1)
+    assert done["reinstall"] == ["beta"] and done["downloaded"] is False and done["not_restorable"] == ["gamma"]
+    assert data.read_text() == "hello\n" and not (site / "sitecustomize.py").exists()
+    (result,) = setup.json("check", "old", "--only", "drift")["checks"]
+    assert [(f["kind"], f["distribution"]) for f in result["details"]["findings"]] == [("modified", "gamma")]
+
+
+def test_a_wheel_rebuilt_with_other_contents_under_the_same_version_is_not_matched(
+        tmp_path: Path, index_server, provision_bin: str) -> None:
+    first = index_server.index("first")
+    first.add("alpha", "1.0")
+    first.add("beta", "2.0", files={"beta/__init__.py": b"X = 1\n"})
+    setup = Setup(tmp_path, provision_bin)
+    setup.build(first.url, "alpha==1.0", "beta==2.0")
+    rebuilt = index_server.index("rebuilt")  # the same names and versions, built again; beta with other contents
+    rebuilt.ranges = True
+    rebuilt.add("alpha", "1.0")
+    rebuilt.add("beta", "2.0", files={"beta/__init__.py": b"X = 2\n"})
+    empty_cache = {"UV_CACHE_DIR": str(tmp_path / "empty-cache")}  # nothing cached: the RECORDs come from the index
+
+    adopted = setup.json("adopt", "old", str(setup.venv), index=rebuilt.url, **empty_cache)
+    assert [(m["name"], m["record_from"]) for m in adopted["matched"]] == [("alpha", "range")], \
+        "the same files rebuilt into another zip are the same build"
+    (beta,) = adopted["unmatched"]
+    assert beta["name"] == "beta" and "another build (beta/__init__.py differs)" in beta["reason"]
+    assert rebuilt.range_requests > 0
+    plan = setup.json("restore", "old", "--dry-run")
+    assert plan["not_restorable"] == [] and plan["drift_before"]["status"] == "pass"
+
+
+def test_adopt_with_no_index_reachable_says_so_and_lock_env_locks_it_later(
+        tmp_path: Path, index_server, provision_bin: str) -> None:
+    served = index_server.index("main")
+    served.add("alpha", "1.0")
+    setup = Setup(tmp_path, provision_bin)
+    setup.build(served.url, "alpha==1.0")
+    index_server.down.add("main")
+    elsewhere = {"UV_CACHE_DIR": str(tmp_path / "empty-cache")}
+
+    adopted = setup.json("adopt", "old", str(setup.venv), index=served.url, **elsewhere)
+    assert adopted["matched"] == [] and "default" in adopted["unreachable"]
+    (alpha,) = adopted["unmatched"]
+    assert "index default unreachable" in alpha["reason"] and "HTTP 503" in alpha["reason"]
+    skipped = setup.json("adopt", "new", str(setup.venv), "--no-lock", index=served.url)
+    assert skipped["lock"] is None and "matched" not in skipped
+
+    index_server.down.clear()
+    locked = setup.json("lock", "--env", "new", index=served.url, **elsewhere)
+    assert [m["name"] for m in locked["matched"]] == ["alpha"] and locked["unmatched"] == []
+    assert setup.json("restore", "new", "--dry-run")["drift_before"]["lock"] == locked["lock"]
+    again = setup("lock", "--env", "old", index=served.url)
+    assert "1 of 1 distributions matched" in again.stdout
