@@ -22,7 +22,7 @@ NCCL_ACS = "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/troublesho
 RTX_DOC = ROOT / "docs/machines/rtx-pro-6000-x8.probe.json"
 
 
-def switch_pair(*, acs_control: int, domain: str | None, config_bytes: int = 4096) -> sysfs.Replay:
+def switch_pair(*, acs_control: int, domain: str | None, config_bytes: int = 4096, failing: str = "") -> sysfs.Replay:
     """Two GPUs behind one PCIe switch (NVML: PIX), on a root port; `domain` is their IOMMU groups' type, None for
     no IOMMU; the bridges' configuration space cut to `config_bytes` as Linux cuts it for a reader without root."""
     root, usp, dsp = "0000:00:01.0", "0000:01:00.0", ("0000:02:00.0", "0000:02:08.0")
@@ -39,7 +39,9 @@ def switch_pair(*, acs_control: int, domain: str | None, config_bytes: int = 409
               usp: pcispace.image(0x1000, 0xC030, port_type=pcispace.SWITCH_UPSTREAM),
               dsp[0]: pcispace.image(0x1000, 0xC030, port_type=pcispace.SWITCH_DOWNSTREAM, acs=(0x7F, acs_control)),
               dsp[1]: pcispace.image(0x1000, 0xC030, port_type=pcispace.SWITCH_DOWNSTREAM, acs=(0x7F, 0))}
-    entries += [pcispace.entry("read", f"/sys/bus/pci/devices/{bdf}/config", data[:config_bytes]) for bdf, data in images.items()]
+    entries += [pcispace.entry("read", f"/sys/bus/pci/devices/{bdf}/config", data[:config_bytes]) if bdf != failing
+                else {"op": "read", "path": f"/sys/bus/pci/devices/{bdf}/config", "error": errno.EIO}
+                for bdf, data in images.items()]
     return sysfs.Replay(entries)
 
 
@@ -104,6 +106,9 @@ def test_without_root_the_acs_bits_are_a_note_that_says_root_reads_them() -> Non
     assert any("only root read" in note and "sudo provision probe" in note for note in facts.notes)
     p2p = gate(facts, "p2p")
     assert p2p.status == "pass" and "need root to read" in p2p.reason
+    failed = two_gpu_facts(switch_pair(acs_control=0x001D, domain=None, failing="0000:02:00.0"))
+    assert any("0000:02:00.0 could not be read" in note for note in failed.notes)
+    assert not any("only root" in note for note in failed.notes)
 
 
 def test_a_gpu_on_the_root_bus_of_a_vm_without_iommu_groups_is_off() -> None:

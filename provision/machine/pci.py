@@ -47,11 +47,14 @@ def read(files: Files, bus_ids: list[tuple[int, str | None]], virtualization: st
         return Pci(read=False, iommu=Iommu(cmdline=cmdline), gpus=tuple(gpus)), notes
     addresses = sorted({bdf for g in gpus for bdf in g.bridges})
     bridges = [_bridge(files, bdf) for bdf in addresses]
-    unread = [b.bdf for b in bridges if b.config_bytes < pciconfig.CONVENTIONAL_SIZE]
+    unread = [b.bdf for b in bridges if 0 < b.config_bytes < pciconfig.CONVENTIONAL_SIZE]
     if unread:
         notes.append(f"the ACS bits of {len(unread)} PCI bridge(s) above the GPUs ({', '.join(unread[:4])}"
                      f"{', ...' if len(unread) > 4 else ''}) lie in extended configuration space, which Linux lets only "
-                     "root read: run the probe as root (sudo provision probe) to read them")
+                     "root read (CAP_SYS_ADMIN: a container needs it too): run the probe as root (sudo provision probe)")
+    failed = [b.bdf for b in bridges if b.config_bytes == 0]
+    if failed:
+        notes.append(f"the configuration space of {', '.join(failed)} could not be read ({DEVICES}/BDF/config)")
     if virtualization and bus_ids:
         notes.append(f"a virtual machine ({virtualization}): the PCI tree and IOMMU read here are the guest's; the host's "
                      "own ACS and IOMMU settings, which decide P2P between passed-through GPUs, cannot be read from inside")

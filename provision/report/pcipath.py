@@ -75,7 +75,7 @@ def findings(facts: MachineFacts) -> Findings:
                 continue
             if bridge.acs is not None and any(getattr(bridge.acs, bit) for bit in redirect_bits):
                 redirecting.setdefault(bdf, []).append(f"{link.gpu_a}-{link.gpu_b}")
-            elif bridge.config_bytes < 256 and bdf not in unread:
+            elif 0 < bridge.config_bytes < 256 and bdf not in unread:  # 64 bytes: read without root
                 unread.append(bdf)
     paths = {g.gpu: g for g in pci.gpus}
     translated = sorted({g for link in pairs for g in (link.gpu_a, link.gpu_b)

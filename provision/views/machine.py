@@ -76,7 +76,9 @@ def _pci_paths(facts: MachineFacts) -> object:
 
     def bridge(bdf: str) -> str:
         found = bridges.get(bdf)
-        if found is None or found.config_bytes < 256:
+        if found is None or found.config_bytes == 0:
+            return f"{bdf} (not read)"
+        if found.config_bytes < 256:
             return f"{bdf} (ACS: needs root)"
         acs = found.acs
         state = "no ACS" if acs is None else (f"ACS redirect 0x{acs.control:04x}" if acs.redirects else "ACS no redirect")

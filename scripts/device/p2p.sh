@@ -40,6 +40,7 @@ for b in $CHAIN; do
 done
 step 13-probe-unprivileged $NOBODY python3 -m provision probe --json
 # lspci from the carried .debs, unpacked into a folder
+PU=
 if ls .carry/pciutils/*.deb >/dev/null 2>&1; then
   PU=/tmp/pciutils; mkdir -p $PU; for f in .carry/pciutils/*.deb; do dpkg -x "$f" $PU; done
   export LD_LIBRARY_PATH=$PU/usr/lib/x86_64-linux-gnu:$PU/lib/x86_64-linux-gnu
@@ -51,6 +52,7 @@ if ls .carry/pciutils/*.deb >/dev/null 2>&1; then
     step 23-setpci-acs-$b $PU/usr/bin/setpci -s $b ECAP_ACS+0x6.w
   done
 fi
+step 40-bench-pci python3 scripts/bench_pci.py --runs 21 ${PU:+--lspci $PU/usr/bin/lspci} --json "$E/bench-pci.json"
 # The parser's reading of each dumped config space beside lspci's capability offsets
 step 30-parser-vs-lspci python3 - "$RAW" "$E" <<'EOF'
 import pathlib, re, sys
@@ -70,6 +72,6 @@ for dump in sorted(raw.glob("*.config")):
         print(f"  capabilities (lspci):  {[hex(o) for o in theirs]} -> {'MATCH' if theirs == ours else 'DIFFER'}")
 EOF
 cp "$E/01-probe-json.out" "$OUT/h200-p2p.probe.json"; cp "$E/h200-p2p.nvml.json" "$OUT/"
-echo; cat "$E/steps.txt"; echo; cat "$E/10-sysfs.txt" "$E/30-parser-vs-lspci.out"
+echo; cat "$E/steps.txt"; echo; cat "$E/10-sysfs.txt" "$E/30-parser-vs-lspci.out" "$E/40-bench-pci.out"
 python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(json.dumps(d['pci'], indent=1)); print(d['notes'])" "$E/01-probe-json.out"
 for f in "$E"/*.err; do [ -s "$f" ] && { echo "== $f"; tail -3 "$f"; }; done
