@@ -6,6 +6,7 @@ package on purpose: `switch` and `rollback` must start in well under 0.1 s, and 
 
 from __future__ import annotations
 
+import re
 import sys
 
 QUIET, NORMAL, VERBOSE = -1, 0, 1
@@ -28,9 +29,37 @@ def _masked(message: str) -> str:
 def printable(text: str) -> str:
     """`text` with terminal control characters (ESC, BEL, CR, C1...) shown as `?`: a file name or a child's output
     that carries escape sequences must not drive the user's terminal. Newlines and tabs stay."""
-    import re
-
     return re.sub(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]", "?", text)
+
+
+# Secrets in URLs, wherever a URL appears in a line: the user info (a password may hold an unencoded / ? or #, so
+# "user:" up to the @ goes whole), every query value (?token=...), and path segments shaped like tokens: 20 or more
+# letters, digits, - and _ mixing upper case, lower case and digits (a normalized project name, a wheel's name, a
+# version or a hex content hash never does), or carrying a known token prefix.
+_USERINFO = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*://)(?:[^\s@/?#:]*:[^\s@]*|[^\s@/?#:]+)@")
+_QUERY_VALUE = re.compile(r"([?&;][^=\s&;#?/'\"]+=)[^&;\s#'\"]+")
+_PREFIXES = ("ghp_", "gho_", "ghs_", "github_pat_", "glpat-", "hf_", "npm_", "pypi-", "AKIA", "xox")
+_SEGMENT = re.compile(r"(?<=/)([A-Za-z0-9_~-]{4,})(?=[/?#\s'\"]|$)")
+
+
+def _token_like(segment: str) -> bool:
+    if segment.startswith(_PREFIXES):
+        return True
+    return len(segment) >= 20 and any(c.isupper() for c in segment) and any(c.islower() for c in segment) and \
+        any(c.isdigit() for c in segment)
+
+
+def _url_secrets(match: re.Match[str]) -> str:
+    url = _QUERY_VALUE.sub(r"\1****", _USERINFO.sub(r"\1****@", match.group(0)))
+    return _SEGMENT.sub(lambda m: "****" if _token_like(m.group(1)) else m.group(1), url)
+
+
+def redact(text: str) -> str:
+    """`text` with the secrets of every URL in it shown as ****: user info, query values, token-like path segments."""
+    return _URL.sub(_url_secrets, text)
+
+
+_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"<>]*")
 
 
 def set_level(level: int) -> None:
@@ -53,6 +82,4 @@ def debug(message: str) -> None:
     """A line only -v shows: the commands provision runs, and what they printed when they failed (credentials in
     URLs redacted: an index URL with a token in it is part of uv's argv)."""
     if _level >= VERBOSE:
-        import re
-
-        sys.stderr.write(re.sub(r"(https?://)[^/\s@]+@", r"\1****@", _masked(message).rstrip("\n")) + "\n")
+        sys.stderr.write(redact(_masked(message).rstrip("\n")) + "\n")

@@ -34,10 +34,11 @@ def parse_size(text: str) -> int:
     return size
 
 
-def _refuse_nvls(algo: str) -> None:
-    """NVLS (NCCL_ALGO=NVLS or NVLSTree, alone or in a per-collective list) uses multicast: never enabled."""
+def _refuse_nvls(algo: str, shown: str | None = None) -> None:
+    """NVLS (NCCL_ALGO=NVLS or NVLSTree, alone or in a per-collective list) uses multicast: never enabled. `shown` is
+    what the error names instead of the value (one given by --nccl-env may carry a secret)."""
     if any(name in algo.lower().replace(" ", "") for name in FORBIDDEN_ALGOS):
-        raise UsageError(f"NCCL_ALGO={algo}: NVLS uses multicast, which provision never enables",
+        raise UsageError(f"{shown or 'NCCL_ALGO=' + algo}: NVLS uses multicast, which provision never enables",
                          "choose Ring or Tree (per collective: allreduce:tree)")
 
 
@@ -64,12 +65,14 @@ def nccl_env(pairs: tuple[str, ...]) -> dict[str, str]:
     for pair in pairs:
         key, sep, value = pair.partition("=")
         if not sep or not key.startswith("NCCL_") or not key.replace("_", "").isalnum():
-            shown = f"{key}=..." if sep else key  # the value may be a secret meant for another variable
-            raise UsageError(f"--nccl-env {shown!r}: not NCCL_NAME=VALUE", "for example --nccl-env NCCL_GRAPH_MIXING_SUPPORT=0")
+            # only the leading name is shown: what follows may be a secret (NCCL_PASSWORD:value, a mistyped =)
+            shown = re.match(r"[A-Za-z0-9_]*", key)[0] + "..."  # type: ignore[index]
+            raise UsageError(f"--nccl-env {shown!r}: not NCCL_NAME=VALUE (its value not shown)",
+                             "for example --nccl-env NCCL_GRAPH_MIXING_SUPPORT=0")
         if key == "NCCL_NVLS_ENABLE":
-            raise UsageError(f"--nccl-env {pair}: NVLS uses multicast, which provision never enables", "leave NVLS off")
+            raise UsageError(f"--nccl-env {key}=...: NVLS uses multicast, which provision never enables", "leave NVLS off")
         if key == "NCCL_ALGO":
-            _refuse_nvls(value)
+            _refuse_nvls(value, shown=f"--nccl-env {key}=... (its value not shown)")
         settings[key] = value
     return settings
 

@@ -12,10 +12,11 @@ import time
 from dataclasses import dataclass
 from html.parser import HTMLParser
 from typing import Any, BinaryIO
-from urllib.parse import unquote, urljoin, urlsplit, urlunsplit
+from urllib.parse import unquote, urljoin
 
 from packaging.utils import canonicalize_name
 
+from provision import log
 from provision.errors import IndexError_, UsageError
 
 JSON_TYPE = "application/vnd.pypi.simple.v1+json"
@@ -36,35 +37,48 @@ def timeout() -> float:
 
 
 def redact(url: str) -> str:
-    """Return `url` with any user name and password replaced by ****."""
-    try:
-        parts = urlsplit(url)
-        if parts.username is None and parts.password is None:
-            return re.sub(r"^[^/\s@]+@", "****@", url)  # user:password@host without a scheme is no netloc to urlsplit
-        host = parts.hostname or ""
-        netloc = f"****@{host}" + (f":{parts.port}" if parts.port else "")
-    except ValueError:  # a port that is not a number, an unclosed [: still never print what precedes the @
-        return redact_text(url) if "://" in url else re.sub(r"^[^/\s@]+@", "****@", url)
-    return urlunsplit(parts._replace(netloc=netloc))
+    """Return `url` with its secrets shown as ****: the user name and password (also user:password@host without a
+    scheme), query values and token-like path segments (log.redact's rule)."""
+    return log.redact(re.sub(r"^[^/\s@]+@", "****@", url) if "://" not in url else url)
+
+
+def _userinfo(url: str) -> tuple[str, str, str] | None:
+    """(scheme://, user info, the rest) of a URL with credentials, else None. A password may hold an unencoded /, ?
+    or # (which would end the host part for urlsplit and put the whole password in the path): then `user:` up to the
+    last @ of the URL is the user info."""
+    found = re.match(r"([A-Za-z][A-Za-z0-9+.-]*://)(.*)", url, re.DOTALL)
+    if found is None:
+        return None
+    scheme, rest = found.groups()
+    host_part = re.split(r"[/?#]", rest, maxsplit=1)[0]
+    last = rest.rfind("@")
+    if last > 0 and re.match(r"[^/?#@:]*:", rest) and re.match(r"[A-Za-z0-9.\[\]:-]+(?:[/?#]|$)", rest[last + 1:]):
+        at = last  # user:password@host, the password holding what urlsplit would end the host part at
+    elif "@" in host_part:
+        at = host_part.rfind("@")
+    else:
+        return None
+    return scheme, rest[:at], rest[at + 1:]
 
 
 def strip_credentials(url: str) -> str:
-    parts = urlsplit(url)
-    if parts.username is None and parts.password is None:
-        return url
-    netloc = (parts.hostname or "") + (f":{parts.port}" if parts.port else "")
-    return urlunsplit(parts._replace(netloc=netloc))
+    """`url` without its user name and password (what uv is given; the credentials go by variable)."""
+    parts = _userinfo(url)
+    return url if parts is None else parts[0] + parts[2]
 
 
 def credentials(url: str) -> tuple[str, str]:
     """The user name and password in `url` (percent-decoded), empty when there are none."""
-    parts = urlsplit(url)
-    return unquote(parts.username or ""), unquote(parts.password or "")
+    parts = _userinfo(url)
+    if parts is None:
+        return "", ""
+    user, _, password = parts[1].partition(":")
+    return unquote(user), unquote(password)
 
 
 def redact_text(text: str) -> str:
-    """`text` with the credentials of any URL in it (any scheme, even one that is not a valid URL) replaced by ****."""
-    return re.sub(r"([A-Za-z][A-Za-z0-9+.-]*://)[^/\s@]+@", r"\1****@", text)
+    """`text` with the secrets of any URL in it (any scheme, even one that is not a valid URL) shown as ****."""
+    return log.redact(text)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -121,7 +135,9 @@ def get(url: str, *, accept: str | None = None, stream: bool = False, headers: d
     sent = {**({"Accept": accept} if accept else {}), **(headers or {})}
     for attempt in range(RETRIES + 1):
         try:
-            response = _session().request(method, url, headers=sent, timeout=timeout(), stream=stream, allow_redirects=True)
+            # the credentials as requests' auth, split by our rule: a password with an unencoded / ? or # is whole
+            response = _session().request(method, strip_credentials(url), headers=sent, timeout=timeout(), stream=stream,
+                                          allow_redirects=True, auth=credentials(url) if _userinfo(url) else None)
         except requests.Timeout:
             last = f"no answer within {timeout():g} s"
         except requests.ConnectionError as exc:

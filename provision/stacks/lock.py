@@ -98,7 +98,7 @@ def parse_overrides(pairs: tuple[str, ...]) -> dict[str, str]:
     for pair in pairs:
         name, sep, url = pair.partition("=")
         if not sep or not name or not url.startswith(("http://", "https://", "file://")):
-            raise UsageError(f"--index {index.redact_text(pair)!r}: expected NAME=URL", "for example --index pytorch=https://mirror.example/whl/nightly/cu130")
+            raise UsageError(f"--index {index.redact(pair if sep else url or name)!r}: expected NAME=URL", "for example --index pytorch=https://mirror.example/whl/nightly/cu130")
         overrides[name] = url
     return overrides
 
@@ -237,19 +237,21 @@ def _resolve_explicit(folder: Path, profile: Profile, pins: dict[str, str], inde
     doc["tool"] = {"uv": {"sources": sources, "index": [{"name": n, "url": index.strip_credentials(str(u)), "explicit": True}
                                                        for n, u in named.items()]}}
     (folder / "pyproject.toml").write_text(tomlkit.dumps(doc))
-    args = _uv_compile_args({DEFAULT_INDEX: indexes.get(DEFAULT_INDEX)}, target, "pylock.toml")
-    uvtool.run(args, cwd=folder, env=uvtool.index_options(indexes)[1])
+    # the named indexes are in pyproject.toml here (explicit): only the default one by variable, and every credential
+    variables = uvtool.index_options(indexes)[1]
+    variables.pop("UV_INDEX", None)
+    uvtool.run(_uv_compile_args(target, "pylock.toml"), cwd=folder, env=variables)
     again: dict[str, Any] = tomllib.loads((folder / "pylock.toml").read_text())
     return again
 
 
-def _uv_compile_args(indexes: dict[str, str | None], target: Target, output: str) -> list[str]:
+def _uv_compile_args(target: Target, output: str) -> list[str]:
     # --python names the interpreter uv may use for builds: it skips a search of every Python on PATH.
     args = ["pip", "compile", "pyproject.toml", "--no-config", "--quiet", "-o", output, "--format", "pylock.toml",
             "--python-version", target.python, "--no-header", "--python", sys.executable]
     if target.platform:
         args += ["--python-platform", target.platform]
-    return args + uvtool.index_options(indexes)[0]
+    return args
 
 
 def attribution(packages: list[dict[str, Any]], profile: Profile, indexes: dict[str, str | None]) -> dict[str, str]:
@@ -289,7 +291,7 @@ def lock(profile: Profile, *, target: Target, overrides: dict[str, str], output:
     with _work_folder() as folder:
         (folder / "pyproject.toml").write_text(_project(profile, pins, indexes))
         progress("resolving with uv")
-        uvtool.run(_uv_compile_args(indexes, target, "pylock.toml"), cwd=folder, env=uvtool.index_options(indexes)[1])
+        uvtool.run(_uv_compile_args(target, "pylock.toml"), cwd=folder, env=uvtool.index_options(indexes)[1])
         raw = tomllib.loads((folder / "pylock.toml").read_text())
         progress("attributing each package to its index")
         origin = attribution(raw.get("packages", []), profile, indexes)

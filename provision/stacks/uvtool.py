@@ -62,26 +62,32 @@ def run(args: Sequence[str | Path], *, timeout: float = 1800, cwd: Path | None =
 
 
 def index_options(indexes: Mapping[str, str | None]) -> tuple[list[str], dict[str, str]]:
-    """uv's index options with no credentials in them, and the variables that carry the credentials.
+    """uv's index options, all as variables: (no arguments, the variables that carry the indexes and credentials).
 
     A command line is readable by every local user (ps, /proc/PID/cmdline); a process's environment only by its owner.
-    So each index is named on the command line by its bare URL, and its user name and password travel in uv's own
+    So the indexes reach uv as UV_DEFAULT_INDEX and UV_INDEX (NAME=URL, the URL without its user info: a query token
+    or a token in its path stays off the command line too), and each user name and password in uv's own
     UV_INDEX_<NAME>_USERNAME / _PASSWORD. The default index gets a name too ("default") for the same reason.
     """
-    args: list[str] = []
     env: dict[str, str] = {}
+    listed: list[str] = []
     for name, url in indexes.items():
         if not url:
             continue
         bare = index.strip_credentials(url)
-        args += ["--default-index", f"{name}={bare}"] if name == "default" else ["--index", f"{name}={bare}"]
+        if name == "default":
+            env["UV_DEFAULT_INDEX"] = f"{name}={bare}"
+        else:
+            listed.append(f"{name}={bare}")
         user, password = index.credentials(url)
         variable = "UV_INDEX_" + re.sub(r"[^A-Za-z0-9]", "_", name).upper()
         if user:
             env[f"{variable}_USERNAME"] = user
         if password:
             env[f"{variable}_PASSWORD"] = password
-    return args, env
+    if listed:
+        env["UV_INDEX"] = " ".join(listed)  # uv splits it at spaces: a profile's URL has none (the profile check)
+    return [], env
 
 
 def sync(lock_file: Path, python: Path, indexes: Mapping[str, str | None], *, timeout: float = 1800) -> proc.Completed:
