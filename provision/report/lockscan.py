@@ -109,7 +109,8 @@ def scan_lock(path: Path, *, fetch: bool = True, cache: Path | None = None,
         digests = cached.sha256s() if cached else set()
         if cached and digests and sha256 and sha256 not in digests:
             cached = None  # uv's copy came from another file of that name: fetch the lock's own
-        jobs.append((name, str(package.version or ""), filename, wheel.url or "", sha256, cached.archive if cached else None))
+        size = wheel.size if isinstance(wheel.size, int) and wheel.size >= 0 else None  # the most a fetch of it reads
+        jobs.append((name, str(package.version or ""), filename, wheel.url or "", sha256, size, cached.archive if cached else None))
     with ThreadPoolExecutor(max_workers=WORKERS) as pool:
         wheels = list(pool.map(lambda job: _scan_one(*job, fetch=fetch, progress=progress), jobs))
     notes = [f"{w.wheel}: {w.note}" for w in wheels if w.note]
@@ -132,8 +133,8 @@ def _unhashed(path: Path, package: Any, wheel: Any, tool: dict[str, Any]) -> Res
                         f"re-lock it: provision lock {profile} (it records every wheel's sha256)")
 
 
-def _scan_one(name: str, version: str, filename: str, url: str, sha256: str, archive: Path | None, *, fetch: bool,
-              progress: Callable[[str], None]) -> WheelScan:
+def _scan_one(name: str, version: str, filename: str, url: str, sha256: str, size: int | None, archive: Path | None, *,
+              fetch: bool, progress: Callable[[str], None]) -> WheelScan:
     from provision.stacks import wheelcache, wheelrecords
 
     started = time.perf_counter()
@@ -151,7 +152,7 @@ def _scan_one(name: str, version: str, filename: str, url: str, sha256: str, arc
         result.origin = "not fetched (only http and https URLs are)"
     else:
         result.origin = "fetched"
-        local = wheelcache.fetch(url, sha256, filename, progress=progress,
+        local = wheelcache.fetch(url, sha256, filename, size=size, progress=progress,
                                  hint="the file changed on the index since the lock was made, or the index is down; re-lock and check the index")
         result.counts, result.record = _total(binaries.scan([local])), wheelrecords.in_wheel(local)
     result.seconds = time.perf_counter() - started

@@ -1,5 +1,6 @@
-"""A small package-index client on requests: PEP 691 JSON, else PEP 503 HTML. Timeouts, bounded retries, and
-credentials never shown: every URL in a message goes through `redact`."""
+"""A small package-index client on requests: PEP 691 JSON, else PEP 503 HTML. Every request has a deadline for the whole
+of it and a byte bound (`get`, the one way provision reads the network), retries are bounded, and credentials are
+never shown: every URL in a message goes through `redact`."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import os
 import re
 import threading
 import time
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from html.parser import HTMLParser
 from typing import Any, BinaryIO
@@ -22,6 +24,10 @@ from provision.errors import IndexError_, UsageError
 JSON_TYPE = "application/vnd.pypi.simple.v1+json"
 TIMEOUT_VARIABLE = "PROVISION_HTTP_TIMEOUT"
 RETRIES = 2
+CHUNK = 1 << 20
+MIN_RATE = 64 << 10  # bytes a second: past its first 2 x PROVISION_HTTP_TIMEOUT seconds, a transfer must average this
+PAGE_LIMIT = 64 << 20  # a project page (the largest, torch's, is a few MB)
+DOWNLOAD_LIMIT = 4 << 30  # a file whose size neither the lock nor the index gives: larger than any wheel indexes serve
 
 
 def timeout() -> float:
@@ -87,6 +93,7 @@ class IndexFile:
     url: str
     sha256: str | None
     core_metadata: bool | dict[str, str] = False  # PEP 658/714: <url>.metadata is served (with its hashes)
+    size: int | None = None  # PEP 700, where a JSON page gives it: the most a download of it reads
 
 
 class _Links(HTMLParser):
@@ -126,49 +133,160 @@ def _session() -> Any:
     return session
 
 
-def get(url: str, *, accept: str | None = None, stream: bool = False, headers: dict[str, str] | None = None,
-        method: str = "GET") -> Any:
-    """GET `url` with a timeout and a bounded retry on connection errors and 5xx; IndexError_ names the URL."""
-    import requests
+@dataclass(frozen=True)
+class Answer:
+    """An index's answer, its body read whole (within the bound) or handed to a sink as it came."""
 
+    url: str
+    status_code: int
+    headers: Mapping[str, str]
+    content: bytes = b""
+
+    @property
+    def text(self) -> str:
+        from requests.structures import CaseInsensitiveDict
+        from requests.utils import get_encoding_from_headers
+
+        charset = get_encoding_from_headers(CaseInsensitiveDict(self.headers)) or "utf-8"
+        try:
+            return self.content.decode(charset, errors="replace")
+        except LookupError:  # a charset Python does not know
+            return self.content.decode("utf-8", errors="replace")
+
+
+class _Transfer:
+    """One request's progress, shared by the thread doing it and the one waiting on its deadline."""
+
+    def __init__(self) -> None:
+        self.started = time.monotonic()
+        self.received = 0
+        self.cancelled = False  # set, under `lock`, by the waiting thread at the deadline: no chunk is handed on after
+        self.lock = threading.Lock()
+        self.done = threading.Event()
+        self.answer: Answer | None = None
+        self.error: BaseException | None = None
+
+    def deadline(self, seconds: float) -> float:
+        """When the request is overdue: twice `seconds` (one read may wait `seconds` for a silent server, which is
+        then retried), plus one second per MIN_RATE bytes received."""
+        return self.started + 2 * seconds + self.received / MIN_RATE
+
+
+def get(url: str, *, accept: str | None = None, headers: Mapping[str, str] | None = None, method: str = "GET",
+        limit: int = PAGE_LIMIT, sink: Callable[[bytes], None] | None = None, bodies: Collection[int] = range(200, 300),
+        what: str = "the answer") -> Answer:
+    """GET (or HEAD) `url` and read its body: the one way provision reads the network. The whole request has a
+    deadline (twice PROVISION_HTTP_TIMEOUT seconds, plus one per MIN_RATE bytes that arrived: a server trickling a
+    byte a second fails then, a large wheel arriving at any useful speed does not) and the body a byte bound
+    (`limit`: more is an IndexError_, never read on). The body is read only for statuses in `bodies`, into the answer
+    or, given a `sink`, handed to it chunk by chunk. Connection errors and 5xx are retried a bounded number of times;
+    every error names the URL, credentials redacted."""
     last = ""
     sent = {**({"Accept": accept} if accept else {}), **(headers or {})}
+    seconds = timeout()
+    import urllib3  # noqa: F401 - imported here, not on the clock of the first request
+
     for attempt in range(RETRIES + 1):
-        try:
-            # the credentials as requests' auth, split by our rule: a password with an unencoded / ? or # is whole
-            response = _session().request(method, strip_credentials(url), headers=sent, timeout=timeout(), stream=stream,
-                                          allow_redirects=True, auth=credentials(url) if _userinfo(url) else None)
-        except requests.Timeout:
-            last = f"no answer within {timeout():g} s"
-        except requests.ConnectionError as exc:
-            last = f"cannot connect ({type(exc).__name__})"
-        except requests.RequestException as exc:  # InvalidURL, InvalidSchema, MissingSchema: no retry mends the URL
-            raise UsageError(f"{redact(url)}: not a URL provision can fetch ({type(exc).__name__})",
-                             "give an http:// or https:// URL with a host (and a port that is a number)") from None
+        session = _session()
+        transfer = _Transfer()
+        worker = threading.Thread(target=_exchange, args=(session, url, method, sent, limit, sink, bodies, transfer, seconds),
+                                  daemon=True, name="provision-http")
+        worker.start()
+        while not transfer.done.wait(max(0.0, transfer.deadline(seconds) - time.monotonic())):
+            if time.monotonic() >= transfer.deadline(seconds):
+                with transfer.lock:
+                    transfer.cancelled = True
+                _local.session = None  # the stalled thread keeps that session's connection: never reused
+                got = f"; {transfer.received:,} bytes of {what} had come" if transfer.received else ""
+                raise IndexError_(f"{redact(url)}: no complete answer within {transfer.deadline(seconds) - transfer.started:.3g} s{got}",
+                                  f"the server is too slow or stalled; retry, use a mirror, or raise {TIMEOUT_VARIABLE} (now {seconds:g})")
+        if transfer.error is None and transfer.answer is not None:
+            if transfer.answer.status_code < 500:
+                return transfer.answer
+            last = f"HTTP {transfer.answer.status_code}"
+        elif isinstance(transfer.error, _Retry) and not (sink is not None and transfer.received):
+            last = str(transfer.error)  # a sink that was handed bytes cannot take them again: no retry then
+        elif isinstance(transfer.error, _Retry):
+            raise IndexError_(f"{redact(url)}: {transfer.error} after {transfer.received:,} bytes", "retry; check the index") from None
         else:
-            if response.status_code < 500:
-                return response
-            last = f"HTTP {response.status_code}"
+            raise transfer.error or IndexError_(f"{redact(url)}: no answer", "retry")
         if attempt < RETRIES:
             time.sleep(0.2 * (attempt + 1))
     raise IndexError_(f"{redact(url)}: {last} after {RETRIES + 1} tries",
                       "check the index is up, or point --index NAME=URL (or PROVISION_INDEX_NAME) at a mirror")
 
 
+class _Retry(Exception):
+    """A failure that another try may mend: no connection, no answer in time, a connection that broke."""
+
+
+def _exchange(session: Any, url: str, method: str, sent: dict[str, str], limit: int, sink: Callable[[bytes], None] | None,
+              bodies: Collection[int], transfer: _Transfer, seconds: float) -> None:
+    """The request and its body, on the worker thread; the outcome goes into `transfer`, never raised."""
+    import requests
+    import urllib3
+
+    try:
+        # the credentials as requests' auth, split by our rule: a password with an unencoded / ? or # is whole
+        response = session.request(method, strip_credentials(url), headers=sent, timeout=(seconds, seconds), stream=True,
+                                   allow_redirects=True, auth=credentials(url) if _userinfo(url) else None)
+        with response:
+            content = b""
+            if method != "HEAD" and response.status_code in bodies:
+                content = _body(response, url, limit, sink, transfer)
+            transfer.answer = Answer(url=url, status_code=response.status_code, headers=response.headers, content=content)
+    except (requests.Timeout, urllib3.exceptions.TimeoutError):
+        transfer.error = _Retry(f"no answer within {seconds:g} s")
+    except (requests.ConnectionError, urllib3.exceptions.HTTPError, requests.exceptions.ChunkedEncodingError) as exc:
+        transfer.error = _Retry(f"cannot connect or the connection broke ({type(exc).__name__})")
+    except requests.RequestException as exc:  # InvalidURL, InvalidSchema, MissingSchema: no retry mends the URL
+        transfer.error = UsageError(f"{redact(url)}: not a URL provision can fetch ({type(exc).__name__})",
+                                    "give an http:// or https:// URL with a host (and a port that is a number)")
+    except ValueError as exc:  # urllib3's own URL parsing ("Invalid IPv6 URL", a bad port) in some versions
+        transfer.error = UsageError(f"{redact(url)}: not a URL provision can fetch ({exc})",
+                                    "give an http:// or https:// URL with a host (and a port that is a number)")
+    except BaseException as exc:  # noqa: BLE001 - an IndexError_ of the bound, an OSError of the sink: the caller's
+        transfer.error = exc
+    finally:
+        transfer.done.set()
+
+
+def _body(response: Any, url: str, limit: int, sink: Callable[[bytes], None] | None, transfer: _Transfer) -> bytes:
+    """The body, read as it arrives (read1: whatever the socket has, so the deadline is looked at often) and
+    never past `limit` bytes."""
+    declared = response.headers.get("Content-Length", "")
+    if declared.isdigit() and int(declared) > limit:
+        raise _too_large(url, limit, f"it says {int(declared):,} bytes")
+    chunks: list[bytes] = []
+    while chunk := response.raw.read1(CHUNK, decode_content=True):
+        with transfer.lock:
+            if transfer.cancelled:
+                break
+            transfer.received += len(chunk)
+            if transfer.received > limit:
+                raise _too_large(url, limit, "it sent more")
+            if sink is not None:
+                sink(chunk)
+            else:
+                chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _too_large(url: str, limit: int, why: str) -> IndexError_:
+    return IndexError_(f"{redact(url)}: larger than the {limit:,} bytes provision reads of it ({why}); nothing more was read",
+                       "the index serves something other than what it lists; check the URL, or use a mirror")
+
+
 def project_files(index_url: str, project: str) -> list[IndexFile]:
     """Return the files an index lists for `project`; an empty list when it has no such project (404)."""
     url = index_url.rstrip("/") + f"/{canonicalize_name(project)}/"
-    response = get(url, accept=f"{JSON_TYPE}, text/html;q=0.1")
+    response = get(url, accept=f"{JSON_TYPE}, text/html;q=0.1", what="the page")
     if response.status_code == 404:
         return []
     if response.status_code >= 400:
         raise IndexError_(f"{redact(url)}: HTTP {response.status_code}", "check the index URL and its credentials")
     if response.headers.get("Content-Type", "").startswith(JSON_TYPE):
-        return [
-            IndexFile(filename=f["filename"], url=urljoin(url, f["url"]), sha256=(f.get("hashes") or {}).get("sha256"),
-                      core_metadata=_core_metadata(f.get("core-metadata", f.get("data-dist-info-metadata", False))))
-            for f in response.json().get("files", [])
-        ]
+        return _json_files(url, response.content)
     parser = _Links()
     parser.feed(response.text)
     files = []
@@ -180,18 +298,50 @@ def project_files(index_url: str, project: str) -> list[IndexFile]:
     return files
 
 
+def _json_files(url: str, content: bytes) -> list[IndexFile]:
+    """The files of a PEP 691 page; a page of another shape is an IndexError_ naming it, whatever it holds."""
+    import json
+
+    try:
+        page = json.loads(content)
+    except (ValueError, RecursionError) as exc:
+        raise _bad_page(url, f"not JSON ({type(exc).__name__})") from None
+    listed = page.get("files") if isinstance(page, dict) else None
+    if not isinstance(listed, list):
+        raise _bad_page(url, "no list of files")
+    files = []
+    for entry in listed:
+        if not isinstance(entry, dict) or not isinstance(entry.get("filename"), str) or not isinstance(entry.get("url"), str):
+            raise _bad_page(url, "a file without a filename and url")
+        hashes = entry.get("hashes")
+        sha256 = hashes.get("sha256") if isinstance(hashes, dict) else None
+        size = entry.get("size")
+        files.append(IndexFile(filename=entry["filename"], url=urljoin(url, entry["url"]),
+                               sha256=sha256 if isinstance(sha256, str) else None,
+                               core_metadata=_core_metadata(entry.get("core-metadata", entry.get("data-dist-info-metadata", False))),
+                               size=size if isinstance(size, int) and not isinstance(size, bool) and size >= 0 else None))
+    return files
+
+
+def _bad_page(url: str, why: str) -> IndexError_:
+    return IndexError_(f"{redact(url)}: not a PEP 691 project page ({why})", "check the index URL; report it to the index's operators")
+
+
 def download(url: str, sink: BinaryIO | None = None, *, sha256: str | None = None, expected_from: str = "the index's",
-             hint: str = "check the index") -> str:
+             hint: str = "check the index", size: int | None = None) -> str:
     """Stream `url` into `sink` (or nowhere) and return its sha256; a file whose sha256 is not `sha256` is an error
-    that names both (`expected_from` says whose: "the lock's", "the index's")."""
-    response = get(url, stream=True)
-    if response.status_code >= 400:
-        raise IndexError_(f"{redact(url)}: HTTP {response.status_code}", hint)
+    that names both (`expected_from` says whose: "the lock's", "the index's"). No more than `size` bytes are read
+    where the size is known (the lock's, the index's), else no more than DOWNLOAD_LIMIT."""
     digest = hashlib.sha256()
-    for chunk in response.iter_content(1 << 20):
+
+    def take(chunk: bytes) -> None:
         digest.update(chunk)
         if sink is not None:
             sink.write(chunk)
+
+    response = get(url, sink=take, limit=DOWNLOAD_LIMIT if size is None else size, what="the file")
+    if response.status_code >= 400:
+        raise IndexError_(f"{redact(url)}: HTTP {response.status_code}", hint)
     found = digest.hexdigest()
     if sha256 and found != sha256:
         raise IndexError_(f"{redact(url)}: sha256 {found[:16]}... is not {expected_from} {sha256[:16]}...", hint)

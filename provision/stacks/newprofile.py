@@ -117,13 +117,13 @@ def new(name: str, source: str, *, cuda: str = "13.0", python: str = "3.12", out
     registry = chosen_default or default_index()
     files = index.project_files(registry, SERVING)
     version, wheel = _release(files, requirement, python, registry)
-    meta, how = wheelmeta.metadata(wheel.url, core_metadata=wheel.core_metadata, sha256=wheel.sha256)
+    meta, how = wheelmeta.metadata(wheel.url, core_metadata=wheel.core_metadata, sha256=wheel.sha256, size=wheel.size)
     tag = cuda_tag(cuda)
     indexes = {n: overrides.get(n, url.format(tag=tag)) for n, url in CUDA_INDEXES.items()}
     result = NewProfile(name=name, path=path, serving=f"sglang {version}", cuda=cuda, python=python,
                         metadata_from=how, wheel=wheel.filename, indexes=indexes)
     serving = f"sglang {version}"
-    stack = _pins(meta.requires_dist or [], python, serving)
+    stack = _pins(meta.requires_dist or [], python, serving, wheel.url)
     torch = next((p for p in stack if p.name == "torch"), None)
     if torch is None:
         raise ProfileError(f"sglang {version}: its metadata pins no torch", "choose a release that pins torch (sglang 0.4 and later)")
@@ -211,18 +211,29 @@ def _best_wheel(files: list[index.IndexFile], python: str) -> index.IndexFile:
     return max(files, key=score)
 
 
-def _pins(requires: list[Requirement], python: str, serving: str) -> list[Pin]:
+def _pins(requires: list[Requirement], python: str, serving: str, url: str) -> list[Pin]:
     environment = {"python_version": python, "python_full_version": f"{python}.0", "sys_platform": "linux",
                    "platform_system": "Linux", "platform_machine": host_platform.machine(), "os_name": "posix",
                    "implementation_name": "cpython", "platform_python_implementation": "CPython", "extra": ""}
     pins: dict[str, Pin] = {}
     for requirement in requires:
         name = str(canonicalize_name(requirement.name))
-        if name not in STACK or (requirement.marker and not requirement.marker.evaluate(environment)):
+        if name not in STACK or (requirement.marker and not _holds(requirement, environment, url)):
             continue
         pins[name] = Pin(name=name, version=str(requirement.specifier), extras=tuple(sorted(requirement.extras)),
                          index=BINDING.get(name, "default"), why=f"{serving} Requires-Dist: {requirement}")
     return [pins[n] for n in STACK if n in pins]
+
+
+def _holds(requirement: Requirement, environment: dict[str, str], url: str) -> bool:
+    """Whether the requirement's marker holds on the target; a marker that cannot be evaluated (a version compared
+    with `x`) is an IndexError_ naming the wheel, not a traceback."""
+    assert requirement.marker is not None
+    try:
+        return requirement.marker.evaluate(environment)
+    except (ValueError, TypeError, LookupError) as exc:  # InvalidVersion, UndefinedComparison, UndefinedEnvironmentName
+        raise IndexError_(f"{index.redact(url)}: Requires-Dist {str(requirement)[:200]!r}: its marker cannot be evaluated ({exc})"[:400],
+                          "report it to the package's maintainers; choose another release") from None
 
 
 def _check_cuda(serving: str, cuda: str, stack: list[Pin], torch: Pin, toolkit: str | None) -> None:
@@ -310,12 +321,12 @@ def _compiler(registry: str, cuda: str, torch: Pin, pinned: str | None, left_out
 def _torch_toolkit(registry: str, torch: Pin, python: str) -> str | None:
     """The cuda-toolkit version the registry's torch wheel of the pinned release requires, if it says."""
     wanted = [s.version for s in Requirement(f"torch{torch.version}").specifier if s.operator == "=="]
-    wheels = [f for f in index.project_files(registry, "torch") if f.filename.endswith(".whl")
-              and wanted and f.filename.split("-")[1] == wanted[0] and "manylinux" in f.filename]
+    wheels = [f for f in index.project_files(registry, "torch") if f.filename.endswith(".whl") and "manylinux" in f.filename
+              and wanted and _version_of(f.filename) == wanted[0]]
     if not wheels:
         return None
     wheel = _best_wheel(wheels, python)
-    meta, _ = wheelmeta.metadata(wheel.url, core_metadata=wheel.core_metadata, sha256=wheel.sha256)
+    meta, _ = wheelmeta.metadata(wheel.url, core_metadata=wheel.core_metadata, sha256=wheel.sha256, size=wheel.size)
     for requirement in meta.requires_dist or []:
         pins = [s.version for s in requirement.specifier if s.operator == "=="]
         if canonicalize_name(requirement.name) == "cuda-toolkit" and pins:

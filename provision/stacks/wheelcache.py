@@ -74,8 +74,10 @@ class _Counting:
         return self.handle.write(data)  # type: ignore[attr-defined, no-any-return]
 
 
-def fetch(url: str, sha256: str, filename: str, *, hint: str, progress: Callable[[str], None] = lambda _: None) -> Path:
-    """The wheel at `url`, from the cache or downloaded into it (its sha256 checked against `sha256`, the lock's)."""
+def fetch(url: str, sha256: str, filename: str, *, hint: str, size: int | None = None,
+          progress: Callable[[str], None] = lambda _: None) -> Path:
+    """The wheel at `url`, from the cache or downloaded into it (its sha256 checked against `sha256`, the lock's;
+    no more than `size` bytes read, the lock's, where it gives one)."""
     found = cached(sha256, filename)
     if found:
         return found
@@ -87,7 +89,7 @@ def fetch(url: str, sha256: str, filename: str, *, hint: str, progress: Callable
         partial = Path(work) / filename
         with open(partial, "wb") as handle:
             sink = _Counting(handle, filename, progress)
-            index.download(url, sink, sha256=sha256, expected_from="the lock's", hint=hint)  # type: ignore[arg-type]
+            index.download(url, sink, sha256=sha256, expected_from="the lock's", hint=hint, size=size)  # type: ignore[arg-type]
         (Path(work) / "checked").write_text(json.dumps(_stamp(partial)))
         try:
             os.rename(work, place)  # whole or not at all; a concurrent fetch of the same wheel may have won

@@ -1,13 +1,16 @@
 """A wheel's METADATA from its index without installing it: the PEP 658 `.metadata` file where the index serves one,
 else the METADATA member read out of the remote zip with HTTP range requests (the central directory and one member,
-a few hundred KiB of a 40 MB wheel), else the whole wheel, streamed. All through requests, with the index's timeout."""
+a few hundred KiB of a 40 MB wheel), else the whole wheel, streamed. All through `index.get`: every request within
+its deadline and byte bound, the METADATA read no further than METADATA_LIMIT and parsed only as far as its headers."""
 
 from __future__ import annotations
 
 import hashlib
 import io
+import re
 import tempfile
 import zipfile
+import zlib
 from typing import IO, Any
 
 from packaging.metadata import Metadata
@@ -16,6 +19,9 @@ from provision.errors import IndexError_
 from provision.stacks import index
 
 BLOCK = 256 * 1024  # one range request: the zip's tail usually holds the whole central directory
+METADATA_LIMIT = 16 << 20  # a METADATA, long description and all (the largest real ones are a few hundred KiB)
+RECORD_LIMIT = 64 << 20  # a RECORD (torch's, among the largest, is a few MB)
+RANGE_LIMIT = 64 << 20  # bytes fetched by range requests before reading the wheel whole is cheaper
 
 
 class RangeFile(io.RawIOBase):
@@ -59,8 +65,11 @@ class RangeFile(io.RawIOBase):
 
     def _block(self, start: int) -> bytes:
         if start not in self.blocks:
+            if len(self.blocks) * BLOCK >= RANGE_LIMIT:
+                raise _NoRanges(f"more than {RANGE_LIMIT:,} bytes by range requests")
             end = min(self.size, start + BLOCK) - 1
-            response = index.get(self.url, headers={"Range": f"bytes={start}-{end}", "Accept-Encoding": "identity"})
+            response = index.get(self.url, headers={"Range": f"bytes={start}-{end}", "Accept-Encoding": "identity"},
+                                 limit=BLOCK, bodies=(206,), what="the range")
             if response.status_code != 206:
                 raise _NoRanges(f"HTTP {response.status_code} to a range request")
             self.requests += 1
@@ -72,56 +81,90 @@ class _NoRanges(Exception):
     pass
 
 
-def metadata(url: str, *, core_metadata: bool | dict[str, str] = False, sha256: str | None = None) -> tuple[Metadata, str]:
-    """Return the wheel's core metadata and how it was read: "pep658", "range" or "download"."""
+def metadata(url: str, *, core_metadata: bool | dict[str, str] = False, sha256: str | None = None,
+             size: int | None = None) -> tuple[Metadata, str]:
+    """Return the wheel's core metadata and how it was read: "pep658", "range" or "download" (no more than `size`
+    bytes, the index's, else what the server says, else index.DOWNLOAD_LIMIT)."""
     if core_metadata:
-        response = index.get(url + ".metadata")
+        response = index.get(url + ".metadata", limit=METADATA_LIMIT, what="the metadata")
         if response.status_code == 200:
             expected = core_metadata.get("sha256") if isinstance(core_metadata, dict) else None
             if expected and hashlib.sha256(response.content).hexdigest() != expected:
                 raise IndexError_(f"{index.redact(url)}.metadata: its sha256 does not match the index", "the index is inconsistent; retry or use a mirror")
             return _parse(response.content, url), "pep658"
     head = index.get(url, method="HEAD", headers={"Accept-Encoding": "identity"})
-    size = int(head.headers.get("Content-Length") or 0)
-    if head.status_code < 400 and size and head.headers.get("Accept-Ranges", "").lower() == "bytes":
+    length = head.headers.get("Content-Length") or ""
+    length_said = int(length) if length.isdigit() and head.status_code < 400 else 0
+    if length_said and head.headers.get("Accept-Ranges", "").lower() == "bytes":
         try:
-            return _parse(_member(io.BufferedReader(RangeFile(url, size), BLOCK)), url), "range"
+            return _parse(_member(io.BufferedReader(RangeFile(url, length_said), BLOCK)), url), "range"
         except (_NoRanges, zipfile.BadZipFile):
             pass
     with tempfile.TemporaryFile() as spool:
-        index.download(url, spool, sha256=sha256, hint="check the index and the version; retry if the file changed")
+        index.download(url, spool, sha256=sha256, hint="check the index and the version; retry if the file changed",
+                       size=size or length_said or None)
         spool.seek(0)
-        return _parse(_member(spool), url), "download"
+        try:
+            return _parse(_member(spool), url), "download"
+        except zipfile.BadZipFile as exc:
+            raise IndexError_(f"{index.redact(url)}: not a wheel with a METADATA ({_one_line(str(exc))})",
+                              "the index serves something other than a wheel there; report it, or use a mirror") from None
 
 
 def record(url: str) -> bytes | None:
     """The wheel's .dist-info/RECORD read by HTTP range requests (the zip's directory and that member); None where
-    the index does not answer range requests (the whole wheel is never downloaded for it)."""
+    the index does not answer range requests (the whole wheel is never downloaded for it), or it is larger than
+    RECORD_LIMIT."""
     head = index.get(url, method="HEAD", headers={"Accept-Encoding": "identity"})
-    size = int(head.headers.get("Content-Length") or 0)
+    length = head.headers.get("Content-Length") or ""
+    size = int(length) if length.isdigit() else 0
     if head.status_code >= 400 or not size or head.headers.get("Accept-Ranges", "").lower() != "bytes":
         return None
     try:
-        return _member(io.BufferedReader(RangeFile(url, size), BLOCK), "RECORD")
+        return _member(io.BufferedReader(RangeFile(url, size), BLOCK), "RECORD", RECORD_LIMIT)
     except (_NoRanges, zipfile.BadZipFile):
         return None
 
 
-def _member(stream: IO[bytes] | io.BufferedReader, member: str = "METADATA") -> bytes:
+def _member(stream: IO[bytes] | io.BufferedReader, member: str = "METADATA", limit: int = METADATA_LIMIT) -> bytes:
+    """The wheel's .dist-info/`member`, read no further than `limit`; BadZipFile for any damage, or a larger one."""
     try:
         with zipfile.ZipFile(stream) as wheel:
-            names = [n for n in wheel.namelist() if n.count("/") == 1 and n.endswith(f".dist-info/{member}")]
+            names = [i for i in wheel.infolist() if i.filename.count("/") == 1 and i.filename.endswith(f".dist-info/{member}")]
             if not names:
                 raise zipfile.BadZipFile(f"no .dist-info/{member}")
-            return wheel.read(names[0])
+            with wheel.open(names[0]) as opened:
+                data = opened.read(limit + 1)
     except zipfile.BadZipFile:
         raise
-    except (OSError, ValueError) as exc:
-        raise zipfile.BadZipFile(str(exc)) from exc
+    except (OSError, ValueError, EOFError, NotImplementedError, zlib.error) as exc:
+        raise zipfile.BadZipFile(f"{type(exc).__name__}: {exc}") from exc
+    if len(data) > limit:
+        raise zipfile.BadZipFile(f"its {member} is larger than {limit:,} bytes")
+    return data
 
 
 def _parse(raw: bytes, url: str) -> Metadata:
+    """The METADATA's header fields (the long description after them is never parsed), Requires-Dist checked
+    here: a requirement that does not parse is an IndexError_ naming the URL, not a traceback later."""
+    if len(raw) > METADATA_LIMIT:
+        raise IndexError_(f"{index.redact(url)}: its METADATA is larger than {METADATA_LIMIT:,} bytes", "report it to the package's maintainers")
+    head = re.split(rb"\r?\n\r?\n", raw, maxsplit=1)[0] + b"\n"
     try:
-        return Metadata.from_email(raw, validate=False)
-    except Exception as exc:  # packaging raises an ExceptionGroup of what it could not read
-        raise IndexError_(f"{index.redact(url)}: its METADATA cannot be read ({exc})", "report it to the package's maintainers") from exc
+        meta = Metadata.from_email(head, validate=False)
+        meta.requires_dist  # noqa: B018 - parsed now (and kept by packaging), so that a bad one is named here
+    except Exception as exc:  # noqa: BLE001 - packaging raises an ExceptionGroup of what it could not read
+        raise IndexError_(f"{index.redact(url)}: its METADATA cannot be read ({_one_line(_reason(exc))})",
+                          "report it to the package's maintainers; choose another release") from None
+    return meta
+
+
+def _reason(exc: BaseException) -> str:
+    inner = getattr(exc, "exceptions", None)
+    return str(inner[0]) if inner else str(exc)
+
+
+def _one_line(text: str) -> str:
+    """`text` on one line, control characters shown as escapes, at most 200 characters."""
+    shown = re.sub(r"[\x00-\x1f\x7f]", lambda m: f"\\x{ord(m.group()):02x}", text)
+    return shown if len(shown) <= 200 else shown[:199] + "…"
