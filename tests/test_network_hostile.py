@@ -60,8 +60,8 @@ def spool_dir(tmp_path: Path) -> Path:
 
 def one_line_naming(done: subprocess.CompletedProcess[str], url: str, code: int = 5) -> None:
     assert done.returncode == code, done.stderr
-    lines = done.stderr.strip().splitlines()
-    assert len(lines) == 2 and lines[0].startswith("error: ") and url in lines[0], done.stderr
+    lines = [line for line in done.stderr.strip().splitlines() if not line.startswith("... ")]  # progress lines aside
+    assert len(lines) == 2 and lines[0].startswith("error: ") and url in lines[0] and lines[1].startswith("hint: "), done.stderr
     assert "Traceback" not in done.stderr
 
 
@@ -192,9 +192,10 @@ def test_report_lock_fetches_within_the_deadline_and_the_locks_size(provision_bi
     done = subprocess.run([provision_bin, "report", "--lock", str(lock), "--machine", str(ROOT / "docs/machines/h200.probe.json")],
                           capture_output=True, text=True, timeout=60,
                           env={**os.environ, "PROVISION_HTTP_TIMEOUT": DEADLINE, "UV_CACHE_DIR": str(tmp_path / "cache"),
-                               "TMPDIR": str(spool_dir(tmp_path))})
+                               "TMPDIR": str(spool_dir(tmp_path)), "XDG_CACHE_HOME": str(tmp_path / "xdg")})
     one_line_naming(done, f"127.0.0.1:{hostile.port}{path}")
     assert time.monotonic() - started < 15
     assert ("larger than" if how == "endless" else "within") in done.stderr
     assert hostile.sent.get(path, 0) < 64 << 20
     assert not any(spool_dir(tmp_path).iterdir())
+    assert not [p for p in (tmp_path / "xdg").rglob("*") if p.is_file()]  # nothing partial kept in the wheel cache
