@@ -345,6 +345,15 @@ def description(result: NewProfile) -> str:
     return text + (f"; left out: {', '.join(x['name'] for x in result.left_out)}" if result.left_out else "")
 
 
+def _version_of(filename: str) -> str | None:
+    """The version a wheel's file name carries as written (`2.9.0+cu130`); None for a name that is not a wheel's."""
+    try:
+        parse_wheel_filename(filename)
+    except (ValueError, InvalidVersion):
+        return None
+    return filename.split("-")[1]
+
+
 def render(result: NewProfile, default_url: str | None) -> str:
     doc = tomlkit.document()
     doc.add(tomlkit.comment(f"Written by `provision profiles new {result.name} --from {result.serving.replace(' ', '==')} --cuda {result.cuda}`"))
