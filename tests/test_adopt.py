@@ -130,3 +130,19 @@ def test_adopt_with_no_index_reachable_says_so_and_lock_env_locks_it_later(
     assert setup.json("restore", "new", "--dry-run")["drift_before"]["lock"] == locked["lock"]
     again = setup("lock", "--env", "old", index=served.url)
     assert "1 of 1 distributions matched" in again.stdout
+
+
+def test_a_lock_whose_unmatched_list_is_not_a_list_is_read_as_listing_none(tmp_path: Path, index_server, provision_bin: str) -> None:
+    import tomlkit
+
+    served = index_server.index("main")
+    served.add("alpha", "1.0")
+    setup = Setup(tmp_path, provision_bin)
+    setup.build(served.url, "alpha==1.0")
+    lock = Path(setup.json("adopt", "old", str(setup.venv), index=served.url)["lock"])
+    document = tomlkit.parse(lock.read_text())
+    document["tool"]["provision"]["unmatched"] = 5  # type: ignore[index]
+    lock.write_text(tomlkit.dumps(document))
+    (result,) = setup.json("check", "old", "--only", "drift")["checks"]
+    assert result["status"] == "pass"
+    assert setup.json("restore", "old", "--dry-run")["not_restorable"] == []

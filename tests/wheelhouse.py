@@ -160,7 +160,7 @@ class IndexServer:
     @staticmethod
     def _send_range(request: http.server.BaseHTTPRequestHandler, data: bytes, wanted: str, *, body: bool) -> None:
         first, _, last = wanted.removeprefix("bytes=").partition("-")
-        start = len(data) - int(last) if not first else int(first)
+        start = max(0, len(data) - int(last)) if not first else int(first)  # a suffix longer than the file: all of it
         end = len(data) - 1 if not first or not last else min(int(last), len(data) - 1)
         request.send_response(206)
         request.send_header("Content-Type", "application/octet-stream")

@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import os
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +26,11 @@ from provision.envs.home import Home, site_packages
 from provision.errors import EnvError, ProvisionError
 from provision.stacks.match import MatchResult
 from provision.stacks.profiles import DEFAULT_INDEX, Profile
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
 
 LOCK_NAME = "pylock.adopted.toml"  # in the build folder (uv takes pylock.<name>.toml)
 Progress = Callable[[str], None]
@@ -85,32 +91,20 @@ def lock_env(home: Home, name: str, profile: Profile | None, progress: Progress 
 
 def render(result: MatchResult, *, name: str, venv: Path, profile: Profile | None) -> str:
     """The PEP 751 lock of what matched, bound to the environment, with what did not under [tool.provision]."""
-    doc = tomlkit.document()
-    doc["lock-version"] = "1.0"
-    doc["created-by"] = "provision adopt"
-    packages = tomlkit.aot()
-    for m in result.matched:
-        package = tomlkit.table()
-        package.update({"name": m.name, "version": m.version, "index": m.index_url})
-        wheels = tomlkit.aot()
-        wheel = tomlkit.table()
-        wheel.update({"name": m.filename, "url": m.url, "hashes": {"sha256": m.sha256}})
-        wheels.append(wheel)
-        package["wheels"] = wheels
-        packages.append(package)
-    doc["packages"] = packages
-    doc["tool"] = {"provision": {
+    packages = [{"name": m.name, "version": m.version, "index": m.index_url,
+                 "wheels": [{"name": m.filename, "url": m.url, "hashes": {"sha256": m.sha256}}]} for m in result.matched]
+    raw: dict[str, Any] = {"lock-version": "1.0", "created-by": "provision adopt", "packages": packages, "tool": {"provision": {
         "environment": name, "venv": str(venv), "adopted": True,
         "profile": profile.name if profile else "", "profile_hash": profile.content_hash if profile else "",
         "indexes": result.indexes, "unreachable": result.unreachable,
         "unmatched": [u.to_dict() for u in result.unmatched],
         "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "provision_version": __version__,
-    }}
-    text = tomlkit.dumps(doc)
+    }}}
+    text = tomlkit.dumps(raw)  # from plain data: a tomlkit document built item by item costs seconds for 200 packages
     try:
-        Pylock.from_dict(tomlkit.loads(text).unwrap()).validate()
-    except (PylockValidationError, InvalidVersion) as exc:
+        Pylock.from_dict(tomllib.loads(text)).validate()  # what is written is read back as PEP 751
+    except (tomllib.TOMLDecodeError, PylockValidationError, InvalidVersion) as exc:
         raise EnvError(f"the lock of {name} would not be PEP 751: {exc}", "report this with the venv's distribution list") from exc
     header = f"# PEP 751 lock of the adopted environment {name!r} ({venv}), written by provision {__version__}.\n" \
              f"# Rebuild: provision lock --env {name}\n"
@@ -120,7 +114,8 @@ def render(result: MatchResult, *, name: str, venv: Path, profile: Profile | Non
 def unmatched_names(tool: dict[str, Any]) -> dict[str, str]:
     """name -> version of the distributions a lock lists as matching no wheel (an adopted environment's)."""
     found = {}
-    for entry in tool.get("unmatched") or []:
+    listed = tool.get("unmatched")
+    for entry in listed if isinstance(listed, list) else []:
         if isinstance(entry, dict) and isinstance(entry.get("name"), str):
             found[entry["name"]] = str(entry.get("version") or "")
     return found

@@ -340,7 +340,8 @@ def _against_lock(venv: Path, installed: dict[str, Installed], lock_path: Path) 
             if other:
                 findings.append(Finding(kind="other-source", distribution=name, path=dist.info.name, expected=other[0], found=other[1]))
     # an adopted environment's distributions that matched no wheel: in its lock by name and version only
-    for entry in tool.get("unmatched") or []:
+    listed = tool.get("unmatched")
+    for entry in listed if isinstance(listed, list) else []:
         name, want = (str(entry.get("name") or ""), str(entry.get("version") or "")) if isinstance(entry, dict) else ("", "")
         dist = installed.get(name)
         if not name or name in locked_names:

@@ -242,7 +242,8 @@ def match(site: Path, venv: Path, indexes: dict[str, str], *, bound: dict[str, s
 
 
 def _candidates(dist: Installed, files: list[index.IndexFile]) -> list[index.IndexFile]:
-    """The wheels of exactly this name, version and tags."""
+    """The wheels of this name and version whose tags the installed WHEEL file names (some of them: a repaired wheel's
+    WHEEL may list fewer than its name does); the RECORD then decides."""
     try:
         version = Version(dist.version)
     except InvalidVersion:
@@ -253,7 +254,7 @@ def _candidates(dist: Installed, files: list[index.IndexFile]) -> list[index.Ind
             name, wheel_version, _, wheel_tags = parse_wheel_filename(file.filename)
         except InvalidWheelFilename:
             continue
-        if name == dist.name and wheel_version == version and (not dist.tags or {str(t) for t in wheel_tags} == dist.tags):
+        if name == dist.name and wheel_version == version and (not dist.tags or not dist.tags.isdisjoint(str(t) for t in wheel_tags)):
             found.append(file)
     return found
 
@@ -306,17 +307,44 @@ def _record(file: index.IndexFile, cached: uvcache.CachedWheel | None, dist: Ins
     installed_metadata = dist.files.get(f"{dist.info.name}/METADATA", "")
     if metadata_hash and installed_metadata.startswith("sha256=") and _hex(installed_metadata) != metadata_hash:
         return None, "METADATA differs (PEP 658)"
-    head = index.get(file.url, method="HEAD", headers={"Accept-Encoding": "identity"})
-    size = int(head.headers.get("Content-Length") or 0)
-    if head.status_code < 400 and size and head.headers.get("Accept-Ranges", "").lower() == "bytes":
+    tail = _Tail.open(file.url)
+    if tail is not None:
         try:
-            return _member(io.BufferedReader(wheelmeta.RangeFile(file.url, size), wheelmeta.BLOCK)), "range"
-        except (wheelmeta._NoRanges, zipfile.BadZipFile):  # the server would not: read it whole
+            return _member(io.BufferedReader(tail, wheelmeta.BLOCK)), "range"
+        except (wheelmeta._NoRanges, zipfile.BadZipFile):  # the server would not after all: read it whole
             pass
     with tempfile.TemporaryFile() as spool:
         index.download(file.url, spool, sha256=file.sha256, hint="check the index; retry if the file changed")
         spool.seek(0)
         return _member(spool), "download"
+
+
+
+class _Tail(wheelmeta.RangeFile):
+    """A remote wheel read by range requests, opened by one request for its last block (`bytes=-N`, whose answer
+    also gives the size): a small wheel's RECORD and central directory are all in it, so no HEAD is needed."""
+
+    @classmethod
+    def open(cls, url: str) -> _Tail | None:
+        response = index.get(url, headers={"Range": f"bytes=-{wheelmeta.BLOCK}", "Accept-Encoding": "identity"})
+        total = response.headers.get("Content-Range", "").rpartition("/")[2]
+        if response.status_code != 206 or not total.isdigit():
+            return None
+        tail = cls(url, int(total))
+        tail.tail_start, tail.tail = int(total) - len(response.content), response.content
+        return tail
+
+    tail_start: int = 0
+    tail: bytes = b""
+
+    def readinto(self, buffer: Any) -> int:
+        if self.position < self.tail_start:
+            return super().readinto(buffer)  # aligned blocks from the server: the same bytes where they reach the tail
+        view = memoryview(buffer).cast("B")
+        data = self.tail[self.position - self.tail_start : self.position - self.tail_start + len(view)]
+        view[: len(data)] = data
+        self.position += len(data)
+        return len(data)
 
 
 def _hex(record_hash: str) -> str:

@@ -8,6 +8,7 @@ import errno
 import os
 import platform as host_platform
 import re
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -74,7 +75,9 @@ class NewProfile:
 def default_index() -> str:
     """The registry uv uses by default (UV_DEFAULT_INDEX, uv.toml ... or its built-in), as uv itself reports it."""
     empty = Path(os.devnull)
-    done = uvtool.run(["pip", "compile", str(empty), "--emit-index-url", "--no-header", "--quiet"], timeout=60)
+    # --python: this interpreter, so that uv does not look through every Python on the machine (1.5 s of 1.7 here)
+    done = uvtool.run(["pip", "compile", str(empty), "--emit-index-url", "--no-header", "--quiet", "--python", sys.executable],
+                      timeout=60)
     for line in done.stdout.splitlines():
         if line.startswith(("--index-url ", "--default-index ")):
             return line.split(maxsplit=1)[1].strip()

@@ -1,0 +1,127 @@
+"""`provision adopt`'s lookup (every installed distribution matched to its wheel by RECORD) on a venv of the size of
+the SGLang stack, beside what a user would run instead to get a lock of the same pins: `uv pip freeze` and then
+`uv pip compile --format pylock.toml` of what it printed. Same venv, same index, same run.
+
+    python scripts/bench_adopt.py [--dists 200] [--files 30] [--runs 3] [--delay 0.02] [--json OUT]
+
+A synthetic index (tests/wheelhouse.py: PEP 691 JSON, PEP 658 metadata, range requests) is served on 127.0.0.1 with
+`--delay` seconds before each answer (a remote index's round trip); the venv is built from it by uv. Cold: an empty
+uv cache for both tools (adopt reads each wheel's RECORD by range requests, uv fetches each page and metadata file);
+warm: the uv cache the venv was built with (adopt reads the RECORDs there; uv revalidates its pages).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT))
+
+from wheelhouse import IndexServer  # noqa: E402
+
+from provision.stacks import uvtool  # noqa: E402
+
+
+def provision_binary() -> str:
+    found = shutil.which("provision", path=os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""))
+    if not found:
+        raise SystemExit("provision is not installed in this Python: pip install -e .")
+    return found
+
+
+def timed(argv: list[str], env: dict[str, str], cwd: Path | None = None) -> tuple[float, subprocess.CompletedProcess[str]]:
+    start = time.perf_counter()
+    done = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=cwd, timeout=1800)
+    seconds = time.perf_counter() - start
+    if done.returncode != 0:
+        raise SystemExit(f"{' '.join(argv)} failed ({done.returncode}): {done.stderr[-2000:]}")
+    return seconds, done
+
+
+def summary(values: list[float]) -> dict[str, float]:
+    return {"median_s": round(statistics.median(values), 3), "min_s": round(min(values), 3)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--dists", type=int, default=200)
+    parser.add_argument("--files", type=int, default=30, help="files per wheel")
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--delay", type=float, default=0.02, help="seconds the index waits before each answer")
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args()
+    provision = provision_binary()
+    uv = uvtool.binary()
+    base = Path(tempfile.mkdtemp(prefix="bench-adopt-"))
+    server = IndexServer(base / "indexes")
+    try:
+        served = server.index("bench")
+        served.pep658 = served.ranges = True
+        names = [f"bench-pkg-{n:03d}" for n in range(args.dists)]
+        for name in names:
+            module = name.replace("-", "_")
+            served.add(name, "1.0", files={f"{module}/part_{i}.py": (f"# {name} {i}\n" + "x = 1\n" * 200).encode()
+                                           for i in range(args.files)})
+        venv = base / "venv"
+        built_cache = base / "uv-cache-built"
+        env = {**os.environ, "UV_CACHE_DIR": str(built_cache)}
+        env.pop("UV_LINK_MODE", None)
+        subprocess.run([uv, "venv", str(venv), "--python", sys.executable, "--quiet"], check=True, env=env)
+        subprocess.run([uv, "pip", "install", "--python", str(venv / "bin" / "python"), "--quiet", "--default-index",
+                        served.url, *[f"{n}==1.0" for n in names]], check=True, env=env)
+        served.delay = args.delay
+        results: dict[str, Any] = {"distributions": args.dists, "files_per_wheel": args.files, "index_delay_s": args.delay,
+                                   "runs": args.runs, "python": sys.version.split()[0]}
+        for state in ("cold", "warm"):
+            adopt_wall, adopt_lookup, freeze_s, compile_s, both = [], [], [], [], []
+            requests = {}
+            for run in range(args.runs):
+                cache = built_cache if state == "warm" else base / f"uv-cache-empty-{state}-{run}"
+                cache_uv = base / f"uv-cache-empty-uv-{run}" if state == "cold" else built_cache
+                variables = {**env, "UV_CACHE_DIR": str(cache), "PROVISION_HOME": str(base / f"home-{state}-{run}"),
+                             "PROVISION_INDEX_DEFAULT": served.url}
+                before = len(served.requests)
+                seconds, done = timed([provision, "adopt", "bench", str(venv), "--json"], variables)
+                document = json.loads(done.stdout)
+                assert len(document["matched"]) == args.dists, document["unmatched"][:3]
+                requests = {"adopt_requests": len(served.requests) - before, "records": document["records"]}
+                adopt_wall.append(seconds)
+                adopt_lookup.append(float(document["seconds"]))
+                uv_env = {**env, "UV_CACHE_DIR": str(cache_uv)}
+                work = base / f"compile-{state}-{run}"
+                work.mkdir()
+                freeze, frozen = timed([uv, "pip", "freeze", "--python", str(venv / "bin" / "python")], uv_env)
+                (work / "requirements.txt").write_text(frozen.stdout)
+                before = len(served.requests)
+                compiled, _ = timed([uv, "pip", "compile", "requirements.txt", "--format", "pylock.toml", "-o", "pylock.toml",
+                                     "--default-index", served.url, "--python", str(venv / "bin" / "python"), "--quiet",
+                                     "--no-header"], uv_env, cwd=work)
+                requests["uv_compile_requests"] = len(served.requests) - before
+                freeze_s.append(freeze)
+                compile_s.append(compiled)
+                both.append(freeze + compiled)
+            results[state] = {"provision_adopt_process": summary(adopt_wall), "provision_adopt_lookup": summary(adopt_lookup),
+                              "uv_pip_freeze": summary(freeze_s), "uv_pip_compile": summary(compile_s),
+                              "uv_freeze_plus_compile": summary(both), **requests}
+    finally:
+        server.close()
+        shutil.rmtree(base, ignore_errors=True)
+    text = json.dumps(results, indent=2)
+    print(text)
+    if args.json:
+        args.json.write_text(text + "\n")
+
+
+if __name__ == "__main__":
+    main()
