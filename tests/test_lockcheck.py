@@ -50,3 +50,18 @@ def test_lock_warns_of_a_shared_path_and_mixed_cuda_majors(index_server, tmp_pat
     table = subprocess.run(argv[:-1], capture_output=True, text=True, timeout=300, env=env, cwd=tmp_path)
     assert table.returncode == 0 and "warning (conflict): cuda_bindings-13.5.0" in table.stdout.replace("\n", " ")
     assert default.range_requests == before  # no RECORD read again
+
+
+def test_what_is_meant_to_sit_side_by_side_is_not_a_failure() -> None:
+    """nvidia-cutlass-dsl 4.8.0 requires its -libs-cu12 beside -libs-cu13 (SGLang 0.5.23's stack locks both), and
+    flashinfer-python 0.7.2 and torch-c-dlpack-ext 0.1.5 each ship a stray top-level build_backend.py: neither splits
+    a package. nvidia-cudnn-cu12 beside cu13 libraries still is a mix."""
+    stack = [("torch", "2.14.1"), ("cuda-bindings", "13.4.4"), ("nvidia-cutlass-dsl-libs-cu12", "4.8.0"),
+             ("nvidia-cutlass-dsl-libs-cu13", "4.8.0")]
+    assert lockcheck.cuda_mix(stack) == ""
+    assert "CUDA 12: nvidia-cudnn-cu12 9.10.2.21" in lockcheck.cuda_mix([*stack, ("nvidia-cudnn-cu12", "9.10.2.21")])
+    (loose,) = lockcheck.conflicts({"flashinfer.whl": {"build_backend.py": "sha256=a"}, "dlpack.whl": {"build_backend.py": "sha256=b"}})
+    assert loose.loose
+    (split,) = lockcheck.conflicts({"a.whl": {"build_backend.py": "sha256=a", "cuda/bindings/x.py": "sha256=1"},
+                                    "b.whl": {"build_backend.py": "sha256=b", "cuda/bindings/x.py": "sha256=2"}})
+    assert not split.loose and split.path == "cuda/bindings/x.py" and split.count == 2

@@ -262,7 +262,13 @@ def attribution(packages: list[dict[str, Any]], profile: Profile, indexes: dict[
 
     bound = {str(canonicalize_name(p.name)): p.index for p in profile.packages
              if p.index != DEFAULT_INDEX or indexes.get(DEFAULT_INDEX)}
-    named = [n for n, url in indexes.items() if n != DEFAULT_INDEX and url]
+    # an index whose URL an earlier one (or the default index) already has adds nothing to ask: each URL is read once
+    seen = {index.strip_credentials(str(indexes[DEFAULT_INDEX]))} if indexes.get(DEFAULT_INDEX) else set()
+    named = []
+    for name, url in indexes.items():
+        if name != DEFAULT_INDEX and url and index.strip_credentials(url) not in seen:
+            seen.add(index.strip_credentials(url))
+            named.append(name)
     urls = {str(canonicalize_name(p["name"])): {index.strip_credentials(w.get("url", "")) for w in _files(p)} for p in packages}
     asked = [(name, index_name) for name in urls if name not in bound for index_name in named]
 
@@ -301,9 +307,10 @@ def lock(profile: Profile, *, target: Target, overrides: dict[str, str], output:
             progress(f"{', '.join(strays)} came from a named index; resolving again with the named indexes explicit")
             raw = _resolve_explicit(folder, profile, pins, indexes, target, raw, origin)
             origin = attribution(raw.get("packages", []), profile, indexes)
+        written = (folder / "pylock.toml").read_text()  # uv's own text: kept where provision changes no package
     result = LockResult(path=output, profile=profile.name, target=target, nightly=nightly,
                         key=lock_key(profile, indexes, target))
-    document = _finish(raw, profile, indexes, origin, target, result, progress)
+    document = _finish(raw, profile, indexes, origin, target, result, progress, written)
     _check_bindings(profile, result.packages)
     _check_flashinfer(result.packages)
     result.warnings = _warnings(result.packages, progress)
@@ -347,7 +354,7 @@ def _work_folder() -> Iterator[Path]:
 
 
 def _finish(raw: dict[str, Any], profile: Profile, indexes: dict[str, str | None], origin: dict[str, str],
-            target: Target, result: LockResult, progress: Callable[[str], None]) -> str:
+            target: Target, result: LockResult, progress: Callable[[str], None], written: str = "") -> str:
     from concurrent.futures import ThreadPoolExecutor
 
     computed = []
@@ -394,7 +401,36 @@ def _finish(raw: dict[str, Any], profile: Profile, indexes: dict[str, str | None
     except (PylockValidationError, InvalidVersion) as exc:
         raise ResolveError(f"uv produced a lock that PEP 751 rejects: {exc}", "report this with the profile") from exc
     header = f"# PEP 751 lock of profile {profile.name!r}, written by provision {__version__}. Rebuild: provision lock {profile.name}\n"
-    return header + tomlkit.dumps(raw)
+    return header + _dumps(raw, written)
+
+
+def _dumps(raw: dict[str, Any], written: str) -> str:
+    """The lock as TOML: uv's own text with provision's keys put in (each package's `index`, `created-by`,
+    [tool.provision]) where that gives exactly `raw` back (tomlkit takes seconds to write two hundred packages anew),
+    else the whole document written by tomlkit."""
+    patched = _patched(raw, written)
+    return patched if patched is not None else tomlkit.dumps(raw)
+
+
+def _patched(raw: dict[str, Any], written: str) -> str | None:
+    marker = "\n[[packages]]\n"
+    blocks = written.split(marker)
+    packages = raw.get("packages", [])
+    if not written or "[tool" in written or len(blocks) != len(packages) + 1:
+        return None
+    out = [re.sub(r"^created-by = .*$", lambda _: f"created-by = {json.dumps(raw.get('created-by', ''))}", blocks[0], count=1,
+                  flags=re.MULTILINE)]
+    for package, block in zip(packages, blocks[1:], strict=True):
+        lines = block.split("\n")
+        if "index" in package and not any(line.startswith("index = ") for line in lines[:4]):
+            at = next((i + 1 for i, line in enumerate(lines[:3]) if line.startswith("version = ")), 1)
+            lines.insert(at, f"index = {json.dumps(package['index'])}")
+        out.append("\n".join(lines))
+    text = marker.join(out).rstrip("\n") + "\n\n" + tomlkit.dumps({"tool": raw.get("tool", {})})
+    try:
+        return text if tomllib.loads(text) == raw else None
+    except tomllib.TOMLDecodeError:
+        return None
 
 
 def _check_bindings(profile: Profile, packages: list[LockedPackage]) -> None:
@@ -416,17 +452,18 @@ def _warnings(packages: list[LockedPackage], progress: Callable[[str], None]) ->
 
     found = []
     first: dict[str, LockedPackage] = {}
-    for package in packages:
-        if package.file.endswith(".whl"):
-            first.setdefault(package.name, package)
+    for package in packages:  # the wheel an installer takes: a platform wheel before a pure-Python one
+        if package.file.endswith(".whl") and (package.name not in first or first[package.name].file.endswith("-none-any.whl")):
+            first[package.name] = package
     mixed = lockcheck.cuda_mix([(p.name, p.version) for p in first.values()])
     if mixed:
         found.append({"id": "cuda-mix", "reason": f"{mixed}: libraries of two CUDA majors load into one process"})
     jobs = [(p.name, p.file, p.url, p.sha256) for p in first.values()]
     records = wheelrecords.read_all(jobs, Path(uvtool.cache_dir() or "."), progress)
-    conflicts = lockcheck.conflicts({k: v for k, v in records.items() if v is not None})
+    conflicts = sorted(lockcheck.conflicts({k: v for k, v in records.items() if v is not None}), key=lambda c: c.loose)
     if conflicts:
-        found.append({"id": "conflict", "reason": conflicts[0].message() + (f"; {len(conflicts) - 1} more pairs" if len(conflicts) > 1 else "")})
+        found.append({"id": "conflict-loose" if conflicts[0].loose else "conflict",
+                      "reason": conflicts[0].message() + (f"; {len(conflicts) - 1} more pairs" if len(conflicts) > 1 else "")})
     unread = sorted(k for k, v in records.items() if v is None)
     if unread:
         found.append({"id": "conflict-unread", "reason": f"the RECORD of {len(unread)} wheels could not be read without downloading them "

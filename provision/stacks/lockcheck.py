@@ -16,6 +16,9 @@ from packaging.version import InvalidVersion, Version
 # Distributions whose version major is the CUDA major they are built for.
 CUDA_VERSIONED = ("cuda-toolkit", "cuda-python", "cuda-bindings", "nvidia-cuda-runtime", "nvidia-cuda-nvcc", "nvidia-cuda-nvrtc",
                   "nvidia-nvjitlink", "nvidia-cuda-cupti", "nvidia-cuda-crt", "nvidia-nvvm", "nvidia-nvtx")
+# Families NVIDIA installs for both CUDA majors side by side, one picked at run time: nvidia-cutlass-dsl 4.8.0 requires
+# nvidia-cutlass-dsl-libs-cu12 always and -libs-cu13 with its cu13 extra (its Requires-Dist).
+PER_MAJOR = ("nvidia-cutlass-dsl-libs-",)
 _SUFFIX = re.compile(r"^(?:nvidia|cuda)-.+-cu(\d{2})$")
 _LOCAL = re.compile(r"^cu(\d{2,3})$")
 SCHEMES = {"purelib": "", "platlib": "", "scripts": "bin/", "headers": "include/", "data": "../"}
@@ -27,6 +30,12 @@ class Conflict:
     second: str
     path: str  # one path both install, as it lands relative to site-packages
     count: int  # how many paths in all
+
+    @property
+    def loose(self) -> bool:
+        """Only lone top-level files (a build helper such as build_backend.py shipped by mistake): one overwrites the
+        other, but no package of either is left half of each."""
+        return "/" not in self.path
 
     def message(self) -> str:
         more = f" (and {self.count - 1} more)" if self.count > 1 else ""
@@ -63,12 +72,15 @@ def conflicts(records: dict[str, dict[str, str]]) -> list[Conflict]:
             first, first_digest = owner[path]
             if first != wheel and not (digest and digest == first_digest):
                 pairs.setdefault((first, wheel), []).append(path)
-    return [Conflict(first=a, second=b, path=sorted(paths)[0], count=len(paths)) for (a, b), paths in sorted(pairs.items())]
+    # the path named is one inside a package where there is one: the reason it matters
+    return [Conflict(first=a, second=b, path=sorted(paths, key=lambda p: ("/" not in p, p))[0], count=len(paths))
+            for (a, b), paths in sorted(pairs.items())]
 
 
 def cuda_majors(packages: list[tuple[str, str]]) -> dict[int, list[str]]:
     """CUDA major -> the locked packages ("name version") that are built for it: an nvidia-*-cuNN name, a +cuXYZ local
-    version, or an NVIDIA/CUDA Python distribution whose version major is its CUDA major."""
+    version, or an NVIDIA/CUDA Python distribution whose version major is its CUDA major. PER_MAJOR families are
+    neither: they are meant to be installed for both majors at once."""
     majors: dict[int, list[str]] = {}
     for raw_name, raw_version in packages:
         name = str(canonicalize_name(raw_name))
@@ -79,6 +91,8 @@ def cuda_majors(packages: list[tuple[str, str]]) -> dict[int, list[str]]:
         major = None
         suffix = _SUFFIX.match(name)
         local = _LOCAL.match(version.local or "")
+        if name.startswith(PER_MAJOR):
+            continue
         if suffix:
             major = int(suffix.group(1))
         elif local:
