@@ -3,6 +3,7 @@ a link loop or an unreadable file named *.toml, TOML nested 100,000 deep: each o
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 from pathlib import Path
@@ -55,7 +56,9 @@ def test_hostile_files_in_a_profiles_folder(tmp_path: Path, provision_bin: str) 
     listed = run(provision_bin, tmp_path, "profiles", "--json")  # a pipe is passed over, not waited on
     assert listed.returncode == 4 and "deep.toml: nested too deeply" in listed.stderr and "Traceback" not in listed.stderr
     (tmp_path / "deep.toml").unlink()
-    assert run(provision_bin, tmp_path, "profiles", "--json").returncode == 0
+    listed = run(provision_bin, tmp_path, "profiles", "--json")  # the good one listed; the rest named, exit 4
+    assert listed.returncode == 4 and "good" in [p["name"] for p in json.loads(listed.stdout)["profiles"]]
+    assert sorted(Path(s["path"]).name for s in json.loads(listed.stdout)["skipped"]) == ["dir.toml", "loop.toml", "pipe.toml"]
     one_error(run(provision_bin, tmp_path, "lock", "pipe"), 4, "pipe.toml: not a regular file")
     one_error(run(provision_bin, tmp_path, "lock", "dir"), 4, "dir.toml: not a regular file")
     one_error(run(provision_bin, tmp_path, "lock", "loop"), 4, "loop.toml: cannot read it")

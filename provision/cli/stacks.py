@@ -28,7 +28,10 @@ def list_profiles(ctx: click.Context, as_json: bool) -> None:
     from provision.views import stacks as views
 
     if ctx.invoked_subcommand is None:
-        views.profiles(profiles.available(), as_json)
+        found, skipped = profiles.found()
+        views.profiles(found, as_json, skipped)
+        if skipped:  # listed what could be read; what is named *.toml and is no profile file is the profile check's
+            sys.exit(4)
 
 
 @list_profiles.command("new", short_help="Write a profile from an SGLang release's own pins.")

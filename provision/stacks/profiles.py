@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import math
 import os
 import re
 import stat
@@ -13,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
-from packaging.utils import canonicalize_name
+from packaging.utils import InvalidName, canonicalize_name
 
 from provision.errors import ProfileError
 from provision.names import NAME_MAX, NAME_RULE, SHELL_NAME
@@ -112,12 +113,29 @@ def search_dirs() -> list[Path]:
 def available() -> list[Profile]:
     """Every profile found, first directory winning for a name; broken files are errors, not omissions (a folder, a
     pipe or a dangling link named *.toml is no profile file, and is passed over: reading a pipe would block)."""
+    return found()[0]
+
+
+def found() -> tuple[list[Profile], list[tuple[Path, str]]]:
+    """(every profile found, first directory winning for a name; what is named *.toml but is no profile file: a
+    folder, a pipe, a link loop or a dangling link, with why). A broken profile file is an error, not an omission."""
     seen: dict[str, Profile] = {}
+    skipped: list[tuple[Path, str]] = []
     for folder in search_dirs():
         for path in sorted(folder.glob("*.toml")):
-            if path.stem not in seen and path.is_file():
-                seen[path.stem] = load_file(path)
-    return list(seen.values())
+            if path.stem in seen:
+                continue
+            try:
+                mode = path.stat().st_mode  # follows a link: what a load would open
+            except OSError as exc:
+                skipped.append((path, f"cannot read it ({exc.strerror or exc}): a link loop or a dangling link"))
+                continue
+            if not stat.S_ISREG(mode):
+                what = "a folder" if stat.S_ISDIR(mode) else "a pipe" if stat.S_ISFIFO(mode) else "a device or socket"
+                skipped.append((path, f"not a regular file ({what})"))
+                continue
+            seen[path.stem] = load_file(path)
+    return list(seen.values()), skipped
 
 
 def load(name_or_path: str) -> Profile:
@@ -219,8 +237,10 @@ def _validate(path: Path, data: dict[str, Any], content_hash: str) -> Profile:
     indexes = c.typed(data.get("indexes", {}), "indexes", dict, "a table of name = URL")
     for index_name, url in indexes.items():
         c.typed(url, f"indexes.{index_name}", str, "a URL string")
-        if not url.startswith(("http://", "https://", "file://")):
-            raise c.fail(f"indexes.{index_name}", f"expected an http(s) or file URL, got {redact_text(url)!r}")
+        if not _INDEX_NAME.match(index_name):
+            raise c.fail(f"indexes.{index_name}", "an index name is letters, digits, '.', '_' and '-', starting with a "
+                         "letter or digit (an index is given as NAME=URL, and its name names a variable)")
+        _index_url(c, f"indexes.{index_name}", url)
     packages = _packages(c, c.typed(data["packages"], "packages", dict, "a table of package = { ... }"), indexes)
     env = c.typed(data.get("env", {}), "env", dict, "a table of NAME = value")
     for key, value in env.items():
@@ -239,6 +259,39 @@ def _validate(path: Path, data: dict[str, Any], content_hash: str) -> Profile:
         toolkit=_toolkit(c, data.get("toolkit")),
         content_hash=content_hash,
     )
+
+
+_INDEX_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*\Z")
+
+
+def _index_url(c: _Checker, key: str, url: str) -> None:
+    """An http(s) URL with a host and a port that is a number, or a file URL; no whitespace or control characters
+    anywhere (uv takes a space-separated list of them)."""
+    from urllib.parse import urlsplit
+
+    shown = redact_text(url)
+    if not url.startswith(("http://", "https://", "file://")):
+        raise c.fail(key, f"expected an http(s) or file URL, got {shown!r}")
+    if re.search(r"[\s\x00-\x1f\x7f]", url):
+        raise c.fail(key, f"{shown!r} holds a space or a control character; write a space as %20")
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError as exc:
+        raise c.fail(key, f"{shown!r} is not a valid URL ({exc}): check the host and the port") from None
+    if parts.scheme != "file" and not parts.hostname:
+        raise c.fail(key, f"{shown!r} has no host")
+    if port == 0:
+        raise c.fail(key, f"{shown!r}: port 0 is no port")
+
+
+def _name(c: _Checker, key: str, name: str, what: str) -> None:
+    """A distribution or extra name as PEP 508 spells one: no space, marker, URL, version or leading '-'."""
+    try:
+        canonicalize_name(name, validate=True)
+    except InvalidName:
+        raise c.fail(key, f"{name!r} is not a {what} name (letters, digits, '.', '_' and '-', starting and ending with a "
+                          "letter or digit); a version goes in version, extras in extras, no markers or URLs") from None
 
 
 def _env_entry(c: _Checker, key: str, value: str) -> None:
@@ -262,6 +315,7 @@ def _packages(c: _Checker, table: dict[str, Any], indexes: dict[str, str]) -> tu
     result = []
     for name, spec in table.items():
         key = f"packages.{name}"
+        _name(c, key, name, "package")
         if isinstance(spec, str):
             spec = {"version": spec}
         c.typed(spec, key, dict, 'a table such as { index = "pytorch", version = ">=2.10" } or a version string')
@@ -276,6 +330,8 @@ def _packages(c: _Checker, table: dict[str, Any], indexes: dict[str, str]) -> tu
         except InvalidSpecifier as exc:
             raise c.fail(f"{key}.version", f"{version!r} is not a valid version specifier (PEP 440), e.g. '>=2.10,<3'") from exc
         extras = c.typed(spec.get("extras", []), f"{key}.extras", list, "a list of strings")
+        for extra in extras:
+            _name(c, f"{key}.extras", c.typed(extra, f"{key}.extras", str, "a string"), "extra")
         result.append(
             Package(
                 name=name,
@@ -335,6 +391,8 @@ def _baseline(c: _Checker, table: Any) -> Baseline | None:
     if better not in ("higher", "lower"):
         raise c.fail("baseline.better", f'expected "higher" or "lower", got {better!r}')
     timeout = c.typed(table.get("timeout", 1800), "baseline.timeout", (int, float), "seconds")
+    if not math.isfinite(timeout) or timeout <= 0:
+        raise c.fail("baseline.timeout", f"expected a positive number of seconds, got {timeout!r}")
     return Baseline(
         command=tuple(command),
         cwd=c.typed(table.get("cwd", "."), "baseline.cwd", str, "a folder"),

@@ -8,18 +8,22 @@ from typing import TYPE_CHECKING
 from provision.views import ui
 
 if TYPE_CHECKING:  # annotations only: rendering one result must not import every operation
+    from pathlib import Path
+
     from provision.stacks.lock import LockResult
     from provision.stacks.newprofile import NewProfile
     from provision.stacks.profiles import Profile
 
 
-def profiles(items: Sequence[Profile], as_json: bool) -> None:
+def profiles(items: Sequence[Profile], as_json: bool, skipped: Sequence[tuple[Path, str]] = ()) -> None:
+    for path, why in skipped:
+        ui.error(f"{path}: {why}: skipped, it is no profile file", "move it out of the profiles folder (or rename it)")
     if as_json:
         ui.dump_json({"profiles": [
             {"name": p.name, "cuda": p.cuda, "python": p.python, "description": p.description, "path": str(p.path),
              "indexes": list(p.indexes), "packages": [pk.requirement() for pk in p.packages],
              "content_hash": p.content_hash}
-            for p in items]})
+            for p in items], "skipped": [{"path": str(path), "reason": why} for path, why in skipped]})
         return
     out = ui.table("Profiles", "name", "CUDA", "Python", "description", "path")
     for p in items:
