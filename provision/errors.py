@@ -49,6 +49,20 @@ class ToolError(ProvisionError):
     exit_code = 8
 
 
+class CommandNotFound(ProvisionError):
+    """`run NAME -- CMD`: CMD is nowhere on the environment's PATH (a shell says 127)."""
+
+    code = "command-not-found"
+    exit_code = 127
+
+
+class CommandNotExecutable(ProvisionError):
+    """`run NAME -- CMD`: CMD exists but cannot be executed (a shell says 126)."""
+
+    code = "command-not-executable"
+    exit_code = 126
+
+
 class Interrupted(ProvisionError):
     code = "interrupted"
     exit_code = 130

@@ -73,7 +73,7 @@ class Fleet:
                      "provision_bin": provision_bin, "provision_controller": provision_bin,
                      "provision_fleet_dir": str(self.fleet_dir),
                      "provision_remote_dir": str(base / "{{ inventory_hostname }}" / "remote"),
-                     "provision_lock_python": PY, "provision_create_python": sys.executable},
+                     "provision_lock_python": PY},  # create takes the lock's Python: nothing more to say
         }}
         self.inventory = base / "inventory.yml"
         self.write(inventory)

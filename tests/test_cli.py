@@ -108,10 +108,10 @@ def test_quiet_hides_informational_lines_but_not_results_or_errors(provision_bin
 
 
 def test_one_version_and_both_ways_in(provision_bin: str) -> None:
-    assert metadata.version("provision") == provision.__version__
+    assert metadata.version(provision.DISTRIBUTION) == provision.__version__
     for argv in ([provision_bin], [sys.executable, "-m", "provision"], [sys.executable, "-m", "provision.cli.main"]):
         done = subprocess.run([*argv, "--version"], capture_output=True, text=True, timeout=60)
-        assert done.returncode == 0 and done.stdout.strip() == f"provision, version {provision.__version__}", argv
+        assert done.returncode == 0 and done.stdout.strip() == f"provision, version {provision.__version__} (cuda-provision)", argv
 
 
 def test_every_command_is_registered_at_import_with_a_whole_short_help() -> None:

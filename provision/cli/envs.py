@@ -26,17 +26,21 @@ from provision.cli.options import (
 @click.command(short_help="Build, check and activate an environment for PROFILE.")
 @profile_argument
 @click.option("--name", help="The environment's name (default: the profile's name).")
-@click.option("--python", help="Python X.Y, or a path to an interpreter (default: the profile's python).")
+@click.option("--python", help="Python X.Y (as uv finds it, and pyenv's versions), or a path to an interpreter "
+                               "(default: a --lock's Python, else the profile's python).")
 @click.option("--lock", "lock_path", type=click.Path(path_type=Path, dir_okay=False, exists=True), help="Install this lock instead of locking.")
 @index_option
 @click.option("--no-activate", is_flag=True, help="Build and check it, but leave the active environment as it is.")
 @click.option("--no-checks", is_flag=True, help="Skip the smoke checks (the environment is still built and named).")
 @click.option("--replace", is_flag=True, help="Rebuild an existing environment of that name (its baselines are kept).")
+@click.option("--keep-failed", is_flag=True,
+              help="Keep a build whose install or checks failed, as NAME-failed-STAMP: listed by envs, never activated, "
+                   "removed by remove or gc.")
 @json_option
 @home_option
 @verbosity_options
 def create(profile_name: str, name: str | None, python: str | None, lock_path: Path | None, indexes: tuple[str, ...],
-           no_activate: bool, no_checks: bool, replace: bool, as_json: bool, home: Path | None) -> None:
+           no_activate: bool, no_checks: bool, replace: bool, keep_failed: bool, as_json: bool, home: Path | None) -> None:
     """Build an environment for PROFILE beside the others, check it, and make it active."""
     from provision.checks import runner
     from provision.envs import lifecycle
@@ -52,7 +56,7 @@ def create(profile_name: str, name: str | None, python: str | None, lock_path: P
         result = lifecycle.create(home_of(home), profile, name=name, python=python, lock_path=lock_path,
                              overrides=lock.parse_overrides(indexes), activate=not no_activate, replace=replace,
                              run_checks=None if no_checks else (lambda build, meta: runner.run(build, meta, progress=step)),
-                             progress=step)
+                             keep_failed=keep_failed, progress=step)
     views.created(result, as_json)
     if not result.passed:
         sys.exit(1)
@@ -86,13 +90,16 @@ def switch(name: str, as_json: bool, home: Path | None) -> None:
     views.switched(previous, name, [], as_json)
 
 
-@click.command(short_help="Switch back to the previous environment.")
+@click.command(short_help="Go back to the previous environment (toggles, like cd -).")
 @click.option("--to", "to", shell_complete=complete_env, help="Go to this environment instead of the previous one.")
 @json_option
 @home_option
 @verbosity_options
 def rollback(to: str | None, as_json: bool, home: Path | None) -> None:
-    """Switch back to the previously active environment, at once."""
+    """Switch back to the previously active environment, at once.
+
+    Like `cd -`, it toggles: a second rollback returns to where the first one started (each switch is history).
+    Environments removed since, or whose venv is gone, are skipped. --to NAME goes to NAME instead."""
     from provision.envs import active as envs
     from provision.views import envs as views
 
@@ -111,7 +118,8 @@ def remove(name: str, force: bool, as_json: bool, home: Path | None) -> None:
     from provision.envs import cleanup
     from provision.views import ui
 
-    cleanup.remove(home_of(home), name, force)
+    with ui.progress(as_json) as step:
+        cleanup.remove(home_of(home), name, force, progress=step)
     if as_json:
         ui.dump_json({"removed": name})
     else:
@@ -123,13 +131,13 @@ def remove(name: str, force: bool, as_json: bool, home: Path | None) -> None:
 @home_option
 @verbosity_options
 def gc(as_json: bool, home: Path | None) -> None:
-    """Remove what interrupted builds left behind."""
+    """Remove what interrupted builds left behind, and the failed builds create --keep-failed kept."""
     from provision.envs import cleanup
     from provision.views import ui
 
     where = home_of(home)
     with where.locked():
-        removed = cleanup.gc(where)
+        removed = cleanup.gc(where, failed=True)
     if as_json:
         ui.dump_json({"removed": removed})
     else:
@@ -175,7 +183,7 @@ def run(args: tuple[str, ...], home: Path | None) -> None:
     """Run a command inside an environment: provision run [NAME] -- CMD... (the active one by default)."""
     from provision import proc
     from provision.envs.variables import venv_environment
-    from provision.errors import UsageError
+    from provision.errors import CommandNotExecutable, CommandNotFound, UsageError
 
     if "--" in args:
         split = args.index("--")
@@ -194,23 +202,33 @@ def run(args: tuple[str, ...], home: Path | None) -> None:
     environment = proc.environment(variables)
     try:
         os.execvpe(command[0], list(command), environment)  # the command's own stdout and exit code, nothing added
-    except FileNotFoundError as exc:
-        raise UsageError(f"{command[0]}: command not found in the environment or on PATH", "check the command") from exc
+    except FileNotFoundError as exc:  # exit 127 and 126, as shells give
+        raise CommandNotFound(f"{command[0]}: command not found in the environment or on PATH", "check the command") from exc
+    except PermissionError as exc:
+        raise CommandNotExecutable(f"{command[0]}: permission denied (not executable)", "check the file's mode (chmod +x)") from exc
 
 
-@click.command("shell-env", short_help="Print what to eval to activate an environment.")
+@click.command("shell-env", short_help="Print what to eval to enter (or leave) an environment.")
 @env_argument("name", required=False)
+@click.option("--undo", is_flag=True, help="Print what to eval to leave it: the variables as they were before the first eval.")
 @home_option
 @verbosity_options
-def shell_env(name: str | None, home: Path | None) -> None:
-    """Print what to eval to activate an environment in a shell: eval "$(provision shell-env cu130)"."""
-    import shlex
+def shell_env(name: str | None, undo: bool, home: Path | None) -> None:
+    """Print what to eval to enter an environment in a shell: eval "$(provision shell-env cu130)".
 
+    Evaluated again (the same or another environment), it starts from the shell's variables before the first eval,
+    so PATH does not grow. To leave: provision_deactivate (a function the eval defines), or
+    eval "$(provision shell-env --undo)"."""
+    from provision.envs import shellenv
     from provision.envs.variables import venv_environment
 
-    _, _, variables = venv_environment(home_of(home), name)
-    for key, value in variables.items():
-        click.echo(f"export {key}={shlex.quote(value)}")
+    if undo:
+        lines = shellenv.undo_lines()
+    else:
+        _, venv, variables = venv_environment(home_of(home), name)
+        lines = shellenv.activate_lines(variables, str(venv / "bin"))
+    for line in lines:
+        click.echo(line)
 
 
 @click.command(short_help="Put an environment back to its lock.")

@@ -49,7 +49,9 @@ def scan(paths: tuple[Path, ...], require: tuple[str, ...], as_json: bool) -> No
 
 @click.command(short_help="Judge machines against profiles and environments.")
 @click.option("--machine", "machines", multiple=True, type=click.Path(path_type=Path, dir_okay=False),
-              help="A recorded `provision probe --json` file (repeat for a fleet); default: probe this machine.")
+              help="A recorded `provision probe --json` file; several for a fleet (--machine fleet/*.json takes a "
+                   "shell glob's files: those after the first are read as more machines); default: probe this machine.")
+@click.argument("more_machines", nargs=-1, type=click.Path(path_type=Path, dir_okay=False), metavar="[MACHINE_FILE]...")
 @click.option("--profile", "profile_names", multiple=True, shell_complete=complete_profile,
               help="Judge against this profile (name or path); default: all.")
 @click.option("--env", "env_names", multiple=True, shell_complete=complete_env,
@@ -61,7 +63,7 @@ def scan(paths: tuple[Path, ...], require: tuple[str, ...], as_json: bool) -> No
 @json_option
 @click.option("--markdown", is_flag=True, help="Print Markdown tables to paste into a ticket.")
 @verbosity_options
-def report(machines: tuple[Path, ...], profile_names: tuple[str, ...], env_names: tuple[str, ...], locks: tuple[Path, ...],
+def report(machines: tuple[Path, ...], more_machines: tuple[Path, ...], profile_names: tuple[str, ...], env_names: tuple[str, ...], locks: tuple[Path, ...],
            no_fetch: bool, home: Path | None, as_json: bool, markdown: bool) -> None:
     """Compatibility report: this machine (or recorded ones) against every profile and environment."""
     from provision.report import gates as reporting
@@ -70,6 +72,9 @@ def report(machines: tuple[Path, ...], profile_names: tuple[str, ...], env_names
 
     if as_json and markdown:
         raise click.UsageError("choose one of --json and --markdown")
+    if more_machines and not machines:
+        raise click.UsageError(f"{more_machines[0]}: a machine file is given after --machine (report --machine FILE...)")
+    machines = (*machines, *more_machines)  # `--machine fleet/*.json`: the shell gives the files after one --machine
     if machines:
         facts = [reporting.load_machine(path) for path in machines]
     else:

@@ -10,15 +10,17 @@ from pathlib import Path
 
 import click
 
-from provision import __version__
+from provision import DISTRIBUTION, __version__
 from provision.cli import checks, envs, machine, stacks
 from provision.cli.options import HOME_HELP, App, app, verbosity_options
 from provision.errors import ProvisionError
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, prog_name="provision")
-@click.option("--home", type=click.Path(path_type=Path), help=HOME_HELP + " Every command takes it too.")
+@click.version_option(__version__, prog_name="provision", package_name=DISTRIBUTION,
+                      message="%(prog)s, version %(version)s (%(package)s)")
+@click.option("--home", type=click.Path(path_type=Path),
+              help=HOME_HELP + " The commands that use environments also take it after their name.")
 @verbosity_options
 @click.pass_context
 def cli(ctx: click.Context, home: Path | None) -> None:
@@ -37,6 +39,11 @@ COMMANDS: tuple[click.Command, ...] = (
 )
 for _command in COMMANDS:
     cli.add_command(_command)
+
+
+# click 8.2 and later raise it for a group called with no arguments (older ones print the help themselves)
+_NO_ARGS: tuple[type[click.UsageError], ...] = tuple(
+    [click.exceptions.NoArgsIsHelpError] if hasattr(click.exceptions, "NoArgsIsHelpError") else [])
 
 
 def _json_requested(state: App, argv: Sequence[str]) -> bool:
@@ -63,6 +70,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     state = App()
     try:
         cli.main(args=args, prog_name="provision", standalone_mode=False, obj=state)
+    except _NO_ARGS as exc:  # bare `provision` (or `provision bench`): its help, exit 2, as click gives
+        exc.show()
+        sys.exit(exc.exit_code)
     except click.exceptions.Abort:
         fail(state, args, "interrupted", "", 130)
     except click.UsageError as exc:

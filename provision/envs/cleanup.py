@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import contextlib
 import os
+from collections.abc import Callable
 from pathlib import Path
 
-from provision.envs.home import BUILDING, Home
+from provision.envs.home import BUILDING, FAILED, Home
 from provision.errors import EnvError, ProvisionError
 from provision.proc import pid_alive
+
+REMOVING = ".removing-"  # a build that `remove` set aside and is deleting
 
 
 def stale_builds(home: Home) -> list[Path]:
@@ -39,10 +42,11 @@ def in_use(build: Path) -> bool:
     return False
 
 
-def gc(home: Home) -> list[str]:
+def gc(home: Home, *, failed: bool = False) -> list[str]:
     """Remove leftovers: unreferenced builds, dangling names, temporary links, unreadable cached locks, the copies
-    killed restores left."""
-    removed = []
+    killed restores left; with `failed` (the gc command, not the one create runs first) the failed builds that
+    create --keep-failed kept."""
+    removed = _kept_failed(home) if failed else []
     for link in sorted(home.envs.iterdir()) if home.envs.is_dir() else []:
         if link.is_symlink() and not link.name.startswith(".") and not link.exists():
             link.unlink()
@@ -56,6 +60,21 @@ def gc(home: Home) -> list[str]:
             removed.append(str(temp.relative_to(home.root)))
     removed += _unreadable_locks(home)
     removed += _killed_restores(home)
+    return removed
+
+
+def _kept_failed(home: Home) -> list[str]:
+    removed = []
+    for name in home.names():
+        try:
+            build = home.build_of(name)
+        except (ProvisionError, OSError):
+            continue
+        if (build / FAILED).exists() and home.owns(build):
+            (home.envs / name).unlink()
+            if build not in home.referenced():
+                home.delete_build(build)
+            removed.append(f"envs/{name} and builds/{build.name} (a failed build kept by create --keep-failed)")
     return removed
 
 
@@ -88,8 +107,13 @@ def _unreadable_locks(home: Home) -> list[str]:
     return removed
 
 
-def remove(home: Home, name: str, force: bool = False) -> None:
-    """Remove `name`'s link and its own build: never a build another name uses, nothing outside HOME."""
+def remove(home: Home, name: str, force: bool = False, progress: Callable[[str], None] = lambda _: None) -> None:
+    """Remove `name`'s link and its own build: never a build another name uses, nothing outside HOME.
+
+    Under HOME's lock the name goes and the build is renamed aside (`builds/.removing-...`, marked with our pid); the
+    files are deleted after the lock is released, so a switch or rollback in an emergency never waits for a large
+    environment's deletion. A remove killed midway leaves the aside folder to the next gc."""
+    aside: Path | None = None
     with home.locked():
         build = home.build_of(name)
         restorer = home.restorer(build)
@@ -101,4 +125,10 @@ def remove(home: Home, name: str, force: bool = False) -> None:
             home.active_link.unlink()
         (home.envs / name).unlink()
         if build not in home.referenced() and home.owns(build):
-            home.delete_build(build)
+            aside = build.with_name(f"{REMOVING}{build.name}")
+            with home.writing(f"set {name}'s build aside"):
+                (build / BUILDING).write_text(str(os.getpid()))  # gc leaves it to us while we live
+                os.rename(build, aside)
+    if aside is not None:
+        progress(f"deleting {name}'s files ({aside})")
+        home.delete_build(aside)

@@ -39,6 +39,7 @@ from provision.names import check_name as check_name
 HOME_VARIABLE = "PROVISION_HOME"
 BUILDING = ".building"
 RESTORING = ".restoring"  # a build's own lock, held by a restore
+FAILED = ".failed"  # a build whose create failed, kept by --keep-failed: never activated
 
 
 def site_packages(venv: Path) -> Path:
@@ -214,6 +215,9 @@ class Home:
         log.info(f"{folder} was a folder, not provision's link: moved to {aside}")
 
     def activate(self, name: str) -> None:
+        if (self.build_of(name) / FAILED).exists():
+            raise EnvError(f"{name!r} is a failed build kept for inspection (create --keep-failed); it is never activated",
+                           f"look into {self.build_of(name)}, then provision remove {name} (or provision gc)")
         python = self.build_of(name) / "venv" / "bin" / "python"
         if not python.exists():
             raise EnvError(f"environment {name!r} has no python at {python} (its venv is gone)",

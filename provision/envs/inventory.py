@@ -9,7 +9,7 @@ from typing import Any
 
 from provision import status as statuses
 from provision.envs import records
-from provision.envs.home import Home
+from provision.envs.home import FAILED, Home
 from provision.errors import EnvError
 
 
@@ -26,6 +26,7 @@ def listing(home: Home) -> list[dict[str, Any]]:
             "name": name, "active": name == active, "path": str(build), "venv": record.venv or str(build / "venv"),
             "profile": record.profile, "cuda": record.cuda, "python": record.python,
             "size_bytes": record.size_bytes, "created": record.created, "adopted": record.adopted,
+            "failed": (build / FAILED).exists(),
             "check_status": worst_status(record.check_results),
             "baseline": record.baselines[-1].to_dict() if record.baselines else None,
         })

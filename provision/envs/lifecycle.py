@@ -16,11 +16,20 @@ from provision import proc
 from provision import status as statuses
 from provision.envs import records, toolkit_home
 from provision.envs.cleanup import gc
-from provision.envs.home import BUILDING, Home, check_name, deferred_interrupt, remove_tree, site_packages
+from provision.envs.home import (
+    BUILDING,
+    FAILED,
+    Home,
+    check_name,
+    deferred_interrupt,
+    remove_tree,
+    site_packages,
+)
+from provision.envs.interpreters import find_python
 from provision.envs.inventory import tree_size
 from provision.envs.records import EnvRecord
 from provision.envs.variables import env_template, resolve_env
-from provision.errors import EnvError, UsageError
+from provision.errors import EnvError, ProvisionError, UsageError
 from provision.stacks.profiles import Profile
 
 Progress = Callable[[str], None]
@@ -36,34 +45,22 @@ class CreateResult:
     lock_reused: bool = False
     seconds: dict[str, float] = field(default_factory=dict)
     passed: bool = True
+    kept_as: str | None = None  # --keep-failed: the name the failed build is kept under
 
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "path": str(self.path), "activated": self.activated, "passed": self.passed,
                 "lock": self.lock, "lock_reused": self.lock_reused, "checks": self.checks,
-                "seconds": {k: round(v, 3) for k, v in self.seconds.items()}}
+                "seconds": {k: round(v, 3) for k, v in self.seconds.items()}, "kept_as": self.kept_as}
 
 
-def find_python(request: str) -> tuple[Path, str]:
-    """Return (interpreter, "X.Y") for a version or a path; say how to get a missing one."""
-    from provision.stacks import uvtool
+def _lock_python(lock_path: Path | None) -> str | None:
+    """The Python X.Y a given lock was resolved for: the venv must be made with it, or its wheels may not fit."""
+    if lock_path is None:
+        return None
+    from provision.stacks import lockfile
 
-    if os.sep in request:
-        path = Path(request)
-        if not path.exists():
-            raise UsageError(f"--python {request}: no such interpreter", "give a path to a python executable, or a version such as 3.12")
-        if not path.is_file() or not os.access(path, os.X_OK):
-            raise UsageError(f"--python {request}: {'a folder' if path.is_dir() else 'not an executable file'}, not an interpreter",
-                             "give the path of a python executable (say VENV/bin/python), or a version such as 3.12")
-    else:
-        done = proc.run([uvtool.binary(), "python", "find", request, "--no-project"], timeout=60, env=uvtool.environment())
-        if not done.ok or not done.stdout.strip():
-            raise EnvError(f"Python {request} was not found on this machine",
-                           f"install it (uv python install {request}, your OS's python{request} package, or pyenv) or pass --python PATH")
-        path = Path(done.stdout.strip().splitlines()[-1])
-    version = proc.run([path, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"], timeout=60)
-    if not version.ok:
-        raise EnvError(f"{path} did not run: {version.tail(1)}", "give another interpreter with --python")
-    return path, version.stdout.strip()
+    python = lockfile.read(lock_path)[1].get("python")
+    return python if isinstance(python, str) and python else None
 
 
 def _lock_for(home: Home, profile: Profile, target: Any, overrides: dict[str, str], indexes: dict[str, str | None],
@@ -102,7 +99,7 @@ def _refuse_existing(home: Home, name: str, replace: bool) -> Path | None:
 def create(home: Home, profile: Profile, *, name: str | None = None, python: str | None = None,
            lock_path: Path | None = None, overrides: dict[str, str] | None = None, activate: bool = True,
            replace: bool = False, run_checks: Callable[[Path, EnvRecord], list[dict[str, Any]]] | None = None,
-           progress: Progress = lambda _: None) -> CreateResult:
+           keep_failed: bool = False, progress: Progress = lambda _: None) -> CreateResult:
     """Build, check and name an environment. HOME's lock is held only to start and to finish (the swap), never
     through the install and the checks: a rollback in an emergency does not wait for a build."""
     import time
@@ -123,7 +120,8 @@ def create(home: Home, profile: Profile, *, name: str | None = None, python: str
             with home.writing(f"start building {name}"):
                 build.mkdir(parents=True)
                 (build / BUILDING).write_text(str(os.getpid()))
-        interpreter, version = find_python(python or profile.python or f"{sys.version_info[0]}.{sys.version_info[1]}")
+        interpreter, version = find_python(python or _lock_python(lock_path) or profile.python
+                                           or f"{sys.version_info[0]}.{sys.version_info[1]}")
         started = time.perf_counter()
         indexes = locking.effective_indexes(profile, overrides or {})
         target = locking.Target(python=version, platform=None)
@@ -141,15 +139,37 @@ def create(home: Home, profile: Profile, *, name: str | None = None, python: str
         result = CreateResult(name=name, path=build, activated=False, checks=results, lock=str(lock_file),
                               lock_reused=reused, seconds=timings, passed=False)
         if any(statuses.failed(r["status"]) for r in results):
-            home.delete_build(build)
+            if keep_failed:
+                result.kept_as = keep(home, name, profile, build)
+            else:
+                home.delete_build(build)
             return result
         _commit(home, name, build, activate=activate, replace=replace, progress=progress)
         result.activated, result.passed = activate, True
         return result
-    except BaseException:
+    except BaseException as exc:
+        if (keep_failed and isinstance(exc, ProvisionError) and build is not None and (build / "venv").is_dir()
+                and not _is_live(home, name, build)):
+            kept = keep(home, name, profile, build)
+            exc.hint = f"the failed build is kept as {kept} (provision remove {kept}); " + exc.hint
+            raise
         if build is not None and build.exists() and not _is_live(home, name, build):
             remove_tree(build)  # Ctrl-C or a failure: nothing half-made stays; kill -9 is cleaned by the next gc
         raise
+
+
+def keep(home: Home, name: str, profile: Profile, build: Path) -> str:
+    """Name a failed build `NAME-failed-STAMP` (create --keep-failed): listed by envs, removed by remove or gc,
+    never activated (its FAILED marker says why)."""
+    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%S")
+    kept = check_name(f"{name[:40]}-failed-{stamp}")
+    with home.locked(), home.writing(f"keep the failed build of {name}"):
+        if not (build / records.ENV_FILE).exists():  # failed before its record was written: say what it was
+            records.write(build, EnvRecord(name=kept, profile=profile.name, cuda=profile.cuda, venv=str(build / "venv")))
+        (build / FAILED).write_text(f"create {name} failed; kept by --keep-failed\n")
+        (build / BUILDING).unlink(missing_ok=True)
+        home.point(home.envs / kept, f"../builds/{build.name}")
+    return kept
 
 
 def _install(build: Path, profile: Profile, name: str, interpreter: Path, version: str, lock_file: Path,

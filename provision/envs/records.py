@@ -87,7 +87,7 @@ class _Fields:
         version = self.integer("schema_version") or 1
         if version > SCHEMA_VERSION:
             raise RecordError(f"{self.path}: schema_version {version} is newer than this provision reads ({SCHEMA_VERSION})",
-                              "upgrade provision: pip install -U provision")
+                              "upgrade provision: pip install -U cuda-provision")
         return version
 
 

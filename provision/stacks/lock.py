@@ -29,7 +29,7 @@ from packaging.version import InvalidVersion, Version
 from provision import __version__, proc
 from provision.atomic import write_atomic
 from provision.errors import ResolveError, UsageError
-from provision.stacks import index, uvtool
+from provision.stacks import index, relock, uvtool
 from provision.stacks.profiles import DEFAULT_INDEX, Profile
 
 if sys.version_info >= (3, 11):
@@ -78,6 +78,8 @@ class LockResult:
     seconds: float = 0.0
     key: str = ""
     warnings: list[dict[str, str]] = field(default_factory=list)  # {"id": "conflict" | "cuda-mix", "reason"}
+    rebuild: str = ""  # the command that makes this lock again
+    changes: dict[str, Any] | None = None  # against the lock it replaced: added, removed, changed; None if none
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -89,6 +91,8 @@ class LockResult:
             "lock_key": self.key,
             "packages": [p.to_dict() for p in self.packages],
             "warnings": list(self.warnings),
+            "rebuild": self.rebuild,
+            "changes": self.changes,
             "seconds": round(self.seconds, 3),
         }
 
@@ -292,7 +296,8 @@ def lock(profile: Profile, *, target: Target, overrides: dict[str, str], output:
     start = time.perf_counter()
     _writable(output)
     indexes = effective_indexes(profile, overrides)
-    progress("finding the newest complete nightly")
+    if any(p.prerelease and p.index != DEFAULT_INDEX and indexes.get(p.index) for p in profile.packages):
+        progress("finding the newest complete nightly")
     pins, nightly = nightly_pins(profile, indexes, target)
     with _work_folder() as folder:
         (folder / "pyproject.toml").write_text(_project(profile, pins, indexes))
@@ -309,11 +314,14 @@ def lock(profile: Profile, *, target: Target, overrides: dict[str, str], output:
             origin = attribution(raw.get("packages", []), profile, indexes)
         written = (folder / "pylock.toml").read_text()  # uv's own text: kept where provision changes no package
     result = LockResult(path=output, profile=profile.name, target=target, nightly=nightly,
-                        key=lock_key(profile, indexes, target))
+                        key=lock_key(profile, indexes, target),
+                        rebuild=relock.rebuild_command(profile, python=target.python, platform=target.platform,
+                                                       overrides=overrides, output=output))
     document = _finish(raw, profile, indexes, origin, target, result, progress, written)
     _check_bindings(profile, result.packages)
     _check_flashinfer(result.packages)
     result.warnings = _warnings(result.packages, progress)
+    result.changes = relock.changes(relock.versions_in(output), {p.name: p.version for p in result.packages})
     try:
         write_atomic(output, document)
     except OSError as exc:
@@ -400,7 +408,7 @@ def _finish(raw: dict[str, Any], profile: Profile, indexes: dict[str, str | None
         Pylock.from_dict(raw).validate()
     except (PylockValidationError, InvalidVersion) as exc:
         raise ResolveError(f"uv produced a lock that PEP 751 rejects: {exc}", "report this with the profile") from exc
-    header = f"# PEP 751 lock of profile {profile.name!r}, written by provision {__version__}. Rebuild: provision lock {profile.name}\n"
+    header = f"# PEP 751 lock of profile {profile.name!r}, written by provision {__version__}. Rebuild: {result.rebuild}\n"
     return header + _dumps(raw, written)
 
 

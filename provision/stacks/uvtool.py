@@ -28,7 +28,7 @@ def binary() -> str:
 
         found = shutil.which("uv")  # an image that ships uv's binary without its Python package
         if found is None:
-            raise ToolError("the uv binary was not found", "reinstall provision: pip install provision (it depends on uv)") from exc
+            raise ToolError("the uv binary was not found", "reinstall provision: pip install cuda-provision (it depends on uv)") from exc
         path = found
     done = proc.run([path, "--version"], timeout=30)
     match = re.search(r"(\d+)\.(\d+)\.(\d+)", done.stdout)

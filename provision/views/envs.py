@@ -24,8 +24,12 @@ def created(result: CreateResult, as_json: bool) -> None:
     if result.passed:
         state = "and made it active" if result.activated else "(not activated)"
         ui.info(f"built {result.name} at {result.path} {state}; lock {result.lock}" + (" (reused)" if result.lock_reused else ""))
+    elif result.kept_as:
+        ui.info(f"{result.name}: checks failed; the build is kept as {result.kept_as} ({result.path}: never activated; "
+                f"provision remove {result.kept_as} or provision gc removes it) and the active environment is unchanged")
     else:
-        ui.info(f"{result.name}: checks failed; the build was removed and the active environment is unchanged")
+        ui.info(f"{result.name}: checks failed; the build was removed and the active environment is unchanged "
+                "(create --keep-failed keeps it to look into)")
 
 
 def environments(root: object, rows: list[dict[str, object]], as_json: bool, uv_cache: str = "") -> None:
@@ -36,7 +40,7 @@ def environments(root: object, rows: list[dict[str, object]], as_json: bool, uv_
     for r in rows:
         base = r.get("baseline") or {}
         figure = f"{base['figure']:.1f} {base['unit']}" if isinstance(base, dict) and base.get("figure") is not None else "-"
-        table.add_row("*" if r["active"] else "", str(r["name"]) + (" (adopted)" if r["adopted"] else ""),
+        table.add_row("*" if r["active"] else "", str(r["name"]) + (" (adopted)" if r["adopted"] else "") + (" (failed)" if r.get("failed") else ""),
                       ui.dash(r["profile"]), ui.dash(r["cuda"]), ui.dash(r["python"]), ui.size(r["size_bytes"]),
                       str(r["created"] or "-")[:16], ui.status_text(str(r["check_status"])) if r["check_status"] else "-", figure)
     table.caption = f"* active; stable path: {root}/active/venv; uv's cache (UV_CACHE_DIR): {uv_cache or '-'}"

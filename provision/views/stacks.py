@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from provision.views import ui
 
@@ -47,11 +47,22 @@ def locked(result: LockResult, as_json: bool) -> None:
     if as_json:
         ui.dump_json(result.to_dict())
         return
-    table = ui.table(f"{result.path} ({len(result.packages)} files, {result.seconds:.2f} s)", "package", "version", "index", "hash")
-    for p in result.packages:
-        table.add_row(p.name, p.version, p.index, "computed" if p.hash_source == "computed" else "from index")
+    by_package: dict[str, list[Any]] = {}
+    for p in result.packages:  # one row per package, however many files (wheels per platform) it locks
+        by_package.setdefault(p.name, []).append(p)
+    table = ui.table(f"{result.path} ({len(by_package)} packages, {len(result.packages)} files, {result.seconds:.2f} s)",
+                     "package", "version", "index", "files", "hashes")
+    for name, files in by_package.items():
+        hashed = sum(1 for f in files if f.hash_source == "computed")
+        table.add_row(name, files[0].version, files[0].index, str(len(files)),
+                      "from index" if not hashed else f"{hashed} computed" if hashed < len(files) else "computed")
     out = ui.console()
     out.print(table)
+    if result.changes is not None:
+        from provision.stacks import relock
+
+        out.print("\n".join([f"changes since the {result.path} it replaced:", *(f"  {line}" for line in relock.describe(result.changes))]))
+    out.print(f"rebuild: {result.rebuild}")
     if result.nightly:
         out.print(f"nightly date: {result.nightly} (every nightly package from that one date)")
     computed = [p.file for p in result.packages if p.hash_source == "computed"]

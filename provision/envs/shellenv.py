@@ -1,0 +1,61 @@
+"""`provision shell-env`: the lines a shell evals to enter an environment, and to leave it again.
+
+What the shell had before the first eval is kept in `_PROVISION_SAVED_*` variables, so a second eval (the same or
+another environment) starts from it (PATH does not pile up) and `provision shell-env --undo`, or the
+`provision_deactivate` function the eval defines, puts it back."""
+
+from __future__ import annotations
+
+import os
+import shlex
+from collections.abc import Mapping
+
+KEYS = "_PROVISION_KEYS"  # the variables an eval set, space-separated
+UNSET = "_PROVISION_UNSET"  # those of them the shell did not have
+SAVED = "_PROVISION_SAVED_"  # _PROVISION_SAVED_PATH ...: what the shell had
+
+
+def _before(environ: Mapping[str, str]) -> tuple[dict[str, str], set[str]]:
+    """The values the shell had before the first eval (from the saved ones, where an eval came before)."""
+    keys = environ.get(KEYS, "").split()
+    unset = set(environ.get(UNSET, "").split())
+    saved = {k: environ[SAVED + k] for k in keys if SAVED + k in environ and k not in unset}
+    return saved, unset & set(keys)
+
+
+def activate_lines(variables: Mapping[str, str], venv_bin: str, environ: Mapping[str, str] = os.environ) -> list[str]:
+    """export lines for `variables` (PATH rebuilt from the shell's PATH before any eval), saving what they replace,
+    and the provision_deactivate function."""
+    saved, unset = _before(environ)
+    earlier = set(environ.get(KEYS, "").split())
+    keys = sorted(set(variables) | earlier)
+    for key in keys:
+        if key not in earlier:
+            if key in environ:
+                saved[key] = environ[key]
+            else:
+                unset.add(key)
+    base_path = saved.get("PATH", environ.get("PATH", ""))
+    values = {**variables, "PATH": os.pathsep.join(filter(None, [venv_bin, base_path]))}
+    lines = [f"export {SAVED}{k}={shlex.quote(v)}" for k, v in sorted(saved.items())]
+    lines += [f"export {KEYS}={shlex.quote(' '.join(keys))}", f"export {UNSET}={shlex.quote(' '.join(sorted(unset)))}"]
+    lines += [f"unset {k}" for k in sorted(earlier - set(values)) if k in unset]  # set by the earlier eval only
+    lines += [f"export {k}={shlex.quote(saved[k])}" for k in sorted(earlier - set(values)) if k in saved]
+    lines += [f"export {k}={shlex.quote(v)}" for k, v in values.items()]
+    restore = _restore_lines(saved, unset, keys)
+    lines.append("provision_deactivate() { " + "; ".join(restore) + "; unset -f provision_deactivate; }")
+    return lines
+
+
+def _restore_lines(saved: Mapping[str, str], unset: set[str], keys: list[str]) -> list[str]:
+    lines = [f"export {k}={shlex.quote(saved[k])}" if k in saved else f"unset {k}" for k in keys if k in saved or k in unset]
+    lines += [f"unset {SAVED}{k}" for k in sorted(saved)]
+    return [*lines, f"unset {KEYS} {UNSET}", "hash -r 2>/dev/null || true"]
+
+
+def undo_lines(environ: Mapping[str, str] = os.environ) -> list[str]:
+    """The lines that put back what the shell had before the first eval; none when nothing was evaluated."""
+    if KEYS not in environ:
+        return []
+    saved, unset = _before(environ)
+    return [*_restore_lines(saved, unset, environ[KEYS].split()), "unset -f provision_deactivate 2>/dev/null || true"]
