@@ -4,6 +4,7 @@ Real venvs built by uv (not by provision), a real index on 127.0.0.1, the instal
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
@@ -121,6 +122,12 @@ def test_adopt_with_no_index_reachable_says_so_and_lock_env_locks_it_later(
     assert adopted["matched"] == [] and "default" in adopted["unreachable"]
     (alpha,) = adopted["unmatched"]
     assert "index default unreachable" in alpha["reason"] and "HTTP 503" in alpha["reason"]
+    assert "uv's cache has no wheel of this build" in alpha["reason"]
+    cached = setup.json("adopt", "cached", str(setup.venv), index=served.url)  # the cache the venv was built with
+    (match,) = cached["matched"]
+    assert (match["name"], match["record_from"], match["index"]) == ("alpha", "uv-cache", "default")
+    wheel = served.root / "alpha" / "alpha-1.0-py3-none-any.whl"
+    assert match["url"].endswith("/" + wheel.name) and match["sha256"] == hashlib.sha256(wheel.read_bytes()).hexdigest()
     skipped = setup.json("adopt", "new", str(setup.venv), "--no-lock", index=served.url)
     assert skipped["lock"] is None and "matched" not in skipped
 

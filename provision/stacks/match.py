@@ -283,16 +283,16 @@ def _match_one(dist: Installed, index_names: list[str], asker: _Asker,
     from_cache = _from_cache(dist, cached, {n: asker.indexes[n] for n in index_names}, uv_default)
     if isinstance(from_cache, Matched):
         return from_cache
+    unreachable = [f"index {n} unreachable ({asker.unreachable[n]})" for n in index_names if n in asker.unreachable]
     if others:
-        reason = "; ".join(others)
+        reasons = others + unreachable
+    elif listed:
+        reasons = [f"no wheel of {dist.name} {dist.version} ({', '.join(sorted(dist.tags)) or 'any tags'}) on {', '.join(listed)}",
+                   *unreachable]
     else:
-        where = ", ".join(listed) if listed else "no index"
-        reason = f"no wheel of {dist.name} {dist.version} ({', '.join(sorted(dist.tags)) or 'any tags'}) on {where}"
-        unreachable = [n for n in index_names if n in asker.unreachable]
-        if unreachable:
-            reason += "; " + "; ".join(f"index {n} unreachable ({asker.unreachable[n]})" for n in unreachable)
-    if from_cache:
-        reason += f"; {from_cache}"
+        reasons = unreachable or [f"no index to look on for {dist.name}"]
+    reasons.append(from_cache or "uv's cache has no wheel of this build")
+    reason = "; ".join(reasons)
     return Unmatched(name=dist.name, version=dist.version, reason=reason)
 
 
