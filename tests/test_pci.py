@@ -245,3 +245,16 @@ def test_a_group_without_a_type_file_takes_the_kernel_options(cmdline: bytes, mo
         pcispace.entry("resolve", "/sys/bus/pci/devices/0000:41:00.0/iommu_group", "/sys/kernel/iommu_groups/12")])
     found, _ = pci.read(files, [(0, "00000000:41:00.0")])
     assert found.gpus[0].iommu_group == 12 and found.gpus[0].iommu_domain is None and found.gpus[0].iommu == mode
+
+
+def test_the_real_h200_recording_replays_into_what_the_live_probe_printed(provision_bin: str) -> None:
+    """docs/evidence/h200-2026-12-01-p2p: `probe --json --record-nvml` on the H200 machine; its replay here must give
+    the very `pci` section and notes that the live run printed there (a VM, the GPU on the root bus, IOMMU off)."""
+    live = json.loads((ROOT / "docs/evidence/h200-2026-12-01-p2p/01-probe-json.out").read_text())
+    again = subprocess.run([provision_bin, "probe", "--json"], capture_output=True, text=True, timeout=60,
+                           env={**os.environ, nvml.REPLAY_VARIABLE: str(DATA / "h200-p2p.nvml.json")})
+    assert again.returncode == 0, again.stderr
+    replayed = json.loads(again.stdout)
+    assert replayed["pci"] == live["pci"]
+    assert live["pci"]["gpus"][0]["bdf"] == "0000:00:06.0" and live["pci"]["gpus"][0]["iommu"] == "off"
+    assert live["pci"]["bridges"] == [] and any("virtual machine" in n for n in live["notes"])
