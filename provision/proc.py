@@ -84,6 +84,7 @@ def run(
     check: bool = False,
     input_text: str | None = None,
     die_with_parent: bool | None = None,
+    on_stderr_line: Callable[[str], None] | None = None,
 ) -> Completed:
     """Run argv to completion within `timeout` seconds; never raises for a non-zero exit unless `check`.
 
@@ -124,7 +125,10 @@ def run(
         _restore(previous)  # from here on a Ctrl-C reaps the child (below)
         if deferred:
             raise KeyboardInterrupt
-        stdout, stderr = child.communicate(input_text, timeout=timeout)
+        if on_stderr_line is not None:
+            stdout, stderr = _communicate_lines(child, timeout, on_stderr_line)
+        else:
+            stdout, stderr = child.communicate(input_text, timeout=timeout)
     except subprocess.TimeoutExpired:
         _reap(child)
         stdout, stderr = child.communicate()
@@ -142,6 +146,29 @@ def run(
     if check and not result.ok:
         raise ToolError(f"{' '.join(args[:3])} failed with exit code {child.returncode}", result.tail(5))
     return result
+
+
+def _communicate_lines(child: subprocess.Popen[str], timeout: float, on_line: Callable[[str], None]) -> tuple[str, str]:
+    """communicate(), with each stderr line handed to `on_line` as it comes (what an installer says it is doing)."""
+    collected: dict[str, list[str]] = {"out": [], "err": []}
+
+    def read_out() -> None:
+        if child.stdout is not None:
+            collected["out"].append(child.stdout.read())
+
+    def read_err() -> None:
+        for line in child.stderr if child.stderr is not None else []:
+            collected["err"].append(line)
+            with contextlib.suppress(Exception):  # a display problem must never break the install
+                on_line(line.rstrip("\n"))
+
+    readers = [threading.Thread(target=read_out, daemon=True), threading.Thread(target=read_err, daemon=True)]
+    for reader in readers:
+        reader.start()
+    child.wait(timeout=timeout)  # TimeoutExpired goes to the caller, which reaps the child
+    for reader in readers:
+        reader.join(5)
+    return "".join(collected["out"]), "".join(collected["err"])
 
 
 def run_watched(argv: Sequence[str | Path], *, env: Mapping[str, str], first_bound_s: float,

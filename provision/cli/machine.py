@@ -94,8 +94,10 @@ def report(machines: tuple[Path, ...], more_machines: tuple[Path, ...], profile_
             lockscan.add_locks(result, locks, fetch=not no_fetch, uv_cache=uv_cache, progress=step)
     if env_names:
         from provision.report import environments as envreport
+        from provision.views import ui
 
-        envreport.add_environments(result, env_names, home)
+        with ui.progress(as_json) as step:
+            envreport.add_environments(result, env_names, home, progress=step)
     from provision.report import fleet
 
     views.report(result, "json" if as_json else "markdown" if markdown else "table", fleet.summarize(result))

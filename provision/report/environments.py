@@ -4,6 +4,7 @@ check results and baseline figure stored with the environment."""
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 from packaging.utils import canonicalize_name
@@ -130,7 +131,7 @@ def drift_gate(venv: Path, build: Path, record: EnvRecord) -> Gate:
                        "(https://packaging.python.org/en/latest/specifications/recording-installed-packages/), the PEP 751 lock")
 
 
-def judge(where: homes.Home, name: str, report: MachineReport) -> Target:
+def judge(where: homes.Home, name: str, report: MachineReport, progress: Callable[[str], None] = lambda _: None) -> Target:
     from provision.report import observed
 
     build = where.build_of(name)
@@ -138,8 +139,11 @@ def judge(where: homes.Home, name: str, report: MachineReport) -> Target:
     venv = record.venv_path(build)
     target = Target(kind="environment", name=name, cuda=record.cuda or "?")
     ccs = sorted({g.compute_capability for g in report.facts.gpus if g.compute_capability})
+    progress(f"{name}: reading the installed versions")
     versions = installed(venv)
+    progress(f"{name}: scanning its CUDA binaries for {', '.join(ccs) or 'no GPU'}")
     scanned_gate, scanned = scan_gate(venv, ccs)
+    progress(f"{name}: its files against the lock (drift)")
     features = machine_gates(report.facts, _version(versions.get("flashinfer-python")))
     target.gates = [driver_gate(report.facts, record.cuda) if record.cuda else
                     Gate(id="driver", title="driver supports the environment's CUDA", status="skip", reason="CUDA release unknown"),
@@ -149,7 +153,8 @@ def judge(where: homes.Home, name: str, report: MachineReport) -> Target:
     return target
 
 
-def add_environments(reports: list[MachineReport], names: tuple[str, ...], home: Path | None) -> None:
+def add_environments(reports: list[MachineReport], names: tuple[str, ...], home: Path | None,
+                     progress: Callable[[str], None] = lambda _: None) -> None:
     where = homes.Home(homes.resolve(home))
     for report in reports:
-        report.targets.extend(judge(where, name, report) for name in names)
+        report.targets.extend(judge(where, name, report, progress) for name in names)

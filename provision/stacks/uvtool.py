@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from functools import cache
 from pathlib import Path
 
@@ -51,14 +51,22 @@ def environment(extra: Mapping[str, str] | None = None) -> dict[str, str]:
 
 
 def run(args: Sequence[str | Path], *, timeout: float = 1800, cwd: Path | None = None,
-        env: Mapping[str, str] | None = None) -> proc.Completed:
-    """Run uv from the main thread; it dies with provision (a kill -9 leaves no install writing on)."""
-    done = proc.run([binary(), *args], timeout=timeout, cwd=cwd, env=environment(env))
+        env: Mapping[str, str] | None = None, progress: Callable[[str], None] | None = None) -> proc.Completed:
+    """Run uv from the main thread; it dies with provision (a kill -9 leaves no install writing on). With
+    `progress`, each line uv writes on stderr (what it downloads, installs) is handed to it as it comes."""
+    done = proc.run([binary(), *args], timeout=timeout, cwd=cwd, env=environment(env),
+                    on_stderr_line=None if progress is None else (lambda line: _say(line, progress)))
     if done.timed_out:
         raise ToolError(f"uv {args[0]} {args[1] if len(args) > 1 else ''} took longer than {timeout:g} s", "retry; check the indexes")
     if not done.ok:
         raise failure(done.stderr)
     return done
+
+
+def _say(line: str, progress: Callable[[str], None]) -> None:
+    text = index.redact_text(line.strip())
+    if text and not text.startswith(("warning", "error", "×", "hint")):
+        progress(f"uv: {text}")  # "Downloading torch (846.0MiB)", " + torch==2.9.1", "Installed 61 packages in 3.2s"
 
 
 def index_options(indexes: Mapping[str, str | None]) -> tuple[list[str], dict[str, str]]:
@@ -90,12 +98,14 @@ def index_options(indexes: Mapping[str, str | None]) -> tuple[list[str], dict[st
     return [], env
 
 
-def sync(lock_file: Path, python: Path, indexes: Mapping[str, str | None], *, timeout: float = 1800) -> proc.Completed:
+def sync(lock_file: Path, python: Path, indexes: Mapping[str, str | None], *, timeout: float = 1800,
+         progress: Callable[[str], None] | None = None) -> proc.Completed:
     """Install `lock_file` into the venv of `python` exactly (hashes verified); credentials for its files come from
-    the indexes, by variable."""
+    the indexes, by variable. With `progress`, what uv downloads and installs, package by package."""
     args, env = index_options(indexes)
-    return run(["pip", "sync", str(lock_file), "--python", str(python), "--quiet", *args, *link_mode(python)],
-               timeout=timeout, env=env)
+    quiet = [] if progress is not None else ["--quiet"]
+    return run(["pip", "sync", str(lock_file), "--python", str(python), *quiet, *args, *link_mode(python)],
+               timeout=timeout, env=env, progress=progress)
 
 
 LINK_MODES = ("clone", "copy", "hardlink", "symlink", "reflink")  # reflink: newer uv's name for clone
