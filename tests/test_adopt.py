@@ -153,3 +153,21 @@ def test_a_lock_whose_unmatched_list_is_not_a_list_is_read_as_listing_none(tmp_p
     (result,) = setup.json("check", "old", "--only", "drift")["checks"]
     assert result["status"] == "pass"
     assert setup.json("restore", "old", "--dry-run")["not_restorable"] == []
+
+
+def test_lock_env_refuses_a_built_environment_and_restore_a_lock_written_for_another(
+        tmp_path: Path, index_server, provision_bin: str) -> None:
+    import tiny
+
+    tool = tiny.tool_with_env(tmp_path, provision_bin, tiny.index(index_server))
+    done = tool("lock", "--env", "tiny", check=False)
+    assert done.returncode == 7 and "built by provision from its own lock" in done.stderr
+
+    served = tool.served
+    setup = Setup(tmp_path, provision_bin)
+    setup.build(served.url, "alpha==1.0")
+    first = setup.json("adopt", "first", str(setup.venv), index=served.url)
+    second = setup.json("adopt", "second", str(setup.venv), index=served.url)
+    Path(second["lock"]).write_text(Path(first["lock"]).read_text())  # first's lock, in second's place
+    refused = setup("restore", "second", "--dry-run", code=7)
+    assert "was written for 'first'" in refused.stderr and "provision lock --env second" in refused.stderr

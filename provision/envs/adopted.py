@@ -6,7 +6,6 @@ reinstalled."""
 
 from __future__ import annotations
 
-import dataclasses
 import datetime
 import os
 import sys
@@ -84,8 +83,7 @@ def lock_env(home: Home, name: str, profile: Profile | None, progress: Progress 
     result = match.match(site_packages(venv), venv, indexes, bound=bound, cache=cache, uv_default=uv_default, progress=progress)
     path = build / LOCK_NAME
     write_atomic(path, render(result, name=name, venv=venv, profile=profile))
-    with home.locked():
-        records.write(build, dataclasses.replace(records.read(build), lock=str(path)))
+    records.set_lock(build, path)
     return AdoptLock(name=name, venv=venv, lock=path, result=result)
 
 

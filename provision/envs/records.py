@@ -313,6 +313,11 @@ def add_checks(build: Path, results: list[JSONObject], at: str, only: tuple[str,
         current, checks=CheckRun(results=results, at=at), checks_subset=None))
 
 
+def set_lock(build: Path, lock: Path) -> EnvRecord:
+    """Name the lock an adopted environment was given (`adopt`, `lock --env`), keeping what a check stores meanwhile."""
+    return _update(build, lambda current: dataclasses.replace(current, lock=str(lock)))
+
+
 def add_baseline(build: Path, run: BaselineRun) -> EnvRecord:
     return _update(build, lambda current: dataclasses.replace(current, baselines=[*current.baselines, run]))
 
