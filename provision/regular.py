@@ -7,6 +7,7 @@ import errno
 import os
 import stat
 from pathlib import Path
+from typing import IO, Any
 
 
 def open_fd(path: Path | str, flags: int = os.O_RDONLY, *, follow: bool = True) -> int:
@@ -19,10 +20,36 @@ def open_fd(path: Path | str, flags: int = os.O_RDONLY, *, follow: bool = True) 
     return fd
 
 
-def read_bytes(path: Path, limit: int = -1) -> bytes:
-    """The bytes of the regular file at `path` (at most `limit`, all when -1), opened without blocking."""
-    with os.fdopen(open_fd(path), "rb") as handle:
-        return handle.read(limit)
+def open_file(path: Path | str, flags: int = os.O_RDONLY, mode: str = "rb", *, follow: bool = True,
+              errors: str | None = None, newline: str | None = None) -> IO[Any]:
+    """`open_fd(path, flags, follow=follow)` as a file object of `mode` (text modes decode UTF-8, with `errors`)."""
+    fd = open_fd(path, flags, follow=follow)
+    try:
+        if "b" in mode:
+            return os.fdopen(fd, mode)
+        return os.fdopen(fd, mode, encoding="utf-8", errors=errors, newline=newline)
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def read_bytes(path: Path | str, limit: int = -1, *, follow: bool = True) -> bytes:
+    """The bytes of the regular file at `path` (at most `limit`, all when -1), opened without blocking (and,
+    unless `follow`, not through a link)."""
+    with open_file(path, follow=follow) as handle:
+        data: bytes = handle.read(limit)
+        return data
+
+
+def read_text(path: Path | str, limit: int = -1, *, follow: bool = True, errors: str = "strict") -> str:
+    """`read_bytes` decoded as UTF-8 (UnicodeDecodeError unless `errors` says otherwise)."""
+    return read_bytes(path, limit, follow=follow).decode("utf-8", errors)
+
+
+def refusal(exc: OSError) -> bool:
+    """Whether `exc` is `open_fd` refusing what is not a regular file (a pipe, a socket, a device; a link when
+    not followed), rather than a file that is missing or unreadable."""
+    return exc.errno in (errno.EINVAL, errno.ELOOP, errno.ENXIO)
 
 
 def write_text(path: Path, text: str) -> None:

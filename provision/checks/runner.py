@@ -71,7 +71,10 @@ def run(build: Path, record: EnvRecord, *, only: tuple[str, ...] | None = None, 
     venv = record.venv_path(build)
     python = venv / "bin" / "python"
     env = environment(venv, record, gpus, build)
-    installed = {} if in_process_only else inventory(python, env)
+    from provision.envs import home
+
+    blocking = None if in_process_only else home.blocking_file(venv)  # Python would wait on it at start-up: not run
+    installed = {} if in_process_only or blocking else inventory(python, env)
     no_gpu = "no NVIDIA GPU: NVML is not available (no driver)" if any("NVML not available" in n for n in notes or []) \
         else "no NVIDIA GPU: NVML found none"
     results = []
@@ -80,7 +83,9 @@ def run(build: Path, record: EnvRecord, *, only: tuple[str, ...] | None = None, 
         start = time.perf_counter()
         result: dict[str, Any]
         missing = [need for need in check.needs if not any(alt in installed for alt in need.split("|"))]
-        if check.needs_gpu and not gpus:
+        if blocking is not None and check.id != "drift":
+            result = {"status": "error", "reason": f"{home.blocking_reason(blocking)}; remove it, or provision restore puts it back"}
+        elif check.needs_gpu and not gpus:
             result = {"status": "skip", "reason": no_gpu}
         elif missing:
             result = {"status": "skip", "reason": f"{missing[0].replace('|', ' / ')} is not installed in this environment"}

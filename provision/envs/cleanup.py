@@ -8,6 +8,7 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
+from provision import regular
 from provision.envs.home import BUILDING, FAILED, Home
 from provision.errors import EnvError, ProvisionError
 from provision.proc import pid_alive
@@ -24,7 +25,7 @@ def stale_builds(home: Home) -> list[Path]:
             continue
         marker = build / BUILDING
         try:
-            pid = int(marker.read_text().strip()) if marker.exists() else 0
+            pid = int(regular.read_text(marker, 64, follow=False).strip()) if marker.exists() else 0  # never a pipe waited on
         except (OSError, ValueError):
             pid = 0
         if (pid == 0 or not pid_alive(pid) or pid == os.getpid()) and not in_use(build) and home.restorer(build) is None:

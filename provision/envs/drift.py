@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import errno
 import hashlib
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from email.message import Message
 from email.parser import HeaderParser
@@ -34,6 +35,8 @@ STARTUP_NAMES = ("sitecustomize.py", "usercustomize.py", "sitecustomize", "userc
 # Written by virtualenv (and older uv) into every venv it makes; owned by no distribution, known by its content.
 VENV_TOOL_FILES = {"_virtualenv.pth": "import _virtualenv"}
 KINDS = ("modified", "missing", "shared", "unowned", "extra", "other-version", "other-source")
+RECORD_LIMIT = 64 << 20  # torch's RECORD, among the largest, is a few MB: past this, a finding, never read into memory
+HEADERS_LIMIT = 1 << 20  # a METADATA's header fields (its long description after them is never read)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -146,7 +149,12 @@ def _installed(site: Path, confinement: confined.Confinement, drift: Drift) -> d
                                           expected="a folder in the environment", found=f"{escape[0]} leads out to {escape[1]}: not read"))
             continue
         distribution = PathDistribution(info)
-        headers = _headers(info) if info.is_dir() else None
+        try:
+            headers = _headers(info) if info.is_dir() else None
+        except OSError as exc:  # a pipe or a device where METADATA belongs: named, never waited on
+            drift.findings.append(Finding(kind="modified", distribution=info_name(info), path=info.name,
+                                          expected="a METADATA or PKG-INFO file", found=f"unreadable ({exc.strerror or exc})"))
+            continue
         name = headers.get("Name") if headers else None
         if headers is None or not name:
             continue
@@ -156,21 +164,46 @@ def _installed(site: Path, confinement: confined.Confinement, drift: Drift) -> d
 
 
 def _headers(info: Path) -> Message | None:
-    """The metadata's header fields only: parsing the whole file (a long description) costs a tenth of the warm check."""
-    text = _text(info, "METADATA") or _text(info, "PKG-INFO")
-    if text is None:
-        return None
-    head = text.replace("\r\n", "\n").split("\n\n", 1)[0]
-    return HeaderParser().parsestr(head + "\n")
+    """The metadata's header fields only, read no further than the blank line after them (HEADERS_LIMIT at most):
+    parsing the whole file (a long description) costs a tenth of the warm check, and a 45 MB one would be held whole.
+    Bytes that are not UTF-8 (a Latin-1 author) read as U+FFFD. OSError for a pipe or a device: never waited on."""
+    for name in ("METADATA", "PKG-INFO"):
+        try:
+            handle = regular.open_file(info / name)
+        except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+            continue
+        lines, size = [], 0
+        with handle:
+            for line in handle:
+                size += len(line)
+                if not line.strip() or size > HEADERS_LIMIT:
+                    break
+                lines.append(line)
+        head = b"".join(lines).decode("utf-8", "replace").replace("\r\n", "\n")
+        return HeaderParser().parsestr(head + "\n") if head else None
+    return None
 
 
 def _text(info: Path, filename: str) -> str | None:
-    """A metadata file's text, None when there is none (or it is not a regular file: never waited on); bytes that are
-    not UTF-8 (a Latin-1 author) read as U+FFFD, not a UnicodeDecodeError."""
+    """A small metadata file's text (WHEEL, direct_url.json: its first MiB), None when there is none (or it is not a
+    regular file: never waited on); bytes that are not UTF-8 (a Latin-1 author) read as U+FFFD."""
     try:
-        return regular.read_bytes(info / filename).decode("utf-8", "replace")
+        return regular.read_bytes(info / filename, 1 << 20).decode("utf-8", "replace")
     except (OSError, ValueError):
         return None
+
+
+def _record_rows(info: Path) -> Iterator[list[str]]:
+    """The rows of a RECORD, read as they come (never the whole file in memory); nothing for a missing one; OSError
+    for a pipe, a device, or one larger than RECORD_LIMIT."""
+    try:
+        handle = regular.open_file(info / "RECORD", mode="r", errors="strict", newline="")
+    except (FileNotFoundError, NotADirectoryError):
+        return
+    with handle:
+        if os.fstat(handle.fileno()).st_size > RECORD_LIMIT:
+            raise OSError(errno.EFBIG, f"larger than {RECORD_LIMIT >> 20} MiB: not read")
+        yield from csv.reader(handle)
 
 
 def info_name(info: Path) -> str:
@@ -206,7 +239,7 @@ def _files(drift: Drift, installed: dict[str, Installed], cache: filehash.Cache,
         # RECORD read as the CSV it is (PEP 376): importlib.metadata's `files` builds a path object per row, which
         # costs more than the whole warm check on a venv of tens of thousands of files.
         try:
-            for row in csv.reader((dist.distribution.read_text("RECORD") or "").splitlines()):
+            for row in _record_rows(dist.info):
                 if not row:
                     continue
                 raw = row[0]
@@ -230,8 +263,9 @@ def _files(drift: Drift, installed: dict[str, Installed], cache: filehash.Cache,
                     wanted.append(filehash.Wanted(key=key, path=path, mode=mode))
                 owners.setdefault(key, {})[name] = row[1]
         except (csv.Error, UnicodeDecodeError, OSError) as exc:  # a field past csv's limit, bytes that are not UTF-8
+            why = exc.strerror if isinstance(exc, OSError) and exc.strerror else type(exc).__name__
             drift.findings.append(Finding(kind="modified", distribution=name, path=f"{dist.info.name}/RECORD",
-                                          expected="a RECORD (PEP 376)", found=f"unreadable ({type(exc).__name__})"))
+                                          expected="a RECORD (PEP 376)", found=f"unreadable ({why})"))
     digests = filehash.digests(wanted, cache, inside=links_allowed(drift.venv))
     with contextlib.suppress(OSError):  # a read-only home still gets its answer, only slower next time
         cache.save()
@@ -290,8 +324,8 @@ def _unowned_startup(site: Path, owned: set[str], confinement: confined.Confinem
         if not (entry.endswith(".pth") or entry in STARTUP_NAMES) or entry in owned:
             continue
         if entry in VENV_TOOL_FILES and confinement.path(str(site / entry)) is None:
-            try:
-                if (site / entry).read_text().strip() == VENV_TOOL_FILES[entry]:
+            try:  # never a pipe waited on, never more than a line read
+                if regular.read_text(site / entry, 1024, errors="replace").strip() == VENV_TOOL_FILES[entry]:
                     continue
             except OSError:
                 pass
@@ -303,7 +337,7 @@ def marker_environment(venv: Path) -> dict[str, str]:
     """Marker values for the venv: this machine's platform, the venv's Python version (its pyvenv.cfg)."""
     environment: dict[str, str] = {key: str(value) for key, value in default_environment().items()}
     try:
-        lines = (venv / "pyvenv.cfg").read_text().splitlines()
+        lines = regular.read_text(venv / "pyvenv.cfg", 1 << 16, follow=False, errors="replace").splitlines()
     except OSError:
         lines = []
     config = {key.strip(): value.strip() for key, _, value in (line.partition("=") for line in lines)}

@@ -18,6 +18,7 @@ import errno
 import fcntl
 import os
 import signal
+import stat
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -46,6 +47,49 @@ def site_packages(venv: Path) -> Path:
     """The venv's site-packages folder (lib/python3.X/site-packages)."""
     found = sorted(venv.glob("lib/python3*/site-packages"))
     return found[0] if found else venv / "lib" / "site-packages"
+
+
+def blocking_file(venv: Path) -> Path | None:
+    """The first file in `venv` that Python, uv or the checks open and that is a pipe, a socket or a device (they
+    would wait on it forever): pyvenv.cfg, site-packages' .pth, sitecustomize and usercustomize files, and every
+    file of a .dist-info or .egg-info folder. None when there is none. Entries are judged from the folder listing
+    (no stat per file), a link by what it leads to."""
+    site = site_packages(venv)
+    folders: list[Path | str] = [venv, site]
+    try:
+        with os.scandir(site) as entries:
+            folders += [e.path for e in entries if e.name.endswith((".dist-info", ".egg-info")) and e.is_dir(follow_symlinks=False)]
+    except OSError:
+        pass
+    startup = (".pth", "sitecustomize.py", "usercustomize.py", ".egg-info")
+    for folder in folders:
+        try:
+            with os.scandir(folder) as entries:
+                for entry in entries:
+                    if folder == venv and entry.name != "pyvenv.cfg" or folder == site and not entry.name.endswith(startup):
+                        continue
+                    if not _plain_file(entry):
+                        return Path(entry.path)
+        except OSError:
+            continue
+    return None
+
+
+def _plain_file(entry: os.DirEntry[str]) -> bool:
+    """Whether opening `entry` cannot block: a regular file, a folder, or a link to one (or to nothing)."""
+    if entry.is_file(follow_symlinks=False) or entry.is_dir(follow_symlinks=False):
+        return True
+    if not entry.is_symlink():
+        return False
+    try:
+        mode = os.stat(entry.path).st_mode
+    except OSError:  # a dangling link or a loop: nothing to wait on
+        return True
+    return stat.S_ISREG(mode) or stat.S_ISDIR(mode)
+
+
+def blocking_reason(path: Path) -> str:
+    return f"{path} is not a regular file (a pipe, a socket or a device): Python, uv and the checks would wait on it forever"
 
 
 def resolve(home: Path | None = None) -> Path:
@@ -124,10 +168,9 @@ class Home:
             try:
                 handle = _own_file(build / RESTORING, os.O_RDWR | os.O_CREAT, "r+")
             except OSError as exc:
-                if exc.errno not in (errno.ELOOP, errno.EINVAL):
+                if not regular.refusal(exc):
                     raise
-                raise EnvError(f"{build / RESTORING} is not a file provision wrote (a link, a pipe or a device)",
-                               f"remove it (rm {build / RESTORING}), then run provision restore {name} again") from None
+                raise not_ours(build / RESTORING, f"provision restore {name}") from None
 
         def refuse(pid: str) -> None:
             raise EnvError(f"{name} is being restored (pid {pid})", "wait for that restore to finish, then run this again")
@@ -247,8 +290,15 @@ class Home:
 
 def _own_file(path: Path, flags: int, mode: str) -> IO[str]:
     """`path` opened without following a link and without blocking; OSError (ELOOP, EINVAL) unless it is a regular
-    file: a .restoring that is a link must not lead the pid written into it to a file elsewhere, nor a pipe hang."""
-    return os.fdopen(regular.open_fd(path, flags, follow=False), mode)
+    file: a .restoring or .lock that is a link must not lead the pid written into it to a file elsewhere, nor a pipe
+    hang."""
+    return regular.open_file(path, flags, mode, follow=False)
+
+
+def not_ours(path: Path, again: str) -> EnvError:
+    """The refusal of a file of provision's own that is a link, a pipe or a device: nothing was changed."""
+    return EnvError(f"{path} is not a file provision wrote (a link, a pipe or a device)",
+                    f"remove it (rm {path}), then run {again} again; nothing was changed")
 
 
 @contextlib.contextmanager

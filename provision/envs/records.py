@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from provision import regular
 from provision.atomic import write_json
 from provision.errors import EnvError
 from provision.names import SHELL_NAME
@@ -252,10 +253,13 @@ class EnvRecord:
 def _load(path: Path) -> object | None:
     """The JSON in `path`, None when there is no file; a file that is not JSON is a RecordError."""
     try:
-        text = path.read_text()
+        text = regular.read_text(path, follow=False, errors="replace")  # a pipe would block every command; a link may lead anywhere
     except FileNotFoundError:
         return None
     except OSError as exc:
+        if regular.refusal(exc):
+            raise RecordError(f"{path}: not a file provision wrote (a link, a pipe or a device)",
+                              f"remove it (rm {path}) or put provision's own file back; nothing was changed") from None
         raise RecordError(f"{path}: cannot be read ({exc.strerror})", "check its permissions") from exc
     try:
         data: object = json.loads(text)

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from packaging.utils import canonicalize_name
 
+from provision import regular
 from provision.atomic import write_atomic
 from provision.envs import filehash
 
@@ -30,7 +31,7 @@ def scripts(staging: Path, venv: Path, names: list[str]) -> list[str]:
         name = PathDistribution(info).metadata["Name"]
         if not name or str(canonicalize_name(name)) not in wanted or not (info / "RECORD").is_file():
             continue
-        rows = list(csv.reader(io.StringIO((info / "RECORD").read_text())))
+        rows = list(csv.reader(io.StringIO(regular.read_text(info / "RECORD"))))
         changed = False
         for row in rows:
             if len(row) < 3 or not row[1]:

@@ -24,7 +24,7 @@ from provision import confined, proc, regular
 from provision import status as statuses
 from provision.envs import drift as drifting
 from provision.envs import records, relocate
-from provision.envs.home import Home, write_atomic
+from provision.envs.home import Home, blocking_file, blocking_reason, write_atomic
 from provision.envs.records import EnvRecord
 from provision.errors import EnvError, ProvisionError
 from provision.stacks import uvtool
@@ -88,6 +88,9 @@ def plan(home: Home, name: str) -> tuple[Path, EnvRecord, RestoreResult]:
     if escape is not None:  # said here, as restore's refusal, before the drift check would say it as its own
         raise confined.refusal(escape, venv, f"restore {name}", f"provision restore {name} again")
     before = drifting.scan(venv, lock=lock, cache=build / drifting.CACHE_NAME)
+    blocking = blocking_file(venv)
+    if blocking is not None:  # uv (and the checks after) would wait on it forever: refused before anything changes
+        raise EnvError(blocking_reason(blocking), f"remove it (rm {blocking}), then run provision restore {name} again; nothing was changed")
     result = RestoreResult(name=name, venv=venv, dry_run=True, before=before, set_aside=before.unowned())
     if lock is None:
         result.not_restorable = before.to_reinstall()  # an adopted venv: no lock says what its files should be
@@ -143,10 +146,13 @@ def _refuse_links_out(name: str, build: Path, result: RestoreResult) -> None:
         info = infos[name_]
         paths += [str(info), *(os.path.join(info, entry) for entry in (os.listdir(info) if info.is_dir() else []))]
         escape = confinement.path(str(info / "RECORD"))
-        if escape is not None or not (info / "RECORD").is_file():
+        if escape is not None:
             continue
-        with contextlib.suppress(csv.Error, OSError):  # an unreadable RECORD is the drift check's finding already
-            for row in csv.reader((info / "RECORD").read_text(errors="replace").splitlines()):
+        # an unreadable RECORD (a pipe, too large) is the drift check's finding already
+        with contextlib.suppress(csv.Error, OSError), regular.open_file(info / "RECORD", mode="r", errors="replace", newline="") as handle:
+            if os.fstat(handle.fileno()).st_size > drifting.RECORD_LIMIT:
+                continue
+            for row in csv.reader(handle):
                 path = os.path.normpath(os.path.join(site, row[0])) if row else ""
                 if path.startswith(os.path.join(os.path.normpath(venv), "")):
                     paths.append(path)
@@ -289,7 +295,7 @@ def _subset_lock(lock: Path, names: list[str]) -> str:
     import tomlkit
     from packaging.utils import canonicalize_name
 
-    raw = tomllib.loads(lock.read_text())
+    raw = tomllib.loads(regular.read_text(lock))  # a pipe named as the lock is refused, never waited on
     wanted = set(names)
     raw["packages"] = [p for p in raw.get("packages", []) if str(canonicalize_name(p["name"])) in wanted]
     raw.pop("tool", None)

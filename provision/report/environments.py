@@ -10,6 +10,7 @@ from pathlib import Path
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
+from provision import regular
 from provision import status as statuses
 from provision.envs import home as homes
 from provision.envs import records
@@ -24,7 +25,11 @@ def installed(venv: Path) -> dict[str, str]:
     """{distribution: version} read from the venv's .dist-info folders (nothing is run)."""
     found = {}
     for metadata in venv.glob("lib/python3*/site-packages/*.dist-info/METADATA"):
-        fields = dict(re.findall(r"^(Name|Version): (.+)$", metadata.read_text(errors="replace"), re.MULTILINE))
+        try:  # a pipe is not waited on; the headers lie in the first MiB (a long description after them is not read)
+            text = regular.read_text(metadata, 1 << 20, errors="replace")
+        except OSError:
+            continue
+        fields = dict(re.findall(r"^(Name|Version): (.+)$", text.split("\n\n", 1)[0], re.MULTILINE))
         if "Name" in fields and "Version" in fields:
             found[str(canonicalize_name(fields["Name"]))] = fields["Version"].strip()
     return found
