@@ -10,15 +10,15 @@ from pathlib import Path
 from typing import Any
 
 
-def write_atomic(path: Path, text: str) -> None:
+def write_atomic(path: Path, text: str | bytes, mode: int = 0o600) -> None:
     """Write a file atomically: a temp file in the same folder, fsync, rename. Readers see the old or the new."""
     path.parent.mkdir(parents=True, exist_ok=True)
     # O_EXCL with this process's id and a fresh counter, as mkstemp would, without importing tempfile (and with it
     # shutil, lzma, bz2 and random) on the `switch` path
     temp = path.with_name(f".{path.name}.{os.getpid()}.{time.monotonic_ns()}.tmp")
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
     try:
-        with os.fdopen(fd, "w") as handle:
+        with os.fdopen(fd, "wb" if isinstance(text, bytes) else "w") as handle:
             handle.write(text)
             handle.flush()
             os.fsync(handle.fileno())

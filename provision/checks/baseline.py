@@ -87,7 +87,7 @@ def drift_status(venv: Path, build: Path, record: EnvRecord) -> dict[str, Any]:
     """What the baseline ran on: the drift check's status, counts and first findings (kept with the figure)."""
     from provision.envs import drift
 
-    found = drift.scan(venv, lock=Path(record.lock) if record.lock else None, cache=build / drift.CACHE_NAME)
+    found = drift.scan_env(venv, build, record)
     return {"status": found.status, "summary": found.summary(), "counts": found.counts(),
             "findings": [f.line() for f in found.findings[:20]]}
 

@@ -263,3 +263,20 @@ def restore(name: str, dry_run: bool, no_checks: bool, as_json: bool, home: Path
     # a dry run exits as the restore would: 1 where something cannot be put back (its checks do not run)
     failed = any(statuses.failed(r["status"]) for r in result.checks) or result.baseline_error or result.not_restorable
     sys.exit(1 if failed else 0)
+
+
+@click.command(short_help="Make files of NAME's venv part of its known-good state.")
+@env_argument("name")
+@click.argument("paths", nargs=-1, metavar="[PATH]...")
+@click.option("--drop", "drops", multiple=True, metavar="PATH", help="Forget an accepted file (drift judges it as before).")
+@json_option
+@home_option
+@verbosity_options
+def accept(name: str, paths: tuple[str, ...], drops: tuple[str, ...], as_json: bool, home: Path | None) -> None:
+    """Keep the present content of each PATH of NAME's venv (relative to its site-packages, or absolute inside the
+    venv; without PATH, every file drift finds changed or unowned) as known-good: drift judges it by that content,
+    restore puts that content back."""
+    from provision.envs import accept as accepting
+    from provision.views import envs as views
+
+    views.accepted(accepting.accept(home_of(home), name, paths, drops), as_json)

@@ -34,7 +34,7 @@ def cli(ctx: click.Context, home: Path | None) -> None:
 COMMANDS: tuple[click.Command, ...] = (
     machine.probe, machine.scan, machine.report,
     stacks.list_profiles, stacks.lock_command,
-    envs.create, envs.list_envs, envs.switch, envs.rollback, envs.remove, envs.gc, envs.adopt, envs.run, envs.shell_env, envs.restore,
+    envs.create, envs.list_envs, envs.switch, envs.rollback, envs.remove, envs.gc, envs.adopt, envs.run, envs.shell_env, envs.restore, envs.accept,
     checks.check, checks.baseline, checks.compare, checks.bench,
 )
 for _command in COMMANDS:

@@ -4,13 +4,14 @@ no distribution owns. Nothing is imported from the environment, so a broken one 
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import csv
 import errno
 import hashlib
 import os
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from email.message import Message
 from email.parser import HeaderParser
@@ -28,7 +29,7 @@ from provision.envs.home import site_packages as site_packages  # one definition
 from provision.errors import EnvError, ProvisionError
 
 if TYPE_CHECKING:
-    from provision.envs.records import EnvRecord
+    from provision.envs.records import EnvRecord, KeptFile
 
 CACHE_NAME = "drift-cache.json"  # beside the environment, in its build folder
 STARTUP_NAMES = ("sitecustomize.py", "usercustomize.py", "sitecustomize", "usercustomize")
@@ -50,10 +51,11 @@ class Finding:
     # bytes are on disk (None: neither's)
     distributions: tuple[str, ...] = ()
     on_disk: str | None = None
+    known_good: str | None = None  # "accepted" or "profile": judged by that content, not by RECORD or as unowned
 
     def to_dict(self) -> dict[str, Any]:
         found: dict[str, Any] = {"kind": self.kind, "distribution": self.distribution, "path": self.path, "expected": self.expected,
-                 "found": self.found}
+                 "found": self.found, "known_good": self.known_good}
         if self.kind == "shared":
             found.update(distributions=list(self.distributions), on_disk=self.on_disk)
         return found
@@ -65,7 +67,8 @@ class Finding:
         owner = f" ({self.distribution})" if self.distribution and self.path else (self.distribution or "")
         what = f"{self.path}{owner}" if self.path else owner
         detail = f": {self.expected or '-'} -> {self.found or '-'}" if self.kind in ("other-version", "other-source") else ""
-        return f"{self.kind} {what}{detail}"
+        kept = f" [{self.known_good}]" if self.known_good else ""
+        return f"{self.kind} {what}{kept}{detail}"
 
 
 @dataclass(kw_only=True)
@@ -80,6 +83,7 @@ class Drift:
     hashed_bytes: int = 0
     remembered: int = 0
     seconds: float = 0.0
+    owners: dict[str, str] = field(default_factory=dict)  # kept path -> "name version" of the distribution listing it
 
     @property
     def status(self) -> str:
@@ -91,7 +95,11 @@ class Drift:
     def to_reinstall(self) -> list[str]:
         """Distributions the lock must put back: files changed or gone, another version or source, not installed."""
         kinds = ("modified", "missing", "other-version", "other-source")
-        return sorted({f.distribution for f in self.findings if f.kind in kinds and f.distribution})
+        return sorted({f.distribution for f in self.findings if f.kind in kinds and f.distribution and not f.known_good})
+
+    def put_back(self) -> list[str]:
+        """Accepted and profile files that differ from their kept content, or are gone."""
+        return [f.path for f in self.findings if f.known_good]
 
     def extra(self) -> list[str]:
         return sorted({f.distribution for f in self.findings if f.kind == "extra" and f.distribution})
@@ -110,9 +118,9 @@ class Drift:
                 "hashed_bytes": self.hashed_bytes, "remembered": self.remembered, "seconds": round(self.seconds, 3)}
 
 
-def scan(venv: Path, *, lock: Path | None = None, cache: Path | None = None) -> Drift:
-    """Compare the environment with its RECORDs and its lock; `cache` remembers what was hashed (None: nothing).
-    Nothing outside the venv is read: site-packages (or lib, lib/pythonX.Y) as a link out of it is an EnvError naming
+def scan(venv: Path, *, lock: Path | None = None, cache: Path | None = None, kept: Mapping[str, KeptFile] | None = None) -> Drift:
+    """Compare the environment with its RECORDs, its lock and its `kept` files (accepted, the profile's: by path,
+    judged by their own content); `cache` remembers what was hashed (None: nothing). Nothing outside the venv is read: site-packages (or lib, lib/pythonX.Y) as a link out of it is an EnvError naming
     the link; a distribution's folder or file that leads out is a finding, not read."""
     start = time.perf_counter()
     site = site_packages(venv)
@@ -123,7 +131,7 @@ def scan(venv: Path, *, lock: Path | None = None, cache: Path | None = None) -> 
     drift = Drift(venv=venv, site=site, lock=str(lock) if lock else None)
     installed = _installed(site, confinement, drift)
     drift.distributions = len(installed)
-    owned = _files(drift, installed, filehash.Cache(cache, site), confinement)
+    owned = _files(drift, installed, filehash.Cache(cache, site), confinement, kept or {})
     drift.findings += _unowned_startup(site, owned, confinement)
     if lock is not None:
         drift.findings += _against_lock(venv, installed, lock)
@@ -222,8 +230,10 @@ def _info_escape(info: Path, confinement: confined.Confinement) -> confined.Esca
     return escape
 
 
-def _files(drift: Drift, installed: dict[str, Installed], cache: filehash.Cache, confinement: confined.Confinement) -> set[str]:
-    """Check every file RECORD lists with a hash; return every path RECORD lists (hashed or not), normalized."""
+def _files(drift: Drift, installed: dict[str, Installed], cache: filehash.Cache, confinement: confined.Confinement,
+           kept: Mapping[str, KeptFile]) -> set[str]:
+    """Check every file RECORD lists with a hash, and every kept file; return every path RECORD lists (hashed or
+    not) and every kept path, normalized."""
     owners: dict[str, dict[str, str]] = {}  # key -> {distribution: the hash its RECORD gives}, in the order read
     wanted: list[filehash.Wanted] = []
     owned: set[str] = set()
@@ -266,6 +276,9 @@ def _files(drift: Drift, installed: dict[str, Installed], cache: filehash.Cache,
             why = exc.strerror if isinstance(exc, OSError) and exc.strerror else type(exc).__name__
             drift.findings.append(Finding(kind="modified", distribution=name, path=f"{dist.info.name}/RECORD",
                                           expected="a RECORD (PEP 376)", found=f"unreadable ({why})"))
+    if kept:
+        wanted += _kept_wanted(drift, kept, installed, owners, escaped, confinement)
+        owned |= kept.keys()
     digests = filehash.digests(wanted, cache, inside=links_allowed(drift.venv))
     with contextlib.suppress(OSError):  # a read-only home still gets its answer, only slower next time
         cache.save()
@@ -280,7 +293,42 @@ def _files(drift: Drift, installed: dict[str, Installed], cache: filehash.Cache,
             drift.findings.append(Finding(kind="missing", distribution=owner, path=key, expected=want))
         elif got != want:
             drift.findings.append(Finding(kind="modified", distribution=owner, path=key, expected=want, found=got))
+    for key, file in kept.items():
+        want, got = record_form(file.sha256), escaped.get(KEPT + key) or digests.found.get(KEPT + key)
+        owner = drift.owners.get(key, "").split(" ")[0] or None
+        if got is None:
+            drift.findings.append(Finding(kind="missing", distribution=owner, path=key, expected=want, known_good=file.origin))
+        elif got != want:
+            drift.findings.append(Finding(kind="modified", distribution=owner, path=key, expected=want, found=got, known_good=file.origin))
     return owned
+
+
+KEPT = "\0kept:"  # a kept file's key among RECORD's (no path holds a NUL byte), hashed as sha256 whatever RECORD says
+
+
+def _kept_wanted(drift: Drift, kept: Mapping[str, KeptFile], installed: dict[str, Installed], owners: dict[str, dict[str, str]],
+                 escaped: dict[str, str], confinement: confined.Confinement) -> list[filehash.Wanted]:
+    """The kept files to hash; each is taken out of its RECORDs' judgement, its owner noted."""
+    wanted = []
+    root = os.path.join(os.path.normpath(drift.venv), "")
+    for key in kept:
+        claims = owners.pop(key, None)
+        if claims:  # several distributions may list it: the first read names it
+            owner = next(iter(claims))
+            drift.owners[key] = f"{owner} {installed[owner].version}"
+            escaped.pop(key, None)
+        path = os.path.normpath(os.path.join(drift.site, key))
+        escape = confinement.folder(os.path.dirname(path)) if path.startswith(root) else (key, "outside the venv")
+        if escape is not None:
+            escaped[KEPT + key] = f"sha256=({escape[0]} leads out of the environment to {escape[1]}: not read)"
+        else:
+            wanted.append(filehash.Wanted(key=KEPT + key, path=path, mode="sha256"))
+    return wanted
+
+
+def record_form(hex_digest: str) -> str:
+    """A hex sha256 as RECORD writes a digest (`sha256=<urlsafe base64, unpadded>`)."""
+    return "sha256=" + base64.urlsafe_b64encode(bytes.fromhex(hex_digest)).rstrip(b"=").decode()
 
 
 def _shared(key: str, claims: dict[str, str], got: str | None) -> Finding:
@@ -426,18 +474,24 @@ def _other_source(dist: Installed, wheel_names: list[str]) -> tuple[str, str] | 
     return None
 
 
+def scan_env(venv: Path, build: Path, record: EnvRecord) -> Drift:
+    """The environment against everything its record says it should be: its lock, its accepted and profile files."""
+    return scan(venv, lock=Path(record.lock) if record.lock else None, cache=build / CACHE_NAME, kept=record.kept_files())
+
+
 def check(venv: Path, build: Path, record: EnvRecord) -> dict[str, Any]:
     """The check's result: PASS when nothing differs, WARN listing each finding with its path and distribution."""
     lock = Path(record.lock) if record.lock else None
     try:
-        drift = scan(venv, lock=lock, cache=build / CACHE_NAME)
+        drift = scan_env(venv, build, record)
     except EnvError as exc:  # site-packages leads out of the venv: nothing there is read
         return {"status": "error", "reason": f"{exc.message}; {exc.hint}"}
     details = drift.to_dict()
     without_lock = "" if lock else "; no lock (adopted): distributions not compared"
     if not drift.findings:
+        kept = len(record.kept_files())
         reason = f"{drift.files} files of {drift.distributions} distributions match their RECORD" + (
-            " and the lock" if lock else "") + without_lock
+            " and the lock" if lock else "") + (f", {kept} accepted or profile files their kept content" if kept else "") + without_lock
         return {"status": "pass", "reason": reason, "details": details}
     shown = "; ".join(f.line() for f in drift.findings[:8]) + (f"; and {len(drift.findings) - 8} more" if len(drift.findings) > 8 else "")
     return {"status": "warn", "reason": f"{drift.summary()}: {shown}{without_lock}; provision restore puts it back",

@@ -14,6 +14,7 @@ from typing import Any
 
 from provision import proc
 from provision import status as statuses
+from provision.envs import kept as keeping
 from provision.envs import records, toolkit_home
 from provision.envs.cleanup import gc
 from provision.envs.home import (
@@ -27,7 +28,7 @@ from provision.envs.home import (
 )
 from provision.envs.interpreters import find_python
 from provision.envs.inventory import tree_size
-from provision.envs.records import EnvRecord
+from provision.envs.records import EnvRecord, KeptFile
 from provision.envs.variables import env_template, resolve_env
 from provision.errors import EnvError, ProvisionError, UsageError
 from provision.stacks.profiles import Profile
@@ -46,10 +47,13 @@ class CreateResult:
     seconds: dict[str, float] = field(default_factory=dict)
     passed: bool = True
     kept_as: str | None = None  # --keep-failed: the name the failed build is kept under
+    accepted_reapplied: list[str] = field(default_factory=list)  # --replace: the old build's accepted files, written again
+    accepted_dropped: list[dict[str, str]] = field(default_factory=list)  # --replace: those left out, each with why
 
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "path": str(self.path), "activated": self.activated, "passed": self.passed,
                 "lock": self.lock, "lock_reused": self.lock_reused, "checks": self.checks,
+                "accepted_reapplied": self.accepted_reapplied, "accepted_dropped": self.accepted_dropped,
                 "seconds": {k: round(v, 3) for k, v in self.seconds.items()}, "kept_as": self.kept_as}
 
 
@@ -104,6 +108,7 @@ def create(home: Home, profile: Profile, *, name: str | None = None, python: str
     through the install and the checks: a rollback in an emergency does not wait for a build."""
     import time
 
+    from provision.envs import accept as accepting
     from provision.stacks import lock as locking
     from provision.stacks import uvtool
 
@@ -114,7 +119,7 @@ def create(home: Home, profile: Profile, *, name: str | None = None, python: str
     try:
         with home.locked():
             gc(home)
-            _refuse_existing(home, name, replace)
+            previous = _refuse_existing(home, name, replace)
             stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
             build = home.builds / f"{name}-{stamp}-{os.urandom(3).hex()}"
             with home.writing(f"start building {name}"):
@@ -130,6 +135,8 @@ def create(home: Home, profile: Profile, *, name: str | None = None, python: str
         started = time.perf_counter()
         with home.writing(f"build {name}"):
             record = _install(build, profile, name, interpreter, version, lock_file, indexes, progress)
+            carried = accepting.carry_over(previous, build, Path(record.venv or build / "venv")) if previous else None
+            record = records.read(build) if carried else record
         timings["install"] = time.perf_counter() - started
         started = time.perf_counter()
         results = run_checks(build, record) if run_checks else []
@@ -138,6 +145,8 @@ def create(home: Home, profile: Profile, *, name: str | None = None, python: str
             records.add_checks(build, results, record.created or "")
         result = CreateResult(name=name, path=build, activated=False, checks=results, lock=str(lock_file),
                               lock_reused=reused, seconds=timings, passed=False)
+        if carried:
+            result.accepted_reapplied, result.accepted_dropped = [f.path for f in carried[0]], carried[1]
         if any(statuses.failed(r["status"]) for r in results):
             if keep_failed:
                 result.kept_as = keep(home, name, profile, build)
@@ -185,13 +194,19 @@ def _install(build: Path, profile: Profile, name: str, interpreter: Path, versio
         progress("laying out the environment's CUDA toolkit")
         toolkit_home.make(build / "cuda", site_packages(build / "venv") / profile.toolkit)
     created = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    carried = []
+    for file in profile.files:  # the team's own patches, from the profile: every machine of a fleet gets the same
+        progress(f"writing {file.path} from {file.source}")
+        keeping.keep(build, file.content, file.mode)
+        keeping.put(build / "venv", site_packages(build / "venv"), file.path, file.content, file.mode)
+        carried.append(KeptFile(path=file.path, sha256=file.sha256, at=created, source=str(file.source)))
     record = EnvRecord(
         name=name, profile=profile.name, profile_hash=profile.content_hash, profile_path=str(profile.path),
         cuda=profile.cuda, python=version, interpreter=str(interpreter), lock=str(lock_file), created=created,
         adopted=False, venv=str(build / "venv"),
         env=resolve_env(profile.env, build, nvcc=profile.compiler_cuda() or profile.cuda), env_template=env_template(profile),
         packages=[p.name for p in profile.packages], checks_required=list(profile.checks or []),
-        size_bytes=tree_size(build / "venv"), baseline=_baseline_meta(profile),
+        size_bytes=tree_size(build / "venv"), baseline=_baseline_meta(profile), profile_files=carried,
     )
     records.write(build, record)
     return record

@@ -163,6 +163,36 @@ class AllreduceRun:
 
 
 @dataclass(frozen=True, kw_only=True)
+class KeptFile:
+    """A file of the environment's known-good state beside its lock: one `provision accept` took, or one its profile
+    carries ([files]). Its content is kept in the build folder as `KEPT/<sha256>`."""
+
+    path: str  # relative to site-packages, normalized ("../../../bin/tool" for a file elsewhere in the venv)
+    sha256: str  # hex, as sha256sum prints it
+    at: str = ""  # when it was accepted (or the environment created)
+    owner: str | None = None  # "name version" of the distribution whose RECORD lists it then; None when none does
+    source: str | None = None  # a profile's file: the file beside the profile it came from
+
+    @classmethod
+    def parse(cls, fields: _Fields) -> KeptFile:
+        path, sha256 = fields.text("path"), fields.text("sha256")
+        if not path or "\0" in path or not sha256 or len(sha256) != 64 or not all(c in "0123456789abcdef" for c in sha256):
+            raise RecordError(f"{fields.path}: {fields.where} needs a 'path' and a 'sha256' of 64 hex digits", _fix_hint(fields.path))
+        return cls(path=path, sha256=sha256, at=fields.text("at") or "", owner=fields.text("owner"), source=fields.text("source"))
+
+    @property
+    def origin(self) -> str:
+        """"profile" for a profile's file, "accepted" for one `provision accept` took."""
+        return "accepted" if self.source is None else "profile"
+
+    def to_dict(self) -> JSONObject:
+        document = dataclasses.asdict(self)
+        if self.source is None:
+            del document["source"]
+        return document
+
+
+@dataclass(frozen=True, kw_only=True)
 class EnvRecord:
     """env.json: what an environment was built from, and what has been learned about it since."""
 
@@ -187,6 +217,8 @@ class EnvRecord:
     checks_subset: CheckRun | None = None  # a later `check --only` run, kept beside it
     baselines: list[BaselineRun] = field(default_factory=list)
     allreduce: list[AllreduceRun] = field(default_factory=list)
+    accepted: list[KeptFile] = field(default_factory=list)  # `provision accept`
+    profile_files: list[KeptFile] = field(default_factory=list)  # the profile's [files], as written by create
     extra: JSONObject = field(default_factory=dict)  # keys this version does not know, kept as they were
 
     def venv_path(self, build: Path) -> Path:
@@ -206,6 +238,10 @@ class EnvRecord:
                 by_id[result["id"]] = result
         return by_id
 
+    def kept_files(self) -> dict[str, KeptFile]:
+        """Every file of the known-good state beside the lock, by path: an accepted one wins over the profile's."""
+        return {kept.path: kept for kept in [*self.profile_files, *self.accepted]}
+
     def to_dict(self) -> JSONObject:
         document: JSONObject = {**self.extra, "schema_version": SCHEMA_VERSION}
         for item in dataclasses.fields(self):
@@ -214,7 +250,7 @@ class EnvRecord:
             value = getattr(self, item.name)
             if item.name in ("checks", "checks_subset"):
                 value = value.to_dict() if value is not None else None
-            elif item.name in ("baselines", "allreduce"):
+            elif item.name in ("baselines", "allreduce", "accepted", "profile_files"):
                 value = [run.to_dict() for run in value]
             document[item.name] = value
         return document
@@ -246,6 +282,8 @@ class EnvRecord:
             checks_subset=CheckRun.parse(_Fields(path, subset, "checks_subset")) if subset is not None else None,
             baselines=[BaselineRun.parse(run) for run in fields.objects("baselines")],
             allreduce=[AllreduceRun.parse(run) for run in fields.objects("allreduce")],
+            accepted=[KeptFile.parse(kept) for kept in fields.objects("accepted")],
+            profile_files=[KeptFile.parse(kept) for kept in fields.objects("profile_files")],
             extra={k: v for k, v in fields.data.items() if k not in known},
         )
 
@@ -328,6 +366,11 @@ def add_baseline(build: Path, run: BaselineRun) -> EnvRecord:
 
 def add_allreduce(build: Path, run: AllreduceRun) -> EnvRecord:
     return _update(build, lambda current: dataclasses.replace(current, allreduce=[*current.allreduce, run]))
+
+
+def set_accepted(build: Path, change: Callable[[list[KeptFile]], list[KeptFile]]) -> EnvRecord:
+    """Replace the accepted files with what `change` makes of the current ones (`provision accept`)."""
+    return _update(build, lambda current: dataclasses.replace(current, accepted=change(current.accepted)))
 
 
 # --- HOME/state.json ----------------------------------------------------------------------------------------------

@@ -1,6 +1,7 @@
 """`provision restore`: put an environment back to its lock. Plan from the drift check, then apply in a hard-linked copy
 of the venv beside it: uv reinstalls only the drifted distributions there (from its cache when it has them),
-uninstalls the extra ones, and the unowned start-up files are moved into a dated folder; the copy is verified, then
+uninstalls the extra ones, the unowned start-up files are moved into a dated folder, and the accepted and profile
+files are written back from their kept copies; the copy is verified, then
 swapped with the venv in one atomic rename. Interrupted at any point, the venv is as it was or as it should be."""
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from typing import Any
 from provision import confined, proc, regular
 from provision import status as statuses
 from provision.envs import drift as drifting
-from provision.envs import records, relocate
+from provision.envs import kept, records, relocate
 from provision.envs.home import Home, blocking_file, blocking_reason, write_atomic
 from provision.envs.records import EnvRecord
 from provision.errors import EnvError, ProvisionError
@@ -50,6 +51,7 @@ class RestoreResult:
     reinstall: list[str] = field(default_factory=list)
     uninstall: list[str] = field(default_factory=list)
     set_aside: list[str] = field(default_factory=list)
+    put_back: list[str] = field(default_factory=list)  # accepted and profile files written back from their kept copy
     aside_folder: Path | None = None
     not_restorable: list[str] = field(default_factory=list)
     downloaded: bool = False  # uv's cache lacked (or held a damaged copy of) a wheel
@@ -62,11 +64,12 @@ class RestoreResult:
 
     @property
     def changed(self) -> bool:
-        return bool(self.reinstall or self.uninstall or self.set_aside)
+        return bool(self.reinstall or self.uninstall or self.set_aside or self.put_back)
 
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "venv": str(self.venv), "dry_run": self.dry_run, "drift_before": self.before.to_dict(),
                 "reinstall": self.reinstall, "uninstall": self.uninstall, "set_aside": self.set_aside,
+                "put_back": self.put_back,
                 "aside_folder": str(self.aside_folder) if self.aside_folder else None, "not_restorable": self.not_restorable,
                 "downloaded": self.downloaded, "refreshed": self.refreshed,
                 "drift_after": self.after.to_dict() if self.after else None, "checks": self.checks,
@@ -87,11 +90,11 @@ def plan(home: Home, name: str) -> tuple[Path, EnvRecord, RestoreResult]:
     escape = confined.Confinement(venv).folder(str(drifting.site_packages(venv)))
     if escape is not None:  # said here, as restore's refusal, before the drift check would say it as its own
         raise confined.refusal(escape, venv, f"restore {name}", f"provision restore {name} again")
-    before = drifting.scan(venv, lock=lock, cache=build / drifting.CACHE_NAME)
+    before = drifting.scan_env(venv, build, record)
     blocking = blocking_file(venv)
     if blocking is not None:  # uv (and the checks after) would wait on it forever: refused before anything changes
         raise EnvError(blocking_reason(blocking), f"remove it (rm {blocking}), then run provision restore {name} again; nothing was changed")
-    result = RestoreResult(name=name, venv=venv, dry_run=True, before=before, set_aside=before.unowned())
+    result = RestoreResult(name=name, venv=venv, dry_run=True, before=before, set_aside=before.unowned(), put_back=before.put_back())
     if lock is None:
         result.not_restorable = before.to_reinstall()  # an adopted venv: no lock says what its files should be
     else:
@@ -132,12 +135,13 @@ def _refuse_links_out(name: str, build: Path, result: RestoreResult) -> None:
     copy it works in keeps such a link, and uv and the set-aside would follow it out (a file may link into uv's cache,
     as uv's symlink mode makes it). The set-aside folder, in the build folder, must not lead out of that either."""
     venv, site = result.venv, result.before.site
-    escape = confined.Confinement(build).folder(str(build / ASIDE)) if result.set_aside else None
-    if escape is not None:
-        raise confined.refusal(escape, build, f"restore {name}", f"provision restore {name} again")
+    for folder, used in ((ASIDE, result.set_aside), (kept.STORE, result.put_back)):
+        escape = confined.Confinement(build).folder(str(build / folder)) if used else None
+        if escape is not None:
+            raise confined.refusal(escape, build, f"restore {name}", f"provision restore {name} again")
     confinement = confined.Confinement(venv)
     also = drifting.links_allowed(venv)
-    paths = [str(venv / "bin"), str(site), *(str(site / relative) for relative in result.set_aside)]
+    paths = [str(venv / "bin"), str(site), *(str(site / relative) for relative in [*result.set_aside, *result.put_back])]
     touched = set(result.reinstall) | set(result.uninstall)
     infos = {drifting.info_name(info): info for info in [*site.glob("*.dist-info"), *site.glob("*.egg-info")]}
     if touched - set(infos):  # a distribution not installed: where its files go is in the wheel, not here
@@ -198,6 +202,7 @@ def _apply(build: Path, record: EnvRecord, result: RestoreResult, progress: Prog
     venv = result.venv
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     staging = venv.parent / (STAGING.format(name=venv.name) + f"{os.getpid()}-{stamp}")
+    contents = {path: kept.kept_content(build, file) for path, file in record.kept_files().items()}  # before anything changes
     # recorded before either is made: a restore killed with -9 leaves names that the next restore or gc removes
     # exactly, never a user's folder that merely looks like one
     write_atomic(build / MADE, json.dumps({"pid": os.getpid(), "made": [str(staging), str(build / SUBSET.format(pid=os.getpid()))]}))
@@ -214,16 +219,19 @@ def _apply(build: Path, record: EnvRecord, result: RestoreResult, progress: Prog
         for relative in result.set_aside:
             (aside / relative).parent.mkdir(parents=True, exist_ok=True)
             shutil.move(str(site / relative), str(aside / relative))
+        _put_back(staging, site, contents, result)  # before uv runs the copy's python: an accepted sitecustomize.py as accepted
         lock = Path(record.lock) if record.lock else None  # an adopted venv: only start-up files are set aside
         if lock is not None:
             _reinstall(build, lock, venv, staging, result, progress)
         if result.uninstall:
             progress(f"uninstalling {', '.join(result.uninstall)}")
             uvtool.run(["pip", "uninstall", "--python", str(staging / "bin" / "python"), "--quiet", *result.uninstall])
+        _put_back(staging, site, contents, result)  # a reinstalled distribution's own copy of a kept file is replaced again
         progress("verifying the restored copy")
-        after = drifting.scan(staging, lock=lock, cache=build / drifting.CACHE_NAME)
+        after = drifting.scan(staging, lock=lock, cache=build / drifting.CACHE_NAME, kept=record.kept_files())
         # a shared path stays as it is: reinstalling either owner only picks which one wins
-        left = [f for f in after.findings if f.kind != "shared" and (f.distribution not in result.not_restorable or f.kind == "unowned")]
+        left = [f for f in after.findings if f.kind != "shared" and (f.distribution not in result.not_restorable
+                                                                     or f.kind == "unowned" or f.known_good)]
         if left:
             raise EnvError(f"{result.name}: after reinstalling, {after.summary()}: {left[0].line()}",
                            f"nothing was changed in {venv}; run provision check {result.name} --only drift")
@@ -239,6 +247,21 @@ def _apply(build: Path, record: EnvRecord, result: RestoreResult, progress: Prog
         with contextlib.suppress(OSError):
             shutil.rmtree(staging)  # before the swap the copy, after it the old tree
         (build / MADE).unlink(missing_ok=True)
+
+
+def _put_back(staging: Path, site: Path, contents: dict[str, tuple[bytes, int]], result: RestoreResult) -> None:
+    """Write every accepted and profile file whose content in the copy is not the kept one (a new file: the venv's
+    hard link to the old one is not touched)."""
+    for path, (content, mode) in contents.items():
+        target = kept.location(staging, site, path)
+        try:
+            same = target.is_file() and not target.is_symlink() and kept.sha256(target.read_bytes()) == kept.sha256(content)
+        except OSError:
+            same = False
+        if not same:
+            kept.put(staging, site, path, content, mode)
+            if path not in result.put_back:
+                result.put_back.append(path)
 
 
 def _reinstall(build: Path, lock: Path, venv: Path, staging: Path, result: RestoreResult, progress: Progress) -> None:

@@ -136,13 +136,25 @@ def drift_gate(venv: Path, build: Path, record: EnvRecord) -> Gate:
                        "(https://packaging.python.org/en/latest/specifications/recording-installed-packages/), the PEP 751 lock")
 
 
+def kept_gate(record: EnvRecord) -> Gate | None:
+    """The files of the known-good state beside the lock (accepted, the profile's [files]): what drift judges them by."""
+    kept = record.kept_files()
+    if not kept:
+        return None
+    shown = "; ".join(f"{k.origin} {k.path} (sha256 {k.sha256[:12]}" + (f", from {k.source}" if k.source else "")
+                      + (f", over {k.owner}" if k.owner else "") + ")" for k in kept.values())
+    return Gate(id="kept-files", title="accepted and profile files (known-good beside the lock)", status="info", kind="feature",
+                reason=shown[:600], source="provision accept; the profile's [files] (docs/profiles.md)")
+
+
 def judge(where: homes.Home, name: str, report: MachineReport, progress: Callable[[str], None] = lambda _: None) -> Target:
     from provision.report import observed
 
     build = where.build_of(name)
     record = records.read(build)
     venv = record.venv_path(build)
-    target = Target(kind="environment", name=name, cuda=record.cuda or "?")
+    target = Target(kind="environment", name=name, cuda=record.cuda or "?",
+                    kept_files=[{**k.to_dict(), "origin": k.origin} for k in record.kept_files().values()])
     ccs = sorted({g.compute_capability for g in report.facts.gpus if g.compute_capability})
     progress(f"{name}: reading the installed versions")
     versions = installed(venv)
@@ -153,7 +165,7 @@ def judge(where: homes.Home, name: str, report: MachineReport, progress: Callabl
     target.gates = [driver_gate(report.facts, record.cuda) if record.cuda else
                     Gate(id="driver", title="driver supports the environment's CUDA", status="skip", reason="CUDA release unknown"),
                     scanned_gate, torch_build_gate(versions, scanned), versions_gate(versions), drift_gate(venv, build, record),
-                    *stored_gates(record),
+                    *stored_gates(record), *filter(None, [kept_gate(record)]),
                     *observed.apply(features, record.latest_results(), len(report.facts.gpus), report.facts)]
     return target
 

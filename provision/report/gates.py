@@ -38,6 +38,7 @@ class Target:
     cuda: str
     gates: list[Gate] = field(default_factory=list)
     packages: list[dict[str, Any]] | None = None  # a lock's CUDA wheels, each with the SMs found and a verdict per GPU
+    kept_files: list[dict[str, Any]] | None = None  # an environment's accepted and profile files
 
     @property
     def verdict(self) -> str:
@@ -51,7 +52,8 @@ class Target:
     def to_dict(self) -> dict[str, Any]:
         return {"kind": self.kind, "name": self.name, "cuda": self.cuda, "verdict": self.verdict,
                 "features_off": self.features_off, "gates": [dict(g.__dict__) for g in self.gates],
-                **({"packages": self.packages} if self.packages is not None else {})}
+                **({"packages": self.packages} if self.packages is not None else {}),
+                **({"kept_files": self.kept_files} if self.kept_files is not None else {})}
 
 
 @dataclass(kw_only=True)

@@ -47,7 +47,8 @@ def check_binding(path: Path, profile: Profile) -> None:
         raise EnvError(f"{path} was locked from profile {made_from!r}, not {profile.name!r}",
                        f"give it to the profile it was made from, or lock this one: provision lock {profile.name}")
     if made_hash != profile.content_hash:
-        raise EnvError(f"{path} was locked from another version of profile {profile.name} ({profile.path} changed since)",
+        changed = f"{profile.path} or a file its [files] carries" if profile.files else str(profile.path)
+        raise EnvError(f"{path} was locked from another version of profile {profile.name} ({changed} changed since)",
                        f"re-lock it: provision lock {profile.name}")
     locked = {str(canonicalize_name(p.name)): p.version for p in pylock.packages}
     for package in profile.packages:

@@ -18,7 +18,9 @@ from packaging.utils import InvalidName, canonicalize_name
 
 from provision.errors import ProfileError
 from provision.names import NAME_MAX, NAME_RULE, SHELL_NAME
+from provision.stacks import profile_files
 from provision.stacks.index import redact_text
+from provision.stacks.profile_files import ProfileFile
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -74,6 +76,7 @@ class Profile:
     checks: tuple[str, ...] | None = None  # None: every built-in check
     baseline: Baseline | None = None
     toolkit: str | None = None  # site-packages folder of NVIDIA's compiler wheels ("nvidia/cu13"): {env}/cuda is laid over it
+    files: tuple[ProfileFile, ...] = ()  # [files]: the content of each is covered by content_hash
     content_hash: str = ""
 
     def compiler_cuda(self) -> str | None:
@@ -169,7 +172,7 @@ def parse(raw: bytes, path: Path) -> Profile:
         raise ProfileError(f"{path}: not valid TOML: {exc}", "fix the syntax at that line") from exc
     except RecursionError as exc:
         raise ProfileError(f"{path}: nested too deeply to be a profile", "a profile is a few flat tables; see docs/profiles.md") from exc
-    return _validate(path, data, hashlib.sha256(raw).hexdigest())
+    return _validate(path, data, raw)
 
 
 def _read(path: Path) -> bytes:
@@ -218,9 +221,9 @@ class _Checker:
         return value
 
 
-def _validate(path: Path, data: dict[str, Any], content_hash: str) -> Profile:
+def _validate(path: Path, data: dict[str, Any], raw: bytes) -> Profile:
     c = _Checker(path)
-    top = {"schema", "name", "description", "python", "cuda", "indexes", "packages", "env", "checks", "baseline", "toolkit"}
+    top = {"schema", "name", "description", "python", "cuda", "indexes", "packages", "env", "checks", "baseline", "toolkit", "files"}
     c.keys(data, "", top, {"schema", "name", "cuda", "packages"})
     schema = c.typed(data["schema"], "schema", int, "an integer")
     if schema != SCHEMA:
@@ -245,6 +248,10 @@ def _validate(path: Path, data: dict[str, Any], content_hash: str) -> Profile:
     env = c.typed(data.get("env", {}), "env", dict, "a table of NAME = value")
     for key, value in env.items():
         _env_entry(c, key, c.typed(value, f"env.{key}", str, "a string"))
+    files = profile_files.parse(c, data.get("files"))
+    digest = hashlib.sha256(raw)
+    for file in files:  # a lock made before a carried file changed is refused as for any other change of the profile
+        digest.update(f"\0files\0{file.path}\0{file.sha256}".encode())
     return Profile(
         name=name,
         path=path,
@@ -257,7 +264,8 @@ def _validate(path: Path, data: dict[str, Any], content_hash: str) -> Profile:
         checks=_checks(c, data.get("checks")),
         baseline=_baseline(c, data.get("baseline")),
         toolkit=_toolkit(c, data.get("toolkit")),
-        content_hash=content_hash,
+        files=files,
+        content_hash=digest.hexdigest(),
     )
 
 

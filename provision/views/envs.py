@@ -10,6 +10,7 @@ from provision.views import ui
 if TYPE_CHECKING:  # annotations only: rendering one result must not import every operation
     from pathlib import Path
 
+    from provision.envs.accept import AcceptResult
     from provision.envs.adopted import AdoptLock
     from provision.envs.lifecycle import CreateResult
     from provision.errors import ProvisionError
@@ -21,6 +22,10 @@ def created(result: CreateResult, as_json: bool) -> None:
         return
     if result.checks:
         check_views.checks(result.name, result.checks, False)
+    if result.accepted_reapplied:
+        ui.info(f"accepted files of the build it replaces, written again: {', '.join(result.accepted_reapplied)}")
+    for dropped in result.accepted_dropped:
+        ui.info(f"note: the accepted {dropped['path']} was not carried over: {dropped['reason']}")
     if result.passed:
         state = "and made it active" if result.activated else "(not activated)"
         ui.info(f"built {result.name} at {result.path} {state}; lock {result.lock}" + (" (reused)" if result.lock_reused else ""))
@@ -89,3 +94,19 @@ def env_locked(locked: AdoptLock, as_json: bool) -> None:
         out.print(f"not restorable ({len(r.unmatched)}; drift still compares their files with their RECORDs):")
         for u in r.unmatched:
             out.print(f"  {u.name} {u.version}: {u.reason}")
+
+
+def accepted(result: AcceptResult, as_json: bool) -> None:
+    if as_json:
+        ui.dump_json(result.to_dict())
+        return
+    for file in result.accepted:
+        owner = f" (over {file.owner})" if file.owner else ""
+        ui.info(f"accepted {file.path}{owner}: sha256 {file.sha256[:16]}..., kept in {result.build / 'accepted'}")
+    for path in result.dropped:
+        ui.info(f"dropped {path}: drift judges it by its RECORD again (or as unowned)")
+    for skipped in result.not_accepted:
+        ui.info(f"not accepted: {skipped['kind']} {skipped['path']}: {skipped['reason']}")
+    if not (result.accepted or result.dropped or result.not_accepted):
+        ui.info(f"{result.name}: nothing differs from its known-good state; nothing to accept")
+    ui.info(f"{result.name}: {len(result.files)} accepted file(s)" + (": " + ", ".join(f.path for f in result.files) if result.files else ""))

@@ -24,7 +24,8 @@ def restored(result: RestoreResult, as_json: bool) -> None:
     out.print(f"{result.name}: {result.before.summary()}")
     for finding in result.before.findings:
         out.print(f"  {finding.line()}")
-    lines = [("reinstall", result.reinstall), ("uninstall", result.uninstall), ("set aside", result.set_aside)]
+    lines = [("reinstall", result.reinstall), ("uninstall", result.uninstall), ("set aside", result.set_aside),
+             ("put back (accepted or profile content)", result.put_back)]
     for label, items in lines:
         if items:
             out.print(f"{verb} {label}: {', '.join(items)}")

@@ -1,0 +1,132 @@
+"""`provision accept`: the present content of files in an environment's venv becomes part of its known-good state (a
+sitecustomize.py of the team's own, an edited module while a fix waits upstream). Each is kept in the build folder by
+its sha256 and listed in env.json; drift then judges it by that content, and restore puts that content back."""
+
+from __future__ import annotations
+
+import datetime
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from provision.envs import drift as drifting
+from provision.envs import kept, records
+from provision.envs.home import Home
+from provision.envs.records import KeptFile
+from provision.errors import EnvError, UsageError
+
+# What a drift finding of these kinds names is a file whose present content can be kept; the other kinds name a
+# distribution (its version, its source, whether it is installed), which the lock decides.
+FILE_KINDS = ("modified", "unowned")
+
+
+@dataclass(kw_only=True)
+class AcceptResult:
+    name: str
+    venv: Path
+    build: Path
+    accepted: list[KeptFile] = field(default_factory=list)  # taken by this call
+    dropped: list[str] = field(default_factory=list)
+    not_accepted: list[dict[str, str]] = field(default_factory=list)  # drift findings left as they are: path, kind, reason
+    files: list[KeptFile] = field(default_factory=list)  # every accepted file after this call
+
+    def to_dict(self) -> dict[str, Any]:
+        def shown(file: KeptFile) -> dict[str, Any]:
+            return {**file.to_dict(), "copy": str(self.build / kept.STORE / file.sha256)}
+
+        return {"name": self.name, "venv": str(self.venv), "accepted": [shown(f) for f in self.accepted],
+                "dropped": self.dropped, "not_accepted": self.not_accepted, "files": [shown(f) for f in self.files]}
+
+
+def accept(home: Home, name: str, paths: tuple[str, ...] = (), drops: tuple[str, ...] = ()) -> AcceptResult:
+    """Accept `paths` (every file drift finds changed or unowned, when none are given), or forget `drops`."""
+    if paths and drops:
+        raise UsageError("give PATHs to accept or --drop PATH, not both", "run provision accept twice")
+    with home.locked():
+        build = home.build_of(name)
+    with home.restoring(build, name):  # what a restore would swap in meanwhile is not what was read
+        record = records.read(build)
+        venv = record.venv_path(build).resolve()
+        site = drifting.site_packages(venv)
+        result = AcceptResult(name=name, venv=venv, build=build)
+        if drops:
+            _drop(build, record, venv, site, drops, result)
+        else:
+            _accept(build, record, venv, site, paths, result)
+        result.files = records.read(build).accepted
+    return result
+
+
+def _accept(build: Path, record: records.EnvRecord, venv: Path, site: Path, paths: tuple[str, ...], result: AcceptResult) -> None:
+    contents: dict[str, tuple[bytes, int]] = {}
+    if paths:
+        for given in paths:  # every one read before anything is kept: one refused, none accepted
+            key = kept.key_of(venv, site, given)
+            contents[key] = kept.read_in_venv(venv, kept.location(venv, site, key), given)
+    else:
+        for finding in drifting.scan_env(venv, build, record).findings:
+            if finding.kind not in FILE_KINDS or not finding.path:
+                why = "gone: drop it with --drop, or restore puts it back" if finding.known_good else \
+                    "the lock decides a distribution's files, version and source: provision restore puts them back"
+                result.not_accepted.append({"path": finding.path, "kind": finding.kind, "reason": why})
+                continue
+            try:
+                contents[finding.path] = kept.read_in_venv(venv, kept.location(venv, site, finding.path), finding.path)
+            except UsageError as exc:  # a link out, a pipe: named, the rest accepted
+                result.not_accepted.append({"path": finding.path, "kind": finding.kind, "reason": exc.message})
+    if not contents:
+        return
+    now = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    digests = {key: kept.sha256(content) for key, (content, _) in contents.items()}
+    owners = drifting.scan(venv, lock=None, cache=build / drifting.CACHE_NAME,
+                           kept={key: KeptFile(path=key, sha256=digest) for key, digest in digests.items()}).owners
+    for key, (content, mode) in contents.items():
+        kept.keep(build, content, mode)
+        result.accepted.append(KeptFile(path=key, sha256=digests[key], at=now, owner=owners.get(key)))
+    taken = set(contents)
+    after = records.set_accepted(build, lambda current: [k for k in current if k.path not in taken] + result.accepted)
+    kept.drop_unused(build, [*after.accepted, *after.profile_files])
+
+
+def _drop(build: Path, record: records.EnvRecord, venv: Path, site: Path, drops: tuple[str, ...], result: AcceptResult) -> None:
+    known = {k.path for k in record.accepted}
+    keys = [kept.key_of(venv, site, given) for given in drops]
+    for given, key in zip(drops, keys, strict=True):
+        if key not in known:
+            listed = ", ".join(sorted(known)) or "none"
+            hint = "a profile's file goes with its [files] entry" if key in {k.path for k in record.profile_files} else f"accepted: {listed}"
+            raise UsageError(f"{given}: not an accepted file of {result.name}", hint)
+    result.dropped = keys
+    after = records.set_accepted(build, lambda current: [k for k in current if k.path not in keys])
+    kept.drop_unused(build, [*after.accepted, *after.profile_files])
+
+
+
+def carry_over(previous: Path, build: Path, venv: Path) -> tuple[list[KeptFile], list[dict[str, str]]] | None:
+    """`create --replace`: write the old build's accepted files into the new venv where the file still belongs to
+    what it was accepted over (no distribution, or the same distribution at the same version); the others are left
+    out with why (a patch of sglang 0.5.0's file over sglang 0.5.1's would undo that release's change). None when the
+    old build accepted nothing."""
+    old = records.read(previous).accepted
+    if not old:
+        return None
+    site = drifting.site_packages(venv)
+    owners = drifting.scan(venv, cache=build / drifting.CACHE_NAME, kept={k.path: k for k in old}).owners
+    reapplied: list[KeptFile] = []
+    dropped: list[dict[str, str]] = []
+    for file in old:
+        now = owners.get(file.path)
+        if now != file.owner:
+            dropped.append({"path": file.path, "reason": f"accepted over {file.owner or 'no distribution'}, and this build has "
+                            f"{now or 'no distribution owning it'}: check the patch, then provision accept it again"})
+            continue
+        try:
+            content, mode = kept.kept_content(previous, file)
+        except EnvError as exc:
+            dropped.append({"path": file.path, "reason": exc.message})
+            continue
+        kept.keep(build, content, mode)
+        kept.put(venv, site, file.path, content, mode)
+        reapplied.append(file)
+    records.set_accepted(build, lambda _: reapplied)
+    return reapplied, dropped

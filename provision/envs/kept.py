@@ -1,0 +1,109 @@
+"""Files of an environment's known-good state beside its lock (accepted ones, a profile's [files]): where a path a user
+gives lies in the venv, the copy of each kept in the build folder by its sha256, and writing one back into a venv.
+Nothing here reads or writes through a link that leads out of the venv, or waits on a pipe."""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import os
+import stat
+from pathlib import Path
+
+from provision import confined, regular
+from provision.atomic import write_atomic
+from provision.envs.records import KeptFile
+from provision.errors import EnvError, UsageError
+from provision.stacks.profile_files import MAX_BYTES  # one bound for accepted and profile files
+
+STORE = "accepted"  # in the build folder: STORE/<sha256>, the content of every accepted or profile file
+
+
+def sha256(content: bytes) -> str:
+    return hashlib.sha256(content).hexdigest()
+
+
+def key_of(venv: Path, site: Path, given: str) -> str:
+    """The path of `given` (absolute, or relative to site-packages) as drift names it: relative to site-packages,
+    normalized; a path that leaves the venv is a UsageError."""
+    inside = os.path.join(os.path.normpath(venv), "")
+    target = os.path.normpath(given if os.path.isabs(given) else os.path.join(site, given))
+    if not target.startswith(inside) and "\0" not in given:  # named through a link to the venv ($HOME/envs/NAME/venv)
+        target = os.path.join(os.path.realpath(os.path.dirname(target)), os.path.basename(target))
+    if "\0" in given or not target.startswith(inside):
+        raise UsageError(f"{given}: not a file in the environment's venv {venv}",
+                         "give a path relative to its site-packages, or an absolute path inside the venv")
+    return os.path.relpath(target, site)
+
+
+def location(venv: Path, site: Path, key: str) -> Path:
+    """Where the kept file `key` lives in the venv; a recorded path that would leave it is an EnvError (a damaged
+    or planted env.json is never followed out)."""
+    target = os.path.normpath(os.path.join(site, key))
+    if os.path.isabs(key) or not target.startswith(os.path.join(os.path.normpath(venv), "")):
+        raise EnvError(f"the kept file {key!r} lies outside the venv {venv}",
+                       "remove it from the environment's env.json (provision accept NAME --drop PATH), or recreate it")
+    return Path(target)
+
+
+def read_in_venv(venv: Path, path: Path, shown: str) -> tuple[bytes, int]:
+    """The content and permission bits of the regular file `path` in the venv; a link out of the venv on the way,
+    a pipe, a folder or no file at all is a UsageError naming `shown` (nothing is read through it)."""
+    escape = confined.Confinement(venv).path(str(path))
+    if escape is not None:
+        raise UsageError(f"{shown}: {escape[0]} is a link to {escape[1]}, outside the environment {venv}",
+                         "only a file inside the venv can be accepted; replace the link with the file itself")
+    try:
+        fd = regular.open_fd(path)
+    except OSError as exc:
+        what = "not a regular file (a pipe, a socket, a device or a folder)" if exc.errno in (errno.EINVAL, errno.EISDIR) else exc.strerror
+        raise UsageError(f"{shown}: {what}", "accept a regular file of the environment's venv") from exc
+    with os.fdopen(fd, "rb") as handle:
+        content = handle.read(MAX_BYTES + 1)
+        mode = stat.S_IMODE(os.fstat(handle.fileno()).st_mode)
+    if len(content) > MAX_BYTES:
+        raise UsageError(f"{shown}: larger than {MAX_BYTES >> 20} MiB", "accept patches and start-up files, not libraries")
+    return content, mode
+
+
+def keep(build: Path, content: bytes, mode: int) -> str:
+    """Keep `content` in the build folder (once per content); return its sha256."""
+    digest = sha256(content)
+    copy = build / STORE / digest
+    if not copy.is_file() or copy.is_symlink():
+        write_atomic(copy, content, mode & 0o755 | 0o644)
+    return digest
+
+
+def kept_content(build: Path, kept: KeptFile) -> tuple[bytes, int]:
+    """The kept copy of `kept` and its permission bits; an EnvError when it is gone or no longer that content."""
+    copy = build / STORE / kept.sha256
+    try:
+        with os.fdopen(regular.open_fd(copy, follow=False), "rb") as handle:
+            content, mode = handle.read(), stat.S_IMODE(os.fstat(handle.fileno()).st_mode)
+    except OSError as exc:
+        raise EnvError(f"{copy}: the kept copy of {kept.path} cannot be read ({exc.strerror})",
+                       "accept the file again (provision accept NAME PATH) or drop it (--drop PATH)") from exc
+    if sha256(content) != kept.sha256:
+        raise EnvError(f"{copy}: the kept copy of {kept.path} was changed since it was kept",
+                       "accept the file again (provision accept NAME PATH) or drop it (--drop PATH)")
+    return content, mode
+
+
+def put(venv: Path, site: Path, key: str, content: bytes, mode: int) -> None:
+    """Write `content` at `key` in the venv whose site-packages is `site`, atomically, as a new file (a hard-linked
+    copy's other links keep theirs); a link out of the venv on the way is refused."""
+    target = location(venv, site, key)
+    escape = confined.Confinement(venv).folder(str(target.parent))
+    if escape is not None:
+        raise confined.refusal(escape, venv, f"writing {key}")
+    write_atomic(target, content, mode)
+
+
+def drop_unused(build: Path, kept: list[KeptFile]) -> None:
+    """Remove the copies in the build folder that no kept file names any more."""
+    used = {k.sha256 for k in kept}
+    folder = build / STORE
+    for copy in folder.iterdir() if folder.is_dir() and not folder.is_symlink() else []:
+        if copy.name not in used and len(copy.name) == 64:
+            copy.unlink(missing_ok=True)

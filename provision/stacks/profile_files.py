@@ -1,0 +1,77 @@
+"""A profile's [files]: each site-packages path a file beside the profile is written to, checked strictly when the
+profile is loaded (exit 4): a path that stays in site-packages, a source that stays beside the profile and is a
+regular file (a pipe is refused, never waited on; a link out of the profile's folder is never followed)."""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import os
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from provision import confined, regular
+
+if TYPE_CHECKING:
+    from provision.stacks.profiles import _Checker
+
+MAX_BYTES = 64 << 20  # a patch, a .pth, an edited module: never a library
+METADATA = (".dist-info", ".egg-info")
+
+
+@dataclass(frozen=True, kw_only=True)
+class ProfileFile:
+    """One entry of [files]: a file beside the profile that create writes into site-packages."""
+
+    path: str  # relative to site-packages, normalized
+    source: Path  # the file beside the profile
+    content: bytes
+    mode: int  # its permission bits
+    sha256: str
+
+
+def parse(c: _Checker, table: Any) -> tuple[ProfileFile, ...]:
+    if table is None:
+        return ()
+    c.typed(table, "files", dict, 'a table of "path in site-packages" = "file beside the profile"')
+    folder = c.path.parent
+    found = []
+    for path, source in table.items():
+        key = f'files."{path}"'
+        _relative(c, key, path, "the path in site-packages", 'such as "sitecustomize.py" or "sglang/srt/patch.py"')
+        if path.split("/")[0].endswith(METADATA):
+            raise c.fail(key, f"{path!r} lies in a distribution's metadata; carry your own files, not a RECORD or METADATA")
+        c.typed(source, key, str, 'the path of a file beside the profile, such as "patches/sitecustomize.py"')
+        _relative(c, key, source, "the source", 'beside the profile, such as "patches/sitecustomize.py"')
+        content, mode = _read(c, key, folder, source)
+        found.append(ProfileFile(path=path, source=folder / source, content=content, mode=mode,
+                                 sha256=hashlib.sha256(content).hexdigest()))
+    return tuple(found)
+
+
+def _relative(c: _Checker, key: str, value: str, what: str, example: str) -> None:
+    """A relative path, written plainly: no leading /, no . or .. part, no empty part, no NUL byte."""
+    parts = value.split("/")
+    if not value or "\0" in value or value.startswith("/") or any(part in ("", ".", "..") for part in parts):
+        raise c.fail(key, f"{what} {value!r} must be a plain relative path that stays where it belongs, {example}")
+
+
+def _read(c: _Checker, key: str, folder: Path, source: str) -> tuple[bytes, int]:
+    path = folder / source
+    escape = confined.Confinement(folder).path(str(path))
+    if escape is not None:
+        raise c.fail(key, f"{escape[0]} is a link to {escape[1]}, outside the profile's folder {folder}; put the file itself there")
+    try:
+        fd = regular.open_fd(path)
+    except OSError as exc:
+        what = "not a regular file (a pipe, a socket, a device or a folder)" if exc.errno in (errno.EINVAL, errno.EISDIR) else \
+            f"cannot be read ({exc.strerror})"
+        raise c.fail(key, f"the source {path} is {what}") from exc
+    with os.fdopen(fd, "rb") as handle:
+        content = handle.read(MAX_BYTES + 1)
+        mode = stat.S_IMODE(os.fstat(handle.fileno()).st_mode)
+    if len(content) > MAX_BYTES:
+        raise c.fail(key, f"the source {path} is larger than {MAX_BYTES >> 20} MiB; carry patches and start-up files, not libraries")
+    return content, mode
