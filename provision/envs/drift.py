@@ -295,11 +295,11 @@ def _files(drift: Drift, installed: dict[str, Installed], cache: filehash.Cache,
             drift.findings.append(Finding(kind="modified", distribution=owner, path=key, expected=want, found=got))
     for key, file in kept.items():
         want, got = record_form(file.sha256), escaped.get(KEPT + key) or digests.found.get(KEPT + key)
-        owner = drift.owners.get(key, "").split(" ")[0] or None
+        listed_by = drift.owners.get(key, "").split(" ")[0] or None
         if got is None:
-            drift.findings.append(Finding(kind="missing", distribution=owner, path=key, expected=want, known_good=file.origin))
+            drift.findings.append(Finding(kind="missing", distribution=listed_by, path=key, expected=want, known_good=file.origin))
         elif got != want:
-            drift.findings.append(Finding(kind="modified", distribution=owner, path=key, expected=want, found=got, known_good=file.origin))
+            drift.findings.append(Finding(kind="modified", distribution=listed_by, path=key, expected=want, found=got, known_good=file.origin))
     return owned
 
 
