@@ -26,7 +26,7 @@ ENV_FILE = "env.json"
 STATE_FILE = "state.json"
 
 JSONObject = dict[str, Any]
-OPTIONAL_KEYS = ("env_template", "checks_subset")  # written only when there is something to say
+OPTIONAL_KEYS = ("env_template", "checks_subset", "accepted", "profile_files")  # written only when there is something to say
 
 
 class RecordError(EnvError):
@@ -245,7 +245,7 @@ class EnvRecord:
     def to_dict(self) -> JSONObject:
         document: JSONObject = {**self.extra, "schema_version": SCHEMA_VERSION}
         for item in dataclasses.fields(self):
-            if item.name == "extra" or (item.name in OPTIONAL_KEYS and getattr(self, item.name) is None):
+            if item.name == "extra" or (item.name in OPTIONAL_KEYS and getattr(self, item.name) in (None, [])):
                 continue
             value = getattr(self, item.name)
             if item.name in ("checks", "checks_subset"):
