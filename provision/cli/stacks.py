@@ -89,7 +89,8 @@ def lock_command(profile_name: str | None, python: str | None, platform_name: st
     path = output or lockfile.default_output(profile)
     if not is_valid_pylock_path(path):
         raise click.BadParameter(f"{path.name}: PEP 751 names a lock pylock.toml or pylock.NAME.toml", param_hint="-o")
-    target = lock.Target(python=python or profile.python or f"{sys.version_info.major}.{sys.version_info.minor}", platform=platform_name)
+    target = lock.Target(python=lock.check_python(python or profile.python or f"{sys.version_info.major}.{sys.version_info.minor}"),
+                         platform=platform_name)
     with ui.progress(as_json) as step:
         result = lock.lock(profile, target=target, overrides=lock.parse_overrides(indexes), output=path, progress=step)
     views.locked(result, as_json)

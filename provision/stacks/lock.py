@@ -103,6 +103,11 @@ def parse_overrides(pairs: tuple[str, ...]) -> dict[str, str]:
         name, sep, url = pair.partition("=")
         if not sep or not name or not url.startswith(("http://", "https://", "file://")):
             raise UsageError(f"--index {index.redact(pair if sep else url or name)!r}: expected NAME=URL", "for example --index pytorch=https://mirror.example/whl/nightly/cu130")
+        from provision.stacks.profiles import index_url_problem
+
+        problem = index_url_problem(url)
+        if problem:
+            raise UsageError(f"--index {name}=...: {problem}", "for example --index pytorch=https://mirror.example/whl/nightly/cu130")
         overrides[name] = url
     return overrides
 
@@ -126,6 +131,13 @@ def lock_key(profile: Profile, indexes: dict[str, str | None], target: Target) -
     """What a lock depends on: the profile's bytes, the effective index URLs, the target Python and platform."""
     material = json.dumps([profile.content_hash, indexes, target.python, target.platform], sort_keys=True)
     return hashlib.sha256(material.encode()).hexdigest()[:16]
+
+
+def check_python(version: str) -> str:
+    """`version` when it is a Python version X.Y (or X.Y.Z) to lock for; else a UsageError naming it."""
+    if not re.fullmatch(r"3\.\d{1,3}(\.\d{1,3})?", version):
+        raise UsageError(f"--python {version[:80]!r}: not a Python version to lock for", "write it as X.Y, such as 3.12")
+    return version
 
 
 def target_tags(target: Target) -> frozenset[tags.Tag]:

@@ -273,24 +273,34 @@ _INDEX_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*\Z")
 
 
 def _index_url(c: _Checker, key: str, url: str) -> None:
-    """An http(s) URL with a host and a port that is a number, or a file URL; no whitespace or control characters
-    anywhere (uv takes a space-separated list of them)."""
+    problem = index_url_problem(url)
+    if problem:
+        raise c.fail(key, problem)
+
+
+def index_url_problem(url: str) -> str | None:
+    """What is wrong with an index URL, None when nothing is: it must be an http(s) URL with a host and a port that is
+    a number, or a file URL; no whitespace or control characters anywhere (uv takes a space-separated list of them);
+    `[` and `]` only around an IPv6 host. Shown with its credentials as ****."""
     from urllib.parse import urlsplit
 
     shown = redact_text(url)
     if not url.startswith(("http://", "https://", "file://")):
-        raise c.fail(key, f"expected an http(s) or file URL, got {shown!r}")
+        return f"expected an http(s) or file URL, got {shown!r}"
     if re.search(r"[\s\x00-\x1f\x7f]", url):
-        raise c.fail(key, f"{shown!r} holds a space or a control character; write a space as %20")
+        return f"{shown!r} holds a space or a control character; write a space as %20"
     try:
         parts = urlsplit(url)
         port = parts.port
     except ValueError as exc:
-        raise c.fail(key, f"{shown!r} is not a valid URL ({exc}): check the host and the port") from None
+        return f"{shown!r} is not a valid URL ({exc}): check the host and the port"
+    if re.search(r"[\[\]]", parts.path + parts.query + parts.fragment):
+        return f"{shown!r} holds '[' or ']' outside an IPv6 host; write them as %5B and %5D"
     if parts.scheme != "file" and not parts.hostname:
-        raise c.fail(key, f"{shown!r} has no host")
+        return f"{shown!r} has no host"
     if port == 0:
-        raise c.fail(key, f"{shown!r}: port 0 is no port")
+        return f"{shown!r}: port 0 is no port"
+    return None
 
 
 def _name(c: _Checker, key: str, name: str, what: str) -> None:

@@ -1,0 +1,38 @@
+"""`provision lock` refuses, before uv runs, a --python that is not a version (exit 2) and an index URL with '[' or ']'
+outside an IPv6 host: in a profile the profile check's exit 4, on the command line a usage error (exit 2)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+from conftest import ROOT
+
+
+def lock(provision_bin: str, profiles: Path, tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([provision_bin, "lock", *args, "-o", str(tmp_path / "pylock.toml")], capture_output=True, text=True,
+                          timeout=60, env={**os.environ, "PROVISION_PROFILES": str(profiles)})
+
+
+def one_line(done: subprocess.CompletedProcess[str], code: int, *words: str) -> None:
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == code and len(lines) == 2 and "Traceback" not in done.stderr, done.stderr
+    assert all(word in lines[0] for word in words), done.stderr
+
+
+@pytest.mark.parametrize("python", ["abc", "3", "3.x", "3.12abc", "../3.12"])
+def test_a_python_that_is_not_a_version(provision_bin: str, tmp_path: Path, python: str) -> None:
+    one_line(lock(provision_bin, ROOT / "profiles", tmp_path, "cu130", "--python", python), 2, "--python", repr(python))
+    assert not (tmp_path / "pylock.toml").exists()
+
+
+@pytest.mark.parametrize("url", ["http://host/sim[ple", "http://host/simple]", "http://host/s?x=[1]", "http://ex[ample.com/simple"])
+def test_brackets_outside_an_ipv6_host(provision_bin: str, tmp_path: Path, url: str) -> None:
+    profiles = tmp_path / "profiles"
+    profiles.mkdir()
+    (profiles / "b.toml").write_text(f'schema = 1\nname = "b"\ncuda = "13.0"\n[indexes]\nx = "{url}"\n[packages]\nalpha = {{index = "x"}}\n')
+    shown = url.split("?")[0]  # query values are shown as **** (they may be tokens)
+    one_line(lock(provision_bin, profiles, tmp_path, "b"), 4, "indexes.x", shown)
+    one_line(lock(provision_bin, ROOT / "profiles", tmp_path, "cu130", "--index", f"default={url}"), 2, "--index default", shown)
