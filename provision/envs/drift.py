@@ -84,6 +84,7 @@ class Drift:
     remembered: int = 0
     seconds: float = 0.0
     owners: dict[str, str] = field(default_factory=dict)  # kept path -> "name version" of the distribution listing it
+    notes: list[str] = field(default_factory=list)  # distributions from a source tree or a repository, as locked
 
     @property
     def status(self) -> str:
@@ -115,7 +116,8 @@ class Drift:
         return {"venv": str(self.venv), "site_packages": str(self.site), "lock": self.lock, "status": self.status,
                 "counts": self.counts(), "findings": [f.to_dict() for f in self.findings],
                 "distributions": self.distributions, "files": self.files, "hashed": self.hashed,
-                "hashed_bytes": self.hashed_bytes, "remembered": self.remembered, "seconds": round(self.seconds, 3)}
+                "hashed_bytes": self.hashed_bytes, "remembered": self.remembered, "notes": list(self.notes),
+                "seconds": round(self.seconds, 3)}
 
 
 def scan(venv: Path, *, lock: Path | None = None, cache: Path | None = None, kept: Mapping[str, KeptFile] | None = None) -> Drift:
@@ -134,7 +136,7 @@ def scan(venv: Path, *, lock: Path | None = None, cache: Path | None = None, kep
     owned = _files(drift, installed, filehash.Cache(cache, site), confinement, kept or {})
     drift.findings += _unowned_startup(site, owned, confinement)
     if lock is not None:
-        drift.findings += _against_lock(venv, installed, lock)
+        drift.findings += _against_lock(venv, installed, lock, drift.notes)
     drift.findings.sort(key=lambda f: (KINDS.index(f.kind), f.distribution or "", f.path))
     drift.seconds = time.perf_counter() - start
     return drift
@@ -396,7 +398,7 @@ def marker_environment(venv: Path) -> dict[str, str]:
     return environment
 
 
-def _against_lock(venv: Path, installed: dict[str, Installed], lock_path: Path) -> list[Finding]:
+def _against_lock(venv: Path, installed: dict[str, Installed], lock_path: Path, notes: list[str]) -> list[Finding]:
     from provision.stacks import lockfile as locking
 
     try:
@@ -415,6 +417,8 @@ def _against_lock(venv: Path, installed: dict[str, Installed], lock_path: Path) 
         dist = installed.get(name)
         if dist is None:
             findings.append(Finding(kind="missing", distribution=name, path="", expected=want))
+        elif package.directory is not None or package.vcs is not None:
+            findings += _from_source(name, dist, package, notes)
         elif not _same_version(want, dist.version):
             findings.append(Finding(kind="other-version", distribution=name, path=dist.info.name, expected=want, found=dist.version))
         else:
@@ -437,6 +441,32 @@ def _against_lock(venv: Path, installed: dict[str, Installed], lock_path: Path) 
         if name not in locked_names:
             findings.append(Finding(kind="extra", distribution=name, path=dist.info.name, found=dist.version))
     return findings
+
+
+def _from_source(name: str, dist: Installed, package: Any, notes: list[str]) -> list[Finding]:
+    """A distribution the lock takes from a source tree or a repository: an editable one is the user's own tree, not
+    hashed (said in `notes`); a git one is judged by its commit (direct_url.json, PEP 610)."""
+    import json
+
+    try:
+        direct = json.loads(_text(dist.info, "direct_url.json") or "null")
+    except (ValueError, RecursionError):
+        direct = None
+    direct = direct if isinstance(direct, dict) else {}
+    if package.directory is not None:
+        where = str(package.directory.path)
+        if package.directory.editable:
+            notes.append(f"{name} is editable from {where}: its source tree is the user's, not hashed")
+        return []
+    commit = str(package.vcs.commit_id or "")
+    url = str(package.vcs.url or "")
+    info = direct.get("vcs_info") if isinstance(direct.get("vcs_info"), dict) else {}
+    found = str(info.get("commit_id") or "") if info else ""
+    if found != commit:
+        return [Finding(kind="other-source", distribution=name, path=dist.info.name, expected=f"git {url}@{commit}",
+                        found=f"git {direct.get('url', '?')}@{found}" if found else "not from git")]
+    notes.append(f"{name} from git {url} at commit {commit[:12]}, as locked")
+    return []
 
 
 def _same_version(a: str, b: str) -> bool:
@@ -491,8 +521,9 @@ def check(venv: Path, build: Path, record: EnvRecord) -> dict[str, Any]:
     if not drift.findings:
         kept = len(record.kept_files())
         reason = f"{drift.files} files of {drift.distributions} distributions match their RECORD" + (
-            " and the lock" if lock else "") + (f", {kept} accepted or profile files their kept content" if kept else "") + without_lock
+            " and the lock" if lock else "") + (f", {kept} accepted or profile files their kept content" if kept else "") + without_lock + "".join(f"; {note}" for note in drift.notes)
         return {"status": "pass", "reason": reason, "details": details}
     shown = "; ".join(f.line() for f in drift.findings[:8]) + (f"; and {len(drift.findings) - 8} more" if len(drift.findings) > 8 else "")
-    return {"status": "warn", "reason": f"{drift.summary()}: {shown}{without_lock}; provision restore puts it back",
+    notes = "".join(f"; {note}" for note in drift.notes)
+    return {"status": "warn", "reason": f"{drift.summary()}: {shown}{without_lock}{notes}; provision restore puts it back",
             "details": details}

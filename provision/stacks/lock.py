@@ -30,7 +30,7 @@ from provision import __version__, proc
 from provision.atomic import write_atomic
 from provision.errors import ResolveError, UsageError
 from provision.stacks import index, relock, uvtool
-from provision.stacks.profiles import DEFAULT_INDEX, Profile
+from provision.stacks.profiles import DEFAULT_INDEX, Package, Profile
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -230,10 +230,19 @@ def _project(profile: Profile, pins: dict[str, str], indexes: dict[str, str | No
         extras = f"[{','.join(package.extras)}]" if package.extras else ""
         requirements.append(f"{package.name}{extras}{spec}")
     doc["project"] = {"name": "provision-lock", "version": "0", "dependencies": requirements}
-    sources = {p.name: {"index": p.index} for p in profile.packages if p.index != DEFAULT_INDEX or indexes.get(DEFAULT_INDEX)}
+    sources = {p.name: _source(p) for p in profile.packages if p.from_source or p.index != DEFAULT_INDEX or indexes.get(DEFAULT_INDEX)}
     if sources:
         doc["tool"] = {"uv": {"sources": sources}}
     return tomlkit.dumps(doc)
+
+
+def _source(package: Package) -> dict[str, Any]:
+    """uv's source of a profile package: its source tree, its repository, or its index."""
+    if package.path:
+        return {"path": package.path, **({"editable": True} if package.editable else {})}
+    if package.git:
+        return {"git": package.git, **({"rev": package.rev} if package.rev else {})}
+    return {"index": package.index}
 
 
 def _resolve_explicit(folder: Path, profile: Profile, pins: dict[str, str], indexes: dict[str, str | None], target: Target,
@@ -247,7 +256,7 @@ def _resolve_explicit(folder: Path, profile: Profile, pins: dict[str, str], inde
                and origin.get(str(canonicalize_name(p["name"])), DEFAULT_INDEX) != DEFAULT_INDEX}
     doc = tomlkit.parse(_project(profile, pins, indexes))
     doc["project"]["dependencies"].extend(f"{name}=={version}" for name, (version, _) in sorted(carried.items()))
-    sources = {p.name: {"index": p.index} for p in profile.packages if p.index != DEFAULT_INDEX}
+    sources = {p.name: _source(p) for p in profile.packages if p.from_source or p.index != DEFAULT_INDEX}
     sources.update({name: {"index": where} for name, (_, where) in carried.items()})
     named = {n: u for n, u in indexes.items() if n != DEFAULT_INDEX and u}
     doc["tool"] = {"uv": {"sources": sources, "index": [{"name": n, "url": index.strip_credentials(str(u)), "explicit": True}
@@ -387,8 +396,10 @@ def _finish(raw: dict[str, Any], profile: Profile, indexes: dict[str, str | None
         name = str(canonicalize_name(package["name"]))
         index_name = origin.get(name, DEFAULT_INDEX)
         url = indexes.get(index_name)
-        if url:
+        if url and _files(package):  # a source tree or a repository comes from no index
             package["index"] = index.strip_credentials(url)
+        if "directory" in package or "vcs" in package:
+            result.packages.append(_from_source(name, package))
         for wheel in package.get("wheels", []) + ([package["sdist"]] if "sdist" in package else []):
             wheel["url"] = index.strip_credentials(wheel.get("url", ""))
             source = "index"
@@ -453,8 +464,22 @@ def _patched(raw: dict[str, Any], written: str) -> str | None:
         return None
 
 
+def _from_source(name: str, package: dict[str, Any]) -> LockedPackage:
+    """A package locked from a source tree (directory) or a repository (vcs, at its commit): no file, no hash."""
+    if "vcs" in package:
+        vcs = package["vcs"]
+        url = f"{index.strip_credentials(str(vcs.get('url', '')))}@{vcs.get('commit-id', '')}"
+        return LockedPackage(name=name, version=str(package.get("version", "")), index="", file="", url=url, sha256="", hash_source="git")
+    directory = package["directory"]
+    kind = "editable" if directory.get("editable") else "directory"
+    return LockedPackage(name=name, version=str(package.get("version", "")), index="", file="", url=str(directory.get("path", "")),
+                         sha256="", hash_source=kind)
+
+
 def _check_bindings(profile: Profile, packages: list[LockedPackage]) -> None:
     for package in profile.packages:
+        if package.from_source:
+            continue
         name = str(canonicalize_name(package.name))
         for locked in packages:
             if locked.name == name and locked.index != package.index:

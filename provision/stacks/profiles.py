@@ -46,6 +46,15 @@ class Package:
     version: str = ""
     prerelease: bool = False
     extras: tuple[str, ...] = ()
+    path: str = ""  # a source tree (uv's `path` source), absolute or relative to the profile's folder
+    editable: bool = False  # with `path`: installed editable (the tree stays the user's)
+    git: str = ""  # a git repository (uv's `git` source)
+    rev: str = ""  # with `git`: the branch, tag or commit to lock
+
+    @property
+    def from_source(self) -> bool:
+        """Whether it comes from a source tree or a repository rather than an index."""
+        return bool(self.path or self.git)
 
     def requirement(self) -> str:
         extras = f"[{','.join(self.extras)}]" if self.extras else ""
@@ -244,7 +253,7 @@ def _validate(path: Path, data: dict[str, Any], raw: bytes) -> Profile:
             raise c.fail(f"indexes.{index_name}", "an index name is letters, digits, '.', '_' and '-', starting with a "
                          "letter or digit (an index is given as NAME=URL, and its name names a variable)")
         _index_url(c, f"indexes.{index_name}", url)
-    packages = _packages(c, c.typed(data["packages"], "packages", dict, "a table of package = { ... }"), indexes)
+    packages = _packages(c, c.typed(data["packages"], "packages", dict, "a table of package = { ... }"), indexes, path)
     env = c.typed(data.get("env", {}), "env", dict, "a table of NAME = value")
     for key, value in env.items():
         _env_entry(c, key, c.typed(value, f"env.{key}", str, "a string"))
@@ -327,7 +336,7 @@ def _env_entry(c: _Checker, key: str, value: str) -> None:
             raise c.fail(f"env.{key}", f"unknown placeholder {{{name}}} (known: {known})")
 
 
-def _packages(c: _Checker, table: dict[str, Any], indexes: dict[str, str]) -> tuple[Package, ...]:
+def _packages(c: _Checker, table: dict[str, Any], indexes: dict[str, str], path: Path) -> tuple[Package, ...]:
     if not table:
         raise c.fail("packages", "empty; list at least one package")
     result = []
@@ -337,7 +346,8 @@ def _packages(c: _Checker, table: dict[str, Any], indexes: dict[str, str]) -> tu
         if isinstance(spec, str):
             spec = {"version": spec}
         c.typed(spec, key, dict, 'a table such as { index = "pytorch", version = ">=2.10" } or a version string')
-        c.keys(spec, key, {"index", "version", "prerelease", "extras"})
+        c.keys(spec, key, {"index", "version", "prerelease", "extras", "path", "editable", "git", "rev"})
+        source = _source(c, key, spec, path)
         index = c.typed(spec.get("index", DEFAULT_INDEX), f"{key}.index", str, "an index name")
         if index != DEFAULT_INDEX and index not in indexes:
             defined = ", ".join(sorted({*indexes, DEFAULT_INDEX}))
@@ -357,9 +367,31 @@ def _packages(c: _Checker, table: dict[str, Any], indexes: dict[str, str]) -> tu
                 version=version,
                 prerelease=c.typed(spec.get("prerelease", False), f"{key}.prerelease", bool, "true or false"),
                 extras=tuple(c.typed(e, f"{key}.extras", str, "a string") for e in extras),
+                **source,
             )
         )
     return tuple(result)
+
+
+def _source(c: _Checker, key: str, spec: dict[str, Any], profile: Path) -> dict[str, Any]:
+    """A package's source tree or repository (uv's `path` and `git` sources), checked: one of them, not with an index."""
+    path = c.typed(spec.get("path", ""), f"{key}.path", str, "a folder (absolute, or relative to the profile)")
+    git = c.typed(spec.get("git", ""), f"{key}.git", str, "a git URL")
+    editable = c.typed(spec.get("editable", False), f"{key}.editable", bool, "true or false")
+    rev = c.typed(spec.get("rev", ""), f"{key}.rev", str, "a branch, tag or commit")
+    if path and git:
+        raise c.fail(key, "give one of path and git, not both")
+    if (path or git) and "index" in spec:
+        raise c.fail(f"{key}.index", "a package from a path or git comes from there, not from an index: remove index")
+    if editable and not path:
+        raise c.fail(f"{key}.editable", "editable needs path (a source tree)")
+    if rev and not git:
+        raise c.fail(f"{key}.rev", "rev needs git (a repository)")
+    if git and not git.startswith(("https://", "http://", "ssh://", "git+", "file://", "git@")):
+        raise c.fail(f"{key}.git", f"expected a git URL (https://, ssh://, file:// or git@host:...), got {redact_text(git)!r}")
+    if path and not Path(path).is_absolute():
+        path = str((profile.absolute().parent / path).resolve())
+    return {"path": path, "editable": editable, "git": git, "rev": rev}
 
 
 def _toolkit(c: _Checker, table: Any) -> str | None:

@@ -54,8 +54,10 @@ def locked(result: LockResult, as_json: bool) -> None:
                      "package", "version", "index", "files", "hashes")
     for name, files in by_package.items():
         hashed = sum(1 for f in files if f.hash_source == "computed")
-        table.add_row(name, files[0].version, files[0].index, str(len(files)),
-                      "from index" if not hashed else f"{hashed} computed" if hashed < len(files) else "computed")
+        source = {"git": f"git {files[0].url}", "editable": f"editable {files[0].url}: not hashed",
+                  "directory": f"{files[0].url}: not hashed"}.get(files[0].hash_source)
+        table.add_row(name, files[0].version or "-", files[0].index or "-", str(len(files)) if not source else "-",
+                      source or ("from index" if not hashed else f"{hashed} computed" if hashed < len(files) else "computed"))
     out = ui.console()
     out.print(table)
     if result.changes is not None:
