@@ -266,3 +266,31 @@ def test_create_replace_writes_accepted_files_again_where_they_still_belong_and_
     record = json.loads((build_of(tool) / "env.json").read_text())
     assert [k["path"] for k in record["accepted"]] == ["sitecustomize.py"]
     assert drift_of(tool)["status"] == "pass"
+
+
+def test_a_path_two_distributions_install_once_accepted_is_judged_by_its_accepted_content(
+        tmp_path: Path, index_server, provision_bin: str) -> None:
+    from test_drift_shared import provision, uv_venv
+
+    served = index_server.index("main")
+    served.add("cuda-python", "12.6.0", files={"cuda/bindings/driver.py": b"VERSION = '12.6'\n"})
+    served.add("cuda-bindings", "13.0.0", files={"cuda/bindings/driver.py": b"VERSION = '13.0'\n"})
+    venv = uv_venv(tmp_path, served.url, "cuda-python==12.6.0", "cuda-bindings==13.0.0")
+    assert provision(provision_bin, tmp_path, "adopt", "old", str(venv), "--no-lock").returncode == 0
+    done = provision(provision_bin, tmp_path, "accept", "old", "--json")
+    assert done.returncode == 0, done.stderr
+    (accepted,) = json.loads(done.stdout)["accepted"]
+    assert accepted["path"] == "cuda/bindings/driver.py" and accepted["owner"] in ("cuda-python 12.6.0", "cuda-bindings 13.0.0")
+    (result,) = json.loads(provision(provision_bin, tmp_path, "check", "old", "--only", "drift", "--json").stdout)["checks"]
+    assert result["status"] == "pass", result["reason"]
+
+
+def test_a_store_folder_that_is_a_link_out_of_the_build_is_refused_and_nothing_is_written_there(
+        tool: tiny.Tool, tmp_path: Path) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (build_of(tool) / "accepted").symlink_to(elsewhere)
+    (site_of(tool) / "sitecustomize.py").write_text(PATCH)
+    done = tool("accept", "tiny", "sitecustomize.py", check=False)
+    assert done.returncode == 7 and "is a link to" in done.stderr and "Traceback" not in done.stderr, done.stderr
+    assert list(elsewhere.iterdir()) == [] and "accepted" not in json.loads((build_of(tool) / "env.json").read_text())

@@ -15,9 +15,10 @@ from provision.envs.home import Home
 from provision.envs.records import KeptFile
 from provision.errors import EnvError, UsageError
 
-# What a drift finding of these kinds names is a file whose present content can be kept; the other kinds name a
-# distribution (its version, its source, whether it is installed), which the lock decides.
-FILE_KINDS = ("modified", "unowned")
+# What a drift finding of these kinds names is a file whose present content can be kept (a `shared` path's too: which
+# distribution's bytes are known-good is then said once); the other kinds name a distribution (its version, its
+# source, whether it is installed), which the lock decides.
+FILE_KINDS = ("modified", "unowned", "shared")
 
 
 @dataclass(kw_only=True)

@@ -69,6 +69,9 @@ def read_in_venv(venv: Path, path: Path, shown: str) -> tuple[bytes, int]:
 def keep(build: Path, content: bytes, mode: int) -> str:
     """Keep `content` in the build folder (once per content); return its sha256."""
     digest = sha256(content)
+    escape = confined.Confinement(build).folder(str(build / STORE))
+    if escape is not None:  # the copies are written there: never where a link leads
+        raise confined.refusal(escape, build, "keeping an accepted file")
     copy = build / STORE / digest
     if not copy.is_file() or copy.is_symlink():
         write_atomic(copy, content, mode & 0o755 | 0o644)
