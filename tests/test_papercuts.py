@@ -107,3 +107,18 @@ def test_report_machine_takes_a_shell_globs_files(tmp_path: Path, provision_bin:
     assert sources == [str(tmp_path / "h200.json"), str(tmp_path / "rtx-pro-6000-x8.json")]
     stray = subprocess.run([provision_bin, "report", str(tmp_path / "h200.json")], capture_output=True, text=True, timeout=60)
     assert stray.returncode == 2 and "after --machine" in stray.stderr
+
+
+def test_report_lock_no_fetch_counts_match_its_rows(tmp_path: Path, index_server, provision_bin: str) -> None:
+    tool = tiny.make_tool(tmp_path, provision_bin, tiny.index(index_server), ("two", 'alpha = "==2.0"\nbeta = "==1.0"'))
+    lock = tmp_path / "pylock.two.toml"
+    tool("lock", "two", "--python", PY, "-o", str(lock))
+    probe = tool("probe", "--json", env={"PROVISION_NVML_REPLAY": str(Path(__file__).parent / "data" / "h200.nvml.json")})
+    (tmp_path / "h200.json").write_text(probe.stdout)
+    done = tool("report", "--lock", str(lock), "--no-fetch", "--machine", str(tmp_path / "h200.json"), "--json",
+                env={"UV_CACHE_DIR": str(tmp_path / "empty-uv-cache"), "XDG_CACHE_HOME": str(tmp_path / "xdg")})
+    (target,) = json.loads(done.stdout)["machines"][0]["targets"]
+    skipped = [g for g in target["gates"] if g["id"].startswith("wheel:") and g["status"] == "skip"]
+    (summary,) = [g for g in target["gates"] if g["id"] == "lock-scan"]
+    assert len(skipped) == 2 and "not in uv's cache (--no-fetch)" in skipped[0]["reason"]
+    assert "0 from uv's cache" in summary["reason"] and "2 not scanned" in summary["reason"] and "2 wheels" in summary["reason"]

@@ -93,24 +93,38 @@ def drift_status(venv: Path, build: Path, record: EnvRecord) -> dict[str, Any]:
 
 
 def compare(home: Home, first: str, second: str) -> dict[str, Any]:
+    """Each environment's latest baseline call (every run of a `baseline --runs N`, else the last run): median and
+    spread; the change between the medians, and whether the spreads cover it (within noise)."""
+    import statistics
+
     rows = []
     for name in (first, second):
         record = records.read(home.build_of(name))
         if not record.baselines:
             raise EnvError(f"{name} has no baseline yet", f"run one: provision baseline {name}")
         last = record.baselines[-1]
-        rows.append({"name": name, "figure": last.figure, "unit": last.unit, "better": last.better,
+        series = [r for r in record.baselines if r.series == last.series] if last.series else [last]
+        figures = [r.figure for r in series if r.figure is not None]
+        median = statistics.median(figures) if figures else None
+        rows.append({"name": name, "figure": median, "unit": last.unit, "better": last.better,
                      "at": last.at, "machine": last.machine["summary"], "runs": len(record.baselines),
+                     "figures": figures, "median": median, "min": min(figures, default=None), "max": max(figures, default=None),
                      "multi_gpu_allreduce": record.allreduce[-1].to_dict() if record.allreduce else None,
                      "drift": last.drift})
-    a, b = rows[0]["figure"], rows[1]["figure"]
+    a, b = rows[0]["median"], rows[1]["median"]
     change = (b - a) / a * 100 if a and b is not None else None
     better = rows[0]["better"]
     improved = None if change is None else (change > 0) == (better == "higher")
+    noise = None if change is None else _overlap(rows[0], rows[1])
     same_machine = rows[0]["machine"] == rows[1]["machine"]
     return {"environments": rows, "change_percent": round(change, 2) if change is not None else None,
-            "improved": improved, "same_machine": same_machine,
+            "improved": improved, "within_noise": noise, "same_machine": same_machine,
             "drifted": [r["name"] for r in rows if (r["drift"] or {}).get("status") not in (None, "pass")]}
+
+
+def _overlap(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    """Whether the two series' ranges (min to max) meet: the spread covers the difference of the medians."""
+    return bool(a["max"] >= b["min"] and b["max"] >= a["min"])
 
 
 def _now() -> str:

@@ -47,11 +47,18 @@ def check(name: str | None, only: str | None, target_sm: str | None, strict: boo
 
 @click.command(short_help="Run and record the profile's baseline.")
 @env_argument("name", required=False)
+@click.option("--runs", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Run it this many times; every run is stored, and compare takes their median and spread.")
 @json_option
 @home_option
 @verbosity_options
-def baseline(name: str | None, as_json: bool, home: Path | None) -> None:
-    """Run the profile's baseline (or the built-in GEMM/FlashInfer one) once the checks passed, and record it."""
+def baseline(name: str | None, runs: int, as_json: bool, home: Path | None) -> None:
+    """Run the profile's baseline (or the built-in GEMM/FlashInfer one) once the checks passed, and record it.
+
+    With --runs N every run is stored; compare then shows the median and the spread of each side, and says "within
+    noise" when the spreads cover the difference."""
+    import dataclasses
+
     from provision.checks import baseline as baselines
     from provision.checks import runner
     from provision.envs import records
@@ -64,9 +71,15 @@ def baseline(name: str | None, as_json: bool, home: Path | None) -> None:
         if not record.check_results:
             step("running the checks first")
             record = records.add_checks(build, runner.run(build, record, progress=step), ui.now())
-        run = baselines.run(name, build, record, step)
-    records.add_baseline(build, run)
-    views.baseline({"name": name, **run.to_dict()}, as_json)
+        series = ui.now() if runs > 1 else None
+        done = []
+        for number in range(1, runs + 1):
+            if runs > 1:
+                step(f"run {number} of {runs}")
+            run = dataclasses.replace(baselines.run(name, build, record, step), series=series)
+            records.add_baseline(build, run)  # each run stored as it ends: an interrupted series keeps what it measured
+            done.append(run)
+    views.baseline({"name": name, **done[-1].to_dict(), "figures": [r.figure for r in done]}, as_json)
 
 
 @click.command(short_help="Two environments' baselines side by side.")

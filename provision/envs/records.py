@@ -127,6 +127,7 @@ class BaselineRun:
     output_tail: str
     details: JSONObject | None = None
     drift: JSONObject | None = None  # the drift check just before it: {"status", "summary", "counts", "findings"}
+    series: str | None = None  # runs of one `baseline --runs N` share it: compare takes them together
 
     @classmethod
     def parse(cls, fields: _Fields) -> BaselineRun:
@@ -135,12 +136,14 @@ class BaselineRun:
                    at=fields.text("at") or "", machine={"summary": str(machine.get("summary", "?")), "id": str(machine.get("id", ""))},
                    command=fields.strings("command"), seconds=fields.number("seconds") or 0.0,
                    exit_code=fields.integer("exit_code") or 0, output_tail=fields.text("output_tail") or "",
-                   details=fields.mapping("details"), drift=fields.mapping("drift"))
+                   details=fields.mapping("details"), drift=fields.mapping("drift"), series=fields.text("series"))
 
     def to_dict(self) -> JSONObject:
         document = dataclasses.asdict(self)
         if self.drift is None:
             del document["drift"]  # a run from before drift was kept: rewritten as it was
+        if self.series is None:
+            del document["series"]  # a single run, or one from before --runs
         return document
 
 

@@ -192,7 +192,8 @@ def judge(facts: MachineFacts, scanned: LockScan, stack: LockStack, uv_cache: Pa
     target.gates.append(Gate(id="lock-scan", title="wheels scanned", status="info", kind="feature", source="provision/report/lockscan.py",
                              reason=f"{len(scanned.wheels)} wheels, {len(cuda_wheels)} with CUDA code; "
                                     f"{origins['uv cache']} from uv's cache ({scanned.cache}), {origins['provision cache']} from "
-                                    f"provision's ({wheelcache.folder()}), {origins['fetched']} fetched; {scanned.seconds:.1f} s"))
+                                    f"provision's ({wheelcache.folder()}), {origins['fetched']} fetched, "
+                                    f"{len(scanned.wheels) - sum(origins.values())} not scanned; {scanned.seconds:.1f} s"))
     target.packages = [w.to_dict(ccs) for w in scanned.wheels if w.cuda]
     return target
 

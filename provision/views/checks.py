@@ -29,8 +29,10 @@ def baseline(record: dict[str, object], as_json: bool) -> None:
     if as_json:
         ui.dump_json(record)
         return
+    figures: list[float] = record.get("figures") or [record["figure"]]  # type: ignore[assignment]
+    runs = f" (runs: {', '.join(f'{f:.2f}' for f in figures)})" if len(figures) > 1 else ""
     ui.console().print(f"{record['name']}: {record['figure']:.2f} {record['unit']} ({record['better']} is better) "
-                       f"on {record['machine']['summary']} in {record['seconds']} s")  # type: ignore[index]
+                       f"on {record['machine']['summary']} in {record['seconds']} s{runs}")  # type: ignore[index]
 
 
 def comparison(result: dict[str, object], as_json: bool) -> None:
@@ -38,14 +40,15 @@ def comparison(result: dict[str, object], as_json: bool) -> None:
         ui.dump_json(result)
         return
     rows = result["environments"]
-    table = ui.table("Baselines", "environment", "figure", "runs", "when", "machine")
+    table = ui.table("Baselines", "environment", "median", "spread (min - max)", "runs compared", "when", "machine")
     for r in rows:  # type: ignore[attr-defined]
-        table.add_row(r["name"], f"{r['figure']:.2f} {r['unit']}", str(r["runs"]), r["at"][:16], r["machine"])
+        spread = f"{r['min']:.2f} - {r['max']:.2f}" if len(r["figures"]) > 1 else "- (one run: baseline --runs N)"
+        table.add_row(r["name"], f"{r['median']:.2f} {r['unit']}", spread, str(len(r["figures"])), r["at"][:16], r["machine"])
     out = ui.console()
     out.print(table)
     change = result["change_percent"]
     if change is not None:
-        verdict = "better" if result["improved"] else "worse"
+        verdict = "within noise: the spreads cover it" if result["within_noise"] else "better" if result["improved"] else "worse"
         out.print(f"{rows[1]['name']} vs {rows[0]['name']}: {change:+.1f}% ({verdict})")  # type: ignore[index]
     if not result["same_machine"]:
         out.print("note: the two baselines ran on different machines")

@@ -1,0 +1,50 @@
+"""`baseline --runs N` stores every run; `compare` takes each side's latest series: median, spread, and "within
+noise" when the spreads cover the difference (a single run each, as before, compares its figures)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import tiny
+
+
+def with_baseline(tool: tiny.Tool, name: str, figures: Path) -> None:
+    """Profile `name` whose baseline prints the next figure of `figures` (one per line) each time it runs."""
+    code = (f"import pathlib; p = pathlib.Path({str(figures)!r}); rows = p.read_text().split(); "
+            "p.write_text(' '.join(rows[1:])); print(f'decode {rows[0]} tok/s')")
+    tiny.profile(tool.profiles, name, extra=(
+        f'[baseline]\ncommand = ["python", "-c", {json.dumps(code)}]\n'
+        "pattern = 'decode ([\\d.]+) tok/s'\nunit = \"tok/s\"\nbetter = \"higher\"\ntimeout = 60\n"))
+
+
+def test_runs_are_stored_and_compare_says_within_noise(tmp_path: Path, index_server, provision_bin: str) -> None:
+    tool = tiny.make_tool(tmp_path, provision_bin, tiny.index(index_server))
+    figures = tmp_path / "figures.txt"
+    for name in ("old", "new", "fast"):
+        with_baseline(tool, name, figures)
+        tool.create(name)
+    figures.write_text("82.0 83.5 81.0  82.5 80.9 84.0  95.0 96.0 94.5")
+    ran = json.loads(tool("baseline", "old", "--runs", "3", "--json").stdout)
+    assert ran["figures"] == [82.0, 83.5, 81.0]
+    tool("baseline", "new", "--runs", "3")
+    tool("baseline", "fast", "--runs", "3")
+    stored = json.loads((Path(tool.envs()["old"]["path"]) / "env.json").read_text())["baselines"]
+    assert [b["figure"] for b in stored] == [82.0, 83.5, 81.0] and len({b["series"] for b in stored}) == 1
+
+    noise = json.loads(tool("compare", "old", "new", "--json").stdout)
+    old, new = noise["environments"]
+    assert (old["median"], old["min"], old["max"]) == (82.0, 81.0, 83.5) and new["median"] == 82.5
+    assert noise["change_percent"] == round((82.5 - 82.0) / 82.0 * 100, 2) and noise["within_noise"] is True
+    human = tool("compare", "old", "new", env={"COLUMNS": "200"})
+    assert "new vs old: +0.6% (within noise: the spreads cover it)" in human.stdout
+    assert "81.00 - 83.50" in human.stdout
+
+    real = json.loads(tool("compare", "old", "fast", "--json").stdout)
+    assert real["within_noise"] is False and real["improved"] is True
+    assert "fast vs old: +15.8% (better)" in tool("compare", "old", "fast").stdout
+
+    figures.write_text("70.0")  # one run afterwards: compare takes that run alone, as before --runs
+    tool("baseline", "old")
+    single = json.loads(tool("compare", "old", "fast", "--json").stdout)
+    assert single["environments"][0]["figures"] == [70.0] and single["within_noise"] is False
