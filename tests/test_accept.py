@@ -102,8 +102,8 @@ def test_accept_without_a_path_takes_every_changed_or_unowned_file_and_names_wha
     assert done["not_accepted"] == [{"path": "alpha/__init__.py", "kind": "missing",
                                      "reason": "the lock decides a distribution's files, version and source: provision restore puts them back"}]
     assert findings(drift_of(tool)) == {("missing", "alpha", "alpha/__init__.py", None)}
-    shown = tool("accept", "tiny").stdout + tool("accept", "tiny").stderr
-    assert "2 accepted file(s): sitecustomize.py, zz-team.pth" in shown
+    shown = tool("accept", "tiny", "-q").stdout  # a result: on stdout, -q keeps it
+    assert "tiny: 2 accepted file(s): sitecustomize.py, zz-team.pth" in shown
 
 
 def test_a_path_outside_the_venv_a_link_out_and_a_fifo_are_refused_in_one_line_and_nothing_is_accepted(

@@ -100,13 +100,14 @@ def accepted(result: AcceptResult, as_json: bool) -> None:
     if as_json:
         ui.dump_json(result.to_dict())
         return
+    out = ui.console()  # results, on stdout: -q keeps them
     for file in result.accepted:
         owner = f" (over {file.owner})" if file.owner else ""
-        ui.info(f"accepted {file.path}{owner}: sha256 {file.sha256[:16]}..., kept in {result.build / 'accepted'}")
+        out.print(f"accepted {file.path}{owner}: sha256 {file.sha256[:16]}..., kept in {result.build / 'accepted'}")
     for path in result.dropped:
-        ui.info(f"dropped {path}: drift judges it by its RECORD again (or as unowned)")
+        out.print(f"dropped {path}: drift judges it by its RECORD again (or as unowned)")
     for skipped in result.not_accepted:
-        ui.info(f"not accepted: {skipped['kind']} {skipped['path']}: {skipped['reason']}")
+        out.print(f"not accepted: {skipped['kind']} {skipped['path']}: {skipped['reason']}")
     if not (result.accepted or result.dropped or result.not_accepted):
-        ui.info(f"{result.name}: nothing differs from its known-good state; nothing to accept")
-    ui.info(f"{result.name}: {len(result.files)} accepted file(s)" + (": " + ", ".join(f.path for f in result.files) if result.files else ""))
+        out.print(f"{result.name}: nothing differs from its known-good state; nothing to accept")
+    out.print(f"{result.name}: {len(result.files)} accepted file(s)" + (": " + ", ".join(f.path for f in result.files) if result.files else ""))
