@@ -101,3 +101,23 @@ def test_profiles_command_json(provision_bin: str) -> None:
     doc = json.loads(done.stdout)
     assert {"cu128", "cu130"} <= {p["name"] for p in doc["profiles"]}
     assert all(p["cuda"] for p in doc["profiles"])
+
+
+def test_no_shipped_file_refers_outside_the_repository() -> None:
+    """What a user of the project needs to read lives in docs/: no shipped profile or machine document points at a
+    folder beside the repository (`../shared/...`), and every `docs/...` file they name exists."""
+    import re
+
+    from conftest import ROOT
+
+    shipped = [*sorted((ROOT / "profiles").glob("*.toml")), *sorted((ROOT / "docs/machines").glob("*.json"))]
+    assert len(shipped) >= 5
+    for path in shipped:
+        text = path.read_text()
+        assert "shared/" not in text and "../" not in text, path
+        for named in re.findall(r"docs/[\w./-]+\.(?:md|json)", text):
+            assert (ROOT / named).is_file(), (path, named)
+    stable = profiles.load("cu130-stable")
+    pins = {p.name: p.version for p in stable.packages}
+    assert pins["sglang"] == "==0.5.23" and "flashinfer-cubin" not in pins and "flashinfer" not in stable.indexes
+    assert "flashinfer-cubin" not in {p.name for p in profiles.load("cu130").packages}  # none past 0.6.13 on the default index

@@ -136,6 +136,8 @@ def new(name: str, source: str, *, cuda: str = "13.0", python: str = "3.12", out
                        "resolver through it, not only the CUDA stack below"), *stack]
     result.pins += _unpinned(registry, indexes, stack, result.left_out)
     result.pins += _compiler(registry, cuda, torch, toolkit, result.left_out)
+    # an index no package is bound to would still be asked for every other package: only those in use are written
+    result.indexes = {n: u for n, u in indexes.items() if any(p.index == n for p in result.pins)}
     if overrides:
         unknown = sorted(set(overrides) - set(indexes))
         if unknown:
@@ -281,7 +283,8 @@ def _offered(url: str, project: str, version: str, where: str, left_out: list[di
         reason = f"{where} could not be read ({found})"
     else:
         newest = f" (newest there: {max(found)})" if found else ""
-        reason = f"{where} ({index.redact(url)}) has no {project} {version}{newest}"
+        named = "" if where == "the default index" else f" ({index.redact(url)})"  # the registry's name is uv's own
+        reason = f"{where}{named} has no {project} {version}{newest}"
     left_out.append({"name": project, "reason": f"{reason}; SGLang does not pin it"})
     return False
 
