@@ -162,6 +162,10 @@ def profile_with_files(tool: tiny.Tool, name: str = "fleet", packages: str = 'al
 
 def test_a_profiles_files_are_written_by_create_checked_by_drift_and_put_back_by_restore(tool: tiny.Tool) -> None:
     profile_with_files(tool)
+    listed = next(p for p in json.loads(tool("profiles", "--json").stdout)["profiles"] if p["name"] == "fleet")
+    assert listed["files"] == [
+        {"path": "sitecustomize.py", "source": str(tool.profiles / "patches" / "sitecustomize.py"), "sha256": hashlib.sha256(PATCH.encode()).hexdigest()},
+        {"path": "team/tuning.py", "source": str(tool.profiles / "patches" / "tuning.py"), "sha256": hashlib.sha256(b"CUSTOM_AR = False\n").hexdigest()}]
     tool.create("fleet", "--no-checks")
     build = tool.home.resolve() / "builds" / next(b for b in tool.builds() if b.startswith("fleet-"))
     site = drift.site_packages(build / "venv")

@@ -22,7 +22,8 @@ def profiles(items: Sequence[Profile], as_json: bool, skipped: Sequence[tuple[Pa
         ui.dump_json({"profiles": [
             {"name": p.name, "cuda": p.cuda, "python": p.python, "description": p.description, "path": str(p.path),
              "indexes": list(p.indexes), "packages": [pk.requirement() for pk in p.packages],
-             "content_hash": p.content_hash}
+             "content_hash": p.content_hash,
+             "files": [{"path": f.path, "source": str(f.source), "sha256": f.sha256} for f in p.files]}
             for p in items], "skipped": [{"path": str(path), "reason": why} for path, why in skipped]})
         return
     out = ui.table("Profiles", "name", "CUDA", "Python", "description", "path")
