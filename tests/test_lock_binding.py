@@ -9,6 +9,7 @@ import json
 import os
 import re
 import signal
+import sys
 import time
 from pathlib import Path
 
@@ -16,7 +17,12 @@ import pytest
 import tiny
 import tomlkit
 
-from provision.stacks import lock
+from provision.stacks import lock, lockfile
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
 
 SECRET = "S3cr3t"
 
@@ -48,6 +54,13 @@ def test_a_lock_without_its_binding_is_refused(tool: tiny.Tool, tmp_path: Path) 
     refused(tool, "both", path, "carries no [tool.provision] binding")
 
 
+def sealed(document: tomlkit.TOMLDocument) -> str:
+    """The edited lock with its packages_sha256 made anew: what the binding check sees past the digest."""
+    text = tomlkit.dumps(document)
+    document["tool"]["provision"]["packages_sha256"] = lockfile.packages_digest(tomllib.loads(text)["packages"])
+    return tomlkit.dumps(document)
+
+
 def test_a_lock_is_checked_against_the_profile_not_only_its_hash(tool: tiny.Tool, tmp_path: Path) -> None:
     path = made_lock(tool, tmp_path)
     text = path.read_text()
@@ -57,12 +70,12 @@ def test_a_lock_is_checked_against_the_profile_not_only_its_hash(tool: tiny.Tool
     packages = document["packages"]
     beta = next(i for i, p in enumerate(packages) if p["name"] == "beta")
     del packages[beta]
-    path.write_text(tomlkit.dumps(document))
+    path.write_text(sealed(document))
     refused(tool, "both", path, "has no beta, which profile both asks for")
     document = tomlkit.parse(text)
     alpha = next(i for i, p in enumerate(document["packages"]) if p["name"] == "alpha")
     document["packages"][alpha] = newer
-    path.write_text(tomlkit.dumps(document))
+    path.write_text(sealed(document))
     refused(tool, "both", path, "has alpha 2.0, which the profile's '==1.0' does not allow")
     path.write_text(text)
     tool.create("both", "--lock", str(path), "--no-checks")

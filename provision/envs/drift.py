@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from packaging.markers import default_environment
-from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
+from packaging.utils import InvalidName, InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 from packaging.version import InvalidVersion, Version
 
 from provision import confined, regular
@@ -168,7 +168,12 @@ def _installed(site: Path, confinement: confined.Confinement, drift: Drift) -> d
         name = headers.get("Name") if headers else None
         if headers is None or not name:
             continue
-        key = str(canonicalize_name(name))
+        try:  # a name such as "-r" or "--index-url=..." would reach uv's command line as an option
+            key = str(canonicalize_name(name, validate=True))
+        except InvalidName:
+            drift.findings.append(Finding(kind="modified", distribution=None, path=f"{info.name}/METADATA",
+                                          expected="a distribution name (PEP 508)", found=f"Name: {name[:80]!r}"))
+            continue
         found[key] = Installed(name=key, version=headers.get("Version") or "", info=info, distribution=distribution)
     return found
 

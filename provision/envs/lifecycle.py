@@ -68,7 +68,7 @@ def _lock_python(lock_path: Path | None) -> str | None:
 
 
 def _lock_for(home: Home, profile: Profile, target: Any, overrides: dict[str, str], indexes: dict[str, str | None],
-              given: Path | None, progress: Progress) -> tuple[Path, bool]:
+              given: Path | None, progress: Progress, build: Path) -> tuple[Path, bool]:
     from provision.errors import ProvisionError
     from provision.stacks import lock as locking
     from provision.stacks import lockfile
@@ -83,10 +83,10 @@ def _lock_for(home: Home, profile: Profile, target: Any, overrides: dict[str, st
             lockfile.check_binding(cached, profile)
             return cached, True
         except ProvisionError:
-            progress(f"the cached lock {cached.name} is unreadable; locking again")
+            progress(f"the cached lock {cached.name} cannot be used; locking again")
             cached.unlink(missing_ok=True)
     progress(f"locking {profile.name}")
-    locking.lock(profile, target=target, overrides=overrides, output=cached, progress=progress)
+    locking.lock(profile, target=target, overrides=overrides, output=cached, progress=progress, work=build)
     return cached, False
 
 
@@ -130,7 +130,7 @@ def create(home: Home, profile: Profile, *, name: str | None = None, python: str
         started = time.perf_counter()
         indexes = locking.effective_indexes(profile, overrides or {})
         target = locking.Target(python=version, platform=None)
-        lock_file, reused = _lock_for(home, profile, target, overrides or {}, indexes, lock_path, progress)
+        lock_file, reused = _lock_for(home, profile, target, overrides or {}, indexes, lock_path, progress, build)
         timings["lock"] = time.perf_counter() - started
         started = time.perf_counter()
         with home.writing(f"build {name}"):

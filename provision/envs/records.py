@@ -391,14 +391,22 @@ class State:
 
 
 def read_state(root: Path) -> State:
+    """HOME/state.json; a damaged one is an error whose hint says how to go on (it never mends itself, and it holds
+    nothing but rollback's history: moved aside, the next switch starts a new one)."""
     path = root / STATE_FILE
-    data = _load(path)
-    if data is None:
-        return State()
-    fields = _Fields(path, data)
-    fields.version()
-    return State(history=fields.strings("history"),
-                 extra={k: v for k, v in fields.data.items() if k not in ("history", "schema_version")})
+    try:
+        data = _load(path)
+        if data is None:
+            return State()
+        fields = _Fields(path, data)
+        fields.version()
+        return State(history=fields.strings("history"),
+                     extra={k: v for k, v in fields.data.items() if k not in ("history", "schema_version")})
+    except RecordError as exc:
+        if "is newer than this provision" in exc.message or "cannot be read" in exc.message:
+            raise
+        raise RecordError(exc.message, f"move it aside (mv {path} {path}.damaged) and run this again: it holds only "
+                                       "the history rollback walks back through, and the next switch starts a new one") from None
 
 
 def write_state(root: Path, state: State) -> None:

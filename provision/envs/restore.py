@@ -225,7 +225,7 @@ def _apply(build: Path, record: EnvRecord, result: RestoreResult, progress: Prog
             _reinstall(build, lock, venv, staging, result, progress)
         if result.uninstall:
             progress(f"uninstalling {', '.join(result.uninstall)}")
-            uvtool.run(["pip", "uninstall", "--python", str(staging / "bin" / "python"), "--quiet", *result.uninstall])
+            uvtool.run(["pip", "uninstall", "--python", str(staging / "bin" / "python"), "--quiet", "--", *result.uninstall])
         _put_back(staging, site, contents, result)  # a reinstalled distribution's own copy of a kept file is replaced again
         progress("verifying the restored copy")
         after = drifting.scan(staging, lock=lock, cache=build / drifting.CACHE_NAME, kept=record.kept_files())
@@ -273,7 +273,7 @@ def _reinstall(build: Path, lock: Path, venv: Path, staging: Path, result: Resto
     # exits cannot upset uv's look at the interpreter. The scripts it writes name that python; relocated below.
     args = ["pip", "install", "--python", str(staging / "bin" / "python"), "--no-deps", "--quiet",
             *uvtool.link_mode(staging / "bin" / "python"),
-            "-r", str(subset), *(part for dist in result.reinstall for part in ("--reinstall-package", dist))]
+            "-r", str(subset), *(f"--reinstall-package={dist}" for dist in result.reinstall)]
     _drop_damaged_direct_urls(drifting.site_packages(staging), result.reinstall)
     try:
         progress(f"reinstalling {', '.join(result.reinstall)} from uv's cache")
@@ -290,7 +290,7 @@ def _reinstall(build: Path, lock: Path, venv: Path, staging: Path, result: Resto
         if damaged:
             # uv links files from its cache; a file patched in place patched the cache's copy too. Fetch it again.
             progress(f"uv's cached copy of {', '.join(damaged)} was changed too: downloading it again")
-            uvtool.run([*args, *(part for dist in damaged for part in ("--refresh-package", dist))])
+            uvtool.run([*args, *(f"--refresh-package={dist}" for dist in damaged)])
             result.refreshed, result.downloaded = damaged, True
         relocate.scripts(staging, venv, result.reinstall)
     finally:

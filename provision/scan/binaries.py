@@ -114,6 +114,9 @@ def scan(paths: list[Path], require: tuple[str, ...] = (), jobs: int | None = No
     for path in paths:
         if not os.path.lexists(path):
             raise UsageError(f"{path}: no such file or directory", "give a shared object, cubin, wheel or folder")
+        if path.is_symlink() and not path.exists():  # said, not a note of a scan that "found nothing" (exit 0)
+            raise UsageError(f"{path} is a link to {os.readlink(path)}, which does not exist (a dangling link)",
+                             "give the file it should point to, or fix the link")
         if path.is_dir():
             owners = installed.record_owners(path)
             for file in installed.walk(path):

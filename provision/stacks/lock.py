@@ -29,7 +29,7 @@ from packaging.version import InvalidVersion, Version
 from provision import __version__, proc
 from provision.atomic import write_atomic
 from provision.errors import ResolveError, UsageError
-from provision.stacks import index, relock, uvtool
+from provision.stacks import index, lockfile, relock, uvtool
 from provision.stacks.profiles import DEFAULT_INDEX, Package, Profile
 
 if sys.version_info >= (3, 11):
@@ -311,7 +311,9 @@ def _files(package: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def lock(profile: Profile, *, target: Target, overrides: dict[str, str], output: Path,
-         progress: Callable[[str], None] = lambda _: None) -> LockResult:
+         progress: Callable[[str], None] = lambda _: None, work: Path | None = None) -> LockResult:
+    """Resolve `profile` with uv into a PEP 751 lock at `output`. uv works in a private folder: under `work` when
+    given (create's build folder, which gc removes whole after a kill -9), else in TMPDIR."""
     import time
 
     start = time.perf_counter()
@@ -320,7 +322,7 @@ def lock(profile: Profile, *, target: Target, overrides: dict[str, str], output:
     if any(p.prerelease and p.index != DEFAULT_INDEX and indexes.get(p.index) for p in profile.packages):
         progress("finding the newest complete nightly")
     pins, nightly = nightly_pins(profile, indexes, target)
-    with _work_folder() as folder:
+    with _work_folder(work) as folder:
         (folder / "pyproject.toml").write_text(_project(profile, pins, indexes))
         progress("resolving with uv")
         uvtool.run(_uv_compile_args(target, "pylock.toml"), cwd=folder, env=uvtool.index_options(indexes)[1])
@@ -364,18 +366,27 @@ def _writable(output: Path) -> None:
 
 
 WORK_PREFIX = "provision-lock-"
+_WORK_NAME = re.compile(re.escape(WORK_PREFIX) + r"(\d+)-[a-z0-9_]{8}")  # mkdtemp's shape, and nothing else
 
 
 @contextlib.contextmanager
-def _work_folder() -> Iterator[Path]:
-    """A private folder for uv's input and output, named with our pid so a later run removes what a killed one left."""
-    base = Path(tempfile.gettempdir())
-    for leftover in base.glob(f"{WORK_PREFIX}*-*"):
-        pid = leftover.name[len(WORK_PREFIX):].split("-", 1)[0]
-        with contextlib.suppress(OSError):
-            if pid.isdigit() and leftover.stat().st_uid == os.getuid() and not proc.pid_alive(int(pid)):
-                shutil.rmtree(leftover, ignore_errors=True)
-    folder = Path(tempfile.mkdtemp(prefix=f"{WORK_PREFIX}{os.getpid()}-"))
+def _work_folder(parent: Path | None = None) -> Iterator[Path]:
+    """A private folder for uv's input and output. In `parent` when given: its owner removes it with the rest. In
+    TMPDIR otherwise, named with our pid, so a later run removes what a killed one left: only names of exactly the
+    shape this makes, owned by this user, whose process is gone."""
+    if parent is not None:
+        folder = parent / "lock-work"
+        shutil.rmtree(folder, ignore_errors=True)
+        folder.mkdir(parents=True)
+    else:
+        base = Path(tempfile.gettempdir())
+        for leftover in base.glob(f"{WORK_PREFIX}*-*"):
+            shape = _WORK_NAME.fullmatch(leftover.name)
+            with contextlib.suppress(OSError):
+                if shape and not leftover.is_symlink() and leftover.is_dir() and leftover.stat().st_uid == os.getuid() \
+                        and not proc.pid_alive(int(shape.group(1))):
+                    shutil.rmtree(leftover, ignore_errors=True)
+        folder = Path(tempfile.mkdtemp(prefix=f"{WORK_PREFIX}{os.getpid()}-"))
     try:
         yield folder
     finally:
@@ -426,6 +437,8 @@ def _finish(raw: dict[str, Any], profile: Profile, indexes: dict[str, str | None
         "computed_hashes": computed,
         "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "provision_version": __version__,
+        # what provision wrote, checked by every reader: a hash flipped or a package added by hand is refused
+        "packages_sha256": lockfile.packages_digest(raw.get("packages", [])),
     }
     try:
         Pylock.from_dict(raw).validate()

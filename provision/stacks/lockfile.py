@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -33,7 +35,18 @@ def read(path: Path) -> tuple[Pylock, dict[str, Any]]:
     except (OSError, UnicodeDecodeError, RecursionError, tomllib.TOMLDecodeError, PylockValidationError,
             InvalidVersion, AttributeError) as exc:
         raise UsageError(f"{path}: not a readable PEP 751 lock ({exc})", "make one with: provision lock PROFILE") from exc
+    recorded = tool.get("packages_sha256")
+    if recorded is not None and recorded != packages_digest(raw.get("packages", [])):
+        raise UsageError(f"{path}: its packages were changed after provision locked them (a hash, a URL, a package "
+                         "added or removed: [tool.provision] packages_sha256 no longer matches)",
+                         "lock again with provision lock PROFILE; never edit a lock by hand")
     return pylock, dict(tool)
+
+
+def packages_digest(packages: Any) -> str:
+    """The sha256 of a lock's [[packages]] as read (keys sorted): what provision wrote, to be checked on each read."""
+    text = json.dumps(packages, sort_keys=True, default=str, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def check_binding(path: Path, profile: Profile) -> None:

@@ -1,0 +1,111 @@
+"""Wrong answers and leftovers: a cached lock with a flipped hash is dropped (gc, create) rather than reused forever;
+a lock with a package added by hand is refused; a damaged state.json says how to go on; create killed while locking
+leaves nothing in TMPDIR; `scan` of a dangling link says so (exit 2); a METADATA Name that would be an option to uv is
+a finding, never on uv's command line."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import tiny
+
+from provision.envs import drift
+
+PYV = f"{sys.version_info[0]}.{sys.version_info[1]}"
+
+
+@pytest.fixture
+def made(tmp_path: Path, provision_bin: str, index_server) -> tiny.Tool:
+    return tiny.make_tool(tmp_path, provision_bin, tiny.index(index_server), ("both", 'alpha = "==1.0"\nbeta = "==1.0"'))
+
+
+def test_a_cached_lock_with_a_flipped_hash_is_dropped_by_gc_and_create_locks_again(made: tiny.Tool) -> None:
+    made.create("tiny", "--no-checks")
+    (cached,) = (made.home / "locks").glob("pylock.tiny-*.toml")
+    text = cached.read_text()
+    digest = re.search(r'sha256 = "([0-9a-f]{64})"', text)
+    assert digest is not None
+    flipped = digest.group(1)[:-1] + ("0" if digest.group(1)[-1] != "0" else "1")
+    cached.write_text(text.replace(digest.group(1), flipped))
+    removed = json.loads(made("gc", "--json").stdout)["removed"]
+    assert any(cached.name in line for line in removed) and not cached.exists(), removed
+    cached.write_text(text.replace(digest.group(1), flipped))  # and create, finding it, locks anew
+    done = made.create("tiny", "--name", "again", "--no-checks", check=False)
+    assert done.returncode == 0, done.stderr
+    assert flipped not in cached.read_text()
+
+
+def test_a_lock_with_a_package_added_by_hand_is_refused(made: tiny.Tool, tmp_path: Path) -> None:
+    only_alpha, both = tmp_path / "pylock.tiny.toml", tmp_path / "pylock.both.toml"
+    made("lock", "tiny", "--python", PYV, "-o", str(only_alpha))
+    made("lock", "both", "--python", PYV, "-o", str(both))
+    beta = next(block for block in both.read_text().split("\n[[packages]]\n") if block.startswith('name = "beta"'))
+    text = only_alpha.read_text()
+    head, _, tool = text.partition("\n[tool.provision]")
+    only_alpha.write_text(head.rstrip("\n") + "\n\n[[packages]]\n" + beta.split("\n[tool")[0].rstrip("\n") + "\n\n[tool.provision]" + tool)
+    done = made.create("tiny", "--lock", str(only_alpha), "--no-checks", check=False)
+    assert done.returncode in (2, 7) and "Traceback" not in done.stderr, done.stderr
+    assert f"{only_alpha}: its packages were changed after provision locked them" in done.stderr
+    assert not (made.home / "builds").exists() or not list((made.home / "builds").glob("*/venv/lib/*/site-packages/beta"))
+
+
+def test_a_damaged_state_json_says_how_to_go_on(made: tiny.Tool) -> None:
+    made.create("tiny", "--no-checks")
+    state = made.home / "state.json"
+    state.write_text("{not json")
+    done = made("switch", "tiny", check=False)
+    assert done.returncode == 7 and f"hint: move it aside (mv {state} {state}.damaged)" in done.stderr, done.stderr
+    state.rename(f"{state}.damaged")
+    made("switch", "tiny")
+    assert json.loads(state.read_text())["history"] == ["tiny"]
+
+
+def test_create_killed_while_locking_leaves_nothing_in_tmpdir(made: tiny.Tool, tmp_path: Path) -> None:
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    made.served.delay = 2.0
+    earlier = len(made.served.requests)
+    process = made.popen("create", "tiny", "--python", tiny.PY, "--no-checks", env={"TMPDIR": str(temp)})
+    deadline = time.time() + 60
+    while time.time() < deadline and len(made.served.requests) == earlier:
+        time.sleep(0.05)
+    time.sleep(0.3)
+    os.kill(process.pid, signal.SIGKILL)
+    process.communicate(timeout=30)
+    made.served.delay = 0.0
+    assert not [p for p in temp.iterdir() if p.name.startswith("provision-lock-")], list(temp.iterdir())
+    made("gc")
+    assert made.builds() == []
+
+
+def test_scan_of_a_dangling_link_says_so(tmp_path: Path, provision_bin: str) -> None:
+    link = tmp_path / "libgone.so"
+    link.symlink_to(tmp_path / "missing.so")
+    done = subprocess.run([provision_bin, "scan", str(link)], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and f"error: {link} is a link to {tmp_path / 'missing.so'}, which does not exist" in done.stderr
+
+
+def test_a_metadata_name_that_looks_like_an_option_never_reaches_uv(made: tiny.Tool, tmp_path: Path) -> None:
+    made.create("tiny", "--no-checks")
+    (build,) = (made.home / "builds").iterdir()
+    site = drift.site_packages(build / "venv")
+    info = site / "evil-1.0.dist-info"
+    info.mkdir()
+    marker = tmp_path / "nonexistent"
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: --python={marker}\nVersion: 1.0\n")
+    (info / "RECORD").write_text("evil-1.0.dist-info/METADATA,,\nevil-1.0.dist-info/RECORD,,\n")
+    check = made("check", "tiny", "--only", "drift", "--json", check=False)
+    (result,) = json.loads(check.stdout)["checks"]
+    assert "evil-1.0.dist-info/METADATA" in json.dumps(result), result
+    done = made("-v", "restore", "tiny", "--no-checks", check=False)
+    assert "Traceback" not in done.stderr and f"--python={marker}" not in done.stderr.split("error:")[0].replace(
+        f"Name: '--python={marker}'", ""), done.stderr
+    assert not [line for line in done.stderr.splitlines() if line.startswith("$ ") and "uninstall" in line], done.stderr
