@@ -27,7 +27,8 @@ def test_runs_are_stored_and_compare_says_within_noise(tmp_path: Path, index_ser
     figures.write_text("82.0 83.5 81.0  82.5 80.9 84.0  95.0 96.0 94.5")
     ran = json.loads(tool("baseline", "old", "--runs", "3", "--json").stdout)
     assert ran["figures"] == [82.0, 83.5, 81.0]
-    tool("baseline", "new", "--runs", "3")
+    said = tool("baseline", "new", "--runs", "3").stdout
+    assert "new: 82.50 tok/s (median of 3 runs: 82.50, 80.90, 84.00; higher is better)" in " ".join(said.split())
     tool("baseline", "fast", "--runs", "3")
     stored = json.loads((Path(tool.envs()["old"]["path"]) / "env.json").read_text())["baselines"]
     assert [b["figure"] for b in stored] == [82.0, 83.5, 81.0] and len({b["series"] for b in stored}) == 1

@@ -29,10 +29,13 @@ def baseline(record: dict[str, object], as_json: bool) -> None:
     if as_json:
         ui.dump_json(record)
         return
+    import statistics
+
     figures: list[float] = record.get("figures") or [record["figure"]]  # type: ignore[assignment]
-    runs = f" (runs: {', '.join(f'{f:.2f}' for f in figures)})" if len(figures) > 1 else ""
-    ui.console().print(f"{record['name']}: {record['figure']:.2f} {record['unit']} ({record['better']} is better) "
-                       f"on {record['machine']['summary']} in {record['seconds']} s{runs}")  # type: ignore[index]
+    figure = statistics.median(figures)
+    runs = f"median of {len(figures)} runs: {', '.join(f'{f:.2f}' for f in figures)}; " if len(figures) > 1 else ""
+    ui.console().print(f"{record['name']}: {figure:.2f} {record['unit']} ({runs}{record['better']} is better) "
+                       f"on {record['machine']['summary']}, last run {record['seconds']} s")  # type: ignore[index]
 
 
 def comparison(result: dict[str, object], as_json: bool) -> None:
