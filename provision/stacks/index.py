@@ -277,8 +277,9 @@ def _too_large(url: str, limit: int, why: str) -> IndexError_:
                        "the index serves something other than what it lists; check the URL, or use a mirror")
 
 
-def project_files(index_url: str, project: str) -> list[IndexFile]:
-    """Return the files an index lists for `project`; an empty list when it has no such project (404)."""
+def project_files(index_url: str, project: str, keep: Callable[[str], bool] | None = None) -> list[IndexFile]:
+    """Return the files an index lists for `project` (those whose file name `keep` accepts, when given: a page of
+    thousands of files costs a URL join each otherwise); an empty list when it has no such project (404)."""
     url = index_url.rstrip("/") + f"/{canonicalize_name(project)}/"
     response = get(url, accept=f"{JSON_TYPE}, text/html;q=0.1", what="the page")
     if response.status_code == 404:
@@ -286,11 +287,13 @@ def project_files(index_url: str, project: str) -> list[IndexFile]:
     if response.status_code >= 400:
         raise IndexError_(f"{redact(url)}: HTTP {response.status_code}", "check the index URL and its credentials")
     if response.headers.get("Content-Type", "").startswith(JSON_TYPE):
-        return _json_files(url, response.content)
+        return _json_files(url, response.content, keep)
     parser = _Links()
     parser.feed(response.text)
     files = []
     for href, metadata in parser.links:
+        if keep is not None and not keep(unquote(href.partition("#")[0].rsplit("/", 1)[-1])):
+            continue
         absolute = urljoin(url, href)
         path, _, fragment = absolute.partition("#")
         sha = fragment[len("sha256="):] if fragment.startswith("sha256=") else None
@@ -298,7 +301,7 @@ def project_files(index_url: str, project: str) -> list[IndexFile]:
     return files
 
 
-def _json_files(url: str, content: bytes) -> list[IndexFile]:
+def _json_files(url: str, content: bytes, keep: Callable[[str], bool] | None = None) -> list[IndexFile]:
     """The files of a PEP 691 page; a page of another shape is an IndexError_ naming it, whatever it holds."""
     import json
 
@@ -313,6 +316,8 @@ def _json_files(url: str, content: bytes) -> list[IndexFile]:
     for entry in listed:
         if not isinstance(entry, dict) or not isinstance(entry.get("filename"), str) or not isinstance(entry.get("url"), str):
             raise _bad_page(url, "a file without a filename and url")
+        if keep is not None and not keep(entry["filename"]):
+            continue
         hashes = entry.get("hashes")
         sha256 = hashes.get("sha256") if isinstance(hashes, dict) else None
         size = entry.get("size")

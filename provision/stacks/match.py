@@ -29,7 +29,10 @@ from provision import confined
 from provision.errors import ProvisionError
 from provision.stacks import index, uvcache, wheelmeta
 
-WORKERS = 16  # pages and RECORDs read at once, each thread over its own kept-alive connections
+# Pages and RECORDs read at once, each thread over its own kept-alive connections. A slow index wants many (200
+# wheels behind 20 ms answers: 6.2 s with 16 threads, 12.6 s with 4); a loaded machine fewer, each thread paying its
+# own TLS handshakes (36 pages and RECORDs from the public registry on 2 busy cores: 4.6 s with 4, 6-7 s with 8, 9-11 s with 16).
+WORKERS = max(8, min(16, 2 * (os.cpu_count() or 1)))
 INSTALLER_FILES = ("INSTALLER", "REQUESTED", "direct_url.json", "RECORD")  # written by the installer, not the wheel
 _URL = re.compile(rb"https?://[\x21-\x7e]+?\.whl")
 
@@ -87,21 +90,48 @@ class _Asker:
     def __init__(self, indexes: dict[str, str]) -> None:
         self.indexes = indexes
         self.unreachable: dict[str, str] = {}
+        self.answered: set[str] = set()  # indexes that gave one page at least: a later failure is that page's own
         self.pages = 0
         self.lock = threading.Lock()
 
-    def files(self, index_name: str, project: str) -> list[index.IndexFile] | None:
+    def files(self, index_name: str, project: str, version: str) -> list[index.IndexFile] | None:
+        """The wheels of `project` at `version` the index lists; None when it cannot be asked."""
         if index_name in self.unreachable:
             return None
         try:
-            found = index.project_files(self.indexes[index_name], project)
+            found = index.project_files(self.indexes[index_name], project, keep=_of_version(version))
         except ProvisionError as exc:
             with self.lock:
+                if index_name in self.answered:
+                    raise
                 self.unreachable.setdefault(index_name, exc.message)
             return None
         with self.lock:
             self.pages += 1
+            self.answered.add(index_name)
         return found
+
+
+def _of_version(version: str) -> Callable[[str], bool]:
+    """Whether a file name is a wheel of `version`: its version field compared as a version, each spelling parsed once."""
+    try:
+        wanted = Version(version)
+    except InvalidVersion:
+        return lambda _: False
+    seen: dict[str, bool] = {}
+
+    def keep(filename: str) -> bool:
+        parts = filename.split("-")
+        if not filename.endswith(".whl") or len(parts) < 5:
+            return False
+        if parts[1] not in seen:
+            try:
+                seen[parts[1]] = Version(parts[1]) == wanted
+            except InvalidVersion:
+                seen[parts[1]] = False
+        return seen[parts[1]]
+
+    return keep
 
 
 def installed(site: Path, venv: Path) -> tuple[list[Installed], list[Unmatched]]:
@@ -225,7 +255,10 @@ def match(site: Path, venv: Path, indexes: dict[str, str], *, bound: dict[str, s
 
     def one(dist: Installed) -> Matched | Unmatched:
         names = [bound[dist.name]] if dist.name in bound else list(indexes)
-        return _match_one(dist, [n for n in names if n in indexes], asker, cached, uv_default)
+        try:
+            return _match_one(dist, [n for n in names if n in indexes], asker, cached, uv_default)
+        except (ProvisionError, OSError, ValueError, zipfile.BadZipFile) as exc:  # one odd page or wheel: that one unmatched
+            return Unmatched(name=dist.name, version=dist.version, reason=f"could not be matched: {getattr(exc, 'message', exc)}")
 
     with ThreadPoolExecutor(max_workers=WORKERS) as pool:
         for found in pool.map(one, lookups):
@@ -264,7 +297,7 @@ def _match_one(dist: Installed, index_names: list[str], asker: _Asker,
     others: list[str] = []
     listed: list[str] = []
     for index_name in index_names:
-        files = asker.files(index_name, dist.name)
+        files = asker.files(index_name, dist.name, dist.version)
         if files is None:
             continue
         listed.append(index_name)
@@ -283,7 +316,7 @@ def _match_one(dist: Installed, index_names: list[str], asker: _Asker,
     from_cache = _from_cache(dist, cached, {n: asker.indexes[n] for n in index_names}, uv_default)
     if isinstance(from_cache, Matched):
         return from_cache
-    unreachable = [f"index {n} unreachable ({asker.unreachable[n]})" for n in index_names if n in asker.unreachable]
+    unreachable = [f"index {n} unreachable" for n in index_names if n in asker.unreachable]  # why: once, in `unreachable`
     if others:
         reasons = others + unreachable
     elif listed:

@@ -92,8 +92,11 @@ def env_locked(locked: AdoptLock, as_json: bool) -> None:
         out.print(f"index {index_name} ({r.indexes.get(index_name, '')}) unreachable: {why}")
     if r.unmatched:
         out.print(f"not restorable ({len(r.unmatched)}; drift still compares their files with their RECORDs):")
+        by_reason: dict[str, list[str]] = {}
         for u in r.unmatched:
-            out.print(f"  {u.name} {u.version}: {u.reason}")
+            by_reason.setdefault(u.reason, []).append(f"{u.name} {u.version}")
+        for reason, names in by_reason.items():  # one line per reason: an unreachable index is one line, not 200
+            out.print(f"  {names[0]}: {reason}" if len(names) == 1 else f"  {reason}: {', '.join(names)}")
 
 
 def accepted(result: AcceptResult, as_json: bool) -> None:
