@@ -23,6 +23,8 @@ CHUNK = 1 << 20
 WHOLE = 16 << 20  # members up to this size are read whole
 PARALLEL = 64 << 20  # below this many candidate bytes in all, worker processes cost more than they save
 KEEP = 1 << 20  # bytes kept before the section table: where linkers put the section-name table
+TABLE_MAX = 16 << 20  # the most of a section table (or of its name table) held: 65,280 sections of 64 bytes is 4 MiB
+WHOLE_MAX = 64 << 20  # what is read whole when it cannot be streamed (a 32-bit or big-endian ELF, a bare cubin)
 
 Result = tuple[str, "fatbin.Code | None", str]  # member name, code found (None: not read), why not read
 
@@ -64,15 +66,15 @@ def _scan_open(wheel: zipfile.ZipFile, info: zipfile.ZipInfo) -> Result:
     try:
         if info.file_size <= WHOLE:
             with wheel.open(info) as member:
-                return info.filename, code_in_bytes(member.read()), ""
-        return info.filename, code_in_stream(lambda: wheel.open(info)), ""
+                return info.filename, code_in_bytes(member.read(WHOLE + 1)), ""
+        return info.filename, code_in_stream(lambda: wheel.open(info), info.file_size), ""
     except (zipfile.BadZipFile, zlib.error, EOFError):
         raise  # the zip itself is damaged (a bad CRC): the wheel cannot be trusted, the caller says so
     except Exception as exc:  # noqa: BLE001 - a damaged member is a note, never the end of the scan
         return info.filename, None, f"{type(exc).__name__}: {exc}"
 
 
-def code_in_bytes(data: bytes) -> fatbin.Code:
+def code_in_bytes(data: bytes | bytearray) -> fatbin.Code:
     """The device code of an ELF file or ar archive held in memory."""
     if data[:8] == archives.AR_MAGIC:
         total = fatbin.Code()
@@ -91,7 +93,7 @@ class _Window:
 
     def __init__(self, read: Callable[[int], bytes]) -> None:
         self.read, self.data, self.base, self.eof = read, bytearray(), 0, False
-        self.keep_from, self.kept = 1 << 62, bytearray()
+        self.keep_from, self.keep_to, self.kept = 1 << 62, 1 << 62, bytearray()
 
     @property
     def end(self) -> int:
@@ -108,8 +110,8 @@ class _Window:
         return self.end >= upto
 
     def _drop(self, count: int) -> None:
-        if self.end > self.keep_from and count:
-            self.kept += self.data[max(0, self.keep_from - self.base) : count]
+        if self.end > self.keep_from and count and self.base < self.keep_to:  # only [keep_from, keep_to) is kept
+            self.kept += self.data[max(0, self.keep_from - self.base) : min(count, self.keep_to - self.base)]
         del self.data[:count]
         self.base += count
 
@@ -125,32 +127,38 @@ class _Window:
         self._drop(max(0, min(offset, self.end) - self.base))
 
     def finish(self) -> bytes:
-        """Read to the end; return the kept bytes (from `keep_from`)."""
+        """Read to the end; return the kept bytes (from `keep_from` to `keep_to`)."""
         while not self.eof:
             self.skip_to(self.end + CHUNK)
         self._drop(len(self.data))
         return bytes(self.kept)
 
 
-def code_in_stream(open_member: Callable[[], IO[bytes]]) -> fatbin.Code:
-    """The device code of an ELF file read front to back: the same answer as `elf.code_in_image` on the whole
-    file, holding only a chunk, the container being walked, and the end of the file (its section table)."""
+def code_in_stream(open_member: Callable[[], IO[bytes]], size: int | None = None) -> fatbin.Code:
+    """The device code of an ELF file or ar archive read front to back: the same answer as `elf.code_in_image` on
+    the whole file, holding only a chunk, the container being walked, and the section table (at most TABLE_MAX,
+    and KEEP bytes before it). An archive's members are streamed the same way; a 32-bit or big-endian ELF or a
+    bare cubin is read whole up to WHOLE_MAX, a larger one is a ValueError (a note), never held."""
     with open_member() as member:
         window = _Window(member.read)
         window.fill(4096)
-        header = None if window.data[:8] == archives.AR_MAGIC or window.end < 64 else elf.read_header(window.data)
-        if header is None or header.machine == elf.EM_CUDA:
-            window.fill(1 << 62)  # an archive, a 32-bit or big-endian ELF or a bare cubin: rare, scanned whole
-            return code_in_bytes(bytes(window.data))
+        if window.data[:8] == archives.AR_MAGIC:
+            return _archive_in_stream(window, open_member)
+        header = None if window.end < 64 else elf.read_header(window.data)
+        if header is None or header.machine == elf.EM_CUDA:  # rare: read whole, within a bound
+            if (size or 0) > WHOLE_MAX or window.fill(WHOLE_MAX + 1):
+                raise ValueError(f"a 32-bit or big-endian ELF, or a bare cubin, larger than {WHOLE_MAX >> 20} MiB: not read")
+            return code_in_bytes(window.data)
         window.keep_from = max(0, header.shoff - KEEP)
+        window.keep_to = header.shoff + min(header.shnum * header.shentsize if header.shnum else TABLE_MAX, TABLE_MAX)
         found = _containers(window)
         tail = window.finish()
-        end = window.end
+        end = min(window.end, window.keep_to)
     table = header.shoff - window.keep_from
     rows, names = elf.section_rows(header, tail, table, max(0, len(tail) - table))
     if names >= len(rows):
         raise ValueError("no section-name table")
-    names_at, names_size = rows[names][4], rows[names][5]
+    names_at, names_size = rows[names][4], min(rows[names][5], TABLE_MAX)  # names past TABLE_MAX are never read
     if names_at >= window.keep_from and names_at + names_size <= end:
         sections = elf.name_sections(rows, tail, names_at - window.keep_from, names_size)
     else:  # the name table lies further from the end than kept: read it on a second pass
@@ -161,6 +169,54 @@ def code_in_stream(open_member: Callable[[], IO[bytes]]) -> fatbin.Code:
             sections = elf.name_sections(rows, again.data, 0, min(names_size, len(again.data)))
     image = elf.Image(header.type, header.machine, header.flags, header.abi_version, sections)
     return place(image, found)
+
+
+def _archive_in_stream(window: _Window, open_member: Callable[[], IO[bytes]]) -> fatbin.Code:
+    """The device code of the ELF members of an ar archive read front to back: each header read as the bytes go by,
+    a small member scanned whole, a large one streamed from a reopened copy of the archive (a second pass over it)."""
+    total = fatbin.Code()
+    offset = len(archives.AR_MAGIC)
+    while True:
+        window.skip_to(offset)
+        if not window.fill(offset + archives.HEADER):
+            return total
+        name, start, length, offset = archives.header_at(bytes(window.data[: archives.HEADER]), offset)
+        if name is None or not window.fill(start + 4) or window.data[start - window.base : start - window.base + 4] != elf.ELF_MAGIC:
+            continue
+        if length <= WHOLE:
+            window.fill(start + length)
+            total.add(code_in_bytes(bytes(window.data[start - window.base : start - window.base + length])))
+        else:
+            total.add(code_in_stream(_slice_opener(open_member, start, length), length))
+
+
+def _slice_opener(open_member: Callable[[], IO[bytes]], at: int, length: int) -> Callable[[], IO[bytes]]:
+    return lambda: _Slice(open_member(), at, length)  # type: ignore[return-value]  # read() and a context are all it needs
+
+
+class _Slice:
+    """`length` bytes from offset `at` of a stream, read by skipping to it (what a zip member allows): a file object
+    for `code_in_stream`."""
+
+    def __init__(self, stream: IO[bytes], at: int, length: int) -> None:
+        self.stream, self.left = stream, length
+        while at > 0:
+            skipped = len(stream.read(min(CHUNK, at)))
+            if not skipped:
+                break
+            at -= skipped
+
+    def read(self, count: int = -1) -> bytes:
+        count = self.left if count < 0 else min(count, self.left)
+        data = self.stream.read(count) if count else b""
+        self.left -= len(data)
+        return data
+
+    def __enter__(self) -> _Slice:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stream.close()
 
 
 def place(image: elf.Image, found: list[tuple[int, int, fatbin.Counts]]) -> fatbin.Code:
