@@ -1,0 +1,90 @@
+"""The whole SGLang stack from the real registry, in one run: `provision lock` beside a bare `uv pip compile` of the
+same requirements, then `report --lock` of that lock cold (nothing in uv's or provision's cache: every wheel fetched)
+and warm (read again from provision's cache: nothing downloaded).
+
+    python scripts/bench_sglang_stack.py [--runs 3] [--work DIR] [--skip-report] [--json OUT]
+
+The profile is what `provision profiles new today --from sglang==0.5.23` writes with every index pointed at the
+default registry (the one every machine here reaches). uv's cache is warm for both lock commands (one unmeasured
+compile first). The cold report downloads the whole stack (about 10 GB): --skip-report leaves it out.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path[:0] = [str(ROOT)]
+
+from provision.stacks import lock, newprofile, profiles, uvtool  # noqa: E402
+
+
+def timed(argv: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, subprocess.CompletedProcess[str]]:
+    start = time.perf_counter()
+    done = subprocess.run(argv, capture_output=True, text=True, cwd=cwd, env=env)
+    if done.returncode not in (0, 1):
+        raise SystemExit(f"{' '.join(argv)}: exit {done.returncode}\n{done.stderr[-2000:]}")
+    return time.perf_counter() - start, done
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--work", type=Path, default=Path("/tmp/bench-sglang-stack"))
+    parser.add_argument("--skip-report", action="store_true")
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args()
+    work = args.work
+    work.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, "UV_CACHE_DIR": str(work / "uv"), "XDG_CACHE_HOME": str(work / "xdg"), "UV_PYTHON_DOWNLOADS": "never"}
+    registry = newprofile.default_index()
+    profile_path = work / "today.toml"
+    if not profile_path.exists():
+        indexes = [p for n in ("pytorch", "sglang", "flashinfer", "default") for p in ("--index", f"{n}={registry}")]
+        timed([sys.executable, "-m", "provision", "profiles", "new", "today", "--from", "sglang==0.5.23", *indexes,
+               "-o", str(profile_path)], work, env)
+    profile = profiles.load_file(profile_path)
+    target = lock.Target(python="3.12", platform=None)
+    effective = lock.effective_indexes(profile, {})
+    (work / "pyproject.toml").write_text(lock._project(profile, {}, effective))
+    bare = [uvtool.binary(), *lock._uv_compile_args(effective, target, "pylock.bare.toml")]
+    ours = [sys.executable, "-m", "provision", "lock", str(profile_path), "-o", str(work / "pylock.today.toml"), "--json"]
+    timed(bare, work, env)  # uv's cache warm for both
+    timed(ours, work, env)  # and provision's RECORDs read once
+    results: dict[str, float | int | str] = {}
+    bare_times, our_times = [], []
+    for _ in range(args.runs):  # interleaved, so that the registry's and the machine's moods fall on both alike
+        bare_times.append(timed(bare, work, env)[0])
+        our_times.append(timed(ours, work, env)[0])
+    results.update({"uv pip compile (bare), median s": round(statistics.median(bare_times), 2),
+                    "provision lock, median s": round(statistics.median(our_times), 2),
+                    "ratio": round(statistics.median(our_times) / statistics.median(bare_times), 2)})
+    if not args.skip_report:
+        lockfile = work / "pylock.today.toml"
+        report = [sys.executable, "-m", "provision", "report", "--lock", str(lockfile), "--machine", str(ROOT / "docs/machines/h200.probe.json"), "--json"]
+        cold_env = {**env, "UV_CACHE_DIR": str(work / "uv-empty"), "XDG_CACHE_HOME": str(work / "xdg-report")}
+        shutil.rmtree(work / "uv-empty", ignore_errors=True)
+        shutil.rmtree(work / "xdg-report", ignore_errors=True)
+        for name in ("cold", "warm"):
+            seconds, done = timed(report, work, cold_env)
+            target = next(t for t in json.loads(done.stdout)["machines"][0]["targets"] if t["kind"] == "lock")
+            scan = next(g for g in target["gates"] if g["id"] == "lock-scan")
+            results[f"report --lock {name}, s"] = round(seconds, 1)
+            results[f"report --lock {name}, wheels"] = scan["reason"]
+        results["wheels kept, bytes"] = sum(f.stat().st_size for f in (work / "xdg-report/provision/wheels").rglob("*.whl"))
+    for key, value in results.items():
+        print(f"{key}: {value}")
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=1))
+
+
+if __name__ == "__main__":
+    main()
