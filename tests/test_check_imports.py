@@ -37,7 +37,8 @@ def build(tmp_path_factory) -> Path:
     tmp = tmp_path_factory.mktemp("imports")
     wheels = tmp / "wheels"
     build_wheel(wheels, "sgl-kernel", "0.4.10", files={"sgl_kernel/__init__.py": NEEDS_DRIVER})
-    build_wheel(wheels, "flashinfer-python", "0.7.2", files={"flashinfer/__init__.py": b""})
+    build_wheel(wheels, "flashinfer-python", "0.7.2", files={"flashinfer/__init__.py": b"",  # and a stray build helper:
+                                                              "build_backend.py": b"raise SystemExit('a build ran at import')\n"})
     build_wheel(wheels, "broken", "1.0", files={"broken/__init__.py": b"import no_such_module_anywhere\n"})
     build_wheel(wheels, "claims-libcuda", "1.0", files={
         "claims_libcuda/__init__.py": b"raise ImportError('libcuda.so.1: cannot open shared object file')\n"})
@@ -63,7 +64,7 @@ def test_without_a_driver_libcuda_alone_is_a_skip_and_sglang_server_is_imported(
     result = imports(build, ["sglang", "flashinfer-python", "sgl-kernel"])
     modules = result["details"]["modules"]
     assert result["status"] == "pass", result
-    assert modules["sglang"]["status"] == modules["flashinfer"]["status"] == "pass"
+    assert modules["sglang"]["status"] == modules["flashinfer"]["status"] == "pass" and "build_backend" not in modules
     assert modules["sgl_kernel"]["status"] == "skip" and "needs libcuda.so.1" in modules["sgl_kernel"]["reason"]
     assert "skipped sgl_kernel (sgl-kernel): they need libcuda.so.1" in result["reason"]
     assert modules["sglang.launch_server"]["status"] == modules["sglang.srt.entrypoints.http_server"]["status"] == "pass"

@@ -14,7 +14,7 @@ def import_names(distribution: str) -> list[str]:
     top = dist.read_text("top_level.txt")
     if top:
         return sorted({line.strip() for line in top.splitlines() if line.strip() and not line.startswith("_")})
-    names = set()
+    names, loose = set(), set()
     for file in dist.files or []:
         parts = file.parts
         if not parts or parts[0].endswith((".dist-info", ".data")) or parts[0] in ("..", "bin", "__pycache__"):
@@ -22,10 +22,12 @@ def import_names(distribution: str) -> list[str]:
         if len(parts) > 1 and parts[-1] == "__init__.py" and len(parts) == 2:
             names.add(parts[0])
         elif len(parts) == 1 and re.match(r"^[A-Za-z_]\w*(\.cpython.*)?\.(py|so)$", parts[0]):
-            names.add(parts[0].split(".")[0])
+            loose.add(parts[0].split(".")[0])
         elif len(parts) > 1 and re.match(r"^[A-Za-z_]\w*$", parts[0]):
             names.add(parts[0])  # a namespace package such as nvidia/
-    return sorted(n for n in names if not n.startswith("_"))
+    # a loose top-level module beside a package is a build helper shipped by mistake (flashinfer-python 0.7.2's
+    # build_backend.py runs a build when imported): the packages are what the distribution offers to import
+    return sorted(n for n in (names or loose) if not n.startswith("_"))
 
 
 # What `python -m sglang.launch_server` imports before it touches a GPU: the module itself (its own imports: server
