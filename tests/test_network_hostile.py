@@ -199,3 +199,14 @@ def test_report_lock_fetches_within_the_deadline_and_the_locks_size(provision_bi
     assert hostile.sent.get(path, 0) < 64 << 20
     assert not any(spool_dir(tmp_path).iterdir())
     assert not [p for p in (tmp_path / "xdg").rglob("*") if p.is_file()]  # nothing partial kept in the wheel cache
+
+
+def test_a_redirect_loop_is_the_index_failing(provision_bin: str, hostile: HostileServer, tmp_path: Path) -> None:
+    wheel = build_wheel(tmp_path / "built", "alpha", "1.0").read_bytes()
+    path = "/files/alpha-1.0-py3-none-any.whl"
+    hostile.routes[path] = Route(status=302, headers={"Location": path})
+    done = subprocess.run([provision_bin, "report", "--lock", str(lock_of(tmp_path, hostile.url + path, wheel, None)),
+                           "--machine", str(ROOT / "docs/machines/h200.probe.json")], capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "PROVISION_HTTP_TIMEOUT": DEADLINE, "XDG_CACHE_HOME": str(tmp_path / "xdg")})
+    one_line_naming(done, f"127.0.0.1:{hostile.port}{path}")
+    assert "redirects" in done.stderr

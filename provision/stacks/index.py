@@ -235,6 +235,8 @@ def _exchange(session: Any, url: str, method: str, sent: dict[str, str], limit: 
             if method != "HEAD" and response.status_code in bodies:
                 content = _body(response, url, limit, sink, transfer)
             transfer.answer = Answer(url=url, status_code=response.status_code, headers=response.headers, content=content)
+    except requests.TooManyRedirects:  # a loop of redirects: the index's fault, and no retry mends it
+        transfer.error = IndexError_(f"{redact(url)}: more than {session.max_redirects} redirects", "check the index URL, or use a mirror")
     except (requests.Timeout, urllib3.exceptions.TimeoutError):
         transfer.error = _Retry(f"no answer within {seconds:g} s")
     except (requests.ConnectionError, urllib3.exceptions.HTTPError, requests.exceptions.ChunkedEncodingError) as exc:
