@@ -1,19 +1,124 @@
+"""Fixtures every test shares.
+
+Isolation (autouse, nothing to ask for): each test runs with no UV_*, PIP_* or PROVISION_* variable inherited from the
+shell, PROVISION_HOME (and XDG_DATA_HOME) in a temporary folder of its own (`isolated.home`), and a uv cache
+(UV_CACHE_DIR) of its own, empty. A test that wants warm wheels asks for `shared_uv_cache` (directly or through a
+fixture that does): it then uses one cache for the whole session, which is also the cache session- and module-scoped
+fixtures run with.
+
+Starting provision: `from launch import run_provision, popen_provision` (tests/launch.py) -- the installed console
+script, a real process, in the isolated environment. `provision_bin` is the same binary's path, for what must name it
+(an Ansible inventory).
+
+Indexes: `index_server` serves indexes on 127.0.0.1 for one test; `session_index_server` is one server for the whole
+session (give each index a name no other test uses: `session_index_server.index(unique_name)`).
+
+Bytecode: the processes tests start write theirs under the session's folder (PYTHONPYCACHEPREFIX), never beside the
+sources. Temporary files: each session has a folder of its own (`--basetemp` when not given), removed at the end when every test
+passed: pytest's shared /tmp/pytest-of-USER keeps only the last 3 sessions, so sessions running side by side deleted
+each other's environments mid-run.
+
+Markers (strict): `network` (the public package registry), `gpu` (skipped without an NVIDIA GPU), `slow` (more than a
+few seconds: `-m "not slow"` for a quick pass).
+"""
+
 from __future__ import annotations
 
 import os
 import shutil
 import sys
+import tempfile
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
+import launch  # noqa: E402
 from wheelhouse import IndexServer  # noqa: E402
 
 DATA = Path(__file__).parent / "data"
 ROOT = Path(__file__).parent.parent
+INHERITED = ("UV_", "PIP_", "PROVISION_")
+
+
+@dataclass(frozen=True)
+class Isolation:
+    home: Path  # PROVISION_HOME
+    uv_cache: Path  # UV_CACHE_DIR
+
+
+@pytest.fixture(scope="session")
+def shared_uv_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One uv cache for the session: ask for it to reuse wheels other tests unpacked."""
+    return tmp_path_factory.getbasetemp() / "uv-cache-shared"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _session_isolation(shared_uv_cache: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    with pytest.MonkeyPatch.context() as patch:
+        for name in list(os.environ):
+            if name.startswith(INHERITED):
+                patch.delenv(name)
+        patch.setenv("UV_CACHE_DIR", str(shared_uv_cache))
+        # The tests start provision about a thousand times: its bytecode is compiled once, into the session's folder
+        # (never beside the sources), even where PYTHONDONTWRITEBYTECODE would compile every module in every process.
+        patch.delenv("PYTHONDONTWRITEBYTECODE", raising=False)
+        patch.setenv("PYTHONPYCACHEPREFIX", str(tmp_path_factory.getbasetemp() / "pycache"))
+        yield
+
+
+@pytest.fixture(autouse=True)
+def isolated(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory,
+             monkeypatch: pytest.MonkeyPatch) -> Isolation:
+    """A temporary provision home and uv cache for this test; no inherited UV_/PIP_/PROVISION_ variables."""
+    for name in list(os.environ):
+        if name.startswith(INHERITED):
+            monkeypatch.delenv(name)
+    data = tmp_path_factory.mktemp("data")
+    shared = "shared_uv_cache" in request.fixturenames
+    cache = request.getfixturevalue("shared_uv_cache") if shared else tmp_path_factory.mktemp("uv-cache")
+    home = data / "provision"
+    monkeypatch.setenv("XDG_DATA_HOME", str(data))
+    monkeypatch.setenv("PROVISION_HOME", str(home))
+    monkeypatch.setenv("UV_CACHE_DIR", str(cache))
+    return Isolation(home, cache)
+
+
+_OWN_BASETEMP = pytest.StashKey[str]()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_configure(config: pytest.Config) -> None:
+    if not config.option.basetemp:
+        config.option.basetemp = tempfile.mkdtemp(prefix="provision-tests-")
+        config.stash[_OWN_BASETEMP] = config.option.basetemp
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    own = session.config.stash.get(_OWN_BASETEMP, None)
+    if own and exitstatus == 0:
+        shutil.rmtree(own, ignore_errors=True)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if any(item.get_closest_marker("gpu") for item in items) and not _nvidia_gpu():
+        skip = pytest.mark.skip(reason="needs an NVIDIA GPU (marked gpu)")
+        for item in items:
+            if item.get_closest_marker("gpu"):
+                item.add_marker(skip)
+
+
+def _nvidia_gpu() -> bool:
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        return int(pynvml.nvmlDeviceGetCount()) > 0
+    except Exception:
+        return False
 
 
 @pytest.fixture
@@ -23,9 +128,15 @@ def index_server(tmp_path: Path) -> Iterator[IndexServer]:
     server.close()
 
 
+@pytest.fixture(scope="session")
+def session_index_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[IndexServer]:
+    server = IndexServer(tmp_path_factory.mktemp("session-indexes"))
+    yield server
+    server.close()
+
+
 @pytest.fixture
 def provision_bin() -> str:
-    """The installed `provision` console script, run as a real process."""
-    found = shutil.which("provision", path=os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""))
-    assert found, "provision is not installed in this environment: pip install -e '.[test]'"
-    return found
+    """The installed `provision` console script (tests start it through launch.run_provision)."""
+    assert launch.BINARY, "provision is not installed in this environment: pip install -e '.[test]'"
+    return launch.BINARY

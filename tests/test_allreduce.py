@@ -8,9 +8,11 @@ import os
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from launch import run_provision
 
 from provision.checks import allreduce, payload_dir
 from provision.errors import ProvisionError, UsageError
@@ -100,7 +102,7 @@ def test_payload_processes_never_enable_multicast(tmp_path: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def cpu_torch_env(tmp_path_factory) -> Path:
+def cpu_torch_env(tmp_path_factory: pytest.TempPathFactory, shared_uv_cache: Path) -> Path:
     if not CPU_TORCH:
         pytest.skip("no CPU build of torch on this machine's disk")
     venv = tmp_path_factory.mktemp("cpu-torch") / "venv"
@@ -109,27 +111,48 @@ def cpu_torch_env(tmp_path_factory) -> Path:
     return venv
 
 
+@dataclass(frozen=True)
+class GlooRuns:
+    home: Path
+    sweep: subprocess.CompletedProcess[str]  # --json, 3 ranks, 8 B to 64 KiB
+    table: subprocess.CompletedProcess[str]  # the table, 2 ranks, 16 B
+    seen: Path  # what each rank's interpreter was given of the secret settings, one line per interpreter
+
+
+@pytest.fixture(scope="module")
+def gloo_runs(cpu_torch_env: Path, tmp_path_factory: pytest.TempPathFactory) -> GlooRuns:
+    """Two real sweeps with gloo on CPUs, shared by the tests below (each starts a rank per CPU, torch imported in each),
+    run with secret --nccl-env settings; a .pth file in the environment under test writes what every rank was given."""
+    base = tmp_path_factory.mktemp("gloo")
+    seen, home = base / "seen", ["--home", str(base / "home")]
+    site = next(cpu_torch_env.glob("lib/python3*/site-packages"))
+    probe = site / "zz_provision_test_env.pth"
+    probe.write_text(f"import os; (os.environ.get('NCCL_PROXY_TOKEN') and open({str(seen)!r}, 'a').write("
+                     "os.environ['NCCL_PROXY_TOKEN'] + ' ' + os.environ['NCCL_NET_PLUGIN_CONFIG'] + '\\n'))\n")
+    settings = [word for name, value in SECRETS.items() for word in ("--nccl-env", f"{name}={value}")]
+    bench = ["bench", "allreduce", "cpu", "--backend", "gloo", *settings, *home]
+    try:
+        run_provision("adopt", "cpu", cpu_torch_env, "--no-lock", *home, check=True)
+        sweep = run_provision(*bench, "--ranks", "3", "-e", "64K", "--iters", "4", "--json", timeout=600, check=True)
+        table = run_provision(*bench, "--ranks", "2", "-e", "16", "--iters", "1", timeout=600, check=True)
+    finally:
+        probe.unlink()
+    return GlooRuns(base / "home", sweep, table, seen)
+
+
 @pytest.mark.slow
-def test_gloo_sweep_on_cpus_and_stored_with_the_environment(cpu_torch_env: Path, tmp_path: Path, provision_bin: str) -> None:
-    home = ["--home", str(tmp_path / "home")]
-    subprocess.run([provision_bin, "adopt", "cpu", str(cpu_torch_env), "--no-lock", *home], check=True, capture_output=True)
-    done = subprocess.run([provision_bin, "bench", "allreduce", "cpu", "--backend", "gloo", "--ranks", "3", "-e", "64K",
-                           "--iters", "4", "--json", *home], capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stderr
-    record = json.loads(done.stdout)
-    (run,) = record["runs"]
+def test_gloo_sweep_on_cpus_and_stored_with_the_environment(gloo_runs: GlooRuns) -> None:
+    (run,) = json.loads(gloo_runs.sweep.stdout)["runs"]
     rows = run["rows"]
     assert [r["size"] for r in rows] == [8 * 2**i for i in range(14)]
     assert all(r["wrong"] == 0 for r in rows)
     for row in rows:  # nccl-tests' formulas: algbw = bytes / time, busbw = algbw * 2(n-1)/n
         assert row["eager_algbw"] == pytest.approx(row["size"] / (row["eager_us"] * 1e-6) / 1e9)
         assert row["eager_busbw"] == pytest.approx(row["eager_algbw"] * 2 * 2 / 3)
-    envs = json.loads(subprocess.run([provision_bin, "envs", "--json", *home], capture_output=True, text=True).stdout)
+    envs = json.loads(run_provision("envs", "--json", "--home", gloo_runs.home).stdout)
     meta = json.loads((Path(envs["environments"][0]["path"]) / "env.json").read_text())
-    assert meta["allreduce"][-1]["world_size"] == 3
-    table = subprocess.run([provision_bin, "bench", "allreduce", "cpu", "--backend", "gloo", "--ranks", "2", "-e", "16",
-                            *home], capture_output=True, text=True, timeout=600)
-    assert "busbw" in table.stdout and "#wrong" in table.stdout
+    assert [r["world_size"] for r in meta["allreduce"]] == [3, 2]
+    assert "busbw" in gloo_runs.table.stdout and "#wrong" in gloo_runs.table.stdout
 
 
 def test_nccl_tests_output_is_read_and_joined_beside_provision_rows(tmp_path: Path) -> None:
@@ -198,11 +221,10 @@ def test_a_sweep_that_would_never_end_is_refused_before_anything_runs(tmp_path: 
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
     home = ["--home", str(tmp_path / "home")]
-    subprocess.run([provision_bin, "adopt", "bare", str(venv), "--no-lock", *home], check=True, capture_output=True)
+    run_provision("adopt", "bare", str(venv), "--no-lock", *home, check=True)
     for bad, word in ((["-f", "1"], "--factor"), (["-f", "0"], "--factor"), (["--iters", "0"], "--iters"),
                       (["--ranks", "0"], "--ranks"), (["-b", "1M", "-e", "8"], "larger than --max-bytes")):
-        done = subprocess.run([provision_bin, "bench", "allreduce", "bare", "--backend", "gloo", *bad, *home],
-                              capture_output=True, text=True, timeout=60)
+        done = run_provision("bench", "allreduce", "bare", "--backend", "gloo", *bad, *home, timeout=60)
         assert done.returncode == 2 and word in done.stderr and len(done.stderr.strip().splitlines()) == 2, (bad, done.stderr)
 
 
@@ -247,13 +269,13 @@ def test_nccl_tests_with_gloo_is_refused_before_anything_runs(tmp_path: Path, pr
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
     home = ["--home", str(tmp_path / "home")]
-    subprocess.run([provision_bin, "adopt", "bare", str(venv), "--no-lock", *home], check=True, capture_output=True)
+    run_provision("adopt", "bare", str(venv), "--no-lock", *home, check=True)
     binary, mark = tmp_path / "all_reduce_perf", tmp_path / "ran"
     binary.write_text(f"#!/bin/sh\ntouch {mark}\n")
     binary.chmod(0o755)
     for where in (binary, tmp_path):  # the binary, or the folder holding it
-        done = subprocess.run([provision_bin, "bench", "allreduce", "bare", "--backend", "gloo", "--nccl-tests", str(where),
-                               *home], capture_output=True, text=True, timeout=60)
+        done = run_provision("bench", "allreduce", "bare", "--backend", "gloo", "--nccl-tests", str(where),
+                               *home, timeout=60)
         error, hint = done.stderr.strip().splitlines()
         assert done.returncode == 2 and "--nccl-tests" in error and "--backend gloo" in error, done.stderr
         assert hint.startswith("hint:") and "--backend nccl" in hint
@@ -266,7 +288,7 @@ def test_what_the_command_line_alone_refuses_is_a_usage_error_before_any_environ
     home = ["--home", str(tmp_path / "home")]
     for extra, words in ((["--nccl-algo", "NVLS"], "NVLS uses multicast"),
                          (["--nccl-tests", str(tmp_path)], "no executable all_reduce_perf")):
-        done = subprocess.run([provision_bin, "bench", "allreduce", *extra, *home], capture_output=True, text=True, timeout=60)
+        done = run_provision("bench", "allreduce", *extra, *home, timeout=60)
         assert done.returncode == 2 and words in done.stderr, (extra, done.returncode, done.stderr)
 
 
@@ -293,36 +315,18 @@ def test_nccl_env_secrets_are_redacted_where_shown_and_stored_never_where_passed
 
 
 @pytest.mark.slow
-def test_nccl_env_secrets_stay_out_of_env_json_and_json_but_reach_the_ranks(cpu_torch_env: Path, tmp_path: Path,
-                                                                            provision_bin: str) -> None:
+def test_nccl_env_secrets_stay_out_of_env_json_and_json_but_reach_the_ranks(gloo_runs: GlooRuns) -> None:
     """--nccl-env values were stored and printed as given; a URL's password or a TOKEN's value is now **** in
-    env.json, --json and the table, while every rank still runs with the real value (a .pth file in the
-    environment under test writes what each interpreter there was given)."""
-    seen = tmp_path / "seen"
-    site = next(cpu_torch_env.glob("lib/python3*/site-packages"))
-    probe = site / "zz_provision_test_env.pth"
-    probe.write_text(f"import os; (os.environ.get('NCCL_PROXY_TOKEN') and open({str(seen)!r}, 'a').write("
-                     "os.environ['NCCL_PROXY_TOKEN'] + ' ' + os.environ['NCCL_NET_PLUGIN_CONFIG'] + '\\n'))\n")
-    home = ["--home", str(tmp_path / "home")]
-    settings = [word for name, value in SECRETS.items() for word in ("--nccl-env", f"{name}={value}")]
-    try:
-        subprocess.run([provision_bin, "adopt", "cpu", str(cpu_torch_env), "--no-lock", *home], check=True, capture_output=True)
-        outputs = []
-        for shape in (["--json"], []):
-            done = subprocess.run([provision_bin, "bench", "allreduce", "cpu", "--backend", "gloo", "--ranks", "2", "-e", "16",
-                                   "--iters", "1", *settings, *shape, *home], capture_output=True, text=True, timeout=600)
-            assert done.returncode == 0, done.stderr
-            outputs += [done.stdout, done.stderr]
-    finally:
-        probe.unlink()
-    (run,) = json.loads(outputs[0])["runs"]
-    assert run["variant"]["NCCL_PROXY_TOKEN"] == "****" and "https://****@plugins.example" in outputs[2]
-    envs = json.loads(subprocess.run([provision_bin, "envs", "--json", *home], capture_output=True, text=True).stdout)
+    env.json, --json and the table, while every rank still runs with the real value."""
+    (run,) = json.loads(gloo_runs.sweep.stdout)["runs"]
+    assert run["variant"]["NCCL_PROXY_TOKEN"] == "****" and "https://****@plugins.example" in gloo_runs.table.stdout
+    envs = json.loads(run_provision("envs", "--json", "--home", gloo_runs.home).stdout)
     stored = (Path(envs["environments"][0]["path"]) / "env.json").read_text()
-    for text in (stored, *outputs):
+    for text in (stored, gloo_runs.sweep.stdout, gloo_runs.sweep.stderr, gloo_runs.table.stdout, gloo_runs.table.stderr):
         for secret in ("hunter2pw", "tok-5f3a9c1e", "zz-71q"):
             assert secret not in text
-    assert {line for line in seen.read_text().splitlines()} == {f"{SECRETS['NCCL_PROXY_TOKEN']} {SECRETS['NCCL_NET_PLUGIN_CONFIG']}"}
+    assert {line for line in gloo_runs.seen.read_text().splitlines()} == {
+        f"{SECRETS['NCCL_PROXY_TOKEN']} {SECRETS['NCCL_NET_PLUGIN_CONFIG']}"}
 
 
 def fake_all_reduce_perf(tmp_path: Path, rows: int) -> tuple[Path, Path]:

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from launch import run_provision
 from wheelhouse import build_wheel
 
 from provision.checks import runner, staleness
@@ -156,9 +157,9 @@ def test_check_command_exit_codes(env: Path, tmp_path: Path, provision_bin: str)
     import os
 
     home = tmp_path / "home"
-    adopt = subprocess.run([provision_bin, "adopt", "fake", str(env / "venv"), "--no-lock", "--home", str(home)], capture_output=True, text=True)
+    adopt = run_provision("adopt", "fake", str(env / "venv"), "--no-lock", "--home", str(home))
     assert adopt.returncode == 0, adopt.stderr
-    done = subprocess.run([provision_bin, "check", "fake", "--json", "--home", str(home)], capture_output=True, text=True,
+    done = run_provision("check", "fake", "--json", "--home", str(home),
                           env={**os.environ, "PROVISION_NVML_REPLAY": str(Path(__file__).parent / "data/no-driver.nvml.json")})
     assert done.returncode == 0, done.stdout + done.stderr
     import json
@@ -167,8 +168,7 @@ def test_check_command_exit_codes(env: Path, tmp_path: Path, provision_bin: str)
     assert doc["status"] == "pass" and doc["summary"]["skip"] == 7
     assert {c["id"] for c in doc["checks"]} >= {"driver", "torch-cuda", "symmetric-memory", "flashinfer-jit"}
     replay = {**os.environ, "PROVISION_NVML_REPLAY": str(Path(__file__).parent / "data/rtx-pro-6000-x8.nvml.json")}
-    failing = subprocess.run([provision_bin, "check", "fake", "--only", "sgl-kernel", "--home", str(home)],
-                             capture_output=True, text=True, env=replay)
+    failing = run_provision("check", "fake", "--only", "sgl-kernel", "--home", str(home), env=replay)
     assert failing.returncode == 1 and "FAIL" in failing.stdout
-    usage = subprocess.run([provision_bin, "check", "fake", "--only", "gpu-burn", "--home", str(home)], capture_output=True, text=True)
+    usage = run_provision("check", "fake", "--only", "gpu-burn", "--home", str(home))
     assert usage.returncode == 2 and "unknown check" in usage.stderr

@@ -5,7 +5,6 @@ one version, short help lines, completion of environment and profile names."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from importlib import metadata
@@ -13,14 +12,15 @@ from pathlib import Path
 
 import click
 import pytest
+from launch import run_provision
 
 import provision
 from provision.cli.main import COMMANDS, cli
 
 
 def provision_run(binary: str, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    clean = {k: v for k, v in os.environ.items() if k != "PROVISION_HOME"}
-    return subprocess.run([binary, *args], capture_output=True, text=True, timeout=120, env={**clean, **(env or {})})
+    """No PROVISION_HOME unless `env` sets one: these tests are about where the home comes from."""
+    return run_provision(*args, timeout=120, env={"PROVISION_HOME": None, **(env or {})})
 
 
 def adopted_home(binary: str, tmp_path: Path, *names: str) -> Path:
@@ -115,16 +115,18 @@ def test_one_version_and_both_ways_in(provision_bin: str) -> None:
 
 
 def test_every_command_is_registered_at_import_with_a_whole_short_help() -> None:
-    assert set(cli.commands) == {c.name for c in COMMANDS}
+    context = click.Context(cli)
+    assert cli.list_commands(context) == sorted(COMMANDS)
     assert {"probe", "scan", "report", "profiles", "lock", "create", "envs", "switch", "rollback", "remove", "gc",
-            "adopt", "run", "shell-env", "check", "baseline", "compare", "bench"} <= set(cli.commands)
-    commands = list(cli.commands.values())
+            "adopt", "run", "shell-env", "check", "baseline", "compare", "bench"} <= set(COMMANDS)
+    commands = [cli.get_command(context, name) for name in COMMANDS]
+    assert [c.name for c in commands if c] == list(COMMANDS)
     for group in [c for c in commands if isinstance(c, click.Group)]:
         commands += group.commands.values()
     for command in commands:
         assert command.short_help and not command.short_help.endswith("..."), command.name
         assert len(command.short_help) <= 60, command.name  # fits beside the name in `provision --help`
-    listing = subprocess.run([sys.executable, "-m", "provision", "--help"], capture_output=True, text=True, timeout=60)
+    listing = run_provision("--help", timeout=60)
     commands_part = listing.stdout.split("Commands:")[1]
     assert "..." not in commands_part and "Make NAME the active environment." in commands_part
 

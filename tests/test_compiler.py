@@ -4,11 +4,11 @@ cache holds, run once and remembered by the wheel's sha256; the cited table when
 from __future__ import annotations
 
 import os
-import subprocess
 from pathlib import Path
 
 import pytest
 from conftest import ROOT
+from launch import run_provision
 
 from provision.report import compiler
 from provision.report import gates as report
@@ -75,7 +75,6 @@ def test_report_machine_never_downloads(provision_bin: str, tmp_path: Path) -> N
     env = {**os.environ, "HTTP_PROXY": nowhere, "HTTPS_PROXY": nowhere, "http_proxy": nowhere, "https_proxy": nowhere,
            "UV_OFFLINE": "1", "UV_CACHE_DIR": str(fake_uv_cache(tmp_path / "uv", "13.0.88", "sm_90")),
            "XDG_CACHE_HOME": str(tmp_path / "xdg")}
-    done = subprocess.run([provision_bin, "report", "--machine", str(ROOT / "docs/machines/h200.probe.json"), "--json"],
-                          capture_output=True, text=True, timeout=60, env=env)
+    done = run_provision("report", "--machine", str(ROOT / "docs/machines/h200.probe.json"), "--json", timeout=60, env=env)
     assert done.returncode == 0, done.stderr
     assert '"toolkit"' in done.stdout and "from its wheel" in done.stdout

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 import stacks
+from launch import run_provision
 
 from provision.envs import drift, filehash
 from provision.stacks import uvtool
@@ -27,16 +28,14 @@ class Env:
 
     def __init__(self, binary: str, root: Path, stack, **extra: str) -> None:
         self.binary, self.root, self.stack = binary, root, stack
-        self.variables = {**os.environ, "PROVISION_HOME": str(root / "home"), "UV_CACHE_DIR": str(root / "uv-cache"), **extra}
-        if "UV_LINK_MODE" not in extra:
-            self.variables.pop("UV_LINK_MODE", None)  # provision's own choice is what is tested
+        self.variables = {"PROVISION_HOME": str(root / "home"), **extra}
         self("create", "cu130", "--python", PY, *stacks.index_args(stack), "--no-checks")
         self.build = next((root / "home" / "builds").iterdir())
         self.venv = self.build / "venv"
         self.site = drift.site_packages(self.venv)
 
     def __call__(self, *args: str, code: int | None = 0) -> subprocess.CompletedProcess[str]:
-        done = subprocess.run([self.binary, *args], capture_output=True, text=True, timeout=300, env=self.variables)
+        done = run_provision(*args, env=self.variables)
         if code is not None:
             assert done.returncode == code, f"provision {' '.join(args)} exited {done.returncode}: {done.stderr}"
         return done
@@ -362,7 +361,7 @@ def test_an_adopted_venv_without_a_lock_has_its_start_up_files_set_aside_and_say
     variables = {**os.environ, "PROVISION_HOME": str(tmp_path / "home")}
 
     def provision(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([provision_bin, *args], capture_output=True, text=True, timeout=120, env=variables)
+        return run_provision(*args, timeout=120, env=variables)
 
     assert provision("adopt", "old", str(venv), "--no-lock").returncode == 0
     site = drift.site_packages(venv)

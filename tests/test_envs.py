@@ -13,30 +13,9 @@ from pathlib import Path
 
 import pytest
 import stacks
+from tiny import Tool
 
 PY = sys.executable
-
-
-class Tool:
-    def __init__(self, binary: str, home: Path) -> None:
-        self.binary, self.home = binary, home
-
-    def __call__(self, *args: str, check: bool = True, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-        full = {**os.environ, "PROVISION_HOME": str(self.home), **(env or {})}
-        done = subprocess.run([self.binary, *args], capture_output=True, text=True, timeout=300, env=full)
-        if check:
-            assert done.returncode == 0, f"provision {' '.join(args)}: {done.stderr}"
-        return done
-
-    def popen(self, *args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
-        full = {**os.environ, "PROVISION_HOME": str(self.home), **(env or {})}
-        return subprocess.Popen([self.binary, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=full)
-
-    def envs(self) -> dict[str, dict]:
-        return {e["name"]: e for e in json.loads(self("envs", "--json").stdout)["environments"]}
-
-    def builds(self) -> list[str]:
-        return sorted(p.name for p in (self.home / "builds").iterdir()) if (self.home / "builds").exists() else []
 
 
 @pytest.fixture

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from conftest import ROOT
+from launch import run_provision
 
 from provision.errors import UsageError
 from provision.report import compiler, documents, fleet
@@ -29,7 +30,7 @@ def old_driver(tmp_path: Path, name: str = "old.probe.json") -> Path:
 
 
 def run(provision_bin: str, *args: str | Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([provision_bin, *map(str, args)], capture_output=True, text=True, timeout=60)
+    return run_provision(*map(str, args), timeout=60)
 
 
 def test_fleet_json_keeps_every_machine_in_order_and_groups_failures_by_cause(tmp_path: Path, provision_bin: str) -> None:

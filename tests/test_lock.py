@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 import stacks
+from launch import run_provision
 from packaging.pylock import Pylock
 
 from provision.errors import IndexError_, ProvisionError, ResolveError, UsageError
@@ -181,7 +182,7 @@ def test_unknown_index_override_and_bad_output_name(tmp_path: Path, provision_bi
         lock.effective_indexes(profiles.load("cu130"), {"nightly": "https://x.invalid"})
     with pytest.raises(UsageError, match="expected NAME=URL"):
         lock.parse_overrides(("pytorch",))
-    bad = subprocess.run([provision_bin, "lock", "cu130", "-o", str(tmp_path / "lock.toml")], capture_output=True, text=True)
+    bad = run_provision("lock", "cu130", "-o", str(tmp_path / "lock.toml"))
     assert bad.returncode == 2 and "pylock" in bad.stderr
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import tomlkit
 from conftest import ROOT
+from launch import run_provision
 from stacks import PY3
 
 H200 = ROOT / "docs/machines/h200.probe.json"
@@ -57,8 +58,7 @@ def report(provision_bin: str, lock: Path, machine: Path, cache: Path, *extra: s
     import os
 
     env = {**os.environ, "UV_CACHE_DIR": str(cache), "XDG_CACHE_HOME": f"{cache}-xdg"}
-    return subprocess.run([provision_bin, "report", "--lock", str(lock), "--machine", str(machine), "--json", *extra],
-                          capture_output=True, text=True, timeout=120, env=env)
+    return run_provision("report", "--lock", str(lock), "--machine", str(machine), "--json", *extra, timeout=120, env=env)
 
 
 def lock_target(done: subprocess.CompletedProcess[str]) -> dict:

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 from pathlib import Path
 
 import stacks
 import tomlkit
 from conftest import ROOT
+from launch import run_provision
 from test_lockscan import TAG, cubin
 
 RTX = ROOT / "docs/machines/rtx-pro-6000-x8.probe.json"
@@ -34,8 +34,8 @@ def lock_from_path(index_server, tmp_path: Path, provision_bin: str, torch: str 
     profile.write_text(f'schema = 1\nname = "today"\ncuda = "13.0"\n[indexes]\ndefault = "{default.url}"\n'
                        f'[packages]\ntorch = "=={torch}"\n')
     lock = tmp_path / "pylock.today.toml"
-    done = subprocess.run([provision_bin, "lock", str(profile), "--platform", stacks.PLATFORM, "--python", stacks.PYTHON,
-                           "-o", str(lock)], capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    done = run_provision("lock", str(profile), "--platform", stacks.PLATFORM, "--python", stacks.PYTHON,
+                           "-o", str(lock), timeout=300, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     profile.unlink()  # judged where the profile cannot be found
     return lock
@@ -44,8 +44,7 @@ def lock_from_path(index_server, tmp_path: Path, provision_bin: str, torch: str 
 def judged(provision_bin: str, lock: Path, machine: Path, tmp_path: Path) -> dict:
     env = {**os.environ, "UV_CACHE_DIR": str(tmp_path / "uv-cache"), "XDG_CACHE_HOME": str(tmp_path / "xdg")}
     env.pop("PROVISION_PROFILES", None)
-    done = subprocess.run([provision_bin, "report", "--lock", str(lock), "--machine", str(machine), "--json"],
-                          capture_output=True, text=True, timeout=120, env=env, cwd=tmp_path)
+    done = run_provision("report", "--lock", str(lock), "--machine", str(machine), "--json", timeout=120, env=env, cwd=tmp_path)
     assert done.returncode in (0, 1), done.stderr
     return next(t for t in json.loads(done.stdout)["machines"][0]["targets"] if t["kind"] == "lock")
 

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 import tiny
+from launch import run_provision
 
 BAD = ["../x", "sa/", "a/b", ".", "..", "x" * 300, ".hidden", "-x", "b/", "./b", "../envs/b", "../active", "", "a b"]
 
@@ -154,7 +155,7 @@ def test_a_trailing_newline_passes_no_name_rule(tmp_path: Path, provision_bin: s
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
     home = tmp_path / "home"
-    done = subprocess.run([provision_bin, "adopt", "ab\n", str(venv), "--home", str(home)], capture_output=True, text=True, timeout=60)
+    done = run_provision("adopt", "ab\n", str(venv), "--home", str(home), timeout=60)
     assert done.returncode == 2 and "is not allowed" in done.stderr, done.stderr
     assert not [p for p in home.rglob("*") if "\n" in p.name]
     with pytest.raises(UsageError):

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from launch import run_provision
 from stacks import CP, PY3
 
 from provision.stacks import profiles
@@ -36,8 +37,8 @@ def serve_sglang(index_server, *, pep658: bool = False, ranges: bool = False):
 def new(provision_bin: str, default, out: Path, *extra: str) -> subprocess.CompletedProcess[str]:
     """`profiles new` against the served default index and FlashInfer's (served too: `flashinfer` beside `default`)."""
     flashinfer = default.url.replace("/default/", "/flashinfer/")
-    return subprocess.run([provision_bin, "profiles", "new", out.stem, "--index", f"default={default.url}",
-                           "--index", f"flashinfer={flashinfer}", "-o", str(out), *extra], capture_output=True, text=True, timeout=120)
+    return run_provision("profiles", "new", out.stem, "--index", f"default={default.url}",
+                           "--index", f"flashinfer={flashinfer}", "-o", str(out), *extra, timeout=120)
 
 
 @pytest.mark.parametrize(("pep658", "ranges", "how"), [(True, False, "pep658"), (False, True, "range"), (False, False, "download")])
@@ -153,8 +154,7 @@ def test_what_sglang_does_not_pin_is_added_only_where_its_index_has_it(index_ser
 @pytest.mark.network
 def test_sglang_0_5_23_from_the_public_registry(provision_bin: str, tmp_path: Path) -> None:
     out = tmp_path / "public.toml"
-    done = subprocess.run([provision_bin, "profiles", "new", "public", "--from", "sglang==0.5.23", "-o", str(out), "--json"],
-                          capture_output=True, text=True, timeout=300)
+    done = run_provision("profiles", "new", "public", "--from", "sglang==0.5.23", "-o", str(out), "--json", timeout=300)
     assert done.returncode == 0, done.stderr
     pins = {p.name: p for p in profiles.load_file(out).packages}
     assert pins["sglang"].version == "==0.5.23" and pins["torch"].version == "==2.14.1" and pins["sglang-kernel"].version == "==0.4.10"
@@ -189,8 +189,8 @@ def test_a_profile_that_would_not_load_is_never_written_and_the_old_file_stays(
     assert new(provision_bin, default, out, "--from", "sglang==0.5.23").returncode == 0
     good = out.read_bytes()
     before = len(default.requests)
-    done = subprocess.run([provision_bin, "profiles", "new", "a" * 65, "--from", "sglang==0.5.23", "--index",
-                           f"default={default.url}", "-o", str(out), "--force"], capture_output=True, text=True, timeout=120)
+    done = run_provision("profiles", "new", "a" * 65, "--from", "sglang==0.5.23", "--index",
+                           f"default={default.url}", "-o", str(out), "--force", timeout=120)
     assert done.returncode == 2 and "at most 64 characters" in done.stderr and len(done.stderr.strip().splitlines()) == 2, done.stderr
     assert out.read_bytes() == good and len(default.requests) == before
 
@@ -225,13 +225,13 @@ def test_an_output_that_cannot_be_written_is_one_line_naming_it(index_server, pr
     snapshot = sorted(str(p) for p in tmp_path.rglob("*") if "indexes" not in p.parts)
     for args, words, env in cases:
         before = len(default.requests)
-        done = subprocess.run([provision_bin, "profiles", "new", "x", "--from", "sglang==0.5.23", "--index", f"default={default.url}",
-                               *args], capture_output=True, text=True, timeout=120, env={**os.environ, **(env or {})})
+        done = run_provision("profiles", "new", "x", "--from", "sglang==0.5.23", "--index", f"default={default.url}",
+                               *args, timeout=120, env={**os.environ, **(env or {})})
         lines = done.stderr.strip().splitlines()
         assert done.returncode == 2 and len(lines) == 2 and words in lines[0] and lines[1].startswith("hint: "), done.stderr
         assert len(default.requests) == before, "refused before the index is asked"
     assert sorted(str(p) for p in tmp_path.rglob("*") if "indexes" not in p.parts) == snapshot and a_file.read_text() == "mine"
-    unwritable = subprocess.run([provision_bin, "profiles", "new", "x", "--from", "sglang==0.5.23", "--index",
-                                 f"default={default.url}", "-o", "/proc/x.toml"], capture_output=True, text=True, timeout=120)
+    unwritable = run_provision("profiles", "new", "x", "--from", "sglang==0.5.23", "--index",
+                                 f"default={default.url}", "-o", "/proc/x.toml", timeout=120)
     lines = unwritable.stderr.strip().splitlines()  # root: refused at the write (ENOENT); others: /proc is not writable
     assert unwritable.returncode == 2 and len(lines) == 2 and "/proc/x.toml" in lines[0], unwritable.stderr

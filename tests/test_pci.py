@@ -6,12 +6,12 @@ from __future__ import annotations
 import errno
 import json
 import os
-import subprocess
 from pathlib import Path
 
 import pcispace
 import pytest
 from conftest import DATA, ROOT
+from launch import run_provision
 
 from provision.errors import UsageError
 from provision.machine import facts as machine
@@ -168,12 +168,11 @@ def test_recorder_and_replay_answer_alike_and_the_replay_invents_nothing(tmp_pat
 
 def test_probe_records_its_sysfs_reads_and_a_replay_gives_the_same_facts(tmp_path: Path, provision_bin: str) -> None:
     recording = tmp_path / "machine.nvml.json"
-    live = subprocess.run([provision_bin, "probe", "--json", "--record-nvml", str(recording)], capture_output=True,
-                          text=True, timeout=60)
+    live = run_provision("probe", "--json", "--record-nvml", str(recording), timeout=60)
     assert live.returncode == 0, live.stderr
     document = json.loads(recording.read_text())
     assert {e["path"] for e in document["sysfs"]} >= {"/proc/cmdline", "/sys/class/iommu", "/sys/kernel/iommu_groups"}
-    again = subprocess.run([provision_bin, "probe", "--json"], capture_output=True, text=True, timeout=60,
+    again = run_provision("probe", "--json", timeout=60,
                            env={**os.environ, nvml.REPLAY_VARIABLE: str(recording)})
     assert again.returncode == 0, again.stderr
     assert json.loads(again.stdout)["pci"] == json.loads(live.stdout)["pci"]

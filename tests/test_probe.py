@@ -3,11 +3,11 @@ from __future__ import annotations
 import json
 import os
 import stat
-import subprocess
 import time
 from pathlib import Path
 
 from conftest import DATA, ROOT
+from launch import run_provision
 
 from provision.machine import nvml, toolkits
 from provision.machine.facts import MachineFacts
@@ -102,7 +102,7 @@ def test_broken_nvcc_is_a_note(tmp_path: Path) -> None:
 
 def test_probe_process_on_this_machine(provision_bin: str) -> None:
     start = time.perf_counter()
-    done = subprocess.run([provision_bin, "probe", "--json"], capture_output=True, text=True, timeout=60)
+    done = run_provision("probe", "--json", timeout=60)
     assert done.returncode == 0, done.stderr
     doc = json.loads(done.stdout)
     assert doc["schema_version"] == 1
@@ -114,11 +114,11 @@ def test_probe_process_on_this_machine(provision_bin: str) -> None:
 
 def test_probe_process_replaying_the_8_gpu_machine(provision_bin: str) -> None:
     env = {**os.environ, nvml.REPLAY_VARIABLE: str(DATA / "rtx-pro-6000-x8.nvml.json")}
-    done = subprocess.run([provision_bin, "probe", "--json"], capture_output=True, text=True, env=env, timeout=60)
+    done = run_provision("probe", "--json", env=env, timeout=60)
     doc = json.loads(done.stdout)
     assert [g["sm"] for g in doc["gpus"]] == ["sm_120"] * 8
     assert doc["driver"]["cuda"] == "13.1"
-    table = subprocess.run([provision_bin, "probe"], capture_output=True, text=True, env=env, timeout=60)
+    table = run_provision("probe", env=env, timeout=60)
     assert table.returncode == 0 and "RTX PRO 6000" in table.stdout and "Topology" in table.stdout
     assert "PCI paths (IOMMU: passthrough)" in table.stdout and "ACS redirect 0x001d" in table.stdout
     assert len(doc["pci"]["bridges"]) == 24 and all(len(link["bridges"]) == 6 for link in doc["topology"])
@@ -174,7 +174,7 @@ def test_nvswitch_links_name_the_pair_like_nvidia_smi() -> None:
 def test_a_damaged_recording_is_one_line(tmp_path: Path, provision_bin: str) -> None:
     bad = tmp_path / "bad.json"
     bad.write_text('{"driver": "580"}')
-    done = subprocess.run([provision_bin, "probe", "--json"], capture_output=True, text=True, timeout=60,
+    done = run_provision("probe", "--json", timeout=60,
                           env={**os.environ, nvml.REPLAY_VARIABLE: str(bad)})
     assert done.returncode == 2 and "not a readable NVML recording" in done.stderr and "Traceback" not in done.stderr
 
@@ -206,7 +206,7 @@ def test_hostile_recordings_are_one_line_exit_2_never_a_hang_or_a_silent_no_driv
     for name, text in damaged.items():
         bad = tmp_path / f"{name}.json"
         bad.write_text(text)
-        done = subprocess.run([provision_bin, "probe"], capture_output=True, text=True, timeout=60,
+        done = run_provision("probe", timeout=60,
                               env={**os.environ, nvml.REPLAY_VARIABLE: str(bad)})
         assert done.returncode == 2, (name, done.stderr)
         assert "not a readable NVML recording" in done.stderr and "Traceback" not in done.stderr, name

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import pytest
+from launch import run_provision
 
 from provision.errors import ProfileError
 from provision.stacks import profiles
@@ -87,7 +87,7 @@ def test_content_hash_changes_with_the_file(tmp_path: Path) -> None:
 
 def test_bad_profile_is_one_line_error_from_the_process(tmp_path: Path, provision_bin: str) -> None:
     path = write(tmp_path, GOOD.replace('index = "pytorch"', 'index = "nightly"'))
-    done = subprocess.run([provision_bin, "report", "--profile", str(path)], capture_output=True, text=True)
+    done = run_provision("report", "--profile", str(path))
     assert done.returncode == 4
     lines = done.stderr.strip().splitlines()
     assert lines[0].startswith("error: ") and str(path) in lines[0] and lines[1].startswith("hint: ")
@@ -97,7 +97,7 @@ def test_bad_profile_is_one_line_error_from_the_process(tmp_path: Path, provisio
 def test_profiles_command_json(provision_bin: str) -> None:
     import json
 
-    done = subprocess.run([provision_bin, "profiles", "--json"], capture_output=True, text=True)
+    done = run_provision("profiles", "--json")
     doc = json.loads(done.stdout)
     assert {"cu128", "cu130"} <= {p["name"] for p in doc["profiles"]}
     assert all(p["cuda"] for p in doc["profiles"])

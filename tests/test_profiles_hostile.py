@@ -9,13 +9,14 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from launch import run_provision
 
 BODY = 'schema = 1\nname = "{name}"\ncuda = "13.0"\n[packages]\nalpha = {{}}\n'
 
 
 def run(provision_bin: str, folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PROVISION_PROFILES": str(folder)}
-    return subprocess.run([provision_bin, *args], capture_output=True, text=True, timeout=30, env=env)
+    return run_provision(*args, timeout=30, env=env)
 
 
 def one_error(done: subprocess.CompletedProcess[str], code: int, *words: str) -> None:

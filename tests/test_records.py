@@ -8,6 +8,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from launch import run_provision
 from test_cli import adopted_home, provision_run
 
 from provision.envs import records
@@ -128,7 +129,7 @@ def test_state_history_is_read_from_an_old_file_and_rewritten_versioned(provisio
     done = provision_run(provision_bin, "switch", "two", "--home", str(home))
     assert done.returncode == 0, done.stderr
     assert json.loads((home / "state.json").read_text()) == {"schema_version": 1, "history": ["two", "one", "two"]}
-    back = subprocess.run([provision_bin, "rollback", "--home", str(home), "--json"], capture_output=True, text=True, timeout=60)
+    back = run_provision("rollback", "--home", str(home), "--json", timeout=60)
     assert json.loads(back.stdout)["active"] == "one"
 
 

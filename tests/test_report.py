@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from conftest import DATA, ROOT
+from launch import run_provision
 
 from provision.machine import nvml
 from provision.machine.facts import MachineFacts, Toolkit
@@ -92,7 +93,7 @@ def test_report_process_forms(provision_bin: str, form: str | None) -> None:
 
 
 def test_report_live_on_this_machine(provision_bin: str) -> None:
-    done = subprocess.run([provision_bin, "report", "--json"], capture_output=True, text=True, timeout=60)
+    done = run_provision("report", "--json", timeout=60)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["machines"][0]["source"] == "live"
 
@@ -100,7 +101,7 @@ def test_report_live_on_this_machine(provision_bin: str) -> None:
 def test_bad_machine_file(provision_bin: str, tmp_path: Path) -> None:
     bad = tmp_path / "m.json"
     bad.write_text("{}")
-    done = subprocess.run([provision_bin, "report", "--machine", str(bad)], capture_output=True, text=True)
+    done = run_provision("report", "--machine", str(bad))
     assert done.returncode == 2 and "not a probe document" in done.stderr
 
 
@@ -121,9 +122,8 @@ def test_environment_in_the_report(tmp_path: Path, provision_bin: str) -> None:
     uvtool.run(["pip", "install", "--python", str(venv / "bin/python"), "--no-index", "--find-links", str(wheels), "--quiet",
                 "torch", "flashinfer-python", "flashinfer-jit-cache"])
     home = ["--home", str(tmp_path / "home")]
-    subprocess.run([provision_bin, "adopt", "old", str(venv), "--profile", "cu128", "--no-lock", *home], check=True, capture_output=True)
-    done = subprocess.run([provision_bin, "report", "--machine", str(RTX), "--profile", "cu130", "--env", "old", "--json", *home],
-                          capture_output=True, text=True, timeout=120)
+    run_provision("adopt", "old", str(venv), "--profile", "cu128", "--no-lock", *home, check=True)
+    done = run_provision("report", "--machine", str(RTX), "--profile", "cu130", "--env", "old", "--json", *home, timeout=120)
     assert done.returncode == 0, done.stderr
     targets = json.loads(done.stdout)["machines"][0]["targets"]
     env = next(t for t in targets if t["kind"] == "environment")

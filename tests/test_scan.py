@@ -10,6 +10,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from launch import run_provision
 from wheelhouse import build_wheel
 
 from provision.scan import binaries as scan
@@ -34,14 +35,21 @@ CASES = [
 ]
 
 
+COMPILED: dict[tuple[object, ...], bytes] = {}  # nvcc takes seconds: one build per set of options per session
+
+
 def compile_shared(tmp_path: Path, gencodes: list[tuple[str, str]], flags: list[str], name: str = "lib.so") -> Path:
-    source = tmp_path / "k.cu"
-    source.write_text(KERNEL)
     out = tmp_path / name
-    argv = [NVCC, "-shared", "-Xcompiler", "-fPIC", "-o", str(out), str(source), *flags]
-    for arch, code in gencodes:
-        argv += ["-gencode", f"arch={arch},code={code}"]
-    subprocess.run(argv, check=True, capture_output=True, timeout=300)
+    key = (tuple(gencodes), tuple(flags))
+    if key not in COMPILED:
+        source = tmp_path / "k.cu"
+        source.write_text(KERNEL)
+        argv = [NVCC, "-shared", "-Xcompiler", "-fPIC", "-o", str(out), str(source), *flags]
+        for arch, code in gencodes:
+            argv += ["-gencode", f"arch={arch},code={code}"]
+        subprocess.run(argv, check=True, capture_output=True, timeout=300)
+        COMPILED[key] = out.read_bytes()
+    out.write_bytes(COMPILED[key])
     return out
 
 
@@ -150,14 +158,14 @@ def test_bare_cubin_label_rules(flags: int, abi: int, compat: bytes, label: str)
 @needs_nvcc
 def test_scan_process_json_and_exit_code(tmp_path: Path, provision_bin: str) -> None:
     library = compile_shared(tmp_path, [("compute_90", "sm_90")], [])
-    ok = subprocess.run([provision_bin, "scan", str(library), "--require", "9.0", "--json"], capture_output=True, text=True)
+    ok = run_provision("scan", str(library), "--require", "9.0", "--json")
     assert ok.returncode == 0, ok.stderr
     doc = json.loads(ok.stdout)
     assert doc["files"][0]["cubin"] == {"sm_90": 2} and doc["files"][0]["package"] is None
     assert doc["packages"][0]["require"]["9.0"]["status"] == "pass"
-    bad = subprocess.run([provision_bin, "scan", str(library), "--require", "sm_120"], capture_output=True, text=True)
+    bad = run_provision("scan", str(library), "--require", "sm_120")
     assert bad.returncode == 1 and "FAIL" in bad.stdout
-    usage = subprocess.run([provision_bin, "scan", str(tmp_path / "missing")], capture_output=True, text=True)
+    usage = run_provision("scan", str(tmp_path / "missing"))
     assert usage.returncode == 2 and "no such file" in usage.stderr
 
 

@@ -4,11 +4,12 @@ environment in about a second with the real uv."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
+from launch import popen_provision, run_provision
 from wheelhouse import Index, IndexServer
 
 PY = sys.executable
@@ -30,24 +31,24 @@ def profile(folder: Path, name: str = "tiny", packages: str = 'alpha = "==1.0"',
 
 
 class Tool:
-    """The installed provision as a real process, with its home and profiles folder set."""
+    """provision (launch.run_provision) with its home set and, when given, its profiles folder and default index."""
 
-    def __init__(self, binary: str, home: Path, profiles: Path, served: Index) -> None:
+    def __init__(self, binary: str, home: Path, profiles: Path | None = None, served: Index | None = None) -> None:
         self.binary, self.home, self.profiles, self.served = binary, home, profiles, served
 
-    def env(self, extra: dict[str, str] | None = None) -> dict[str, str]:
-        return {**os.environ, "PROVISION_HOME": str(self.home), "PROVISION_PROFILES": str(self.profiles),
-                "PROVISION_INDEX_DEFAULT": self.served.url, **(extra or {})}
+    def env(self, extra: Mapping[str, str | None] | None = None) -> dict[str, str | None]:
+        mine = {"PROVISION_HOME": str(self.home)}
+        if self.profiles:
+            mine["PROVISION_PROFILES"] = str(self.profiles)
+        if self.served:
+            mine["PROVISION_INDEX_DEFAULT"] = self.served.url
+        return {**mine, **(extra or {})}
 
-    def __call__(self, *args: str, check: bool = True, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-        done = subprocess.run([self.binary, *args], capture_output=True, text=True, timeout=300, env=self.env(env))
-        if check:
-            assert done.returncode == 0, f"provision {' '.join(args)}: {done.stderr}"
-        return done
+    def __call__(self, *args: str, check: bool = True, env: Mapping[str, str | None] | None = None) -> subprocess.CompletedProcess[str]:
+        return run_provision(*args, check=check, env=self.env(env))
 
-    def popen(self, *args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
-        return subprocess.Popen([self.binary, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                env=self.env(env))
+    def popen(self, *args: str, env: Mapping[str, str | None] | None = None) -> subprocess.Popen[str]:
+        return popen_provision(*args, env=self.env(env))
 
     def create(self, profile_name: str = "tiny", *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
         return self("create", profile_name, "--python", PY, *args, check=check)
