@@ -4,6 +4,7 @@ into a message and an exit code (docs/exit-codes.md)."""
 from __future__ import annotations
 
 import errno
+import importlib
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -11,12 +12,39 @@ from pathlib import Path
 import click
 
 from provision import DISTRIBUTION, __version__
-from provision.cli import checks, envs, machine, stacks
 from provision.cli.options import HOME_HELP, App, app, verbosity_options
 from provision.errors import ProvisionError
 
+# A command's code is found from its name: `provision NAME` lives in the module of its family, which calls one
+# operation in the folder of the same name (docs/architecture.md). A family's module is imported only when one of its
+# commands runs (click's lazy group), and imports its operations lazily in turn, so `switch` loads no lock, index,
+# scan or rich.
+COMMANDS: dict[str, str] = {
+    "probe": "machine:probe", "scan": "machine:scan", "report": "machine:report",
+    "profiles": "stacks:list_profiles", "lock": "stacks:lock_command",
+    "create": "envs:create", "envs": "envs:list_envs", "switch": "envs:switch", "rollback": "envs:rollback",
+    "remove": "envs:remove", "gc": "envs:gc", "adopt": "envs:adopt", "run": "envs:run", "shell-env": "envs:shell_env",
+    "restore": "envs:restore", "accept": "envs:accept",
+    "check": "checks:check", "baseline": "checks:baseline", "compare": "checks:compare", "bench": "checks:bench",
+}
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+
+class LazyGroup(click.Group):
+    """The group whose commands are imported when asked for by name (click's documented LazyGroup)."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *COMMANDS})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name in COMMANDS and cmd_name not in self.commands:
+            family, _, attribute = COMMANDS[cmd_name].partition(":")
+            command = getattr(importlib.import_module(f"provision.cli.{family}"), attribute)
+            assert isinstance(command, click.Command) and command.name == cmd_name, COMMANDS[cmd_name]
+            self.add_command(command)
+        return super().get_command(ctx, cmd_name)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="provision", package_name=DISTRIBUTION,
                       message="%(prog)s, version %(version)s (%(package)s)")
 @click.option("--home", type=click.Path(path_type=Path),
@@ -26,19 +54,6 @@ from provision.errors import ProvisionError
 def cli(ctx: click.Context, home: Path | None) -> None:
     """Move a GPU machine from one CUDA stack to the next, verified and reversible."""
     app(ctx).home = home
-
-
-# A command's code is found from its name: `provision NAME` lives in the module of its family, which calls one
-# operation in the folder of the same name (docs/architecture.md). Each module imports its operations lazily, so
-# `switch` loads no lock, index or rich.
-COMMANDS: tuple[click.Command, ...] = (
-    machine.probe, machine.scan, machine.report,
-    stacks.list_profiles, stacks.lock_command,
-    envs.create, envs.list_envs, envs.switch, envs.rollback, envs.remove, envs.gc, envs.adopt, envs.run, envs.shell_env, envs.restore, envs.accept,
-    checks.check, checks.baseline, checks.compare, checks.bench,
-)
-for _command in COMMANDS:
-    cli.add_command(_command)
 
 
 # click 8.2 and later raise it for a group called with no arguments (older ones print the help themselves)

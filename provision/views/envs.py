@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from provision.views import checks as check_views
 from provision.views import ui
 
 if TYPE_CHECKING:  # annotations only: rendering one result must not import every operation
@@ -21,6 +20,8 @@ def created(result: CreateResult, as_json: bool) -> None:
         ui.dump_json(result.to_dict())
         return
     if result.checks:
+        from provision.views import checks as check_views
+
         check_views.checks(result.name, result.checks, False)
     if result.accepted_reapplied:
         ui.info(f"accepted files of the build it replaces, written again: {', '.join(result.accepted_reapplied)}")
