@@ -185,3 +185,18 @@ def test_escape_sequences_in_names_and_paths_never_reach_the_terminal(provision_
     missing = tmp_path / "no\x1b[31mfile.json"
     done = provision_run(provision_bin, "report", "--machine", str(missing))
     assert done.returncode == 2 and "\x1b" not in done.stderr and "no?[31mfile.json" in done.stderr
+
+
+def test_a_command_imports_only_its_own_family(tmp_path: Path) -> None:
+    """switch and rollback start in about the time of `import click`: no other command's module, no rich, no lock or
+    index client, no packaging."""
+    code = ("import sys\nfrom provision.cli.main import main\nsys.argv = ['provision', *sys.argv[1:]]\n"
+            "try:\n    main()\nexcept SystemExit:\n    pass\n"
+            "print(' '.join(sorted(m for m in sys.modules if m.split('.')[0] in ('provision', 'rich', 'requests', 'packaging'))))")
+    for argv in (["switch", "nope"], ["rollback"], ["--version"]):
+        done = subprocess.run([sys.executable, "-c", code, *argv, *(["--home", str(tmp_path)] if argv[0] != "--version" else [])],
+                              capture_output=True, text=True, timeout=60)
+        loaded = set(done.stdout.split())
+        assert {"provision.cli.machine", "provision.cli.stacks", "provision.cli.checks"}.isdisjoint(loaded), (argv, loaded)
+        assert not {m for m in loaded if m.split(".")[0] in ("rich", "requests", "packaging")}, (argv, loaded)
+        assert not {"provision.stacks.lock", "provision.stacks.index", "provision.scan"} & loaded, (argv, loaded)

@@ -250,7 +250,7 @@ def test_the_real_h200_recording_replays_into_what_the_live_probe_printed(provis
     """docs/evidence/h200-2026-12-01-p2p: `probe --json --record-nvml` on the H200 machine; its replay here must give
     the very `pci` section and notes that the live run printed there (a VM, the GPU on the root bus, IOMMU off)."""
     live = json.loads((ROOT / "docs/evidence/h200-2026-12-01-p2p/01-probe-json.out").read_text())
-    again = subprocess.run([provision_bin, "probe", "--json"], capture_output=True, text=True, timeout=60,
+    again = run_provision("probe", "--json", timeout=60,
                            env={**os.environ, nvml.REPLAY_VARIABLE: str(DATA / "h200-p2p.nvml.json")})
     assert again.returncode == 0, again.stderr
     replayed = json.loads(again.stdout)

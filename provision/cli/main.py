@@ -69,10 +69,10 @@ def _json_requested(state: App, argv: Sequence[str]) -> bool:
 
 def fail(state: App, argv: Sequence[str], message: str, hint: str, exit_code: int) -> None:
     """Print the error line and its hint on stderr and, under --json, the error document on stdout; then exit."""
-    from provision.stacks.index import redact_text
+    from provision.log import redact
     from provision.views import ui
 
-    message, hint = redact_text(message), redact_text(hint)  # the last net: no password of any URL is ever printed
+    message, hint = redact(message), redact(hint)  # the last net: no password of any URL is ever printed
     ui.error(message, hint)
     if _json_requested(state, argv):
         ui.dump_json({"error": {"message": message, "hint": hint, "exit_code": exit_code}})
