@@ -141,6 +141,7 @@ def gloo_runs(cpu_torch_env: Path, tmp_path_factory: pytest.TempPathFactory) -> 
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(900)  # the first installs torch (a cold uv cache) before two sweeps
 def test_gloo_sweep_on_cpus_and_stored_with_the_environment(gloo_runs: GlooRuns) -> None:
     (run,) = json.loads(gloo_runs.sweep.stdout)["runs"]
     rows = run["rows"]
@@ -315,6 +316,7 @@ def test_nccl_env_secrets_are_redacted_where_shown_and_stored_never_where_passed
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(900)  # the first installs torch (a cold uv cache) before two sweeps
 def test_nccl_env_secrets_stay_out_of_env_json_and_json_but_reach_the_ranks(gloo_runs: GlooRuns) -> None:
     """--nccl-env values were stored and printed as given; a URL's password or a TOKEN's value is now **** in
     env.json, --json and the table, while every rank still runs with the real value."""
