@@ -16,7 +16,17 @@ class ProvisionError(Exception):
 
 
 class UsageError(ProvisionError):
+    """The command line itself is wrong: an option's value, a name, options that do not go together."""
+
     code = "usage"
+    exit_code = 2
+
+
+class InputError(ProvisionError):
+    """What the command line named turned out wrong when read: a file that is not what it should be (a lock, a probe
+    document, a recording, a wheel), a path that is missing or cannot be written, an environment variable's value."""
+
+    code = "input"
     exit_code = 2
 
 

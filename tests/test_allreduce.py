@@ -15,7 +15,7 @@ import pytest
 from launch import run_provision
 
 from provision.checks import allreduce, payload_dir
-from provision.errors import ProvisionError, UsageError
+from provision.errors import InputError, ProvisionError, UsageError
 from provision.stacks import uvtool
 
 CPU_TORCH = sorted(Path("/opt/wheels").glob(f"torch-*+cpu-cp{sys.version_info[0]}{sys.version_info[1]}-*.whl"))
@@ -170,10 +170,10 @@ def test_nccl_tests_output_is_read_and_joined_beside_provision_rows(tmp_path: Pa
     assert mine[1]["nccl_tests_graph_busbw"] == 285.81 and "graph_ratio" not in mine[2]
 
 
-def test_nccl_tests_path_that_is_not_the_binary_is_a_usage_error(tmp_path: Path) -> None:
+def test_nccl_tests_path_that_is_not_the_binary_is_an_input_error(tmp_path: Path) -> None:
     from provision.checks import nccl_tests
 
-    with pytest.raises(UsageError, match="no executable all_reduce_perf"):
+    with pytest.raises(InputError, match="no executable all_reduce_perf"):
         nccl_tests.find(tmp_path)
     binary = tmp_path / "all_reduce_perf"
     binary.write_text("#!/bin/sh\n")

@@ -12,7 +12,7 @@ import pytest
 from conftest import ROOT
 from launch import run_provision
 
-from provision.errors import UsageError
+from provision.errors import InputError
 from provision.report import compiler, documents, fleet
 from provision.report import gates as reporting
 from provision.stacks import profiles
@@ -113,7 +113,7 @@ def test_wrong_typed_documents_are_one_error_naming_the_file_and_key(tmp_path: P
     text, expected = WRONG[case]
     path = tmp_path / f"{case}.json"
     path.write_text(text)
-    with pytest.raises(UsageError) as caught:
+    with pytest.raises(InputError) as caught:
         documents.load_machine(path)
     assert caught.value.message.startswith(f"{path}: ") and expected in caught.value.message
     assert "probe --json" in caught.value.hint

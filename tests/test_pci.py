@@ -13,7 +13,7 @@ import pytest
 from conftest import DATA, ROOT
 from launch import run_provision
 
-from provision.errors import UsageError
+from provision.errors import InputError
 from provision.machine import facts as machine
 from provision.machine import nvml, pci, pciconfig, probe, sysfs
 from provision.report import documents, gates, observed
@@ -183,7 +183,7 @@ def test_a_damaged_sysfs_recording_is_one_error_naming_the_file(tmp_path: Path, 
     recording.write_text(json.dumps({"format": "provision-nvml-recording", "version": 1, "calls": [],
                                      "sysfs": [{"op": "read", "path": "/proc/cmdline"}]}))
     monkeypatch.setenv(nvml.REPLAY_VARIABLE, str(recording))
-    with pytest.raises(UsageError, match=r"bad\.nvml\.json: not a readable NVML recording \(sysfs\[0\]"):
+    with pytest.raises(InputError, match=r"bad\.nvml\.json: not a readable NVML recording \(sysfs\[0\]"):
         probe.probe()
 
 
@@ -212,7 +212,7 @@ def test_a_probe_document_with_a_wrong_pci_key_is_one_error(tmp_path: Path) -> N
     doc["pci"]["bridges"][0]["acs"]["control"] = "0x1d"
     bad = tmp_path / "bad.probe.json"
     bad.write_text(json.dumps(doc))
-    with pytest.raises(UsageError, match=r"pci\.bridges\[0\]\.acs\.control: expected an integer"):
+    with pytest.raises(InputError, match=r"pci\.bridges\[0\]\.acs\.control: expected an integer"):
         documents.load_machine(bad)
     old = json.loads(RTX_DOC.read_text())
     del old["pci"]

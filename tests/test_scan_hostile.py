@@ -18,7 +18,7 @@ from launch import run_provision
 from wheelhouse import build_wheel
 
 from provision.cli.options import compute_capability
-from provision.errors import UsageError
+from provision.errors import InputError
 from provision.scan import archives, fatbin
 from provision.scan import binaries as scan
 
@@ -185,7 +185,7 @@ def mutations(seed: bytes, rng: random.Random) -> Iterator[bytes]:
 @pytest.mark.skipif(NVCC is None, reason="nvcc is not installed on this machine")
 def test_fuzz_no_traceback_no_hang(tmp_path: Path) -> None:
     """Mutated ELF, ar and wheel files (seeded: the same RUNS samples every time, however loaded the machine): every scan
-    ends with a result or a UsageError."""
+    ends with a result or an InputError."""
     from test_scan import compile_shared
 
     library = compile_shared(tmp_path, [("compute_120a", "compute_120a"), ("compute_90", "sm_90")],
@@ -208,7 +208,7 @@ def test_fuzz_no_traceback_no_hang(tmp_path: Path) -> None:
                 raw[rng.randrange(len(raw))] ^= 0xFF
             wheel.write_bytes(bytes(raw))
             target = wheel
-        with deadline(20), contextlib.suppress(UsageError):  # a damaged zip: one documented line
+        with deadline(20), contextlib.suppress(InputError):  # a damaged zip: one documented line
             scan.scan([target], require=("9.0", "12.0"))
         target.unlink()
     # the same run as a process: one line of output per problem, never a traceback

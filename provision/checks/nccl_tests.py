@@ -11,7 +11,7 @@ from pathlib import Path
 
 from provision import proc
 from provision.checks.payloads._hangs import ALLOWANCE_S, HANG_HINT, START_BOUND_S, step_bound_s
-from provision.errors import EnvError, UsageError
+from provision.errors import EnvError, InputError
 
 BINARY = "all_reduce_perf"
 WARMUP_ITERS = 5
@@ -36,7 +36,7 @@ def find(path: Path | None) -> Path | None:
         return Path(found) if found else None
     candidate = path / BINARY if path.is_dir() else path
     if not (candidate.is_file() and os.access(candidate, os.X_OK)):
-        raise UsageError(f"{path}: no executable {BINARY} there",
+        raise InputError(f"{path}: no executable {BINARY} there",
                          "build NVIDIA's nccl-tests (make MPI=0 NCCL_HOME=...) and give --nccl-tests nccl-tests/build")
     return candidate
 

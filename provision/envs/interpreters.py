@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 
 from provision import proc
-from provision.errors import EnvError, UsageError
+from provision.errors import EnvError, InputError
 
 
 def find_python(request: str) -> tuple[Path, str]:
@@ -16,9 +16,9 @@ def find_python(request: str) -> tuple[Path, str]:
     if os.sep in request:
         path = Path(request)
         if not path.exists():
-            raise UsageError(f"--python {request}: no such interpreter", "give a path to a python executable, or a version such as 3.12")
+            raise InputError(f"--python {request}: no such interpreter", "give a path to a python executable, or a version such as 3.12")
         if not path.is_file() or not os.access(path, os.X_OK):
-            raise UsageError(f"--python {request}: {'a folder' if path.is_dir() else 'not an executable file'}, not an interpreter",
+            raise InputError(f"--python {request}: {'a folder' if path.is_dir() else 'not an executable file'}, not an interpreter",
                              "give the path of a python executable (say VENV/bin/python), or a version such as 3.12")
     else:
         path = _discover(request)

@@ -30,7 +30,7 @@ from provision.envs.interpreters import find_python
 from provision.envs.inventory import tree_size
 from provision.envs.records import EnvRecord, KeptFile
 from provision.envs.variables import env_template, resolve_env
-from provision.errors import EnvError, ProvisionError, UsageError
+from provision.errors import EnvError, InputError, ProvisionError
 from provision.stacks.profiles import Profile
 
 Progress = Callable[[str], None]
@@ -250,7 +250,7 @@ def adopt(home: Home, name: str, venv: Path, profile: Profile | None = None) -> 
     check_name(name)
     python = venv / "bin" / "python"
     if not python.exists():
-        raise UsageError(f"{venv}: no bin/python in it", "give the folder of a virtual environment (the one holding bin/python)")
+        raise InputError(f"{venv}: no bin/python in it", "give the folder of a virtual environment (the one holding bin/python)")
     _, version = find_python(str(python))
     cuda = proc.run([python, "-c", "import torch; print(torch.version.cuda or '')"], timeout=120)
     with home.locked():

@@ -61,9 +61,9 @@ def recording(path: Path) -> Any:
 
 
 def unreadable(path: Path, exc: Exception) -> Exception:
-    from provision.errors import UsageError
+    from provision.errors import InputError
 
-    return UsageError(f"{path}: not a readable NVML recording ({exc})",
+    return InputError(f"{path}: not a readable NVML recording ({exc})",
                       "record one on the GPU machine with: provision probe --record-nvml FILE")
 
 

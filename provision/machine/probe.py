@@ -71,7 +71,7 @@ def _files(record: bool) -> sysfs.Files:
 
 
 def _write_recording(recorder: object, path: Path, files: sysfs.Files) -> None:
-    from provision.errors import UsageError
+    from provision.errors import InputError
     from provision.machine.recording import Recorder
 
     assert isinstance(recorder, Recorder)
@@ -82,4 +82,4 @@ def _write_recording(recorder: object, path: Path, files: sysfs.Files) -> None:
         today = datetime.date.today().isoformat()
         recorder.write(path, note=f"recorded by provision probe --record-nvml on {today}", sysfs=entries)
     except OSError as exc:
-        raise UsageError(f"{path}: cannot write the NVML recording ({exc.strerror})", "name a writable file") from None
+        raise InputError(f"{path}: cannot write the NVML recording ({exc.strerror})", "name a writable file") from None

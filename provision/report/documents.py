@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from provision import regular
-from provision.errors import UsageError
+from provision.errors import InputError
 from provision.machine import facts as machine
 
 HINT = "make one on that machine with: provision probe --json > machine.json"
@@ -24,13 +24,13 @@ FORMS = {(machine.Driver, "cuda"): (r"\d+\.\d+", "13.0"), (machine.Gpu, "compute
 
 
 def load_machine(path: Path) -> machine.MachineFacts:
-    """Return the facts recorded in `path`; raise UsageError (exit 2) naming the file for anything else."""
+    """Return the facts recorded in `path`; raise InputError (exit 2) naming the file for anything else."""
     data = _read(path)
     if not isinstance(data, dict) or "gpus" not in data or "driver" not in data:
-        raise UsageError(f"{path}: not a probe document (no driver/gpus keys)", HINT)
+        raise InputError(f"{path}: not a probe document (no driver/gpus keys)", HINT)
     problem = _problem(machine.MachineFacts, data, "")
     if problem:
-        raise UsageError(f"{path}: not a probe document ({problem})", HINT)
+        raise InputError(f"{path}: not a probe document ({problem})", HINT)
     return machine.MachineFacts.from_dict(data, source=str(path))
 
 
@@ -38,15 +38,15 @@ def _read(path: Path) -> Any:
     try:
         raw = regular.read_bytes(path, MAX_BYTES + 1)
     except OSError as exc:
-        raise UsageError(f"{path}: cannot be read ({exc.strerror or exc})", HINT) from exc
+        raise InputError(f"{path}: cannot be read ({exc.strerror or exc})", HINT) from exc
     if len(raw) > MAX_BYTES:
-        raise UsageError(f"{path}: not a probe document (larger than {MAX_BYTES // 2**20} MB)", HINT)
+        raise InputError(f"{path}: not a probe document (larger than {MAX_BYTES // 2**20} MB)", HINT)
     try:
         return json.loads(raw.decode("utf-8"))
     except UnicodeDecodeError as exc:
-        raise UsageError(f"{path}: not a probe document (not UTF-8 text: byte {exc.start})", HINT) from exc
+        raise InputError(f"{path}: not a probe document (not UTF-8 text: byte {exc.start})", HINT) from exc
     except (json.JSONDecodeError, RecursionError) as exc:
-        raise UsageError(f"{path}: not a probe document (not JSON: {str(exc)[:120]})", HINT) from exc
+        raise InputError(f"{path}: not a probe document (not JSON: {str(exc)[:120]})", HINT) from exc
 
 
 _HINTS: dict[type[Any], dict[str, Any]] = {}

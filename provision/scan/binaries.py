@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from provision import regular
-from provision.errors import UsageError
+from provision.errors import InputError
 from provision.scan import archives, elf, fatbin, installed
 
 
@@ -113,9 +113,9 @@ def scan(paths: list[Path], require: tuple[str, ...] = (), jobs: int | None = No
     scanned = 0
     for path in paths:
         if not os.path.lexists(path):
-            raise UsageError(f"{path}: no such file or directory", "give a shared object, cubin, wheel or folder")
+            raise InputError(f"{path}: no such file or directory", "give a shared object, cubin, wheel or folder")
         if path.is_symlink() and not path.exists():  # said, not a note of a scan that "found nothing" (exit 0)
-            raise UsageError(f"{path} is a link to {os.readlink(path)}, which does not exist (a dangling link)",
+            raise InputError(f"{path} is a link to {os.readlink(path)}, which does not exist (a dangling link)",
                              "give the file it should point to, or fix the link")
         if path.is_dir():
             owners = installed.record_owners(path)
@@ -123,7 +123,7 @@ def scan(paths: list[Path], require: tuple[str, ...] = (), jobs: int | None = No
                 if file.suffix == ".whl":  # a wheelhouse: each wheel read in place, a bad one a note, not the end
                     try:
                         found = _scan_wheel(file, notes, jobs)
-                    except UsageError as exc:
+                    except InputError as exc:
                         notes.append(exc.message)
                         continue
                     scanned += found[0]
@@ -158,7 +158,7 @@ def _scan_wheel(path: Path, notes: list[str], jobs: int | None) -> tuple[int, li
     try:
         name, version, _build, _tags = parse_wheel_filename(path.name)
     except InvalidWheelFilename as exc:
-        raise UsageError(f"{path}: not a wheel file name ({exc})",
+        raise InputError(f"{path}: not a wheel file name ({exc})",
                          "a wheel is named NAME-VERSION-PYTHON-ABI-PLATFORM.whl; rename it as downloaded") from None
     files: list[FileScan] = []
     scanned = 0
@@ -171,7 +171,7 @@ def _scan_wheel(path: Path, notes: list[str], jobs: int | None) -> tuple[int, li
             elif code is not None and not code.empty:
                 files.append(FileScan(f"{path}!{member}", str(canonicalize_name(name)), code, str(version)))
     except (zipfile.BadZipFile, zlib.error, EOFError, OSError) as exc:
-        raise UsageError(f"{path}: not a readable wheel ({type(exc).__name__}: {exc})",
+        raise InputError(f"{path}: not a readable wheel ({type(exc).__name__}: {exc})",
                          "download the wheel again (pip and uv check its hash), or scan the unpacked folder") from None
     return scanned, files
 

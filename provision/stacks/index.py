@@ -19,7 +19,7 @@ from urllib.parse import unquote, urljoin
 from packaging.utils import canonicalize_name
 
 from provision import log
-from provision.errors import IndexError_, UsageError
+from provision.errors import IndexError_, InputError
 
 JSON_TYPE = "application/vnd.pypi.simple.v1+json"
 TIMEOUT_VARIABLE = "PROVISION_HTTP_TIMEOUT"
@@ -38,7 +38,7 @@ def timeout() -> float:
     except ValueError:
         seconds = float("nan")
     if not math.isfinite(seconds) or seconds <= 0:
-        raise UsageError(f"{TIMEOUT_VARIABLE}={text!r} is not a number of seconds", "set it to a positive number such as 30, or unset it")
+        raise InputError(f"{TIMEOUT_VARIABLE}={text!r} is not a number of seconds", "set it to a positive number such as 30, or unset it")
     return seconds
 
 
@@ -242,10 +242,10 @@ def _exchange(session: Any, url: str, method: str, sent: dict[str, str], limit: 
     except (requests.ConnectionError, urllib3.exceptions.HTTPError, requests.exceptions.ChunkedEncodingError) as exc:
         transfer.error = _Retry(f"cannot connect or the connection broke ({type(exc).__name__})")
     except requests.RequestException as exc:  # InvalidURL, InvalidSchema, MissingSchema: no retry mends the URL
-        transfer.error = UsageError(f"{redact(url)}: not a URL provision can fetch ({type(exc).__name__})",
+        transfer.error = InputError(f"{redact(url)}: not a URL provision can fetch ({type(exc).__name__})",
                                     "give an http:// or https:// URL with a host (and a port that is a number)")
     except ValueError as exc:  # urllib3's own URL parsing ("Invalid IPv6 URL", a bad port) in some versions
-        transfer.error = UsageError(f"{redact(url)}: not a URL provision can fetch ({exc})",
+        transfer.error = InputError(f"{redact(url)}: not a URL provision can fetch ({exc})",
                                     "give an http:// or https:// URL with a host (and a port that is a number)")
     except BaseException as exc:  # noqa: BLE001 - an IndexError_ of the bound, an OSError of the sink: the caller's
         transfer.error = exc

@@ -28,7 +28,7 @@ from packaging.version import InvalidVersion, Version
 
 from provision import __version__, proc
 from provision.atomic import write_atomic
-from provision.errors import ResolveError, UsageError
+from provision.errors import InputError, ResolveError, UsageError
 from provision.stacks import index, lockfile, relock, uvtool
 from provision.stacks.profiles import DEFAULT_INDEX, Package, Profile
 
@@ -348,7 +348,7 @@ def lock(profile: Profile, *, target: Target, overrides: dict[str, str], output:
     try:
         write_atomic(output, document)
     except OSError as exc:
-        raise UsageError(f"cannot write the lock to {output}: {exc.strerror or exc}", "choose -o in a folder you can write") from exc
+        raise InputError(f"cannot write the lock to {output}: {exc.strerror or exc}", "choose -o in a folder you can write") from exc
     result.seconds = time.perf_counter() - start
     return result
 
@@ -359,10 +359,10 @@ def _writable(output: Path) -> None:
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise UsageError(f"cannot write the lock to {output}: {folder}: {exc.strerror or exc}", "choose -o in a folder you can write") from exc
+        raise InputError(f"cannot write the lock to {output}: {folder}: {exc.strerror or exc}", "choose -o in a folder you can write") from exc
     if output.is_dir() or not os.access(folder, os.W_OK | os.X_OK):
         problem = "is a folder" if output.is_dir() else f"{folder} is not writable"
-        raise UsageError(f"cannot write the lock to {output}: {problem}", "choose -o in a folder you can write")
+        raise InputError(f"cannot write the lock to {output}: {problem}", "choose -o in a folder you can write")
 
 
 WORK_PREFIX = "provision-lock-"

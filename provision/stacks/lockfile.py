@@ -15,7 +15,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion
 
 from provision import regular
-from provision.errors import EnvError, UsageError
+from provision.errors import EnvError, InputError
 from provision.stacks.profiles import Profile
 
 if sys.version_info >= (3, 11):
@@ -34,10 +34,10 @@ def read(path: Path) -> tuple[Pylock, dict[str, Any]]:
             raise PylockValidationError("[tool.provision] is not a table")
     except (OSError, UnicodeDecodeError, RecursionError, tomllib.TOMLDecodeError, PylockValidationError,
             InvalidVersion, AttributeError) as exc:
-        raise UsageError(f"{path}: not a readable PEP 751 lock ({exc})", "make one with: provision lock PROFILE") from exc
+        raise InputError(f"{path}: not a readable PEP 751 lock ({exc})", "make one with: provision lock PROFILE") from exc
     recorded = tool.get("packages_sha256")
     if recorded is not None and recorded != packages_digest(raw.get("packages", [])):
-        raise UsageError(f"{path}: its packages were changed after provision locked them (a hash, a URL, a package "
+        raise InputError(f"{path}: its packages were changed after provision locked them (a hash, a URL, a package "
                          "added or removed: [tool.provision] packages_sha256 no longer matches)",
                          "lock again with provision lock PROFILE; never edit a lock by hand")
     return pylock, dict(tool)

@@ -20,7 +20,7 @@ from packaging.utils import canonicalize_name, parse_wheel_filename
 from packaging.version import InvalidVersion, Version
 
 from provision import regular
-from provision.errors import IndexError_, ProfileError, ProvisionError, UsageError
+from provision.errors import IndexError_, InputError, ProfileError, ProvisionError, UsageError
 from provision.names import NAME_MAX, NAME_RULE
 from provision.stacks import index, uvtool, wheelmeta
 from provision.stacks.profiles import PROFILE_PATH_VARIABLE, parse
@@ -155,16 +155,16 @@ def new(name: str, source: str, *, cuda: str = "13.0", python: str = "3.12", out
 def _check_output(path: Path, name: str, force: bool) -> None:
     """Refuse, before the index is asked, an output that cannot become this profile's file."""
     if path.is_dir():
-        raise UsageError(f"{path}: is a folder, not a profile file",
+        raise InputError(f"{path}: is a folder, not a profile file",
                          f"give -o the file to write (such as {path / name}.toml), or move that folder out of the way")
     if path.exists() and not force:
-        raise UsageError(f"{path}: already exists", "choose another NAME or -o PATH, or pass --force to replace it")
+        raise InputError(f"{path}: already exists", "choose another NAME or -o PATH, or pass --force to replace it")
     folder = path.absolute().parent
     existing = next(p for p in (folder, *folder.parents) if p.exists() or p.is_symlink())
     if not existing.is_dir():
-        raise UsageError(f"cannot write {path}: {existing} is a file, not a folder", "choose -o in a folder")
+        raise InputError(f"cannot write {path}: {existing} is a file, not a folder", "choose -o in a folder")
     if not os.access(existing, os.W_OK | os.X_OK):
-        raise UsageError(f"cannot write {path}: {existing} is not writable", "choose -o in a folder you can write")
+        raise InputError(f"cannot write {path}: {existing} is not writable", "choose -o in a folder you can write")
 
 
 def _write(path: Path, text: str) -> None:

@@ -10,7 +10,7 @@ from functools import cache
 from pathlib import Path
 
 from provision import proc
-from provision.errors import IndexError_, ProvisionError, ResolveError, ToolError, UsageError
+from provision.errors import IndexError_, InputError, ProvisionError, ResolveError, ToolError
 from provision.stacks import index
 
 MINIMUM = (0, 9, 0)
@@ -126,7 +126,7 @@ def check_link_mode() -> str | None:
     """The user's UV_LINK_MODE, refused when uv does not know it (uv would say so naming --link-mode, not the variable)."""
     chosen = os.environ.get("UV_LINK_MODE")
     if chosen and chosen not in LINK_MODES:
-        raise UsageError(f"UV_LINK_MODE={chosen!r} is not one of uv's link modes ({', '.join(LINK_MODES)})",
+        raise InputError(f"UV_LINK_MODE={chosen!r} is not one of uv's link modes ({', '.join(LINK_MODES)})",
                          "unset it (provision then copies or clones), or set one of those")
     return chosen or None
 
