@@ -216,7 +216,7 @@ def test_a_billion_gpus_is_a_note_not_a_hang(tmp_path: Path) -> None:
     huge = tmp_path / "huge.json"
     huge.write_text(_recording({"fn": "nvmlInit", "args": [], "result": None},
                                {"fn": "nvmlDeviceGetCount", "args": [], "result": 10**9}))
-    started = time.perf_counter()
+    started = time.process_time()  # CPU time: a billion GPUs walked would take minutes of it, however loaded
     reading = nvml.read(nvml.replay_file(huge))
-    assert time.perf_counter() - started < 5
+    assert time.process_time() - started < 5
     assert reading.gpus == [] and any("1000000000 is not a number of GPUs" in n for n in reading.notes)

@@ -67,6 +67,7 @@ class Index:
     requests: list[str] = field(default_factory=list)
     wrong_hash: set[str] = field(default_factory=set)  # filenames listed with a sha256 that does not match
     delay: float = 0.0  # seconds before each answer: a slow index
+    hold: threading.Event | None = None  # when set to an Event, every answer waits until it is set (at most 120 s)
     pep658: bool = False  # serve each wheel's METADATA as <wheel>.metadata and say so (PEP 658/714)
     ranges: bool = False  # answer Range requests with 206 (as PyPI's file host does)
     range_requests: int = 0
@@ -131,6 +132,8 @@ class IndexServer:
             import time
 
             time.sleep(index.delay)
+        if index.hold is not None:
+            index.hold.wait(120)
         if index.name in self.down:
             request.send_error(503, "index is down")
             return
