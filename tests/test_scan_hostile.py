@@ -228,3 +228,26 @@ def test_fifo_named_record_or_metadata_in_a_scanned_folder_is_not_opened(tmp_pat
     # a real process: the deadline's TimeoutError is an OSError, which the RECORD reader would swallow
     done = run_provision("scan", tmp_path / "site-packages", "--json", timeout=30)
     assert done.returncode == 0, done.stderr  # the pipes are skipped, never waited on (a hang: TimeoutExpired)
+
+
+def test_each_worker_opens_the_wheel_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The central directory of a wheel of 24,000 members is read once per worker, not once per ELF member (the
+    workers re-opened the zip for each one: twice the CPU of unzip)."""
+    from provision.scan import wheels
+
+    members = {f"pkg/lib{i}.so": b"\x7fELF" + bytes(60) for i in range(8)} | {f"pkg/m{i}.py": b"x = 1\n" * 4 for i in range(50)}
+    wheel = build_wheel(tmp_path, "many", "1.0", tag=WHEEL_TAG, files=members)
+    opened = tmp_path / "opened"
+    real_init = zipfile.ZipFile.__init__
+
+    def counting_init(self: zipfile.ZipFile, *args: object, **kwargs: object) -> None:
+        with open(opened, "a") as log:
+            log.write(f"{os.getpid()}\n")
+        real_init(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(zipfile.ZipFile, "__init__", counting_init)
+    monkeypatch.setattr(wheels, "PARALLEL", 0)  # the worker processes even for a small wheel
+    results = list(wheels.scan_wheel(wheel, jobs=2))
+    assert sorted(name for name, _code, _why in results) == sorted(n for n in members if n.endswith(".so"))
+    workers = {int(pid) for pid in opened.read_text().split()} - {os.getpid()}
+    assert len(opened.read_text().split()) <= 1 + len(workers) and len(workers) <= 2
