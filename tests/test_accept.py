@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 import tiny
+from launch import run_provision
 
 from provision.envs import drift
 
@@ -237,12 +238,11 @@ def test_a_bad_files_table_is_one_line_naming_the_key_exit_4(tmp_path: Path, pro
 
 
 def test_a_profile_whose_files_source_is_a_pipe_is_refused_by_the_command_not_waited_on(tmp_path: Path, provision_bin: str) -> None:
-    import subprocess
 
     (tmp_path / "patches").mkdir()
     os.mkfifo(tmp_path / "patches" / "sitecustomize.py")
     path = tiny.profile(tmp_path, "piped", extra=FILES.split("\n", 2)[0] + "\n" + FILES.split("\n")[1] + "\n")
-    done = subprocess.run([provision_bin, "lock", str(path)], capture_output=True, text=True, timeout=60)
+    done = run_provision("lock", str(path), timeout=60)
     assert done.returncode == 4, done.stderr
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 2 and lines[0] == (f'error: {path}: files."sitecustomize.py": the source {tmp_path}/patches/sitecustomize.py '

@@ -9,10 +9,11 @@ from pathlib import Path
 
 import pytest
 from conftest import ROOT
+from launch import run_provision
 
 
 def lock(provision_bin: str, profiles: Path, tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([provision_bin, "lock", *args, "-o", str(tmp_path / "pylock.toml")], capture_output=True, text=True,
+    return run_provision("lock", *args, "-o", str(tmp_path / "pylock.toml"),
                           timeout=60, env={**os.environ, "PROVISION_PROFILES": str(profiles)})
 
 

@@ -19,6 +19,7 @@ import pytest
 import tomlkit
 from conftest import ROOT
 from hostile_http import JSON_TYPE, HostileServer, Route
+from launch import run_provision
 from wheelhouse import build_wheel
 
 SGLANG = "sglang-0.5.23-py3-none-any.whl"
@@ -46,8 +47,8 @@ def page(**extra: object) -> Route:
 
 def profiles_new(provision_bin: str, hostile: HostileServer, tmp_path: Path) -> tuple[subprocess.CompletedProcess[str], float]:
     started = time.monotonic()
-    done = subprocess.run([provision_bin, "profiles", "new", "mine", "--from", "sglang==0.5.23", "--index", f"default={hostile.url}/simple",
-                           "-o", str(tmp_path / "mine.toml")], capture_output=True, text=True, timeout=60,
+    done = run_provision("profiles", "new", "mine", "--from", "sglang==0.5.23", "--index", f"default={hostile.url}/simple",
+                           "-o", str(tmp_path / "mine.toml"), timeout=60,
                           env={**os.environ, "PROVISION_HTTP_TIMEOUT": DEADLINE, "TMPDIR": str(spool_dir(tmp_path))})
     return done, time.monotonic() - started
 
@@ -189,8 +190,7 @@ def test_report_lock_fetches_within_the_deadline_and_the_locks_size(provision_bi
     hostile.routes[path] = Route(wheel, how=how)
     lock = lock_of(tmp_path, hostile.url + path, wheel, len(wheel))
     started = time.monotonic()
-    done = subprocess.run([provision_bin, "report", "--lock", str(lock), "--machine", str(ROOT / "docs/machines/h200.probe.json")],
-                          capture_output=True, text=True, timeout=60,
+    done = run_provision("report", "--lock", str(lock), "--machine", str(ROOT / "docs/machines/h200.probe.json"), timeout=60,
                           env={**os.environ, "PROVISION_HTTP_TIMEOUT": DEADLINE, "UV_CACHE_DIR": str(tmp_path / "cache"),
                                "TMPDIR": str(spool_dir(tmp_path)), "XDG_CACHE_HOME": str(tmp_path / "xdg")})
     one_line_naming(done, f"127.0.0.1:{hostile.port}{path}")

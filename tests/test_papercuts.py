@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import tiny
+from launch import run_provision
 
 PY = f"{sys.version_info[0]}.{sys.version_info[1]}"
 
@@ -24,11 +25,11 @@ def test_bare_provision_prints_its_help_and_exits_2(provision_bin: str) -> None:
 
 
 def test_helps_say_what_rollback_and_home_do(provision_bin: str) -> None:
-    rollback = subprocess.run([provision_bin, "rollback", "--help"], capture_output=True, text=True, timeout=60).stdout
+    rollback = run_provision("rollback", "--help", timeout=60).stdout
     assert "Like `cd -`, it toggles" in rollback
-    group = subprocess.run([provision_bin, "--help"], capture_output=True, text=True, timeout=60).stdout
+    group = run_provision("--help", timeout=60).stdout
     assert "Every command takes it" not in group and "commands that use environments" in " ".join(group.split())
-    refused = subprocess.run([provision_bin, "probe", "--home", "/tmp"], capture_output=True, text=True, timeout=60)
+    refused = run_provision("probe", "--home", "/tmp", timeout=60)
     assert refused.returncode == 2  # what the help no longer promises
 
 
@@ -65,7 +66,7 @@ def test_lock_says_what_changed_one_row_per_package_and_a_rebuild_that_rebuilds(
     rebuild = header.split("Rebuild: ", 1)[1]
     argv = shlex.split(rebuild)
     assert argv[:3] == ["provision", "lock", str(profile)] and index in argv and argv[-2:] == ["-o", str(lock)]
-    again = subprocess.run([provision_bin, *argv[1:]], capture_output=True, text=True, timeout=300,
+    again = run_provision(*argv[1:], timeout=300,
                            env=tool.env({"PROVISION_INDEX_DEFAULT": "http://127.0.0.1:9/nothing"}))  # the flag decides
     assert again.returncode == 0, again.stderr
     assert "No changes" in again.stdout
@@ -96,7 +97,7 @@ def test_report_machine_takes_a_shell_globs_files(tmp_path: Path, provision_bin:
     from conftest import DATA
 
     for name in ("h200", "rtx-pro-6000-x8"):
-        probed = subprocess.run([provision_bin, "probe", "--json"], capture_output=True, text=True, timeout=120,
+        probed = run_provision("probe", "--json", timeout=120,
                                 env={**os.environ, "PROVISION_NVML_REPLAY": str(DATA / f"{name}.nvml.json")})
         assert probed.returncode == 0, probed.stderr
         (tmp_path / f"{name}.json").write_text(probed.stdout)
@@ -105,7 +106,7 @@ def test_report_machine_takes_a_shell_globs_files(tmp_path: Path, provision_bin:
     assert globbed.returncode == 0, globbed.stderr
     sources = [m["source"] for m in json.loads(globbed.stdout)["machines"]]
     assert sources == [str(tmp_path / "h200.json"), str(tmp_path / "rtx-pro-6000-x8.json")]
-    stray = subprocess.run([provision_bin, "report", str(tmp_path / "h200.json")], capture_output=True, text=True, timeout=60)
+    stray = run_provision("report", str(tmp_path / "h200.json"), timeout=60)
     assert stray.returncode == 2 and "after --machine" in stray.stderr
 
 

@@ -11,6 +11,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from launch import run_provision
 
 BASE = 'schema = 1\nname = "p"\ncuda = "13.0"\n'
 CASES = {
@@ -36,7 +37,7 @@ CASES = {
 def provision(provision_bin: str, tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PROVISION_HOME": str(tmp_path / "home"), "PROVISION_PROFILES": str(tmp_path / "profiles"),
            "PROVISION_INDEX_DEFAULT": "http://127.0.0.1:9/simple", "PROVISION_HTTP_TIMEOUT": "2"}
-    return subprocess.run([provision_bin, *args], capture_output=True, text=True, timeout=120, env=env)
+    return run_provision(*args, timeout=120, env=env)
 
 
 @pytest.mark.parametrize("case", CASES)

@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import tiny
+from launch import run_provision
 
 
 def fill(folder: Path, files: int) -> None:
@@ -50,8 +51,8 @@ def test_switch_and_rollback_during_a_large_remove_do_not_wait(tmp_path: Path, i
     aside = big.with_name(f".removing-{big.name}")
     held_aside(tool.home, aside, remover)
     try:
-        switched = subprocess.run([provision_bin, "switch", "other"], capture_output=True, text=True, timeout=60, env=tool.env())
-        rolled = subprocess.run([provision_bin, "rollback"], capture_output=True, text=True, timeout=60, env=tool.env())
+        switched = run_provision("switch", "other", timeout=60, env=tool.env())
+        rolled = run_provision("rollback", timeout=60, env=tool.env())
         assert aside.exists()  # still being deleted: the switch and the rollback did not wait for it
     finally:
         remover.send_signal(signal.SIGCONT)

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 import tiny
+from launch import run_provision
 
 from provision import log
 from provision.stacks import index, uvtool
@@ -22,7 +23,7 @@ def run(provision_bin: str, tmp_path: Path, *args: str, env: dict[str, str] | No
     tiny.profile(tmp_path)
     variables = {**os.environ, "PROVISION_HOME": str(tmp_path / "home"), "PROVISION_PROFILES": str(tmp_path),
                  "PROVISION_HTTP_TIMEOUT": "5", **(env or {})}
-    return subprocess.run([provision_bin, *args], capture_output=True, text=True, timeout=300, env=variables)
+    return run_provision(*args, timeout=300, env=variables)
 
 
 @pytest.mark.parametrize("password", ["pa/ss-w0rd-secret", "pa#ss-w0rd-secret", "pa?ss-w0rd-secret", "p@ss/w#o?rd-secret"])
