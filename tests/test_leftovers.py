@@ -9,13 +9,13 @@ import json
 import os
 import re
 import signal
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
 import tiny
+from launch import run_provision
 
 from provision.envs import drift
 
@@ -89,7 +89,7 @@ def test_create_killed_while_locking_leaves_nothing_in_tmpdir(made: tiny.Tool, t
 def test_scan_of_a_dangling_link_says_so(tmp_path: Path, provision_bin: str) -> None:
     link = tmp_path / "libgone.so"
     link.symlink_to(tmp_path / "missing.so")
-    done = subprocess.run([provision_bin, "scan", str(link)], capture_output=True, text=True, timeout=60)
+    done = run_provision("scan", str(link), timeout=60)
     assert done.returncode == 2 and f"error: {link} is a link to {tmp_path / 'missing.so'}, which does not exist" in done.stderr
 
 

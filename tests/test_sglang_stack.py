@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 import tomlkit
 from conftest import ROOT
+from launch import run_provision
 from test_lockself import machine_570
 
 pytestmark = pytest.mark.network
@@ -23,7 +24,7 @@ STACK = os.environ.get("PROVISION_TEST_STACK") == "1"
 
 
 def run(provision_bin: str, env: dict[str, str], *args: str, cwd: Path, timeout: int = 900) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([provision_bin, *args], capture_output=True, text=True, timeout=timeout, env=env, cwd=cwd)
+    return run_provision(*args, timeout=timeout, env=env, cwd=cwd)
 
 
 def lock_target(done: subprocess.CompletedProcess[str], machine: int = 0) -> dict:
