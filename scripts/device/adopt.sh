@@ -11,7 +11,7 @@ export PROVISION_HTTP_TIMEOUT=10
 COPY=/tmp/adopt-copy/.venv; CSITE=$COPY/lib/python3.12/site-packages
 rm -rf /tmp/adopt-copy; mkdir -p /tmp/adopt-copy
 step 00-uv bash -c 'command -v uv; uv --version; d=$(uv cache dir); echo "cache: $d"; ls "$d" 2>&1; du -sh "$d" 2>&1; ls $(dirname $(command -v python3))/../lib/python3.12/site-packages | grep -c dist-info'
-step 01-copy cp -al $VENV $COPY
+step 01-copy bash -c "cp -al $VENV $COPY || { rm -rf $COPY; cp -a $VENV $COPY; }"  # a full copy where /tmp is another file system
 step 02-adopt $P adopt copy $COPY
 step 03-lock-env-json $P lock --env copy --json
 step 04-envs $P envs
