@@ -171,3 +171,18 @@ def test_lock_env_refuses_a_built_environment_and_restore_a_lock_written_for_ano
     Path(second["lock"]).write_text(Path(first["lock"]).read_text())  # first's lock, in second's place
     refused = setup("restore", "second", "--dry-run", code=7)
     assert "was written for 'first'" in refused.stderr and "provision lock --env second" in refused.stderr
+
+
+def test_one_garbled_page_leaves_that_distribution_unmatched_and_the_index_reachable(
+        tmp_path: Path, index_server, provision_bin: str) -> None:
+    served = index_server.index("main")
+    good = [f"good-{n:02d}" for n in range(17)]  # more than the lookup's threads: the garbled page is read after some
+    for name in [*good, "zz-garbled"]:
+        served.add(name, "1.0")
+    setup = Setup(tmp_path, provision_bin)
+    setup.build(served.url, *good, "zz-garbled")
+    served.garbled.add("zz-garbled")
+    adopted = setup.json("adopt", "old", str(setup.venv), index=served.url, UV_CACHE_DIR=str(tmp_path / "empty-cache"))
+    assert len(adopted["matched"]) == 17 and adopted["unreachable"] == {}
+    (garbled,) = adopted["unmatched"]
+    assert garbled["name"] == "zz-garbled" and "not a PEP 691 project page" in garbled["reason"]

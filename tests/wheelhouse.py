@@ -66,6 +66,7 @@ class Index:
     url: str = ""
     requests: list[str] = field(default_factory=list)
     wrong_hash: set[str] = field(default_factory=set)  # filenames listed with a sha256 that does not match
+    garbled: set[str] = field(default_factory=set)  # projects whose page is not JSON, though it says it is
     delay: float = 0.0  # seconds before each answer: a slow index
     hold: threading.Event | None = None  # when set to an Event, every answer waits until it is set (at most 120 s)
     pep658: bool = False  # serve each wheel's METADATA as <wheel>.metadata and say so (PEP 658/714)
@@ -201,6 +202,8 @@ class IndexServer:
         folder = index.root / str(canonicalize_name(project))
         if not folder.is_dir():
             return None, "text/html"
+        if str(canonicalize_name(project)) in index.garbled:
+            return b"{not json", "application/vnd.pypi.simple.v1+json"
         files = []
         for wheel in sorted(folder.glob("*.whl")):
             digest = hashlib.sha256(wheel.read_bytes()).hexdigest()
