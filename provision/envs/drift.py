@@ -10,6 +10,7 @@ import csv
 import errno
 import hashlib
 import os
+import re
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -497,14 +498,14 @@ def _other_source(dist: Installed, wheel_names: list[str]) -> tuple[str, str] | 
     wheel = _text(dist.info, "WHEEL")
     if not wheel or not wheel_names:
         return None
-    installed_tags = {str(value) for key, value in HeaderParser().parsestr(wheel).items() if key == "Tag"}
+    installed_tags = _tags([str(value) for key, value in HeaderParser().parsestr(wheel).items() if key == "Tag"])
     locked: set[str] = set()
     for filename in wheel_names:
         try:
             locked |= {str(tag) for tag in parse_wheel_filename(filename)[3]}
         except InvalidWheelFilename:
             return None
-    if installed_tags and not installed_tags & locked:
+    if installed_tags and not installed_tags & (locked | _unrenamed(locked)):
         return ", ".join(sorted(locked)), ", ".join(sorted(installed_tags))
     return None
 
@@ -512,6 +513,26 @@ def _other_source(dist: Installed, wheel_names: list[str]) -> tuple[str, str] | 
 def scan_env(venv: Path, build: Path, record: EnvRecord) -> Drift:
     """The environment against everything its record says it should be: its lock, its accepted and profile files."""
     return scan(venv, lock=Path(record.lock) if record.lock else None, cache=build / CACHE_NAME, kept=record.kept_files())
+
+
+def _tags(lines: list[str]) -> set[str]:
+    """Every tag of a WHEEL file's Tag lines, compressed tag sets expanded (openai-harmony 0.0.4 writes
+    `cp38-abi3-manylinux_2_17_x86_64.manylinux2014_x86_64` in one line)."""
+    from packaging.tags import parse_tag
+
+    found: set[str] = set()
+    for line in lines:
+        try:
+            found |= {str(tag) for tag in parse_tag(line.strip())}
+        except ValueError:
+            found.add(line.strip())
+    return found
+
+
+def _unrenamed(locked: set[str]) -> set[str]:
+    """The `linux_<arch>` tag a manylinux wheel's WHEEL file keeps when the wheel was renamed without rewriting it
+    (torchvision 0.29.2: file py3-none-manylinux_2_28_x86_64, WHEEL py3-none-linux_x86_64)."""
+    return {re.sub(r"-manylinux[\w]*?_(x86_64|aarch64)$", r"-linux_\1", tag) for tag in locked if "-manylinux" in tag}
 
 
 def check(venv: Path, build: Path, record: EnvRecord) -> dict[str, Any]:
