@@ -18,7 +18,8 @@ class Check:
 
 
 CHECKS = (
-    Check(id="imports", title="every package of the profile imports", payload="check_imports.py", needs_gpu=False),
+    # a whole SGLang stack's server entry point took 264 s to import on a 2-core machine with a cold disk
+    Check(id="imports", title="every package of the profile imports", payload="check_imports.py", needs_gpu=False, timeout=900),
     Check(id="drift", title="installed files match their RECORD, distributions the lock", payload=None, needs_gpu=False),
     Check(id="driver", title="the driver supports the environment's CUDA release", payload=None),
     Check(id="torch-cuda", title="torch sees every GPU and has kernels for its SM", payload="check_torch_cuda.py", needs=("torch",)),
