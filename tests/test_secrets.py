@@ -65,7 +65,8 @@ def test_credentials_without_a_scheme_are_not_printed_in_the_index_usage_error(p
 
 
 @pytest.mark.parametrize("setting", ["NCCL_PASSWORD:hunter2secret", "NCCL_NVLS_ENABLE=hunter2secret",
-                                     "NCCL_ALGO=nvls;token=hunter2secret", "NCCL_IB_HCA hunter2secret"])
+                                     "NCCL_ALGO=nvls;token=hunter2secret", "NCCL_IB_HCA hunter2secret",
+                                     "hunter2secret"])
 def test_a_refused_nccl_env_never_prints_its_value(provision_bin: str, tmp_path: Path, setting: str) -> None:
     done = run(provision_bin, tmp_path, "bench", "allreduce", "--nccl-env", setting)
     assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
