@@ -66,8 +66,9 @@ def nccl_env(pairs: tuple[str, ...]) -> dict[str, str]:
         key, sep, value = pair.partition("=")
         if not sep or not key.startswith("NCCL_") or not key.replace("_", "").isalnum():
             # only the leading name is shown: what follows may be a secret (NCCL_PASSWORD:value, a mistyped =)
-            name = re.match(r"NCCL_[A-Za-z0-9_]*", key)  # a bare value (no NCCL_ name) may be the secret itself
-            shown = (name[0] if name else "") + "..."
+            # the name before "=" is shown; nothing after it, nor a bare value (NCCL_PASSWORD:value, or the secret alone)
+            name = key if sep and not re.search(r"[:@]", key) else re.match(r"(NCCL_[A-Za-z0-9_]*)?", key)[0]  # type: ignore[index]
+            shown = f"{name}=..." if sep else f"{name}..."
             raise UsageError(f"--nccl-env {shown!r}: not NCCL_NAME=VALUE (its value not shown)",
                              "for example --nccl-env NCCL_GRAPH_MIXING_SUPPORT=0")
         if key == "NCCL_NVLS_ENABLE":
