@@ -139,3 +139,16 @@ def test_restore_refuses_a_built_environment_whose_env_json_names_a_venv_outside
     assert (drift.site_packages(outside) / "alpha" / "__init__.py").read_text() == "theirs = True\n"
     assert (drift.site_packages(outside) / "sitecustomize.py").exists()
     assert not [p for p in tmp_path.iterdir() if ".restore-" in p.name]
+
+
+def test_a_planted_restore_record_deletes_nothing_but_this_venvs_own_staging_names(tool: tiny.Tool, tmp_path: Path) -> None:
+    build = build_of(tool)
+    elsewhere = [tmp_path / "srv" / ".other.restore-1-20261130T000000Z", tmp_path / "srv" / "important",
+                 build / ".other.restore-1-20261130T000000Z", tmp_path / ".venv.restore-1-20261130T000000Z"]
+    for folder in elsewhere:
+        folder.mkdir(parents=True)
+        (folder / "keep.txt").write_text("mine\n")
+    (build / restore.MADE).write_text(json.dumps({"pid": 1, "made": [str(p) for p in elsewhere]}))
+    tool("gc")
+    for folder in elsewhere:
+        assert (folder / "keep.txt").read_text() == "mine\n", f"{folder} was deleted on a planted record's word"

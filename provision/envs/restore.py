@@ -386,9 +386,13 @@ def remove_stale(build: Path) -> list[Path]:
         return []
     except (OSError, ValueError, TypeError, KeyError):
         made = []  # damaged: nothing in it can be trusted to be ours
+    try:  # a staging copy lies beside this environment's venv, named after it: nothing else, whatever the record says
+        venv = records.read(build).venv_path(build).resolve()
+    except (ProvisionError, OSError, RuntimeError):
+        venv = None
     removed = []
     for path in made:
-        if not _ours(build, path):
+        if not _ours(build, path, venv):
             continue
         if path.is_symlink() or path.is_file():
             path.unlink(missing_ok=True)
@@ -401,11 +405,12 @@ def remove_stale(build: Path) -> list[Path]:
     return removed
 
 
-def _ours(build: Path, path: Path) -> bool:
-    """Whether `path` has the shape of what a restore of `build` makes: a staging folder beside a venv, a subset lock."""
+def _ours(build: Path, path: Path, venv: Path | None) -> bool:
+    """Whether `path` is what a restore of `build` makes: a subset lock in it, a staging folder beside its venv."""
     if path.parent == build and re.fullmatch(r"pylock\.restore-\d+\.toml", path.name):
         return True
-    return path.is_absolute() and re.fullmatch(r"\..+\.restore-\d+-\d{8}T\d{6}Z", path.name) is not None
+    return venv is not None and path.parent == venv.parent and \
+        re.fullmatch(re.escape(f".{venv.name}.restore-") + r"\d+-\d{8}T\d{6}Z", path.name) is not None
 
 
 def _now() -> str:
