@@ -9,7 +9,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-LIFETIME = 20.0  # the longest any answer goes on
+LIFETIME = 45.0  # the longest any answer goes on
 JSON_TYPE = "application/vnd.pypi.simple.v1+json"
 
 

@@ -79,7 +79,7 @@ def test_a_server_trickling_a_byte_at_a_time_fails_at_the_deadline(provision_bin
                                    headers=route.headers)
     done, seconds = profiles_new(provision_bin, hostile, tmp_path)
     one_line_naming(done, f"127.0.0.1:{hostile.port}{target}")
-    assert "within" in done.stderr and seconds < 10, (seconds, done.stderr)
+    assert "within" in done.stderr and seconds < 25, (seconds, done.stderr)  # a 2 s deadline; start-up on a loaded machine
     assert not (tmp_path / "mine.toml").exists()
 
 
@@ -194,7 +194,7 @@ def test_report_lock_fetches_within_the_deadline_and_the_locks_size(provision_bi
                           env={**os.environ, "PROVISION_HTTP_TIMEOUT": DEADLINE, "UV_CACHE_DIR": str(tmp_path / "cache"),
                                "TMPDIR": str(spool_dir(tmp_path)), "XDG_CACHE_HOME": str(tmp_path / "xdg")})
     one_line_naming(done, f"127.0.0.1:{hostile.port}{path}")
-    assert time.monotonic() - started < 15
+    assert time.monotonic() - started < 25
     assert ("larger than" if how == "endless" else "within") in done.stderr
     assert hostile.sent.get(path, 0) < 64 << 20
     assert not any(spool_dir(tmp_path).iterdir())

@@ -12,7 +12,7 @@ from elftools.common.exceptions import ELFError
 from elftools.elf.dynamic import DynamicSection
 from elftools.elf.elffile import ELFFile
 
-from provision import compat
+from provision import compat, regular
 from provision.scan import binaries as scan
 
 if TYPE_CHECKING:
@@ -25,7 +25,7 @@ def cudart_majors(library: Path) -> set[str]:
     """The libcudart.so.N a shared object names in DT_NEEDED."""
     majors = set()
     try:
-        with open(library, "rb") as handle:
+        with regular.open_file(library) as handle:  # a pipe named like a library is not waited on
             for section in ELFFile(handle).iter_sections():
                 if isinstance(section, DynamicSection):
                     for tag in section.iter_tags():

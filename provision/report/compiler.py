@@ -12,7 +12,7 @@ from pathlib import Path
 
 from packaging.version import InvalidVersion, Version
 
-from provision import compat, proc
+from provision import compat, proc, regular
 from provision.errors import ProvisionError
 from provision.stacks import uvcache
 
@@ -78,7 +78,7 @@ def _from_wheel(cuda: str, cache: Path) -> CompilerTargets | None:
 def _remembered(key: str) -> list[str] | None:
     """The SMs remembered for a wheel: a list (empty when its nvcc gave no answer), None when never asked."""
     try:
-        value = json.loads(memory_file().read_text()).get(key)
+        value = json.loads(regular.read_bytes(memory_file(), 16 << 20)).get(key)
     except (OSError, ValueError):
         return None
     return list(value) if isinstance(value, list) else None
@@ -101,7 +101,7 @@ def _ask(nvcc: Path, key: str) -> list[str] | None:
 
     path = memory_file()
     try:
-        known = json.loads(path.read_text())
+        known = json.loads(regular.read_bytes(path, 16 << 20))
     except (OSError, ValueError):
         known = {}
     known[key] = sms

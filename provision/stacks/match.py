@@ -25,7 +25,7 @@ from typing import IO, Any
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 from packaging.version import InvalidVersion, Version
 
-from provision import confined
+from provision import confined, regular
 from provision.errors import ProvisionError
 from provision.stacks import index, uvcache, wheelmeta
 
@@ -429,7 +429,7 @@ def _origin(wheel: uvcache.CachedWheel, uv_default: str) -> tuple[str, set[str],
     """(wheel URL, sha256s, index URL) from uv's pointer files: the URL uv fetched, and the page of the index uv
     read it from (simple-v*/index/<the same hash>/<project>.rkyv); the default index for its `pypi` bucket."""
     try:
-        found = _URL.search(wheel.link.with_name(wheel.link.name + ".http").read_bytes())
+        found = _URL.search(regular.read_bytes(wheel.link.with_name(wheel.link.name + ".http"), 16 << 20))
     except OSError:
         found = None
     url = found.group(0).decode() if found else ""
@@ -440,7 +440,7 @@ def _origin(wheel: uvcache.CachedWheel, uv_default: str) -> tuple[str, set[str],
     else:
         for page in sorted(bucket.parent.parent.parent.glob(f"simple-v*/index/{bucket.name}/{wheel.project}.rkyv"), reverse=True):
             try:
-                hit = re.search(rb"(https?://[\x21-\x7e]+?/)" + re.escape(wheel.project.encode()) + rb"/", page.read_bytes())
+                hit = re.search(rb"(https?://[\x21-\x7e]+?/)" + re.escape(wheel.project.encode()) + rb"/", regular.read_bytes(page, 64 << 20))
             except OSError:
                 continue
             if hit:

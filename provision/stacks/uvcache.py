@@ -11,6 +11,8 @@ from pathlib import Path
 
 from packaging.utils import canonicalize_name
 
+from provision import regular
+
 _SHA256 = re.compile(rb"[0-9a-f]{64}")
 
 
@@ -26,7 +28,7 @@ class CachedWheel:
         found: set[str] = set()
         for suffix in (".http", ".msgpack", ".rev"):
             try:
-                found.update(m.decode() for m in _SHA256.findall(self.link.with_name(self.link.name + suffix).read_bytes()))
+                found.update(m.decode() for m in _SHA256.findall(regular.read_bytes(self.link.with_name(self.link.name + suffix), 16 << 20)))
             except OSError:
                 continue
         return found
