@@ -21,11 +21,14 @@ import pytest
 from conftest import DATA, ROOT
 from wheelhouse import IndexServer
 
+from provision.envs import drift
+
 pytest.importorskip("ansible", reason="ansible-core is not installed (pip install -e '.[test]')")
 
 PLAYBOOKS = ROOT / "contrib" / "ansible"
 HOSTS = ("gpu-a", "gpu-b", "gpu-c")
 PY = f"{sys.version_info.major}.{sys.version_info.minor}"
+FLEET_PATCH = "CUSTOM_ALL_REDUCE = False\n"
 
 
 def playbook_binary() -> str:
@@ -35,14 +38,14 @@ def playbook_binary() -> str:
     return found
 
 
-def profile(folder: Path, name: str, cuda: str, version: str, url: str, figure: str) -> Path:
+def profile(folder: Path, name: str, cuda: str, version: str, url: str, figure: str, files: str = "") -> Path:
     path = folder / f"{name}.toml"
     path.write_text(
         f'schema = 1\nname = "{name}"\ncuda = "{cuda}"\n[indexes]\nfleet = "{url}"\n'
         f'[packages]\nalpha = {{ index = "fleet", version = "=={version}" }}\n'
         '[checks]\nrequired = ["driver"]\n'
         f'[baseline]\ncommand = ["python", "-c", "print(\'decode {figure} tok/s\')"]\n'
-        "pattern = 'decode ([\\d.]+) tok/s'\nunit = \"tok/s\"\nbetter = \"higher\"\ntimeout = 60\n")
+        "pattern = 'decode ([\\d.]+) tok/s'\nunit = \"tok/s\"\nbetter = \"higher\"\ntimeout = 60\n" + files)
     return path
 
 
@@ -56,7 +59,10 @@ class Fleet:
         profiles = base / "profiles"
         profiles.mkdir()
         self.old = profile(profiles, "serve-cu128", "12.8", "1.0", fleet.url, "82.0")
-        self.new = profile(profiles, "serve-cu130", "13.0", "2.0", fleet.url, "89.5")
+        (profiles / "patches").mkdir()
+        (profiles / "patches" / "fleet_patch.py").write_text(FLEET_PATCH)  # the team's patch, carried to every host
+        self.new = profile(profiles, "serve-cu130", "13.0", "2.0", fleet.url, "89.5",
+                           files='[files]\n"fleet_patch.py" = "patches/fleet_patch.py"\n')
         new_driver = DATA / "h200.nvml.json"
         old_driver = json.loads(new_driver.read_text())
         answers = {"nvmlSystemGetDriverVersion": "575.57.08", "nvmlSystemGetCudaDriverVersion_v2": 12090}
@@ -189,6 +195,9 @@ def test_fleet_probe_report_rolling_upgrade_stops_at_failing_host_and_rollback(t
     assert "reusing the lock of the first run" in done.stdout
     assert (fleet.fleet_dir / "pylock.serve-cu130.toml").read_bytes() == first_lock
     assert (tmp_path / "gpu-c" / "remote" / "pylock.serve-cu130.toml").read_bytes() == first_lock
+    for host in HOSTS:  # the profile's [files] reached every host with it, and create wrote them into the venv
+        venv = fleet.home(host) / "envs" / "serve-cu130" / "venv"
+        assert (drift.site_packages(venv) / "fleet_patch.py").read_text() == FLEET_PATCH, host
 
     # The fleet rollback: every host where serve-cu130 is active goes back to serve-cu128, all at once.
     done = fleet.play("rollback.yml", "-e", "provision_env=serve-cu130")
