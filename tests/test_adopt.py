@@ -186,3 +186,15 @@ def test_one_garbled_page_leaves_that_distribution_unmatched_and_the_index_reach
     assert len(adopted["matched"]) == 17 and adopted["unreachable"] == {}
     (garbled,) = adopted["unmatched"]
     assert garbled["name"] == "zz-garbled" and "not a PEP 691 project page" in garbled["reason"]
+
+
+def test_an_index_password_never_reaches_the_lock_nor_the_output(tmp_path: Path, index_server, provision_bin: str) -> None:
+    served = index_server.index("private", userinfo="alice:s3cret-word@")
+    served.password = "s3cret-word"
+    served.add("alpha", "1.0")
+    setup = Setup(tmp_path, provision_bin)
+    setup.build(served.url, "alpha==1.0")
+    done = setup("adopt", "old", str(setup.venv), "--json", index=served.url)
+    document = json.loads(done.stdout)
+    assert [m["name"] for m in document["matched"]] == ["alpha"]
+    assert "s3cret" not in done.stdout + done.stderr and "s3cret" not in Path(document["lock"]).read_text()

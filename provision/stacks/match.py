@@ -310,7 +310,7 @@ def _match_one(dist: Installed, index_names: list[str], asker: _Asker,
             differs = difference(dist.files, wheel_files(record)) if record is not None else how
             if differs is None:
                 sha256 = file.sha256 or index.sha256_of(file.url)
-                return Matched(name=dist.name, version=dist.version, index=index_name, index_url=asker.indexes[index_name],
+                return Matched(name=dist.name, version=dist.version, index=index_name, index_url=index.strip_credentials(asker.indexes[index_name]),
                                filename=file.filename, url=index.strip_credentials(file.url), sha256=sha256, record_from=how)
             others.append(f"{file.filename} on {index_name} is another build ({differs})")
     from_cache = _from_cache(dist, cached, {n: asker.indexes[n] for n in index_names}, uv_default)
