@@ -43,8 +43,13 @@ def _shake(info: Path) -> None:
     (info.parent / "alpha" / "x.py").write_text("x\n")
 
 
+def _direct_url_no_url(info: Path) -> None:
+    (info / "direct_url.json").write_text('{"url": 5}')
+
+
 DAMAGE: dict[str, Callable[[Path], None]] = {"metadata-latin1": _metadata_latin1, "wheel-latin1": _wheel_latin1,
-                                              "direct-url-list": _direct_url_list, "record-shake128": _shake}
+                                              "direct-url-list": _direct_url_list, "record-shake128": _shake,
+                                              "direct-url-url-not-a-string": _direct_url_no_url}
 
 
 @pytest.mark.parametrize("damage", DAMAGE)

@@ -298,7 +298,7 @@ def _reinstall(build: Path, lock: Path, venv: Path, staging: Path, result: Resto
 
 
 def _drop_damaged_direct_urls(site: Path, names: list[str]) -> None:
-    """In the copy, a reinstalled distribution's direct_url.json that is not a JSON object goes: uv refuses to read
+    """In the copy, a reinstalled distribution's direct_url.json not of PEP 610's shape goes: uv refuses to read
     the installed metadata past it (and reinstalling writes the metadata anew). The venv's own file is a hard link."""
     wanted = set(names)
     for info in site.glob("*.dist-info"):
@@ -309,8 +309,15 @@ def _drop_damaged_direct_urls(site: Path, names: list[str]) -> None:
             data = json.loads(regular.read_bytes(direct, 1 << 20))
         except (OSError, ValueError, RecursionError):
             data = None
-        if not isinstance(data, dict):
+        if not _direct_url_shape(data):
             direct.unlink()
+
+
+def _direct_url_shape(data: object) -> bool:
+    """Whether `data` has PEP 610's shape: an object with a string url and one of archive_info, dir_info, vcs_info."""
+    if not isinstance(data, dict) or not isinstance(data.get("url"), str):
+        return False
+    return sum(isinstance(data.get(key), dict) for key in ("archive_info", "dir_info", "vcs_info")) == 1
 
 
 def _subset_lock(lock: Path, names: list[str]) -> str:
