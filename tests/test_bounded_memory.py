@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 import tiny
+from launch import environment
 
 pytestmark = pytest.mark.timeout(300)
 MEMBER = 512 << 20  # each hostile member inflates to this; read whole (twice, as before) it took over 1 GiB
@@ -79,7 +80,7 @@ def test_the_drift_check_reads_metadata_headers_and_bounded_records(index_server
         handle.truncate(MEMBER)
     with open(info / "RECORD", "ab") as handle:  # past the RECORD bound (64 MiB): a finding, never read
         handle.truncate(80 << 20)
-    code, rss, out, err = peak(tool.binary, "check", "tiny", "--only", "drift", "--json", env=tool.env())
+    code, rss, out, err = peak(tool.binary, "check", "tiny", "--only", "drift", "--json", env=environment(tool.env()))
     assert code == 0 and "Traceback" not in err, err
     assert rss < PEAK, f"{rss >> 20} MiB"
     findings = json.loads(out)["checks"][0]["details"]["findings"]

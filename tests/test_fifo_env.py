@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 import tiny
+from launch import run_provision
 
 pytestmark = pytest.mark.timeout(300)
 QUICK = 30  # seconds any one command may take here: a hang is a failure, not a stuck suite
@@ -19,7 +20,7 @@ QUICK = 30  # seconds any one command may take here: a hang is a failure, not a 
 
 def run(tool: tiny.Tool, *args: str) -> subprocess.CompletedProcess[str]:
     try:
-        return subprocess.run([tool.binary, *args], capture_output=True, text=True, timeout=QUICK, env=tool.env())
+        return run_provision(*args, env=tool.env(), timeout=QUICK)
     except subprocess.TimeoutExpired:
         pytest.fail(f"provision {' '.join(args)} waited on a pipe for {QUICK} s")
 
