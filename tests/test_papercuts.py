@@ -60,7 +60,7 @@ def test_lock_says_what_changed_one_row_per_package_and_a_rebuild_that_rebuilds(
     assert "changes since" not in first.stdout
     rows = [line for line in first.stdout.splitlines() if line.startswith("│ alpha")]
     assert len(rows) == 1 and rows[0].split("│")[4].strip() == "2"  # package, version, index, files
-    assert "(1 packages, 2 files" in " ".join(first.stdout.split())
+    assert f"{lock}: 1 package, 2 files, " in first.stdout
 
     header = lock.read_text().splitlines()[0]
     rebuild = header.split("Rebuild: ", 1)[1]

@@ -51,8 +51,7 @@ def locked(result: LockResult, as_json: bool) -> None:
     by_package: dict[str, list[Any]] = {}
     for p in result.packages:  # one row per package, however many files (wheels per platform) it locks
         by_package.setdefault(p.name, []).append(p)
-    table = ui.table(f"{result.path} ({len(by_package)} packages, {len(result.packages)} files, {result.seconds:.2f} s)",
-                     "package", "version", "index", "files", "hashes")
+    table = ui.table("", "package", "version", "index", "files", "hashes")
     for name, files in by_package.items():
         hashed = sum(1 for f in files if f.hash_source == "computed")
         source = {"git": f"git {files[0].url}", "editable": f"editable {files[0].url}: not hashed",
@@ -61,6 +60,8 @@ def locked(result: LockResult, as_json: bool) -> None:
                       source or ("from index" if not hashed else f"{hashed} computed" if hashed < len(files) else "computed"))
     out = ui.console()
     out.print(table)
+    plural = "" if len(by_package) == 1 else "s"  # a line of its own: as a title it folds beside a narrow table
+    out.print(f"{result.path}: {len(by_package)} package{plural}, {len(result.packages)} files, {result.seconds:.2f} s")
     if result.changes is not None:
         from provision.stacks import relock
 
