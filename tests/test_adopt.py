@@ -92,7 +92,7 @@ def test_a_wheel_rebuilt_with_other_contents_under_the_same_version_is_not_match
     first.add("alpha", "1.0")
     first.add("beta", "2.0", files={"beta/__init__.py": b"X = 1\n"})
     setup = Setup(tmp_path, provision_bin)
-    setup.build(first.url, "alpha==1.0", "beta==2.0")
+    site = setup.build(first.url, "alpha==1.0", "beta==2.0")
     rebuilt = index_server.index("rebuilt")  # the same names and versions, built again; beta with other contents
     rebuilt.ranges = True
     rebuilt.add("alpha", "1.0")
@@ -107,6 +107,13 @@ def test_a_wheel_rebuilt_with_other_contents_under_the_same_version_is_not_match
     assert rebuilt.range_requests > 0
     plan = setup.json("restore", "old", "--dry-run")
     assert plan["not_restorable"] == [] and plan["drift_before"]["status"] == "pass"
+    (site / "beta" / "__init__.py").write_text("X = 3\n")  # an experiment on the one that matched no wheel
+    (result,) = setup.json("check", "old", "--only", "drift")["checks"]
+    assert result["status"] == "warn" and "provision restore cannot put back beta" in result["reason"], \
+        "the hint promised a restore that restore then refuses"
+    (site / "alpha" / "__init__.py").write_text("Y = 1\n")
+    (result,) = setup.json("check", "old", "--only", "drift")["checks"]
+    assert "cannot put back beta (" in result["reason"] and "alpha" not in result["reason"].split("cannot put back")[1]
 
 
 def test_adopt_with_no_index_reachable_says_so_and_lock_env_locks_it_later(

@@ -86,6 +86,7 @@ class Drift:
     seconds: float = 0.0
     owners: dict[str, str] = field(default_factory=dict)  # kept path -> "name version" of the distribution listing it
     notes: list[str] = field(default_factory=list)  # distributions from a source tree or a repository, as locked
+    unmatched: set[str] = field(default_factory=set)  # an adopted lock's distributions that matched no wheel
 
     @property
     def status(self) -> str:
@@ -137,7 +138,7 @@ def scan(venv: Path, *, lock: Path | None = None, cache: Path | None = None, kep
     owned = _files(drift, installed, filehash.Cache(cache, site), confinement, kept or {})
     drift.findings += _unowned_startup(site, owned, confinement)
     if lock is not None:
-        drift.findings += _against_lock(venv, installed, lock, drift.notes)
+        drift.findings += _against_lock(venv, installed, lock, drift.notes, drift.unmatched)
     drift.findings.sort(key=lambda f: (KINDS.index(f.kind), f.distribution or "", f.path))
     drift.seconds = time.perf_counter() - start
     return drift
@@ -404,7 +405,8 @@ def marker_environment(venv: Path) -> dict[str, str]:
     return environment
 
 
-def _against_lock(venv: Path, installed: dict[str, Installed], lock_path: Path, notes: list[str]) -> list[Finding]:
+def _against_lock(venv: Path, installed: dict[str, Installed], lock_path: Path, notes: list[str],
+                  unmatched: set[str]) -> list[Finding]:
     from provision.stacks import lockfile as locking
 
     try:
@@ -439,6 +441,7 @@ def _against_lock(venv: Path, installed: dict[str, Installed], lock_path: Path, 
         if not name or name in locked_names:
             continue
         locked_names.add(name)
+        unmatched.add(name)
         if dist is None:
             findings.append(Finding(kind="missing", distribution=name, path="", expected=want))
         elif not _same_version(want, dist.version):
@@ -551,5 +554,15 @@ def check(venv: Path, build: Path, record: EnvRecord) -> dict[str, Any]:
         return {"status": "pass", "reason": reason, "details": details}
     shown = "; ".join(f.line() for f in drift.findings[:8]) + (f"; and {len(drift.findings) - 8} more" if len(drift.findings) > 8 else "")
     notes = "".join(f"; {note}" for note in drift.notes)
-    return {"status": "warn", "reason": f"{drift.summary()}: {shown}{without_lock}{notes}; provision restore puts it back",
+    return {"status": "warn", "reason": f"{drift.summary()}: {shown}{without_lock}{notes}; {_restore_hint(drift)}",
             "details": details}
+
+
+def _restore_hint(drift: Drift) -> str:
+    """What `provision restore` will do about these findings: an adopted distribution that matched no wheel when it was
+    locked cannot be reinstalled, and the hint says so rather than promise it."""
+    stuck = sorted(set(drift.to_reinstall()) & drift.unmatched)
+    if not stuck:
+        return "provision restore puts it back"
+    return (f"provision restore cannot put back {', '.join(stuck)} (no wheel matched when the environment was locked: "
+            "provision lock --env NAME once an index has them)")
