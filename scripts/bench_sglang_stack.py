@@ -55,7 +55,8 @@ def main() -> None:
     target = lock.Target(python="3.12", platform=None)
     effective = lock.effective_indexes(profile, {})
     (work / "pyproject.toml").write_text(lock._project(profile, {}, effective))
-    bare = [uvtool.binary(), *lock._uv_compile_args(effective, target, "pylock.bare.toml")]
+    bare = [uvtool.binary(), *lock._uv_compile_args(target, "pylock.bare.toml")]
+    env.update(uvtool.index_options(effective)[1])  # the indexes, as provision gives them to uv: by variable
     ours = [sys.executable, "-m", "provision", "lock", str(profile_path), "-o", str(work / "pylock.today.toml"), "--json"]
     timed(bare, work, env)  # uv's cache warm for both
     timed(ours, work, env)  # and provision's RECORDs read once

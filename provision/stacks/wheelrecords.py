@@ -26,7 +26,9 @@ def folder() -> Path:
 def read_all(wheels: list[tuple[str, str, str, str]], uv_cache: Path | None,
              progress: Callable[[str], None] = lambda _: None) -> dict[str, dict[str, str] | None]:
     """wheel file name -> what its RECORD installs (None: not read) for each (project, file name, url, sha256)."""
-    unpacked = uvcache.wheels(uv_cache, {p for p, _, _, _ in wheels}) if uv_cache and uv_cache.is_dir() else {}
+    found = {filename: _remembered(sha256) for _, filename, _, sha256 in wheels}
+    wheels = [job for job in wheels if found[job[1]] is None]  # a RECORD read before is not looked for again
+    unpacked = uvcache.wheels(uv_cache, {p for p, _, _, _ in wheels}) if wheels and uv_cache and uv_cache.is_dir() else {}
     if wheels:
         progress(f"reading the RECORD of {len(wheels)} wheels")
 
@@ -37,7 +39,17 @@ def read_all(wheels: list[tuple[str, str, str, str]], uv_cache: Path | None,
         return filename, found if found is not None else _elsewhere(filename, url, sha256)
 
     with ThreadPoolExecutor(max_workers=WORKERS) as pool:
-        return dict(pool.map(one, wheels))
+        found.update(pool.map(one, wheels))
+    return found
+
+
+def _remembered(sha256: str) -> dict[str, str] | None:
+    """The RECORD kept by an earlier read of the wheel with this sha256, if any."""
+    path = folder() / sha256 if len(sha256) == 64 and sha256.isalnum() else None
+    try:
+        return lockcheck.installed(regular.read_bytes(path).decode("utf-8", "replace")) if path else None
+    except OSError:
+        return None
 
 
 def _elsewhere(filename: str, url: str, sha256: str) -> dict[str, str] | None:
