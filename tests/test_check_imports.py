@@ -37,8 +37,9 @@ def build(tmp_path_factory) -> Path:
     tmp = tmp_path_factory.mktemp("imports")
     wheels = tmp / "wheels"
     build_wheel(wheels, "sgl-kernel", "0.4.10", files={"sgl_kernel/__init__.py": NEEDS_DRIVER})
-    build_wheel(wheels, "flashinfer-python", "0.7.2", files={"flashinfer/__init__.py": b"",  # and a stray build helper:
-                                                              "build_backend.py": b"raise SystemExit('a build ran at import')\n"})
+    build_wheel(wheels, "flashinfer-python", "0.7.2", files={"flashinfer/__init__.py": b"",  # and a stray build helper,
+                                                              "build_backend.py": b"raise SystemExit('a build ran at import')\n",
+                                                              "flashinfer_python-0.7.2.dist-info/top_level.txt": b"build_backend\nflashinfer\n"})
     build_wheel(wheels, "broken", "1.0", files={"broken/__init__.py": b"import no_such_module_anywhere\n"})
     build_wheel(wheels, "claims-libcuda", "1.0", files={
         "claims_libcuda/__init__.py": b"raise ImportError('libcuda.so.1: cannot open shared object file')\n"})

@@ -11,9 +11,15 @@ from _common import arguments, crash_reason, emit
 
 def import_names(distribution: str) -> list[str]:
     dist = metadata.distribution(distribution)
+    found = _from_files(dist)
     top = dist.read_text("top_level.txt")
     if top:
-        return sorted({line.strip() for line in top.splitlines() if line.strip() and not line.startswith("_")})
+        listed = {line.strip() for line in top.splitlines() if line.strip() and not line.startswith("_")}
+        return sorted(listed & set(found) if set(found) & listed else listed)
+    return found
+
+
+def _from_files(dist: metadata.Distribution) -> list[str]:
     names, loose = set(), set()
     for file in dist.files or []:
         parts = file.parts
