@@ -6,12 +6,13 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+import launch
 import tiny
 
 
 def bash(tool: tiny.Tool, script: str) -> list[str]:
-    env = tool.env({"PATH": f"{Path(tool.binary).parent}:/usr/bin:/bin", "CUDA_HOME": "/opt/before"})
-    env.pop("VIRTUAL_ENV", None)
+    env = launch.environment(tool.env({"PATH": f"{Path(launch.BINARY).parent}:/usr/bin:/bin", "CUDA_HOME": "/opt/before",
+                                       "VIRTUAL_ENV": None}))
     done = subprocess.run(["bash", "--norc", "-c", script], capture_output=True, text=True, timeout=120, env=env)
     assert done.returncode == 0, done.stderr
     return done.stdout.splitlines()
