@@ -517,7 +517,7 @@ def _warnings(packages: list[LockedPackage], progress: Callable[[str], None]) ->
     if mixed:
         found.append({"id": "cuda-mix", "reason": f"{mixed}: libraries of two CUDA majors load into one process"})
     jobs = [(p.name, p.file, p.url, p.sha256) for p in first.values()]
-    records = wheelrecords.read_all(jobs, Path(uvtool.cache_dir() or "."), progress)
+    records = wheelrecords.read_all(jobs, lambda: Path(uvtool.cache_dir() or "."), progress)
     conflicts = sorted(lockcheck.conflicts({k: v for k, v in records.items() if v is not None}), key=lambda c: c.loose)
     if conflicts:
         found.append({"id": "conflict-loose" if conflicts[0].loose else "conflict",

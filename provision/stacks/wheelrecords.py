@@ -23,12 +23,14 @@ def folder() -> Path:
     return wheelcache.folder().parent / "records"
 
 
-def read_all(wheels: list[tuple[str, str, str, str]], uv_cache: Path | None,
+def read_all(wheels: list[tuple[str, str, str, str]], uv_cache: Callable[[], Path | None],
              progress: Callable[[str], None] = lambda _: None) -> dict[str, dict[str, str] | None]:
-    """wheel file name -> what its RECORD installs (None: not read) for each (project, file name, url, sha256)."""
+    """wheel file name -> what its RECORD installs (None: not read) for each (project, file name, url, sha256);
+    `uv_cache` says where uv's cache is, asked only when some RECORD was not read before."""
     found = {filename: _remembered(sha256) for _, filename, _, sha256 in wheels}
     wheels = [job for job in wheels if found[job[1]] is None]  # a RECORD read before is not looked for again
-    unpacked = uvcache.wheels(uv_cache, {p for p, _, _, _ in wheels}) if wheels and uv_cache and uv_cache.is_dir() else {}
+    cache = uv_cache() if wheels else None
+    unpacked = uvcache.wheels(cache, {p for p, _, _, _ in wheels}) if cache and cache.is_dir() else {}
     if wheels:
         progress(f"reading the RECORD of {len(wheels)} wheels")
 
