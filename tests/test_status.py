@@ -38,3 +38,13 @@ def test_empty_and_info_only() -> None:
     target = Target(kind="profile", name="x", cuda="13.0")
     target.gates = [Gate(id="a", title="", status="info", reason="")]
     assert target.verdict == "skip"
+
+
+def test_statuses_are_one_literal_type_and_unknown_ones_are_ignored() -> None:
+    from typing import get_args
+
+    from provision import status
+
+    assert status.ORDER == get_args(status.Status) == ("skip", "info", "pass", "warn", "fail", "error")
+    assert status.known("warn") and not status.known("WARN") and not status.known(None)
+    assert status.worst(["pass", "bogus", None, "warn"]) == "warn" and status.worst(["bogus"]) is None
