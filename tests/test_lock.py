@@ -4,7 +4,6 @@ hashes for everything, one nightly date, and a one-line error for each way it ca
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -25,8 +24,8 @@ else:
 
 def run_lock(provision_bin: str, tmp_path: Path, profile: str, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     out = tmp_path / "lockfiles" / "pylock.test.toml"
-    argv = [provision_bin, "lock", profile, "--platform", stacks.PLATFORM, "--python", stacks.PYTHON, "-o", str(out), "--json", *args]
-    return subprocess.run(argv, capture_output=True, text=True, timeout=300, env={**os.environ, **(env or {})}, cwd=tmp_path)
+    return run_provision("lock", profile, "--platform", stacks.PLATFORM, "--python", stacks.PYTHON, "-o", out, "--json", *args,
+                         env=env, cwd=tmp_path)
 
 
 def test_cu130_against_mirrors(index_server, tmp_path: Path, provision_bin: str) -> None:

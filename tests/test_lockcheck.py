@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 from pathlib import Path
 
 import stacks
+from launch import run_provision
 from test_lockscan import TAG
 
 from provision.stacks import lockcheck
@@ -35,9 +35,8 @@ def test_lock_warns_of_a_shared_path_and_mixed_cuda_majors(index_server, tmp_pat
     profile = tmp_path / "stack.toml"
     profile.write_text(f'schema = 1\nname = "stack"\ncuda = "13.0"\n[indexes]\ndefault = "{default.url}"\n[packages]\nstack = "==1.0"\n')
     env = {**os.environ, "UV_CACHE_DIR": str(tmp_path / "uv"), "XDG_CACHE_HOME": str(tmp_path / "xdg")}
-    argv = [provision_bin, "lock", str(profile), "--platform", stacks.PLATFORM, "--python", stacks.PYTHON,
-            "-o", str(tmp_path / "pylock.stack.toml"), "--json"]
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=300, env=env, cwd=tmp_path)
+    argv = ["lock", str(profile), "--platform", stacks.PLATFORM, "--python", stacks.PYTHON, "-o", str(tmp_path / "pylock.stack.toml")]
+    done = run_provision(*argv, "--json", env=env, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     warnings = {w["id"]: w["reason"] for w in json.loads(done.stdout)["warnings"]}
     assert warnings["conflict"].startswith("cuda_bindings-13.5.0-py3-none-manylinux_2_28_x86_64.whl and "
@@ -47,7 +46,7 @@ def test_lock_warns_of_a_shared_path_and_mixed_cuda_majors(index_server, tmp_pat
     assert default.range_requests >= 2 and not (tmp_path / "xdg/provision/wheels").exists()  # RECORDs by range only
     assert len(list((tmp_path / "xdg/provision/records").iterdir())) == 3  # kept by sha256: a second lock reads none
     before = default.range_requests
-    table = subprocess.run(argv[:-1], capture_output=True, text=True, timeout=300, env=env, cwd=tmp_path)
+    table = run_provision(*argv, env=env, cwd=tmp_path)
     assert table.returncode == 0 and "warning (conflict): cuda_bindings-13.5.0" in table.stdout.replace("\n", " ")
     assert default.range_requests == before  # no RECORD read again
 

@@ -106,10 +106,10 @@ def test_the_written_profile_locks(index_server, provision_bin: str, tmp_path: P
     out = tmp_path / "today.toml"
     assert new(provision_bin, default, out, "--from", "sglang==0.5.23").returncode == 0
     python = f"{sys.version_info.major}.{sys.version_info.minor}"
-    args = [provision_bin, "lock", str(out), "--python", python, "-o", str(tmp_path / "pylock.today.toml"), "--json"]
+    args = ["lock", str(out), "--python", python, "-o", str(tmp_path / "pylock.today.toml"), "--json"]
     for name, index in (("pytorch", pytorch), ("sglang", sglang), ("flashinfer", flashinfer)):
         args += ["--index", f"{name}={index.url}"]
-    done = subprocess.run(args, capture_output=True, text=True, timeout=300)
+    done = run_provision(*args)
     assert done.returncode == 0, done.stderr
     locked = {p["name"]: p["version"] for p in json.loads(done.stdout)["packages"]}
     assert locked["torch"] == "2.14.1+cu130" and locked["sglang-kernel"] == "0.4.10+cu130"

@@ -18,7 +18,7 @@ PY = f"{sys.version_info[0]}.{sys.version_info[1]}"
 
 
 def test_bare_provision_prints_its_help_and_exits_2(provision_bin: str) -> None:
-    done = subprocess.run([provision_bin], capture_output=True, text=True, timeout=60)
+    done = run_provision(timeout=60)
     assert done.returncode == 2 and "error:" not in done.stderr
     assert done.stderr.startswith("Usage: provision [OPTIONS] COMMAND") and "\nCommands:\n" in done.stderr
     assert "  rollback " in done.stderr

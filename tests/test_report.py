@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -77,8 +76,8 @@ def test_unsuffixed_arch_list_under_old_nvcc_fails(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("form", ["--json", "--markdown", None])
 def test_report_process_forms(provision_bin: str, form: str | None) -> None:
-    argv = [provision_bin, "report", "--machine", str(RTX), "--machine", str(DATA.parent.parent / "docs/machines/rtx-pro-6000-x8.probe.json")]
-    done = subprocess.run(argv + ([form] if form else []), capture_output=True, text=True, timeout=60)
+    argv = ["report", "--machine", str(RTX), "--machine", str(DATA.parent.parent / "docs/machines/rtx-pro-6000-x8.probe.json")]
+    done = run_provision(*argv, *([form] if form else []), timeout=60)
     assert done.returncode == 0, done.stderr
     if form == "--json":
         doc = json.loads(done.stdout)
