@@ -29,11 +29,11 @@ from wheelhouse import IndexServer  # noqa: E402
 from provision.stacks import lock, profiles, uvtool  # noqa: E402
 
 
-def median(argv: list[str], runs: int, cwd: Path) -> float:
+def median(argv: list[str], runs: int, cwd: Path, extra: dict[str, str] | None = None) -> float:
     times = []
     for _ in range(runs):
         start = time.perf_counter()
-        subprocess.run(argv, check=True, capture_output=True, cwd=cwd, env={**os.environ, "UV_PYTHON_DOWNLOADS": "never"})
+        subprocess.run(argv, check=True, capture_output=True, cwd=cwd, env={**os.environ, "UV_PYTHON_DOWNLOADS": "never", **(extra or {})})
         times.append(time.perf_counter() - start)
     return statistics.median(times)
 
@@ -49,11 +49,12 @@ def registry(runs: int) -> dict[str, float]:
         target = lock.Target(python="3.12", platform="x86_64-manylinux_2_28")
         effective = lock.effective_indexes(profile, {})
         (folder / "pyproject.toml").write_text(lock._project(profile, {}, effective))
-        bare = [uvtool.binary(), *lock._uv_compile_args(effective, target, "pylock.toml")]
+        bare = [uvtool.binary(), *lock._uv_compile_args(target, "pylock.toml")]
+        uv_env = uvtool.index_options(effective)[1]  # the indexes as provision gives them to uv: by variable
         ours = [sys.executable, "-m", "provision", "lock", str(profile_path), "--python", "3.12", "--platform",
                 "x86_64-manylinux_2_28", "-o", str(folder / "out" / "pylock.registry.toml")]
-        median(bare, 1, folder)  # warm uv's cache
-        return {"uv pip compile (bare), registry": median(bare, runs, folder),
+        median(bare, 1, folder, uv_env)  # warm uv's cache
+        return {"uv pip compile (bare), registry": median(bare, runs, folder, uv_env),
                 "provision lock, registry": median(ours, runs, folder)}
 
 
@@ -79,7 +80,8 @@ def main() -> None:
         effective = lock.effective_indexes(profile, overrides)
         pins, _ = lock.nightly_pins(profile, effective, target)
         (folder / "pyproject.toml").write_text(lock._project(profile, pins, effective))
-        bare = [uvtool.binary(), *lock._uv_compile_args(effective, target, "pylock.toml")]
+        bare = [uvtool.binary(), *lock._uv_compile_args(target, "pylock.toml")]
+        uv_env = uvtool.index_options(effective)[1]  # the indexes as provision gives them to uv: by variable
         ours = [sys.executable, "-m", "provision", "lock", "cu130", "--python", stacks.PYTHON, "--platform", stacks.PLATFORM,
                 "-o", str(folder / "out" / "pylock.cu130.toml"), *stacks.index_args(indexes)]
         median(ours, 1, folder)  # warm uv's cache
@@ -89,7 +91,7 @@ def main() -> None:
         counts = {}
         for label, argv in ((f"uv pip compile (bare), {where}", bare), (f"provision lock, {where}", ours)):
             before = sum(len(i.requests) for i in indexes.values())
-            results[label] = median(argv, args.runs, folder)
+            results[label] = median(argv, args.runs, folder, uv_env if argv is bare else None)
             counts[label] = (sum(len(i.requests) for i in indexes.values()) - before) / args.runs
         inside = []
         for run in range(args.runs):  # the same lock in this process: what provision adds beyond Python's start-up
