@@ -110,6 +110,10 @@ def _arguments(check: Check, record: EnvRecord, gpus: list[Any], installed: dict
         "packages": record.packages,
         "installed": installed,
         "target_sm": target_sm,
+        # FLASHINFER_CUDA_ARCH_LIST's suffix per SM major, from the cited table the report uses too (9.0a; 12.0f with
+        # nvcc >= 12.9): the payload cannot import provision
+        "arch_suffix": compat.gate("flashinfer_jit")["arch_suffix"],
+        "family_suffix_min_nvcc": compat.gate("flashinfer_jit")["family_suffix_min_nvcc"],
     }
 
 

@@ -44,6 +44,18 @@ def arch_entry_runs_on(entry: str, major: int, minor: int) -> bool:
     return e_major == major and e_minor <= minor
 
 
+def arch_entry(target: str, nvcc_version: tuple[int, int], suffixes: dict[str, str], family_min: str) -> str:
+    """FLASHINFER_CUDA_ARCH_LIST's entry for an SM given as "9.0" or "12.0": the suffix its major takes (knowledge.toml's
+    table: 9.0a, 12.0f), "a" for a family target where nvcc predates family targets; an entry with a suffix as given.
+    There is no sm_90f: appending "f" to every SM made `check --target-sm 9.0` build for 9.0f, which nvcc refuses."""
+    if target[-1] in "af":
+        return target
+    suffix = suffixes.get(target.split(".")[0], "")
+    if suffix == "f" and nvcc_version < tuple(int(p) for p in family_min.split(".")[:2]):
+        suffix = "a"
+    return target + suffix
+
+
 def build_only() -> None:
     """Child mode: build the RMSNorm module for FLASHINFER_CUDA_ARCH_LIST and print its library path."""
     from flashinfer.jit.norm import gen_norm_module
@@ -120,7 +132,7 @@ def main() -> None:
     details["runs"] = runs
     target = args.get("target_sm")
     if target:
-        entry = target if target[-1] in "af" else target + ("f" if nvcc_version >= (12, 9) else "a")
+        entry = arch_entry(target, nvcc_version, args.get("arch_suffix") or {}, args.get("family_suffix_min_nvcc") or "12.9")
         env = {**os.environ, "FLASHINFER_CUDA_ARCH_LIST": entry}
         child = subprocess.run([sys.executable, __file__, json.dumps({"mode": "build-only"})], capture_output=True, text=True,
                                env=env, timeout=1500)
