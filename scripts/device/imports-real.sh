@@ -16,6 +16,7 @@ step 02-flashinfer $COPY/bin/python -m pip install -q --no-index --no-deps --no-
 step 03-adopt $P adopt img $COPY --profile scripts/device/h200-image.toml --no-lock
 step 04-check-all $P check img --target-sm 9.0 --json
 step 05-check-all-table $P check img --target-sm 9.0 --only imports
+step 05b-flashinfer-target-12 $P check img --target-sm 12.0 --only flashinfer-jit --json
 LIBCUDA=$(python3 -c "import os; print(os.path.realpath([l.split(' => ')[1] for l in os.popen('ldconfig -p').read().splitlines() if 'libcuda.so.1 ' in l][0]))")
 HIDE="mount --bind /dev/null $LIBCUDA && $P check img --only imports --json"
 if unshare -rm true 2>/dev/null; then step 06-imports-no-driver unshare -rm sh -c "$HIDE"
@@ -25,7 +26,7 @@ echo; cat "$E/steps.txt"; echo
 python3 - "$E" <<'PY'
 import json, sys, pathlib
 e = pathlib.Path(sys.argv[1])
-for name in ("04-check-all", "06-imports-no-driver"):
+for name in ("04-check-all", "05b-flashinfer-target-12", "06-imports-no-driver"):
     try:
         doc = json.loads((e / f"{name}.out").read_text())
     except Exception as exc:
