@@ -19,9 +19,7 @@ def tool(tmp_path: Path, provision_bin: str, index_server) -> tiny.Tool:
     return tiny.tool_with_env(tmp_path, provision_bin, tiny.index(index_server))
 
 
-def build_of(tool: tiny.Tool) -> Path:
-    (build,) = (tool.home / "builds").iterdir()
-    return build
+build_of = tiny.build_of
 
 
 def drift_check(tool: tiny.Tool) -> dict:

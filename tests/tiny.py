@@ -75,3 +75,9 @@ def tool_with_env(tmp_path: Path, provision_bin: str, served: Index) -> Tool:
     made = make_tool(tmp_path, provision_bin, served)
     made.create("tiny", "--no-checks")
     return made
+
+
+def build_of(tool: Tool) -> Path:
+    """The one build folder of the tool's home (a test that made one environment)."""
+    (build,) = (tool.home / "builds").iterdir()
+    return build

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from provision import regular
@@ -64,13 +64,18 @@ def gc(home: Home, *, failed: bool = False) -> list[str]:
     return removed
 
 
-def _kept_failed(home: Home) -> list[str]:
-    removed = []
+def _named_builds(home: Home) -> Iterator[tuple[str, Path]]:
+    """Each environment name with its build folder; a name whose link is damaged is passed over."""
     for name in home.names():
         try:
-            build = home.build_of(name)
+            yield name, home.build_of(name)
         except (ProvisionError, OSError):
             continue
+
+
+def _kept_failed(home: Home) -> list[str]:
+    removed = []
+    for name, build in _named_builds(home):
         if (build / FAILED).exists() and home.owns(build):
             (home.envs / name).unlink()
             if build not in home.referenced():
@@ -85,11 +90,7 @@ def _killed_restores(home: Home) -> list[str]:
     from provision.envs import restore
 
     removed = []
-    for name in home.names():
-        try:
-            build = home.build_of(name)
-        except (ProvisionError, OSError):
-            continue
+    for _, build in _named_builds(home):
         if home.restorer(build) is None:
             removed += [f"{leftover} (left by a killed restore)" for leftover in restore.remove_stale(build)]
     return removed
