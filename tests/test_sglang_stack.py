@@ -17,6 +17,7 @@ import pytest
 import tomlkit
 from conftest import ROOT
 from launch import run_provision
+from test_lock_binding import sealed
 from test_lockself import machine_570
 
 pytestmark = pytest.mark.network
@@ -34,7 +35,8 @@ def lock_target(done: subprocess.CompletedProcess[str], machine: int = 0) -> dic
 
 def forced(lock: Path, registry: str) -> Path:
     """The lock with cuda-python 12.6.2.post1 in place of the version SGLang's pins take (what the resolver picked
-    when sglang was not in the profile), its wheel by URL and sha256 from the registry."""
+    when sglang was not in the profile), its wheel by URL and sha256 from the registry, sealed as provision seals what
+    the resolver gives (packages_sha256): the lock `provision lock` writes for such a profile."""
     from provision.stacks import index
 
     wheel = next(f for f in index.project_files(registry, "cuda-python") if f.filename.startswith("cuda_python-12.6.2.post1-")
@@ -46,7 +48,7 @@ def forced(lock: Path, registry: str) -> Path:
             package["wheels"] = [{"name": wheel.filename, "url": wheel.url, "hashes": {"sha256": wheel.sha256}}]
             package.pop("sdist", None)
     path = lock.with_name("pylock.forced.toml")
-    path.write_text(tomlkit.dumps(doc))
+    path.write_text(sealed(doc))
     return path
 
 
