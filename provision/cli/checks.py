@@ -4,17 +4,22 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from provision.cli.options import (
+    App,
     compute_capability,
     env_argument,
-    home_of,
     home_option,
     json_option,
+    pass_app,
     verbosity_options,
 )
+
+if TYPE_CHECKING:
+    pass
 
 
 @click.command(short_help="Run the smoke checks against an environment.")
@@ -25,7 +30,8 @@ from provision.cli.options import (
 @json_option
 @home_option
 @verbosity_options
-def check(name: str | None, only: str | None, target_sm: str | None, strict: bool, as_json: bool, home: Path | None) -> None:
+@pass_app
+def check(app: App, name: str | None, only: str | None, target_sm: str | None, strict: bool) -> None:
     """Run the smoke checks against an environment (the active one by default); exit 1 on FAIL or ERROR (--strict: WARN too)."""
     from provision import status as statuses
     from provision.checks import runner
@@ -33,14 +39,14 @@ def check(name: str | None, only: str | None, target_sm: str | None, strict: boo
     from provision.views import checks as views
     from provision.views import ui
 
-    name, build = home_of(home).named_or_active(name, "provision check")
+    name, build = app.environments().named_or_active(name, "provision check")
     ids = tuple(i.strip() for i in only.split(",") if i.strip()) if only else None
-    with ui.progress(as_json) as step:
+    with app.progress() as step:
         results = runner.run(build, records.read(build), only=ids, target_sm=compute_capability(target_sm) if target_sm else None,
                              progress=step)
     # the report's "last smoke checks" is the last full run; a narrower --only run is kept beside it
     records.add_checks(build, results, ui.now(), only=ids)
-    views.checks(name, results, as_json)
+    views.checks(name, results, app.as_json)
     overall = runner.overall(results)
     sys.exit(1 if statuses.failed(overall) or (strict and overall == "warn") else 0)
 
@@ -52,7 +58,8 @@ def check(name: str | None, only: str | None, target_sm: str | None, strict: boo
 @json_option
 @home_option
 @verbosity_options
-def baseline(name: str | None, runs: int, as_json: bool, home: Path | None) -> None:
+@pass_app
+def baseline(app: App, name: str | None, runs: int) -> None:
     """Run the profile's baseline (or the built-in GEMM/FlashInfer one) once the checks passed, and record it.
 
     With --runs N every run is stored; compare then shows the median and the spread of each side, and says "within
@@ -65,9 +72,9 @@ def baseline(name: str | None, runs: int, as_json: bool, home: Path | None) -> N
     from provision.views import checks as views
     from provision.views import ui
 
-    name, build = home_of(home).named_or_active(name, "provision baseline")
+    name, build = app.environments().named_or_active(name, "provision baseline")
     record = records.read(build)
-    with ui.progress(as_json) as step:
+    with app.progress() as step:
         if not record.check_results:
             step("running the checks first")
             record = records.add_checks(build, runner.run(build, record, progress=step), ui.now())
@@ -79,7 +86,7 @@ def baseline(name: str | None, runs: int, as_json: bool, home: Path | None) -> N
             run = dataclasses.replace(baselines.run(name, build, record, step), series=series)
             records.add_baseline(build, run)  # each run stored as it ends: an interrupted series keeps what it measured
             done.append(run)
-    views.baseline({"name": name, **done[-1].to_dict(), "figures": [r.figure for r in done]}, as_json)
+    views.baseline({"name": name, **done[-1].to_dict(), "figures": [r.figure for r in done]}, app.as_json)
 
 
 @click.command(short_help="Two environments' baselines side by side.")
@@ -88,12 +95,13 @@ def baseline(name: str | None, runs: int, as_json: bool, home: Path | None) -> N
 @json_option
 @home_option
 @verbosity_options
-def compare(first: str, second: str, as_json: bool, home: Path | None) -> None:
+@pass_app
+def compare(app: App, first: str, second: str) -> None:
     """Two environments' latest baselines side by side, with the change in percent."""
     from provision.checks import baseline as baselines
     from provision.views import checks as views
 
-    views.comparison(baselines.compare(home_of(home), first, second), as_json)
+    views.comparison(baselines.compare(app.environments(), first, second), app.as_json)
 
 
 @click.group(short_help="Benchmarks stored with an environment.")
@@ -121,16 +129,13 @@ def bench() -> None:
 @json_option
 @home_option
 @verbosity_options
-def bench_allreduce(name: str | None, min_bytes: str, max_bytes: str, factor: int, iters: int, algos: tuple[str, ...],
-                    protos: tuple[str, ...], backend: str, ranks: int | None, nccl_env: tuple[str, ...],
-                    nccl_tests: Path | None, as_json: bool,
-                    home: Path | None) -> None:
+@pass_app
+def bench_allreduce(app: App, name: str | None, min_bytes: str, max_bytes: str, factor: int, iters: int, algos: tuple[str, ...], protos: tuple[str, ...], backend: str, ranks: int | None, nccl_env: tuple[str, ...], nccl_tests: Path | None) -> None:
     """All-reduce sweep like nccl-tests' all_reduce_perf, then 122 x 42 KB against 2 x 2.5 MB in CUDA graphs."""
     from provision.checks import allreduce
     from provision.envs import records
     from provision.errors import UsageError
     from provision.views import checks as views
-    from provision.views import ui
 
     sizes, settings = (allreduce.parse_size(min_bytes), allreduce.parse_size(max_bytes)), allreduce.nccl_env(nccl_env)
     if sizes[0] > sizes[1]:
@@ -144,11 +149,11 @@ def bench_allreduce(name: str | None, min_bytes: str, max_bytes: str, factor: in
         from provision.checks import nccl_tests as anchors
 
         anchors.find(nccl_tests)
-    name, build = home_of(home).named_or_active(name, "provision bench allreduce")
-    with ui.progress(as_json) as step:
+    name, build = app.environments().named_or_active(name, "provision bench allreduce")
+    with app.progress() as step:
         run = allreduce.run(build, records.read(build), min_bytes=sizes[0], max_bytes=sizes[1], factor=factor, iters=iters,
                             algos=algos, protos=protos, backend=backend, ranks=ranks, nccl_tests=nccl_tests, settings=settings,
                             progress=step)
     records.add_allreduce(build, run)
-    views.allreduce({"name": name, **run.to_dict()}, as_json)
+    views.allreduce({"name": name, **run.to_dict()}, app.as_json)
     sys.exit(1 if allreduce.anchor_failures(run) else 0)  # nccl-tests beside it hung or failed: its error is shown

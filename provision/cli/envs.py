@@ -5,22 +5,26 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from provision.cli.options import (
+    App,
     complete_env,
     complete_first_env,
     complete_profile,
     env_argument,
-    home_of,
     home_option,
     index_option,
     json_option,
+    pass_app,
     profile_argument,
     verbosity_options,
 )
+
+if TYPE_CHECKING:
+    from provision.views.render import Shown
 
 
 @click.command(short_help="Build, check and activate an environment for PROFILE.")
@@ -39,25 +43,24 @@ from provision.cli.options import (
 @json_option
 @home_option
 @verbosity_options
-def create(profile_name: str, name: str | None, python: str | None, lock_path: Path | None, indexes: tuple[str, ...],
-           no_activate: bool, no_checks: bool, replace: bool, keep_failed: bool, as_json: bool, home: Path | None) -> None:
+@pass_app
+def create(app: App, profile_name: str, name: str | None, python: str | None, lock_path: Path | None, indexes: tuple[str, ...], no_activate: bool, no_checks: bool, replace: bool, keep_failed: bool) -> None:
     """Build an environment for PROFILE beside the others, check it, and make it active."""
     from provision.checks import runner
     from provision.envs import lifecycle
     from provision.envs.home import check_name
     from provision.stacks import lock, profiles
     from provision.views import envs as views
-    from provision.views import ui
 
     if name is not None:
         check_name(name)  # before anything is read or built
     profile = profiles.load(profile_name)
-    with ui.progress(as_json) as step:
-        result = lifecycle.create(home_of(home), profile, name=name, python=python, lock_path=lock_path,
+    with app.progress() as step:
+        result = lifecycle.create(app.environments(), profile, name=name, python=python, lock_path=lock_path,
                              overrides=lock.parse_overrides(indexes), activate=not no_activate, replace=replace,
                              run_checks=None if no_checks else (lambda build, meta: runner.run(build, meta, progress=step)),
                              keep_failed=keep_failed, progress=step)
-    views.created(result, as_json)
+    views.created(result, app.as_json)
     if not result.passed:
         sys.exit(1)
 
@@ -66,14 +69,15 @@ def create(profile_name: str, name: str | None, python: str | None, lock_path: P
 @json_option
 @home_option
 @verbosity_options
-def list_envs(as_json: bool, home: Path | None) -> None:
+@pass_app
+def list_envs(app: App) -> None:
     """Every environment: profile, CUDA, Python, size, checks, baseline, and which is active."""
     from provision.envs import inventory
     from provision.stacks import uvtool
     from provision.views import envs as views
 
-    where = home_of(home)
-    views.environments(where.root, inventory.listing(where), as_json, uvtool.cache_dir())
+    where = app.environments()
+    views.environments(where.root, inventory.listing(where), app.as_json, uvtool.cache_dir())
 
 
 @click.command(short_help="Make NAME the active environment.")
@@ -81,13 +85,14 @@ def list_envs(as_json: bool, home: Path | None) -> None:
 @json_option
 @home_option
 @verbosity_options
-def switch(name: str, as_json: bool, home: Path | None) -> None:
+@pass_app
+def switch(app: App, name: str) -> Shown:
     """Make NAME the active environment (nothing is reinstalled)."""
     from provision.envs import active as envs
     from provision.views import envs as views
 
-    previous = envs.switch(home_of(home), name)
-    views.switched(previous, name, [], as_json)
+    previous = envs.switch(app.environments(), name)
+    return views.switched(previous, name, [])
 
 
 @click.command(short_help="Go back to the previous environment (toggles, like cd -).")
@@ -95,7 +100,8 @@ def switch(name: str, as_json: bool, home: Path | None) -> None:
 @json_option
 @home_option
 @verbosity_options
-def rollback(to: str | None, as_json: bool, home: Path | None) -> None:
+@pass_app
+def rollback(app: App, to: str | None) -> Shown:
     """Switch back to the previously active environment, at once.
 
     Like `cd -`, it toggles: a second rollback returns to where the first one started (each switch is history).
@@ -103,8 +109,8 @@ def rollback(to: str | None, as_json: bool, home: Path | None) -> None:
     from provision.envs import active as envs
     from provision.views import envs as views
 
-    previous, now, skipped = envs.rollback(home_of(home), to)
-    views.switched(previous, now, skipped, as_json)
+    previous, now, skipped = envs.rollback(app.environments(), to)
+    return views.switched(previous, now, skipped)
 
 
 @click.command(short_help="Remove environment NAME.")
@@ -113,14 +119,15 @@ def rollback(to: str | None, as_json: bool, home: Path | None) -> None:
 @json_option
 @home_option
 @verbosity_options
-def remove(name: str, force: bool, as_json: bool, home: Path | None) -> None:
+@pass_app
+def remove(app: App, name: str, force: bool) -> None:
     """Remove environment NAME (an adopted venv's own files are never touched)."""
     from provision.envs import cleanup
     from provision.views import ui
 
-    with ui.progress(as_json) as step:
-        cleanup.remove(home_of(home), name, force, progress=step)
-    if as_json:
+    with app.progress() as step:
+        cleanup.remove(app.environments(), name, force, progress=step)
+    if app.as_json:
         ui.dump_json({"removed": name})
     else:
         ui.info(f"removed {name}")
@@ -130,15 +137,16 @@ def remove(name: str, force: bool, as_json: bool, home: Path | None) -> None:
 @json_option
 @home_option
 @verbosity_options
-def gc(as_json: bool, home: Path | None) -> None:
+@pass_app
+def gc(app: App) -> None:
     """Remove what interrupted builds left behind, and the failed builds create --keep-failed kept."""
     from provision.envs import cleanup
     from provision.views import ui
 
-    where = home_of(home)
+    where = app.environments()
     with where.locked():
         removed = cleanup.gc(where, failed=True)
-    if as_json:
+    if app.as_json:
         ui.dump_json({"removed": removed})
     else:
         ui.info("\n".join(f"removed {r}" for r in removed) or "nothing to clean")
@@ -152,7 +160,8 @@ def gc(as_json: bool, home: Path | None) -> None:
 @json_option
 @home_option
 @verbosity_options
-def adopt(name: str, venv: Path, profile_name: str | None, no_lock: bool, as_json: bool, home: Path | None) -> None:
+@pass_app
+def adopt(app: App, name: str, venv: Path, profile_name: str | None, no_lock: bool) -> None:
     """Register an existing venv (say, the cu128 one that works) as NAME, and lock what it holds: each distribution
     matched to its wheel on the profile's indexes (the default index without a profile) or in uv's cache. Its files
     are never deleted."""
@@ -160,26 +169,26 @@ def adopt(name: str, venv: Path, profile_name: str | None, no_lock: bool, as_jso
     from provision.errors import ProvisionError
     from provision.stacks import profiles
     from provision.views import envs as views
-    from provision.views import ui
 
-    where = home_of(home)
+    where = app.environments()
     profile = profiles.load(profile_name) if profile_name else None
     build = lifecycle.adopt(where, name, venv, profile)
     locked, error = None, None
     if not no_lock:
-        with ui.progress(as_json) as step:
+        with app.progress() as step:
             try:
                 locked = adopted.lock_env(where, name, profile, progress=step)
             except ProvisionError as exc:  # registered all the same: the lookup can be done again later
                 error = exc
-    views.adopted(name, venv.absolute(), build, locked, error, as_json)
+    views.adopted(name, venv.absolute(), build, locked, error, app.as_json)
 
 
 @click.command(short_help="Run a command inside an environment.", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
 @click.argument("args", nargs=-1, type=click.UNPROCESSED, required=True, shell_complete=complete_first_env)
 @home_option
 @verbosity_options
-def run(args: tuple[str, ...], home: Path | None) -> None:
+@pass_app
+def run(app: App, args: tuple[str, ...]) -> None:
     """Run a command inside an environment: provision run [NAME] -- CMD... (the active one by default)."""
     from provision import proc
     from provision.envs.variables import venv_environment
@@ -190,7 +199,7 @@ def run(args: tuple[str, ...], home: Path | None) -> None:
         names, command = args[:split], args[split + 1 :]
     else:
         names, command = (), args
-    where = home_of(home)
+    where = app.environments()
     if "--" not in args and len(args) > 1 and args[0] in where.names():
         import shlex
 
@@ -213,7 +222,8 @@ def run(args: tuple[str, ...], home: Path | None) -> None:
 @click.option("--undo", is_flag=True, help="Print what to eval to leave it: the variables as they were before the first eval.")
 @home_option
 @verbosity_options
-def shell_env(name: str | None, undo: bool, home: Path | None) -> None:
+@pass_app
+def shell_env(app: App, name: str | None, undo: bool) -> None:
     """Print what to eval to enter an environment in a shell: eval "$(provision shell-env cu130)".
 
     Evaluated again (the same or another environment), it starts from the shell's variables before the first eval,
@@ -225,7 +235,7 @@ def shell_env(name: str | None, undo: bool, home: Path | None) -> None:
     if undo:
         lines = shellenv.undo_lines()
     else:
-        _, venv, variables = venv_environment(home_of(home), name)
+        _, venv, variables = venv_environment(app.environments(), name)
         lines = shellenv.activate_lines(variables, str(venv / "bin"))
     for line in lines:
         click.echo(line)
@@ -238,16 +248,16 @@ def shell_env(name: str | None, undo: bool, home: Path | None) -> None:
 @json_option
 @home_option
 @verbosity_options
-def restore(name: str, dry_run: bool, no_checks: bool, as_json: bool, home: Path | None) -> None:
+@pass_app
+def restore(app: App, name: str, dry_run: bool, no_checks: bool) -> None:
     """Put NAME back to its lock: reinstall drifted distributions, set unowned start-up files aside, re-check."""
     from provision import status as statuses
     from provision.checks import baseline, runner
     from provision.envs import records
     from provision.envs import restore as restoring
     from provision.views import restore as restore_view
-    from provision.views import ui
 
-    where = home_of(home)
+    where = app.environments()
 
     def run_baseline() -> dict[str, Any]:
         build = where.build_of(name)
@@ -255,11 +265,11 @@ def restore(name: str, dry_run: bool, no_checks: bool, as_json: bool, home: Path
         records.add_baseline(build, run)
         return {"name": name, **run.to_dict()}
 
-    with ui.progress(as_json) as step:
+    with app.progress() as step:
         result = restoring.restore(where, name, dry_run=dry_run, progress=step,
                                    run_checks=None if no_checks else (lambda build, record: runner.run(build, record, progress=step)),
                                    run_baseline=None if no_checks else run_baseline)
-    restore_view.restored(result, as_json)
+    restore_view.restored(result, app.as_json)
     # a dry run exits as the restore would: 1 where something cannot be put back (its checks do not run)
     failed = any(statuses.failed(r["status"]) for r in result.checks) or result.baseline_error or result.not_restorable
     sys.exit(1 if failed else 0)
@@ -272,11 +282,12 @@ def restore(name: str, dry_run: bool, no_checks: bool, as_json: bool, home: Path
 @json_option
 @home_option
 @verbosity_options
-def accept(name: str, paths: tuple[str, ...], drops: tuple[str, ...], as_json: bool, home: Path | None) -> None:
+@pass_app
+def accept(app: App, name: str, paths: tuple[str, ...], drops: tuple[str, ...]) -> None:
     """Keep the present content of each PATH of NAME's venv (relative to its site-packages, or absolute inside the
     venv; without PATH, every file drift finds changed or unowned) as known-good: drift judges it by that content,
     restore puts that content back."""
     from provision.envs import accept as accepting
     from provision.views import envs as views
 
-    views.accepted(accepting.accept(home_of(home), name, paths, drops), as_json)
+    views.accepted(accepting.accept(app.environments(), name, paths, drops), app.as_json)

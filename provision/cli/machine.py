@@ -4,17 +4,26 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from provision.cli.options import (
+    App,
     complete_env,
     complete_profile,
     compute_capability,
     home_option,
     json_option,
+    pass_app,
     verbosity_options,
 )
+
+if TYPE_CHECKING:
+    from provision.views.render import Shown
+
+if TYPE_CHECKING:
+    pass
 
 
 @click.command(short_help="Read the machine: driver, GPUs, topology, toolkits.")
@@ -23,12 +32,13 @@ from provision.cli.options import (
 @click.option("--record-nvml", type=click.Path(path_type=Path, dir_okay=False),
               help="Also write every raw NVML answer read to FILE (replay it with PROVISION_NVML_REPLAY=FILE).")
 @verbosity_options
-def probe(as_json: bool, venvs: tuple[Path, ...], record_nvml: Path | None) -> None:
+@pass_app
+def probe(app: App, venvs: tuple[Path, ...], record_nvml: Path | None) -> Shown:
     """Read the machine: driver, GPUs, topology, CUDA toolkits, host."""
     from provision.machine import probe as probing
     from provision.views import machine as views
 
-    views.probe(probing.probe(venvs, record_nvml), as_json)
+    return views.probe(probing.probe(venvs, record_nvml))
 
 
 @click.command(short_help="Which SMs and PTX CUDA binaries carry.")
@@ -36,13 +46,14 @@ def probe(as_json: bool, venvs: tuple[Path, ...], record_nvml: Path | None) -> N
 @click.option("--require", "require", multiple=True, help="Judge each package against this SM (12.0, 12 or sm_120).")
 @json_option
 @verbosity_options
-def scan(paths: tuple[Path, ...], require: tuple[str, ...], as_json: bool) -> None:
+@pass_app
+def scan(app: App, paths: tuple[Path, ...], require: tuple[str, ...]) -> None:
     """Which SMs and PTX every CUDA binary under PATHS carries (files, wheels, folders, venvs)."""
     from provision.scan import binaries as scanning
     from provision.views import machine as views
 
     result = scanning.scan(list(paths), tuple(compute_capability(r) for r in require))
-    views.scan(result, as_json)
+    views.scan(result, app.as_json)
     if result.failed:
         sys.exit(1)
 
@@ -63,14 +74,14 @@ def scan(paths: tuple[Path, ...], require: tuple[str, ...], as_json: bool) -> No
 @json_option
 @click.option("--markdown", is_flag=True, help="Print Markdown tables to paste into a ticket.")
 @verbosity_options
-def report(machines: tuple[Path, ...], more_machines: tuple[Path, ...], profile_names: tuple[str, ...], env_names: tuple[str, ...], locks: tuple[Path, ...],
-           no_fetch: bool, home: Path | None, as_json: bool, markdown: bool) -> None:
+@pass_app
+def report(app: App, machines: tuple[Path, ...], more_machines: tuple[Path, ...], profile_names: tuple[str, ...], env_names: tuple[str, ...], locks: tuple[Path, ...], no_fetch: bool, markdown: bool) -> None:
     """Compatibility report: this machine (or recorded ones) against every profile and environment."""
     from provision.report import gates as reporting
     from provision.stacks import profiles
     from provision.views import machine as views
 
-    if as_json and markdown:
+    if app.as_json and markdown:
         raise click.UsageError("choose one of --json and --markdown")
     if more_machines and not machines:
         raise click.UsageError(f"{more_machines[0]}: a machine file is given after --machine (report --machine FILE...)")
@@ -88,16 +99,14 @@ def report(machines: tuple[Path, ...], more_machines: tuple[Path, ...], profile_
     result = reporting.report(facts, chosen, uv_cache)
     if locks:
         from provision.report import lockscan
-        from provision.views import ui
 
-        with ui.progress(as_json) as step:
+        with app.progress() as step:
             lockscan.add_locks(result, locks, fetch=not no_fetch, uv_cache=uv_cache, progress=step)
     if env_names:
         from provision.report import environments as envreport
-        from provision.views import ui
 
-        with ui.progress(as_json) as step:
-            envreport.add_environments(result, env_names, home, progress=step)
+        with app.progress() as step:
+            envreport.add_environments(result, env_names, app.home, progress=step)
     from provision.report import fleet
 
-    views.report(result, "json" if as_json else "markdown" if markdown else "table", fleet.summarize(result))
+    views.report(result, "json" if app.as_json else "markdown" if markdown else "table", fleet.summarize(result))

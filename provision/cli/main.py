@@ -4,15 +4,15 @@ into a message and an exit code (docs/exit-codes.md)."""
 from __future__ import annotations
 
 import errno
+import functools
 import importlib
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 
 import click
 
 from provision import DISTRIBUTION, __version__
-from provision.cli.options import HOME_HELP, App, app, verbosity_options
+from provision.cli.options import HOME_HELP, App, home_option, verbosity_options
 from provision.errors import ProvisionError
 
 # A command's code is found from its name: `provision NAME` lives in the module of its family, which calls one
@@ -47,13 +47,10 @@ class LazyGroup(click.Group):
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="provision", package_name=DISTRIBUTION,
                       message="%(prog)s, version %(version)s (%(package)s)")
-@click.option("--home", type=click.Path(path_type=Path),
-              help=HOME_HELP + " The commands that use environments also take it after their name.")
+@functools.partial(home_option, help=HOME_HELP + " The commands that use environments also take it after their name.")
 @verbosity_options
-@click.pass_context
-def cli(ctx: click.Context, home: Path | None) -> None:
+def cli() -> None:
     """Move a GPU machine from one CUDA stack to the next, verified and reversible."""
-    app(ctx).home = home
 
 
 # click 8.2 and later raise it for a group called with no arguments (older ones print the help themselves)
@@ -84,7 +81,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = list(sys.argv[1:] if argv is None else argv)
     state = App()
     try:
-        cli.main(args=args, prog_name="provision", standalone_mode=False, obj=state)
+        shown = cli.main(args=args, prog_name="provision", standalone_mode=False, obj=state)
+        if isinstance(shown, int):  # click's own exits (--version, --help) come back as their code
+            sys.exit(shown)
+        if shown is not None:  # the one place a result becomes output and an exit code
+            from provision.views import render
+
+            sys.exit(render.render(shown, state.output))
     except _NO_ARGS as exc:  # bare `provision` (or `provision bench`): its help, exit 2, as click gives
         exc.show()
         sys.exit(exc.exit_code)

@@ -15,6 +15,8 @@ if TYPE_CHECKING:
     from click.shell_completion import CompletionItem
 
     from provision.envs.home import Home
+    from provision.views.render import Output
+    from provision.views.ui import progress
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -24,15 +26,34 @@ HOME_HELP = "Where environments live (else PROVISION_HOME, else ~/.local/share/p
 
 @dataclass
 class App:
-    """What the group's options decide for every command: the home given before the command, -v/-q, --json."""
+    """The app's context, handed to every command (`@pass_app`): what the group's and the command's options decide
+    for all of them: the home (--home before or after the command), -v/-q, and the output (--json, --markdown).
+    A command returns a `views.render.Shown`; `cli/main.py` renders it as `output` and exits with its code."""
 
     home: Path | None = None
     verbosity: int = 0
-    as_json: bool = False
+    output: Output = "table"
+
+    @property
+    def as_json(self) -> bool:
+        return self.output == "json"
+
+    def environments(self) -> Home:
+        """The environments home: --home, else PROVISION_HOME, else the XDG data folder."""
+        return home_of(self.home)
+
+    def progress(self) -> progress:
+        """Long steps shown on stderr (never under --json, never with -q)."""
+        from provision.views import ui
+
+        return ui.progress(self.as_json)
 
 
 def app(ctx: click.Context) -> App:
     return ctx.ensure_object(App)
+
+
+pass_app = click.make_pass_decorator(App, ensure=True)
 
 
 def home_of(path: Path | None) -> Home:
@@ -42,24 +63,26 @@ def home_of(path: Path | None) -> Home:
     return home.Home(home.resolve(path))
 
 
-def _home_value(ctx: click.Context, _param: click.Parameter, value: Path | None) -> Path | None:
+def _home_value(ctx: click.Context, _param: click.Parameter, value: Path | None) -> None:
     # `provision --home H switch x` and `provision switch x --home H` mean the same; the command's own one wins.
-    return value if value is not None else app(ctx).home
+    if value is not None:
+        app(ctx).home = value
 
 
-def home_option(f: F) -> F:
-    return click.option("--home", type=click.Path(path_type=Path), callback=_home_value,
-                        help=HOME_HELP)(f)
+def home_option(f: F, help: str = HOME_HELP) -> F:  # noqa: A002 - click's own word
+    """--home, before the command's name (on the group) or after it: both set the app's home."""
+    return click.option("--home", type=click.Path(path_type=Path), callback=_home_value, expose_value=False,
+                        help=help)(f)
 
 
-def _json_value(ctx: click.Context, _param: click.Parameter, value: bool) -> bool:
+def _json_value(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
     if value:
-        app(ctx).as_json = True  # errors from here on are a JSON document too
-    return value
+        app(ctx).output = "json"  # errors from here on are a JSON document too
 
 
 def json_option(f: F) -> F:
-    return click.option("--json", "as_json", is_flag=True, is_eager=True, callback=_json_value, help=JSON_HELP)(f)
+    return click.option("--json", "as_json", is_flag=True, is_eager=True, callback=_json_value, expose_value=False,
+                        help=JSON_HELP)(f)
 
 
 def _verbosity(step: int) -> Callable[[click.Context, click.Parameter, int], None]:
@@ -118,12 +141,8 @@ def compute_capability(value: str) -> str:
 
 
 def _home_for_completion(ctx: click.Context) -> Path | None:
-    context: click.Context | None = ctx
-    while context is not None:
-        if context.params.get("home"):
-            return Path(context.params["home"])
-        context = context.parent
-    return None
+    found = ctx.find_object(App)  # --home's callback has set it, before or after the command's name
+    return found.home if found is not None else None
 
 
 def complete_env(ctx: click.Context, _param: click.Parameter, incomplete: str) -> list[CompletionItem]:

@@ -4,32 +4,39 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from provision.cli.options import (
+    App,
     complete_env,
     complete_profile,
     home_option,
     index_option,
     json_option,
+    pass_app,
     python_option,
     verbosity_options,
 )
+
+if TYPE_CHECKING:
+    pass
 
 
 @click.group("profiles", invoke_without_command=True, short_help="The profiles found; `profiles new` writes one.")
 @json_option
 @verbosity_options
 @click.pass_context
-def list_profiles(ctx: click.Context, as_json: bool) -> None:
+@pass_app
+def list_profiles(app: App, ctx: click.Context) -> None:
     """The profiles found (shipped, and in PROVISION_PROFILES folders), with their CUDA release."""
     from provision.stacks import profiles
     from provision.views import stacks as views
 
     if ctx.invoked_subcommand is None:
         found, skipped = profiles.found()
-        views.profiles(found, as_json, skipped)
+        views.profiles(found, app.as_json, skipped)
         if skipped:  # listed what could be read; what is named *.toml and is no profile file is the profile check's
             sys.exit(4)
 
@@ -46,15 +53,15 @@ def list_profiles(ctx: click.Context, as_json: bool) -> None:
 @click.option("--force", is_flag=True, help="Replace an existing file.")
 @json_option
 @verbosity_options
-def new_profile(name: str, source: str, cuda: str, python: str, indexes: tuple[str, ...], output: Path | None,
-                force: bool, as_json: bool) -> None:
+@pass_app
+def new_profile(app: App, name: str, source: str, cuda: str, python: str, indexes: tuple[str, ...], output: Path | None, force: bool) -> None:
     """Write profile NAME from the pins of an SGLang release, read from the index, each pin with its source."""
     from provision.stacks import lock, newprofile
     from provision.views import stacks as views
 
     result = newprofile.new(name, source, cuda=cuda, python=python, output=output,
                             overrides=lock.parse_overrides(indexes), force=force)
-    views.new_profile(result, as_json)
+    views.new_profile(result, app.as_json)
 
 
 @click.command("lock", short_help="Lock PROFILE (PEP 751), or an adopted environment.")
@@ -68,20 +75,19 @@ def new_profile(name: str, source: str, cuda: str, python: str, indexes: tuple[s
 @home_option
 @json_option
 @verbosity_options
-def lock_command(profile_name: str | None, python: str | None, platform_name: str | None, indexes: tuple[str, ...],
-                 output: Path | None, env_name: str | None, home: Path | None, as_json: bool) -> None:
+@pass_app
+def lock_command(app: App, profile_name: str | None, python: str | None, platform_name: str | None, indexes: tuple[str, ...], output: Path | None, env_name: str | None) -> None:
     """Resolve PROFILE into a PEP 751 lockfile: exact URLs and sha256 for every file. With --env NAME, lock what the
     adopted environment NAME holds (what adopt does unless --no-lock): on its profile's indexes, else the default one."""
     from packaging.pylock import is_valid_pylock_path
 
     from provision.stacks import lock, lockfile, profiles
     from provision.views import stacks as views
-    from provision.views import ui
 
     if env_name is not None:
         if profile_name or python or platform_name or indexes or output:
             raise click.UsageError("--env locks what the environment holds: it takes no PROFILE, --python, --platform, --index or -o")
-        _lock_env(env_name, home, as_json)
+        _lock_env(app, env_name)
         return
     if profile_name is None:
         raise click.UsageError("give a PROFILE to lock, or --env NAME for an adopted environment")
@@ -91,24 +97,22 @@ def lock_command(profile_name: str | None, python: str | None, platform_name: st
         raise click.BadParameter(f"{path.name}: PEP 751 names a lock pylock.toml or pylock.NAME.toml", param_hint="-o")
     target = lock.Target(python=lock.check_python(python or profile.python or f"{sys.version_info.major}.{sys.version_info.minor}"),
                          platform=platform_name)
-    with ui.progress(as_json) as step:
+    with app.progress() as step:
         result = lock.lock(profile, target=target, overrides=lock.parse_overrides(indexes), output=path, progress=step)
-    views.locked(result, as_json)
+    views.locked(result, app.as_json)
 
 
-def _lock_env(name: str, home: Path | None, as_json: bool) -> None:
-    from provision.cli.options import home_of
+def _lock_env(app: App, name: str) -> None:
     from provision.envs import adopted, records
     from provision.stacks import profiles
     from provision.views import envs as views
-    from provision.views import ui
 
-    where = home_of(home)
+    where = app.environments()
     record = records.read(where.build_of(name))
     profile = None
     if record.profile:
         path = Path(record.profile_path) if record.profile_path else None
         profile = profiles.load(str(path) if path is not None and path.exists() else record.profile)
-    with ui.progress(as_json) as step:
+    with app.progress() as step:
         locked = adopted.lock_env(where, name, profile, progress=step)
-    views.env_locked(locked, as_json)
+    views.env_locked(locked, app.as_json)

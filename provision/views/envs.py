@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from provision.views import ui
+from provision.views.render import Info, Shown
 
 if TYPE_CHECKING:  # annotations only: rendering one result must not import every operation
     from pathlib import Path
@@ -53,12 +54,10 @@ def environments(root: object, rows: list[dict[str, object]], as_json: bool, uv_
     ui.console().print(table)
 
 
-def switched(previous: str | None, now_active: str, skipped: list[str], as_json: bool) -> None:
-    if as_json:
-        ui.dump_json({"previous": previous, "active": now_active, "skipped": skipped})
-        return
+def switched(previous: str | None, now_active: str, skipped: list[str]) -> Shown:
     note = f" (skipped removed: {', '.join(skipped)})" if skipped else ""
-    ui.info(f"active: {now_active} (was {previous or 'none'}){note}")
+    return Shown({"previous": previous, "active": now_active, "skipped": skipped},
+                 [Info(f"active: {now_active} (was {previous or 'none'}){note}")])
 
 
 def adopted(name: str, venv: Path, build: Path, locked: AdoptLock | None, error: ProvisionError | None, as_json: bool) -> None:

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from provision.views import ui
+from provision.views.render import Block, Line, Shown, Table, TableBuilder
 
 if TYPE_CHECKING:  # annotations only: rendering one result must not import every operation
     from provision.machine.facts import MachineFacts
@@ -14,25 +15,21 @@ if TYPE_CHECKING:  # annotations only: rendering one result must not import ever
     from provision.scan.binaries import ScanResult
 
 
-def probe(facts: MachineFacts, as_json: bool) -> None:
-    if as_json:
-        ui.dump_json(facts.to_dict())
-        return
-    out = ui.console()
+def probe(facts: MachineFacts) -> Shown:
     d, h = facts.driver, facts.host
-    summary = ui.table("Machine", "field", "value")
-    summary.add_row("driver", ui.dash(d.version) + (f" ({d.kernel_module} kernel module)" if d.kernel_module else ""))
-    summary.add_row("CUDA the driver supports", ui.dash(d.cuda))
-    summary.add_row("OS", f"{ui.dash(h.os)} {ui.dash(h.os_version)}, kernel {ui.dash(h.kernel)}, {ui.dash(h.arch)}")
-    summary.add_row("glibc / Python", f"{ui.dash(h.glibc)} / {ui.dash(h.python)} ({ui.dash(h.python_path)})")
+    summary = TableBuilder("Machine", "field", "value")
+    summary.add("driver", ui.dash(d.version) + (f" ({d.kernel_module} kernel module)" if d.kernel_module else ""))
+    summary.add("CUDA the driver supports", ui.dash(d.cuda))
+    summary.add("OS", f"{ui.dash(h.os)} {ui.dash(h.os_version)}, kernel {ui.dash(h.kernel)}, {ui.dash(h.arch)}")
+    summary.add("glibc / Python", f"{ui.dash(h.glibc)} / {ui.dash(h.python)} ({ui.dash(h.python_path)})")
     if h.container or h.virtualization:
-        summary.add_row("container / VM", f"{ui.dash(h.container)} / {ui.dash(h.virtualization)}")
-    out.print(summary)
+        summary.add("container / VM", f"{ui.dash(h.container)} / {ui.dash(h.virtualization)}")
+    blocks: list[Block] = [summary.done()]
     if facts.gpus:
-        gpus = ui.table("GPUs", "#", "name", "SM", "memory", "PCIe now (max)", "NVLink", "MIG", "persist")
+        gpus = TableBuilder("GPUs", "#", "name", "SM", "memory", "PCIe now (max)", "NVLink", "MIG", "persist")
         for g in facts.gpus:
             p = g.pcie
-            gpus.add_row(
+            gpus.add(
                 str(g.index),
                 g.name.removeprefix("NVIDIA "),
                 f"{ui.dash(g.sm)} ({ui.dash(g.architecture)})",
@@ -42,35 +39,36 @@ def probe(facts: MachineFacts, as_json: bool) -> None:
                 ui.dash(g.mig_mode),
                 "on" if g.persistence_mode else ("off" if g.persistence_mode is False else "-"),
             )
-        out.print(gpus)
+        blocks.append(gpus.done())
     if facts.topology:
-        out.print(_topology_matrix(facts))
+        blocks.append(_topology_matrix(facts))
     if facts.pci.read and facts.pci.gpus:
-        out.print(_pci_paths(facts))
+        blocks.append(_pci_paths(facts))
     if facts.toolkits:
-        kits = ui.table("CUDA toolkits", "version", "path", "found by", "real SMs nvcc can target")
+        kits = TableBuilder("CUDA toolkits", "version", "path", "found by", "real SMs nvcc can target")
         for t in facts.toolkits:
-            kits.add_row(t.full_version or t.version, t.path, ", ".join(t.found_by), " ".join(t.sms))
-        out.print(kits)
-    for note in facts.notes:
-        out.print(f"note: {note}")
+            kits.add(t.full_version or t.version, t.path, ", ".join(t.found_by), " ".join(t.sms))
+        blocks.append(kits.done())
+    blocks += [Line(f"note: {note}") for note in facts.notes]
+    return Shown(facts.to_dict(), blocks)
 
 
-def _topology_matrix(facts: MachineFacts) -> object:
+def _topology_matrix(facts: MachineFacts) -> Table:
     """The link between every pair, laid out as `nvidia-smi topo -m` does, with P2P read status marked."""
     count = len(facts.gpus)
     cells = {(i, i): "X" for i in range(count)}
     for link in facts.topology:
         mark = "" if link.p2p_read == "ok" else " !p2p"
         cells[(link.gpu_a, link.gpu_b)] = cells[(link.gpu_b, link.gpu_a)] = link.link + mark
-    matrix = ui.table("Topology", "", *(f"GPU{i}" for i in range(count)))
+    matrix = TableBuilder("Topology", "", *(f"GPU{i}" for i in range(count)),
+                          caption="NV# = # NVLinks; PIX, PXB, PHB, NODE, SYS = PCIe paths as nvidia-smi topo -m names "
+                                  "them; !p2p = no peer reads")
     for i in range(count):
-        matrix.add_row(f"GPU{i}", *(cells.get((i, j), "?") for j in range(count)))
-    matrix.caption = "NV# = # NVLinks; PIX, PXB, PHB, NODE, SYS = PCIe paths as nvidia-smi topo -m names them; !p2p = no peer reads"
-    return matrix
+        matrix.add(f"GPU{i}", *(cells.get((i, j), "?") for j in range(count)))
+    return matrix.done()
 
 
-def _pci_paths(facts: MachineFacts) -> object:
+def _pci_paths(facts: MachineFacts) -> Table:
     """Each GPU's bridges, root first, with their ACS redirect bits, and what the IOMMU does with its DMA."""
     bridges = {b.bdf: b for b in facts.pci.bridges}
 
@@ -84,13 +82,13 @@ def _pci_paths(facts: MachineFacts) -> object:
         state = "no ACS" if acs is None else (f"ACS redirect 0x{acs.control:04x}" if acs.redirects else "ACS no redirect")
         return f"{bdf} {found.port_type or 'bridge'}, {state}"
 
-    table = ui.table(f"PCI paths (IOMMU: {facts.pci.iommu.mode})", "GPU", "address", "bridges, root first", "IOMMU")
+    table = TableBuilder(f"PCI paths (IOMMU: {facts.pci.iommu.mode})", "GPU", "address", "bridges, root first", "IOMMU",
+                         caption=f"IOMMU: {facts.pci.iommu.reason}")
     for g in facts.pci.gpus:
         group = f"group {g.iommu_group} {g.iommu_domain or ''}".strip() if g.iommu_group is not None else "no group"
-        table.add_row(str(g.gpu), ui.dash(g.bdf), "\n".join(bridge(b) for b in g.bridges) or "none (root bus)",
-                      f"{g.iommu} ({group})")
-    table.caption = f"IOMMU: {facts.pci.iommu.reason}"
-    return table
+        table.add(str(g.gpu), ui.dash(g.bdf), "\n".join(bridge(b) for b in g.bridges) or "none (root bus)",
+                  f"{g.iommu} ({group})")
+    return table.done()
 
 
 def _labels(counts: dict[str, int]) -> str:

@@ -1,0 +1,166 @@
+"""The one place a command's result becomes output and an exit code.
+
+A command returns a `Shown`: its JSON document, the blocks a person reads (tables and lines, in order) and its exit
+code. It never prints its result and never exits; `provision.cli.main` hands the `Shown` to `render`, which writes
+the JSON document (schema version at its top level), rich tables, or Markdown, and returns the exit code. Views build
+a `Shown` from an operation's typed result and import nothing heavy: rich is loaded only when a table is drawn.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from provision.status import Status
+
+Output = Literal["table", "json", "markdown"]
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A status shown as one: upper case, coloured in a table, bold in Markdown."""
+
+    status: Status | str
+
+    def __str__(self) -> str:
+        return self.status.upper()
+
+
+Cell = str | Verdict
+
+
+@dataclass(frozen=True)
+class Table:
+    """A titled table of plain cells (a cell may span lines with \\n); an optional caption below it."""
+
+    title: str
+    columns: tuple[str, ...]
+    rows: tuple[tuple[Cell, ...], ...] = ()
+    caption: str = ""
+
+
+@dataclass(frozen=True)
+class Line:
+    """A line (or lines) of text for people; `heading` makes it a Markdown heading of that level."""
+
+    text: str
+    heading: int = 0
+
+
+@dataclass(frozen=True)
+class Info:
+    """A line for people on stderr, never on stdout (-q hides it): what a command did, beside no table."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class Raw:
+    """Text written to stdout exactly as it is, never escaped or folded (what `shell-env` prints for a shell)."""
+
+    text: str
+
+
+Block = Table | Line | Info | Raw
+
+
+@dataclass(frozen=True)
+class Shown:
+    """What a command shows: `document` under --json, `blocks` for people (`markdown` for --markdown where it says
+    more than the tables, e.g. each verdict's source), and the exit code either way."""
+
+    document: Mapping[str, Any] | None = None
+    blocks: Sequence[Block] = ()
+    exit_code: int = 0
+    markdown: Sequence[Block] | None = None
+    json_exit_code: int | None = None  # where --json exits otherwise (rare: a document that is itself the answer)
+
+    def code(self, output: Output) -> int:
+        return self.json_exit_code if output == "json" and self.json_exit_code is not None else self.exit_code
+
+
+class TableBuilder:
+    """Rows added one at a time, then frozen into a `Table`: `t = TableBuilder(title, *columns); t.add(...); t.done()`."""
+
+    def __init__(self, title: str, *columns: str, caption: str = "") -> None:
+        self.title, self.columns, self.caption = title, columns, caption
+        self.rows: list[tuple[Cell, ...]] = []
+
+    def add(self, *cells: Cell) -> None:
+        if len(cells) != len(self.columns):
+            raise ValueError(f"table {self.title!r}: {len(cells)} cells for {len(self.columns)} columns")
+        self.rows.append(tuple(cells))
+
+    def done(self) -> Table:
+        return Table(self.title, tuple(self.columns), tuple(self.rows), self.caption)
+
+
+def render(shown: Shown, output: Output) -> int:
+    """Write `shown` as `output` on stdout; return its exit code."""
+    if output == "json":
+        if shown.document is None:
+            raise ValueError("this command has no JSON document")
+        from provision.views import ui
+
+        ui.dump_json(dict(shown.document))
+    elif output == "markdown":
+        import sys
+
+        blocks = shown.markdown if shown.markdown is not None else shown.blocks
+        sys.stdout.write("\n".join(_markdown(b) for b in blocks) + ("\n" if blocks else ""))
+    else:
+        _tables(shown.blocks)
+    return shown.code(output)
+
+
+def _tables(blocks: Sequence[Block]) -> None:
+    import sys
+
+    from provision import log
+    from provision.views import ui
+
+    # rich is imported only when there is something to draw
+    out = ui.console() if any(isinstance(b, (Table, Line)) for b in blocks) else None
+    for block in blocks:
+        if isinstance(block, Info):
+            log.info(block.text)
+        elif isinstance(block, Raw):
+            sys.stdout.write(block.text)
+            sys.stdout.flush()
+        elif out is None:
+            continue
+        elif isinstance(block, Line):
+            out.print(block.text)
+        else:
+            table = ui.table(block.title, *block.columns)
+            for row in block.rows:
+                table.add_row(*(ui.status_text(c.status) if isinstance(c, Verdict) else c for c in row))
+            if block.caption:
+                table.caption = block.caption
+            out.print(table)
+
+
+def _escape(cell: Cell) -> str:
+    text = f"**{cell}**" if isinstance(cell, Verdict) else cell
+    return text.replace("|", "\\|").replace("\n", "<br>")
+
+
+def _markdown(block: Block) -> str:
+    from provision.log import printable
+
+    if isinstance(block, Raw):
+        return block.text
+    if isinstance(block, Info):
+        return printable(block.text) + "\n"
+    if isinstance(block, Line):
+        return ("#" * block.heading + " " if block.heading else "") + printable(block.text) + "\n"
+    lines = [f"**{printable(block.title)}**\n"] if block.title else []
+    lines.append("| " + " | ".join(_escape(printable(c)) for c in block.columns) + " |")
+    lines.append("|" + " --- |" * len(block.columns))
+    for row in block.rows:
+        lines.append("| " + " | ".join(_escape(c if isinstance(c, Verdict) else printable(c)) for c in row) + " |")
+    if block.caption:
+        lines.append(f"\n{printable(block.caption)}")
+    return "\n".join(lines) + "\n"
