@@ -64,9 +64,9 @@ def test_the_table_is_the_offline_fallback(tmp_path: Path, monkeypatch: pytest.M
 
 @pytest.mark.parametrize("cuda", ["13.1", "13.2", "13.3", "13.4", "13.5"])
 def test_the_table_follows_the_releases(cuda: str) -> None:
-    from provision import compat
+    from provision import knowledge
 
-    sms = compat.toolkit_sms(cuda)
+    sms = knowledge.toolkit_sms(cuda)
     assert sms and "sm_90" in sms and "sm_120" in sms and "sm_70" not in sms
 
 

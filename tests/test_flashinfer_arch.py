@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from provision import compat
+from provision import knowledge
 from provision.checks import payload_dir
 from provision.checks.runner import _arguments
 from provision.envs.records import EnvRecord
@@ -33,13 +33,13 @@ def test_the_payloads_entry_is_the_reports(cc: str, nvcc: str) -> None:
     args = _arguments(compat_check(), record, [], {}, cc)
     major, minor = (int(p) for p in nvcc.split("."))
     entry = payload().arch_entry(cc, (major, minor), args["arch_suffix"], args["family_suffix_min_nvcc"])
-    assert entry == compat.flashinfer_arch_list([cc], nvcc)
+    assert entry == knowledge.flashinfer_arch_list([cc], nvcc)
 
 
 def test_hopper_is_90a_never_90f() -> None:
     """The H200 (docs/evidence/h200-2026-12-01-imports): `check --target-sm 9.0` with nvcc 13.0 built for 9.0f, which
     does not exist, and FAILed; 9.0a is Hopper's arch-specific target."""
-    rule = compat.gate("flashinfer_jit")
+    rule = knowledge.gate("flashinfer_jit")
     assert payload().arch_entry("9.0", (13, 0), rule["arch_suffix"], rule["family_suffix_min_nvcc"]) == "9.0a"
     assert payload().arch_entry("12.0", (13, 0), rule["arch_suffix"], rule["family_suffix_min_nvcc"]) == "12.0f"
     assert payload().arch_entry("12.0", (12, 8), rule["arch_suffix"], rule["family_suffix_min_nvcc"]) == "12.0a"

@@ -40,7 +40,7 @@ LAYERS = {
     "provision.cli": 8, "provision.views": 7, "provision.report": 6, "provision.checks": 5, "provision.envs": 4,
     "provision.stacks": 3, "provision.scan": 2, "provision.machine": 2,
     "provision.proc": 1, "provision.log": 1, "provision.atomic": 1, "provision.regular": 1,
-    "provision.errors": 0, "provision.compat": 0, "provision.status": 0, "provision": 0,
+    "provision.errors": 0, "provision.knowledge": 0, "provision.status": 0, "provision": 0,
 }
 DATA = {"provision.checks": 0, "provision.machine.facts": 0, "provision.__main__": 9}
 

@@ -17,6 +17,11 @@ def replay(name: str) -> nvml.Reading:
     return nvml.read(nvml.replay_file(DATA / name))
 
 
+def test_topology_levels_are_nvidia_smi_names() -> None:
+    assert set(nvml.TOPOLOGY_LEVELS.values()) == {"X", "PIX", "PXB", "PHB", "NODE", "SYS"}
+    assert nvml.P2P_STATUS[nvml.P2P_STATUS_OK] == "ok"
+
+
 def test_h200_recording_reads_like_nvidia_smi() -> None:
     r = replay("h200.nvml.json")
     assert r.driver.version == "580.159.04" and r.driver.cuda == "13.0" and r.driver.cuda_raw == 13000

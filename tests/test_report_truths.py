@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from conftest import DATA, ROOT
 
-from provision import compat
+from provision import knowledge
 from provision.machine import nvml
 from provision.machine.facts import MachineFacts
 from provision.report import environments, observed
@@ -29,7 +29,7 @@ def facts_from(recording: str) -> MachineFacts:
     (["12.0", "9.0", "9.0"], "12.9", "9.0a 12.0f"), (["8.6"], "13.0", "8.6"), ([], "13.0", ""),
 ])
 def test_arch_list_is_what_flashinfer_would_pick(ccs: list[str], nvcc: str, expected: str) -> None:
-    assert compat.flashinfer_arch_list(ccs, nvcc) == expected
+    assert knowledge.flashinfer_arch_list(ccs, nvcc) == expected
 
 
 def test_fill_env_leaves_arch_list_unset_without_gpus() -> None:
@@ -133,5 +133,5 @@ def test_every_source_is_a_url_or_a_file_of_this_repository(machine: Path) -> No
 
 @pytest.mark.parametrize("table", ["driver", "arch", "toolkit", "torch_wheels", "sm_rule"])
 def test_knowledge_sources_can_be_opened(table: str) -> None:
-    for row in compat.knowledge()[table]:
+    for row in knowledge.tables()[table]:
         assert "../shared" not in row["source"] and (_URL.search(row["source"]) or "docs/" in row["source"]), row

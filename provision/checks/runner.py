@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from provision import compat, proc
+from provision import knowledge, proc
 from provision import status as statuses
 from provision.checks import BY_ID, CHECKS, Check, payload_dir, staleness
 from provision.envs import drift
@@ -112,8 +112,8 @@ def _arguments(check: Check, record: EnvRecord, gpus: list[Any], installed: dict
         "target_sm": target_sm,
         # FLASHINFER_CUDA_ARCH_LIST's suffix per SM major, from the cited table the report uses too (9.0a; 12.0f with
         # nvcc >= 12.9): the payload cannot import provision
-        "arch_suffix": compat.gate("flashinfer_jit")["arch_suffix"],
-        "family_suffix_min_nvcc": compat.gate("flashinfer_jit")["family_suffix_min_nvcc"],
+        "arch_suffix": knowledge.gate("flashinfer_jit")["arch_suffix"],
+        "family_suffix_min_nvcc": knowledge.gate("flashinfer_jit")["family_suffix_min_nvcc"],
     }
 
 
@@ -144,8 +144,8 @@ def _driver(record: EnvRecord, driver_cuda: str | None) -> dict[str, Any]:
     cuda = record.cuda
     if not cuda:
         return {"status": "skip", "reason": "the environment's CUDA release is unknown (adopted without a profile, torch without CUDA)"}
-    if compat.driver_supports(driver_cuda, cuda):
+    if knowledge.driver_supports(driver_cuda, cuda):
         return {"status": "pass", "reason": f"the driver supports CUDA {driver_cuda} >= {cuda}"}
-    minimum = compat.driver_minimum(cuda)
+    minimum = knowledge.driver_minimum(cuda)
     return {"status": "fail", "reason": f"the driver supports CUDA {driver_cuda}; this environment is built for {cuda}"
             + (f": install a driver >= {minimum}" if minimum else "")}

@@ -12,7 +12,7 @@ from elftools.common.exceptions import ELFError
 from elftools.elf.dynamic import DynamicSection
 from elftools.elf.elffile import ELFFile
 
-from provision import compat, regular
+from provision import knowledge, regular
 from provision.scan import binaries as scan
 
 if TYPE_CHECKING:
@@ -74,7 +74,7 @@ def verify_target_cubins(result: dict[str, Any], target_sm: str) -> dict[str, An
         for label, number in counts.cubin.items():
             labels[label] = labels.get(label, 0) + number
     result = {**result, "details": {**result.get("details", {}), "target_cubins": labels}}
-    if not any(compat.label_runs_on(label, target_sm) for label in labels):
+    if not any(knowledge.label_runs_on(label, target_sm) for label in labels):
         return {**result, "status": "fail",
                 "reason": f"the build for {target_sm} carries no cubin that runs on it ({', '.join(labels) or 'no cubins'})"}
     return {**result, "reason": result["reason"] + f"; its cubins: {', '.join(f'{k} x{v}' for k, v in sorted(labels.items()))}"}

@@ -15,13 +15,13 @@ from provision.stacks.profiles import Profile
 
 def resolve_env(template: dict[str, str], build: Path, gpus: list[Any] | None = None, nvcc: str | None = None) -> dict[str, str]:
     """The profile's [env] with {venv}, {site}, {env} (the environment's folder) and {arch_list} (these GPUs) filled in."""
-    from provision import compat
+    from provision import knowledge
     from provision.stacks.profiles import fill_env
 
     if gpus is None and any("{arch_list}" in v for v in template.values()):
         gpus = machine_gpus()
     venv = build / "venv"
-    arch_list = compat.flashinfer_arch_list([g.compute_capability for g in gpus or [] if g.compute_capability], nvcc)
+    arch_list = knowledge.flashinfer_arch_list([g.compute_capability for g in gpus or [] if g.compute_capability], nvcc)
     return fill_env(template, env=str(build), venv=str(venv), site=str(site_packages(venv)), arch_list=arch_list)
 
 

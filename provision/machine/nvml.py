@@ -14,12 +14,25 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from provision import compat
+from provision import knowledge
 from provision.machine.facts import Driver, Gpu, Link, Pcie
 
 T = TypeVar("T")
 REPLAY_VARIABLE = "PROVISION_NVML_REPLAY"
 MAX_GPUS = 1024  # far above any one host; NVML itself numbers devices in an unsigned int
+# NVML's topology common-ancestor levels, named as `nvidia-smi topo -m` prints them (nvml.h nvmlGpuTopologyLevel_t).
+TOPOLOGY_LEVELS = {0: "X", 10: "PIX", 20: "PXB", 30: "PHB", 40: "NODE", 50: "SYS"}
+# NVML's nvmlGpuP2PStatus_t, as cuda.bindings.nvml.GpuP2PStatus names it.
+P2P_STATUS = {
+    0: "ok",
+    1: "chipset_not_supported",
+    2: "gpu_not_supported",
+    3: "ioh_topology_not_supported",
+    4: "disabled_by_regkey",
+    5: "not_supported",
+    6: "unknown",
+}
+P2P_STATUS_OK = 0  # NVML_P2P_STATUS_OK
 
 
 class Reading:
@@ -90,7 +103,7 @@ def _read_driver(lib: Any, reading: Reading) -> None:
     nvml_version = _try(lambda: _str(lib.nvmlSystemGetNVMLVersion()), reading, "NVML version")
     reading.driver = Driver(
         version=version,
-        cuda=compat.cuda_from_nvml(raw) if raw else None,
+        cuda=knowledge.cuda_from_nvml(raw) if raw else None,
         cuda_raw=raw,
         kernel_module=kernel_module_flavour(),
         nvml_version=nvml_version,
@@ -128,8 +141,8 @@ def _read_gpu(lib: Any, reading: Reading, index: int, handle: Any, nvlink_suppor
         uuid=get("UUID", lambda: _str(lib.nvmlDeviceGetUUID(handle))),
         pci_bus_id=get("PCI bus id", lambda: _str(lib.nvmlDeviceGetPciInfo(handle).busId)),
         compute_capability=cc,
-        sm=compat.sm_name(cc) if cc else None,
-        architecture=compat.arch_name(cc) if cc else None,
+        sm=knowledge.sm_name(cc) if cc else None,
+        architecture=knowledge.arch_name(cc) if cc else None,
         memory_total_bytes=int(memory.total) if memory is not None else None,
         pcie=Pcie(
             gen_current=_quiet(lambda: int(lib.nvmlDeviceGetCurrPcieLinkGeneration(handle))),
@@ -205,18 +218,17 @@ def _read_topology(lib: Any, reading: Reading, handles: list[Any], ends: list[li
                     reading,
                     f"topology GPU {a}-{b}",
                 )
-                link = compat.TOPOLOGY_LEVELS.get(int(level), "unknown") if level is not None else "unknown"
+                link = TOPOLOGY_LEVELS.get(int(level), "unknown") if level is not None else "unknown"
             p2p = _try(
                 functools.partial(lib.nvmlDeviceGetP2PStatus, handles[a], handles[b], P2P_CAPS_INDEX_READ),
                 reading,
                 f"P2P status GPU {a}-{b}",
             )
-            status = compat.P2P_STATUS.get(int(p2p), "unknown") if p2p is not None else "unknown"
+            status = P2P_STATUS.get(int(p2p), "unknown") if p2p is not None else "unknown"
             reading.topology.append(Link(gpu_a=a, gpu_b=b, link=link, p2p_read=status))
 
 
 P2P_CAPS_INDEX_READ, P2P_CAPS_INDEX_NVLINK = 0, 2  # nvml.h NVML_P2P_CAPS_INDEX_*
-P2P_STATUS_OK = 0  # NVML_P2P_STATUS_OK
 
 
 def kernel_module_flavour(path: str = "/proc/driver/nvidia/version") -> str | None:

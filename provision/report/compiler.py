@@ -12,7 +12,7 @@ from pathlib import Path
 
 from packaging.version import InvalidVersion, Version
 
-from provision import compat, proc, regular
+from provision import knowledge, proc, regular
 from provision.errors import ProvisionError
 from provision.stacks import uvcache
 
@@ -42,10 +42,10 @@ def targets(cuda: str, cache: Path | None) -> CompilerTargets | None:
     found = _from_wheel(cuda, cache) if cache is not None and cache.is_dir() else None
     if found:
         return found
-    sms = compat.toolkit_sms(cuda)
+    sms = knowledge.toolkit_sms(cuda)
     if sms is None:
         return None
-    row = next(r for r in compat.knowledge()["toolkit"] if r["cuda"] == ".".join(cuda.split(".")[:2]))
+    row = next(r for r in knowledge.tables()["toolkit"] if r["cuda"] == ".".join(cuda.split(".")[:2]))
     return CompilerTargets(sms=tuple(sms), name=f"nvcc {cuda} (the table: no compiler wheel in uv's cache)", source=str(row["source"]))
 
 

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
-from provision import compat
+from provision import knowledge
 from provision import status as statuses
 from provision.machine.facts import MachineFacts
 from provision.stacks.profiles import Profile
@@ -96,13 +96,13 @@ def judge(facts: MachineFacts, profile: Profile, uv_cache: Path | None = None) -
 
 def driver_gate(facts: MachineFacts, cuda: str) -> Gate:
     title = f"driver supports CUDA {cuda}"
-    source = compat.driver_source(cuda)
+    source = knowledge.driver_source(cuda)
     if facts.driver.cuda is None:
         return Gate(id="driver", title=title, status="skip", reason="no NVIDIA driver read on this machine", source=source)
-    if compat.driver_supports(facts.driver.cuda, cuda):
+    if knowledge.driver_supports(facts.driver.cuda, cuda):
         return Gate(id="driver", title=title, status="pass", source=source,
                     reason=f"driver {facts.driver.version} supports CUDA up to {facts.driver.cuda}")
-    minimum = compat.driver_minimum(cuda)
+    minimum = knowledge.driver_minimum(cuda)
     need = f"a driver >= {minimum}" if minimum else f"a driver that supports CUDA {cuda}"
     return Gate(id="driver", title=title, status="fail", source=source,
                 reason=f"driver {facts.driver.version} supports CUDA up to {facts.driver.cuda}; install {need}")
@@ -149,14 +149,14 @@ def torch_wheels(facts: MachineFacts, cuda: str, *, has_torch: bool = True, scan
     if scanned is not None:
         sms, source, what = sorted(scanned, key=_label_key), "fatbin entry headers of the wheel (docs/fatbin.md)", f"the scanned wheel {wheel} carries"
     else:
-        sms = compat.torch_wheel_sms(cuda) or []
-        source = next((r["source"] for r in compat.knowledge()["torch_wheels"] if r["cuda"] == cuda), "")
+        sms = knowledge.torch_wheel_sms(cuda) or []
+        source = next((r["source"] for r in knowledge.tables()["torch_wheels"] if r["cuda"] == cuda), "")
         what = "from the table (provision/knowledge.toml [[torch_wheels]], no torch wheel scanned): official wheels carry"
         if not sms:
             return Gate(id="torch-wheels", title=title, status="skip",
                         reason=f"no torch wheel scanned and no table of PyTorch's arch list for CUDA {cuda}: run provision report --lock")
     missing = sorted({g.sm or "" for g in facts.gpus if g.compute_capability and not any(
-        compat.label_runs_on(s, g.compute_capability) for s in sms)})
+        knowledge.label_runs_on(s, g.compute_capability) for s in sms)})
     if missing:
         return Gate(id="torch-wheels", title=title, status="fail", source=source,
                     reason=f"{what} {' '.join(sms) or 'no cubin'}: nothing for {', '.join(missing)} ('no kernel image')")
@@ -165,7 +165,7 @@ def torch_wheels(facts: MachineFacts, cuda: str, *, has_torch: bool = True, scan
 
 def _label_key(label: str) -> tuple[int, int, str]:
     try:
-        _, major, minor, suffix = compat.parse_label(label)
+        _, major, minor, suffix = knowledge.parse_label(label)
     except ValueError:
         return (999, 0, label)
     return (major, minor, suffix)
@@ -181,7 +181,7 @@ def flashinfer_version(profile: Profile) -> Version | None:
 
 
 def _flashinfer_jit(facts: MachineFacts, profile: Profile) -> Gate:
-    gate = compat.gate("flashinfer_jit")
+    gate = knowledge.gate("flashinfer_jit")
     title, source = gate["title"], gate["source"]
     if flashinfer_version(profile) is None:
         return Gate(id="flashinfer-jit", title=title, status="skip", reason="the profile has no FlashInfer")
@@ -191,16 +191,16 @@ def _flashinfer_jit(facts: MachineFacts, profile: Profile) -> Gate:
     ccs = [g.compute_capability for g in facts.gpus if g.compute_capability]
     # {arch_list} is filled from this machine's GPUs, as create and check fill it (the same nvcc decides a/f)
     arch_list = profile.env.get("FLASHINFER_CUDA_ARCH_LIST", "").replace(
-        "{arch_list}", compat.flashinfer_arch_list(ccs, nvcc)).split()
+        "{arch_list}", knowledge.flashinfer_arch_list(ccs, nvcc)).split()
     problems, warnings = [], []
     for cc in sorted({g.compute_capability for g in facts.gpus if g.compute_capability}):
         major = cc.split(".")[0]
         need = gate["min_nvcc_for_major"].get(major)
         covered = [a for a in arch_list if _arch_entry_covers(a, cc)]
         if arch_list and not covered:
-            problems.append(f"the profile's FLASHINFER_CUDA_ARCH_LIST={' '.join(arch_list)} has nothing for {compat.sm_name(cc)}: "
+            problems.append(f"the profile's FLASHINFER_CUDA_ARCH_LIST={' '.join(arch_list)} has nothing for {knowledge.sm_name(cc)}: "
                             "JIT modules would carry no code for this GPU (set it for this GPU, or leave it unset to detect)")
-        if need and not compat.version_at_least(nvcc, need):
+        if need and not knowledge.version_at_least(nvcc, need):
             if covered and all(a.endswith("a") for a in covered):
                 warnings.append(f"nvcc {nvcc} < {need}: SM{major}x only through the '{covered[0]}' workaround")
             else:
@@ -219,7 +219,7 @@ def _arch_entry_covers(entry: str, cc: str) -> bool:
     if not match:
         return False
     label = f"sm_{match.group(1)}{match.group(2)}{match.group(3)}"
-    return compat.label_runs_on(label, cc)
+    return knowledge.label_runs_on(label, cc)
 
 
 def machine_gates(facts: MachineFacts, flashinfer: Version | None) -> list[Gate]:
@@ -235,17 +235,17 @@ def machine_gates(facts: MachineFacts, flashinfer: Version | None) -> list[Gate]
     found = pcipath.findings(facts)  # the ACS and IOMMU facts on the paths between the GPUs, read once for both gates
     gates = [_symm_mem(majors, pcie), _fusion(majors, pcie, flashinfer), _custom_allreduce(facts, found), _p2p(facts, found)]
     gates = [Gate(**{**g.__dict__, "kind": "feature"}) for g in gates]
-    tree = compat.gate("nccl_tree_graphs")
+    tree = knowledge.gate("nccl_tree_graphs")
     gates.append(Gate(id="nccl-tree-graphs", title=tree["title"], status="info", source=tree["source"], kind="feature",
                       reason="to try Tree with CUDA graphs set NCCL_ALGO='allreduce:tree' (per collective); a global Tree leaves other collectives no algorithm"))
-    graphs = compat.gate("cuda_graph_max_bs")
+    graphs = knowledge.gate("cuda_graph_max_bs")
     gates.append(Gate(id="cuda-graph-max-bs", title=graphs["title"], status="info", source=graphs["source"], kind="feature",
                       reason="fewer captured batch sizes save memory and capture time; measure with the baseline before and after"))
     return gates
 
 
 def _symm_mem(majors: set[int], pcie: bool) -> Gate:
-    g = compat.gate("symm_mem_allreduce")
+    g = knowledge.gate("symm_mem_allreduce")
     unknown = sorted(m for m in majors if m not in g["arch_keys"])
     if unknown:
         return Gate(id="symm-mem-allreduce", title=g["title"], status="fail", source=g["source"],
@@ -258,7 +258,7 @@ def _symm_mem(majors: set[int], pcie: bool) -> Gate:
 
 
 def _fusion(majors: set[int], pcie: bool, flashinfer: Version | None) -> Gate:
-    g = compat.gate("flashinfer_allreduce_fusion")
+    g = knowledge.gate("flashinfer_allreduce_fusion")
     if flashinfer is None:
         return Gate(id="allreduce-fusion", title=g["title"], status="skip", reason="no FlashInfer in this profile")
     supported = g["majors_from_0_6_17"] if flashinfer >= Version("0.6.17") else g["majors_before_0_6_17"]
@@ -273,7 +273,7 @@ def _fusion(majors: set[int], pcie: bool, flashinfer: Version | None) -> Gate:
 
 
 def _custom_allreduce(facts: MachineFacts, found: pcipath.Findings) -> Gate:
-    g = compat.gate("custom_allreduce")
+    g = knowledge.gate("custom_allreduce")
     count, pcie = len(facts.gpus), facts.pcie_only
     source = g["source"]
     reasons, status = [], "pass"
@@ -282,7 +282,7 @@ def _custom_allreduce(facts: MachineFacts, found: pcipath.Findings) -> Gate:
         reasons.append(f"disabled on more than {g['max_pcie_world_size']} PCIe-only GPUs: NCCL carries the all-reduce "
                        "(Ring was 82 tok/s vs 38 for a custom all-reduce on the first machine)")
     if found.problems:
-        source = f"{source}; {compat.gate('pcie_p2p')['source']}"
+        source = f"{source}; {knowledge.gate('pcie_p2p')['source']}"
         if found.via_iommu:
             status = "fail"
             reasons.append(f"its peer writes between GPUs {', '.join(found.via_iommu[:6])}{', ...' if len(found.via_iommu) > 6 else ''} "
@@ -308,7 +308,7 @@ def _p2p(facts: MachineFacts, found: pcipath.Findings) -> Gate:
     source = "https://docs.nvidia.com/deploy/nvml-api/group__nvmlDeviceQueries.html (nvmlDeviceGetP2PStatus, READ); symmetric memory and custom all-reduce need P2P"
     problems = list(found.problems)
     if problems:
-        source = f"{source}; {compat.gate('pcie_p2p')['source']}"
+        source = f"{source}; {knowledge.gate('pcie_p2p')['source']}"
     if bad:
         why = "" if problems else (": the ACS bits and IOMMU read here show no cause" if found.read and not found.unread
                                    else ": check ACS/IOMMU (nccl#606, #2079)")

@@ -15,7 +15,7 @@ from typing import Any
 from packaging.tags import sys_tags
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 
-from provision import compat
+from provision import knowledge
 from provision import status as statuses
 from provision.errors import ResolveError
 from provision.machine.facts import MachineFacts
@@ -175,7 +175,7 @@ def judge(facts: MachineFacts, scanned: LockScan, stack: LockStack, uv_cache: Pa
     profile = stack.profile
     cuda = profile.cuda if profile else "?"
     target = Target(kind="lock", name=scanned.path.name, cuda=cuda)
-    ccs = sorted({g.compute_capability for g in facts.gpus if g.compute_capability}, key=compat.parse_cc)
+    ccs = sorted({g.compute_capability for g in facts.gpus if g.compute_capability}, key=knowledge.parse_cc)
     torch = scanned.by_name("torch")
     torch_gate = gates.torch_wheels(facts, cuda, has_torch=torch is not None,
                                     scanned=dict(torch.counts.cubin) if torch and torch.origin in SCANNED else None,
@@ -222,9 +222,9 @@ def _wheel_gate(wheel: WheelScan, ccs: list[str]) -> Gate:
     verdicts = {cc: verdict(wheel, cc) for cc in ccs}
     worst = statuses.worst(s for s, _ in verdicts.values()) or "skip"
     if worst == "pass":
-        reason = f"native code for {', '.join(compat.sm_name(cc) for cc in ccs)}; carries {carried}"
+        reason = f"native code for {', '.join(knowledge.sm_name(cc) for cc in ccs)}; carries {carried}"
     else:
-        reason = "; ".join(f"{compat.sm_name(cc)}: {r}" for cc, (s, r) in verdicts.items() if s == worst)
+        reason = "; ".join(f"{knowledge.sm_name(cc)}: {r}" for cc, (s, r) in verdicts.items() if s == worst)
     return Gate(id=f"wheel:{wheel.name}", title=title, status=worst, reason=reason[:600], source=source)
 
 

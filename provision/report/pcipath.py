@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from provision import compat
+from provision import knowledge
 from provision.machine import pciconfig
 from provision.machine.facts import Bridge, Link, MachineFacts
 
@@ -63,7 +63,7 @@ def findings(facts: MachineFacts) -> Findings:
     pci = facts.pci
     if not pci.read:
         return Findings(read=False)
-    redirect_bits = compat.gate("pcie_p2p")["acs_redirect_bits"]
+    redirect_bits = knowledge.gate("pcie_p2p")["acs_redirect_bits"]
     bridges = {b.bdf: b for b in pci.bridges}
     pairs = [link for link in facts.topology if not link.link.startswith("NV")]
     redirecting: dict[str, list[str]] = {}

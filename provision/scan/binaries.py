@@ -202,10 +202,10 @@ def _by_package(files: list[FileScan], require: tuple[str, ...]) -> list[Package
 def verdict(code: fatbin.Code | fatbin.Counts, cc: str) -> tuple[str, str]:
     """PASS: native code runs on `cc`; WARN: only PTX the driver must JIT; FAIL: "no kernel image" predicted.
     Only loadable code counts: a shared library's relocatable copy is link input the driver never loads."""
-    from provision import compat
+    from provision import knowledge
 
     counts = code.loadable if isinstance(code, fatbin.Code) else code
-    sm = compat.sm_name(cc)
+    sm = knowledge.sm_name(cc)
     native = sorted(label for label in counts.cubin if _runs_on(label, cc))
     if native:
         return "pass", f"native code for {sm}: {', '.join(native)}"
@@ -219,9 +219,9 @@ def verdict(code: fatbin.Code | fatbin.Counts, cc: str) -> tuple[str, str]:
 
 
 def _runs_on(label: str, cc: str) -> bool:
-    from provision import compat
+    from provision import knowledge
 
     try:
-        return compat.label_runs_on(label, cc)
+        return knowledge.label_runs_on(label, cc)
     except ValueError:  # a label no GPU has (sm_7 from a damaged header): it runs nowhere
         return False

@@ -92,7 +92,7 @@ def _pci_paths(facts: MachineFacts) -> Table:
 
 
 def _labels(counts: dict[str, int]) -> str:
-    from provision.compat import parse_label
+    from provision.knowledge import parse_label
 
     def order(label: str) -> tuple[int, int, str]:
         try:

@@ -6,24 +6,24 @@ from pathlib import Path
 
 import pytest
 
-from provision import compat
+from provision import knowledge
 
-K = compat.knowledge()
+K = knowledge.tables()
 
 
 @pytest.mark.parametrize("row", K["driver"], ids=lambda r: r["cuda"])
 def test_every_driver_row_is_cited_and_parses(row: dict) -> None:
     assert row["source"]
-    assert compat.driver_minimum(row["cuda"]) == row["minimum"]
-    assert compat.version_at_least(row["minimum"], "500")
+    assert knowledge.driver_minimum(row["cuda"]) == row["minimum"]
+    assert knowledge.version_at_least(row["minimum"], "500")
 
 
 @pytest.mark.parametrize("row", K["arch"], ids=lambda r: r["cc"])
 def test_arch_names(row: dict) -> None:
     assert row["source"]
-    assert compat.arch_name(row["cc"]) == row["name"]
-    label = compat.sm_name(row["cc"])
-    kind, major, minor, suffix = compat.parse_label(label)
+    assert knowledge.arch_name(row["cc"]) == row["name"]
+    label = knowledge.sm_name(row["cc"])
+    kind, major, minor, suffix = knowledge.parse_label(label)
     assert (kind, f"{major}.{minor}", suffix) == ("sm", row["cc"], "")
 
 
@@ -31,14 +31,14 @@ def test_arch_names(row: dict) -> None:
 def test_sm_lists_are_valid_labels(row: dict) -> None:
     assert row["source"]
     for label in row["sms"]:
-        assert compat.parse_label(label)[0] == "sm"
+        assert knowledge.parse_label(label)[0] == "sm"
 
 
 @pytest.mark.parametrize(
     ("raw", "text"), [(13010, "13.1"), (13000, "13.0"), (12080, "12.8"), (9020, "9.2"), (12090, "12.9")]
 )
 def test_nvml_cuda_version_encoding(raw: int, text: str) -> None:
-    assert compat.cuda_from_nvml(raw) == text
+    assert knowledge.cuda_from_nvml(raw) == text
 
 
 # (label, device cc, runs) per the cited sm_rule table: cubin same major minor>=, a exact, f family, PTX forward.
@@ -54,7 +54,7 @@ RUNS = [
 
 @pytest.mark.parametrize(("label", "cc", "runs"), RUNS)
 def test_label_runs_on(label: str, cc: str, runs: bool) -> None:
-    assert compat.label_runs_on(label, cc) is runs
+    assert knowledge.label_runs_on(label, cc) is runs
 
 
 def test_every_sm_rule_kind_is_cited_and_exercised() -> None:
@@ -68,7 +68,7 @@ def test_every_sm_rule_kind_is_cited_and_exercised() -> None:
 
 @pytest.mark.parametrize("name", list(K["gates"]))
 def test_every_gate_is_cited(name: str) -> None:
-    assert compat.gate(name)["source"] and compat.gate(name)["title"]
+    assert knowledge.gate(name)["source"] and knowledge.gate(name)["title"]
 
 
 @pytest.mark.parametrize(
@@ -76,18 +76,13 @@ def test_every_gate_is_cited(name: str) -> None:
     [("13.1", "13.0", True), ("13.0", "13.0", True), ("12.8", "13.0", False), (None, "12.8", False), ("13.0", "13.1", False)],
 )
 def test_driver_supports(driver_cuda: str | None, target: str, ok: bool) -> None:
-    assert compat.driver_supports(driver_cuda, target) is ok
-
-
-@pytest.mark.parametrize(("code", "name"), list(compat.TOPOLOGY_LEVELS.items()))
-def test_topology_levels_are_nvidia_smi_names(code: int, name: str) -> None:
-    assert name in {"X", "PIX", "PXB", "PHB", "NODE", "SYS"}
+    assert knowledge.driver_supports(driver_cuda, target) is ok
 
 
 def test_torch_wheels_of_cuda_13_2_are_known_from_a_real_wheel() -> None:
     """torch 2.15.0+cu132 (the public registry's default build): its arch flags and its cubins, in the evidence file."""
-    sms = compat.torch_wheel_sms("13.2")
+    sms = knowledge.torch_wheel_sms("13.2")
     assert sms is not None and "sm_120" in sms and "sm_90" in sms
-    row = next(r for r in compat.knowledge()["torch_wheels"] if r["cuda"] == "13.2")
+    row = next(r for r in knowledge.tables()["torch_wheels"] if r["cuda"] == "13.2")
     evidence = (Path(__file__).resolve().parent.parent / row["source"].split(" ")[0]).read_text()
     assert "2.15.0+cu132 13.2 " + " ".join(sms) in evidence

@@ -9,25 +9,13 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-# NVML's topology common-ancestor levels, named as `nvidia-smi topo -m` prints them (nvml.h nvmlGpuTopologyLevel_t).
-TOPOLOGY_LEVELS = {0: "X", 10: "PIX", 20: "PXB", 30: "PHB", 40: "NODE", 50: "SYS"}
-# NVML's nvmlGpuP2PStatus_t, as cuda.bindings.nvml.GpuP2PStatus names it.
-P2P_STATUS = {
-    0: "ok",
-    1: "chipset_not_supported",
-    2: "gpu_not_supported",
-    3: "ioh_topology_not_supported",
-    4: "disabled_by_regkey",
-    5: "not_supported",
-    6: "unknown",
-}
 _LABEL = re.compile(r"^(sm|compute|lto)_(\d+)([af]?)$")
 
 
 @cache
-def knowledge() -> dict[str, Any]:
+def tables() -> dict[str, Any]:
     """Return the parsed knowledge.toml shipped with the package."""
-    if sys.version_info >= (3, 11):  # imported here: `probe` needs none of the tables, only the constants above
+    if sys.version_info >= (3, 11):  # imported here: most commands read no table
         import tomllib
     else:  # pragma: no cover
         import tomli as tomllib
@@ -63,21 +51,21 @@ def parse_cc(cc: str) -> tuple[int, int]:
 
 
 def arch_name(cc: str) -> str | None:
-    for row in knowledge()["arch"]:
+    for row in tables()["arch"]:
         if row["cc"] == cc:
             return str(row["name"])
     return None
 
 
 def driver_minimum(cuda: str) -> str | None:
-    for row in knowledge()["driver"]:
+    for row in tables()["driver"]:
         if row["cuda"] == cuda:
             return str(row["minimum"])
     return None
 
 
 def driver_source(cuda: str) -> str:
-    for row in knowledge()["driver"]:
+    for row in tables()["driver"]:
         if row["cuda"] == cuda:
             return str(row["source"])
     return "https://docs.nvidia.com/deploy/nvml-api/group__nvmlSystemQueries.html (nvmlSystemGetCudaDriverVersion: the newest CUDA the driver supports)"
@@ -104,14 +92,14 @@ def driver_supports(driver_cuda: str | None, target: str) -> bool:
 def toolkit_sms(cuda: str) -> list[str] | None:
     """Return the real SMs that nvcc of CUDA release `cuda` ("13.0") can target, or None when not tabled."""
     major_minor = ".".join(cuda.split(".")[:2])
-    for row in knowledge()["toolkit"]:
+    for row in tables()["toolkit"]:
         if row["cuda"] == major_minor:
             return list(row["sms"])
     return None
 
 
 def torch_wheel_sms(cuda: str) -> list[str] | None:
-    for row in knowledge()["torch_wheels"]:
+    for row in tables()["torch_wheels"]:
         if row["cuda"] == cuda:
             return list(row["sms"])
     return None
@@ -145,4 +133,4 @@ def flashinfer_arch_list(ccs: Iterable[str], nvcc: str | None) -> str:
 
 
 def gate(name: str) -> dict[str, Any]:
-    return dict(knowledge()["gates"][name])
+    return dict(tables()["gates"][name])
