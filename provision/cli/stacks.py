@@ -21,7 +21,7 @@ from provision.cli.options import (
 )
 
 if TYPE_CHECKING:
-    pass
+    from provision.views.render import Shown
 
 
 @click.group("profiles", invoke_without_command=True, short_help="The profiles found; `profiles new` writes one.")
@@ -29,16 +29,15 @@ if TYPE_CHECKING:
 @verbosity_options
 @click.pass_context
 @pass_app
-def list_profiles(app: App, ctx: click.Context) -> None:
+def list_profiles(app: App, ctx: click.Context) -> Shown | None:
     """The profiles found (shipped, and in PROVISION_PROFILES folders), with their CUDA release."""
     from provision.stacks import profiles
     from provision.views import stacks as views
 
-    if ctx.invoked_subcommand is None:
-        found, skipped = profiles.found()
-        views.profiles(found, app.as_json, skipped)
-        if skipped:  # listed what could be read; what is named *.toml and is no profile file is the profile check's
-            sys.exit(4)
+    if ctx.invoked_subcommand is not None:
+        return None  # `profiles new`: its own result
+    # what could be read is listed; a *.toml that is no profile file is named, and exits 4
+    return views.profiles(profiles.found())
 
 
 @list_profiles.command("new", short_help="Write a profile from an SGLang release's own pins.")
@@ -54,14 +53,15 @@ def list_profiles(app: App, ctx: click.Context) -> None:
 @json_option
 @verbosity_options
 @pass_app
-def new_profile(app: App, name: str, source: str, cuda: str, python: str, indexes: tuple[str, ...], output: Path | None, force: bool) -> None:
+def new_profile(app: App, name: str, source: str, cuda: str, python: str, indexes: tuple[str, ...], output: Path | None,
+                force: bool) -> Shown:
     """Write profile NAME from the pins of an SGLang release, read from the index, each pin with its source."""
     from provision.stacks import lock, newprofile
     from provision.views import stacks as views
 
     result = newprofile.new(name, source, cuda=cuda, python=python, output=output,
                             overrides=lock.parse_overrides(indexes), force=force)
-    views.new_profile(result, app.as_json)
+    return views.new_profile(result)
 
 
 @click.command("lock", short_help="Lock PROFILE (PEP 751), or an adopted environment.")
@@ -76,7 +76,8 @@ def new_profile(app: App, name: str, source: str, cuda: str, python: str, indexe
 @json_option
 @verbosity_options
 @pass_app
-def lock_command(app: App, profile_name: str | None, python: str | None, platform_name: str | None, indexes: tuple[str, ...], output: Path | None, env_name: str | None) -> None:
+def lock_command(app: App, profile_name: str | None, python: str | None, platform_name: str | None, indexes: tuple[str, ...],
+                 output: Path | None, env_name: str | None) -> Shown | None:
     """Resolve PROFILE into a PEP 751 lockfile: exact URLs and sha256 for every file. With --env NAME, lock what the
     adopted environment NAME holds (what adopt does unless --no-lock): on its profile's indexes, else the default one."""
     from packaging.pylock import is_valid_pylock_path
@@ -88,7 +89,7 @@ def lock_command(app: App, profile_name: str | None, python: str | None, platfor
         if profile_name or python or platform_name or indexes or output:
             raise click.UsageError("--env locks what the environment holds: it takes no PROFILE, --python, --platform, --index or -o")
         _lock_env(app, env_name)
-        return
+        return None
     if profile_name is None:
         raise click.UsageError("give a PROFILE to lock, or --env NAME for an adopted environment")
     profile = profiles.load(profile_name)
@@ -99,7 +100,7 @@ def lock_command(app: App, profile_name: str | None, python: str | None, platfor
                          platform=platform_name)
     with app.progress() as step:
         result = lock.lock(profile, target=target, overrides=lock.parse_overrides(indexes), output=path, progress=step)
-    views.locked(result, app.as_json)
+    return views.locked(result)
 
 
 def _lock_env(app: App, name: str) -> None:

@@ -15,9 +15,9 @@ import shutil
 import sys
 import tempfile
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import tomlkit
 from packaging import tags
@@ -54,6 +54,14 @@ class Target:
         return "aarch64" if "aarch64" in self.platform or "arm64" in self.platform else "x86_64"
 
 
+# Where a locked file's sha256 came from: its index, provision (the index gives none); a source tree or a repository
+# has none (git: judged by its commit; editable and directory: the tree is the user's).
+HashSource = Literal["index", "computed", "git", "editable", "directory"]
+# What `report --lock` would FAIL, said by lock at once: CUDA majors mixed, two wheels installing one path (loose: a
+# stray top-level file), a RECORD that could not be read without downloading the wheel.
+WarningId = Literal["cuda-mix", "conflict", "conflict-loose", "conflict-unread"]
+
+
 @dataclass(frozen=True, kw_only=True)
 class LockedPackage:
     name: str
@@ -62,26 +70,36 @@ class LockedPackage:
     file: str
     url: str
     sha256: str
-    hash_source: str  # "index" or "computed"
+    hash_source: HashSource
 
-    def to_dict(self) -> dict[str, Any]:
-        return self.__dict__.copy()
+    def to_dict(self) -> dict[str, str]:
+        return {"name": self.name, "version": self.version, "index": self.index, "file": self.file, "url": self.url,
+                "sha256": self.sha256, "hash_source": self.hash_source}
 
 
-@dataclass(kw_only=True)
+@dataclass(frozen=True)
+class LockWarning:
+    id: WarningId
+    reason: str
+
+    def to_dict(self) -> dict[str, str]:
+        return {"id": self.id, "reason": self.reason}
+
+
+@dataclass(frozen=True, kw_only=True)
 class LockResult:
     path: Path
     profile: str
     target: Target
-    packages: list[LockedPackage] = field(default_factory=list)
+    packages: tuple[LockedPackage, ...] = ()
     nightly: str | None = None
     seconds: float = 0.0
     key: str = ""
-    warnings: list[dict[str, str]] = field(default_factory=list)  # {"id": "conflict" | "cuda-mix", "reason"}
+    warnings: tuple[LockWarning, ...] = ()
     rebuild: str = ""  # the command that makes this lock again
-    changes: dict[str, Any] | None = None  # against the lock it replaced: added, removed, changed; None if none
+    changes: relock.Changes | None = None  # against the lock it replaced; None when it replaced none
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {
             "lockfile": str(self.path),
             "profile": self.profile,
@@ -90,9 +108,9 @@ class LockResult:
             "nightly_date": self.nightly,
             "lock_key": self.key,
             "packages": [p.to_dict() for p in self.packages],
-            "warnings": list(self.warnings),
+            "warnings": [w.to_dict() for w in self.warnings],
             "rebuild": self.rebuild,
-            "changes": self.changes,
+            "changes": self.changes.to_dict() if self.changes is not None else None,
             "seconds": round(self.seconds, 3),
         }
 
@@ -184,7 +202,7 @@ def nightly_pins(profile: Profile, indexes: dict[str, str | None], target: Targe
     """Pin every nightly package of one index to the newest date that all of them have a wheel for."""
     pins: dict[str, str] = {}
     chosen: str | None = None
-    groups: dict[str, list[Any]] = {}
+    groups: dict[str, list[Package]] = {}
     for package in profile.packages:
         if package.prerelease and package.index != DEFAULT_INDEX and indexes.get(package.index):
             groups.setdefault(package.index, []).append(package)
@@ -236,7 +254,7 @@ def _project(profile: Profile, pins: dict[str, str], indexes: dict[str, str | No
     return tomlkit.dumps(doc)
 
 
-def _source(package: Package) -> dict[str, Any]:
+def _source(package: Package) -> dict[str, str | bool]:
     """uv's source of a profile package: its source tree, its repository, or its index."""
     if package.path:
         return {"path": package.path, **({"editable": True} if package.editable else {})}
@@ -336,21 +354,22 @@ def lock(profile: Profile, *, target: Target, overrides: dict[str, str], output:
             raw = _resolve_explicit(folder, profile, pins, indexes, target, raw, origin)
             origin = attribution(raw.get("packages", []), profile, indexes)
         written = (folder / "pylock.toml").read_text()  # uv's own text: kept where provision changes no package
-    result = LockResult(path=output, profile=profile.name, target=target, nightly=nightly,
-                        key=lock_key(profile, indexes, target),
-                        rebuild=relock.rebuild_command(profile, python=target.python, platform=target.platform,
-                                                       overrides=overrides, output=output))
-    document = _finish(raw, profile, indexes, origin, target, result, progress, written)
-    _check_bindings(profile, result.packages)
-    _check_flashinfer(result.packages)
-    result.warnings = _warnings(result.packages, progress)
-    result.changes = relock.changes(relock.versions_in(output), {p.name: p.version for p in result.packages})
+    stamp = _Stamp(key=lock_key(profile, indexes, target), nightly=nightly,
+                   rebuild=relock.rebuild_command(profile, python=target.python, platform=target.platform,
+                                                  overrides=overrides, output=output))
+    packages = _packages(raw, indexes, origin, progress)
+    document = _document(raw, profile, indexes, target, stamp, packages, written)
+    _check_bindings(profile, packages)
+    _check_flashinfer(packages)
+    warnings = _warnings(packages, progress)
+    changes = relock.changes(relock.versions_in(output), {p.name: p.version for p in packages})
     try:
         write_atomic(output, document)
     except OSError as exc:
         raise InputError(f"cannot write the lock to {output}: {exc.strerror or exc}", "choose -o in a folder you can write") from exc
-    result.seconds = time.perf_counter() - start
-    return result
+    return LockResult(path=output, profile=profile.name, target=target, packages=packages, nightly=nightly,
+                      seconds=time.perf_counter() - start, key=stamp.key, warnings=warnings, rebuild=stamp.rebuild,
+                      changes=changes)
 
 
 def _writable(output: Path) -> None:
@@ -393,11 +412,22 @@ def _work_folder(parent: Path | None = None) -> Iterator[Path]:
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def _finish(raw: dict[str, Any], profile: Profile, indexes: dict[str, str | None], origin: dict[str, str],
-            target: Target, result: LockResult, progress: Callable[[str], None], written: str = "") -> str:
+@dataclass(frozen=True, kw_only=True)
+class _Stamp:
+    """What a lock says of itself beside its packages: its key, its nightly date, the command that makes it again."""
+
+    key: str
+    nightly: str | None
+    rebuild: str
+
+
+def _packages(raw: dict[str, Any], indexes: dict[str, str | None], origin: dict[str, str],
+              progress: Callable[[str], None]) -> tuple[LockedPackage, ...]:
+    """Every file uv locked, each with its index and a sha256 (computed where its index gives none), put into `raw`
+    too (each package's `index`, each file's URL without credentials and its hashes): what is written."""
     from concurrent.futures import ThreadPoolExecutor
 
-    computed = []
+    locked: list[LockedPackage] = []
     unhashed = [index.strip_credentials(w.get("url", "")) for p in raw.get("packages", []) for w in _files(p) if not w.get("hashes")]
     for file_url in unhashed:
         progress(f"hashing {file_url.rsplit('/', 1)[-1]} (its index gives no hash)")
@@ -410,30 +440,36 @@ def _finish(raw: dict[str, Any], profile: Profile, indexes: dict[str, str | None
         if url and _files(package):  # a source tree or a repository comes from no index
             package["index"] = index.strip_credentials(url)
         if "directory" in package or "vcs" in package:
-            result.packages.append(_from_source(name, package))
+            locked.append(_from_source(name, package))
         for wheel in package.get("wheels", []) + ([package["sdist"]] if "sdist" in package else []):
             wheel["url"] = index.strip_credentials(wheel.get("url", ""))
-            source = "index"
+            source: HashSource = "index"
             if not wheel.get("hashes"):
                 wheel["hashes"] = {"sha256": digests[wheel["url"]]}
-                computed.append(wheel["url"].rsplit("/", 1)[-1])
                 source = "computed"
-            result.packages.append(LockedPackage(
+            locked.append(LockedPackage(
                 name=name, version=str(package.get("version", "")), index=index_name,
                 file=wheel.get("name") or wheel["url"].rsplit("/", 1)[-1], url=wheel["url"],
                 sha256=wheel["hashes"].get("sha256", ""), hash_source=source))
+    return tuple(locked)
+
+
+def _document(raw: dict[str, Any], profile: Profile, indexes: dict[str, str | None], target: Target, stamp: _Stamp,
+              packages: tuple[LockedPackage, ...], written: str = "") -> str:
+    """The lock's text: `raw` with provision's `created-by` and [tool.provision], validated by packaging.pylock."""
+    computed = [p.url.rsplit("/", 1)[-1] for p in packages if p.hash_source == "computed"]
     raw["created-by"] = "provision (uv pip compile)"
     raw.setdefault("tool", {})["provision"] = {
         "profile": profile.name,
         "profile_hash": profile.content_hash,
-        "lock_key": result.key,
+        "lock_key": stamp.key,
         "cuda": profile.cuda,  # the lock describes itself: report --lock judges it without its profile
         "compiler_cuda": profile.compiler_cuda() or "",
         "flashinfer_arch_list": profile.env.get("FLASHINFER_CUDA_ARCH_LIST", ""),
         "python": target.python,
         "platform": target.platform or f"this machine ({host_platform.machine()})",
         "indexes": {n: index.strip_credentials(u) for n, u in indexes.items() if u},
-        "nightly_date": result.nightly or "",
+        "nightly_date": stamp.nightly or "",
         "computed_hashes": computed,
         "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "provision_version": __version__,
@@ -444,7 +480,7 @@ def _finish(raw: dict[str, Any], profile: Profile, indexes: dict[str, str | None
         Pylock.from_dict(raw).validate()
     except (PylockValidationError, InvalidVersion) as exc:
         raise ResolveError(f"uv produced a lock that PEP 751 rejects: {exc}", "report this with the profile") from exc
-    header = f"# PEP 751 lock of profile {profile.name!r}, written by provision {__version__}. Rebuild: {result.rebuild}\n"
+    header = f"# PEP 751 lock of profile {profile.name!r}, written by provision {__version__}. Rebuild: {stamp.rebuild}\n"
     return header + _dumps(raw, written)
 
 
@@ -484,12 +520,12 @@ def _from_source(name: str, package: dict[str, Any]) -> LockedPackage:
         url = f"{index.strip_credentials(str(vcs.get('url', '')))}@{vcs.get('commit-id', '')}"
         return LockedPackage(name=name, version=str(package.get("version", "")), index="", file="", url=url, sha256="", hash_source="git")
     directory = package["directory"]
-    kind = "editable" if directory.get("editable") else "directory"
+    kind: HashSource = "editable" if directory.get("editable") else "directory"
     return LockedPackage(name=name, version=str(package.get("version", "")), index="", file="", url=str(directory.get("path", "")),
                          sha256="", hash_source=kind)
 
 
-def _check_bindings(profile: Profile, packages: list[LockedPackage]) -> None:
+def _check_bindings(profile: Profile, packages: tuple[LockedPackage, ...]) -> None:
     for package in profile.packages:
         if package.from_source:
             continue
@@ -503,33 +539,33 @@ def _check_bindings(profile: Profile, packages: list[LockedPackage]) -> None:
                 raise ResolveError(f"{name} came from index {locked.index!r}, but the profile binds it to {package.index!r}", hint)
 
 
-def _warnings(packages: list[LockedPackage], progress: Callable[[str], None]) -> list[dict[str, str]]:
+def _warnings(packages: tuple[LockedPackage, ...], progress: Callable[[str], None]) -> tuple[LockWarning, ...]:
     """What `report --lock` would FAIL, said at once: NVIDIA libraries of two CUDA majors, two wheels installing one
     path (from their RECORDs, read without downloading the wheels; one that cannot be read is said)."""
     from provision.stacks import lockcheck, wheelrecords
 
-    found = []
+    found: list[LockWarning] = []
     first: dict[str, LockedPackage] = {}
     for package in packages:  # the wheel an installer takes: a platform wheel before a pure-Python one
         if package.file.endswith(".whl") and (package.name not in first or first[package.name].file.endswith("-none-any.whl")):
             first[package.name] = package
     mixed = lockcheck.cuda_mix([(p.name, p.version) for p in first.values()])
     if mixed:
-        found.append({"id": "cuda-mix", "reason": f"{mixed}: libraries of two CUDA majors load into one process"})
+        found.append(LockWarning("cuda-mix", f"{mixed}: libraries of two CUDA majors load into one process"))
     jobs = [(p.name, p.file, p.url, p.sha256) for p in first.values()]
     records = wheelrecords.read_all(jobs, lambda: Path(uvtool.cache_dir() or "."), progress)
     conflicts = sorted(lockcheck.conflicts({k: v for k, v in records.items() if v is not None}), key=lambda c: c.loose)
     if conflicts:
-        found.append({"id": "conflict-loose" if conflicts[0].loose else "conflict",
-                      "reason": conflicts[0].message() + (f"; {len(conflicts) - 1} more pairs" if len(conflicts) > 1 else "")})
+        found.append(LockWarning("conflict-loose" if conflicts[0].loose else "conflict",
+                                 conflicts[0].message() + (f"; {len(conflicts) - 1} more pairs" if len(conflicts) > 1 else "")))
     unread = sorted(k for k, v in records.items() if v is None)
     if unread:
-        found.append({"id": "conflict-unread", "reason": f"the RECORD of {len(unread)} wheels could not be read without downloading them "
-                                                        f"(e.g. {unread[0]}): provision report --lock reads them"})
-    return found
+        found.append(LockWarning("conflict-unread", f"the RECORD of {len(unread)} wheels could not be read without downloading them "
+                                                    f"(e.g. {unread[0]}): provision report --lock reads them"))
+    return tuple(found)
 
 
-def _check_flashinfer(packages: list[LockedPackage]) -> None:
+def _check_flashinfer(packages: tuple[LockedPackage, ...]) -> None:
     versions = {p.name: Version(p.version).public for p in packages if p.name in FLASHINFER_FAMILY}
     if len(set(versions.values())) > 1:
         found = ", ".join(f"{n} {v}" for n, v in sorted(versions.items()))

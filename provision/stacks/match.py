@@ -20,7 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from email.parser import HeaderParser
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING
 
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 from packaging.version import InvalidVersion, Version
@@ -28,6 +28,9 @@ from packaging.version import InvalidVersion, Version
 from provision import confined, regular
 from provision.errors import ProvisionError
 from provision.stacks import index, uvcache, wheelmeta
+
+if TYPE_CHECKING:
+    from _typeshed import WriteableBuffer
 
 # Pages and RECORDs read at once, each thread over its own kept-alive connections. A slow index wants many (200
 # wheels behind 20 ms answers: 6.2 s with 16 threads, 12.6 s with 4); a loaded machine fewer, each thread paying its
@@ -59,7 +62,7 @@ class Matched:
     sha256: str
     record_from: str  # where the wheel's RECORD was read: "uv-cache", "range", "download"
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, str]:
         return self.__dict__.copy()
 
 
@@ -69,7 +72,7 @@ class Unmatched:
     version: str
     reason: str
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, str]:
         return self.__dict__.copy()
 
 
@@ -370,7 +373,7 @@ class _Tail(wheelmeta.RangeFile):
     tail_start: int = 0
     tail: bytes = b""
 
-    def readinto(self, buffer: Any) -> int:
+    def readinto(self, buffer: WriteableBuffer) -> int:
         if self.position < self.tail_start:
             return super().readinto(buffer)  # aligned blocks from the server: the same bytes where they reach the tail
         view = memoryview(buffer).cast("B")

@@ -11,7 +11,6 @@ import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import tomlkit
 from packaging.requirements import InvalidRequirement, Requirement
@@ -51,25 +50,33 @@ class Pin:
     why: str = ""
 
 
-@dataclass(kw_only=True)
+@dataclass(frozen=True)
+class LeftOut:
+    """A package the profile does not pin, and why: SGLang does not pin it and its index has no build to match."""
+
+    name: str
+    reason: str
+
+
+@dataclass(frozen=True, kw_only=True)
 class NewProfile:
     name: str
     path: Path
     serving: str  # "sglang 0.5.23"
     cuda: str
     python: str
-    metadata_from: str  # "pep658", "range" or "download"
+    metadata_from: wheelmeta.Source
     wheel: str
-    pins: list[Pin] = field(default_factory=list)
+    pins: tuple[Pin, ...] = ()
     indexes: dict[str, str] = field(default_factory=dict)
-    left_out: list[dict[str, str]] = field(default_factory=list)  # {"name", "reason"}: not pinned by SGLang, not on its index
+    left_out: tuple[LeftOut, ...] = ()
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {"name": self.name, "path": str(self.path), "serving": self.serving, "cuda": self.cuda, "python": self.python,
                 "metadata_from": self.metadata_from, "wheel": self.wheel, "indexes": dict(self.indexes),
                 "packages": [{"name": p.name, "version": p.version, "extras": list(p.extras), "index": p.index, "source": p.why}
                              for p in self.pins],
-                "left_out": list(self.left_out)}
+                "left_out": [{"name": x.name, "reason": x.reason} for x in self.left_out]}
 
 
 def default_index() -> str:
@@ -123,8 +130,6 @@ def new(name: str, source: str, *, cuda: str = "13.0", python: str = "3.12", out
     meta, how = wheelmeta.metadata(wheel.url, core_metadata=wheel.core_metadata, sha256=wheel.sha256, size=wheel.size)
     tag = cuda_tag(cuda)
     indexes = {n: overrides.get(n, url.format(tag=tag)) for n, url in CUDA_INDEXES.items()}
-    result = NewProfile(name=name, path=path, serving=f"sglang {version}", cuda=cuda, python=python,
-                        metadata_from=how, wheel=wheel.filename, indexes=indexes)
     serving = f"sglang {version}"
     stack = _pins(meta.requires_dist or [], python, serving, wheel.url)
     torch = next((p for p in stack if p.name == "torch"), None)
@@ -132,12 +137,15 @@ def new(name: str, source: str, *, cuda: str = "13.0", python: str = "3.12", out
         raise ProfileError(f"sglang {version}: its metadata pins no torch", "choose a release that pins torch (sglang 0.4 and later)")
     toolkit = _torch_toolkit(registry, torch, python)
     _check_cuda(serving, cuda, stack, torch, toolkit)
-    result.pins = [Pin(name=SERVING, version=f"=={version}", why="the release itself: every one of its Requires-Dist reaches the "
-                       "resolver through it, not only the CUDA stack below"), *stack]
-    result.pins += _unpinned(registry, indexes, stack, result.left_out)
-    result.pins += _compiler(registry, cuda, torch, toolkit, result.left_out)
+    left_out: list[LeftOut] = []
+    pins = [Pin(name=SERVING, version=f"=={version}", why="the release itself: every one of its Requires-Dist reaches the "
+                "resolver through it, not only the CUDA stack below"), *stack]
+    pins += _unpinned(registry, indexes, stack, left_out)
+    pins += _compiler(registry, cuda, torch, toolkit, left_out)
     # an index no package is bound to would still be asked for every other package: only those in use are written
-    result.indexes = {n: u for n, u in indexes.items() if any(p.index == n for p in result.pins)}
+    result = NewProfile(name=name, path=path, serving=serving, cuda=cuda, python=python, metadata_from=how,
+                        wheel=wheel.filename, pins=tuple(pins), left_out=tuple(left_out),
+                        indexes={n: u for n, u in indexes.items() if any(p.index == n for p in pins)})
     if overrides:
         unknown = sorted(set(overrides) - set(indexes))
         if unknown:
@@ -274,7 +282,7 @@ def _versions(url: str, project: str) -> set[Version] | str:
     return found
 
 
-def _offered(url: str, project: str, version: str, where: str, left_out: list[dict[str, str]]) -> bool:
+def _offered(url: str, project: str, version: str, where: str, left_out: list[LeftOut]) -> bool:
     """Whether the index at `url` has `project` at `version`; where not, what was left out and why goes to `left_out`."""
     found = _versions(url, project)
     if isinstance(found, set) and Version(version) in found:
@@ -285,11 +293,11 @@ def _offered(url: str, project: str, version: str, where: str, left_out: list[di
         newest = f" (newest there: {max(found)})" if found else ""
         named = "" if where == "the default index" else f" ({index.redact(url)})"  # the registry's name is uv's own
         reason = f"{where}{named} has no {project} {version}{newest}"
-    left_out.append({"name": project, "reason": f"{reason}; SGLang does not pin it"})
+    left_out.append(LeftOut(project, f"{reason}; SGLang does not pin it"))
     return False
 
 
-def _unpinned(registry: str, indexes: dict[str, str], stack: list[Pin], left_out: list[dict[str, str]]) -> list[Pin]:
+def _unpinned(registry: str, indexes: dict[str, str], stack: list[Pin], left_out: list[LeftOut]) -> list[Pin]:
     """FlashInfer's cubin and JIT-cache packages at flashinfer-python's version (flashinfer raises unless they match),
     where SGLang does not pin them and only where the index they would come from has that version."""
     flashinfer = next((p for p in stack if p.name == "flashinfer-python"), None)
@@ -306,7 +314,7 @@ def _unpinned(registry: str, indexes: dict[str, str], stack: list[Pin], left_out
     return added
 
 
-def _compiler(registry: str, cuda: str, torch: Pin, pinned: str | None, left_out: list[dict[str, str]]) -> list[Pin]:
+def _compiler(registry: str, cuda: str, torch: Pin, pinned: str | None, left_out: list[LeftOut]) -> list[Pin]:
     """The profile's own nvcc: the cuda-toolkit release torch's wheel pins where that is this CUDA release (its
     runtime and the compiler then agree) and the default index has it, else the newest cuda-toolkit X.Y release there."""
     found = _versions(registry, "cuda-toolkit")
@@ -317,8 +325,8 @@ def _compiler(registry: str, cuda: str, torch: Pin, pinned: str | None, left_out
         version, why = str(max(releases)), f"the newest cuda-toolkit {cuda} release on the default index: the environment's own nvcc"
     else:
         reason = found if isinstance(found, str) else f"the default index has no cuda-toolkit {cuda} release"
-        left_out.append({"name": "cuda-toolkit", "reason": f"{reason}: no compiler of the profile's own (FlashInfer's JIT needs one "
-                                                           "on the machine); SGLang does not pin it"})
+        left_out.append(LeftOut("cuda-toolkit", f"{reason}: no compiler of the profile's own (FlashInfer's JIT needs one "
+                                                "on the machine); SGLang does not pin it"))
         return []
     return [Pin(name="cuda-toolkit", version=f"=={version}", extras=tuple(COMPILER_EXTRAS), why=why),
             Pin(name="ninja", version="", why="FlashInfer's JIT drives its builds with ninja")]
@@ -348,7 +356,7 @@ def description(result: NewProfile) -> str:
              and p.name not in STACK]
     compiler = next((p for p in result.pins if p.name == "cuda-toolkit"), None)
     text += (f"; with {', '.join(extra)}" if extra else "") + (f"; its own nvcc (cuda-toolkit {compiler.version.lstrip('=')})" if compiler else "")
-    return text + (f"; left out: {', '.join(x['name'] for x in result.left_out)}" if result.left_out else "")
+    return text + (f"; left out: {', '.join(x.name for x in result.left_out)}" if result.left_out else "")
 
 
 def _version_of(filename: str) -> str | None:
@@ -389,7 +397,7 @@ def render(result: NewProfile, default_url: str | None) -> str:
         packages[pin.name] = spec
         packages[pin.name].comment(pin.why)
     for left in result.left_out:
-        packages.add(tomlkit.comment(f"left out: {left['name']}: {left['reason']}"))
+        packages.add(tomlkit.comment(f"left out: {left.name}: {left.reason}"))
     doc["packages"] = packages
     if any(p.name == "cuda-toolkit" for p in result.pins):
         toolkit = tomlkit.table()

@@ -122,17 +122,33 @@ def search_dirs() -> list[Path]:
     return [*extra, shipped_dir()]
 
 
+@dataclass(frozen=True, kw_only=True)
+class Skipped:
+    """A file named *.toml in a profiles folder that is no profile file (a folder, a pipe, a link loop), and why."""
+
+    path: Path
+    reason: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class Found:
+    """What the profiles folders hold: every profile (the first folder winning for a name), and what was passed over."""
+
+    profiles: tuple[Profile, ...]
+    skipped: tuple[Skipped, ...] = ()
+
+
 def available() -> list[Profile]:
     """Every profile found, first directory winning for a name; broken files are errors, not omissions (a folder, a
     pipe or a dangling link named *.toml is no profile file, and is passed over: reading a pipe would block)."""
-    return found()[0]
+    return list(found().profiles)
 
 
-def found() -> tuple[list[Profile], list[tuple[Path, str]]]:
-    """(every profile found, first directory winning for a name; what is named *.toml but is no profile file: a
-    folder, a pipe, a link loop or a dangling link, with why). A broken profile file is an error, not an omission."""
+def found() -> Found:
+    """Every profile found, first directory winning for a name, and what is named *.toml but is no profile file: a
+    folder, a pipe, a link loop or a dangling link, with why. A broken profile file is an error, not an omission."""
     seen: dict[str, Profile] = {}
-    skipped: list[tuple[Path, str]] = []
+    skipped: list[Skipped] = []
     for folder in search_dirs():
         for path in sorted(folder.glob("*.toml")):
             if path.stem in seen:
@@ -140,14 +156,14 @@ def found() -> tuple[list[Profile], list[tuple[Path, str]]]:
             try:
                 mode = path.stat().st_mode  # follows a link: what a load would open
             except OSError as exc:
-                skipped.append((path, f"cannot read it ({exc.strerror or exc}): a link loop or a dangling link"))
+                skipped.append(Skipped(path=path, reason=f"cannot read it ({exc.strerror or exc}): a link loop or a dangling link"))
                 continue
             if not stat.S_ISREG(mode):
                 what = "a folder" if stat.S_ISDIR(mode) else "a pipe" if stat.S_ISFIFO(mode) else "a device or socket"
-                skipped.append((path, f"not a regular file ({what})"))
+                skipped.append(Skipped(path=path, reason=f"not a regular file ({what})"))
                 continue
             seen[path.stem] = load_file(path)
-    return list(seen.values()), skipped
+    return Found(profiles=tuple(seen.values()), skipped=tuple(skipped))
 
 
 def load(name_or_path: str) -> Profile:

@@ -4,8 +4,8 @@ an earlier lock, what changed (added, removed, version changes), as pip-compile 
 from __future__ import annotations
 
 import shlex
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from packaging.utils import canonicalize_name
 
@@ -38,22 +38,50 @@ def versions_in(path: Path) -> dict[str, str] | None:
     return {str(canonicalize_name(p.name)): str(p.version or "") for p in pylock.packages}
 
 
-def changes(before: dict[str, str] | None, after: dict[str, str]) -> dict[str, Any] | None:
-    """{"added": [{name, version}], "removed": [{name, version}], "changed": [{name, from, to}]}; None without an
-    earlier lock."""
+@dataclass(frozen=True)
+class Pinned:
+    """A package at a version, added by a lock or removed from it."""
+
+    name: str
+    version: str
+
+
+@dataclass(frozen=True)
+class Updated:
+    """A package whose version a lock changed."""
+
+    name: str
+    before: str
+    after: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class Changes:
+    """What a lock changed against the one it replaced, as pip-compile and `uv lock` say it."""
+
+    added: tuple[Pinned, ...] = ()
+    removed: tuple[Pinned, ...] = ()
+    changed: tuple[Updated, ...] = ()
+
+    def to_dict(self) -> dict[str, list[dict[str, str]]]:
+        """{"added": [{name, version}], "removed": [{name, version}], "changed": [{name, from, to}]}."""
+        return {"added": [{"name": a.name, "version": a.version} for a in self.added],
+                "removed": [{"name": r.name, "version": r.version} for r in self.removed],
+                "changed": [{"name": c.name, "from": c.before, "to": c.after} for c in self.changed]}
+
+    def describe(self) -> list[str]:
+        """uv lock's lines: `Added x v1`, `Removed y v2`, `Updated z v1 -> v2`; `No changes` when there are none."""
+        lines = [f"Added {a.name} v{a.version}" for a in self.added]
+        lines += [f"Removed {r.name} v{r.version}" for r in self.removed]
+        lines += [f"Updated {c.name} v{c.before} -> v{c.after}" for c in self.changed]
+        return lines or ["No changes"]
+
+
+def changes(before: dict[str, str] | None, after: dict[str, str]) -> Changes | None:
+    """What changed from the versions `before` to those `after`; None without an earlier lock."""
     if before is None:
         return None
-    return {
-        "added": [{"name": n, "version": after[n]} for n in sorted(after.keys() - before.keys())],
-        "removed": [{"name": n, "version": before[n]} for n in sorted(before.keys() - after.keys())],
-        "changed": [{"name": n, "from": before[n], "to": after[n]} for n in sorted(after.keys() & before.keys())
-                    if before[n] != after[n]],
-    }
-
-
-def describe(found: dict[str, Any]) -> list[str]:
-    """uv lock's lines: `Added x v1`, `Removed y v2`, `Updated z v1 -> v2`; `No changes` when there are none."""
-    lines = [f"Added {a['name']} v{a['version']}" for a in found["added"]]
-    lines += [f"Removed {r['name']} v{r['version']}" for r in found["removed"]]
-    lines += [f"Updated {c['name']} v{c['from']} -> v{c['to']}" for c in found["changed"]]
-    return lines or ["No changes"]
+    return Changes(added=tuple(Pinned(n, after[n]) for n in sorted(after.keys() - before.keys())),
+                   removed=tuple(Pinned(n, before[n]) for n in sorted(before.keys() - after.keys())),
+                   changed=tuple(Updated(n, before[n], after[n]) for n in sorted(after.keys() & before.keys())
+                                 if before[n] != after[n]))

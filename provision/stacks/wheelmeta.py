@@ -11,17 +11,21 @@ import re
 import tempfile
 import zipfile
 import zlib
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Literal
 
 from packaging.metadata import Metadata
 
 from provision.errors import IndexError_
 from provision.stacks import index
 
+if TYPE_CHECKING:
+    from _typeshed import WriteableBuffer
+
 BLOCK = 256 * 1024  # one range request: the zip's tail usually holds the whole central directory
 METADATA_LIMIT = 16 << 20  # a METADATA, long description and all (the largest real ones are a few hundred KiB)
 RECORD_LIMIT = 64 << 20  # a RECORD (torch's, among the largest, is a few MB)
 RANGE_LIMIT = 64 << 20  # bytes fetched by range requests before reading the wheel whole is cheaper
+Source = Literal["pep658", "range", "download"]  # how a METADATA was read: its own file, range requests, the whole wheel
 
 
 class RangeFile(io.RawIOBase):
@@ -47,7 +51,7 @@ class RangeFile(io.RawIOBase):
         self.position = max(0, base + offset)
         return self.position
 
-    def readinto(self, buffer: Any) -> int:
+    def readinto(self, buffer: WriteableBuffer) -> int:
         view = memoryview(buffer).cast("B")
         wanted = min(len(view), max(0, self.size - self.position))
         done = 0
@@ -82,7 +86,7 @@ class _NoRanges(Exception):
 
 
 def metadata(url: str, *, core_metadata: bool | dict[str, str] = False, sha256: str | None = None,
-             size: int | None = None) -> tuple[Metadata, str]:
+             size: int | None = None) -> tuple[Metadata, Source]:
     """Return the wheel's core metadata and how it was read: "pep658", "range" or "download" (no more than `size`
     bytes, the index's, else what the server says, else index.DOWNLOAD_LIMIT)."""
     if core_metadata:

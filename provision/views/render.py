@@ -63,7 +63,16 @@ class Raw:
     text: str
 
 
-Block = Table | Line | Info | Raw
+@dataclass(frozen=True)
+class Problem:
+    """An `error:` line and its `hint:` on stderr, in every output (--json too; -q keeps it): what a command passed
+    over and says beside its result (a *.toml in a profiles folder that is no file), its exit code saying so too."""
+
+    message: str
+    hint: str = ""
+
+
+Block = Table | Line | Info | Raw | Problem
 
 
 @dataclass(frozen=True)
@@ -98,7 +107,13 @@ class TableBuilder:
 
 
 def render(shown: Shown, output: Output) -> int:
-    """Write `shown` as `output` on stdout; return its exit code."""
+    """Write `shown` as `output` on stdout (its problems on stderr, first); return its exit code."""
+    problems = [b for b in shown.blocks if isinstance(b, Problem)]
+    if problems:
+        from provision.views import ui
+
+        for problem in problems:
+            ui.error(problem.message, problem.hint)
     if output == "json":
         if shown.document is None:
             raise ValueError("this command has no JSON document")
@@ -108,7 +123,7 @@ def render(shown: Shown, output: Output) -> int:
     elif output == "markdown":
         import sys
 
-        blocks = shown.markdown if shown.markdown is not None else shown.blocks
+        blocks = [b for b in (shown.markdown if shown.markdown is not None else shown.blocks) if not isinstance(b, Problem)]
         sys.stdout.write("\n".join(_markdown(b) for b in blocks) + ("\n" if blocks else ""))
     else:
         _tables(shown.blocks)
@@ -124,6 +139,8 @@ def _tables(blocks: Sequence[Block]) -> None:
     # rich is imported only when there is something to draw
     out = ui.console() if any(isinstance(b, (Table, Line)) for b in blocks) else None
     for block in blocks:
+        if isinstance(block, Problem):
+            continue  # written by render, whatever the output
         if isinstance(block, Info):
             log.info(block.text)
         elif isinstance(block, Raw):
@@ -147,7 +164,7 @@ def _escape(cell: Cell) -> str:
     return text.replace("|", "\\|").replace("\n", "<br>")
 
 
-def _markdown(block: Block) -> str:
+def _markdown(block: Table | Line | Info | Raw) -> str:
     from provision.log import printable
 
     if isinstance(block, Raw):
