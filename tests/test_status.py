@@ -26,17 +26,16 @@ def test_the_three_readers_agree(combo: tuple[str, ...]) -> None:
     expected = max(combo, key=CHECKS.index)
     assert runner.overall(results) == expected
     assert inventory.worst_status(results) == expected
-    target = Target(kind="profile", name="x", cuda="13.0")
-    target.gates = [Gate(id=str(i), title="", status=s, reason="") for i, s in enumerate(combo) if s != "error"] + \
-                   [Gate(id="note", title="", status="info", reason="")]
+    target = Target(kind="profile", name="x", cuda="13.0", gates=(
+        *(Gate(id=str(i), title="", status=s, reason="") for i, s in enumerate(combo) if s != "error"),
+        Gate(id="note", title="", status="info", reason="")))
     gate_statuses = [s for s in combo if s != "error"]
     assert target.verdict == (max(gate_statuses, key=CHECKS.index) if gate_statuses else "skip")
 
 
 def test_empty_and_info_only() -> None:
     assert runner.overall([]) == "skip" and inventory.worst_status([]) is None
-    target = Target(kind="profile", name="x", cuda="13.0")
-    target.gates = [Gate(id="a", title="", status="info", reason="")]
+    target = Target(kind="profile", name="x", cuda="13.0", gates=(Gate(id="a", title="", status="info", reason=""),))
     assert target.verdict == "skip"
 
 

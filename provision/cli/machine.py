@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -21,9 +20,6 @@ from provision.cli.options import (
 
 if TYPE_CHECKING:
     from provision.views.render import Shown
-
-if TYPE_CHECKING:
-    pass
 
 
 @click.command(short_help="Read the machine: driver, GPUs, topology, toolkits.")
@@ -47,15 +43,12 @@ def probe(app: App, venvs: tuple[Path, ...], record_nvml: Path | None) -> Shown:
 @json_option
 @verbosity_options
 @pass_app
-def scan(app: App, paths: tuple[Path, ...], require: tuple[str, ...]) -> None:
+def scan(app: App, paths: tuple[Path, ...], require: tuple[str, ...]) -> Shown:
     """Which SMs and PTX every CUDA binary under PATHS carries (files, wheels, folders, venvs)."""
     from provision.scan import binaries as scanning
     from provision.views import machine as views
 
-    result = scanning.scan(list(paths), tuple(compute_capability(r) for r in require))
-    views.scan(result, app.as_json)
-    if result.failed:
-        sys.exit(1)
+    return views.scan(scanning.scan(list(paths), tuple(compute_capability(r) for r in require)))
 
 
 @click.command(short_help="Judge machines against profiles and environments.")
@@ -75,38 +68,19 @@ def scan(app: App, paths: tuple[Path, ...], require: tuple[str, ...]) -> None:
 @click.option("--markdown", is_flag=True, help="Print Markdown tables to paste into a ticket.")
 @verbosity_options
 @pass_app
-def report(app: App, machines: tuple[Path, ...], more_machines: tuple[Path, ...], profile_names: tuple[str, ...], env_names: tuple[str, ...], locks: tuple[Path, ...], no_fetch: bool, markdown: bool) -> None:
+def report(app: App, machines: tuple[Path, ...], more_machines: tuple[Path, ...], profile_names: tuple[str, ...],
+           env_names: tuple[str, ...], locks: tuple[Path, ...], no_fetch: bool, markdown: bool) -> Shown:
     """Compatibility report: this machine (or recorded ones) against every profile and environment."""
-    from provision.report import gates as reporting
-    from provision.stacks import profiles
+    from provision.report import assemble
     from provision.views import machine as views
 
     if app.as_json and markdown:
         raise click.UsageError("choose one of --json and --markdown")
     if more_machines and not machines:
         raise click.UsageError(f"{more_machines[0]}: a machine file is given after --machine (report --machine FILE...)")
-    machines = (*machines, *more_machines)  # `--machine fleet/*.json`: the shell gives the files after one --machine
-    if machines:
-        facts = [reporting.load_machine(path) for path in machines]
-    else:
-        from provision.machine import probe as probing
-
-        facts = [probing.probe()]
-    from provision.stacks import uvtool
-
-    chosen = [profiles.load(n) for n in profile_names] if profile_names else [] if locks else profiles.available()
-    uv_cache = Path(uvtool.cache_dir() or ".")
-    result = reporting.report(facts, chosen, uv_cache)
-    if locks:
-        from provision.report import lockscan
-
-        with app.progress() as step:
-            lockscan.add_locks(result, locks, fetch=not no_fetch, uv_cache=uv_cache, progress=step)
-    if env_names:
-        from provision.report import environments as envreport
-
-        with app.progress() as step:
-            envreport.add_environments(result, env_names, app.home, progress=step)
-    from provision.report import fleet
-
-    views.report(result, "json" if app.as_json else "markdown" if markdown else "table", fleet.summarize(result))
+    if markdown:
+        app.output = "markdown"
+    with app.progress() as step:  # `--machine fleet/*.json`: the shell gives the files after one --machine
+        result = assemble.build((*machines, *more_machines), profile_names, locks=locks, env_names=env_names,
+                                fetch=not no_fetch, home=app.home, progress=step)
+    return views.report(result)

@@ -15,7 +15,8 @@ from provision import status as statuses
 from provision.envs import home as homes
 from provision.envs import records
 from provision.envs.records import EnvRecord
-from provision.report.gates import Gate, MachineReport, Target, driver_gate, machine_gates
+from provision.machine.facts import MachineFacts
+from provision.report.gates import Gate, Target, driver_gate, machine_gates
 from provision.scan import binaries as scan
 
 CHECKS_DOC = "docs/checks.md"  # what each smoke check proves and how it decides
@@ -147,31 +148,24 @@ def kept_gate(record: EnvRecord) -> Gate | None:
                 reason=shown[:600], source="provision accept; the profile's [files] (docs/profiles.md)")
 
 
-def judge(where: homes.Home, name: str, report: MachineReport, progress: Callable[[str], None] = lambda _: None) -> Target:
+def judge(where: homes.Home, name: str, facts: MachineFacts, progress: Callable[[str], None] = lambda _: None) -> Target:
+    """The environment `name` on the machine of `facts`: its scan, versions, drift, stored checks and baseline."""
     from provision.report import observed
 
     build = where.build_of(name)
     record = records.read(build)
     venv = record.venv_path(build)
-    target = Target(kind="environment", name=name, cuda=record.cuda or "?",
-                    kept_files=[{**k.to_dict(), "origin": k.origin} for k in record.kept_files().values()])
-    ccs = sorted({g.compute_capability for g in report.facts.gpus if g.compute_capability})
+    ccs = sorted({g.compute_capability for g in facts.gpus if g.compute_capability})
     progress(f"{name}: reading the installed versions")
     versions = installed(venv)
     progress(f"{name}: scanning its CUDA binaries for {', '.join(ccs) or 'no GPU'}")
     scanned_gate, scanned = scan_gate(venv, ccs)
     progress(f"{name}: its files against the lock (drift)")
-    features = machine_gates(report.facts, _version(versions.get("flashinfer-python")))
-    target.gates = [driver_gate(report.facts, record.cuda) if record.cuda else
-                    Gate(id="driver", title="driver supports the environment's CUDA", status="skip", reason="CUDA release unknown"),
-                    scanned_gate, torch_build_gate(versions, scanned), versions_gate(versions), drift_gate(venv, build, record),
-                    *stored_gates(record), *filter(None, [kept_gate(record)]),
-                    *observed.apply(features, record.latest_results(), len(report.facts.gpus), report.facts)]
-    return target
-
-
-def add_environments(reports: list[MachineReport], names: tuple[str, ...], home: Path | None,
-                     progress: Callable[[str], None] = lambda _: None) -> None:
-    where = homes.Home(homes.resolve(home))
-    for report in reports:
-        report.targets.extend(judge(where, name, report, progress) for name in names)
+    features = machine_gates(facts, _version(versions.get("flashinfer-python")))
+    return Target(kind="environment", name=name, cuda=record.cuda or "?",
+                  kept_files=[{**k.to_dict(), "origin": k.origin} for k in record.kept_files().values()], gates=(
+        driver_gate(facts, record.cuda) if record.cuda else
+        Gate(id="driver", title="driver supports the environment's CUDA", status="skip", reason="CUDA release unknown"),
+        scanned_gate, torch_build_gate(versions, scanned), versions_gate(versions), drift_gate(venv, build, record),
+        *stored_gates(record), *filter(None, [kept_gate(record)]),
+        *observed.apply(features, record.latest_results(), len(facts.gpus), facts)))

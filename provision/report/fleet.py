@@ -6,6 +6,7 @@ ten names; a machine that fails for two reasons is named under both.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -52,7 +53,7 @@ class FleetSummary:
         return {"machines": self.machines, "targets": [t.to_dict() for t in self.targets]}
 
 
-def summarize(reports: list[MachineReport]) -> FleetSummary:
+def summarize(reports: Sequence[MachineReport]) -> FleetSummary:
     """Return the summary over every machine: targets in the order first met, machines in the order given."""
     order: list[tuple[str, str]] = []
     found: dict[tuple[str, str], list[tuple[str, Target]]] = {}

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -31,12 +32,12 @@ class Gate:
     kind: str = "stack"  # "stack" gates decide the verdict; "feature" gates say what to leave off
 
 
-@dataclass(kw_only=True)
+@dataclass(frozen=True, kw_only=True)
 class Target:
-    kind: str  # "profile" or "environment"
+    kind: str  # "profile", "lock" or "environment"
     name: str
     cuda: str
-    gates: list[Gate] = field(default_factory=list)
+    gates: tuple[Gate, ...] = ()
     packages: list[dict[str, Any]] | None = None  # a lock's CUDA wheels, each with the SMs found and a verdict per GPU
     kept_files: list[dict[str, Any]] | None = None  # an environment's accepted and profile files
 
@@ -51,15 +52,17 @@ class Target:
 
     def to_dict(self) -> dict[str, Any]:
         return {"kind": self.kind, "name": self.name, "cuda": self.cuda, "verdict": self.verdict,
-                "features_off": self.features_off, "gates": [dict(g.__dict__) for g in self.gates],
+                "features_off": self.features_off, "gates": [dataclasses.asdict(g) for g in self.gates],
                 **({"packages": self.packages} if self.packages is not None else {}),
                 **({"kept_files": self.kept_files} if self.kept_files is not None else {})}
 
 
-@dataclass(kw_only=True)
+@dataclass(frozen=True, kw_only=True)
 class MachineReport:
+    """One machine judged: its facts and a target per profile, lock and environment, in that order."""
+
     facts: MachineFacts
-    targets: list[Target]
+    targets: tuple[Target, ...]
 
     def to_dict(self) -> dict[str, Any]:
         f = self.facts
@@ -83,15 +86,13 @@ def load_machine(path: Path) -> MachineFacts:
 
 def judge(facts: MachineFacts, profile: Profile, uv_cache: Path | None = None) -> Target:
     """The profile's gates on this machine; `uv_cache` is where to look for its compiler wheel (never downloaded)."""
-    target = Target(kind="profile", name=profile.name, cuda=profile.cuda)
-    target.gates = [
+    return Target(kind="profile", name=profile.name, cuda=profile.cuda, gates=(
         driver_gate(facts, profile.cuda),
         _toolkit(facts, profile, uv_cache),
         torch_wheels(facts, profile.cuda, has_torch=profile.bound_index("torch") is not None),
         _flashinfer_jit(facts, profile),
         *machine_gates(facts, flashinfer_version(profile)),
-    ]
-    return target
+    ))
 
 
 def driver_gate(facts: MachineFacts, cuda: str) -> Gate:
@@ -321,4 +322,5 @@ def _p2p(facts: MachineFacts, found: pcipath.Findings) -> Gate:
 
 
 def report(machines: list[MachineFacts], profiles: list[Profile], uv_cache: Path | None = None) -> list[MachineReport]:
-    return [MachineReport(facts=m, targets=[judge(m, p, uv_cache) for p in profiles]) for m in machines]
+    """Every machine against every profile (locks and environments: report/assemble.py adds them)."""
+    return [MachineReport(facts=m, targets=tuple(judge(m, p, uv_cache) for p in profiles)) for m in machines]

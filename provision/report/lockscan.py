@@ -19,7 +19,7 @@ from provision import knowledge
 from provision import status as statuses
 from provision.errors import ResolveError
 from provision.machine.facts import MachineFacts
-from provision.report.gates import Gate, MachineReport, Target
+from provision.report.gates import Gate, Target
 from provision.report.lockself import LockStack
 from provision.scan import binaries, fatbin
 from provision.stacks import index, uvcache
@@ -174,7 +174,6 @@ def judge(facts: MachineFacts, scanned: LockScan, stack: LockStack, uv_cache: Pa
 
     profile = stack.profile
     cuda = profile.cuda if profile else "?"
-    target = Target(kind="lock", name=scanned.path.name, cuda=cuda)
     ccs = sorted({g.compute_capability for g in facts.gpus if g.compute_capability}, key=knowledge.parse_cc)
     torch = scanned.by_name("torch")
     torch_gate = gates.torch_wheels(facts, cuda, has_torch=torch is not None,
@@ -185,17 +184,16 @@ def judge(facts: MachineFacts, scanned: LockScan, stack: LockStack, uv_cache: Pa
         base[0] = Gate(**{**base[0].__dict__, "reason": f"{base[0].reason} (CUDA {cuda} from {stack.source})"})
     else:
         base = [_unknown_cuda(scanned), torch_gate]
-    target.gates = [*base[:3], lockgates.conflict(scanned.wheels), lockgates.cuda_mix(scanned.wheels),
-                    *(_wheel_gate(w, ccs) for w in scanned.wheels if w.cuda or w.origin not in SCANNED), *base[3:]]
     cuda_wheels = [w for w in scanned.wheels if w.cuda]
     origins = {o: sum(w.origin == o for w in scanned.wheels) for o in SCANNED}
-    target.gates.append(Gate(id="lock-scan", title="wheels scanned", status="info", kind="feature", source="provision/report/lockscan.py",
-                             reason=f"{len(scanned.wheels)} wheels, {len(cuda_wheels)} with CUDA code; "
-                                    f"{origins['uv cache']} from uv's cache ({scanned.cache}), {origins['provision cache']} from "
-                                    f"provision's ({wheelcache.folder()}), {origins['fetched']} fetched, "
-                                    f"{len(scanned.wheels) - sum(origins.values())} not scanned; {scanned.seconds:.1f} s"))
-    target.packages = [w.to_dict(ccs) for w in scanned.wheels if w.cuda]
-    return target
+    summary = Gate(id="lock-scan", title="wheels scanned", status="info", kind="feature", source="provision/report/lockscan.py",
+                   reason=f"{len(scanned.wheels)} wheels, {len(cuda_wheels)} with CUDA code; "
+                          f"{origins['uv cache']} from uv's cache ({scanned.cache}), {origins['provision cache']} from "
+                          f"provision's ({wheelcache.folder()}), {origins['fetched']} fetched, "
+                          f"{len(scanned.wheels) - sum(origins.values())} not scanned; {scanned.seconds:.1f} s")
+    return Target(kind="lock", name=scanned.path.name, cuda=cuda, packages=[w.to_dict(ccs) for w in cuda_wheels], gates=(
+        *base[:3], lockgates.conflict(scanned.wheels), lockgates.cuda_mix(scanned.wheels),
+        *(_wheel_gate(w, ccs) for w in scanned.wheels if w.cuda or w.origin not in SCANNED), *base[3:], summary))
 
 
 def _unknown_cuda(scanned: LockScan) -> Gate:
@@ -233,20 +231,17 @@ def _order(label: str) -> tuple[int, str]:
     return int(digits or 0), label
 
 
-def add_locks(reports: list[MachineReport], paths: tuple[Path, ...], *, fetch: bool, uv_cache: Path | None,
-              progress: Callable[[str], None] = lambda _: None) -> None:
-    """Scan each lock once and judge it on every machine of the report."""
+def read_lock(path: Path, *, fetch: bool, uv_cache: Path | None,
+              progress: Callable[[str], None] = lambda _: None) -> tuple[LockScan, LockStack]:
+    """Scan a lock's wheels once, and read the stack it describes, to judge it on every machine (`judge`)."""
     from provision.errors import ProfileError
     from provision.report import lockself
     from provision.stacks import lockfile, profiles
 
-    for path in paths:
-        scanned = scan_lock(path, fetch=fetch, cache=uv_cache, progress=progress)
-        try:
-            found = profiles.load(scanned.profile) if scanned.profile else None
-        except ProfileError:
-            found = None  # a lock of a profile this machine does not have: it describes itself
-        pylock, tool = lockfile.read(path)
-        stack = lockself.describe(path, pylock, tool, found)
-        for report in reports:
-            report.targets.append(judge(report.facts, scanned, stack, uv_cache))
+    scanned = scan_lock(path, fetch=fetch, cache=uv_cache, progress=progress)
+    try:
+        found = profiles.load(scanned.profile) if scanned.profile else None
+    except ProfileError:
+        found = None  # a lock of a profile this machine does not have: it describes itself
+    pylock, tool = lockfile.read(path)
+    return scanned, lockself.describe(path, pylock, tool, found)

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from provision.views import ui
+from provision.report.fleet import VERDICTS
+from provision.views.render import Block, Line, TableBuilder
 
 if TYPE_CHECKING:
     from provision.report.fleet import Cause, FleetSummary
@@ -23,26 +24,17 @@ def _cause(cause: Cause) -> str:
     return f"{cause.status.upper()} on {count} machine{'s' if count != 1 else ''} ({_names(cause.machines)}): {cause.gate}: {cause.reason}"
 
 
-def table(summary: FleetSummary) -> None:
-    out = ui.console()
-    counts = ui.table(f"Fleet: {summary.machines} machines", "target", "CUDA", "pass", "warn", "fail", "skip")
+def blocks(summary: FleetSummary) -> list[Block]:
+    counts = TableBuilder(f"Fleet: {summary.machines} machines", "target", "CUDA", "pass", "warn", "fail", "skip")
     for t in summary.targets:
-        counts.add_row(f"{t.kind} {t.name}", t.cuda, *(str(t.count(v)) for v in ("pass", "warn", "fail", "skip")))
-    out.print(counts)
-    for t in summary.targets:
-        for cause in t.causes:
-            out.print(f"{t.kind} {t.name}: {_cause(cause)}")
-    out.print("")
+        counts.add(f"{t.kind} {t.name}", t.cuda, *(str(t.count(v)) for v in VERDICTS))
+    causes = [Line(f"{t.kind} {t.name}: {_cause(cause)}") for t in summary.targets for cause in t.causes]
+    return [counts.done(), *causes, Line("")]
 
 
-def markdown(summary: FleetSummary) -> list[str]:
-    lines = [f"## Fleet: {summary.machines} machines\n", "| target | CUDA | pass | warn | fail | skip |",
-             "| --- | --- | --- | --- | --- | --- |"]
+def markdown(summary: FleetSummary) -> list[Block]:
+    counts = TableBuilder("", "target", "CUDA", "pass", "warn", "fail", "skip")
     for t in summary.targets:
-        lines.append(f"| {t.kind} `{t.name}` | {t.cuda} | " + " | ".join(str(t.count(v)) for v in ("pass", "warn", "fail", "skip")) + " |")
-    lines.append("")
-    for t in summary.targets:
-        for cause in t.causes:
-            lines.append(f"- {t.kind} `{t.name}`: " + _cause(cause).replace("|", "\\|"))
-    lines.append("")
-    return lines
+        counts.add(f"{t.kind} `{t.name}`", t.cuda, *(str(t.count(v)) for v in VERDICTS))
+    causes = [f"- {t.kind} `{t.name}`: " + _cause(cause).replace("|", "\\|") for t in summary.targets for cause in t.causes]
+    return [Line(f"Fleet: {summary.machines} machines", heading=2), counts.done(), *([Line("\n".join(causes))] if causes else [])]

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from provision.views import ui
-from provision.views.render import Block, Line, Shown, Table, TableBuilder
+from provision.views.render import Block, Line, Shown, Table, TableBuilder, Verdict
 
 if TYPE_CHECKING:  # annotations only: rendering one result must not import every operation
     from provision.machine.facts import MachineFacts
-    from provision.report.fleet import FleetSummary
+    from provision.report.assemble import ReportResult
     from provision.report.gates import MachineReport
     from provision.scan.binaries import ScanResult
 
@@ -108,92 +107,81 @@ def _package(name: str | None, version: str | None) -> str:
     return f"{name} {version}" if name and version else name or "(no package)"
 
 
-def scan(result: ScanResult, as_json: bool) -> None:
-    if as_json:
-        ui.dump_json(result.to_dict())
-        return
-    out = ui.console()
-    columns = ["package", "files", "cubins (label:count)", "PTX", "relocatable (never loaded)"]
-    packages = ui.table(f"CUDA code in {result.scanned} files ({result.seconds:.2f} s)",
-                        *columns, *[f"runs on {cc}" for cc in result.require])
+def scan(result: ScanResult) -> Shown:
+    """The packages found and their code; a line per verdict that is not PASS; exit 1 when one FAILs."""
+    packages = TableBuilder(f"CUDA code in {result.scanned} files ({result.seconds:.2f} s)",
+                            "package", "files", "cubins (label:count)", "PTX", "relocatable (never loaded)",
+                            *[f"runs on {cc}" for cc in result.require])
     for p in result.packages:
-        verdicts = [ui.status_text(p.verdicts[cc][0]) for cc in result.require]
         relocatable = p.code.relocatable
-        packages.add_row(_package(p.name, p.version), str(p.files), _labels(dict(p.counts.cubin)),
-                         _labels(dict(p.counts.ptx)), _labels(dict(relocatable.cubin + relocatable.ptx)), *verdicts)
-    out.print(packages)
-    for p in result.packages:
-        for cc, (status, reason) in p.verdicts.items():
-            if status != "pass":
-                out.print(f"{status.upper()} {_package(p.name, p.version)} on {cc}: {reason}")
-    for note in result.notes:
-        out.print(f"note: {note}")
+        packages.add(_package(p.name, p.version), str(p.files), _labels(dict(p.counts.cubin)),
+                     _labels(dict(p.counts.ptx)), _labels(dict(relocatable.cubin + relocatable.ptx)),
+                     *(Verdict(p.verdicts[cc][0]) for cc in result.require))
+    blocks: list[Block] = [packages.done()]
+    blocks += [Line(f"{status.upper()} {_package(p.name, p.version)} on {cc}: {reason}")
+               for p in result.packages for cc, (status, reason) in p.verdicts.items() if status != "pass"]
+    blocks += [Line(f"note: {note}") for note in result.notes]
+    return Shown(result.to_dict(), blocks, exit_code=1 if result.failed else 0)
 
 
-def report(reports: Sequence[MachineReport], style: str, fleet_summary: FleetSummary | None = None) -> None:
+NO_GPU = ("No GPU was read here, so every GPU gate is SKIP. To judge a GPU machine from here, record it there with "
+          "`provision probe --json > machine.json` and run `provision report --machine machine.json`; a hand-written "
+          "example of an 8 x RTX PRO 6000 PCIe box: docs/machines/rtx-pro-6000-x8.probe.json")
+
+
+def report(result: ReportResult) -> Shown:
+    """Per machine: its verdicts, each target's stack gates and the feature gates; a fleet's summary comes first (one
+    machine's own report says it all). Markdown carries every gate with its source."""
     from provision.views import fleet
 
-    if style == "json":
-        head = {"summary": fleet_summary.to_dict()} if fleet_summary else {}
-        ui.dump_json({**head, "machines": [m.to_dict() for m in reports]})
-        return
-    # the summary comes first for a fleet; one machine's own report says it all
-    first = fleet_summary if fleet_summary is not None and fleet_summary.machines > 1 else None
-    if style == "markdown":
-        print("\n".join((fleet.markdown(first) if first else []) + [_report_markdown(reports)]))
-        return
-    if first:
-        fleet.table(first)
-    out = ui.console()
-    for m in reports:
-        f = m.facts
-        gpus = ", ".join(sorted({f"{g.name.removeprefix('NVIDIA ')} ({g.sm})" for g in f.gpus})) or "no GPUs"
-        out.print(f"Machine: {f.source} | driver {ui.dash(f.driver.version)} (CUDA {ui.dash(f.driver.cuda)}) | "
-                  f"{len(f.gpus)} x {gpus}" + (" | PCIe only" if len(f.gpus) > 1 and f.pcie_only else ""))
-        summary = ui.table("Verdicts", "target", "CUDA", "stack verdict", "features to leave off")
-        for t in m.targets:
-            summary.add_row(f"{t.kind} {t.name}", t.cuda, ui.status_text(t.verdict), ", ".join(t.features_off) or "-")
-        out.print(summary)
-        if not f.gpus:
-            out.print("No GPU was read here, so every GPU gate is SKIP. To judge a GPU machine from here, record it there "
-                      "with `provision probe --json > machine.json` and run `provision report --machine machine.json`; "
-                      "a hand-written example of an 8 x RTX PRO 6000 PCIe box: docs/machines/rtx-pro-6000-x8.probe.json")
-            for note in f.notes:
-                out.print(f"note: {note}")
-            continue
-        shown_features: list[tuple[str, str, str]] = []
-        for t in m.targets:
-            gates = ui.table(f"{t.kind} {t.name}", "gate", "status", "reason")
-            for g in t.gates:
-                if g.kind == "stack":
-                    gates.add_row(g.title, ui.status_text(g.status), g.reason)
-            out.print(gates)
-            features = [g for g in t.gates if g.kind == "feature"]
-            key = [(g.id, g.status, g.reason) for g in features]
-            if features and key != shown_features:
-                table = ui.table(f"Features on this machine (with {t.name})", "feature", "status", "reason")
-                for g in features:
-                    table.add_row(g.title, ui.status_text(g.status), g.reason)
-                out.print(table)
-                shown_features = key
-        out.print("Sources for every verdict: provision report --markdown or --json")
-        for note in f.notes:
-            out.print(f"note: {note}")
+    first = result.summary if result.summary.machines > 1 else None
+    blocks: list[Block] = list(fleet.blocks(first)) if first else []
+    markdown: list[Block] = list(fleet.markdown(first)) if first else []
+    for m in result.machines:
+        blocks += _machine_blocks(m)
+        markdown += _machine_markdown(m)
+    return Shown(result.to_dict(), blocks, markdown=markdown)
 
 
-def _report_markdown(reports: Sequence[MachineReport]) -> str:
-    lines = []
-    for m in reports:
-        f = m.facts
-        lines.append(f"## {f.source}: driver {ui.dash(f.driver.version)} (CUDA {ui.dash(f.driver.cuda)}), "
-                     f"{len(f.gpus)} GPU(s) {', '.join(sorted({g.sm or '?' for g in f.gpus}))}\n")
-        for t in m.targets:
-            off = f"; features to leave off: {', '.join(t.features_off)}" if t.features_off else ""
-            lines.append(f"### {t.kind} `{t.name}` (CUDA {t.cuda}): **{t.verdict.upper()}**{off}\n")
-            lines.append("| gate | kind | status | reason | source |")
-            lines.append("| --- | --- | --- | --- | --- |")
-            for g in t.gates:
-                cells = [g.title, g.kind, g.status.upper(), g.reason, g.source]
-                lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
-            lines.append("")
-    return "\n".join(lines)
+def _machine_blocks(m: MachineReport) -> list[Block]:
+    f = m.facts
+    gpus = ", ".join(sorted({f"{g.name.removeprefix('NVIDIA ')} ({g.sm})" for g in f.gpus})) or "no GPUs"
+    blocks: list[Block] = [Line(f"Machine: {f.source} | driver {ui.dash(f.driver.version)} (CUDA {ui.dash(f.driver.cuda)}) | "
+                                f"{len(f.gpus)} x {gpus}" + (" | PCIe only" if len(f.gpus) > 1 and f.pcie_only else ""))]
+    verdicts = TableBuilder("Verdicts", "target", "CUDA", "stack verdict", "features to leave off")
+    for t in m.targets:
+        verdicts.add(f"{t.kind} {t.name}", t.cuda, Verdict(t.verdict), ", ".join(t.features_off) or "-")
+    blocks.append(verdicts.done())
+    notes = [Line(f"note: {note}") for note in f.notes]
+    if not f.gpus:
+        return [*blocks, Line(NO_GPU), *notes]
+    shown_features: list[tuple[str, str, str]] = []
+    for t in m.targets:
+        stack = TableBuilder(f"{t.kind} {t.name}", "gate", "status", "reason")
+        for g in t.gates:
+            if g.kind == "stack":
+                stack.add(g.title, Verdict(g.status), g.reason)
+        blocks.append(stack.done())
+        features = [g for g in t.gates if g.kind == "feature"]
+        key = [(g.id, g.status, g.reason) for g in features]
+        if features and key != shown_features:  # the same features under the next target are not shown twice
+            table = TableBuilder(f"Features on this machine (with {t.name})", "feature", "status", "reason")
+            for g in features:
+                table.add(g.title, Verdict(g.status), g.reason)
+            blocks.append(table.done())
+            shown_features = key
+    return [*blocks, Line("Sources for every verdict: provision report --markdown or --json"), *notes]
+
+
+def _machine_markdown(m: MachineReport) -> list[Block]:
+    f = m.facts
+    blocks: list[Block] = [Line(f"{f.source}: driver {ui.dash(f.driver.version)} (CUDA {ui.dash(f.driver.cuda)}), "
+                                f"{len(f.gpus)} GPU(s) {', '.join(sorted({g.sm or '?' for g in f.gpus}))}", heading=2)]
+    for t in m.targets:
+        off = f"; features to leave off: {', '.join(t.features_off)}" if t.features_off else ""
+        blocks.append(Line(f"{t.kind} `{t.name}` (CUDA {t.cuda}): **{t.verdict.upper()}**{off}", heading=3))
+        gates = TableBuilder("", "gate", "kind", "status", "reason", "source")
+        for g in t.gates:
+            gates.add(g.title, g.kind, g.status.upper(), g.reason, g.source)
+        blocks.append(gates.done())
+    return blocks
