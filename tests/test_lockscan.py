@@ -218,3 +218,22 @@ def test_two_wheels_installing_one_path_and_two_cuda_majors_fail_and_wheels_are_
     ok = {g["id"]: g for g in lock_target(subprocess.run([*argv[:3], str(lock), *argv[4:]], capture_output=True, text=True,
                                                          timeout=120, env=env))["gates"]}
     assert ok["conflict"]["status"] == "pass" and ok["cuda-mix"]["status"] == "pass" and ok["cuda-mix"]["reason"] == "CUDA 12 only"
+
+
+def test_the_report_is_one_operation_and_a_lock_is_scanned_once_for_every_machine(
+        index_server, tmp_path: Path, monkeypatch) -> None:
+    from provision.report import assemble, lockscan
+
+    default, wheels = serve(index_server)
+    lock = write_lock(tmp_path / "pylock.cu130.toml", default, wheels)
+    monkeypatch.setenv("UV_CACHE_DIR", str(tmp_path / "uv-cache"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    scans: list[Path] = []
+    scan_lock = lockscan.scan_lock
+    monkeypatch.setattr(lockscan, "scan_lock", lambda path, **kw: scans.append(path) or scan_lock(path, **kw))
+    result = assemble.build([H200, RTX], locks=[lock], fetch=False)
+    assert scans == [lock]
+    assert [[(t.kind, t.name) for t in m.targets] for m in result.machines] == [[("lock", lock.name)]] * 2
+    assert result.summary.machines == 2 and [m.facts.source for m in result.machines] == [str(H200), str(RTX)]
+    document = result.to_dict()
+    assert list(document) == ["summary", "machines"] and document["machines"][1]["targets"][0]["kind"] == "lock"
