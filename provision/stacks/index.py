@@ -13,13 +13,16 @@ import time
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from html.parser import HTMLParser
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 from urllib.parse import unquote, urljoin
 
 from packaging.utils import canonicalize_name
 
 from provision import log
 from provision.errors import IndexError_, InputError
+
+if TYPE_CHECKING:
+    import requests
 
 JSON_TYPE = "application/vnd.pypi.simple.v1+json"
 TIMEOUT_VARIABLE = "PROVISION_HTTP_TIMEOUT"
@@ -122,12 +125,12 @@ def _core_metadata(value: object) -> bool | dict[str, str]:
 _local = threading.local()
 
 
-def _session() -> Any:
+def _session() -> requests.Session:
     """One session per thread, kept: its connections stay open, so a hundred page reads cost one TLS handshake per
     host and thread rather than one each (requests' sessions are not shared across threads)."""
     import requests
 
-    session = getattr(_local, "session", None)
+    session: requests.Session | None = getattr(_local, "session", None)
     if session is None:
         session = _local.session = requests.Session()
     return session
@@ -220,7 +223,7 @@ class _Retry(Exception):
     """A failure that another try may mend: no connection, no answer in time, a connection that broke."""
 
 
-def _exchange(session: Any, url: str, method: str, sent: dict[str, str], limit: int, sink: Callable[[bytes], None] | None,
+def _exchange(session: requests.Session, url: str, method: str, sent: dict[str, str], limit: int, sink: Callable[[bytes], None] | None,
               bodies: Collection[int], transfer: _Transfer, seconds: float) -> None:
     """The request and its body, on the worker thread; the outcome goes into `transfer`, never raised."""
     import requests
@@ -253,7 +256,7 @@ def _exchange(session: Any, url: str, method: str, sent: dict[str, str], limit: 
         transfer.done.set()
 
 
-def _body(response: Any, url: str, limit: int, sink: Callable[[bytes], None] | None, transfer: _Transfer) -> bytes:
+def _body(response: requests.Response, url: str, limit: int, sink: Callable[[bytes], None] | None, transfer: _Transfer) -> bytes:
     """The body, read as it arrives (read1: whatever the socket has, so the deadline is looked at often) and
     never past `limit` bytes."""
     declared = response.headers.get("Content-Length", "")

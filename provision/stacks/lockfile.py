@@ -43,7 +43,7 @@ def read(path: Path) -> tuple[Pylock, dict[str, Any]]:
     return pylock, dict(tool)
 
 
-def packages_digest(packages: Any) -> str:
+def packages_digest(packages: object) -> str:
     """The sha256 of a lock's [[packages]] as read (keys sorted): what provision wrote, to be checked on each read."""
     text = json.dumps(packages, sort_keys=True, default=str, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()

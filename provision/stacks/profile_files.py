@@ -10,7 +10,7 @@ import os
 import stat
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from provision import confined, regular
 
@@ -32,18 +32,18 @@ class ProfileFile:
     sha256: str
 
 
-def parse(c: _Checker, table: Any) -> tuple[ProfileFile, ...]:
-    if table is None:
+def parse(c: _Checker, written: object) -> tuple[ProfileFile, ...]:
+    if written is None:
         return ()
-    c.typed(table, "files", dict, 'a table of "path in site-packages" = "file beside the profile"')
+    table: dict[str, object] = c.typed(written, "files", dict, 'a table of "path in site-packages" = "file beside the profile"')
     folder = c.path.parent
     found = []
-    for path, source in table.items():
+    for path, given in table.items():
         key = f'files."{path}"'
         _relative(c, key, path, "the path in site-packages", 'such as "sitecustomize.py" or "sglang/srt/patch.py"')
         if path.split("/")[0].endswith(METADATA):
             raise c.fail(key, f"{path!r} lies in a distribution's metadata; carry your own files, not a RECORD or METADATA")
-        c.typed(source, key, str, 'the path of a file beside the profile, such as "patches/sitecustomize.py"')
+        source = c.typed(given, key, str, 'the path of a file beside the profile, such as "patches/sitecustomize.py"')
         _relative(c, key, source, "the source", 'beside the profile, such as "patches/sitecustomize.py"')
         content, mode = _read(c, key, folder, source)
         found.append(ProfileFile(path=path, source=folder / source, content=content, mode=mode,

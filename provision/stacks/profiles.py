@@ -9,9 +9,10 @@ import re
 import stat
 import string
 import sys
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TypeVar
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import InvalidName, canonicalize_name
@@ -37,6 +38,7 @@ PLACEHOLDERS = ("env", "venv", "site", "arch_list")
 _CUDA = re.compile(r"^\d+\.\d+\Z")  # \Z, not $: "13.0\n" is no release
 _PYTHON = re.compile(r"^3\.\d+\Z")
 MAX_BYTES = 1 << 20  # a profile is a few hundred bytes; a bigger file is not one
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -230,7 +232,7 @@ class _Checker:
     def fail(self, key: str, expected: str) -> ProfileError:
         return ProfileError(f"{self.path}: {key}: {expected}", f"see docs/profiles.md for the {key.split('.')[0]} key")
 
-    def keys(self, table: dict[str, Any], where: str, allowed: set[str], required: set[str] = frozenset()) -> None:  # type: ignore[assignment]
+    def keys(self, table: Mapping[str, object], where: str, allowed: Collection[str], required: Collection[str] = ()) -> None:
         for key in table:
             if key not in allowed:
                 dotted = f"{where}.{key}" if where else key
@@ -240,13 +242,14 @@ class _Checker:
                 dotted = f"{where}.{key}" if where else key
                 raise self.fail(dotted, "missing; this key is required")
 
-    def typed(self, value: Any, key: str, kind: type | tuple[type, ...], expected: str) -> Any:
+    def typed(self, value: object, key: str, kind: type[T] | tuple[type[T], ...], expected: str) -> T:
+        """`value` when it is a `kind` (an int is never a bool); else the error naming `key` and what was `expected`."""
         if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
             raise self.fail(key, f"expected {expected}, got {type(value).__name__} {value!r}")
         return value
 
 
-def _validate(path: Path, data: dict[str, Any], raw: bytes) -> Profile:
+def _validate(path: Path, data: Mapping[str, object], raw: bytes) -> Profile:
     c = _Checker(path)
     top = {"schema", "name", "description", "python", "cuda", "indexes", "packages", "env", "checks", "baseline", "toolkit", "files"}
     c.keys(data, "", top, {"schema", "name", "cuda", "packages"})
@@ -260,19 +263,22 @@ def _validate(path: Path, data: dict[str, Any], raw: bytes) -> Profile:
     if not _CUDA.match(cuda):
         raise c.fail("cuda", f'expected a CUDA release such as "13.0", got {cuda!r}')
     python = data.get("python")
-    if python is not None and not _PYTHON.match(c.typed(python, "python", str, 'a version such as "3.12"')):
-        raise c.fail("python", f'expected a version such as "3.12", got {python!r}')
-    indexes = c.typed(data.get("indexes", {}), "indexes", dict, "a table of name = URL")
-    for index_name, url in indexes.items():
-        c.typed(url, f"indexes.{index_name}", str, "a URL string")
+    if python is not None:
+        python = c.typed(python, "python", str, 'a version such as "3.12"')
+        if not _PYTHON.match(python):
+            raise c.fail("python", f'expected a version such as "3.12", got {python!r}')
+    indexes: dict[str, str] = {}
+    for index_name, url in c.typed(data.get("indexes", {}), "indexes", dict, "a table of name = URL").items():
+        indexes[index_name] = c.typed(url, f"indexes.{index_name}", str, "a URL string")
         if not _INDEX_NAME.match(index_name):
             raise c.fail(f"indexes.{index_name}", "an index name is letters, digits, '.', '_' and '-', starting with a "
                          "letter or digit (an index is given as NAME=URL, and its name names a variable)")
         _index_url(c, f"indexes.{index_name}", url)
     packages = _packages(c, c.typed(data["packages"], "packages", dict, "a table of package = { ... }"), indexes, path)
-    env = c.typed(data.get("env", {}), "env", dict, "a table of NAME = value")
-    for key, value in env.items():
-        _env_entry(c, key, c.typed(value, f"env.{key}", str, "a string"))
+    env: dict[str, str] = {}
+    for key, value in c.typed(data.get("env", {}), "env", dict, "a table of NAME = value").items():
+        env[key] = c.typed(value, f"env.{key}", str, "a string")
+        _env_entry(c, key, env[key])
     files = profile_files.parse(c, data.get("files"))
     digest = hashlib.sha256(raw)
     for file in files:  # a lock made before a carried file changed is refused as for any other change of the profile
@@ -283,9 +289,9 @@ def _validate(path: Path, data: dict[str, Any], raw: bytes) -> Profile:
         cuda=cuda,
         description=c.typed(data.get("description", ""), "description", str, "a string"),
         python=python,
-        indexes=dict(indexes),
+        indexes=indexes,
         packages=packages,
-        env=dict(env),
+        env=env,
         checks=_checks(c, data.get("checks")),
         baseline=_baseline(c, data.get("baseline")),
         toolkit=_toolkit(c, data.get("toolkit")),
@@ -352,16 +358,15 @@ def _env_entry(c: _Checker, key: str, value: str) -> None:
             raise c.fail(f"env.{key}", f"unknown placeholder {{{name}}} (known: {known})")
 
 
-def _packages(c: _Checker, table: dict[str, Any], indexes: dict[str, str], path: Path) -> tuple[Package, ...]:
+def _packages(c: _Checker, table: dict[str, object], indexes: dict[str, str], path: Path) -> tuple[Package, ...]:
     if not table:
         raise c.fail("packages", "empty; list at least one package")
     result = []
-    for name, spec in table.items():
+    for name, written in table.items():
         key = f"packages.{name}"
         _name(c, key, name, "package")
-        if isinstance(spec, str):
-            spec = {"version": spec}
-        c.typed(spec, key, dict, 'a table such as { index = "pytorch", version = ">=2.10" } or a version string')
+        spec: dict[str, object] = c.typed({"version": written} if isinstance(written, str) else written, key, dict,
+                                          'a table such as { index = "pytorch", version = ">=2.10" } or a version string')
         c.keys(spec, key, {"index", "version", "prerelease", "extras", "path", "editable", "git", "rev"})
         source = _source(c, key, spec, path)
         index = c.typed(spec.get("index", DEFAULT_INDEX), f"{key}.index", str, "an index name")
@@ -373,23 +378,35 @@ def _packages(c: _Checker, table: dict[str, Any], indexes: dict[str, str], path:
             SpecifierSet(version)
         except InvalidSpecifier as exc:
             raise c.fail(f"{key}.version", f"{version!r} is not a valid version specifier (PEP 440), e.g. '>=2.10,<3'") from exc
-        extras = c.typed(spec.get("extras", []), f"{key}.extras", list, "a list of strings")
+        extras = tuple(c.typed(e, f"{key}.extras", str, "a string")
+                       for e in c.typed(spec.get("extras", []), f"{key}.extras", list, "a list of strings"))
         for extra in extras:
-            _name(c, f"{key}.extras", c.typed(extra, f"{key}.extras", str, "a string"), "extra")
+            _name(c, f"{key}.extras", extra, "extra")
         result.append(
             Package(
                 name=name,
                 index=index,
                 version=version,
                 prerelease=c.typed(spec.get("prerelease", False), f"{key}.prerelease", bool, "true or false"),
-                extras=tuple(c.typed(e, f"{key}.extras", str, "a string") for e in extras),
-                **source,
+                extras=extras,
+                path=source.path,
+                editable=source.editable,
+                git=source.git,
+                rev=source.rev,
             )
         )
     return tuple(result)
 
 
-def _source(c: _Checker, key: str, spec: dict[str, Any], profile: Path) -> dict[str, Any]:
+@dataclass(frozen=True)
+class _Source:
+    path: str
+    editable: bool
+    git: str
+    rev: str
+
+
+def _source(c: _Checker, key: str, spec: Mapping[str, object], profile: Path) -> _Source:
     """A package's source tree or repository (uv's `path` and `git` sources), checked: one of them, not with an index."""
     path = c.typed(spec.get("path", ""), f"{key}.path", str, "a folder (absolute, or relative to the profile)")
     git = c.typed(spec.get("git", ""), f"{key}.git", str, "a git URL")
@@ -407,49 +424,50 @@ def _source(c: _Checker, key: str, spec: dict[str, Any], profile: Path) -> dict[
         raise c.fail(f"{key}.git", f"expected a git URL (https://, ssh://, file:// or git@host:...), got {redact_text(git)!r}")
     if path and not Path(path).is_absolute():
         path = str((profile.absolute().parent / path).resolve())
-    return {"path": path, "editable": editable, "git": git, "rev": rev}
+    return _Source(path, editable, git, rev)
 
 
-def _toolkit(c: _Checker, table: Any) -> str | None:
-    if table is None:
+def _toolkit(c: _Checker, written: object) -> str | None:
+    if written is None:
         return None
-    c.typed(table, "toolkit", dict, 'a table such as { wheels = "nvidia/cu13" }')
+    table: dict[str, object] = c.typed(written, "toolkit", dict, 'a table such as { wheels = "nvidia/cu13" }')
     c.keys(table, "toolkit", {"wheels"}, {"wheels"})
-    wheels: str = c.typed(table["wheels"], "toolkit.wheels", str, 'a folder inside site-packages, such as "nvidia/cu13"')
+    wheels = c.typed(table["wheels"], "toolkit.wheels", str, 'a folder inside site-packages, such as "nvidia/cu13"')
     if wheels.startswith("/") or ".." in wheels.split("/"):
         raise c.fail("toolkit.wheels", f"{wheels!r} must be a folder inside site-packages, such as nvidia/cu13")
     return wheels
 
 
-def _checks(c: _Checker, table: Any) -> tuple[str, ...] | None:
-    if table is None:
+def _checks(c: _Checker, written: object) -> tuple[str, ...] | None:
+    if written is None:
         return None
-    c.typed(table, "checks", dict, "a table with required = [...]")
+    table: dict[str, object] = c.typed(written, "checks", dict, "a table with required = [...]")
     c.keys(table, "checks", {"required"})
     from provision.checks import BY_ID
 
-    required = c.typed(table.get("required", []), "checks.required", list, "a list of check ids")
+    required: list[object] = c.typed(table.get("required", []), "checks.required", list, "a list of check ids")
     for check in required:
         if check not in BY_ID:
             raise c.fail("checks.required", f"unknown check {check!r} (known: {', '.join(BY_ID)})")
-    return tuple(required)
+    return tuple(str(check) for check in required)
 
 
-def _baseline(c: _Checker, table: Any) -> Baseline | None:
-    if table is None:
+def _baseline(c: _Checker, written: object) -> Baseline | None:
+    if written is None:
         return None
-    c.typed(table, "baseline", dict, "a table")
+    table: dict[str, object] = c.typed(written, "baseline", dict, "a table")
     c.keys(table, "baseline", {"command", "cwd", "timeout", "pattern", "json_key", "unit", "better"}, {"command"})
-    command = c.typed(table["command"], "baseline.command", list, "an argv list of strings")
-    if not command or not all(isinstance(a, str) for a in command):
+    command: list[object] = c.typed(table["command"], "baseline.command", list, "an argv list of strings")
+    argv = tuple(a for a in command if isinstance(a, str))
+    if not command or len(argv) != len(command):
         raise c.fail("baseline.command", "expected a non-empty list of strings (argv, no shell)")
-    pattern = table.get("pattern")
-    json_key = table.get("json_key")
-    if (pattern is None) == (json_key is None):
+    written_pattern, json_key = table.get("pattern"), table.get("json_key")
+    if (written_pattern is None) == (json_key is None):
         raise c.fail("baseline", "give exactly one of pattern (a regex with one group) or json_key")
+    pattern = None if written_pattern is None else c.typed(written_pattern, "baseline.pattern", str, "a regular expression")
     if pattern is not None:
         try:
-            if re.compile(c.typed(pattern, "baseline.pattern", str, "a regular expression")).groups < 1:
+            if re.compile(pattern).groups < 1:
                 raise c.fail("baseline.pattern", "needs one capturing group around the figure")
         except re.error as exc:
             raise c.fail("baseline.pattern", f"not a regular expression: {exc}") from exc
@@ -460,7 +478,7 @@ def _baseline(c: _Checker, table: Any) -> Baseline | None:
     if not math.isfinite(timeout) or timeout <= 0:
         raise c.fail("baseline.timeout", f"expected a positive number of seconds, got {timeout!r}")
     return Baseline(
-        command=tuple(command),
+        command=argv,
         cwd=c.typed(table.get("cwd", "."), "baseline.cwd", str, "a folder"),
         timeout=float(timeout),
         pattern=pattern,
