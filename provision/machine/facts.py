@@ -3,8 +3,14 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
+D = TypeVar("D", bound="DataclassInstance")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -196,6 +202,7 @@ class MachineFacts:
         )
 
 
-def _build(cls: type[Any], data: dict[str, Any]) -> Any:
+def _build(cls: type[D], data: Mapping[str, object]) -> D:
+    """A `cls` from the keys of `data` it has (a newer document's extra keys are passed over)."""
     names = {f.name for f in dataclasses.fields(cls)}
     return cls(**{k: v for k, v in data.items() if k in names})

@@ -4,19 +4,23 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from provision.log import printable
 
 if TYPE_CHECKING:
+    from types import TracebackType
+
     from rich.console import Console
+    from rich.status import Status
     from rich.table import Table
+    from rich.text import Text
 
 SCHEMA_VERSION = 1
 
 
-def dump_json(document: dict[str, Any]) -> None:
+def dump_json(document: Mapping[str, object]) -> None:
     """Print a JSON document with the schema version at its top level, beside the data."""
     sys.stdout.write(json.dumps({"schema_version": SCHEMA_VERSION, **document}, indent=2, default=str) + "\n")
 
@@ -63,7 +67,7 @@ def info(message: str) -> None:
 STATUS_STYLE = {"pass": "green", "warn": "yellow", "fail": "red", "error": "red", "skip": "dim", "info": "cyan"}
 
 
-def status_text(status: str) -> Any:
+def status_text(status: str) -> Text:
     from rich.text import Text
 
     return Text(status.upper(), style=STATUS_STYLE.get(status, ""))
@@ -82,7 +86,7 @@ class progress:  # noqa: N801 - used as a context manager like a function
 
     def __init__(self, quiet: bool) -> None:
         self.quiet = quiet
-        self.status: Any = None
+        self.status: Status | None = None
 
     def __enter__(self) -> Callable[[str], None]:
         import sys
@@ -101,9 +105,9 @@ class progress:  # noqa: N801 - used as a context manager like a function
         elif not self.quiet:
             info(f"... {message}")
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, kind: type[BaseException] | None, value: BaseException | None, trace: TracebackType | None) -> None:
         if self.status is not None:
-            self.status.__exit__(*exc)
+            self.status.__exit__(kind, value, trace)
 
 
 def now() -> str:
