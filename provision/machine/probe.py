@@ -5,11 +5,10 @@ from __future__ import annotations
 import dataclasses
 import os
 from pathlib import Path
-from typing import Any
 
 from provision.errors import ProvisionError
 from provision.machine import host, nvml, pci, sysfs, toolkits
-from provision.machine.facts import Link, MachineFacts
+from provision.machine.facts import GpuPath, Link, MachineFacts
 from provision.machine.threads import Background
 
 
@@ -51,7 +50,7 @@ def probe(venvs: tuple[Path, ...] = (), record_nvml: Path | None = None) -> Mach
     )
 
 
-def _with_path(link: Link, paths: dict[int, Any]) -> Link:
+def _with_path(link: Link, paths: dict[int, GpuPath]) -> Link:
     if link.gpu_a in paths and link.gpu_b in paths:
         return dataclasses.replace(link, bridges=pci.pair_path(paths[link.gpu_a], paths[link.gpu_b]))
     return link

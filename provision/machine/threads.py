@@ -5,23 +5,24 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterable
-from typing import Any, Generic, TypeVar
+from typing import Generic, TypeVar
 
+A = TypeVar("A")
 T = TypeVar("T")
 
 
 class Background(Generic[T]):
-    """fn(*args) started on a daemon thread; `result()` waits for it and returns its value or raises its error."""
+    """fn(arg) started on a daemon thread; `result()` waits for it and returns its value or raises its error."""
 
-    def __init__(self, fn: Callable[..., T], *args: Any) -> None:
-        self._value: T | None = None
+    def __init__(self, fn: Callable[[A], T], arg: A) -> None:
+        self._value: list[T] = []  # its one value once fn has returned
         self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, args=(fn, args), daemon=True)
+        self._thread = threading.Thread(target=self._run, args=(fn, arg), daemon=True)
         self._thread.start()
 
-    def _run(self, fn: Callable[..., T], args: tuple[Any, ...]) -> None:
+    def _run(self, fn: Callable[[A], T], arg: A) -> None:
         try:
-            self._value = fn(*args)
+            self._value.append(fn(arg))
         except BaseException as exc:
             self._error = exc
 
@@ -29,10 +30,10 @@ class Background(Generic[T]):
         self._thread.join()
         if self._error is not None:
             raise self._error
-        return self._value  # type: ignore[return-value]
+        return self._value[0]
 
 
-def parallel_map(fn: Callable[[Any], T], items: Iterable[Any]) -> list[T]:
+def parallel_map(fn: Callable[[A], T], items: Iterable[A]) -> list[T]:
     """fn over items, all at once, results in order."""
     jobs = [Background(fn, item) for item in items]
     return [job.result() for job in jobs]

@@ -107,7 +107,7 @@ def stored_gates(record: EnvRecord) -> list[Gate]:
     gates = []
     if results:
         bad = [f"{r['id']}: {r.get('reason', '')}" for r in results if statuses.failed(r["status"])]
-        status = "fail" if bad else "pass"
+        status: statuses.Status = "fail" if bad else "pass"
         reason = "; ".join(bad)[:500] if bad else f"{sum(r['status'] == 'pass' for r in results)} pass, {sum(r['status'] == 'skip' for r in results)} skip"
         gates.append(Gate(id="checks", title=f"last smoke checks ({record.checks.at if record.checks else '?'})", status=status, reason=reason,
                           source=CHECKS_DOC))
@@ -163,7 +163,7 @@ def judge(where: homes.Home, name: str, facts: MachineFacts, progress: Callable[
     progress(f"{name}: its files against the lock (drift)")
     features = machine_gates(facts, _version(versions.get("flashinfer-python")))
     return Target(kind="environment", name=name, cuda=record.cuda or "?",
-                  kept_files=[{**k.to_dict(), "origin": k.origin} for k in record.kept_files().values()], gates=(
+                  kept_files=tuple(record.kept_files().values()), gates=(
         driver_gate(facts, record.cuda) if record.cuda else
         Gate(id="driver", title="driver supports the environment's CUDA", status="skip", reason="CUDA release unknown"),
         scanned_gate, torch_build_gate(versions, scanned), versions_gate(versions), drift_gate(venv, build, record),

@@ -11,13 +11,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from provision.report.gates import MachineReport, Target
+from provision.status import Status
 
 VERDICTS = ("pass", "warn", "fail", "skip")
 
 
 @dataclass(frozen=True, kw_only=True)
 class Cause:
-    status: str  # "fail" or "warn"
+    status: Status  # "fail" or "warn"
     gate: str  # the stack gate's id
     reason: str
     machines: tuple[str, ...]
@@ -68,7 +69,7 @@ def summarize(reports: Sequence[MachineReport]) -> FleetSummary:
     for key in order:
         rows = found[key]
         machines: dict[str, list[str]] = {}
-        grouped: dict[tuple[str, str, str], list[str]] = {}
+        grouped: dict[tuple[Status, str, str], list[str]] = {}
         for source, target in rows:
             machines.setdefault(target.verdict, []).append(source)
             for gate in target.gates:

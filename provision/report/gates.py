@@ -15,9 +15,12 @@ from provision import knowledge
 from provision import status as statuses
 from provision.machine.facts import MachineFacts
 from provision.stacks.profiles import Profile
+from provision.status import Status
 
 if TYPE_CHECKING:
+    from provision.envs.records import KeptFile
     from provision.report import pcipath
+    from provision.report.lockscan import JudgedWheel
 
 TOOLKIT_SOURCE = "nvcc --list-gpu-code (https://docs.nvidia.com/cuda/cuda-compiler-driver-nvcc/); provision/knowledge.toml [[toolkit]]"
 
@@ -26,7 +29,7 @@ TOOLKIT_SOURCE = "nvcc --list-gpu-code (https://docs.nvidia.com/cuda/cuda-compil
 class Gate:
     id: str
     title: str
-    status: str  # pass, warn, fail, skip, info
+    status: Status  # pass, warn, fail, skip, info
     reason: str
     source: str = ""
     kind: str = "stack"  # "stack" gates decide the verdict; "feature" gates say what to leave off
@@ -38,11 +41,11 @@ class Target:
     name: str
     cuda: str
     gates: tuple[Gate, ...] = ()
-    packages: list[dict[str, Any]] | None = None  # a lock's CUDA wheels, each with the SMs found and a verdict per GPU
-    kept_files: list[dict[str, Any]] | None = None  # an environment's accepted and profile files
+    packages: tuple[JudgedWheel, ...] | None = None  # a lock's CUDA wheels: the SMs found and a verdict per GPU
+    kept_files: tuple[KeptFile, ...] | None = None  # an environment's accepted and profile files
 
     @property
-    def verdict(self) -> str:
+    def verdict(self) -> Status:
         # an info gate says something without judging: it never makes a verdict
         return statuses.worst(g.status for g in self.gates if g.kind == "stack" and g.status != "info") or "skip"
 
@@ -53,8 +56,9 @@ class Target:
     def to_dict(self) -> dict[str, Any]:
         return {"kind": self.kind, "name": self.name, "cuda": self.cuda, "verdict": self.verdict,
                 "features_off": self.features_off, "gates": [dataclasses.asdict(g) for g in self.gates],
-                **({"packages": self.packages} if self.packages is not None else {}),
-                **({"kept_files": self.kept_files} if self.kept_files is not None else {})}
+                **({"packages": [p.to_dict() for p in self.packages]} if self.packages is not None else {}),
+                **({"kept_files": [{**k.to_dict(), "origin": k.origin} for k in self.kept_files]}
+                   if self.kept_files is not None else {})}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -235,7 +239,7 @@ def machine_gates(facts: MachineFacts, flashinfer: Version | None) -> list[Gate]
 
     found = pcipath.findings(facts)  # the ACS and IOMMU facts on the paths between the GPUs, read once for both gates
     gates = [_symm_mem(majors, pcie), _fusion(majors, pcie, flashinfer), _custom_allreduce(facts, found), _p2p(facts, found)]
-    gates = [Gate(**{**g.__dict__, "kind": "feature"}) for g in gates]
+    gates = [dataclasses.replace(g, kind="feature") for g in gates]
     tree = knowledge.gate("nccl_tree_graphs")
     gates.append(Gate(id="nccl-tree-graphs", title=tree["title"], status="info", source=tree["source"], kind="feature",
                       reason="to try Tree with CUDA graphs set NCCL_ALGO='allreduce:tree' (per collective); a global Tree leaves other collectives no algorithm"))
@@ -277,7 +281,8 @@ def _custom_allreduce(facts: MachineFacts, found: pcipath.Findings) -> Gate:
     g = knowledge.gate("custom_allreduce")
     count, pcie = len(facts.gpus), facts.pcie_only
     source = g["source"]
-    reasons, status = [], "pass"
+    reasons: list[str] = []
+    status: Status = "pass"
     if pcie and count > g["max_pcie_world_size"]:
         status = "warn"
         reasons.append(f"disabled on more than {g['max_pcie_world_size']} PCIe-only GPUs: NCCL carries the all-reduce "

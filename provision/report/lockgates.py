@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from provision.report.gates import Gate
@@ -12,7 +13,7 @@ if TYPE_CHECKING:
     from provision.report.lockscan import WheelScan
 
 
-def conflict(wheels: list[WheelScan]) -> Gate:
+def conflict(wheels: Sequence[WheelScan]) -> Gate:
     """FAIL where two wheels install one path with different contents: whichever installs last wins, half of each."""
     title = "no two wheels install the same path"
     source = "the wheels' RECORD files (PEP 376/427); provision/stacks/lockcheck.py"
@@ -32,7 +33,7 @@ def conflict(wheels: list[WheelScan]) -> Gate:
     return Gate(id="conflict", title=title, status="pass", source=source, reason=f"the {len(records)} wheels share no path")
 
 
-def cuda_mix(wheels: list[WheelScan]) -> Gate:
+def cuda_mix(wheels: Sequence[WheelScan]) -> Gate:
     title = "NVIDIA's libraries are of one CUDA major"
     source = "https://github.com/pytorch/pytorch/issues/186591; provision/stacks/lockcheck.py"
     pairs = [(w.name, w.version) for w in wheels]

@@ -4,13 +4,14 @@ the lock) and its members are read out of the zip in memory, never unpacked to d
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from packaging.tags import sys_tags
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
@@ -24,38 +25,50 @@ from provision.report.lockself import LockStack
 from provision.scan import binaries, fatbin
 from provision.stacks import index, uvcache
 
+if TYPE_CHECKING:
+    from packaging.pylock import Package, PackageWheel
+
 WORKERS = 4  # downloads overlap with scans; zlib and the fatbin walk release the GIL for the large members
 
 
-@dataclass(kw_only=True)
+@dataclass(frozen=True, kw_only=True)
 class WheelScan:
+    """One wheel of a lock: where it was read from and the code it carries."""
+
     name: str
     version: str
     wheel: str
-    origin: str  # "uv cache", "fetched", "not in uv's cache (--no-fetch)"
+    origin: str  # "uv cache", "provision cache", "fetched", or why it was not scanned
     counts: fatbin.Counts = field(default_factory=fatbin.Counts)
     seconds: float = 0.0
-    note: str = ""
     record: dict[str, str] | None = None  # what its RECORD installs (path -> hash); None: not read
 
     @property
     def cuda(self) -> bool:
         return not self.counts.empty
 
-    def to_dict(self, ccs: list[str]) -> dict[str, Any]:
-        return {"name": self.name, "version": self.version, "wheel": self.wheel, "origin": self.origin,
-                **self.counts.labels(), "seconds": round(self.seconds, 3),
-                "require": {cc: dict(zip(("status", "reason"), verdict(self, cc), strict=True)) for cc in ccs}}
+
+@dataclass(frozen=True, kw_only=True)
+class JudgedWheel:
+    """A lock's CUDA wheel on one machine: what it carries and its verdict per GPU (`packages` in the JSON)."""
+
+    scan: WheelScan
+    ccs: tuple[str, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        w = self.scan
+        return {"name": w.name, "version": w.version, "wheel": w.wheel, "origin": w.origin,
+                **w.counts.labels(), "seconds": round(w.seconds, 3),
+                "require": {cc: dict(zip(("status", "reason"), verdict(w, cc), strict=True)) for cc in self.ccs}}
 
 
-@dataclass(kw_only=True)
+@dataclass(frozen=True, kw_only=True)
 class LockScan:
     path: Path
     profile: str | None
-    wheels: list[WheelScan]
+    wheels: tuple[WheelScan, ...]
     seconds: float
     cache: str
-    notes: list[str] = field(default_factory=list)
 
     def by_name(self, name: str) -> WheelScan | None:
         return next((w for w in self.wheels if w.name == name), None)
@@ -65,13 +78,13 @@ def verdict(wheel: WheelScan, cc: str) -> tuple[str, str]:
     return binaries.verdict(wheel.counts, cc)
 
 
-def _choose(wheels: list[Any]) -> Any:
+def _choose(wheels: Sequence[PackageWheel]) -> PackageWheel:
     """The lock's wheel for this machine where it lists several (one per platform), else its only one."""
     if len(wheels) == 1:
         return wheels[0]
     rank = {tag: i for i, tag in enumerate(sys_tags())}
 
-    def best(wheel: Any) -> int:
+    def best(wheel: PackageWheel) -> int:
         try:
             tags = parse_wheel_filename(_filename(wheel))[3]
         except InvalidWheelFilename:
@@ -81,8 +94,8 @@ def _choose(wheels: list[Any]) -> Any:
     return min(wheels, key=best)
 
 
-def _filename(wheel: Any) -> str:
-    return str(wheel.name or (wheel.url or "").rsplit("/", 1)[-1])
+def _filename(wheel: PackageWheel) -> str:
+    return wheel.name or (wheel.url or "").rsplit("/", 1)[-1]
 
 
 def scan_lock(path: Path, *, fetch: bool = True, cache: Path | None = None,
@@ -99,7 +112,7 @@ def scan_lock(path: Path, *, fetch: bool = True, cache: Path | None = None,
     for package in pylock.packages:
         if not package.wheels:
             continue
-        wheel = _choose(list(package.wheels))
+        wheel = _choose(package.wheels)
         filename = _filename(wheel)
         name = str(canonicalize_name(package.name))
         sha256 = (wheel.hashes or {}).get("sha256", "")
@@ -112,13 +125,12 @@ def scan_lock(path: Path, *, fetch: bool = True, cache: Path | None = None,
         size = wheel.size if isinstance(wheel.size, int) and wheel.size >= 0 else None  # the most a fetch of it reads
         jobs.append((name, str(package.version or ""), filename, wheel.url or "", sha256, size, cached.archive if cached else None))
     with ThreadPoolExecutor(max_workers=WORKERS) as pool:
-        wheels = list(pool.map(lambda job: _scan_one(*job, fetch=fetch, progress=progress), jobs))
-    notes = [f"{w.wheel}: {w.note}" for w in wheels if w.note]
+        wheels = tuple(pool.map(lambda job: _scan_one(*job, fetch=fetch, progress=progress), jobs))
     return LockScan(path=path, profile=tool.get("profile"), wheels=wheels, seconds=time.perf_counter() - started,
-                    cache=str(cache), notes=notes)
+                    cache=str(cache))
 
 
-def _unhashed(path: Path, package: Any, wheel: Any, tool: dict[str, Any]) -> ResolveError:
+def _unhashed(path: Path, package: Package, wheel: PackageWheel, tool: Mapping[str, object]) -> ResolveError:
     """The refusal of a wheel the lock gives no sha256 for: packaging.pylock requires `hashes` (PEP 751), but not sha256,
     the one this check and `provision lock` use; scanning the file without it would judge whatever the URL serves."""
     from provision.names import NAME_RULE
@@ -138,25 +150,24 @@ def _scan_one(name: str, version: str, filename: str, url: str, sha256: str, siz
     from provision.stacks import wheelcache, wheelrecords
 
     started = time.perf_counter()
-    result = WheelScan(name=name, version=version, wheel=filename, origin="uv cache")
+    origin, counts, record = "uv cache", fatbin.Counts(), None
     kept = wheelcache.cached(sha256, filename) if archive is None else None
     if archive is not None:
-        result.counts = _total(binaries.scan([archive]))
-        result.record = wheelrecords.in_folder(archive)
+        counts, record = _total(binaries.scan([archive])), wheelrecords.in_folder(archive)
     elif kept is not None:
-        result.origin = "provision cache"
-        result.counts, result.record = _total(binaries.scan([kept])), wheelrecords.in_wheel(kept)
+        origin = "provision cache"
+        counts, record = _total(binaries.scan([kept])), wheelrecords.in_wheel(kept)
     elif not fetch or not url:
-        result.origin = "not in uv's cache (--no-fetch)" if url else "no URL in the lock"
+        origin = "not in uv's cache (--no-fetch)" if url else "no URL in the lock"
     elif not url.lower().startswith(("http://", "https://")):  # file://, ftp://: never read from this machine's disk
-        result.origin = "not fetched (only http and https URLs are)"
+        origin = "not fetched (only http and https URLs are)"
     else:
-        result.origin = "fetched"
+        origin = "fetched"
         local = wheelcache.fetch(url, sha256, filename, size=size, progress=progress,
                                  hint="the file changed on the index since the lock was made, or the index is down; re-lock and check the index")
-        result.counts, result.record = _total(binaries.scan([local])), wheelrecords.in_wheel(local)
-    result.seconds = time.perf_counter() - started
-    return result
+        counts, record = _total(binaries.scan([local])), wheelrecords.in_wheel(local)
+    return WheelScan(name=name, version=version, wheel=filename, origin=origin, counts=counts, record=record,
+                     seconds=time.perf_counter() - started)
 
 
 def _total(scanned: binaries.ScanResult) -> fatbin.Counts:
@@ -181,7 +192,7 @@ def judge(facts: MachineFacts, scanned: LockScan, stack: LockStack, uv_cache: Pa
                                     wheel=torch.wheel if torch else "")
     if profile:
         base = [g if g.id != "torch-wheels" else torch_gate for g in gates.judge(facts, profile, uv_cache).gates]
-        base[0] = Gate(**{**base[0].__dict__, "reason": f"{base[0].reason} (CUDA {cuda} from {stack.source})"})
+        base[0] = dataclasses.replace(base[0], reason=f"{base[0].reason} (CUDA {cuda} from {stack.source})")
     else:
         base = [_unknown_cuda(scanned), torch_gate]
     cuda_wheels = [w for w in scanned.wheels if w.cuda]
@@ -191,7 +202,7 @@ def judge(facts: MachineFacts, scanned: LockScan, stack: LockStack, uv_cache: Pa
                           f"{origins['uv cache']} from uv's cache ({scanned.cache}), {origins['provision cache']} from "
                           f"provision's ({wheelcache.folder()}), {origins['fetched']} fetched, "
                           f"{len(scanned.wheels) - sum(origins.values())} not scanned; {scanned.seconds:.1f} s")
-    return Target(kind="lock", name=scanned.path.name, cuda=cuda, packages=[w.to_dict(ccs) for w in cuda_wheels], gates=(
+    return Target(kind="lock", name=scanned.path.name, cuda=cuda, packages=tuple(JudgedWheel(scan=w, ccs=tuple(ccs)) for w in cuda_wheels), gates=(
         *base[:3], lockgates.conflict(scanned.wheels), lockgates.cuda_mix(scanned.wheels),
         *(_wheel_gate(w, ccs) for w in scanned.wheels if w.cuda or w.origin not in SCANNED), *base[3:], summary))
 

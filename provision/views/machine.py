@@ -12,6 +12,7 @@ if TYPE_CHECKING:  # annotations only: rendering one result must not import ever
     from provision.report.assemble import ReportResult
     from provision.report.gates import MachineReport
     from provision.scan.binaries import ScanResult
+    from provision.status import Status
 
 
 def probe(facts: MachineFacts) -> Shown:
@@ -155,7 +156,7 @@ def _machine_blocks(m: MachineReport) -> list[Block]:
     notes = [Line(f"note: {note}") for note in f.notes]
     if not f.gpus:
         return [*blocks, Line(NO_GPU), *notes]
-    shown_features: list[tuple[str, str, str]] = []
+    shown_features: list[tuple[str, Status, str]] = []
     for t in m.targets:
         stack = TableBuilder(f"{t.kind} {t.name}", "gate", "status", "reason")
         for g in t.gates:
