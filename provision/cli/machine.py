@@ -80,7 +80,8 @@ def report(app: App, machines: tuple[Path, ...], more_machines: tuple[Path, ...]
         raise click.UsageError(f"{more_machines[0]}: a machine file is given after --machine (report --machine FILE...)")
     if markdown:
         app.output = "markdown"
-    with app.progress() as step:  # `--machine fleet/*.json`: the shell gives the files after one --machine
-        result = assemble.build((*machines, *more_machines), profile_names, locks=locks, env_names=env_names,
-                                fetch=not no_fetch, home=app.home, progress=step)
+    machines = (*machines, *more_machines)  # `--machine fleet/*.json`: the shell gives the files after one --machine
+    with app.progress() as step:
+        result = assemble.build(machines, profile_names, locks=locks, env_names=env_names, fetch=not no_fetch,
+                                home=app.home, progress=step)
     return views.report(result)
