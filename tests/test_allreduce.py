@@ -164,10 +164,14 @@ def test_nccl_tests_output_is_read_and_joined_beside_provision_rows(tmp_path: Pa
     version, rows = nccl_tests.parse((DATA / "nccl-tests-h200-x2-graph-G20.txt").read_text())  # 2 x H200, 2026-11-30
     assert version == "2.28.3" and len(rows) == 25
     assert (rows[0].size, rows[0].time_us, rows[-1].busbw) == (8, 5.87, 285.81)  # the in-place columns
-    mine = [{"size": 8, "graph_us": 8.8}, {"size": 134217728, "graph_us": 480.0}, {"size": 3, "graph_us": 1.0}]
-    nccl_tests.join(mine, {"eager": [], "graph": [vars(r) for r in rows]})
-    assert mine[0]["graph_ratio"] == pytest.approx(8.8 / 5.87) and mine[0]["torch_overhead_graph_us"] == pytest.approx(8.8 - 5.87)
-    assert mine[1]["nccl_tests_graph_busbw"] == 285.81 and "graph_ratio" not in mine[2]
+    from provision.checks.allreduce_runs import AllreduceRow, NcclTestsFigures
+
+    mine = [AllreduceRow(size=size, count=size // 4, wrong=0, graph_us=us) for size, us in ((8, 8.8), (134217728, 480.0), (3, 1.0))]
+    anchor = NcclTestsFigures(path="all_reduce_perf", nccl_library=version, eager=[], graph=rows, pattern={})
+    small, large, odd = nccl_tests.join(mine, anchor)
+    assert small.graph_ratio == pytest.approx(8.8 / 5.87) and small.torch_overhead_graph_us == pytest.approx(8.8 - 5.87)
+    assert large.nccl_tests_graph_busbw == 285.81 and odd.graph_ratio is None and small.eager_ratio is None
+    assert small.to_dict()["nccl_tests_graph_us"] == 5.87 and "eager_ratio" not in small.to_dict()
 
 
 def test_nccl_tests_path_that_is_not_the_binary_is_an_input_error(tmp_path: Path) -> None:
@@ -210,10 +214,12 @@ def test_nccl_env_takes_nccl_variables_only_and_never_nvls() -> None:
 
 
 def test_the_graph_mixing_note_follows_the_measured_ratio() -> None:
-    slow = {"rows": [{"size": 8, "graph_ratio": 1.6}, {"size": 65536, "graph_ratio": 1.4}, {"size": 2**27, "graph_ratio": 1.0}]}
+    from provision.checks.allreduce_runs import AllreduceRow
+
+    slow = [AllreduceRow(size=size, count=size // 4, wrong=0, graph_ratio=ratio) for size, ratio in ((8, 1.6), (65536, 1.4), (2**27, 1.0))]
     assert "NCCL_GRAPH_MIXING_SUPPORT=0" in allreduce.notes_for(slow, {})[0]
     assert allreduce.notes_for(slow, {"NCCL_GRAPH_MIXING_SUPPORT": "0"}) == []
-    assert allreduce.notes_for({"rows": [{"size": 8, "graph_ratio": 1.05}]}, {}) == []
+    assert allreduce.notes_for([AllreduceRow(size=8, count=2, wrong=0, graph_ratio=1.05)], {}) == []
 
 
 def test_a_sweep_that_would_never_end_is_refused_before_anything_runs(tmp_path: Path, provision_bin: str) -> None:
@@ -417,22 +423,24 @@ def test_an_all_reduce_perf_that_exits_while_its_helper_holds_the_terminal_is_a_
 def test_provision_figures_are_kept_beside_a_hung_all_reduce_perf(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """The hang is one line in the run's nccl_tests.error; provision's own rows stay as measured, the table says it,
     and the command exits 1 (anchor_failures)."""
-    from provision.envs.records import AllreduceRun
+    from provision.checks.allreduce_runs import AllreduceRow, AllreduceRun, NcclTestsFailure, VariantRun
     from provision.views import checks as check_views
+    from provision.views.render import render
 
     binary, pids = fake_all_reduce_perf(tmp_path, rows=3)
-    rows = [{"size": 8, "count": 2, "wrong": 0, "eager_us": 20.0, "eager_busbw": 0.0}]
-    details: dict[str, object] = {"rows": [dict(row) for row in rows]}
-    assert not allreduce.beside_nccl_tests(details, {}, binary, venv=tmp_path, env=dict(os.environ), **SWEEP,
-                                           start_s=3.0, allowance_s=1.0)
-    assert gone(pids) and details["rows"] == rows
-    anchor = details["nccl_tests"]
-    assert isinstance(anchor, dict) and anchor["hung_size"] == 64 and 1.0 <= anchor["hung_after_s"] < 5
-    assert anchor["error"].startswith("all_reduce_perf hung at size 64 B after 1 s and was killed; provision's own "
-                                      "figures are kept: check peer-to-peer") and "\n" not in anchor["error"]
-    run = AllreduceRun(at="now", backend="nccl", world_size=2, runs=[{"variant": {}, **details}])
-    assert allreduce.anchor_failures(run) == [anchor["error"]]
-    check_views.allreduce({"name": "h200", **run.to_dict()}, as_json=False)
+    rows = [AllreduceRow(size=8, count=2, wrong=0, eager_us=20.0, eager_busbw=0.0)]
+    measured = allreduce.beside_nccl_tests(VariantRun(variant={}, rows=rows), {}, binary, venv=tmp_path, env=dict(os.environ),
+                                           **SWEEP, start_s=3.0, allowance_s=1.0)
+    assert gone(pids) and measured.rows == rows
+    anchor = measured.nccl_tests
+    assert isinstance(anchor, NcclTestsFailure) and anchor.hung_size == 64 and 1.0 <= (anchor.hung_after_s or 0) < 5
+    assert anchor.error.startswith("all_reduce_perf hung at size 64 B after 1 s and was killed; provision's own "
+                                   "figures are kept: check peer-to-peer") and "\n" not in anchor.error
+    run = AllreduceRun(at="now", backend="nccl", world_size=2, runs=[measured])
+    assert run.anchor_failures() == [anchor.error]
+    shown = check_views.allreduce("h200", run)
+    assert shown.exit_code == 1 and shown.document is not None and shown.document["runs"][0]["nccl_tests"]["hung_size"] == 64
+    assert render(shown, "table") == 1
     table = capsys.readouterr().out
     assert f"# nccl-tests {binary}: all_reduce_perf hung at size 64 B" in table and "20.00" in table
 

@@ -15,6 +15,7 @@ import pytest
 from wheelhouse import build_wheel
 
 from provision.checks import runner
+from provision.checks.results import CheckResult
 from provision.envs.records import EnvRecord
 from provision.stacks import uvtool
 
@@ -55,7 +56,7 @@ def build(tmp_path_factory) -> Path:
     return out
 
 
-def imports(build: Path, packages: list[str], **env: str) -> dict:
+def imports(build: Path, packages: list[str], **env: str) -> CheckResult:
     meta = EnvRecord(name="env", cuda="13.0", env=env, packages=packages, venv=str(build / "venv"))
     (result,) = runner.run(build, meta, only=("imports",), gpus=[], driver_cuda=None, notes=["NVML not available"])
     return result
@@ -63,28 +64,28 @@ def imports(build: Path, packages: list[str], **env: str) -> dict:
 
 def test_without_a_driver_libcuda_alone_is_a_skip_and_sglang_server_is_imported(build: Path) -> None:
     result = imports(build, ["sglang", "flashinfer-python", "sgl-kernel"])
-    modules = result["details"]["modules"]
-    assert result["status"] == "pass", result
+    modules = (result.details or {})["modules"]
+    assert result.status == "pass", result
     assert modules["sglang"]["status"] == modules["flashinfer"]["status"] == "pass" and "build_backend" not in modules
     assert modules["sgl_kernel"]["status"] == "skip" and "needs libcuda.so.1" in modules["sgl_kernel"]["reason"]
-    assert "skipped sgl_kernel (sgl-kernel): they need libcuda.so.1" in result["reason"]
+    assert "skipped sgl_kernel (sgl-kernel): they need libcuda.so.1" in result.reason
     assert modules["sglang.launch_server"]["status"] == modules["sglang.srt.entrypoints.http_server"]["status"] == "pass"
     broken = imports(build, ["sglang"], BREAK_SERVER="1")  # the server's own import fails: a FAIL, naming it
-    assert broken["status"] == "fail" and "sglang (sglang.srt.entrypoints.http_server): RuntimeError: uvloop missing" in broken["reason"]
+    assert broken.status == "fail" and "sglang (sglang.srt.entrypoints.http_server): RuntimeError: uvloop missing" in broken.reason
     only = imports(build, ["sgl-kernel"])  # sglang installed, though the profile does not name it: its server is imported
-    assert only["status"] == "pass" and only["details"]["imported"] == ["sglang.launch_server", "sglang.srt.entrypoints.http_server"]
+    assert only.status == "pass" and (only.details or {})["imported"] == ["sglang.launch_server", "sglang.srt.entrypoints.http_server"]
 
 
 def test_any_other_failure_fails_and_so_does_libcuda_where_the_driver_loads(build: Path, tmp_path: Path) -> None:
     failed = imports(build, ["broken", "sgl-kernel"])
-    assert failed["status"] == "fail" and "ModuleNotFoundError" in failed["reason"]
-    assert failed["details"]["modules"]["sgl_kernel"]["status"] == "skip"
+    assert failed.status == "fail" and "ModuleNotFoundError" in failed.reason
+    assert (failed.details or {})["modules"]["sgl_kernel"]["status"] == "skip"
     compiler = shutil.which("cc") or shutil.which("gcc")
     if compiler is None:
         pytest.skip("no C compiler for the libcuda.so.1 stub")
     (tmp_path / "stub.c").write_text("int cuInit(unsigned int flags) { return 0; }\n")
     subprocess.run([compiler, "-shared", "-fPIC", "-o", str(tmp_path / "libcuda.so.1"), str(tmp_path / "stub.c")], check=True)
     with_driver = imports(build, ["claims-libcuda", "sgl-kernel"], LD_LIBRARY_PATH=str(tmp_path))
-    modules = with_driver["details"]["modules"]
-    assert with_driver["status"] == "fail" and modules["claims_libcuda"]["status"] == "fail"
+    modules = (with_driver.details or {})["modules"]
+    assert with_driver.status == "fail" and modules["claims_libcuda"]["status"] == "fail"
     assert modules["sgl_kernel"]["status"] == "pass"  # libcuda.so.1 loads: the import goes through

@@ -3,6 +3,7 @@ from fake torch / sgl_kernel / FlashInfer packages (the hardware seam). The pass
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys
@@ -13,6 +14,7 @@ from launch import run_provision
 from wheelhouse import build_wheel
 
 from provision.checks import runner, staleness
+from provision.checks.results import CheckResult, overall
 from provision.envs.records import EnvRecord
 from provision.machine.facts import Gpu
 from provision.stacks import uvtool
@@ -47,7 +49,7 @@ def env(tmp_path_factory) -> Path:
     return make_env(tmp_path_factory.mktemp("checks"), "0.6.9")
 
 
-def run(build: Path, only: str, gpus=SM120, driver_cuda="13.1", cuda="13.0", **env: str) -> dict:
+def run(build: Path, only: str, gpus=SM120, driver_cuda="13.1", cuda="13.0", **env: str) -> CheckResult:
     meta = EnvRecord(name="env", cuda=cuda, env=env, packages=["torch"], venv=str(build / "venv"))
     (result,) = runner.run(build, meta, only=(only,), gpus=gpus, driver_cuda=driver_cuda, notes=[])
     return result
@@ -56,15 +58,15 @@ def run(build: Path, only: str, gpus=SM120, driver_cuda="13.1", cuda="13.0", **e
 def test_no_gpu_skips_every_gpu_check_and_passes(env: Path) -> None:
     meta = EnvRecord(name="env", cuda="13.0", env={}, packages=["torch"], venv=str(env / "venv"))
     results = runner.run(env, meta, gpus=[], driver_cuda=None, notes=["NVML not available (LibraryNotFound)"])
-    by_id = {r["id"]: r for r in results}
-    assert by_id["imports"]["status"] == "pass" and by_id["drift"]["status"] == "pass"
-    assert all(r["status"] == "skip" and "no NVIDIA GPU" in r["reason"] for i, r in by_id.items() if i not in ("imports", "drift"))
-    assert runner.overall(results) == "pass"
+    by_id = {r.id: r for r in results}
+    assert by_id["imports"].status == "pass" and by_id["drift"].status == "pass"
+    assert all(r.status == "skip" and "no NVIDIA GPU" in r.reason for i, r in by_id.items() if i not in ("imports", "drift"))
+    assert overall(results) == "pass"
 
 
 def test_driver_too_old_for_the_environment(env: Path) -> None:
     result = run(env, "driver", driver_cuda="12.8")
-    assert result["status"] == "fail" and "580.65.06" in result["reason"]
+    assert result.status == "fail" and "580.65.06" in result.reason
 
 
 @pytest.mark.parametrize(
@@ -80,12 +82,12 @@ def test_driver_too_old_for_the_environment(env: Path) -> None:
 )
 def test_torch_cuda_failures(env: Path, variables: dict, status: str, words: str) -> None:
     result = run(env, "torch-cuda", **variables)
-    assert result["status"] == status and words in result["reason"], result
+    assert result.status == status and words in result.reason, result
 
 
 def test_torch_with_only_ptx_for_the_sm_warns(env: Path) -> None:
     result = run(env, "torch-cuda", FAKE_TORCH_ARCH="sm_90 compute_120")
-    assert result["status"] == "warn" and "sm_120 only through PTX compute_120" in result["reason"], result
+    assert result.status == "warn" and "sm_120 only through PTX compute_120" in result.reason, result
 
 
 @pytest.mark.skipif(shutil.which("gcc") is None, reason="gcc builds the libraries that stand in for libcudart")
@@ -98,37 +100,37 @@ def test_cuda_libs_catches_a_cu12_cu13_mix(env: Path, tmp_path: Path) -> None:
         subprocess.run(["gcc", "-shared", "-fPIC", "-o", library, source], check=True)
         libs.append(str(library))
     result = run(env, "cuda-libs", FAKE_TORCH_LOAD=":".join(libs))
-    assert result["status"] == "fail" and "libcudart.so.12 and .so.13 both loaded" in result["reason"], result
+    assert result.status == "fail" and "libcudart.so.12 and .so.13 both loaded" in result.reason, result
     single = run(env, "cuda-libs", FAKE_TORCH_LOAD=libs[0])
-    assert single["status"] == "fail" and "libcudart.so.12 loaded, but torch is built for CUDA 13.0" in single["reason"]
+    assert single.status == "fail" and "libcudart.so.12 loaded, but torch is built for CUDA 13.0" in single.reason
 
 
 @pytest.mark.parametrize(("behaviour", "words"), [("keyerror", "arch table has no entry"), ("p2p", "no peer access")])
 def test_symmetric_memory_failures_say_why(env: Path, behaviour: str, words: str) -> None:
     result = run(env, "symmetric-memory", FAKE_SYMM=behaviour)
-    assert result["status"] == "fail" and words in result["reason"], result
+    assert result.status == "fail" and words in result.reason, result
 
 
 def test_sgl_kernel_abi_mismatch(env: Path) -> None:
     result = run(env, "sgl-kernel")
-    assert result["status"] == "fail" and "undefined symbol" in result["reason"] and "torch version" in result["reason"]
+    assert result.status == "fail" and "undefined symbol" in result.reason and "torch version" in result.reason
 
 
 def test_flashinfer_packages_that_disagree(tmp_path: Path) -> None:
     mismatched = make_env(tmp_path, "0.6.8")
     result = run(mismatched, "flashinfer-jit")
-    assert result["status"] == "fail" and "flashinfer-cubin 0.6.8 != flashinfer-python 0.6.9" in result["reason"]
+    assert result.status == "fail" and "flashinfer-cubin 0.6.8 != flashinfer-python 0.6.9" in result.reason
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs the nvcc that FlashInfer's JIT would use")
 def test_flashinfer_arch_list_without_this_sm(env: Path) -> None:
     result = run(env, "flashinfer-jit", gpus=SM90, FAKE_TORCH_CAP="9.0", FLASHINFER_CUDA_ARCH_LIST="12.0f")
-    assert result["status"] == "fail" and "FLASHINFER_CUDA_ARCH_LIST=12.0f has nothing for sm_90" in result["reason"]
+    assert result.status == "fail" and "FLASHINFER_CUDA_ARCH_LIST=12.0f has nothing for sm_90" in result.reason
 
 
 def test_flashinfer_without_nvcc(env: Path, tmp_path: Path) -> None:
     result = run(env, "flashinfer-jit", CUDA_HOME=str(tmp_path / "no-toolkit"))
-    assert result["status"] == "fail" and "no nvcc for FlashInfer's JIT" in result["reason"]
+    assert result.status == "fail" and "no nvcc for FlashInfer's JIT" in result.reason
 
 
 @pytest.mark.skipif(shutil.which("gcc") is None, reason="gcc builds a module linked against libcudart.so.12")
@@ -138,19 +140,31 @@ def test_jit_workspace_built_by_another_cuda_major(env: Path, tmp_path: Path) ->
     script = Path(__file__).parent.parent / "scripts/device/make_stale_module.sh"
     subprocess.run(["bash", str(script), str(modules)], check=True)
     result = run(env, "flashinfer-jit", FLASHINFER_WORKSPACE_BASE=str(workspace))
-    assert result["status"] == "fail" and "built for CUDA 12" in result["reason"] and "FLASHINFER_WORKSPACE_BASE" in result["reason"]
+    assert result.status == "fail" and "built for CUDA 12" in result.reason and "FLASHINFER_WORKSPACE_BASE" in result.reason
     assert staleness.cudart_majors(modules / "norm.so") == {"12"}
 
 
 def test_a_hanging_check_is_an_error_with_its_timeout(env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(runner.TIMEOUT_VARIABLE, "3")
     result = run(env, "torch-cuda", FAKE_TORCH_HANG="1")
-    assert result["status"] == "error" and "timed out after 3 s" in result["reason"]
+    assert result.status == "error" and "timed out after 3 s" in result.reason
 
 
 def test_a_crashing_check_is_an_error_with_its_output(env: Path) -> None:
     result = run(env, "torch-cuda", FAKE_TORCH_CRASH="1")
-    assert result["status"] == "error" and "crashed" in result["reason"] and "output_tail" in result
+    assert result.status == "error" and "crashed" in result.reason and result.output_tail is not None
+
+
+@pytest.mark.parametrize(("answer", "words"), [
+    ('{"status": "pass", "reason": 5}', "key 'reason' is int 5, expected a string"),
+    ('{"status": "maybe", "reason": "r"}', "key 'status' is 'maybe', expected one of error, fail, pass, skip, warn"),
+    ('{"status": "pass", "reason": "r", "details": [1]}', "key 'details' is list [1], expected an object"),
+])
+def test_a_malformed_answer_is_an_error_naming_the_key(env: Path, answer: str, words: str) -> None:
+    """A payload's answer is read once, in the runner: one of the wrong shape is an ERROR that says which key."""
+    result = run(env, "torch-cuda", FAKE_TORCH_ANSWER=answer)
+    assert result.status == "error" and "the check's answer is malformed" in result.reason and words in result.reason, result
+    assert result.output_tail is not None and answer in result.output_tail
 
 
 def test_check_command_exit_codes(env: Path, tmp_path: Path, provision_bin: str) -> None:
@@ -172,3 +186,22 @@ def test_check_command_exit_codes(env: Path, tmp_path: Path, provision_bin: str)
     assert failing.returncode == 1 and "FAIL" in failing.stdout
     usage = run_provision("check", "fake", "--only", "gpu-burn", "--home", str(home))
     assert usage.returncode == 2 and "unknown check" in usage.stderr
+
+
+def test_the_check_view_decides_the_exit_code_and_renders_tables_json_and_markdown(capsys: pytest.CaptureFixture[str]) -> None:
+    from provision.views import checks as views
+    from provision.views.render import render
+
+    warned = [CheckResult(id="drift", title="t", status="warn", reason="1 modified", seconds=0.25),
+              CheckResult(id="driver", title="t", status="pass", reason="ok")]
+    assert views.checks("e", warned).exit_code == 0 and views.checks("e", warned, strict=True).exit_code == 1
+    failed = CheckResult(id="torch-cuda", title="t", status="fail", reason="a | b", output_tail="Traceback: boom")
+    shown = views.checks("e", [*warned, failed])
+    assert shown.exit_code == 1 and shown.document is not None
+    assert shown.document["summary"] == {"pass": 1, "warn": 1, "fail": 1, "skip": 0, "error": 0, "total": 3}
+    assert shown.document["checks"][2] == {"id": "torch-cuda", "title": "t", "status": "fail", "reason": "a | b",
+                                           "output_tail": "Traceback: boom", "seconds": 0.0}
+    assert render(shown, "markdown") == 1
+    markdown = capsys.readouterr().out
+    assert "| torch-cuda | **FAIL** | 0.0 | a \\| b |" in markdown and "Traceback: boom" in markdown
+    assert render(shown, "json") == 1 and json.loads(capsys.readouterr().out)["status"] == "fail"

@@ -10,6 +10,7 @@ import pytest
 from conftest import DATA, ROOT
 
 from provision import knowledge
+from provision.checks.results import CheckResult
 from provision.machine import nvml
 from provision.machine.facts import MachineFacts
 from provision.report import environments, observed
@@ -85,16 +86,16 @@ def test_a_cpu_torch_fails() -> None:
     assert environments.torch_build_gate({}, None).status == "skip"
 
 
-def _symm(multicast: bool, world: int = 2) -> dict[str, object]:
-    return {"id": "symmetric-memory", "status": "pass", "reason": "ok",
-            "details": {"world_size": world, "multicast": multicast, "multicast_disabled_by_env": None}}
+def _symm(multicast: bool, world: int = 2) -> CheckResult:
+    return CheckResult(id="symmetric-memory", status="pass", reason="ok",
+                       details={"world_size": world, "multicast": multicast, "multicast_disabled_by_env": None})
 
 
 def test_feature_gates_follow_what_the_checks_saw() -> None:
     facts = facts_from("h100-nvlink-x2.nvml.json")
     topology_only = {g.id: g for g in report.machine_gates(facts, None)}
     assert topology_only["symm-mem-allreduce"].status == "pass"  # NVLink, SM90: the fabric could
-    nccl = {"id": "nccl-allreduce", "status": "warn", "reason": "", "details": {"world_size": 2, "peer_access": [[True, False], [False, True]]}}
+    nccl = CheckResult(id="nccl-allreduce", status="warn", details={"world_size": 2, "peer_access": [[True, False], [False, True]]})
     seen = {g.id: g for g in observed.apply(report.machine_gates(facts, None), {"symmetric-memory": _symm(False), "nccl-allreduce": nccl}, 2)}
     assert seen["symm-mem-allreduce"].status == "fail" and "saw no multicast" in seen["symm-mem-allreduce"].reason
     assert seen["p2p"].status == "warn" and "0-1" in seen["p2p"].reason
@@ -107,11 +108,11 @@ def test_last_smoke_checks_is_the_last_full_run() -> None:
     from provision.envs.records import EnvRecord
 
     meta = EnvRecord.parse(Path("env.json"), {"checks": {"results": full, "at": "T1"},
-                           "checks_subset": {"results": [_symm(False)], "at": "T2", "only": ["symmetric-memory"]}}, "env")
+                           "checks_subset": {"results": [_symm(False).to_dict()], "at": "T2", "only": ["symmetric-memory"]}}, "env")
     gates = {g.id: g for g in environments.stored_gates(meta)}
     assert gates["checks"].title == "last smoke checks (T1)" and gates["checks"].reason.startswith("4 pass")
     assert gates["checks-only"].status == "info" and "T2" in gates["checks-only"].title
-    assert meta.latest_results()["symmetric-memory"]["details"]["multicast"] is False  # the newest evidence
+    assert meta.latest_results()["symmetric-memory"] == _symm(False)  # the newest evidence
 
 
 _URL = re.compile(r"https?://\S+")

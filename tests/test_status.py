@@ -7,9 +7,10 @@ import itertools
 import pytest
 
 from provision import status
-from provision.checks import runner
+from provision.checks.results import CheckResult, overall
 from provision.envs import inventory
 from provision.report.gates import Gate, Target
+from provision.status import Status
 
 CHECKS = ["skip", "pass", "warn", "fail", "error"]
 
@@ -21,10 +22,10 @@ def test_the_order_is_total_and_known() -> None:
 
 
 @pytest.mark.parametrize("combo", [c for n in range(1, 4) for c in itertools.combinations(CHECKS, n)], ids=",".join)
-def test_the_three_readers_agree(combo: tuple[str, ...]) -> None:
-    results = [{"id": str(i), "status": s} for i, s in enumerate(combo)]
+def test_the_three_readers_agree(combo: tuple[Status, ...]) -> None:
+    results = [CheckResult(id=str(i), status=s) for i, s in enumerate(combo)]
     expected = max(combo, key=CHECKS.index)
-    assert runner.overall(results) == expected
+    assert overall(results) == expected
     assert inventory.worst_status(results) == expected
     target = Target(kind="profile", name="x", cuda="13.0", gates=(
         *(Gate(id=str(i), title="", status=s, reason="") for i, s in enumerate(combo) if s != "error"),
@@ -34,7 +35,7 @@ def test_the_three_readers_agree(combo: tuple[str, ...]) -> None:
 
 
 def test_empty_and_info_only() -> None:
-    assert runner.overall([]) == "skip" and inventory.worst_status([]) is None
+    assert overall([]) == "skip" and inventory.worst_status([]) is None
     target = Target(kind="profile", name="x", cuda="13.0", gates=(Gate(id="a", title="", status="info", reason=""),))
     assert target.verdict == "skip"
 

@@ -3,6 +3,7 @@ stored with the environment. NVLS (multicast) is never enabled: NCCL_NVLS_ENABLE
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import json
 import os
@@ -14,7 +15,9 @@ from typing import Any
 from provision import proc
 from provision.checks import payload_dir
 from provision.checks import runner as check_runner
-from provision.envs.records import AllreduceRun, EnvRecord
+from provision.checks.allreduce_runs import AllreduceRow, AllreduceRun, NcclTestsFailure, VariantRun
+from provision.checks.results import MalformedResult, Reader
+from provision.envs.records import EnvRecord
 from provision.errors import EnvError, ProvisionError, UsageError
 from provision.stacks.index import redact_text
 
@@ -128,9 +131,9 @@ GRAPH_MIXING_NOTE = ("graph-captured all-reduces up to 1 MB took {ratio:.2f}x nc
                      "calls on one communicator never run at the same time")
 
 
-def notes_for(details: dict[str, Any], variant: dict[str, str]) -> list[str]:
+def notes_for(rows: list[AllreduceRow], variant: dict[str, str]) -> list[str]:
     """What the figures say to do: today, the graph-mixing cost when nccl-tests shows it."""
-    ratios = [row["graph_ratio"] for row in details.get("rows", []) if row["size"] <= 2**20 and "graph_ratio" in row]
+    ratios = [row.graph_ratio for row in rows if row.size <= 2**20 and row.graph_ratio is not None]
     if ratios and statistics.median(ratios) > 1.2 and variant.get("NCCL_GRAPH_MIXING_SUPPORT") != "0":
         return [GRAPH_MIXING_NOTE.format(ratio=statistics.median(ratios))]
     return []
@@ -155,16 +158,18 @@ def run(build: Path, record: EnvRecord, *, min_bytes: int, max_bytes: int, facto
         world = ranks or 2
     hide_secrets(settings or {})
     python = record.venv_path(build) / "bin" / "python"
-    runs: list[dict[str, Any]] = []
+    runs: list[VariantRun] = []
     try:
         for variant in variants(algos, protos):
             # after a hung or failed all_reduce_perf, the later variants run without it: it would only fail again
-            failed = any("error" in (earlier.get("nccl_tests") or {}) for earlier in runs)
-            runs.append(_run_variant(python, record, {**(settings or {}), **variant}, world=world, backend=backend,
-                                     min_bytes=min_bytes, max_bytes=max_bytes, factor=factor, iters=iters,
-                                     anchor_binary=None if failed else anchor_binary, progress=progress))
+            failed = any(earlier.anchor_error is not None for earlier in runs)
+            done = _run_variant(python, record, {**(settings or {}), **variant}, world=world, backend=backend,
+                                min_bytes=min_bytes, max_bytes=max_bytes, factor=factor, iters=iters,
+                                anchor_binary=None if failed else anchor_binary, progress=progress)
             if failed and anchor_binary is not None:
-                runs[-1]["nccl_tests"] = {"path": str(anchor_binary), "error": "not run: it failed in an earlier variant"}
+                done = dataclasses.replace(done, nccl_tests=NcclTestsFailure(
+                    path=str(anchor_binary), error="not run: it failed in an earlier variant"))
+            runs.append(done)
     except ProvisionError as exc:  # a process's output in the message may echo an --nccl-env secret
         exc.message, exc.hint = scrub(exc.message, settings or {}), scrub(exc.hint, settings or {})
         exc.args = (exc.message,)
@@ -174,7 +179,7 @@ def run(build: Path, record: EnvRecord, *, min_bytes: int, max_bytes: int, facto
 
 
 def _run_variant(python: Path, record: EnvRecord, variant: dict[str, str], *, world: int, backend: str, min_bytes: int,
-                 max_bytes: int, factor: int, iters: int, anchor_binary: Path | None, progress: Any) -> dict[str, Any]:
+                 max_bytes: int, factor: int, iters: int, anchor_binary: Path | None, progress: Any) -> VariantRun:
     """One variant's rows (nccl-tests' beside them), its NCCL variables as shown and stored (secrets ****)."""
     env = check_runner.environment(python.parent.parent, record)
     env.update(variant)
@@ -185,23 +190,25 @@ def _run_variant(python: Path, record: EnvRecord, variant: dict[str, str], *, wo
     done = proc.run([python, str(payload_dir() / "bench_allreduce.py"), json.dumps(arguments)], timeout=1800, env=env)
     last = next((line for line in reversed(done.stdout.splitlines()) if line.startswith("{")), "")
     try:
-        verdict = json.loads(last)
+        answer = Reader(json.loads(last))  # the payload's verdict: {"status", "reason", "details"}
+        if answer.status() != "pass":
+            raise EnvError(f"the all-reduce benchmark failed: {answer.text('reason')}", "run provision check --only nccl-allreduce")
+        measured = VariantRun.parse(Reader({**(answer.mapping("details") or {}), "variant": shown_settings(variant)}, "details"))
     except json.JSONDecodeError:
         raise EnvError(f"the all-reduce benchmark crashed (exit {done.returncode}): {done.tail(3)}", "run provision check first") from None
-    if verdict["status"] != "pass":
-        raise EnvError(f"the all-reduce benchmark failed: {verdict['reason']}", "run provision check --only nccl-allreduce")
-    details = verdict["details"]
+    except MalformedResult as exc:
+        raise EnvError(f"the all-reduce benchmark's answer is malformed: {exc}", "run provision check --only nccl-allreduce") from None
     if anchor_binary is not None:
         progress(f"nccl-tests {anchor_binary.name} on {world} GPU(s) {shown_settings(variant) or 'NCCL defaults'}")
-        beside_nccl_tests(details, variant, anchor_binary, venv=python.parent.parent, env=env, world=world,
-                          min_bytes=min_bytes, max_bytes=max_bytes, factor=factor, iters=iters)
-    return {"variant": shown_settings(variant), **details}
+        measured = beside_nccl_tests(measured, variant, anchor_binary, venv=python.parent.parent, env=env, world=world,
+                                     min_bytes=min_bytes, max_bytes=max_bytes, factor=factor, iters=iters)
+    return measured
 
 
-def beside_nccl_tests(details: dict[str, Any], variant: dict[str, str], binary: Path, *, venv: Path, env: dict[str, str],
-                      world: int, min_bytes: int, max_bytes: int, factor: int, iters: int, **bounds: float) -> bool:
-    """Put nccl-tests' figures beside provision's rows (`details`, in place); False when all_reduce_perf failed or
-    hung: then provision's figures stay as they are and `nccl_tests.error` says in one line what happened."""
+def beside_nccl_tests(measured: VariantRun, variant: dict[str, str], binary: Path, *, venv: Path, env: dict[str, str],
+                      world: int, min_bytes: int, max_bytes: int, factor: int, iters: int, **bounds: float) -> VariantRun:
+    """`measured` with nccl-tests' figures beside its rows; when all_reduce_perf fails or hangs, provision's figures
+    stay as they are and `nccl_tests.error` says in one line what happened."""
     from provision.checks import nccl_tests as anchors
 
     anchor_env = dict(env)
@@ -212,18 +219,9 @@ def beside_nccl_tests(details: dict[str, Any], variant: dict[str, str], binary: 
         anchor = anchors.compare(binary, world=world, min_bytes=min_bytes, max_bytes=max_bytes, factor=factor,
                                  iters=iters, env=anchor_env, **bounds)
     except ProvisionError as exc:
-        failure: dict[str, Any] = {"path": str(binary), "error": scrub(
-            f"{exc.message}; provision's own figures are kept: {exc.hint}", variant)}
-        if isinstance(exc, anchors.Hung):
-            failure.update(hung_size=exc.size, hung_after_s=round(exc.waited_s, 1))
-        details["nccl_tests"] = failure
-        return False
-    anchors.join(details["rows"], anchor)
-    details["nccl_tests"] = anchor
-    details["notes"] = notes_for(details, variant)
-    return True
-
-
-def anchor_failures(run: AllreduceRun) -> list[str]:
-    """What went wrong with nccl-tests beside the runs (a hang, a crash): the call then exits 1, its figures kept."""
-    return [run_["nccl_tests"]["error"] for run_ in run.runs if "error" in (run_.get("nccl_tests") or {})]
+        hung = exc if isinstance(exc, anchors.Hung) else None
+        return dataclasses.replace(measured, nccl_tests=NcclTestsFailure(
+            path=str(binary), error=scrub(f"{exc.message}; provision's own figures are kept: {exc.hint}", variant),
+            hung_size=hung.size if hung else None, hung_after_s=round(hung.waited_s, 1) if hung else None))
+    rows = anchors.join(measured.rows, anchor)
+    return dataclasses.replace(measured, rows=rows, nccl_tests=anchor, notes=notes_for(rows, variant))

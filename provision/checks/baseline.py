@@ -9,16 +9,18 @@ import hashlib
 import json
 import re
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from provision import proc
-from provision import status as statuses
 from provision.checks import payload_dir
 from provision.checks import runner as check_runner
+from provision.checks.allreduce_runs import AllreduceRun
+from provision.checks.results import BaselineRun, Better, DriftStamp, MachineStamp
 from provision.envs import records
 from provision.envs.home import Home
-from provision.envs.records import BaselineRun, EnvRecord
+from provision.envs.records import EnvRecord
 from provision.errors import EnvError
 from provision.machine import nvml
 
@@ -26,12 +28,13 @@ BUILTIN = {"command": ["python", "{payloads}/baseline_builtin.py"], "cwd": ".", 
            "json_key": "bf16_gemm_tflops", "unit": "TFLOP/s", "better": "higher"}
 
 
-def machine_fingerprint() -> dict[str, Any]:
+def machine_fingerprint() -> MachineStamp:
     reading = nvml.read(nvml.load_library())
     names = sorted(g.name for g in reading.gpus)
     text = f"{len(names)} x {names[0]}" if names and len(set(names)) == 1 else ", ".join(names) or "no GPU"
     identity = json.dumps([reading.driver.version, [g.uuid for g in reading.gpus]])
-    return {"summary": f"{text}, driver {reading.driver.version or '-'}", "id": hashlib.sha256(identity.encode()).hexdigest()[:12]}
+    return MachineStamp(summary=f"{text}, driver {reading.driver.version or '-'}",
+                        id=hashlib.sha256(identity.encode()).hexdigest()[:12])
 
 
 def extract(spec: dict[str, Any], stdout: str) -> tuple[float | None, dict[str, Any] | None]:
@@ -57,7 +60,7 @@ def extract(spec: dict[str, Any], stdout: str) -> tuple[float | None, dict[str, 
 
 def run(name: str, build: Path, record: EnvRecord, progress: Any = lambda _: None) -> BaselineRun:
     """Run the profile's baseline (the built-in one without) in the environment; its checks must have passed."""
-    failed = [r["id"] for r in record.check_results if statuses.failed(r["status"])]
+    failed = [r.id for r in record.check_results if r.failed]
     if failed:
         raise EnvError(f"{name}: checks {', '.join(failed)} did not pass; the baseline runs only after they do",
                        f"see provision check {name}")
@@ -78,53 +81,108 @@ def run(name: str, build: Path, record: EnvRecord, progress: Any = lambda _: Non
     if done.timed_out or not done.ok or figure is None:
         why = "timed out" if done.timed_out else f"exit code {done.returncode}" if not done.ok else "no figure in its output"
         raise EnvError(f"{name}: the baseline failed ({why}): {done.tail(3)}", "run it by hand: provision run " + name + " -- " + " ".join(command))
-    return BaselineRun(figure=figure, unit=spec.get("unit", ""), better=spec.get("better", "higher"), at=_now(),
+    better: Better = "lower" if spec.get("better") == "lower" else "higher"
+    return BaselineRun(figure=figure, unit=spec.get("unit", ""), better=better, at=_now(),
                        machine=machine_fingerprint(), command=command, seconds=round(seconds, 2),
                        exit_code=done.returncode, output_tail=done.tail(15), details=document, drift=drifted)
 
 
-def drift_status(venv: Path, build: Path, record: EnvRecord) -> dict[str, Any]:
+def drift_status(venv: Path, build: Path, record: EnvRecord) -> DriftStamp:
     """What the baseline ran on: the drift check's status, counts and first findings (kept with the figure)."""
     from provision.envs import drift
 
     found = drift.scan_env(venv, build, record)
-    return {"status": found.status, "summary": found.summary(), "counts": found.counts(),
-            "findings": [f.line() for f in found.findings[:20]]}
+    return DriftStamp(status=found.status, summary=found.summary(), counts=found.counts(),
+                      findings=[f.line() for f in found.findings[:20]])
 
 
-def compare(home: Home, first: str, second: str) -> dict[str, Any]:
+@dataclass(frozen=True, kw_only=True)
+class Compared:
+    """One side of `compare`: an environment's latest baseline call, its median and spread."""
+
+    name: str
+    unit: str
+    better: Better
+    at: str
+    machine: str  # the stamp's summary
+    runs: int  # every run stored, not only those compared
+    figures: list[float]  # the runs compared: every run of the last `baseline --runs N`, else the last run
+    multi_gpu_allreduce: AllreduceRun | None
+    drift: DriftStamp | None
+
+    @property
+    def median(self) -> float | None:
+        import statistics
+
+        return statistics.median(self.figures) if self.figures else None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "figure": self.median, "unit": self.unit, "better": self.better, "at": self.at,
+                "machine": self.machine, "runs": self.runs, "figures": self.figures, "median": self.median,
+                "min": min(self.figures, default=None), "max": max(self.figures, default=None),
+                "multi_gpu_allreduce": self.multi_gpu_allreduce.to_dict() if self.multi_gpu_allreduce else None,
+                "drift": self.drift.to_dict() if self.drift else None}
+
+
+@dataclass(frozen=True, kw_only=True)
+class Comparison:
+    """Two environments' baselines side by side: the change between the medians, and whether the spreads cover it."""
+
+    first: Compared
+    second: Compared
+
+    @property
+    def change(self) -> float | None:
+        """The second median against the first, in percent (None without both)."""
+        a, b = self.first.median, self.second.median
+        return (b - a) / a * 100 if a and b is not None else None
+
+    @property
+    def change_percent(self) -> float | None:
+        return round(self.change, 2) if self.change is not None else None
+
+    @property
+    def improved(self) -> bool | None:
+        change = self.change
+        return None if change is None else (change > 0) == (self.first.better == "higher")
+
+    @property
+    def within_noise(self) -> bool | None:
+        """Whether the two series' ranges (min to max) meet: the spread covers the difference of the medians."""
+        if self.change is None:
+            return None
+        a, b = self.first.figures, self.second.figures
+        return max(a) >= min(b) and max(b) >= min(a)
+
+    @property
+    def same_machine(self) -> bool:
+        return self.first.machine == self.second.machine
+
+    @property
+    def drifted(self) -> list[str]:
+        """The sides whose baseline ran on a drifted environment."""
+        return [side.name for side in (self.first, self.second) if side.drift is not None and side.drift.drifted]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"environments": [self.first.to_dict(), self.second.to_dict()], "change_percent": self.change_percent,
+                "improved": self.improved, "within_noise": self.within_noise, "same_machine": self.same_machine,
+                "drifted": self.drifted}
+
+
+def compare(home: Home, first: str, second: str) -> Comparison:
     """Each environment's latest baseline call (every run of a `baseline --runs N`, else the last run): median and
     spread; the change between the medians, and whether the spreads cover it (within noise)."""
-    import statistics
-
-    rows = []
+    sides = []
     for name in (first, second):
         record = records.read(home.build_of(name))
         if not record.baselines:
             raise EnvError(f"{name} has no baseline yet", f"run one: provision baseline {name}")
         last = record.baselines[-1]
         series = [r for r in record.baselines if r.series == last.series] if last.series else [last]
-        figures = [r.figure for r in series if r.figure is not None]
-        median = statistics.median(figures) if figures else None
-        rows.append({"name": name, "figure": median, "unit": last.unit, "better": last.better,
-                     "at": last.at, "machine": last.machine["summary"], "runs": len(record.baselines),
-                     "figures": figures, "median": median, "min": min(figures, default=None), "max": max(figures, default=None),
-                     "multi_gpu_allreduce": record.allreduce[-1].to_dict() if record.allreduce else None,
-                     "drift": last.drift})
-    a, b = rows[0]["median"], rows[1]["median"]
-    change = (b - a) / a * 100 if a and b is not None else None
-    better = rows[0]["better"]
-    improved = None if change is None else (change > 0) == (better == "higher")
-    noise = None if change is None else _overlap(rows[0], rows[1])
-    same_machine = rows[0]["machine"] == rows[1]["machine"]
-    return {"environments": rows, "change_percent": round(change, 2) if change is not None else None,
-            "improved": improved, "within_noise": noise, "same_machine": same_machine,
-            "drifted": [r["name"] for r in rows if (r["drift"] or {}).get("status") not in (None, "pass")]}
-
-
-def _overlap(a: dict[str, Any], b: dict[str, Any]) -> bool:
-    """Whether the two series' ranges (min to max) meet: the spread covers the difference of the medians."""
-    return bool(a["max"] >= b["min"] and b["max"] >= a["min"])
+        sides.append(Compared(name=name, unit=last.unit, better=last.better, at=last.at, machine=last.machine.summary,
+                              runs=len(record.baselines), figures=[r.figure for r in series if r.figure is not None],
+                              multi_gpu_allreduce=record.allreduce[-1] if record.allreduce else None, drift=last.drift))
+    return Comparison(first=sides[0], second=sides[1])
 
 
 def _now() -> str:

@@ -3,29 +3,21 @@ and NCCL variables, so each figure has its anchor from the same machine in the s
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import time
-from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from provision import proc
+from provision.checks.allreduce_runs import KINDS, AllreduceRow, AnchorRow, NcclTestsFigures
 from provision.checks.payloads._hangs import ALLOWANCE_S, HANG_HINT, START_BOUND_S, step_bound_s
 from provision.errors import EnvError, InputError
 
 BINARY = "all_reduce_perf"
 WARMUP_ITERS = 5
 PATTERNS = {"122x42KB_ms": (122, 43008), "2x2.5MB_ms": (2, 2621440)}  # ops per forward pass, bytes per op
-
-
-@dataclass(frozen=True, kw_only=True)
-class Row:
-    size: int
-    time_us: float  # in-place, as provision's all_reduce is
-    algbw: float
-    busbw: float
-    wrong: int
-    out_of_place_us: float
 
 
 def find(path: Path | None) -> Path | None:
@@ -48,7 +40,7 @@ def nccl_library_dir(venv: Path) -> Path | None:
     return None
 
 
-def parse(text: str) -> tuple[str | None, list[Row]]:
+def parse(text: str) -> tuple[str | None, list[AnchorRow]]:
     """(the NCCL version nccl-tests loaded, its rows) from all_reduce_perf's output."""
     version = None
     rows = []
@@ -60,7 +52,7 @@ def parse(text: str) -> tuple[str | None, list[Row]]:
         fields = line.split()
         if len(fields) == 13 and fields[0].isdigit():
             try:  # a line of another build's output, or garbage, that happens to have 13 fields: not a row
-                rows.append(Row(size=int(fields[0]), out_of_place_us=float(fields[5]), time_us=float(fields[9]),
+                rows.append(AnchorRow(size=int(fields[0]), out_of_place_us=float(fields[5]), time_us=float(fields[9]),
                                 algbw=float(fields[10]), busbw=float(fields[11]), wrong=int(fields[12])))
             except ValueError:
                 continue
@@ -85,7 +77,7 @@ def sizes(min_bytes: int, max_bytes: int, factor: int) -> list[int]:
 
 
 def run(binary: Path, *, world: int, min_bytes: int, max_bytes: int, factor: int, iters: int, graph_launches: int,
-        env: dict[str, str], start_s: float = START_BOUND_S, allowance_s: float = ALLOWANCE_S) -> tuple[str | None, list[Row]]:
+        env: dict[str, str], start_s: float = START_BOUND_S, allowance_s: float = ALLOWANCE_S) -> tuple[str | None, list[AnchorRow]]:
     """One all_reduce_perf run on `world` GPUs of this process (-g), float sum, checked; graph_launches > 0 is -G.
     Its rows are read as they come; one that does not come within its size's bound (the bench's own formula) is a
     hang: the run is killed and Hung names the size. Start-up (communicators, and the warm-up of every size that
@@ -118,9 +110,9 @@ def run(binary: Path, *, world: int, min_bytes: int, max_bytes: int, factor: int
 
 
 def compare(binary: Path, *, world: int, min_bytes: int, max_bytes: int, factor: int, iters: int,
-            env: dict[str, str], start_s: float = START_BOUND_S, allowance_s: float = ALLOWANCE_S) -> dict[str, object]:
+            env: dict[str, str], start_s: float = START_BOUND_S, allowance_s: float = ALLOWANCE_S) -> NcclTestsFigures:
     """nccl-tests' figures for the sweep (eager and -G iters) and for the verify-pass pattern (-G ops per pass)."""
-    def sweep(low: int, high: int, launches: int) -> tuple[str | None, list[Row]]:
+    def sweep(low: int, high: int, launches: int) -> tuple[str | None, list[AnchorRow]]:
         return run(binary, world=world, min_bytes=low, max_bytes=high, factor=factor, iters=iters,
                    graph_launches=launches, env=env, start_s=start_s, allowance_s=allowance_s)
 
@@ -130,20 +122,23 @@ def compare(binary: Path, *, world: int, min_bytes: int, max_bytes: int, factor:
     for name, (ops, size) in PATTERNS.items():
         _, (row, *_) = sweep(size, size, ops)
         pattern[name] = row.time_us * ops / 1e3
-    return {"path": str(binary), "nccl_library": version, "eager": [vars(r) for r in eager],
-            "graph": [vars(r) for r in graph], "pattern": pattern}
+    return NcclTestsFigures(path=str(binary), nccl_library=version, eager=eager, graph=graph, pattern=pattern)
 
 
-def join(rows: list[dict[str, float]], anchor: dict[str, object]) -> None:
-    """Put nccl-tests' time beside provision's for every size both measured: the ratio, and what torch.distributed
-    adds per op (provision's time less nccl-tests')."""
-    for kind in ("eager", "graph"):
-        by_size = {r["size"]: r for r in anchor[kind]}  # type: ignore[attr-defined]
-        for row in rows:
-            other = by_size.get(row["size"])
-            if other is None or f"{kind}_us" not in row:
+def join(rows: list[AllreduceRow], anchor: NcclTestsFigures) -> list[AllreduceRow]:
+    """Provision's rows with nccl-tests' time beside them for every size both measured: the ratio, and what
+    torch.distributed adds per op (provision's time less nccl-tests')."""
+    by_size = {"eager": {r.size: r for r in anchor.eager}, "graph": {r.size: r for r in anchor.graph}}
+    joined = []
+    for row in rows:
+        beside: dict[str, Any] = {}
+        for kind in KINDS:
+            other, mine = by_size[kind].get(row.size), row.side(kind)
+            if other is None or mine is None:
                 continue
-            row[f"nccl_tests_{kind}_us"] = other["time_us"]
-            row[f"nccl_tests_{kind}_busbw"] = other["busbw"]
-            row[f"{kind}_ratio"] = row[f"{kind}_us"] / other["time_us"] if other["time_us"] else float("nan")
-            row[f"torch_overhead_{kind}_us"] = row[f"{kind}_us"] - other["time_us"]
+            beside[f"nccl_tests_{kind}_us"] = other.time_us
+            beside[f"nccl_tests_{kind}_busbw"] = other.busbw
+            beside[f"{kind}_ratio"] = mine.us / other.time_us if other.time_us else float("nan")
+            beside[f"torch_overhead_{kind}_us"] = mine.us - other.time_us
+        joined.append(dataclasses.replace(row, **beside))
+    return joined

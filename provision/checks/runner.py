@@ -3,23 +3,20 @@ the last line it prints. Overall status is the worst; FAIL or ERROR stops an env
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 from pathlib import Path
 from typing import Any
 
 from provision import knowledge, proc
-from provision import status as statuses
 from provision.checks import BY_ID, CHECKS, Check, payload_dir, staleness
+from provision.checks.results import CheckResult, MalformedResult
 from provision.envs import drift
 from provision.envs.records import EnvRecord
 from provision.errors import UsageError
 from provision.machine import nvml
-
-
-def overall(results: list[dict[str, Any]]) -> str:
-    """The worst status of `results` (provision/status.py), SKIP for none."""
-    return statuses.worst(r["status"] for r in results) or "skip"
+from provision.status import Status
 
 
 def select(ids: tuple[str, ...] | None, required: list[str] | None) -> list[Check]:
@@ -60,7 +57,7 @@ def inventory(python: Path, env: dict[str, str]) -> dict[str, str]:
 
 def run(build: Path, record: EnvRecord, *, only: tuple[str, ...] | None = None, target_sm: str | None = None,
         gpus: list[Any] | None = None, driver_cuda: str | None = None, notes: list[str] | None = None,
-        progress: Any = lambda _: None) -> list[dict[str, Any]]:
+        progress: Any = lambda _: None) -> list[CheckResult]:
     """Run the checks that the environment's profile requires (all without one) and return their results."""
     selected = select(only, record.checks_required or None)
     in_process_only = all(c.id == "drift" for c in selected)  # `--only drift` before a baseline: no NVML, no venv process
@@ -81,25 +78,30 @@ def run(build: Path, record: EnvRecord, *, only: tuple[str, ...] | None = None, 
     for check in selected:
         progress(f"check {check.id}")
         start = time.perf_counter()
-        result: dict[str, Any]
+        result: CheckResult
         missing = [need for need in check.needs if not any(alt in installed for alt in need.split("|"))]
         if blocking is not None and check.id != "drift":
-            result = {"status": "error", "reason": f"{home.blocking_reason(blocking)}; remove it, or provision restore puts it back"}
+            result = _said(check, "error", f"{home.blocking_reason(blocking)}; remove it, or provision restore puts it back")
         elif check.needs_gpu and not gpus:
-            result = {"status": "skip", "reason": no_gpu}
+            result = _said(check, "skip", no_gpu)
         elif missing:
-            result = {"status": "skip", "reason": f"{missing[0].replace('|', ' / ')} is not installed in this environment"}
+            result = _said(check, "skip", f"{missing[0].replace('|', ' / ')} is not installed in this environment")
         elif check.id == "drift":
             result = drift.check(venv, build, record)
         elif check.payload is None:
-            result = _driver(record, driver_cuda)
+            result = _driver(check, record, driver_cuda)
         else:
-            pre = staleness.check(record, env, installed) if check.id == "flashinfer-jit" else None
+            pre = staleness.check(check, record, env, installed) if check.id == "flashinfer-jit" else None
             result = pre or _payload(check, python, env, _arguments(check, record, gpus, installed, target_sm))
-            if check.id == "flashinfer-jit" and target_sm and result.get("status") in ("pass", "warn"):
+            if check.id == "flashinfer-jit" and target_sm and result.status in ("pass", "warn"):
                 result = staleness.verify_target_cubins(result, target_sm)
-        results.append({"id": check.id, "title": check.title, **result, "seconds": round(time.perf_counter() - start, 2)})
+        results.append(dataclasses.replace(result, seconds=round(time.perf_counter() - start, 2)))
     return results
+
+
+def _said(check: Check, status: Status, reason: str, output_tail: str | None = None) -> CheckResult:
+    """A result the runner decides itself (the check did not run, or ran and gave no answer)."""
+    return CheckResult(id=check.id, title=check.title, status=status, reason=reason, output_tail=output_tail)
 
 
 def _arguments(check: Check, record: EnvRecord, gpus: list[Any], installed: dict[str, str], target_sm: str | None) -> dict[str, Any]:
@@ -120,32 +122,38 @@ def _arguments(check: Check, record: EnvRecord, gpus: list[Any], installed: dict
 TIMEOUT_VARIABLE = "PROVISION_CHECK_TIMEOUT"  # caps every check's timeout (seconds)
 
 
-def _payload(check: Check, python: Path, env: dict[str, str], arguments: dict[str, Any]) -> dict[str, Any]:
+def _payload(check: Check, python: Path, env: dict[str, str], arguments: dict[str, Any]) -> CheckResult:
+    """The payload's answer: the last line of its stdout that is a JSON object, read into a CheckResult here (the one
+    place it is a dict). No answer is a crash; an answer of the wrong shape is an ERROR naming the key."""
     import os
 
     assert check.payload is not None
     limit = min(check.timeout, float(os.environ.get(TIMEOUT_VARIABLE) or check.timeout))
     done = proc.run([python, str(payload_dir() / check.payload), json.dumps(arguments)], timeout=limit, env=env)
     if done.timed_out:
-        return {"status": "error", "reason": f"timed out after {limit:g} s", "output_tail": done.tail(20)}
+        return _said(check, "error", f"timed out after {limit:g} s", done.tail(20))
     last = next((line for line in reversed(done.stdout.strip().splitlines()) if line.startswith("{")), None)
     try:
-        verdict = json.loads(last) if last else None
+        answer = json.loads(last) if last else None
     except json.JSONDecodeError:
-        verdict = None
-    if not isinstance(verdict, dict) or verdict.get("status") not in statuses.CHECK_STATUSES:
-        return {"status": "error", "reason": f"the check crashed (exit code {done.returncode})", "output_tail": done.tail(20)}
-    if statuses.failed(verdict["status"]):
-        verdict.setdefault("output_tail", done.tail(12))
-    return verdict
+        answer = None
+    if not isinstance(answer, dict) or "status" not in answer:
+        return _said(check, "error", f"the check crashed (exit code {done.returncode})", done.tail(20))
+    try:
+        result = CheckResult.answer(check.id, check.title, answer)
+    except MalformedResult as exc:
+        return _said(check, "error", f"the check's answer is malformed ({exc}; exit code {done.returncode})", done.tail(20))
+    if result.failed and result.output_tail is None:
+        result = dataclasses.replace(result, output_tail=done.tail(12))
+    return result
 
 
-def _driver(record: EnvRecord, driver_cuda: str | None) -> dict[str, Any]:
+def _driver(check: Check, record: EnvRecord, driver_cuda: str | None) -> CheckResult:
     cuda = record.cuda
     if not cuda:
-        return {"status": "skip", "reason": "the environment's CUDA release is unknown (adopted without a profile, torch without CUDA)"}
+        return _said(check, "skip", "the environment's CUDA release is unknown (adopted without a profile, torch without CUDA)")
     if knowledge.driver_supports(driver_cuda, cuda):
-        return {"status": "pass", "reason": f"the driver supports CUDA {driver_cuda} >= {cuda}"}
+        return _said(check, "pass", f"the driver supports CUDA {driver_cuda} >= {cuda}")
     minimum = knowledge.driver_minimum(cuda)
-    return {"status": "fail", "reason": f"the driver supports CUDA {driver_cuda}; this environment is built for {cuda}"
-            + (f": install a driver >= {minimum}" if minimum else "")}
+    return _said(check, "fail", f"the driver supports CUDA {driver_cuda}; this environment is built for {cuda}"
+                 + (f": install a driver >= {minimum}" if minimum else ""))

@@ -3,19 +3,22 @@ major (its path has no CUDA version in it), and the cubins of a build for an abs
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from elftools.common.exceptions import ELFError
 from elftools.elf.dynamic import DynamicSection
 from elftools.elf.elffile import ELFFile
 
 from provision import knowledge, regular
+from provision.checks.results import CheckResult
 from provision.scan import binaries as scan
 
 if TYPE_CHECKING:
+    from provision.checks import Check
     from provision.envs.records import EnvRecord
 
 LIMIT = 200  # modules read at most: enough to judge a workspace, bounded in time
@@ -42,7 +45,7 @@ def workspace(env: dict[str, str]) -> Path:
     return Path(env.get("FLASHINFER_WORKSPACE_BASE") or os.path.expanduser("~")) / ".cache" / "flashinfer"
 
 
-def check(record: EnvRecord, env: dict[str, str], installed: dict[str, str]) -> dict[str, Any] | None:
+def check(flashinfer: Check, record: EnvRecord, env: dict[str, str], installed: dict[str, str]) -> CheckResult | None:
     """FAIL when the JIT workspace holds modules linked to another libcudart major than the environment's CUDA."""
     cuda = record.cuda or ""
     local = (installed.get("torch") or "").partition("+cu")[2]
@@ -59,22 +62,26 @@ def check(record: EnvRecord, env: dict[str, str], installed: dict[str, str]) -> 
             foreign.append((library, sorted(others)[0]))
     if foreign:
         library, other = foreign[0]
-        return {"status": "fail", "reason": f"FlashInfer's JIT workspace {root} holds {len(foreign)} module(s) built for CUDA {other} "
-                f"(e.g. {library.relative_to(root)} needs libcudart.so.{other}); this environment is CUDA {major}: "
-                "clear it, or give each environment its own FLASHINFER_WORKSPACE_BASE", "details": {"workspace": str(root)}}
+        return CheckResult(
+            id=flashinfer.id, title=flashinfer.title, status="fail", details={"workspace": str(root)},
+            reason=f"FlashInfer's JIT workspace {root} holds {len(foreign)} module(s) built for CUDA {other} "
+                   f"(e.g. {library.relative_to(root)} needs libcudart.so.{other}); this environment is CUDA {major}: "
+                   "clear it, or give each environment its own FLASHINFER_WORKSPACE_BASE")
     return None
 
 
-def verify_target_cubins(result: dict[str, Any], target_sm: str) -> dict[str, Any]:
+def verify_target_cubins(result: CheckResult, target_sm: str) -> CheckResult:
     """Scan what the JIT built for an absent SM: it must carry a cubin that runs on it."""
-    built = ((result.get("details") or {}).get("target") or {}).get("built") or []
+    details = result.details or {}
+    built = (details.get("target") or {}).get("built") or []
     labels: dict[str, int] = {}
     for path in built:
         counts = scan.counts_in_file(Path(path))
         for label, number in counts.cubin.items():
             labels[label] = labels.get(label, 0) + number
-    result = {**result, "details": {**result.get("details", {}), "target_cubins": labels}}
+    result = dataclasses.replace(result, details={**details, "target_cubins": labels})
     if not any(knowledge.label_runs_on(label, target_sm) for label in labels):
-        return {**result, "status": "fail",
-                "reason": f"the build for {target_sm} carries no cubin that runs on it ({', '.join(labels) or 'no cubins'})"}
-    return {**result, "reason": result["reason"] + f"; its cubins: {', '.join(f'{k} x{v}' for k, v in sorted(labels.items()))}"}
+        return dataclasses.replace(result, status="fail", reason=f"the build for {target_sm} carries no cubin that runs on "
+                                                                 f"it ({', '.join(labels) or 'no cubins'})")
+    shown = ", ".join(f"{k} x{v}" for k, v in sorted(labels.items()))
+    return dataclasses.replace(result, reason=f"{result.reason}; its cubins: {shown}")

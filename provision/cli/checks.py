@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -19,7 +18,7 @@ from provision.cli.options import (
 )
 
 if TYPE_CHECKING:
-    pass
+    from provision.views.render import Shown
 
 
 @click.command(short_help="Run the smoke checks against an environment.")
@@ -31,9 +30,8 @@ if TYPE_CHECKING:
 @home_option
 @verbosity_options
 @pass_app
-def check(app: App, name: str | None, only: str | None, target_sm: str | None, strict: bool) -> None:
+def check(app: App, name: str | None, only: str | None, target_sm: str | None, strict: bool) -> Shown:
     """Run the smoke checks against an environment (the active one by default); exit 1 on FAIL or ERROR (--strict: WARN too)."""
-    from provision import status as statuses
     from provision.checks import runner
     from provision.envs import records
     from provision.views import checks as views
@@ -46,9 +44,7 @@ def check(app: App, name: str | None, only: str | None, target_sm: str | None, s
                              progress=step)
     # the report's "last smoke checks" is the last full run; a narrower --only run is kept beside it
     records.add_checks(build, results, ui.now(), only=ids)
-    views.checks(name, results, app.as_json)
-    overall = runner.overall(results)
-    sys.exit(1 if statuses.failed(overall) or (strict and overall == "warn") else 0)
+    return views.checks(name, results, strict=strict)
 
 
 @click.command(short_help="Run and record the profile's baseline.")
@@ -59,7 +55,7 @@ def check(app: App, name: str | None, only: str | None, target_sm: str | None, s
 @home_option
 @verbosity_options
 @pass_app
-def baseline(app: App, name: str | None, runs: int) -> None:
+def baseline(app: App, name: str | None, runs: int) -> Shown:
     """Run the profile's baseline (or the built-in GEMM/FlashInfer one) once the checks passed, and record it.
 
     With --runs N every run is stored; compare then shows the median and the spread of each side, and says "within
@@ -86,7 +82,7 @@ def baseline(app: App, name: str | None, runs: int) -> None:
             run = dataclasses.replace(baselines.run(name, build, record, step), series=series)
             records.add_baseline(build, run)  # each run stored as it ends: an interrupted series keeps what it measured
             done.append(run)
-    views.baseline({"name": name, **done[-1].to_dict(), "figures": [r.figure for r in done]}, app.as_json)
+    return views.baseline(name, done)
 
 
 @click.command(short_help="Two environments' baselines side by side.")
@@ -96,12 +92,12 @@ def baseline(app: App, name: str | None, runs: int) -> None:
 @home_option
 @verbosity_options
 @pass_app
-def compare(app: App, first: str, second: str) -> None:
+def compare(app: App, first: str, second: str) -> Shown:
     """Two environments' latest baselines side by side, with the change in percent."""
     from provision.checks import baseline as baselines
     from provision.views import checks as views
 
-    views.comparison(baselines.compare(app.environments(), first, second), app.as_json)
+    return views.comparison(baselines.compare(app.environments(), first, second))
 
 
 @click.group(short_help="Benchmarks stored with an environment.")
@@ -130,7 +126,7 @@ def bench() -> None:
 @home_option
 @verbosity_options
 @pass_app
-def bench_allreduce(app: App, name: str | None, min_bytes: str, max_bytes: str, factor: int, iters: int, algos: tuple[str, ...], protos: tuple[str, ...], backend: str, ranks: int | None, nccl_env: tuple[str, ...], nccl_tests: Path | None) -> None:
+def bench_allreduce(app: App, name: str | None, min_bytes: str, max_bytes: str, factor: int, iters: int, algos: tuple[str, ...], protos: tuple[str, ...], backend: str, ranks: int | None, nccl_env: tuple[str, ...], nccl_tests: Path | None) -> Shown:
     """All-reduce sweep like nccl-tests' all_reduce_perf, then 122 x 42 KB against 2 x 2.5 MB in CUDA graphs."""
     from provision.checks import allreduce
     from provision.envs import records
@@ -155,5 +151,4 @@ def bench_allreduce(app: App, name: str | None, min_bytes: str, max_bytes: str, 
                             algos=algos, protos=protos, backend=backend, ranks=ranks, nccl_tests=nccl_tests, settings=settings,
                             progress=step)
     records.add_allreduce(build, run)
-    views.allreduce({"name": name, **run.to_dict()}, app.as_json)
-    sys.exit(1 if allreduce.anchor_failures(run) else 0)  # nccl-tests beside it hung or failed: its error is shown
+    return views.allreduce(name, run)  # exit 1 when nccl-tests beside it hung or failed: its error is shown

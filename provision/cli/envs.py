@@ -251,7 +251,6 @@ def shell_env(app: App, name: str | None, undo: bool) -> None:
 @pass_app
 def restore(app: App, name: str, dry_run: bool, no_checks: bool) -> None:
     """Put NAME back to its lock: reinstall drifted distributions, set unowned start-up files aside, re-check."""
-    from provision import status as statuses
     from provision.checks import baseline, runner
     from provision.envs import records
     from provision.envs import restore as restoring
@@ -271,7 +270,7 @@ def restore(app: App, name: str, dry_run: bool, no_checks: bool) -> None:
                                    run_baseline=None if no_checks else run_baseline)
     restore_view.restored(result, app.as_json)
     # a dry run exits as the restore would: 1 where something cannot be put back (its checks do not run)
-    failed = any(statuses.failed(r["status"]) for r in result.checks) or result.baseline_error or result.not_restorable
+    failed = any(r.failed for r in result.checks) or result.baseline_error or result.not_restorable
     sys.exit(1 if failed else 0)
 
 

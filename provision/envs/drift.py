@@ -18,13 +18,15 @@ from email.message import Message
 from email.parser import HeaderParser
 from importlib.metadata import PathDistribution
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from packaging.markers import default_environment
 from packaging.utils import InvalidName, InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 from packaging.version import InvalidVersion, Version
 
 from provision import confined, regular
+from provision.checks import BY_ID
+from provision.checks.results import CheckResult
 from provision.envs import filehash
 from provision.envs.home import site_packages as site_packages  # one definition, used here and by restore
 from provision.errors import EnvError, ProvisionError
@@ -89,7 +91,7 @@ class Drift:
     unmatched: set[str] = field(default_factory=set)  # an adopted lock's distributions that matched no wheel
 
     @property
-    def status(self) -> str:
+    def status(self) -> Literal["pass", "warn"]:
         return "warn" if self.findings else "pass"
 
     def counts(self) -> dict[str, int]:
@@ -538,24 +540,25 @@ def _unrenamed(locked: set[str]) -> set[str]:
     return {re.sub(r"-manylinux[\w]*?_(x86_64|aarch64)$", r"-linux_\1", tag) for tag in locked if "-manylinux" in tag}
 
 
-def check(venv: Path, build: Path, record: EnvRecord) -> dict[str, Any]:
+def check(venv: Path, build: Path, record: EnvRecord) -> CheckResult:
     """The check's result: PASS when nothing differs, WARN listing each finding with its path and distribution."""
+    said = BY_ID["drift"]
     lock = Path(record.lock) if record.lock else None
     try:
         drift = scan_env(venv, build, record)
     except EnvError as exc:  # site-packages leads out of the venv: nothing there is read
-        return {"status": "error", "reason": f"{exc.message}; {exc.hint}"}
+        return CheckResult(id=said.id, title=said.title, status="error", reason=f"{exc.message}; {exc.hint}")
     details = drift.to_dict()
     without_lock = "" if lock else "; no lock (adopted): distributions not compared"
     if not drift.findings:
         kept = len(record.kept_files())
         reason = f"{drift.files} files of {drift.distributions} distributions match their RECORD" + (
             " and the lock" if lock else "") + (f", {kept} accepted or profile files their kept content" if kept else "") + without_lock + "".join(f"; {note}" for note in drift.notes)
-        return {"status": "pass", "reason": reason, "details": details}
+        return CheckResult(id=said.id, title=said.title, status="pass", reason=reason, details=details)
     shown = "; ".join(f.line() for f in drift.findings[:8]) + (f"; and {len(drift.findings) - 8} more" if len(drift.findings) > 8 else "")
     notes = "".join(f"; {note}" for note in drift.notes)
-    return {"status": "warn", "reason": f"{drift.summary()}: {shown}{without_lock}{notes}; {_restore_hint(drift)}",
-            "details": details}
+    return CheckResult(id=said.id, title=said.title, status="warn", details=details,
+                       reason=f"{drift.summary()}: {shown}{without_lock}{notes}; {_restore_hint(drift)}")
 
 
 def _restore_hint(drift: Drift) -> str:

@@ -5,12 +5,15 @@ from __future__ import annotations
 import contextlib
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from provision import status as statuses
 from provision.envs import records
 from provision.envs.home import FAILED, Home
 from provision.errors import EnvError
+
+if TYPE_CHECKING:
+    from provision.checks.results import CheckResult
 
 
 def listing(home: Home) -> list[dict[str, Any]]:
@@ -33,8 +36,8 @@ def listing(home: Home) -> list[dict[str, Any]]:
     return rows
 
 
-def worst_status(results: list[dict[str, Any]]) -> str | None:
-    return statuses.worst(r.get("status") for r in results)
+def worst_status(results: list[CheckResult]) -> str | None:
+    return statuses.worst(r.status for r in results)
 
 
 def tree_size(path: Path) -> int:

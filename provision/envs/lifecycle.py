@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from provision import proc
-from provision import status as statuses
+from provision.checks.results import CheckResult
 from provision.envs import kept as keeping
 from provision.envs import records, toolkit_home
 from provision.envs.cleanup import gc
@@ -41,7 +41,7 @@ class CreateResult:
     name: str
     path: Path
     activated: bool
-    checks: list[dict[str, Any]] = field(default_factory=list)
+    checks: list[CheckResult] = field(default_factory=list)
     lock: str = ""
     lock_reused: bool = False
     seconds: dict[str, float] = field(default_factory=dict)
@@ -52,7 +52,7 @@ class CreateResult:
 
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "path": str(self.path), "activated": self.activated, "passed": self.passed,
-                "lock": self.lock, "lock_reused": self.lock_reused, "checks": self.checks,
+                "lock": self.lock, "lock_reused": self.lock_reused, "checks": [r.to_dict() for r in self.checks],
                 "accepted_reapplied": self.accepted_reapplied, "accepted_dropped": self.accepted_dropped,
                 "seconds": {k: round(v, 3) for k, v in self.seconds.items()}, "kept_as": self.kept_as}
 
@@ -102,7 +102,7 @@ def _refuse_existing(home: Home, name: str, replace: bool) -> Path | None:
 
 def create(home: Home, profile: Profile, *, name: str | None = None, python: str | None = None,
            lock_path: Path | None = None, overrides: dict[str, str] | None = None, activate: bool = True,
-           replace: bool = False, run_checks: Callable[[Path, EnvRecord], list[dict[str, Any]]] | None = None,
+           replace: bool = False, run_checks: Callable[[Path, EnvRecord], list[CheckResult]] | None = None,
            keep_failed: bool = False, progress: Progress = lambda _: None) -> CreateResult:
     """Build, check and name an environment. HOME's lock is held only to start and to finish (the swap), never
     through the install and the checks: a rollback in an emergency does not wait for a build."""
@@ -147,7 +147,7 @@ def create(home: Home, profile: Profile, *, name: str | None = None, python: str
                               lock_reused=reused, seconds=timings, passed=False)
         if carried:
             result.accepted_reapplied, result.accepted_dropped = [f.path for f in carried[0]], carried[1]
-        if any(statuses.failed(r["status"]) for r in results):
+        if any(r.failed for r in results):
             if keep_failed:
                 result.kept_as = keep(home, name, profile, build)
             else:

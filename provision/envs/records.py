@@ -14,10 +14,12 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from provision import regular
 from provision.atomic import write_json
+from provision.checks.allreduce_runs import AllreduceRun
+from provision.checks.results import BaselineRun, CheckResult, MalformedResult, Reader
 from provision.errors import EnvError
 from provision.names import SHELL_NAME
 
@@ -26,6 +28,7 @@ ENV_FILE = "env.json"
 STATE_FILE = "state.json"
 
 JSONObject = dict[str, Any]
+T = TypeVar("T")
 OPTIONAL_KEYS = ("env_template", "checks_subset", "accepted", "profile_files")  # written only when there is something to say
 
 
@@ -92,77 +95,29 @@ class _Fields:
         return version
 
 
+def _typed(fields: _Fields, parse: Callable[[Reader], T]) -> T:
+    """A record of checks/results.py read from `fields`: a key of the wrong type is a RecordError naming the file."""
+    try:
+        return parse(Reader(fields.data, fields.where))
+    except MalformedResult as exc:
+        raise RecordError(f"{fields.path}: {exc}", _fix_hint(fields.path)) from None
+
+
 @dataclass(frozen=True, kw_only=True)
 class CheckRun:
-    """The last smoke checks: one result per check as the payload gave it (id, title, status, reason, details...)."""
+    """The last smoke checks: one result per check (id, title, status, reason, details...) and when."""
 
-    results: list[JSONObject]
+    results: list[CheckResult]
     at: str
     only: list[str] = field(default_factory=list)  # the ids of a `check --only` run; empty for a full run
 
     @classmethod
     def parse(cls, fields: _Fields) -> CheckRun:
-        results = [result.data for result in fields.objects("results")]
-        for i, result in enumerate(results):
-            if not isinstance(result.get("id"), str) or not isinstance(result.get("status"), str):
-                raise RecordError(f"{fields.path}: {fields.where}.results[{i}] has no string 'id' and 'status'", _fix_hint(fields.path))
+        results = [_typed(result, CheckResult.parse) for result in fields.objects("results")]
         return cls(results=results, at=fields.text("at") or "", only=fields.strings("only"))
 
     def to_dict(self) -> JSONObject:
-        return {"results": self.results, "at": self.at, **({"only": self.only} if self.only else {})}
-
-
-@dataclass(frozen=True, kw_only=True)
-class BaselineRun:
-    """One run of the profile's baseline: its figure and the machine it ran on."""
-
-    figure: float | None
-    unit: str
-    better: str
-    at: str
-    machine: JSONObject  # {"summary": "8 x NVIDIA H200, driver ...", "id": sha256[:12]}
-    command: list[str]
-    seconds: float
-    exit_code: int
-    output_tail: str
-    details: JSONObject | None = None
-    drift: JSONObject | None = None  # the drift check just before it: {"status", "summary", "counts", "findings"}
-    series: str | None = None  # runs of one `baseline --runs N` share it: compare takes them together
-
-    @classmethod
-    def parse(cls, fields: _Fields) -> BaselineRun:
-        machine = fields.mapping("machine") or {}
-        return cls(figure=fields.number("figure"), unit=fields.text("unit") or "", better=fields.text("better") or "higher",
-                   at=fields.text("at") or "", machine={"summary": str(machine.get("summary", "?")), "id": str(machine.get("id", ""))},
-                   command=fields.strings("command"), seconds=fields.number("seconds") or 0.0,
-                   exit_code=fields.integer("exit_code") or 0, output_tail=fields.text("output_tail") or "",
-                   details=fields.mapping("details"), drift=fields.mapping("drift"), series=fields.text("series"))
-
-    def to_dict(self) -> JSONObject:
-        document = dataclasses.asdict(self)
-        if self.drift is None:
-            del document["drift"]  # a run from before drift was kept: rewritten as it was
-        if self.series is None:
-            del document["series"]  # a single run, or one from before --runs
-        return document
-
-
-@dataclass(frozen=True, kw_only=True)
-class AllreduceRun:
-    """One `provision bench allreduce`: every variant's rows (docs/json.md)."""
-
-    at: str
-    backend: str
-    world_size: int
-    runs: list[JSONObject]
-
-    @classmethod
-    def parse(cls, fields: _Fields) -> AllreduceRun:
-        return cls(at=fields.text("at") or "", backend=fields.text("backend") or "nccl", world_size=fields.integer("world_size") or 0,
-                   runs=[run.data for run in fields.objects("runs")])
-
-    def to_dict(self) -> JSONObject:
-        return dataclasses.asdict(self)
+        return {"results": [r.to_dict() for r in self.results], "at": self.at, **({"only": self.only} if self.only else {})}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -229,16 +184,16 @@ class EnvRecord:
         return Path(self.venv) if self.venv else build / "venv"
 
     @property
-    def check_results(self) -> list[JSONObject]:
+    def check_results(self) -> list[CheckResult]:
         """The last full run's results."""
         return self.checks.results if self.checks else []
 
-    def latest_results(self) -> dict[str, JSONObject]:
+    def latest_results(self) -> dict[str, CheckResult]:
         """Each check's newest result: the last full run, overridden by a later `check --only` run."""
-        by_id: dict[str, JSONObject] = {}
+        by_id: dict[str, CheckResult] = {}
         for run in (self.checks, self.checks_subset):
             for result in run.results if run else []:
-                by_id[result["id"]] = result
+                by_id[result.id] = result
         return by_id
 
     def kept_files(self) -> dict[str, KeptFile]:
@@ -283,8 +238,8 @@ class EnvRecord:
             baseline=fields.mapping("baseline"),
             checks=CheckRun.parse(_Fields(path, checks, "checks")) if checks is not None else None,
             checks_subset=CheckRun.parse(_Fields(path, subset, "checks_subset")) if subset is not None else None,
-            baselines=[BaselineRun.parse(run) for run in fields.objects("baselines")],
-            allreduce=[AllreduceRun.parse(run) for run in fields.objects("allreduce")],
+            baselines=[_typed(run, BaselineRun.parse) for run in fields.objects("baselines")],
+            allreduce=[_typed(run, AllreduceRun.parse) for run in fields.objects("allreduce")],
             accepted=[KeptFile.parse(kept) for kept in fields.objects("accepted")],
             profile_files=[KeptFile.parse(kept) for kept in fields.objects("profile_files")],
             extra={k: v for k, v in fields.data.items() if k not in known},
@@ -349,7 +304,7 @@ def lock_file(path: Path) -> int:
                        f"remove it (rm {path}), then run the command again") from None
 
 
-def add_checks(build: Path, results: list[JSONObject], at: str, only: tuple[str, ...] | None = None) -> EnvRecord:
+def add_checks(build: Path, results: list[CheckResult], at: str, only: tuple[str, ...] | None = None) -> EnvRecord:
     """Store a check run: a full run as the last one, which drops an older --only run; an --only run beside it."""
     if only:
         return _update(build, lambda current: dataclasses.replace(

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from provision import confined, proc, regular
-from provision import status as statuses
+from provision.checks.results import CheckResult
 from provision.envs import drift as drifting
 from provision.envs import kept, records, relocate
 from provision.envs.home import Home, blocking_file, blocking_reason, write_atomic
@@ -57,7 +57,7 @@ class RestoreResult:
     downloaded: bool = False  # uv's cache lacked (or held a damaged copy of) a wheel
     refreshed: list[str] = field(default_factory=list)
     after: drifting.Drift | None = None
-    checks: list[dict[str, Any]] = field(default_factory=list)
+    checks: list[CheckResult] = field(default_factory=list)
     baseline: dict[str, Any] | None = None
     baseline_before: dict[str, Any] | None = None
     baseline_error: str | None = None
@@ -72,7 +72,7 @@ class RestoreResult:
                 "put_back": self.put_back,
                 "aside_folder": str(self.aside_folder) if self.aside_folder else None, "not_restorable": self.not_restorable,
                 "downloaded": self.downloaded, "refreshed": self.refreshed,
-                "drift_after": self.after.to_dict() if self.after else None, "checks": self.checks,
+                "drift_after": self.after.to_dict() if self.after else None, "checks": [r.to_dict() for r in self.checks],
                 "baseline": self.baseline, "baseline_before": self.baseline_before, "baseline_error": self.baseline_error}
 
 
@@ -166,7 +166,7 @@ def _refuse_links_out(name: str, build: Path, result: RestoreResult) -> None:
             raise confined.refusal(escape, venv, f"restore {name}", f"provision restore {name} again")
 
 
-def restore(home: Home, name: str, *, dry_run: bool = False, run_checks: Callable[[Path, EnvRecord], list[dict[str, Any]]] | None = None,
+def restore(home: Home, name: str, *, dry_run: bool = False, run_checks: Callable[[Path, EnvRecord], list[CheckResult]] | None = None,
             run_baseline: Callable[[], dict[str, Any]] | None = None, progress: Progress = lambda _: None) -> RestoreResult:
     """Plan, and unless `dry_run` apply: the venv changes in one swap, then the checks and the profile's baseline."""
     with home.locked():
@@ -186,7 +186,7 @@ def restore(home: Home, name: str, *, dry_run: bool = False, run_checks: Callabl
         progress("running the checks")
         result.checks = run_checks(build, records.read(build))
         record = records.add_checks(build, result.checks, _now())
-    failed = any(statuses.failed(r["status"]) for r in result.checks)
+    failed = any(r.failed for r in result.checks)
     if run_baseline is not None and record.baseline and not failed:
         result.baseline_before = next((b.to_dict() for b in reversed(record.baselines)
                                        if (b.to_dict().get("drift") or {}).get("status") in (None, "pass")), None)

@@ -11,13 +11,13 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from provision import regular
-from provision import status as statuses
 from provision.envs import home as homes
 from provision.envs import records
 from provision.envs.records import EnvRecord
 from provision.machine.facts import MachineFacts
 from provision.report.gates import Gate, Target, driver_gate, machine_gates
 from provision.scan import binaries as scan
+from provision.status import Status
 
 CHECKS_DOC = "docs/checks.md"  # what each smoke check proves and how it decides
 
@@ -106,9 +106,9 @@ def stored_gates(record: EnvRecord) -> list[Gate]:
     results = record.check_results
     gates = []
     if results:
-        bad = [f"{r['id']}: {r.get('reason', '')}" for r in results if statuses.failed(r["status"])]
-        status: statuses.Status = "fail" if bad else "pass"
-        reason = "; ".join(bad)[:500] if bad else f"{sum(r['status'] == 'pass' for r in results)} pass, {sum(r['status'] == 'skip' for r in results)} skip"
+        bad = [f"{r.id}: {r.reason}" for r in results if r.failed]
+        status: Status = "fail" if bad else "pass"
+        reason = "; ".join(bad)[:500] if bad else f"{sum(r.status == 'pass' for r in results)} pass, {sum(r.status == 'skip' for r in results)} skip"
         gates.append(Gate(id="checks", title=f"last smoke checks ({record.checks.at if record.checks else '?'})", status=status, reason=reason,
                           source=CHECKS_DOC))
     else:
@@ -116,13 +116,13 @@ def stored_gates(record: EnvRecord) -> list[Gate]:
                           source=CHECKS_DOC))
     subset = record.checks_subset
     if subset is not None and subset.results:
-        shown = ", ".join(f"{r['id']} {r['status']}" for r in subset.results)
+        shown = ", ".join(f"{r.id} {r.status}" for r in subset.results)
         gates.append(Gate(id="checks-only", title=f"later check --only run ({subset.at or '?'})", status="info", kind="feature",
                           reason=shown, source=CHECKS_DOC))
     if record.baselines:
         last = record.baselines[-1]
         gates.append(Gate(id="baseline", title="last baseline", status="info", kind="feature",
-                          reason=f"{last.figure or 0:.2f} {last.unit} on {last.machine['summary']} ({last.at})",
+                          reason=f"{last.figure or 0:.2f} {last.unit} on {last.machine.summary} ({last.at})",
                           source="docs/checks.md (Baselines)"))
     return gates
 
@@ -132,8 +132,8 @@ def drift_gate(venv: Path, build: Path, record: EnvRecord) -> Gate:
     from provision.envs import drift
 
     result = drift.check(venv, build, record)
-    return Gate(id="drift", title="installed files match their RECORD, distributions the lock", status=result["status"],
-                reason=result["reason"][:600], source="docs/checks.md (Drift and restore): each distribution's RECORD "
+    return Gate(id="drift", title="installed files match their RECORD, distributions the lock", status=result.status,
+                reason=result.reason[:600], source="docs/checks.md (Drift and restore): each distribution's RECORD "
                        "(https://packaging.python.org/en/latest/specifications/recording-installed-packages/), the PEP 751 lock")
 
 

@@ -5,14 +5,15 @@ that peer writes arrive: ACS redirect and a translated IOMMU (report/pcipath.py)
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
-from provision import status as statuses
+from provision.checks.results import CheckResult
 from provision.machine.facts import MachineFacts
 from provision.report.gates import Gate
 
 
-def apply(gates: list[Gate], results: dict[str, dict[str, Any]], gpu_count: int,
+def apply(gates: list[Gate], results: Mapping[str, CheckResult], gpu_count: int,
           facts: MachineFacts | None = None) -> list[Gate]:
     """Return `gates` with the all-reduce feature gates decided by the checks' evidence where there is some."""
     symm = results.get("symmetric-memory")
@@ -34,12 +35,12 @@ def _world(details: dict[str, Any], gpu_count: int) -> str:
     return ""
 
 
-def _symm_mem(gate: Gate, result: dict[str, Any], gpu_count: int) -> Gate:
-    details = result.get("details") or {}
+def _symm_mem(gate: Gate, result: CheckResult, gpu_count: int) -> Gate:
+    details = result.details or {}
     where = _world(details, gpu_count)
-    if statuses.failed(result.get("status")):
+    if result.failed:
         return Gate(**{**gate.__dict__, "status": "fail",
-                       "reason": f"the symmetric-memory check failed on this machine{where}: {result.get('reason', '')}"[:400]})
+                       "reason": f"the symmetric-memory check failed on this machine{where}: {result.reason}"[:400]})
     if details.get("multicast") is False and gate.status != "fail":
         disabled = details.get("multicast_disabled_by_env")
         why = f" (TORCH_SYMM_MEM_DISABLE_MULTICAST={disabled})" if disabled else ""
@@ -51,10 +52,10 @@ def _symm_mem(gate: Gate, result: dict[str, Any], gpu_count: int) -> Gate:
     return gate
 
 
-def _p2p(gate: Gate, result: dict[str, Any], facts: MachineFacts | None) -> Gate:
+def _p2p(gate: Gate, result: CheckResult, facts: MachineFacts | None) -> Gate:
     from provision.report import pcipath
 
-    matrix = (result.get("details") or {}).get("peer_access")
+    matrix = (result.details or {}).get("peer_access")
     if not isinstance(matrix, list) or len(matrix) < 2:
         return gate
     missing = [f"{i}-{j}" for i, row in enumerate(matrix) for j, ok in enumerate(row) if i < j and not ok]

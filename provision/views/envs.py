@@ -22,8 +22,9 @@ def created(result: CreateResult, as_json: bool) -> None:
         return
     if result.checks:
         from provision.views import checks as check_views
+        from provision.views.render import render
 
-        check_views.checks(result.name, result.checks, False)
+        render(Shown(blocks=check_views.check_blocks(result.name, result.checks)), "table")
     if result.accepted_reapplied:
         ui.info(f"accepted files of the build it replaces, written again: {', '.join(result.accepted_reapplied)}")
     for dropped in result.accepted_dropped:

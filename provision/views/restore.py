@@ -46,8 +46,9 @@ def restored(result: RestoreResult, as_json: bool) -> None:
         out.print(f"after: {result.after.summary()}")
     if result.checks:
         from provision.views import checks as check_views
+        from provision.views.render import Shown, render
 
-        check_views.checks(result.name, result.checks, False)
+        render(Shown(blocks=check_views.check_blocks(result.name, result.checks)), "table")
     if result.baseline is not None:
         figure = f"{result.baseline['figure']:.2f} {result.baseline['unit']}"
         before = result.baseline_before

@@ -13,6 +13,10 @@ if os.environ.get("FAKE_TORCH_HANG"):
     time.sleep(3600)
 if os.environ.get("FAKE_TORCH_CRASH"):
     os.abort()
+if os.environ.get("FAKE_TORCH_ANSWER"):  # a line printed after the payload's verdict: what the runner reads as its answer
+    import atexit
+
+    atexit.register(lambda: print(os.environ["FAKE_TORCH_ANSWER"], flush=True))
 
 __version__ = os.environ.get("FAKE_TORCH_VERSION", "2.16.0.dev20261126+cu130")
 _cuda = os.environ.get("FAKE_TORCH_CUDA", "13.0")

@@ -1,0 +1,250 @@
+"""What checks and measurements answer, typed: a check's result, the machine a figure was measured on, the drift a
+baseline ran on, and a baseline run. A payload's JSON answer, or a record read back from env.json, becomes one of
+these in one place (a `parse` classmethod checks each key's type there, pypa/packaging's pylock.py is the model);
+nothing after it reads a dict. `to_dict()` writes the JSON that env.json and `--json` carry, key for key.
+
+Data only, like the check registry beside it: it imports nothing of provision but the statuses, so that envs/records.py
+(which stores these) and envs/drift.py (whose check answers one) can read it from below.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from provision import status as statuses
+from provision.status import Status
+
+JSONObject = dict[str, Any]
+Better = Literal["higher", "lower"]
+
+
+class MalformedResult(ValueError):
+    """A payload's answer or a stored record with a key missing or of the wrong type; the message names the key."""
+
+
+class Reader:
+    """Typed access to one JSON object: a key of the wrong type is a MalformedResult naming it (`where.key`)."""
+
+    def __init__(self, data: object, where: str = "") -> None:
+        if not isinstance(data, dict):
+            raise MalformedResult(f"{where or 'the answer'} is {type(data).__name__}, expected an object")
+        self.data: JSONObject = data
+        self.where = where
+
+    def name(self, key: str) -> str:
+        return f"{self.where}.{key}" if self.where else key
+
+    def _get(self, key: str, types: tuple[type, ...], what: str, required: bool) -> Any:
+        value = self.data.get(key)
+        if value is None:
+            if required:
+                raise MalformedResult(f"key {self.name(key)!r} is missing, expected {what}")
+            return None
+        if not isinstance(value, types) or (isinstance(value, bool) and bool not in types):
+            import json
+
+            shown = json.dumps(value, default=str)[:60]
+            raise MalformedResult(f"key {self.name(key)!r} is {type(value).__name__} {shown}, expected {what}")
+        return value
+
+    def text(self, key: str, *, required: bool = False) -> str | None:
+        value: str | None = self._get(key, (str,), "a string", required)
+        return value
+
+    def number(self, key: str, *, required: bool = False) -> float | None:
+        value = self._get(key, (int, float), "a number", required)
+        return None if value is None else float(value)
+
+    def integer(self, key: str, *, required: bool = False) -> int | None:
+        value: int | None = self._get(key, (int,), "an integer", required)
+        return value
+
+    def flag(self, key: str) -> bool | None:
+        value: bool | None = self._get(key, (bool,), "true or false", False)
+        return value
+
+    def mapping(self, key: str) -> JSONObject | None:
+        value: JSONObject | None = self._get(key, (dict,), "an object", False)
+        return value
+
+    def numbers(self, key: str) -> dict[str, float] | None:
+        """An object of numbers (a pattern's figures); None when absent."""
+        found = self.mapping(key)
+        if found is None:
+            return None
+        if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in found.values()):
+            raise MalformedResult(f"key {self.name(key)!r} holds a value that is not a number")
+        return {k: float(v) for k, v in found.items()}
+
+    def strings(self, key: str) -> list[str] | None:
+        values: list[Any] | None = self._get(key, (list,), "a list of strings", False)
+        if values is not None and not all(isinstance(v, str) for v in values):
+            raise MalformedResult(f"key {self.name(key)!r} holds a value that is not a string")
+        return values
+
+    def text_mapping(self, key: str) -> dict[str, str] | None:
+        found = self.mapping(key)
+        if found is not None and not all(isinstance(v, str) for v in found.values()):
+            raise MalformedResult(f"key {self.name(key)!r} holds a value that is not a string")
+        return found
+
+    def objects(self, key: str) -> list[Reader]:
+        values: list[Any] = self._get(key, (list,), "a list of objects", False) or []
+        return [Reader(value, f"{self.name(key)}[{i}]") for i, value in enumerate(values)]
+
+    def status(self, key: str = "status", allowed: frozenset[Status] = statuses.CHECK_STATUSES) -> Status:
+        value = self.text(key, required=True)
+        if not statuses.known(value) or value not in allowed:
+            raise MalformedResult(f"key {self.name(key)!r} is {value!r}, expected one of {', '.join(sorted(allowed))}")
+        return value
+
+    def rest(self, known: set[str]) -> JSONObject:
+        """The keys this version does not know, kept as they were."""
+        return {k: v for k, v in self.data.items() if k not in known}
+
+    def absent(self, keys: tuple[str, ...]) -> frozenset[str]:
+        """Which of `keys` the object lacks: a record read from an older file is written back without them."""
+        return frozenset(k for k in keys if k not in self.data)
+
+
+def written(document: JSONObject, absent: frozenset[str]) -> JSONObject:
+    return {k: v for k, v in document.items() if k not in absent} if absent else document
+
+
+@dataclass(frozen=True, kw_only=True)
+class CheckResult:
+    """One check's verdict: what its payload answered (status, reason, details), and the runner's id, title, time."""
+
+    id: str
+    title: str = ""
+    status: Status
+    reason: str = ""
+    details: JSONObject | None = None  # the check's own findings (each check's shape: docs/checks.md); None: none
+    output_tail: str | None = None  # the last lines a failed or crashed payload printed
+    seconds: float = 0.0
+    extra: JSONObject = field(default_factory=dict)  # keys this version does not know, kept as they were
+    absent: frozenset[str] = field(default=frozenset(), compare=False, repr=False)
+
+    ALWAYS = ("title", "reason", "seconds")  # written for every result; one an older record lacked stays out of it
+
+    @property
+    def failed(self) -> bool:
+        """FAIL or ERROR: what stops an environment from becoming active."""
+        return statuses.failed(self.status)
+
+    @classmethod
+    def parse(cls, fields: Reader) -> CheckResult:
+        """A stored result (env.json): id and status required."""
+        return cls(id=fields.text("id", required=True) or "", title=fields.text("title") or "", status=fields.status(),
+                   reason=fields.text("reason") or "", details=fields.mapping("details"),
+                   output_tail=fields.text("output_tail"), seconds=fields.number("seconds") or 0.0,
+                   extra=fields.rest(KNOWN_CHECK_KEYS), absent=fields.absent(cls.ALWAYS))
+
+    @classmethod
+    def answer(cls, id: str, title: str, data: object) -> CheckResult:  # noqa: A002 - the JSON key
+        """A payload's answer, the last JSON line it printed ({"status", "reason", "details"}), as check `id`'s result."""
+        fields = Reader(data)
+        return cls(id=id, title=title, status=fields.status(), reason=fields.text("reason") or "",
+                   details=fields.mapping("details"), output_tail=fields.text("output_tail"),
+                   extra=fields.rest(KNOWN_CHECK_KEYS | {"id", "title", "seconds"}))
+
+    def to_dict(self) -> JSONObject:
+        document: JSONObject = {"id": self.id, "title": self.title, "status": self.status, "reason": self.reason}
+        if self.details is not None:
+            document["details"] = self.details
+        if self.output_tail is not None:
+            document["output_tail"] = self.output_tail
+        return written({**document, **self.extra, "seconds": self.seconds}, self.absent)
+
+
+KNOWN_CHECK_KEYS = {"id", "title", "status", "reason", "details", "output_tail", "seconds"}
+
+
+def overall(results: list[CheckResult]) -> Status:
+    """The worst status of `results` (provision/status.py), SKIP for none."""
+    return statuses.worst(r.status for r in results) or "skip"
+
+
+@dataclass(frozen=True, kw_only=True)
+class MachineStamp:
+    """The machine a figure was measured on: "8 x NVIDIA H200, driver 580.95.05" and a hash of its driver and GPUs."""
+
+    summary: str
+    id: str
+
+    @classmethod
+    def parse(cls, fields: Reader) -> MachineStamp:
+        # read leniently: a stamp is for people, and one from an older provision may lack either key
+        return cls(summary=str(fields.data.get("summary", "?")), id=str(fields.data.get("id", "")))
+
+    def to_dict(self) -> JSONObject:
+        return {"summary": self.summary, "id": self.id}
+
+
+@dataclass(frozen=True, kw_only=True)
+class DriftStamp:
+    """The drift check just before a baseline: its status, summary, counts and first findings as lines."""
+
+    status: Status
+    summary: str
+    counts: dict[str, int]
+    findings: list[str]
+
+    @property
+    def drifted(self) -> bool:
+        return self.status != "pass"
+
+    @classmethod
+    def parse(cls, fields: Reader) -> DriftStamp:
+        counts = fields.mapping("counts") or {}
+        if not all(isinstance(v, int) for v in counts.values()):
+            raise MalformedResult(f"key {fields.name('counts')!r} holds a value that is not an integer")
+        return cls(status=fields.status(), summary=fields.text("summary") or "", counts=dict(counts),
+                   findings=fields.strings("findings") or [])
+
+    def to_dict(self) -> JSONObject:
+        return {"status": self.status, "summary": self.summary, "counts": self.counts, "findings": self.findings}
+
+
+@dataclass(frozen=True, kw_only=True)
+class BaselineRun:
+    """One run of the profile's baseline: its figure and the machine it ran on."""
+
+    figure: float | None
+    unit: str
+    better: Better
+    at: str
+    machine: MachineStamp
+    command: list[str]
+    seconds: float
+    exit_code: int
+    output_tail: str
+    details: JSONObject | None = None  # the last JSON object the baseline printed, where its figure came from
+    drift: DriftStamp | None = None  # the drift check just before it
+    series: str | None = None  # runs of one `baseline --runs N` share it: compare takes them together
+
+    @classmethod
+    def parse(cls, fields: Reader) -> BaselineRun:
+        machine, drift = fields.mapping("machine"), fields.mapping("drift")
+        said = fields.text("better") or "higher"
+        if said not in ("higher", "lower"):
+            raise MalformedResult(f"key {fields.name('better')!r} is {said!r}, expected higher or lower")
+        better: Better = "lower" if said == "lower" else "higher"
+        return cls(figure=fields.number("figure"), unit=fields.text("unit") or "", better=better,
+                   at=fields.text("at") or "", machine=MachineStamp.parse(Reader(machine or {}, fields.name("machine"))),
+                   command=fields.strings("command") or [], seconds=fields.number("seconds") or 0.0,
+                   exit_code=fields.integer("exit_code") or 0, output_tail=fields.text("output_tail") or "",
+                   details=fields.mapping("details"), series=fields.text("series"),
+                   drift=DriftStamp.parse(Reader(drift, fields.name("drift"))) if drift is not None else None)
+
+    def to_dict(self) -> JSONObject:
+        document: JSONObject = {
+            "figure": self.figure, "unit": self.unit, "better": self.better, "at": self.at, "machine": self.machine.to_dict(),
+            "command": self.command, "seconds": self.seconds, "exit_code": self.exit_code,
+            "output_tail": self.output_tail, "details": self.details}
+        if self.drift is not None:  # a run from before drift was kept: rewritten as it was
+            document["drift"] = self.drift.to_dict()
+        if self.series is not None:  # a single run, or one from before --runs
+            document["series"] = self.series
+        return document
