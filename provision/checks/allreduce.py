@@ -70,7 +70,8 @@ def nccl_env(pairs: tuple[str, ...]) -> dict[str, str]:
         if not sep or not key.startswith("NCCL_") or not key.replace("_", "").isalnum():
             # only the leading name is shown: what follows may be a secret (NCCL_PASSWORD:value, a mistyped =)
             # the name before "=" is shown; nothing after it, nor a bare value (NCCL_PASSWORD:value, or the secret alone)
-            name = key if sep and not re.search(r"[:@]", key) else re.match(r"(NCCL_[A-Za-z0-9_]*)?", key)[0]  # type: ignore[index]
+            leading = re.match(r"NCCL_[A-Za-z0-9_]*", key)
+            name = key if sep and not re.search(r"[:@]", key) else leading[0] if leading else ""
             shown = f"{name}=..." if sep else f"{name}..."
             raise UsageError(f"--nccl-env {shown!r}: not NCCL_NAME=VALUE (its value not shown)",
                              "for example --nccl-env NCCL_GRAPH_MIXING_SUPPORT=0")

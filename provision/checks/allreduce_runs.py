@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any, Literal, NamedTuple
+from typing import Any, ClassVar, Literal, NamedTuple
 
 from provision.checks.results import JSONObject, Reader, written
 
@@ -179,7 +179,7 @@ class VariantRun:
     extra: JSONObject = field(default_factory=dict)
     absent: frozenset[str] = field(default=frozenset(), compare=False, repr=False)
 
-    ALWAYS = ("world_size", "pattern", "teardown", "nccl_nvls_enable")  # a record lacking one is written back without
+    ALWAYS: ClassVar[tuple[str, ...]] = ("world_size", "pattern", "teardown", "nccl_nvls_enable")  # a record lacking one is written back without
 
     @classmethod
     def parse(cls, fields: Reader) -> VariantRun:

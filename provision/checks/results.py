@@ -10,7 +10,7 @@ Data only, like the check registry beside it: it imports nothing of provision bu
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from provision import status as statuses
 from provision.status import Status
@@ -126,7 +126,7 @@ class CheckResult:
     extra: JSONObject = field(default_factory=dict)  # keys this version does not know, kept as they were
     absent: frozenset[str] = field(default=frozenset(), compare=False, repr=False)
 
-    ALWAYS = ("title", "reason", "seconds")  # written for every result; one an older record lacked stays out of it
+    ALWAYS: ClassVar[tuple[str, ...]] = ("title", "reason", "seconds")  # written for every result; one an older record lacked stays out of it
 
     @property
     def failed(self) -> bool:
@@ -147,7 +147,7 @@ class CheckResult:
         fields = Reader(data)
         return cls(id=id, title=title, status=fields.status(), reason=fields.text("reason") or "",
                    details=fields.mapping("details"), output_tail=fields.text("output_tail"),
-                   extra=fields.rest(KNOWN_CHECK_KEYS | {"id", "title", "seconds"}))
+                   extra=fields.rest(KNOWN_CHECK_KEYS))
 
     def to_dict(self) -> JSONObject:
         document: JSONObject = {"id": self.id, "title": self.title, "status": self.status, "reason": self.reason}
