@@ -200,3 +200,4 @@ def test_a_command_imports_only_its_own_family(tmp_path: Path) -> None:
         assert {"provision.cli.machine", "provision.cli.stacks", "provision.cli.checks"}.isdisjoint(loaded), (argv, loaded)
         assert not {m for m in loaded if m.split(".")[0] in ("rich", "requests", "packaging")}, (argv, loaded)
         assert not {"provision.stacks.lock", "provision.stacks.index", "provision.scan"} & loaded, (argv, loaded)
+        assert not {m for m in loaded if m.startswith("provision.checks")}, (argv, loaded)  # env.json's runs: not read

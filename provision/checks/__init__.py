@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 
 
@@ -37,4 +36,6 @@ BY_ID = {c.id: c for c in CHECKS}
 
 
 def payload_dir() -> Path:
+    from importlib import resources  # loaded when a payload runs, not by every reader of the registry
+
     return Path(str(resources.files("provision.checks").joinpath("payloads")))

@@ -14,14 +14,16 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from provision import regular
 from provision.atomic import write_json
-from provision.checks.allreduce_runs import AllreduceRun
-from provision.checks.results import BaselineRun, CheckResult, MalformedResult, Reader
 from provision.errors import EnvError
 from provision.names import SHELL_NAME
+
+if TYPE_CHECKING:  # read when a record holds runs: switch and rollback, which read only state.json, never load them
+    from provision.checks.allreduce_runs import AllreduceRun
+    from provision.checks.results import BaselineRun, CheckResult, Reader
 
 SCHEMA_VERSION = 1
 ENV_FILE = "env.json"
@@ -97,6 +99,8 @@ class _Fields:
 
 def _typed(fields: _Fields, parse: Callable[[Reader], T]) -> T:
     """A record of checks/results.py read from `fields`: a key of the wrong type is a RecordError naming the file."""
+    from provision.checks.results import MalformedResult, Reader
+
     try:
         return parse(Reader(fields.data, fields.where))
     except MalformedResult as exc:
@@ -113,6 +117,8 @@ class CheckRun:
 
     @classmethod
     def parse(cls, fields: _Fields) -> CheckRun:
+        from provision.checks.results import CheckResult
+
         results = [_typed(result, CheckResult.parse) for result in fields.objects("results")]
         return cls(results=results, at=fields.text("at") or "", only=fields.strings("only"))
 
@@ -226,6 +232,9 @@ class EnvRecord:
                 raise RecordError(f"{path}: key 'env' holds {shown}, not a variable name", _fix_hint(path))
             if "\0" in value:  # no process can be given it: run's exec would fail with a traceback
                 raise RecordError(f"{path}: key 'env' holds {key} with a NUL byte in its value", _fix_hint(path))
+        from provision.checks.allreduce_runs import AllreduceRun
+        from provision.checks.results import BaselineRun
+
         checks, subset = fields.mapping("checks"), fields.mapping("checks_subset")
         known = {item.name for item in dataclasses.fields(cls)} | {"schema_version"}
         return cls(
