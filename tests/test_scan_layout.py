@@ -130,3 +130,73 @@ def test_one_file_scan_imports_only_what_it_needs(tmp_path: Path) -> None:
     assert json.loads(done.stdout)["files"][0]["cubin"] == {"sm_90": 2}
     imported = {line.split("|")[-1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
     assert not {"elftools", "rich", "packaging", "zipfile", "concurrent.futures"} & imported
+
+
+def test_magic_found_across_every_cut_by_forked_searchers(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The parallel search finds exactly the offsets one `find` loop finds, a magic straddling a cut included, and
+    really runs in children (the parent's share is one group)."""
+    from provision.scan import search
+
+    data = bytearray(b"\x50\xed\x55" * 700)  # near-misses everywhere
+    ranges = [(5, 900), (900, 1500), (1600, 2100)]
+    for at in (5, 6, 300, 301, 302, 303, 598, 896, 897, 1200, 1496, 1497, 1600, 2096):
+        data[at : at + 4] = search.MAGIC
+    expected = [at for start, end in ranges for at in range(start, end - 3) if data[at : at + 4] == search.MAGIC]
+    monkeypatch.setattr(search, "SLICE_MIN", 16)
+    for jobs in range(1, 9):
+        pending = search.Search(bytes(data), ranges, jobs)
+        assert len(pending.children) == jobs - 1
+        assert pending.result() == expected, jobs
+
+
+@needs_nvcc
+def test_data_sections_searched_in_parallel_give_the_same_code(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from provision.scan import elf, search
+
+    library = data_section_library(tmp_path)
+    one = elf.code_in_image(library.read_bytes())
+    monkeypatch.setattr(search, "SLICE_MIN", 64)  # every data section cut in slices, each searched by a child
+    assert elf.code_in_image(library.read_bytes(), jobs=4) == one == scan.code_in_file(library)
+    assert dict(one.loadable.cubin) == {"sm_120": 2, "sm_90": 2}
+    image = elf.read_image(library.read_bytes(), 0, library.stat().st_size)
+    assert [s.name for s in image.sections if s.name == ".eh_frame" and elf.role(image, s)] == []
+
+
+@needs_nvcc
+def test_a_name_table_far_from_the_section_table_is_not_inflated_twice(tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """lld writes `.shstrtab` before a `.strtab` of 188 MB (libtensorflow_cc): the second look at the names starts
+    from the last mark of the member before them, not from its first byte (every large member was inflated twice)."""
+    import struct
+
+    from provision.scan import members
+
+    library = data_section_library(tmp_path)
+    data = library.read_bytes()
+    shoff, = struct.unpack_from("<Q", data, 0x28)
+    shentsize, shnum, shstrndx = struct.unpack_from("<HHH", data, 0x3A)
+    names_header = shoff + shstrndx * shentsize
+    names_at, names_size = struct.unpack_from("<QQ", data, names_header + 0x18)
+    filler = bytes(range(256)) * (3 << 12)  # 3 MiB before the names and 3 MiB after them, as a `.strtab` is
+    moved = bytearray(data[:shoff] + filler + data[names_at : names_at + names_size] + filler + data[shoff:])
+    struct.pack_into("<Q", moved, 0x28, shoff + 2 * len(filler) + names_size)
+    struct.pack_into("<Q", moved, 2 * len(filler) + names_size + names_header + 0x18, shoff + len(filler))
+    far = tmp_path / "libfar.so"
+    far.write_bytes(bytes(moved))
+    wheel = build_wheel(tmp_path / "dist", "far", "1.0", tag="py3-none-manylinux_2_28_x86_64",
+                        files={"far/libfar.so": bytes(moved)})
+    given = []
+    real_read = members.Reader.read
+
+    def counting_read(self: members.Reader, count: int = -1) -> bytes:
+        part = real_read(self, count)
+        given.append(len(part))
+        return part
+
+    monkeypatch.setattr(members.Reader, "read", counting_read)
+    monkeypatch.setattr(wheels, "WHOLE", 0)  # streamed
+    monkeypatch.setattr(wheels, "MARK", 256 << 10)
+    (row,) = scan.scan([wheel], jobs=1).files
+    assert row.code == scan.code_in_file(far) == scan.code_in_file(library)
+    assert dict(row.code.loadable.cubin) == {"sm_120": 2, "sm_90": 2}
+    assert sum(given) < len(moved) + (256 << 10) + (1 << 20) + 4096  # once, then at most a mark's stretch again

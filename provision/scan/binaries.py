@@ -92,7 +92,7 @@ def code_in_file(path: Path) -> fatbin.Code:
             return fatbin.Code()
         with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
             if head != archives.AR_MAGIC:
-                return elf.code_in_image(mapped)
+                return elf.code_in_image(mapped, jobs=len(os.sched_getaffinity(0)))
             total = fatbin.Code()
             for _name, offset, size in archives.members(mapped):
                 if mapped[offset : offset + 4] == elf.ELF_MAGIC:

@@ -138,29 +138,48 @@ def _read_with_pyelftools(data: bytes) -> Image:
     return Image(types.get(elf["e_type"], 0), machine, elf["e_flags"], elf["e_ident"]["EI_ABIVERSION"], sections)
 
 
-def code_in_image(buffer: Any, base: int = 0, length: int | None = None) -> fatbin.Code:
-    """Return the device code of the ELF image at buffer[base:base+length] (the whole buffer by default)."""
+def code_in_image(buffer: Any, base: int = 0, length: int | None = None, jobs: int = 1) -> fatbin.Code:
+    """Return the device code of the ELF image at buffer[base:base+length] (the whole buffer by default). The data
+    sections searched by magic are searched over `jobs` processes when large (provision.scan.search); the fatbin
+    sections are walked container to container meanwhile."""
     length = len(buffer) - base if length is None else length
     image = read_image(buffer, base, length)
     code = fatbin.Code()
     if image.machine == EM_CUDA:
         code.loadable.cubin[cubin_label(image, buffer, base, length)] += 1
         return code
+    walked: list[tuple[int, int, fatbin.Counts]] = []
+    searched: list[tuple[int, int, fatbin.Counts]] = []
     for section in image.sections:
         target = role(image, section)
         if target is None or section.offset >= length:
             continue
         size = min(section.size, length - section.offset)  # a size past the end of the file is damage: clip it
-        fatbin.parse(buffer, base + section.offset, size, code.relocatable if target == "relocatable" else code.loadable)
+        counts = code.relocatable if target == "relocatable" else code.loadable
+        (walked if section.name in fatbin.FATBIN_SECTIONS else searched).append((base + section.offset, size, counts))
+    from provision.scan import search
+
+    pending = search.Search(buffer, [(start, start + size) for start, size, _counts in searched], jobs)
+    for start, size, counts in walked:
+        fatbin.parse(buffer, start, size, counts)
+    hits = pending.result()
+    for start, size, counts in searched:
+        fatbin.parse(buffer, start, size, counts, hits)
     return code
+
+
+# Sections whose format the toolchain fixes, never a place for a container: call-frame and exception tables and the
+# GOT (addresses). Not searched: they are 13-49 MB of libtorch_cpu, libtriton and libtensorflow_cc.
+TOOLCHAIN_DATA = frozenset({".eh_frame", ".eh_frame_hdr", ".gcc_except_table", ".got", ".got.plt"})
 
 
 def role(image: Image, section: Section) -> str | None:
     """Where the containers of a section count: "loadable", "relocatable" (the link-input copy a shared library
     or executable keeps), or None (not looked at). Besides the two fatbin sections, containers are looked for by
-    magic in data the program loads (or, in an object, carries), never in code: cuFFT keeps its kernels in
-    `.ldata` (CUDA 12) or `.data` (CUDA 13), not in `.nv_fatbin`."""
-    if section.type == SHT_NOBITS or section.size == 0:
+    magic in data the program loads (or, in an object, carries), never in code or in the toolchain's own tables:
+    cuFFT keeps its kernels in `.ldata` (CUDA 12) or `.data` (CUDA 13), cuBLASLt in `.cask_resource`, TensorFlow
+    PTX in `.rodata`."""
+    if section.type == SHT_NOBITS or section.size == 0 or section.name in TOOLCHAIN_DATA:
         return None
     if section.name == fatbin.RELOCATABLE_SECTION:
         return "relocatable" if image.linked else "loadable"

@@ -6,6 +6,7 @@ The fatbin format is not published by NVIDIA. What this relies on is in docs/fat
 
 from __future__ import annotations
 
+import bisect
 import struct
 from collections import Counter
 from dataclasses import dataclass, field
@@ -18,6 +19,7 @@ CONTAINER_VERSION = 1  # every one of the 46,764 containers in the wheels of iss
 CONTAINER_START = struct.pack("<I", CONTAINER_MAGIC)
 _CONTAINER = struct.Struct("<IHHQ")  # magic, version, header size, size of the entries that follow
 _ENTRY = struct.Struct("<HHIQ")  # kind, version, header size, payload size
+_ENTRY_READ = struct.Struct("<HHIQ12xI8xQ")  # the same, then the arch (at 28) and flags (at 40): one read per entry
 CONTAINER_HEADER = 16
 ENTRY_ARCH_OFFSET = 28  # u32: 90, 100, 120 ...
 ENTRY_FLAGS_OFFSET = 40  # u64
@@ -102,25 +104,35 @@ def container_at(buffer: Any, offset: int) -> int:
 
 
 def count_entry(buffer: Any, offset: int, counts: Counts) -> int:
-    """Count the entry whose header is at `offset`; return how far the next entry is, 0 when this is no entry."""
-    kind, _v, entry_header, payload = _ENTRY.unpack_from(buffer, offset)
+    """Count the entry whose header is at `offset` (ENTRY_HEADER_MIN bytes held); return how far the next entry is,
+    0 when this is no entry."""
+    kind, _v, entry_header, payload, arch, flags = _ENTRY_READ.unpack_from(buffer, offset)
     if not ENTRY_HEADER_MIN <= entry_header <= ENTRY_HEADER_MAX:
         return 0  # not an entry header we understand: stop rather than invent counts
-    (arch,) = struct.unpack_from("<I", buffer, offset + ENTRY_ARCH_OFFSET)
-    (flags,) = struct.unpack_from("<Q", buffer, offset + ENTRY_FLAGS_OFFSET)
-    label = entry_label(kind, arch, flags)
+    key = (kind, arch, flags & (FLAG_ARCH_SPECIFIC | FLAG_FAMILY))
+    label = _LABELS.get(key) or _LABELS.setdefault(key, entry_label(kind, arch, flags))
     bucket = counts.cubin if kind == KIND_CUBIN else counts.ptx if kind == KIND_PTX else counts.lto
     bucket[label] += 1
-    counts.compressed += 1 if flags & FLAG_COMPRESSED else 0
+    if flags & FLAG_COMPRESSED:
+        counts.compressed += 1
     return int(entry_header + payload)
 
 
-def parse(buffer: Any, start: int, size: int, counts: Counts) -> None:
+_LABELS: dict[tuple[int, int, int], str] = {}  # (kind, arch, variant flags) -> label: a library has a few dozen
+
+
+def parse(buffer: Any, start: int, size: int, counts: Counts, hits: list[int] | None = None) -> None:
     """Count every container in buffer[start:start+size], found by magic and header, jumping over each one found
-    (so a section that is all fatbin costs one look per container, not a read of its payloads)."""
+    (so a section that is all fatbin costs one look per container, not a read of its payloads). `hits`, when given,
+    are every offset of the magic in that range, in order (found beforehand, in parallel: provision.scan.search):
+    the same walk, without searching again."""
     offset, end = start, min(start + size, len(buffer))
     while offset < end:
-        found = buffer.find(CONTAINER_START, offset, end)
+        if hits is None:
+            found = buffer.find(CONTAINER_START, offset, end)
+        else:
+            index = bisect.bisect_left(hits, offset)
+            found = hits[index] if index < len(hits) and hits[index] + len(CONTAINER_START) <= end else -1
         if found < 0:
             return
         length = container_at(buffer, found)

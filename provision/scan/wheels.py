@@ -15,16 +15,27 @@ import zlib
 from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
-from typing import IO
+from typing import Any, Protocol
 
-from provision.scan import archives, elf, fatbin
+from provision.scan import archives, elf, fatbin, members
 
 CHUNK = 1 << 20
 WHOLE = 16 << 20  # members up to this size are read whole
 PARALLEL = 64 << 20  # below this many candidate bytes in all, worker processes cost more than they save
+MARK = 16 << 20  # a member of a wheel is marked this often, so a second look at its names starts near them
 KEEP = 1 << 20  # bytes kept before the section table: where linkers put the section-name table
 TABLE_MAX = 16 << 20  # the most of a section table (or of its name table) held: 65,280 sections of 64 bytes is 4 MiB
 WHOLE_MAX = 64 << 20  # what is read whole when it cannot be streamed (a 32-bit or big-endian ELF, a bare cubin)
+
+class Stream(Protocol):
+    """What the streaming reader needs of a member: a file object, a zip member (members.Reader), a slice of one."""
+
+    def read(self, count: int = -1, /) -> bytes: ...
+
+    def __enter__(self) -> Stream: ...
+
+    def __exit__(self, *exc: Any) -> Any: ...
+
 
 Result = tuple[str, "fatbin.Code | None", str]  # member name, code found (None: not read), why not read
 
@@ -35,58 +46,71 @@ NOT_BINARY = (".py", ".pyi", ".pyc", ".h", ".hpp", ".cuh", ".inc", ".txt", ".md"
               ".ini", ".yaml", ".yml", ".html", ".css", ".js", ".csv", ".proto", ".typed")
 
 
-def candidates(wheel: zipfile.ZipFile) -> Iterator[zipfile.ZipInfo]:
-    """Members that start like an ELF file or an ar archive."""
-    for info in wheel.infolist():
-        if info.is_dir() or info.file_size < 8 or info.filename.endswith(NOT_BINARY) or ".dist-info/" in info.filename:
-            continue
-        with wheel.open(info) as member:
-            head = member.read(8)
-        if head[:4] == elf.ELF_MAGIC or head == archives.AR_MAGIC:
-            yield info
+def candidates(wheel: zipfile.ZipFile) -> list[zipfile.ZipInfo]:
+    """Members that start like an ELF file or an ar archive (their first bytes inflated from the wheel's file)."""
+    found = []
+    fd = os.open(wheel.filename or "", os.O_RDONLY)
+    try:
+        for info in wheel.infolist():
+            if info.is_dir() or info.file_size < 8 or info.filename.endswith(NOT_BINARY) or ".dist-info/" in info.filename:
+                continue
+            with members.Reader(fd, members.Place.of(info), wheel.filename or "", chunk=4096) as member:
+                head = member.read(8)
+            if head[:4] == elf.ELF_MAGIC or head == archives.AR_MAGIC:
+                found.append(info)
+    finally:
+        os.close(fd)
+    return found
 
 
 def scan_wheel(path: Path, jobs: int | None = None) -> Iterator[Result]:
     """Yield (member, code, problem) for every candidate member of the wheel at `path`, biggest first in parallel
-    over `jobs` processes (default: every core this process may use)."""
-    with zipfile.ZipFile(path) as wheel:
-        members = sorted(candidates(wheel), key=lambda i: -i.file_size)
-    jobs = jobs or len(os.sched_getaffinity(0))
-    if jobs > 1 and len(members) > 1 and sum(i.file_size for i in members) > PARALLEL:
-        import multiprocessing
+    over `jobs` processes (default: every core this process may use). The central directory is read here, once;
+    the workers get each member's place and inflate it from their own descriptor (provision.scan.members)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        with zipfile.ZipFile(path) as wheel:
+            places = [members.Place.of(i) for i in sorted(candidates(wheel), key=lambda i: -i.file_size)]
+        jobs = jobs or len(os.sched_getaffinity(0))
+        if jobs > 1 and len(places) > 1 and sum(p.size for p in places) > PARALLEL:
+            import multiprocessing
 
-        with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("fork"), initializer=_open_wheel,
-                                 initargs=(str(path),)) as pool:
-            yield from pool.map(_scan_member, [i.filename for i in members])
-        return
-    with zipfile.ZipFile(path) as wheel:
-        for info in members:
-            yield _scan_open(wheel, info)
+            with ProcessPoolExecutor(min(jobs, len(places)), mp_context=multiprocessing.get_context("fork"),
+                                     initializer=_open_wheel, initargs=(str(path),)) as pool:
+                yield from pool.map(_scan_member, places)
+            return
+        for place in places:
+            yield _scan_place(fd, str(path), place)
+    finally:
+        os.close(fd)
 
 
-_WHEEL: zipfile.ZipFile | None = None  # in a worker: the wheel, opened once (its central directory read once)
+_WHEEL: tuple[int, str] | None = None  # in a worker: the wheel's descriptor (opened once) and path
 
 
 def _open_wheel(path: str) -> None:
     global _WHEEL
-    _WHEEL = zipfile.ZipFile(path)
+    _WHEEL = os.open(path, os.O_RDONLY), path
 
 
-def _scan_member(name: str) -> Result:
+def _scan_member(place: members.Place) -> Result:
     assert _WHEEL is not None, "a worker opens its wheel first"
-    return _scan_open(_WHEEL, _WHEEL.getinfo(name))
+    return _scan_place(*_WHEEL, place)
 
 
-def _scan_open(wheel: zipfile.ZipFile, info: zipfile.ZipInfo) -> Result:
+def _scan_place(fd: int, path: str, place: members.Place) -> Result:
+    def open_member() -> members.Reader:
+        return members.Reader(fd, place, path)
+
     try:
-        if info.file_size <= WHOLE:
-            with wheel.open(info) as member:
-                return info.filename, code_in_bytes(member.read(WHOLE + 1)), ""
-        return info.filename, code_in_stream(lambda: wheel.open(info), info.file_size), ""
+        if place.size <= WHOLE:
+            with open_member() as member:
+                return place.name, code_in_bytes(member.read(WHOLE + 1)), ""
+        return place.name, code_in_stream(open_member, place.size), ""
     except (zipfile.BadZipFile, zlib.error, EOFError):
         raise  # the zip itself is damaged (a bad CRC): the wheel cannot be trusted, the caller says so
     except Exception as exc:  # noqa: BLE001 - a damaged member is a note, never the end of the scan
-        return info.filename, None, f"{type(exc).__name__}: {exc}"
+        return place.name, None, f"{type(exc).__name__}: {exc}"
 
 
 def code_in_bytes(data: bytes | bytearray) -> fatbin.Code:
@@ -106,9 +130,19 @@ class _Window:
     """The bytes of a stream from absolute offset `base` on; older bytes are dropped as the reader moves on, except
     those from `keep_from` on, which are kept (the section table and its names, at the end of the file)."""
 
-    def __init__(self, read: Callable[[int], bytes]) -> None:
-        self.read, self.data, self.base, self.eof = read, bytearray(), 0, False
+    def __init__(self, read: Callable[[int], bytes], mark: Callable[[], Any] | None = None, base: int = 0) -> None:
+        self.source, self.data, self.base, self.eof = read, bytearray(), base, False
         self.keep_from, self.keep_to, self.kept = 1 << 62, 1 << 62, bytearray()
+        self.mark, self.marks = mark, [(base, None)]  # (offset, where the stream stood there) every MARK bytes
+
+    def read(self, count: int) -> bytes:
+        if self.mark is not None and self.end >= self.marks[-1][0] + MARK:
+            self.marks.append((self.end, self.mark()))
+        return self.source(count)
+
+    def mark_before(self, offset: int) -> tuple[int, Any]:
+        """The last (offset, mark) taken at or before `offset`; (0, None) when none was."""
+        return max((m for m in self.marks if m[0] <= offset and m[1] is not None), default=(0, None), key=lambda m: m[0])
 
     @property
     def end(self) -> int:
@@ -149,13 +183,13 @@ class _Window:
         return bytes(self.kept)
 
 
-def code_in_stream(open_member: Callable[[], IO[bytes]], size: int | None = None) -> fatbin.Code:
+def code_in_stream(open_member: Callable[[], Stream], size: int | None = None) -> fatbin.Code:
     """The device code of an ELF file or ar archive read front to back: the same answer as `elf.code_in_image` on
     the whole file, holding only a chunk, the container being walked, and the section table (at most TABLE_MAX,
     and KEEP bytes before it). An archive's members are streamed the same way; a 32-bit or big-endian ELF or a
     bare cubin is read whole up to WHOLE_MAX, a larger one is a ValueError (a note), never held."""
     with open_member() as member:
-        window = _Window(member.read)
+        window = _Window(member.read, getattr(member, "mark", None))
         window.fill(4096)
         if window.data[:8] == archives.AR_MAGIC:
             return _archive_in_stream(window, open_member)
@@ -176,9 +210,12 @@ def code_in_stream(open_member: Callable[[], IO[bytes]], size: int | None = None
     names_at, names_size = rows[names][4], min(rows[names][5], TABLE_MAX)  # names past TABLE_MAX are never read
     if names_at >= window.keep_from and names_at + names_size <= end:
         sections = elf.name_sections(rows, tail, names_at - window.keep_from, names_size)
-    else:  # the name table lies further from the end than kept: read it on a second pass
-        with open_member() as member:
-            again = _Window(member.read)
+    else:  # the name table lies further from the end than kept (before a large `.strtab`): read it again, from the
+        # last mark before it (a member of a wheel), else from the start
+        start, mark = window.mark_before(names_at)
+        resumed = getattr(member, "resumed", None)
+        with (resumed(mark) if resumed and mark else open_member()) as again_member:
+            again = _Window(again_member.read, base=start if resumed and mark else 0)
             again.skip_to(names_at)
             again.fill(names_at + names_size)
             sections = elf.name_sections(rows, again.data, 0, min(names_size, len(again.data)))
@@ -186,7 +223,7 @@ def code_in_stream(open_member: Callable[[], IO[bytes]], size: int | None = None
     return place(image, found)
 
 
-def _archive_in_stream(window: _Window, open_member: Callable[[], IO[bytes]]) -> fatbin.Code:
+def _archive_in_stream(window: _Window, open_member: Callable[[], Stream]) -> fatbin.Code:
     """The device code of the ELF members of an ar archive read front to back: each header read as the bytes go by,
     a small member scanned whole, a large one streamed from a reopened copy of the archive (a second pass over it)."""
     total = fatbin.Code()
@@ -205,15 +242,15 @@ def _archive_in_stream(window: _Window, open_member: Callable[[], IO[bytes]]) ->
             total.add(code_in_stream(_slice_opener(open_member, start, length), length))
 
 
-def _slice_opener(open_member: Callable[[], IO[bytes]], at: int, length: int) -> Callable[[], IO[bytes]]:
-    return lambda: _Slice(open_member(), at, length)  # type: ignore[return-value]  # read() and a context are all it needs
+def _slice_opener(open_member: Callable[[], Stream], at: int, length: int) -> Callable[[], Stream]:
+    return lambda: _Slice(open_member(), at, length)
 
 
 class _Slice:
     """`length` bytes from offset `at` of a stream, read by skipping to it (what a zip member allows): a file object
     for `code_in_stream`."""
 
-    def __init__(self, stream: IO[bytes], at: int, length: int) -> None:
+    def __init__(self, stream: Stream, at: int, length: int) -> None:
         self.stream, self.left = stream, length
         while at > 0:
             skipped = len(stream.read(min(CHUNK, at)))
@@ -231,7 +268,7 @@ class _Slice:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.stream.close()
+        self.stream.__exit__(*exc)
 
 
 def place(image: elf.Image, found: list[tuple[int, int, fatbin.Counts]]) -> fatbin.Code:
