@@ -9,6 +9,7 @@ import hashlib
 import json
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -58,7 +59,7 @@ def extract(spec: dict[str, Any], stdout: str) -> tuple[float | None, dict[str, 
     return None, None
 
 
-def run(name: str, build: Path, record: EnvRecord, progress: Any = lambda _: None) -> BaselineRun:
+def run(name: str, build: Path, record: EnvRecord, progress: Callable[[str], None] = lambda _: None) -> BaselineRun:
     """Run the profile's baseline (the built-in one without) in the environment; its checks must have passed."""
     failed = [r.id for r in record.check_results if r.failed]
     if failed:

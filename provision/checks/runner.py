@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,7 @@ from provision.envs import drift
 from provision.envs.records import EnvRecord
 from provision.errors import UsageError
 from provision.machine import nvml
+from provision.machine.facts import Gpu
 from provision.status import Status
 
 
@@ -30,7 +32,7 @@ def select(ids: tuple[str, ...] | None, required: list[str] | None) -> list[Chec
     return [c for c in CHECKS if c.id in wanted]
 
 
-def environment(venv: Path, record: EnvRecord, gpus: list[Any] | None = None, build: Path | None = None) -> dict[str, str]:
+def environment(venv: Path, record: EnvRecord, gpus: list[Gpu] | None = None, build: Path | None = None) -> dict[str, str]:
     """The variables a payload runs with; with `gpus`, an [env] that names {arch_list} is filled for these GPUs."""
     import os
 
@@ -56,8 +58,8 @@ def inventory(python: Path, env: dict[str, str]) -> dict[str, str]:
 
 
 def run(build: Path, record: EnvRecord, *, only: tuple[str, ...] | None = None, target_sm: str | None = None,
-        gpus: list[Any] | None = None, driver_cuda: str | None = None, notes: list[str] | None = None,
-        progress: Any = lambda _: None) -> list[CheckResult]:
+        gpus: list[Gpu] | None = None, driver_cuda: str | None = None, notes: list[str] | None = None,
+        progress: Callable[[str], None] = lambda _: None) -> list[CheckResult]:
     """Run the checks that the environment's profile requires (all without one) and return their results."""
     selected = select(only, record.checks_required or None)
     in_process_only = all(c.id == "drift" for c in selected)  # `--only drift` before a baseline: no NVML, no venv process
@@ -104,7 +106,7 @@ def _said(check: Check, status: Status, reason: str, output_tail: str | None = N
     return CheckResult(id=check.id, title=check.title, status=status, reason=reason, output_tail=output_tail)
 
 
-def _arguments(check: Check, record: EnvRecord, gpus: list[Any], installed: dict[str, str], target_sm: str | None) -> dict[str, Any]:
+def _arguments(check: Check, record: EnvRecord, gpus: list[Gpu], installed: dict[str, str], target_sm: str | None) -> dict[str, Any]:
     return {
         "cuda": record.cuda,
         "gpu_count": len(gpus),
