@@ -51,6 +51,8 @@ def test_an_old_env_json_is_read_and_kept_through_a_rewrite(tmp_path: Path) -> N
 # what check, baseline and bench allreduce store today, every key of docs/json.md: typed on the way in, written back
 # key for key; results from older versions lack keys (title, seconds, pattern...) and are written back without them
 FULL_RUNS = {
+    "baseline": {"command": ["python", "bench.py"], "cwd": ".", "timeout": 600.0, "pattern": "throughput: ([0-9.]+)",
+                 "json_key": None, "unit": "tok/s", "better": "higher"},
     "checks": {"results": [
         {"id": "torch-cuda", "title": "torch sees every GPU", "status": "fail", "reason": "no GPU", "details": {"arch_list": ["sm_90"]},
          "output_tail": "Traceback ...", "seconds": 5.1},
@@ -90,6 +92,7 @@ def test_stored_runs_are_typed_and_written_back_key_for_key(tmp_path: Path) -> N
     failed, driver, drift = record.check_results
     assert failed.failed and failed.details == {"arch_list": ["sm_90"]} and driver.title == "" and drift.status == "warn"
     assert record.baselines[0].drift is not None and record.baselines[0].drift.drifted
+    assert record.baseline is not None and record.baseline.command == ("python", "bench.py") and record.baseline.unit == "tok/s"
     (run,) = record.allreduce
     assert run.runs[0].rows[0].side("graph") == (8.8, 0.0, 5.87, 1.5, 2.93)
     assert run.anchor_failures() == ["all_reduce_perf hung at size 64 B", "not run: it failed in an earlier variant"]
@@ -135,6 +138,8 @@ def test_one_writer_appends_runs_and_keeps_what_is_there(tmp_path: Path) -> None
         ({"checks": {"results": [{"id": "driver", "status": "ok"}]}}, "key 'checks.results[0].status' is 'ok', expected one of"),
         ({"checks": {"results": [{"id": "driver", "status": "pass", "details": []}]}}, "key 'checks.results[0].details' is list"),
         ({"baselines": [{"figure": 1.0, "better": "faster"}]}, "key 'baselines[0].better' is 'faster', expected higher or lower"),
+        ({"baseline": {"command": "python bench.py"}}, "key 'baseline.command' is str"),
+        ({"baseline": {"cwd": "."}}, "key 'baseline.command' is missing"),
         ({"baselines": [{"figure": 1.0, "drift": {"status": "pass", "counts": {"modified": "2"}}}]}, "key 'baselines[0].drift.counts' holds"),
         ({"allreduce": [{"runs": [{"variant": {}, "rows": [{"size": "8", "count": 2, "wrong": 0}]}]}]},
          "key 'allreduce[0].runs[0].rows[0].size' is str"),

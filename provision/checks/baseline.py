@@ -18,15 +18,15 @@ from provision import proc
 from provision.checks import payload_dir
 from provision.checks import runner as check_runner
 from provision.checks.allreduce_runs import AllreduceRun
-from provision.checks.results import BaselineRun, Better, DriftStamp, MachineStamp
+from provision.checks.results import Baseline, BaselineRun, Better, DriftStamp, MachineStamp
 from provision.envs import records
 from provision.envs.home import Home
 from provision.envs.records import EnvRecord
 from provision.errors import EnvError
 from provision.machine import nvml
 
-BUILTIN = {"command": ["python", "{payloads}/baseline_builtin.py"], "cwd": ".", "timeout": 900.0, "pattern": None,
-           "json_key": "bf16_gemm_tflops", "unit": "TFLOP/s", "better": "higher"}
+BUILTIN = Baseline(command=("python", "{payloads}/baseline_builtin.py"), timeout=900.0, json_key="bf16_gemm_tflops",
+                   unit="TFLOP/s", better="higher")
 
 
 def machine_fingerprint() -> MachineStamp:
@@ -38,10 +38,10 @@ def machine_fingerprint() -> MachineStamp:
                         id=hashlib.sha256(identity.encode()).hexdigest()[:12])
 
 
-def extract(spec: dict[str, Any], stdout: str) -> tuple[float | None, dict[str, Any] | None]:
+def extract(spec: Baseline, stdout: str) -> tuple[float | None, dict[str, Any] | None]:
     """The figure: the last match of the pattern's first group, or a (dotted) key of the last JSON object printed."""
-    if spec.get("pattern"):
-        matches = re.findall(spec["pattern"], stdout)
+    if spec.pattern:
+        matches = re.findall(spec.pattern, stdout)
         if not matches:
             return None, None
         last = matches[-1]
@@ -53,7 +53,7 @@ def extract(spec: dict[str, Any], stdout: str) -> tuple[float | None, dict[str, 
             except json.JSONDecodeError:
                 continue
             value: Any = document
-            for part in str(spec.get("json_key")).split("."):
+            for part in str(spec.json_key).split("."):
                 value = value.get(part) if isinstance(value, dict) else None
             return (float(value) if isinstance(value, (int, float)) else None), document
     return None, None
@@ -65,25 +65,24 @@ def run(name: str, build: Path, record: EnvRecord, progress: Callable[[str], Non
     if failed:
         raise EnvError(f"{name}: checks {', '.join(failed)} did not pass; the baseline runs only after they do",
                        f"see provision check {name}")
-    spec: dict[str, Any] = record.baseline or BUILTIN
+    spec = record.baseline or BUILTIN
     if spec is BUILTIN and not nvml.read(nvml.load_library()).gpus:
         raise EnvError(f"{name}: the built-in baseline times GPUs, and this machine has no NVIDIA GPU (NVML found none)",
                        "run it on the GPU machine, or give the profile a [baseline] command")
-    command = [part.replace("{payloads}", str(payload_dir())) for part in spec["command"]]
+    command = [part.replace("{payloads}", str(payload_dir())) for part in spec.command]
     venv = record.venv_path(build)
     env = check_runner.environment(venv, record)
     progress("checking for drift")
     drifted = drift_status(venv, build, record)
     progress(f"running the baseline: {' '.join(command)}")
     start = time.perf_counter()
-    done = proc.run(command, timeout=float(spec.get("timeout") or 1800), env=env, cwd=Path(spec.get("cwd") or "."))
+    done = proc.run(command, timeout=spec.timeout or 1800.0, env=env, cwd=Path(spec.cwd or "."))
     seconds = time.perf_counter() - start
     figure, document = extract(spec, done.stdout)
     if done.timed_out or not done.ok or figure is None:
         why = "timed out" if done.timed_out else f"exit code {done.returncode}" if not done.ok else "no figure in its output"
         raise EnvError(f"{name}: the baseline failed ({why}): {done.tail(3)}", "run it by hand: provision run " + name + " -- " + " ".join(command))
-    better: Better = "lower" if spec.get("better") == "lower" else "higher"
-    return BaselineRun(figure=figure, unit=spec.get("unit", ""), better=better, at=_now(),
+    return BaselineRun(figure=figure, unit=spec.unit, better=spec.better, at=_now(),
                        machine=machine_fingerprint(), command=command, seconds=round(seconds, 2),
                        exit_code=done.returncode, output_tail=done.tail(15), details=document, drift=drifted)
 

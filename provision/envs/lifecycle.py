@@ -206,7 +206,7 @@ def _install(build: Path, profile: Profile, name: str, interpreter: Path, versio
         adopted=False, venv=str(build / "venv"),
         env=resolve_env(profile.env, build, nvcc=profile.compiler_cuda() or profile.cuda), env_template=env_template(profile),
         packages=[p.name for p in profile.packages], checks_required=list(profile.checks or []),
-        size_bytes=tree_size(build / "venv"), baseline=_baseline_meta(profile), profile_files=carried,
+        size_bytes=tree_size(build / "venv"), baseline=profile.baseline, profile_files=carried,
     )
     records.write(build, record)
     return record
@@ -237,14 +237,6 @@ def _is_live(home: Home, name: str, build: Path) -> bool:
     return link.is_symlink() and (home.envs / os.readlink(link)).resolve() == build.resolve()
 
 
-def _baseline_meta(profile: Profile) -> dict[str, Any] | None:
-    b = profile.baseline
-    if b is None:
-        return None
-    return {"command": list(b.command), "cwd": b.cwd, "timeout": b.timeout, "pattern": b.pattern,
-            "json_key": b.json_key, "unit": b.unit, "better": b.better}
-
-
 def adopt(home: Home, name: str, venv: Path, profile: Profile | None = None) -> Path:
     """Register an existing venv under `name`; its files are never deleted by provision. (Its lock: envs/adopted.py.)"""
     check_name(name)
@@ -272,7 +264,7 @@ def adopt(home: Home, name: str, venv: Path, profile: Profile | None = None) -> 
             created=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             packages=[p.name for p in profile.packages] if profile else [], size_bytes=tree_size(venv),
             checks_required=list(profile.checks or []) if profile else [],
-            baseline=_baseline_meta(profile) if profile else None))
+            baseline=profile.baseline if profile else None))
         home.point(home.envs / name, f"../builds/{build.name}")
     return build
 

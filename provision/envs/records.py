@@ -23,7 +23,7 @@ from provision.names import SHELL_NAME
 
 if TYPE_CHECKING:  # read when a record holds runs: switch and rollback, which read only state.json, never load them
     from provision.checks.allreduce_runs import AllreduceRun
-    from provision.checks.results import BaselineRun, CheckResult, Reader
+    from provision.checks.results import Baseline, BaselineRun, CheckResult, Reader
 
 SCHEMA_VERSION = 1
 ENV_FILE = "env.json"
@@ -176,7 +176,7 @@ class EnvRecord:
     packages: list[str] = field(default_factory=list)
     checks_required: list[str] = field(default_factory=list)
     size_bytes: int | None = None
-    baseline: JSONObject | None = None  # the profile's [baseline] spec, or None for the built-in one
+    baseline: Baseline | None = None  # the profile's [baseline] spec, or None for the built-in one
     checks: CheckRun | None = None  # the last full run: what the report's "last smoke checks" shows
     checks_subset: CheckRun | None = None  # a later `check --only` run, kept beside it
     baselines: list[BaselineRun] = field(default_factory=list)
@@ -212,7 +212,7 @@ class EnvRecord:
             if item.name == "extra" or (item.name in OPTIONAL_KEYS and getattr(self, item.name) in (None, [])):
                 continue
             value = getattr(self, item.name)
-            if item.name in ("checks", "checks_subset"):
+            if item.name in ("checks", "checks_subset", "baseline"):
                 value = value.to_dict() if value is not None else None
             elif item.name in ("baselines", "allreduce", "accepted", "profile_files"):
                 value = [run.to_dict() for run in value]
@@ -233,9 +233,9 @@ class EnvRecord:
             if "\0" in value:  # no process can be given it: run's exec would fail with a traceback
                 raise RecordError(f"{path}: key 'env' holds {key} with a NUL byte in its value", _fix_hint(path))
         from provision.checks.allreduce_runs import AllreduceRun
-        from provision.checks.results import BaselineRun
+        from provision.checks.results import Baseline, BaselineRun
 
-        checks, subset = fields.mapping("checks"), fields.mapping("checks_subset")
+        checks, subset, spec = fields.mapping("checks"), fields.mapping("checks_subset"), fields.mapping("baseline")
         known = {item.name for item in dataclasses.fields(cls)} | {"schema_version"}
         return cls(
             name=fields.text("name") or name, profile=fields.text("profile"), profile_hash=fields.text("profile_hash"),
@@ -244,7 +244,7 @@ class EnvRecord:
             adopted=fields.flag("adopted"), venv=fields.text("venv"), env=dict(env), env_template=fields.mapping("env_template"),
             packages=fields.strings("packages"),
             checks_required=fields.strings("checks_required"), size_bytes=fields.integer("size_bytes"),
-            baseline=fields.mapping("baseline"),
+            baseline=_typed(_Fields(path, spec, "baseline"), Baseline.parse) if spec is not None else None,
             checks=CheckRun.parse(_Fields(path, checks, "checks")) if checks is not None else None,
             checks_subset=CheckRun.parse(_Fields(path, subset, "checks_subset")) if subset is not None else None,
             baselines=[_typed(run, BaselineRun.parse) for run in fields.objects("baselines")],

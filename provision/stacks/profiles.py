@@ -17,6 +17,7 @@ from typing import TypeVar
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import InvalidName, canonicalize_name
 
+from provision.checks.results import Baseline
 from provision.errors import ProfileError
 from provision.names import NAME_MAX, NAME_RULE, SHELL_NAME
 from provision.stacks import profile_files
@@ -61,17 +62,6 @@ class Package:
     def requirement(self) -> str:
         extras = f"[{','.join(self.extras)}]" if self.extras else ""
         return f"{self.name}{extras}{self.version}"
-
-
-@dataclass(frozen=True, kw_only=True)
-class Baseline:
-    command: tuple[str, ...]
-    cwd: str = "."
-    timeout: float = 1800.0
-    pattern: str | None = None  # a regular expression whose first group is the figure
-    json_key: str | None = None  # or a key of the last JSON object the command prints
-    unit: str = ""
-    better: str = "higher"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -484,5 +474,5 @@ def _baseline(c: _Checker, written: object) -> Baseline | None:
         pattern=pattern,
         json_key=c.typed(json_key, "baseline.json_key", str, "a key") if json_key is not None else None,
         unit=c.typed(table.get("unit", ""), "baseline.unit", str, "a unit such as tok/s"),
-        better=better,
+        better="lower" if better == "lower" else "higher",
     )
