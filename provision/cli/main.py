@@ -3,17 +3,23 @@ into a message and an exit code (docs/exit-codes.md)."""
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import functools
 import importlib
+import os
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import click
 
 from provision import DISTRIBUTION, __version__
 from provision.cli.options import HOME_HELP, App, home_option, verbosity_options
 from provision.errors import ProvisionError
+
+if TYPE_CHECKING:
+    from provision.views.render import Shown
 
 # A command's code is found from its name: `provision NAME` lives in the module of its family, which calls one
 # operation in the folder of the same name (docs/architecture.md). A family's module is imported only when one of its
@@ -70,24 +76,71 @@ def fail(state: App, argv: Sequence[str], message: str, hint: str, exit_code: in
     from provision.views import ui
 
     message, hint = redact(message), redact(hint)  # the last net: no password of any URL is ever printed
-    ui.error(message, hint)
+    with contextlib.suppress(OSError):  # stderr gone too: the exit code still says it
+        ui.error(message, hint)
     if _json_requested(state, argv):
-        ui.dump_json({"error": {"message": message, "hint": hint, "exit_code": exit_code}})
+        try:
+            ui.dump_json({"error": {"message": message, "hint": hint, "exit_code": exit_code}})
+            sys.stdout.flush()
+        except OSError:  # stdout is the failure (a full disk, a reader gone): the error line has said it
+            _discard_stdout()
     sys.exit(exit_code)
+
+
+def _closed_streams() -> None:
+    """A stream the shell closed (`provision report >&-`) reads and writes as /dev/null: the output is thrown away as
+    asked, never a traceback, and no file provision opens later takes its number (a child's output would land in it)."""
+    for fd, name, mode in ((0, "stdin", "r"), (1, "stdout", "w"), (2, "stderr", "w")):
+        if getattr(sys, name) is None:
+            null = os.open(os.devnull, os.O_RDWR)
+            if null != fd:
+                os.dup2(null, fd)
+                os.close(null)
+            setattr(sys, name, open(fd, mode, closefd=False))  # noqa: SIM115 - the process's own stream
+
+
+def _discard_stdout() -> None:
+    """What stdout still holds goes nowhere (its reader is gone, its disk full): no second error when Python flushes
+    it at exit."""
+    try:
+        fd = sys.stdout.fileno()
+    except (OSError, ValueError):  # not a file (a test's capture): nothing is flushed to a descriptor at exit
+        return
+    null = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(null, fd)
+    os.close(null)
+
+
+def _write(shown: Shown | None, state: App) -> int:
+    """Render a command's result (cli/main.py is the one place it happens) and flush it, so that a full disk or a
+    reader gone is met here, inside the net, not when Python exits; return the exit code."""
+    if shown is not None:
+        from provision.views import render
+
+        try:
+            code = render.render(shown, state.output)
+            sys.stdout.flush()
+        except BrokenPipeError:
+            raise
+        except OSError as exc:  # stdout itself cannot be written: say so, and write nothing more on it
+            _discard_stdout()  # the error document under --json goes where the rest went: nowhere
+            hint = "free space on that disk and run it again" if exc.errno == errno.ENOSPC else "check where the output goes"
+            raise ProvisionError(f"cannot write the output: {exc.strerror or exc}", hint) from exc
+        return code
+    sys.stdout.flush()
+    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> None:
     """Run the command line, exit with its code (0 ok, 1 a verdict failed, 2 usage, others per error class)."""
+    _closed_streams()
     args = list(sys.argv[1:] if argv is None else argv)
     state = App()
     try:
         shown = cli.main(args=args, prog_name="provision", standalone_mode=False, obj=state)
         if isinstance(shown, int):  # click's own exits (--version, --help) come back as their code
             sys.exit(shown)
-        if shown is not None:  # the one place a result becomes output and an exit code
-            from provision.views import render
-
-            sys.exit(render.render(shown, state.output))
+        sys.exit(_write(shown, state))  # the one place a result becomes output and an exit code
     except _NO_ARGS as exc:  # bare `provision` (or `provision bench`): its help, exit 2, as click gives
         exc.show()
         sys.exit(exc.exit_code)
@@ -102,13 +155,21 @@ def main(argv: Sequence[str] | None = None) -> None:
         fail(state, args, exc.message, exc.hint, exc.exit_code)
     except KeyboardInterrupt:
         fail(state, args, "interrupted; nothing active was changed", "", 130)
-    except BrokenPipeError:
-        sys.exit(0)
+    except BrokenPipeError:  # the reader stopped reading (`provision report | head -1`): exit 1 quietly, as click does
+        _discard_stdout()
+        sys.exit(1)
     except OSError as exc:  # the last net: core code names what it writes, this names the file at least
         where = f": {exc.filename}" if exc.filename else ""
         hint = "free space on that disk and run it again" if exc.errno == errno.ENOSPC else "check that path and its permissions"
         fail(state, args, f"{exc.strerror or exc}{where}", hint, 3)
-    sys.exit(0)
+    except Exception as exc:  # a bug in provision: one line naming it, never a traceback unless -v asks for it
+        import traceback
+
+        from provision import log
+
+        log.debug("".join(traceback.format_exception(exc)))
+        fail(state, args, f"internal error: {type(exc).__name__}: {exc}",
+             "a bug in provision: run it again with -v and report what it prints", 3)
 
 
 if __name__ == "__main__":

@@ -134,6 +134,7 @@ def _tables(blocks: Sequence[Block]) -> None:
     import sys
 
     from provision import log
+    from provision.log import printable
     from provision.views import ui
 
     # rich is imported only when there is something to draw
@@ -155,13 +156,15 @@ def _tables(blocks: Sequence[Block]) -> None:
             for row in block.rows:
                 table.add_row(*(ui.status_text(c.status) if isinstance(c, Verdict) else c for c in row))
             if block.caption:
-                table.caption = block.caption
+                table.caption = printable(block.caption)
             out.print(table)
 
 
 def _escape(cell: Cell) -> str:
-    text = f"**{cell}**" if isinstance(cell, Verdict) else cell
-    return text.replace("|", "\\|").replace("\n", "<br>")
+    """A cell as data: a backslash, pipe or newline never ends it, and no HTML, autolink, link or image is made of it."""
+    if isinstance(cell, Verdict):
+        return f"**{cell}**"
+    return cell.replace("\\", "\\\\").replace("|", "\\|").replace("<", "&lt;").replace("](", "\\](").replace("\n", "<br>")
 
 
 def _markdown(block: Table | Line | Info | Raw) -> str:
@@ -171,8 +174,10 @@ def _markdown(block: Table | Line | Info | Raw) -> str:
         return block.text
     if isinstance(block, Info):
         return printable(block.text) + "\n"
+    if isinstance(block, Line) and block.heading:  # a heading is one line: a newline in a path must not end it
+        return "#" * block.heading + " " + " ".join(printable(block.text).splitlines()) + "\n"
     if isinstance(block, Line):
-        return ("#" * block.heading + " " if block.heading else "") + printable(block.text) + "\n"
+        return printable(block.text) + "\n"
     lines = [f"**{printable(block.title)}**\n"] if block.title else []
     lines.append("| " + " | ".join(_escape(printable(c)) for c in block.columns) + " |")
     lines.append("|" + " --- |" * len(block.columns))

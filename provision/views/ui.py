@@ -32,8 +32,8 @@ def console(stderr: bool = False) -> Console:
         def print(self, *objects: Any, **options: Any) -> None:  # what a file or a child wrote, never as escapes
             super().print(*(printable(o) if isinstance(o, str) else o for o in objects), **options)
 
-    # markup off: a package extra such as torch[cu128] must print as written.
-    result = _Console(stderr=stderr, markup=False, highlight=False, soft_wrap=False)
+    # markup and emoji codes off: a package extra such as torch[cu128] or a path with :fire: in it prints as written.
+    result = _Console(stderr=stderr, markup=False, emoji=False, highlight=False, soft_wrap=False)
     if not result.is_terminal:
         result.width = max(result.width, 120)  # piped into a file or a ticket: don't fold tables at 80
     return result
@@ -47,8 +47,8 @@ def table(title: str, *columns: str) -> Table:
             super().add_row(*(printable(c) if isinstance(c, str) else c for c in cells), **options)
 
     result = _Table(title=printable(title), title_justify="left", title_style="bold")
-    for column in columns:
-        result.add_column(column)
+    for column in columns:  # a cell too long for a narrow terminal folds onto more lines: never cut to "..."
+        result.add_column(column, overflow="fold")
     return result
 
 

@@ -1,0 +1,170 @@
+"""The one rendering path attacked: a stdout closed, its reader gone or its disk full; strings that would drive a
+terminal or break a Markdown table; a view that raises. Each is one error line at most, never a traceback, with the
+exit code of docs/exit-codes.md. Real processes (tests/launch.py) and real files; the Markdown is read back by a
+real CommonMark parser (markdown-it-py, which rich ships with)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO
+
+import launch
+import pytest
+from conftest import ROOT
+from markdown_it import MarkdownIt
+from markdown_it.token import Token
+
+from provision.log import printable
+from provision.views import render
+from provision.views.render import Line, Shown, TableBuilder
+
+H200 = ROOT / "docs/machines/h200.probe.json"
+FORMS = [("--json",), ("--markdown",), ()]
+FULL_DISK = "error: cannot write the output: No space left on device\nhint: free space on that disk and run it again\n"
+
+
+def run_to(stdout: int | IO[str], *args: str | Path, env: dict[str, str | None] | None = None,
+           close_stdout: bool = False) -> subprocess.CompletedProcess[str]:
+    """`provision ARGS` with its stdout on `stdout` (or closed, as `>&-` leaves it), stderr read back."""
+    return subprocess.run(launch.argv(args), stdout=stdout, stderr=subprocess.PIPE, text=True, timeout=120,
+                          env=launch.environment(env), preexec_fn=(lambda: os.close(1)) if close_stdout else None)
+
+
+def json_only(form: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(f for f in form if f == "--json")  # switch has no --markdown
+
+
+@pytest.fixture
+def reader_gone() -> Iterator[int]:
+    """A pipe whose reader has gone: `provision ... | head -c 0`, every write is EPIPE."""
+    read, write = os.pipe()
+    os.close(read)
+    yield write
+    os.close(write)
+
+
+@pytest.mark.parametrize("form", FORMS)
+def test_a_reader_that_stops_reading_ends_it_quietly_and_alike_in_every_output(reader_gone: int, form: tuple[str, ...]) -> None:
+    done = run_to(reader_gone, "report", "--machine", H200, *form)
+    assert (done.returncode, done.stderr) == (1, "")  # as click and rich end a table: --json and --markdown exited 0
+
+
+def test_an_error_under_json_whose_reader_is_gone_is_its_line_and_its_code(reader_gone: int, tmp_path: Path) -> None:
+    done = run_to(reader_gone, "switch", "nope", "--json", "--home", tmp_path)
+    assert done.returncode == 7, done.stderr  # was a traceback and exit 1: the error document's write failed
+    assert done.stderr.splitlines() == [f"error: no environment named 'nope' in {tmp_path}",
+                                        "hint: known: none yet; make one with provision create PROFILE"]
+
+
+@pytest.mark.parametrize("form", FORMS)
+def test_a_closed_stdout_throws_the_output_away_and_keeps_the_exit_code(form: tuple[str, ...], tmp_path: Path) -> None:
+    done = run_to(subprocess.DEVNULL, "report", "--machine", H200, *form, close_stdout=True)
+    assert (done.returncode, done.stderr) == (0, "")  # --json and --markdown were a traceback and exit 1
+    failed = run_to(subprocess.DEVNULL, "switch", "nope", "--home", tmp_path, *json_only(form), close_stdout=True)
+    assert failed.returncode == 7 and failed.stderr.startswith("error: no environment named 'nope'")
+    assert "Traceback" not in failed.stderr
+
+
+@pytest.mark.parametrize("form", FORMS)
+def test_a_full_disk_under_stdout_is_one_error_line_and_exit_3(form: tuple[str, ...], tmp_path: Path) -> None:
+    with open("/dev/full", "w") as full:
+        done = run_to(full, "report", "--machine", H200, *form)
+        failed = run_to(full, "switch", "nope", "--home", tmp_path, *json_only(form))
+    assert (done.returncode, done.stderr) == (3, FULL_DISK)  # --json was two tracebacks and exit 1
+    assert failed.returncode == 7 and len(failed.stderr.splitlines()) == 2, failed.stderr  # its own error, once
+
+
+def test_a_view_that_raises_is_one_error_line_and_exit_3(tmp_path: Path) -> None:
+    """A bug cannot be caused for real (it would be fixed): the profiles view is made to raise in the real process."""
+    (tmp_path / "sitecustomize.py").write_text(
+        "import provision.views.stacks as views\n\n"
+        "def profiles(found):\n    raise KeyError('description')\n\n"
+        "views.profiles = profiles\n")
+    env: dict[str, str | None] = {"PYTHONPATH": str(tmp_path)}
+    done = launch.run_provision("profiles", env=env)
+    assert done.returncode == 3 and done.stdout == "", done.stderr  # was a traceback and exit 1
+    assert done.stderr.splitlines() == ["error: internal error: KeyError: 'description'",
+                                        "hint: a bug in provision: run it again with -v and report what it prints"]
+    as_json = launch.run_provision("profiles", "--json", env=env)
+    assert as_json.returncode == 3 and json.loads(as_json.stdout)["error"]["exit_code"] == 3
+    assert "Traceback" in launch.run_provision("profiles", "-v", env=env).stderr  # -v shows where
+
+
+HOSTILE = "A|B [bold]x[/bold] :fire: \x1b[31mESC\x1b[0m cr\rhere nul\x00z\nnext back\\|slash <b>h</b>"
+
+
+def test_a_hostile_profile_description_prints_as_data(tmp_path: Path) -> None:
+    (tmp_path / "hostile.toml").write_text('schema = 1\nname = "hostile"\ncuda = "13.0"\n'
+                                           f"description = {json.dumps(HOSTILE)}\n[packages]\nalpha = \"==1.0\"\n")
+    env: dict[str, str | None] = {"PROVISION_PROFILES": str(tmp_path)}
+    table = launch.run_provision("profiles", env=env, check=True).stdout
+    assert ":fire:" in table and "🔥" not in table  # rich's emoji codes made it a flame
+    assert "[bold]x[/bold]" in table and "?[31mESC?[0m" in table and "\x1b" not in table and "\r" not in table
+    document = json.loads(launch.run_provision("profiles", "--json", env=env, check=True).stdout)
+    assert [p["description"] for p in document["profiles"] if p["name"] == "hostile"] == [HOSTILE]
+
+
+def test_a_newline_in_a_machine_path_never_ends_its_markdown_heading(tmp_path: Path) -> None:
+    machine = tmp_path / "m|x\n# evil.json"
+    machine.write_text(H200.read_text())
+    done = launch.run_provision("report", "--machine", machine, "--profile", "cu130", "--markdown", check=True)
+    headings = [line for line in done.stdout.splitlines() if line.startswith("#")]
+    assert f"## {tmp_path}/m|x # evil.json: driver" in done.stdout  # the heading, one line
+    assert not any(line.startswith("# ") for line in headings), headings  # no heading of its own for the rest
+
+
+# --- in the renderer: Markdown cells, captions, emoji codes, narrow cells ------------------------------------------
+
+CELLS = ["a|b", "back\\|slash", "ends with \\", "line\nnext", "<img src=x onerror=alert(1)>", "![pixel](http://127.0.0.1/p.png)",
+         "[click](http://127.0.0.1/)", "cr\rhere nul\x00z esc\x1b[31m", "[bold]b[/bold] :fire: *not* _em_", "x" * 3000]
+
+
+def _cell_text(inline: Token) -> str:
+    """A parsed cell back as the text it shows: <br> is its newline; anything else active (a link, an image, HTML)
+    is named, so that the comparison fails on it."""
+    parts = []
+    for child in inline.children or []:
+        if child.type == "html_inline" and child.content == "<br>":
+            parts.append("\n")
+        elif child.type == "text":
+            parts.append(child.content)
+        elif child.type in ("em_open", "em_close"):
+            parts.append("*" if child.markup == "*" else "_")
+        else:
+            parts.append(f"<{child.type}>")
+    return "".join(parts)
+
+
+def test_markdown_cells_are_data_to_a_commonmark_parser(capsys: pytest.CaptureFixture[str]) -> None:
+    table = TableBuilder("", "name", "value")
+    for i, cell in enumerate(CELLS):
+        table.add(f"c{i}", cell)
+    render.render(Shown({}, [table.done()]), "markdown")
+    tokens = MarkdownIt("commonmark").enable("table").parse(capsys.readouterr().out)
+    rows: list[list[str]] = []
+    for token in tokens:
+        if token.type == "tr_open":
+            rows.append([])
+        elif token.type == "inline" and rows:
+            rows[-1].append(_cell_text(token))
+    assert rows[0] == ["name", "value"] and len(rows) == len(CELLS) + 1
+    assert [row[1] for row in rows[1:]] == [printable(c) for c in CELLS]  # every cell whole, shown as it is
+
+
+def test_a_markdown_heading_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    render.render(Shown({}, [Line("/m\n# evil\r", heading=2)]), "markdown")
+    assert capsys.readouterr().out == "## /m # evil?\n\n"
+
+
+def test_tables_print_emoji_codes_and_escapes_in_captions_as_data(capsys: pytest.CaptureFixture[str]) -> None:
+    table = TableBuilder("title :fire:", "a", caption="caption :fire: \x1b]0;title\x07")
+    table.add(":thumbs_up: " + "y" * 400)
+    render.render(Shown({}, [table.done(), Line("line :cross_mark:")]), "table")
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "\x07" not in out and "caption :fire: ?]0;title?" in out
+    assert out.count(":fire:") == 2 and ":thumbs_up:" in out and ":cross_mark:" in out
+    assert out.count("y") == 400 and "…" not in out  # folded onto more lines, never cut short
