@@ -20,7 +20,7 @@ from markdown_it.token import Token
 
 from provision.log import printable
 from provision.views import render
-from provision.views.render import Line, Shown, TableBuilder
+from provision.views.render import Info, Line, Shown, TableBuilder
 
 H200 = ROOT / "docs/machines/h200.probe.json"
 FORMS = [("--json",), ("--markdown",), ()]
@@ -168,3 +168,17 @@ def test_tables_print_emoji_codes_and_escapes_in_captions_as_data(capsys: pytest
     assert "\x1b" not in out and "\x07" not in out and "caption :fire: ?]0;title?" in out
     assert out.count(":fire:") == 2 and ":thumbs_up:" in out and ":cross_mark:" in out
     assert out.count("y") == 400 and "…" not in out  # folded onto more lines, never cut short
+
+
+def test_info_stays_on_stderr_under_markdown(capsys: pytest.CaptureFixture[str]) -> None:
+    """Info is for people beside the result: a ticket pasted from --markdown gets the result only, and -q hides it."""
+    from provision import log
+
+    render.render(Shown({}, [Info("built tiny"), Line("result")]), "markdown")
+    assert capsys.readouterr() == ("result\n\n", "built tiny\n")  # the line was in the ticket
+    log.set_level(log.QUIET)
+    try:
+        render.render(Shown({}, [Info("built tiny"), Line("result")]), "markdown")
+    finally:
+        log.set_level(log.NORMAL)
+    assert capsys.readouterr() == ("result\n\n", "")

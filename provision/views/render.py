@@ -123,7 +123,14 @@ def render(shown: Shown, output: Output) -> int:
     elif output == "markdown":
         import sys
 
-        blocks = [b for b in (shown.markdown if shown.markdown is not None else shown.blocks) if not isinstance(b, Problem)]
+        from provision import log
+
+        blocks: list[Table | Line | Raw] = []
+        for block in shown.markdown if shown.markdown is not None else shown.blocks:
+            if isinstance(block, Info):
+                log.info(block.text)  # stderr, as in a table: the ticket gets the result only
+            elif not isinstance(block, Problem):
+                blocks.append(block)
         sys.stdout.write("\n".join(_markdown(b) for b in blocks) + ("\n" if blocks else ""))
     else:
         _tables(shown.blocks)
@@ -167,13 +174,11 @@ def _escape(cell: Cell) -> str:
     return cell.replace("\\", "\\\\").replace("|", "\\|").replace("<", "&lt;").replace("](", "\\](").replace("\n", "<br>")
 
 
-def _markdown(block: Table | Line | Info | Raw) -> str:
+def _markdown(block: Table | Line | Raw) -> str:
     from provision.log import printable
 
     if isinstance(block, Raw):
         return block.text
-    if isinstance(block, Info):
-        return printable(block.text) + "\n"
     if isinstance(block, Line) and block.heading:  # a heading is one line: a newline in a path must not end it
         return "#" * block.heading + " " + " ".join(printable(block.text).splitlines()) + "\n"
     if isinstance(block, Line):
