@@ -10,8 +10,9 @@ from pathlib import Path
 from typing import Any
 
 
-def write_atomic(path: Path, text: str | bytes, mode: int = 0o600) -> None:
-    """Write a file atomically: a temp file in the same folder, fsync, rename. Readers see the old or the new."""
+def stage(path: Path, text: str | bytes, mode: int = 0o600) -> Path:
+    """`text` written to a new file beside `path` and synced, not yet in its place: `os.replace(staged, path)` puts it
+    there atomically (`write_atomic`, or a caller that makes several renames durable with one `fsync_dir`)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     # O_EXCL with this process's id and a fresh counter, as mkstemp would, without importing tempfile (and with it
     # shutil, lzma, bz2 and random) on the `switch` path
@@ -22,14 +23,29 @@ def write_atomic(path: Path, text: str | bytes, mode: int = 0o600) -> None:
             handle.write(text)
             handle.flush()
             os.fsync(handle.fileno())
+    except BaseException:
+        temp.unlink(missing_ok=True)
+        raise
+    return temp
+
+
+def write_atomic(path: Path, text: str | bytes, mode: int = 0o600) -> None:
+    """Write a file atomically: a temp file in the same folder, fsync, rename. Readers see the old or the new."""
+    temp = stage(path, text, mode)
+    try:
         os.replace(temp, path)
     except BaseException:
-        Path(temp).unlink(missing_ok=True)
+        temp.unlink(missing_ok=True)
         raise
 
 
+def json_text(data: dict[str, Any]) -> str:
+    """How provision writes its own JSON files."""
+    return json.dumps(data, indent=2, sort_keys=True, default=str)
+
+
 def write_json(path: Path, data: dict[str, Any]) -> None:
-    write_atomic(path, json.dumps(data, indent=2, sort_keys=True, default=str))
+    write_atomic(path, json_text(data))
 
 
 def fsync_dir(folder: Path) -> None:

@@ -6,6 +6,7 @@ package on purpose: `switch` and `rollback` must start in well under 0.1 s, and 
 
 from __future__ import annotations
 
+import functools
 import re
 import sys
 
@@ -26,20 +27,30 @@ def _masked(message: str) -> str:
     return printable(message)
 
 
+# C0 but newline and tab, DEL, C1: one table, so that printing a line compiles no pattern
+_CONTROL = dict.fromkeys([*range(0x00, 0x09), *range(0x0B, 0x20), *range(0x7F, 0xA0)], "?")
+
+
 def printable(text: str) -> str:
     """`text` with terminal control characters (ESC, BEL, CR, C1...) shown as `?`: a file name or a child's output
     that carries escape sequences must not drive the user's terminal. Newlines and tabs stay."""
-    return re.sub(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]", "?", text)
+    return text.translate(_CONTROL)
 
 
 # Secrets in URLs, wherever a URL appears in a line: the user info (a password may hold an unencoded / ? or #, so
 # "user:" up to the @ goes whole), every query value (?token=...), and path segments shaped like tokens: 20 or more
 # letters, digits, - and _ mixing upper case, lower case and digits (a normalized project name, a wheel's name, a
 # version or a hex content hash never does), or carrying a known token prefix.
-_USERINFO = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*://)(?:[^\s@/?#:]*:[^\s@]*|[^\s@/?#:]+)@")
-_QUERY_VALUE = re.compile(r"([?&;][^=\s&;#?/'\"]+=)[^&;\s#'\"]+")
 _PREFIXES = ("ghp_", "gho_", "ghs_", "github_pat_", "glpat-", "hf_", "npm_", "pypi-", "AKIA", "xox")
-_SEGMENT = re.compile(r"(?<=/)([A-Za-z0-9_~-]{4,})(?=[/?#\s'\"]|$)")
+
+
+@functools.cache
+def _patterns() -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str], re.Pattern[str]]:
+    """(a URL, its user info, a query value, a path segment): compiled when a line is first redacted, not at import."""
+    return (re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"<>]*"),
+            re.compile(r"([A-Za-z][A-Za-z0-9+.-]*://)(?:[^\s@/?#:]*:[^\s@]*|[^\s@/?#:]+)@"),
+            re.compile(r"([?&;][^=\s&;#?/'\"]+=)[^&;\s#'\"]+"),
+            re.compile(r"(?<=/)([A-Za-z0-9_~-]{4,})(?=[/?#\s'\"]|$)"))
 
 
 def _token_like(segment: str) -> bool:
@@ -50,16 +61,14 @@ def _token_like(segment: str) -> bool:
 
 
 def _url_secrets(match: re.Match[str]) -> str:
-    url = _QUERY_VALUE.sub(r"\1****", _USERINFO.sub(r"\1****@", match.group(0)))
-    return _SEGMENT.sub(lambda m: "****" if _token_like(m.group(1)) else m.group(1), url)
+    _, userinfo, query_value, segment = _patterns()
+    url = query_value.sub(r"\1****", userinfo.sub(r"\1****@", match.group(0)))
+    return segment.sub(lambda m: "****" if _token_like(m.group(1)) else m.group(1), url)
 
 
 def redact(text: str) -> str:
     """`text` with the secrets of every URL in it shown as ****: user info, query values, token-like path segments."""
-    return _URL.sub(_url_secrets, text)
-
-
-_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"<>]*")
+    return _patterns()[0].sub(_url_secrets, text)
 
 
 def set_level(level: int) -> None:

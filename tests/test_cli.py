@@ -187,17 +187,25 @@ def test_escape_sequences_in_names_and_paths_never_reach_the_terminal(provision_
     assert done.returncode == 2 and "\x1b" not in done.stderr and "no?[31mfile.json" in done.stderr
 
 
-def test_a_command_imports_only_its_own_family(tmp_path: Path) -> None:
-    """switch and rollback start in about the time of `import click`: no other command's module, no rich, no lock or
-    index client, no packaging."""
+def test_a_command_imports_only_its_own_family(provision_bin: str, tmp_path: Path) -> None:
+    """switch and rollback start in about the time of `import click`: no other command's module (not even the other
+    environment commands'), no record class of env.json, no dataclass generated, no rich, no lock or index client,
+    no packaging, no subprocess. Each runs for real here, on a home of two adopted environments."""
+    home = adopted_home(provision_bin, tmp_path, "a", "b")
     code = ("import sys\nfrom provision.cli.main import main\nsys.argv = ['provision', *sys.argv[1:]]\n"
-            "try:\n    main()\nexcept SystemExit:\n    pass\n"
-            "print(' '.join(sorted(m for m in sys.modules if m.split('.')[0] in ('provision', 'rich', 'requests', 'packaging'))))")
-    for argv in (["switch", "nope"], ["rollback"], ["--version"]):
-        done = subprocess.run([sys.executable, "-c", code, *argv, *(["--home", str(tmp_path)] if argv[0] != "--version" else [])],
+            "try:\n    main()\nexcept SystemExit as exc:\n    print('exit', exc.code)\n"
+            "print(' '.join(sorted(m for m in sys.modules if m.split('.')[0] in "
+            "('provision', 'rich', 'requests', 'packaging', 'dataclasses', 'tomllib', 'subprocess'))))")
+    for argv, wanted in ((["switch", "b"], 0), (["switch", "a"], 0), (["rollback"], 0), (["rollback", "--to", "a"], 0),
+                         (["switch", "nope"], 7), (["--version"], 0)):
+        done = subprocess.run([sys.executable, "-c", code, *argv, *(["--home", str(home)] if argv[0] != "--version" else [])],
                               capture_output=True, text=True, timeout=60)
-        loaded = set(done.stdout.split())
-        assert {"provision.cli.machine", "provision.cli.stacks", "provision.cli.checks"}.isdisjoint(loaded), (argv, loaded)
-        assert not {m for m in loaded if m.split(".")[0] in ("rich", "requests", "packaging")}, (argv, loaded)
-        assert not {"provision.stacks.lock", "provision.stacks.index", "provision.scan"} & loaded, (argv, loaded)
+        *_, exited, modules = done.stdout.splitlines()  # --version prints its line first
+        assert exited == f"exit {wanted}", (argv, done.stdout, done.stderr)
+        loaded = set(modules.split())
+        assert {"provision.cli.machine", "provision.cli.stacks", "provision.cli.checks", "provision.cli.envs"}.isdisjoint(loaded), (argv, loaded)
+        assert not {m for m in loaded if m.split(".")[0] in ("rich", "requests", "packaging", "tomllib", "subprocess")}, (argv, loaded)
+        assert not {"provision.stacks.lock", "provision.stacks.index", "provision.scan", "provision.envs.records",
+                    "provision.envs.lifecycle", "dataclasses"} & loaded, (argv, loaded)
         assert not {m for m in loaded if m.startswith("provision.checks")}, (argv, loaded)  # env.json's runs: not read
+    assert (home / "active").readlink() == Path("envs/a")

@@ -58,7 +58,8 @@ def enospc(*_args: object, **_kwargs: object) -> None:
 
 
 def test_disk_full_on_switch_rollback_and_create_changes_nothing(tool: tiny.Tool, monkeypatch: pytest.MonkeyPatch) -> None:
-    from provision.envs import active, lifecycle, records
+    from provision import atomic
+    from provision.envs import active, lifecycle
     from provision.envs import home as homes
     from provision.errors import EnvError
     from provision.stacks import profiles
@@ -69,7 +70,7 @@ def test_disk_full_on_switch_rollback_and_create_changes_nothing(tool: tiny.Tool
         monkeypatch.setenv(key, value)
     where = homes.Home(tool.home)
     builds = tool.builds()
-    monkeypatch.setattr(records, "write_json", enospc)
+    monkeypatch.setattr(atomic, "stage", enospc)  # every file provision writes is staged there first
     for attempt in (lambda: active.switch(where, "a"), lambda: active.rollback(where),
                     lambda: lifecycle.create(where, profiles.load("tiny"), name="c", python=tiny.PY)):
         with pytest.raises(EnvError) as caught:
@@ -77,6 +78,31 @@ def test_disk_full_on_switch_rollback_and_create_changes_nothing(tool: tiny.Tool
         assert "No space left on device" in caught.value.message and "free space" in caught.value.hint
         assert where.active() == "b" and os.readlink(tool.home / "active") == "envs/b"
     assert tool.builds() == builds
+
+
+def test_a_history_that_cannot_be_put_in_place_moves_the_pointer_back(tool: tiny.Tool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """switch writes state.json beside it first and renames it after the pointer: when that rename fails, the pointer
+    goes back and the staged file is gone (both live in HOME, made durable by one folder sync)."""
+    from provision.envs import active
+    from provision.envs import home as homes
+    from provision.errors import EnvError
+
+    tool.create("tiny", "--name", "a", "--no-checks")
+    tool.create("tiny", "--name", "b", "--no-checks")
+    where = homes.Home(tool.home)
+    history = (tool.home / "state.json").read_text()
+    real_replace = os.replace
+
+    def failing(source: str | Path, target: str | Path) -> None:
+        if Path(target).name == "state.json":
+            raise OSError(errno.EIO, os.strerror(errno.EIO), str(target))
+        real_replace(source, target)
+
+    monkeypatch.setattr(os, "replace", failing)
+    with pytest.raises(EnvError, match="cannot write state.json"):
+        active.switch(where, "a")
+    assert os.readlink(tool.home / "active") == "envs/b" and (tool.home / "state.json").read_text() == history
+    assert sorted(p.name for p in tool.home.iterdir() if p.name.startswith(".")) == [".lock"]
 
 
 def test_ctrl_c_just_after_the_build_folder_is_made_removes_it(tool: tiny.Tool, monkeypatch: pytest.MonkeyPatch) -> None:

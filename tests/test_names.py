@@ -121,8 +121,8 @@ def test_ctrl_c_after_the_swap_finishes_the_swap(tool: tiny.Tool, monkeypatch: p
     where = homes.Home(tool.home)
     original = homes.Home.point
 
-    def point_then_interrupt(self: homes.Home, link: Path, target: str) -> None:
-        original(self, link, target)
+    def point_then_interrupt(self: homes.Home, link: Path, target: str, **options: bool) -> None:
+        original(self, link, target, **options)
         os.kill(os.getpid(), signal.SIGINT)
 
     monkeypatch.setattr(homes.Home, "point", point_then_interrupt)

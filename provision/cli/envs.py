@@ -5,13 +5,12 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import click
 
 from provision.cli.options import (
     App,
-    complete_env,
     complete_first_env,
     complete_profile,
     env_argument,
@@ -22,9 +21,6 @@ from provision.cli.options import (
     profile_argument,
     verbosity_options,
 )
-
-if TYPE_CHECKING:
-    from provision.views.render import Shown
 
 
 @click.command(short_help="Build, check and activate an environment for PROFILE.")
@@ -78,39 +74,6 @@ def list_envs(app: App) -> None:
 
     where = app.environments()
     views.environments(where.root, inventory.listing(where), app.as_json, uvtool.cache_dir())
-
-
-@click.command(short_help="Make NAME the active environment.")
-@env_argument("name")
-@json_option
-@home_option
-@verbosity_options
-@pass_app
-def switch(app: App, name: str) -> Shown:
-    """Make NAME the active environment (nothing is reinstalled)."""
-    from provision.envs import active as envs
-    from provision.views import envs as views
-
-    previous = envs.switch(app.environments(), name)
-    return views.switched(previous, name, [])
-
-
-@click.command(short_help="Go back to the previous environment (toggles, like cd -).")
-@click.option("--to", "to", shell_complete=complete_env, help="Go to this environment instead of the previous one.")
-@json_option
-@home_option
-@verbosity_options
-@pass_app
-def rollback(app: App, to: str | None) -> Shown:
-    """Switch back to the previously active environment, at once.
-
-    Like `cd -`, it toggles: a second rollback returns to where the first one started (each switch is history).
-    Environments removed since, or whose venv is gone, are skipped. --to NAME goes to NAME instead."""
-    from provision.envs import active as envs
-    from provision.views import envs as views
-
-    previous, now, skipped = envs.rollback(app.environments(), to)
-    return views.switched(previous, now, skipped)
 
 
 @click.command(short_help="Remove environment NAME.")

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 COMMANDS: dict[str, str] = {
     "probe": "machine:probe", "scan": "machine:scan", "report": "machine:report",
     "profiles": "stacks:list_profiles", "lock": "stacks:lock_command",
-    "create": "envs:create", "envs": "envs:list_envs", "switch": "envs:switch", "rollback": "envs:rollback",
+    "create": "envs:create", "envs": "envs:list_envs", "switch": "active:switch", "rollback": "active:rollback",
     "remove": "envs:remove", "gc": "envs:gc", "adopt": "envs:adopt", "run": "envs:run", "shell-env": "envs:shell_env",
     "restore": "envs:restore", "accept": "envs:accept",
     "check": "checks:check", "baseline": "checks:baseline", "compare": "checks:compare", "bench": "checks:bench",

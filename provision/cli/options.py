@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -24,15 +23,16 @@ JSON_HELP = "Print one JSON document (schema in docs/json.md) instead of tables;
 HOME_HELP = "Where environments live (else PROVISION_HOME, else ~/.local/share/provision)."
 
 
-@dataclass
 class App:
     """The app's context, handed to every command (`@pass_app`): what the group's and the command's options decide
     for all of them: the home (--home before or after the command), -v/-q, and the output (--json, --markdown).
-    A command returns a `views.render.Shown`; `cli/main.py` renders it as `output` and exits with its code."""
+    A command returns a `views.render.Shown`; `cli/main.py` renders it as `output` and exits with its code.
+    (A plain class: every command makes one, and a dataclass is generated at import.)"""
 
-    home: Path | None = None
-    verbosity: int = 0
-    output: Output = "table"
+    def __init__(self, home: Path | None = None, verbosity: int = 0, output: Output = "table") -> None:
+        self.home = home
+        self.verbosity = verbosity
+        self.output: Output = output
 
     @property
     def as_json(self) -> bool:

@@ -12,17 +12,12 @@
 from __future__ import annotations
 
 import contextlib
-import dataclasses
-import datetime
 import errno
 import fcntl
 import os
-import signal
 import stat
-import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
@@ -32,7 +27,8 @@ from provision.atomic import (
     write_atomic as write_atomic,  # re-exported: where callers have always found them
 )
 from provision.atomic import write_json as write_json
-from provision.envs import records
+from provision.envs import state as states
+from provision.envs.recordfile import lock_file
 from provision.errors import EnvError
 from provision.names import NAME_RULE as NAME_RULE
 from provision.names import check_name as check_name
@@ -106,9 +102,16 @@ def resolve(home: Path | None = None) -> Path:
     return home
 
 
-@dataclass(frozen=True)
 class Home:
-    root: Path
+    """One home of environments, at `root` (a plain class: `switch` must not pay for generating a dataclass)."""
+
+    __slots__ = ("root",)
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def __repr__(self) -> str:
+        return f"Home({str(self.root)!r})"
 
     @property
     def builds(self) -> Path:
@@ -152,7 +155,7 @@ class Home:
         """Hold HOME's lock: a second process waits (and says so) rather than interleaving changes."""
         self.ensure()
         with self.writing("take its lock"):  # never through a link: the pid would be written wherever it leads
-            handle = os.fdopen(records.lock_file(self.root / ".lock"), "r+")  # closed by _holding, after the body
+            handle = os.fdopen(lock_file(self.root / ".lock"), "r+")  # closed by _holding, after the body
 
         def wait(pid: str) -> None:
             log.info(f"waiting for another provision process working on {self.root} (pid {pid})")
@@ -235,8 +238,9 @@ class Home:
         except OSError:
             return None
 
-    def point(self, link: Path, target: str) -> None:
-        """Make `link` point at `target` in one atomic rename: a reader sees the old or the new, never neither."""
+    def point(self, link: Path, target: str, *, sync: bool = True) -> None:
+        """Make `link` point at `target` in one atomic rename: a reader sees the old or the new, never neither. With
+        `sync` off the caller syncs the folder (once, after a rename of its own beside it)."""
         with self.writing(f"point {link.name} at {target}"):
             if link.is_dir() and not link.is_symlink():
                 self._set_aside(link)
@@ -247,11 +251,14 @@ class Home:
             except BaseException:
                 temp.unlink(missing_ok=True)
                 raise
-        fsync_dir(link.parent)
+        if sync:
+            fsync_dir(link.parent)
 
     def _set_aside(self, folder: Path) -> None:
         """A real folder where provision keeps a link (made by hand or by another tool): moved aside, never deleted,
         so that the link can be made and nothing in it is lost."""
+        import datetime
+
         stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
         aside = folder.with_name(f"{folder.name}.set-aside-{stamp}-{os.getpid()}")
         os.rename(folder, aside)
@@ -265,17 +272,23 @@ class Home:
         if not python.exists():
             raise EnvError(f"environment {name!r} has no python at {python} (its venv is gone)",
                            f"rebuild it: provision create PROFILE --name {name} --replace, or provision remove {name}")
-        state = self.state()  # a broken state.json stops here, before the active pointer moves
+        history = self.state().activated(name)  # a broken state.json stops here, before the active pointer moves
         before = self.active_link.readlink() if self.active_link.is_symlink() else None
-        self.point(self.active_link, f"envs/{name}")
+        with self.writing("write state.json"):  # a full disk stops here too: written and synced beside it, not in place
+            staged = states.stage(self.root, history)
+        moved = False
         try:
+            self.point(self.active_link, f"envs/{name}", sync=False)
+            moved = True
             with self.writing("write state.json"):
-                records.write_state(self.root, dataclasses.replace(state, history=[*state.history, name][-100:]))
+                os.replace(staged, states.path(self.root))
         except BaseException:
-            if before is not None:  # the history could not be written (a full disk): the pointer goes back too
+            staged.unlink(missing_ok=True)
+            if moved and before is not None:  # the history could not be put in place: the pointer goes back too
                 with contextlib.suppress(OSError, EnvError):
                     self.point(self.active_link, str(before))
             raise
+        fsync_dir(self.root)  # the pointer and state.json live in one folder: one sync makes both renames durable
 
     def named_or_active(self, name: str | None, command: str) -> tuple[str, Path]:
         """(name, its build) for `name`, else for the active environment; `command` is what to run with a name."""
@@ -284,8 +297,8 @@ class Home:
             raise EnvError("no environment is active", f"name one: {command} NAME")
         return name, self.build_of(name)
 
-    def state(self) -> records.State:
-        return records.read_state(self.root)
+    def state(self) -> states.State:
+        return states.read(self.root)
 
 
 def _own_file(path: Path, flags: int, mode: str) -> IO[str]:
@@ -327,6 +340,9 @@ def _holding(handle: IO[str], busy: Callable[[str], None]) -> Iterator[None]:
 @contextlib.contextmanager
 def deferred_interrupt() -> Iterator[list[int]]:
     """Hold Ctrl-C until the block ends, so that a step once begun (a swap) is finished; the list says if one came."""
+    import signal
+    import threading
+
     caught: list[int] = []
     if threading.current_thread() is not threading.main_thread():
         yield caught

