@@ -6,7 +6,7 @@ import re
 import sys
 from collections.abc import Iterable
 from functools import cache
-from importlib import resources
+from pathlib import Path
 from typing import Any
 
 _LABEL = re.compile(r"^(sm|compute|lto)_(\d+)([af]?)$")
@@ -20,7 +20,8 @@ def tables() -> dict[str, Any]:
     else:  # pragma: no cover
         import tomli as tomllib
 
-    text = resources.files("provision").joinpath("knowledge.toml").read_text(encoding="utf-8")
+    # beside this module in the package (importlib.resources would import tempfile, shutil and zipfile for it)
+    text = Path(__file__).with_name("knowledge.toml").read_text(encoding="utf-8")
     data: dict[str, Any] = tomllib.loads(text)
     return data
 

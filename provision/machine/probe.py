@@ -1,4 +1,7 @@
-"""`provision probe`: one fast, complete reading of the machine. Never raises for missing hardware."""
+"""`provision probe`: one fast, complete reading of the machine. Never raises for missing hardware.
+
+The nvcc processes are the slowest part: their thread starts first, and the NVML, host and PCI readers are imported
+while it waits (see docs/performance.md)."""
 
 from __future__ import annotations
 
@@ -7,7 +10,7 @@ import os
 from pathlib import Path
 
 from provision.errors import ProvisionError
-from provision.machine import host, nvml, pci, sysfs, toolkits
+from provision.machine import sysfs, toolkits
 from provision.machine.facts import GpuPath, Link, MachineFacts
 from provision.machine.threads import Background
 
@@ -16,7 +19,10 @@ def probe(venvs: tuple[Path, ...] = (), record_nvml: Path | None = None) -> Mach
     """Return the machine's facts; NVML and the nvcc processes run side by side. With `record_nvml`, every raw NVML
     answer and every sysfs file read is also written there, so that the reading replays exactly
     (PROVISION_NVML_REPLAY=FILE)."""
-    toolkit_job = Background(toolkits.find, venvs)
+    toolkit_job = Background(toolkits.find, venvs)  # the nvcc processes first: the slowest part, on a thread
+    # NVML's, the host's and the PCI readers are imported meanwhile (and NVML's binding in load_library)
+    from provision.machine import host, nvml, pci
+
     recorder = None
     try:
         lib = nvml.load_library()
@@ -51,6 +57,8 @@ def probe(venvs: tuple[Path, ...] = (), record_nvml: Path | None = None) -> Mach
 
 
 def _with_path(link: Link, paths: dict[int, GpuPath]) -> Link:
+    from provision.machine import pci
+
     if link.gpu_a in paths and link.gpu_b in paths:
         return dataclasses.replace(link, bridges=pci.pair_path(paths[link.gpu_a], paths[link.gpu_b]))
     return link
@@ -59,6 +67,8 @@ def _with_path(link: Link, paths: dict[int, GpuPath]) -> Link:
 def _files(record: bool) -> sysfs.Files:
     """Where the PCI facts come from: the replayed recording's `sysfs` answers, or this machine (written down when
     recording)."""
+    from provision.machine import nvml
+
     replay = os.environ.get(nvml.REPLAY_VARIABLE)
     if replay:
         document = nvml.recording(Path(replay))

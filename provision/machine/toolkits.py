@@ -44,13 +44,13 @@ def candidates(venvs: tuple[Path, ...] = (), env: dict[str, str] | None = None) 
 
 
 def describe(nvcc: Path, found_by: list[str]) -> Toolkit | str:
-    """Return the toolkit behind `nvcc`, or a note saying why it could not be read."""
-    version = proc.run([nvcc, "--version"], timeout=NVCC_TIMEOUT)
+    """Return the toolkit behind `nvcc`, or a note saying why it could not be read. Its three questions are asked at
+    once (each nvcc start costs tens of milliseconds, and the probe waits for the slowest toolkit)."""
+    version, codes, archs = parallel_map(lambda flag: proc.run([nvcc, flag], timeout=NVCC_TIMEOUT),
+                                         ("--version", "--list-gpu-code", "--list-gpu-arch"))
     match = _RELEASE.search(version.stdout)
     if not version.ok or not match:
         return f"toolkit {nvcc}: `nvcc --version` gave no release ({version.tail(1) or 'no output'})"
-    codes = proc.run([nvcc, "--list-gpu-code"], timeout=NVCC_TIMEOUT)
-    archs = proc.run([nvcc, "--list-gpu-arch"], timeout=NVCC_TIMEOUT)
     return Toolkit(
         version=match.group(1),
         full_version=match.group(2),
