@@ -82,3 +82,19 @@ def test_a_lock_whose_cuda_cannot_be_known_is_never_a_pass(index_server, tmp_pat
     lock = without_cuda(lock_from_path(index_server, tmp_path / "local", provision_bin, torch="2.14.1+cu130"))
     gates = {g["id"]: g for g in judged(provision_bin, lock, machine_570(tmp_path), tmp_path)["gates"]}
     assert gates["driver"]["status"] == "fail" and "torch 2.14.1+cu130" in gates["driver"]["reason"]
+
+
+def test_what_a_lock_says_of_itself_is_read_once_each_key_of_its_own_type() -> None:
+    from provision.stacks.lockfile import Stamp, Unlisted
+
+    stamp = Stamp.from_table({"profile": "cu130", "profile_hash": "ab", "cuda": "13.0", "compiler_cuda": "13.0",
+                              "flashinfer_arch_list": "9.0a", "python": "3.12", "adopted": True, "environment": "old",
+                              "venv": "/v", "unmatched": [{"name": "beta", "version": "1.0"}, {"name": "gamma"}]})
+    assert stamp == Stamp(profile="cu130", profile_hash="ab", cuda="13.0", compiler_cuda="13.0", flashinfer_arch_list="9.0a",
+                          python="3.12", adopted=True, environment="old", venv="/v",
+                          unmatched=(Unlisted("beta", "1.0"), Unlisted("gamma", "")))
+    # a key of another type than provision writes reads as absent, never as a str() of it or a traceback
+    odd = Stamp.from_table({"profile": 5, "cuda": 13.0, "python": ["3.12"], "adopted": "yes", "venv": None,
+                            "unmatched": [5, {"name": 7}, {"name": ""}, {"version": "1"}, {"name": "ok", "version": 2}]})
+    assert odd == Stamp(unmatched=(Unlisted("ok", "2"),))
+    assert Stamp.from_table({"unmatched": 5}) == Stamp() == Stamp.from_table({})

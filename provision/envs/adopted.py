@@ -12,7 +12,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import tomlkit
 from packaging.pylock import Pylock, PylockValidationError
@@ -25,6 +25,9 @@ from provision.envs.home import Home, site_packages
 from provision.errors import EnvError, ProvisionError
 from provision.stacks.match import MatchResult
 from provision.stacks.profiles import DEFAULT_INDEX, Profile
+
+if TYPE_CHECKING:
+    from provision.stacks.lockfile import Stamp
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -109,21 +112,11 @@ def render(result: MatchResult, *, name: str, venv: Path, profile: Profile | Non
     return header + text
 
 
-def unmatched_names(tool: dict[str, Any]) -> dict[str, str]:
-    """name -> version of the distributions a lock lists as matching no wheel (an adopted environment's)."""
-    found = {}
-    listed = tool.get("unmatched")
-    for entry in listed if isinstance(listed, list) else []:
-        if isinstance(entry, dict) and isinstance(entry.get("name"), str):
-            found[entry["name"]] = str(entry.get("version") or "")
-    return found
-
-
-def check_binding(tool: dict[str, Any], path: Path, name: str, venv: Path) -> None:
+def check_binding(stamp: Stamp, path: Path, name: str, venv: Path) -> None:
     """Refuse a lock written for another adopted environment or venv."""
-    if not tool.get("adopted"):
+    if not stamp.adopted:
         return
-    if tool.get("environment") != name or Path(str(tool.get("venv") or "")) != venv:
-        raise EnvError(f"{path} was written for {tool.get('environment')!r} at {tool.get('venv')}, not {name} at {venv}",
+    if stamp.environment != name or Path(stamp.venv) != venv:
+        raise EnvError(f"{path} was written for {stamp.environment!r} at {stamp.venv}, not {name} at {venv}",
                        f"lock it again: provision lock --env {name}")
 

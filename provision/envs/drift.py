@@ -412,7 +412,7 @@ def _against_lock(venv: Path, installed: dict[str, Installed], lock_path: Path, 
     from provision.stacks import lockfile as locking
 
     try:
-        pylock, tool = locking.read(lock_path)
+        pylock, stamp = locking.read(lock_path)
     except ProvisionError:
         return [Finding(kind="missing", distribution=None, path=str(lock_path), expected="the environment's lock")]
     environment = marker_environment(venv)
@@ -436,11 +436,10 @@ def _against_lock(venv: Path, installed: dict[str, Installed], lock_path: Path, 
             if other:
                 findings.append(Finding(kind="other-source", distribution=name, path=dist.info.name, expected=other[0], found=other[1]))
     # an adopted environment's distributions that matched no wheel: in its lock by name and version only
-    listed = tool.get("unmatched")
-    for entry in listed if isinstance(listed, list) else []:
-        name, want = (str(entry.get("name") or ""), str(entry.get("version") or "")) if isinstance(entry, dict) else ("", "")
+    for entry in stamp.unmatched:
+        name, want = entry.name, entry.version
         dist = installed.get(name)
-        if not name or name in locked_names:
+        if name in locked_names:
             continue
         locked_names.add(name)
         unmatched.add(name)

@@ -63,8 +63,7 @@ def _lock_python(lock_path: Path | None) -> str | None:
         return None
     from provision.stacks import lockfile
 
-    python = lockfile.read(lock_path)[1].get("python")
-    return python if isinstance(python, str) and python else None
+    return lockfile.read(lock_path)[1].python or None
 
 
 def _lock_for(home: Home, profile: Profile, target: Any, overrides: dict[str, str], indexes: dict[str, str | None],

@@ -123,11 +123,11 @@ def _unmatched(lock: Path, name: str, venv: Path) -> set[str]:
     from provision.stacks import lockfile
 
     try:
-        _, tool = lockfile.read(lock)
+        _, stamp = lockfile.read(lock)
     except ProvisionError:
         return set()  # the drift check reports the lock missing
-    adopted.check_binding(tool, lock, name, venv)
-    return set(adopted.unmatched_names(tool))
+    adopted.check_binding(stamp, lock, name, venv)
+    return {entry.name for entry in stamp.unmatched}
 
 
 def _refuse_links_out(name: str, build: Path, result: RestoreResult) -> None:

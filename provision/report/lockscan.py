@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 import re
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -104,7 +104,7 @@ def scan_lock(path: Path, *, fetch: bool = True, cache: Path | None = None,
     from provision.stacks import lockfile, uvtool
 
     started = time.perf_counter()
-    pylock, tool = lockfile.read(path)
+    pylock, stamp = lockfile.read(path)
     cache = cache or Path(uvtool.cache_dir())
     names = {str(canonicalize_name(p.name)) for p in pylock.packages}
     unpacked = uvcache.wheels(cache, names) if cache.is_dir() else {}
@@ -117,7 +117,7 @@ def scan_lock(path: Path, *, fetch: bool = True, cache: Path | None = None,
         name = str(canonicalize_name(package.name))
         sha256 = (wheel.hashes or {}).get("sha256", "")
         if not sha256:  # before any job starts: nothing of the lock is downloaded, nothing cached is trusted
-            raise _unhashed(path, package, wheel, tool)
+            raise _unhashed(path, package, wheel, stamp.profile)
         cached = unpacked.get((name, uvcache.stem_of(filename)))
         digests = cached.sha256s() if cached else set()
         if cached and digests and sha256 and sha256 not in digests:
@@ -126,19 +126,18 @@ def scan_lock(path: Path, *, fetch: bool = True, cache: Path | None = None,
         jobs.append((name, str(package.version or ""), filename, wheel.url or "", sha256, size, cached.archive if cached else None))
     with ThreadPoolExecutor(max_workers=WORKERS) as pool:
         wheels = tuple(pool.map(lambda job: _scan_one(*job, fetch=fetch, progress=progress), jobs))
-    return LockScan(path=path, profile=tool.get("profile"), wheels=wheels, seconds=time.perf_counter() - started,
+    return LockScan(path=path, profile=stamp.profile or None, wheels=wheels, seconds=time.perf_counter() - started,
                     cache=str(cache))
 
 
-def _unhashed(path: Path, package: Package, wheel: PackageWheel, tool: Mapping[str, object]) -> ResolveError:
+def _unhashed(path: Path, package: Package, wheel: PackageWheel, named: str) -> ResolveError:
     """The refusal of a wheel the lock gives no sha256 for: packaging.pylock requires `hashes` (PEP 751), but not sha256,
     the one this check and `provision lock` use; scanning the file without it would judge whatever the URL serves."""
     from provision.names import NAME_RULE
 
     others = ", ".join(sorted(wheel.hashes or {}))
     where = index.redact(wheel.url) if wheel.url else _filename(wheel)
-    named = tool.get("profile")
-    profile = named if isinstance(named, str) and NAME_RULE.match(named) else "PROFILE"
+    profile = named if NAME_RULE.match(named) else "PROFILE"
     message = (f"{path}: {package.name}{f' {package.version}' if package.version else ''}: the wheel {where} has no sha256 "
                f"in the lock{f' (only {others})' if others else ''}; nothing was downloaded")
     return ResolveError(re.sub(r"[\x00-\x1f\x7f]", lambda m: f"\\x{ord(m.group()):02x}", message),  # one line, whatever the lock holds
@@ -254,5 +253,5 @@ def read_lock(path: Path, *, fetch: bool, uv_cache: Path | None,
         found = profiles.load(scanned.profile) if scanned.profile else None
     except ProfileError:
         found = None  # a lock of a profile this machine does not have: it describes itself
-    pylock, tool = lockfile.read(path)
-    return scanned, lockself.describe(path, pylock, tool, found)
+    pylock, stamp = lockfile.read(path)
+    return scanned, lockself.describe(path, pylock, stamp, found)

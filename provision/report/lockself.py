@@ -8,13 +8,16 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from packaging.pylock import Pylock
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
 from provision.stacks.profiles import Package, Profile
+
+if TYPE_CHECKING:
+    from provision.stacks.lockfile import Stamp
 
 # Distributions whose version is the CUDA release they belong to (NVIDIA's toolkit wheels and CUDA Python).
 CUDA_VERSIONED = ("cuda-toolkit", "nvidia-cuda-runtime", "nvidia-cuda-runtime-cu12", "nvidia-cuda-nvcc", "nvidia-cuda-nvcc-cu12",
@@ -28,35 +31,32 @@ class LockStack:
     source: str  # where the CUDA release came from, said in the report
 
 
-def describe(path: Path, pylock: Pylock, tool: dict[str, Any], found: Profile | None) -> LockStack:
+def describe(path: Path, pylock: Pylock, stamp: Stamp, found: Profile | None) -> LockStack:
     """The stack the lock at `path` describes. `found` is the profile of the lock's name on this machine, if any: it is
     used whole only when it is the very profile the lock was made from (same content hash)."""
-    name = str(tool.get("profile") or path.stem.removeprefix("pylock.") or "lock")
-    if found is not None and tool.get("profile_hash") and found.content_hash == tool.get("profile_hash"):
+    name = stamp.profile or path.stem.removeprefix("pylock.") or "lock"
+    if found is not None and stamp.profile_hash and found.content_hash == stamp.profile_hash:
         return LockStack(profile=found, source=f"profile {found.name} ({found.path}), the one the lock was made from")
-    cuda = tool.get("cuda")
-    if isinstance(cuda, str) and re.fullmatch(r"\d+\.\d+", cuda):
-        return LockStack(profile=_own(name, path, pylock, tool, cuda), source="the lock's [tool.provision] cuda")
+    if re.fullmatch(r"\d+\.\d+", stamp.cuda):
+        return LockStack(profile=_own(name, path, pylock, stamp, stamp.cuda), source="the lock's [tool.provision] cuda")
     if found is not None:
         return LockStack(profile=found, source=f"profile {found.name} ({found.path}); the lock does not say its CUDA")
     inferred = from_wheels(pylock)
     if inferred:
         cuda, why = inferred
-        return LockStack(profile=_own(name, path, pylock, tool, cuda), source=f"the lock's wheels ({why}); the lock does not say its CUDA")
+        return LockStack(profile=_own(name, path, pylock, stamp, cuda), source=f"the lock's wheels ({why}); the lock does not say its CUDA")
     return LockStack(profile=None, source="")
 
 
-def _own(name: str, path: Path, pylock: Pylock, tool: dict[str, Any], cuda: str) -> Profile:
+def _own(name: str, path: Path, pylock: Pylock, stamp: Stamp, cuda: str) -> Profile:
     """A profile made of what the lock holds, enough for the gates: torch and FlashInfer as locked, its own compiler."""
     locked = {str(canonicalize_name(p.name)): p.version for p in pylock.packages}
     packages = [Package(name="torch", version=f"=={locked['torch']}")] if locked.get("torch") else []
     if locked.get("flashinfer-python"):
         packages.append(Package(name="flashinfer-python", version=f"=={locked['flashinfer-python']}"))
-    compiler = tool.get("compiler_cuda")
-    if isinstance(compiler, str) and re.fullmatch(r"\d+\.\d+", compiler):
-        packages.append(Package(name="nvidia-cuda-nvcc", version=f"=={compiler}"))
-    arch_list = tool.get("flashinfer_arch_list")
-    env = {"FLASHINFER_CUDA_ARCH_LIST": arch_list} if isinstance(arch_list, str) and arch_list else {}
+    if re.fullmatch(r"\d+\.\d+", stamp.compiler_cuda):
+        packages.append(Package(name="nvidia-cuda-nvcc", version=f"=={stamp.compiler_cuda}"))
+    env = {"FLASHINFER_CUDA_ARCH_LIST": stamp.flashinfer_arch_list} if stamp.flashinfer_arch_list else {}
     return Profile(name=name, path=path, cuda=cuda, packages=tuple(packages), env=env)
 
 

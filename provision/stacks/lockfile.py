@@ -6,8 +6,9 @@ from __future__ import annotations
 import hashlib
 import json
 import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from packaging.pylock import Pylock, PylockValidationError
 from packaging.specifiers import SpecifierSet
@@ -24,8 +25,48 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 
-def read(path: Path) -> tuple[Pylock, dict[str, Any]]:
-    """Return a lock (validated by packaging.pylock) and its [tool.provision] table."""
+@dataclass(frozen=True)
+class Unlisted:
+    """A distribution of an adopted environment that matched no wheel: in its lock by name and version only."""
+
+    name: str
+    version: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class Stamp:
+    """What a lock says of itself in [tool.provision] (docs/json.md names its keys), read once: a key of another type than
+    provision writes reads as absent. `provision lock` writes the profile's side, `adopt` the environment's."""
+
+    profile: str = ""  # the profile it was made from, by name, and that profile's content hash
+    profile_hash: str = ""
+    cuda: str = ""  # the profile's CUDA release, its compiler's, and its FlashInfer arch list: report --lock's gates
+    compiler_cuda: str = ""
+    flashinfer_arch_list: str = ""
+    python: str = ""  # the Python X.Y it was resolved for
+    adopted: bool = False  # written by adopt (lock --env) for the environment at `venv`
+    environment: str = ""
+    venv: str = ""
+    unmatched: tuple[Unlisted, ...] = ()
+
+    @classmethod
+    def from_table(cls, table: Mapping[str, object]) -> Stamp:
+        def text(key: str) -> str:
+            value = table.get(key)
+            return value if isinstance(value, str) else ""
+
+        listed = table.get("unmatched")
+        unmatched = tuple(Unlisted(entry["name"], str(entry.get("version") or ""))
+                          for entry in (listed if isinstance(listed, list) else [])
+                          if isinstance(entry, dict) and isinstance(entry.get("name"), str) and entry["name"])
+        return cls(profile=text("profile"), profile_hash=text("profile_hash"), cuda=text("cuda"),
+                   compiler_cuda=text("compiler_cuda"), flashinfer_arch_list=text("flashinfer_arch_list"),
+                   python=text("python"), adopted=table.get("adopted") is True, environment=text("environment"),
+                   venv=text("venv"), unmatched=unmatched)
+
+
+def read(path: Path) -> tuple[Pylock, Stamp]:
+    """Return a lock (validated by packaging.pylock) and what its [tool.provision] says."""
     try:
         raw = tomllib.loads(regular.read_bytes(path).decode("utf-8"))
         pylock = Pylock.from_dict(raw)
@@ -40,7 +81,7 @@ def read(path: Path) -> tuple[Pylock, dict[str, Any]]:
         raise InputError(f"{path}: its packages were changed after provision locked them (a hash, a URL, a package "
                          "added or removed: [tool.provision] packages_sha256 no longer matches)",
                          "lock again with provision lock PROFILE; never edit a lock by hand")
-    return pylock, dict(tool)
+    return pylock, Stamp.from_table(tool)
 
 
 def packages_digest(packages: object) -> str:
@@ -51,8 +92,8 @@ def packages_digest(packages: object) -> str:
 
 def check_binding(path: Path, profile: Profile) -> None:
     """Refuse a lock that was not made from `profile` as it is now, or whose packages the profile does not allow."""
-    pylock, tool = read(path)
-    made_from, made_hash = tool.get("profile"), tool.get("profile_hash")
+    pylock, stamp = read(path)
+    made_from, made_hash = stamp.profile, stamp.profile_hash
     if not made_from or not made_hash:
         raise EnvError(f"{path} carries no [tool.provision] binding (profile, profile_hash): nothing says which "
                        "profile it was made from", f"lock it with provision: provision lock {profile.name}")
