@@ -3,6 +3,8 @@ from __future__ import annotations
 import json
 import os
 import stat
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -103,6 +105,32 @@ def test_broken_nvcc_is_a_note(tmp_path: Path) -> None:
     nvcc = fake_nvcc(tmp_path / "cuda", "x", "")
     nvcc.write_text("#!/bin/sh\nexit 3\n")
     assert isinstance(toolkits.describe(nvcc, ["test"]), str)
+
+
+def test_a_toolkits_three_nvcc_questions_are_asked_at_once(tmp_path: Path) -> None:
+    """Each call of this nvcc waits until all three have started (a barrier of files): asked in turn, the first would
+    wait for ones not started yet, give up after 20 s and fail, and the toolkit would be a note."""
+    nvcc = fake_nvcc(tmp_path / "cuda", "13.0", "sm_90 sm_120")
+    real = nvcc.with_name("answer")
+    nvcc.rename(real)
+    marks = tmp_path / "started"
+    marks.mkdir()
+    nvcc.write_text(f'#!/bin/sh\ntouch "{marks}/$1"\nfor _ in $(seq 200); do\n'
+                    f'  [ "$(ls "{marks}" | wc -l)" -ge 3 ] && exec "{real}" "$1"\n  sleep 0.1\ndone\nexit 1\n')
+    nvcc.chmod(nvcc.stat().st_mode | stat.S_IEXEC)
+    toolkit = toolkits.describe(nvcc, ["test"])
+    assert not isinstance(toolkit, str), toolkit
+    assert toolkit.version == "13.0" and toolkit.sms == ("sm_90", "sm_120") and toolkit.ptx == ("compute_90", "compute_120")
+
+
+def test_the_nvcc_processes_start_before_the_readers_are_imported() -> None:
+    """probe's module imports only what starts the nvcc thread; the facts' classes, NVML, PCI and host readers (and
+    pynvml) come while those processes run."""
+    code = "import sys\nfrom provision.machine import probe\nprint(' '.join(sorted(sys.modules)))"
+    loaded = set(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60).stdout.split())
+    assert {"provision.machine.toolkits", "provision.machine.threads", "provision.proc"} <= loaded
+    assert not {"provision.machine.facts", "provision.machine.nvml", "provision.machine.pci", "provision.machine.host",
+                "provision.knowledge", "pynvml", "ctypes"} & loaded, loaded
 
 
 def test_probe_process_on_this_machine(provision_bin: str) -> None:

@@ -1,18 +1,22 @@
 """`provision probe`: one fast, complete reading of the machine. Never raises for missing hardware.
 
-The nvcc processes are the slowest part: their thread starts first, and the NVML, host and PCI readers are imported
-while it waits (see docs/performance.md)."""
+The nvcc processes are the slowest part: their thread starts first, and the facts' classes and the NVML, host and PCI
+readers are imported while it waits (see docs/performance.md)."""
 
 from __future__ import annotations
 
 import dataclasses
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from provision.errors import ProvisionError
-from provision.machine import sysfs, toolkits
-from provision.machine.facts import GpuPath, Link, MachineFacts
+from provision.machine import toolkits
 from provision.machine.threads import Background
+
+if TYPE_CHECKING:
+    from provision.machine import sysfs
+    from provision.machine.facts import GpuPath, Link, MachineFacts
 
 
 def probe(venvs: tuple[Path, ...] = (), record_nvml: Path | None = None) -> MachineFacts:
@@ -20,8 +24,9 @@ def probe(venvs: tuple[Path, ...] = (), record_nvml: Path | None = None) -> Mach
     answer and every sysfs file read is also written there, so that the reading replays exactly
     (PROVISION_NVML_REPLAY=FILE)."""
     toolkit_job = Background(toolkits.find, venvs)  # the nvcc processes first: the slowest part, on a thread
-    # NVML's, the host's and the PCI readers are imported meanwhile (and NVML's binding in load_library)
-    from provision.machine import host, nvml, pci
+    # the facts' classes, NVML's, the host's and the PCI readers are imported meanwhile (NVML's binding in load_library)
+    from provision.machine import host, nvml, pci, sysfs
+    from provision.machine.facts import MachineFacts
 
     recorder = None
     try:
@@ -67,7 +72,7 @@ def _with_path(link: Link, paths: dict[int, GpuPath]) -> Link:
 def _files(record: bool) -> sysfs.Files:
     """Where the PCI facts come from: the replayed recording's `sysfs` answers, or this machine (written down when
     recording)."""
-    from provision.machine import nvml
+    from provision.machine import nvml, sysfs
 
     replay = os.environ.get(nvml.REPLAY_VARIABLE)
     if replay:
@@ -81,6 +86,7 @@ def _files(record: bool) -> sysfs.Files:
 
 def _write_recording(recorder: object, path: Path, files: sysfs.Files) -> None:
     from provision.errors import InputError
+    from provision.machine import sysfs
     from provision.machine.recording import Recorder
 
     assert isinstance(recorder, Recorder)

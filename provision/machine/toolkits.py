@@ -7,10 +7,13 @@ import os
 import re
 import shutil
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from provision import proc
-from provision.machine.facts import Toolkit
 from provision.machine.threads import parallel_map
+
+if TYPE_CHECKING:
+    from provision.machine.facts import Toolkit
 
 _RELEASE = re.compile(r"release (\d+\.\d+), V([\d.]+)")
 NVCC_TIMEOUT = 20.0
@@ -51,6 +54,9 @@ def describe(nvcc: Path, found_by: list[str]) -> Toolkit | str:
     match = _RELEASE.search(version.stdout)
     if not version.ok or not match:
         return f"toolkit {nvcc}: `nvcc --version` gave no release ({version.tail(1) or 'no output'})"
+    # the record's module is imported once the processes ran: the probe starts them before anything else
+    from provision.machine.facts import Toolkit
+
     return Toolkit(
         version=match.group(1),
         full_version=match.group(2),
@@ -69,7 +75,10 @@ def find(venvs: tuple[Path, ...] = ()) -> tuple[list[Toolkit], list[str]]:
     notes: list[str] = []
     if not found:
         return toolkits, ["no CUDA toolkit found (CUDA_HOME, CUDA_PATH, PATH, /usr/local/cuda*, /opt/cuda*)"]
-    for result in parallel_map(lambda item: describe(*item), found.items()):
+    results = parallel_map(lambda item: describe(*item), found.items())
+    from provision.machine.facts import Toolkit
+
+    for result in results:
         (toolkits if isinstance(result, Toolkit) else notes).append(result)  # type: ignore[arg-type]
     return _without_wrappers(toolkits), notes
 
