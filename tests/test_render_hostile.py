@@ -182,3 +182,26 @@ def test_info_stays_on_stderr_under_markdown(capsys: pytest.CaptureFixture[str])
     finally:
         log.set_level(log.NORMAL)
     assert capsys.readouterr() == ("result\n\n", "")
+
+
+def strict_json(text: str) -> object:
+    """JSON as RFC 8259 has it: NaN and Infinity are no numbers (jq, JavaScript and Go refuse them)."""
+    def refuse(constant: str) -> object:
+        raise ValueError(f"{constant} is not JSON")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+def test_a_figure_that_is_no_number_is_null_in_the_json_document(tmp_path: Path, index_server: object, provision_bin: str) -> None:
+    """A baseline whose command prints NaN (Python's json.dumps does, for 0/0): its document stays JSON, the figure
+    null, as the table's 'nan' says."""
+    import tiny
+
+    tool = tiny.make_tool(tmp_path, provision_bin, tiny.index(index_server))  # type: ignore[arg-type]
+    code = "print('{\"tok_s\": NaN}')"
+    tiny.profile(tool.profiles, "nan", extra=(f'[baseline]\ncommand = ["python", "-c", {json.dumps(code)}]\n'
+                                              'json_key = "tok_s"\nunit = "tok/s"\nbetter = "higher"\ntimeout = 60\n'))
+    tool.create("nan")
+    done = tool("baseline", "nan", "--json")
+    document = strict_json(done.stdout)  # was `"figure": NaN`: no JSON parser but Python's reads it
+    assert isinstance(document, dict) and document["figure"] is None and document["figures"] == [None]
