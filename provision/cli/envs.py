@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, NoReturn
 
 import click
 
@@ -21,6 +20,10 @@ from provision.cli.options import (
     profile_argument,
     verbosity_options,
 )
+
+if TYPE_CHECKING:
+    from provision.checks.results import BaselineRun
+    from provision.views.render import Shown
 
 
 @click.command(short_help="Build, check and activate an environment for PROFILE.")
@@ -40,7 +43,7 @@ from provision.cli.options import (
 @home_option
 @verbosity_options
 @pass_app
-def create(app: App, profile_name: str, name: str | None, python: str | None, lock_path: Path | None, indexes: tuple[str, ...], no_activate: bool, no_checks: bool, replace: bool, keep_failed: bool) -> None:
+def create(app: App, profile_name: str, name: str | None, python: str | None, lock_path: Path | None, indexes: tuple[str, ...], no_activate: bool, no_checks: bool, replace: bool, keep_failed: bool) -> Shown:
     """Build an environment for PROFILE beside the others, check it, and make it active."""
     from provision.checks import runner
     from provision.envs import lifecycle
@@ -56,9 +59,7 @@ def create(app: App, profile_name: str, name: str | None, python: str | None, lo
                              overrides=lock.parse_overrides(indexes), activate=not no_activate, replace=replace,
                              run_checks=None if no_checks else (lambda build, meta: runner.run(build, meta, progress=step)),
                              keep_failed=keep_failed, progress=step)
-    views.created(result, app.as_json)
-    if not result.passed:
-        sys.exit(1)
+    return views.created(result)
 
 
 @click.command("envs", short_help="Every environment, and which is active.")
@@ -66,14 +67,13 @@ def create(app: App, profile_name: str, name: str | None, python: str | None, lo
 @home_option
 @verbosity_options
 @pass_app
-def list_envs(app: App) -> None:
+def list_envs(app: App) -> Shown:
     """Every environment: profile, CUDA, Python, size, checks, baseline, and which is active."""
     from provision.envs import inventory
     from provision.stacks import uvtool
     from provision.views import envs as views
 
-    where = app.environments()
-    views.environments(where.root, inventory.listing(where), app.as_json, uvtool.cache_dir())
+    return views.environments(inventory.listing(app.environments(), uvtool.cache_dir()))
 
 
 @click.command(short_help="Remove environment NAME.")
@@ -83,17 +83,13 @@ def list_envs(app: App) -> None:
 @home_option
 @verbosity_options
 @pass_app
-def remove(app: App, name: str, force: bool) -> None:
+def remove(app: App, name: str, force: bool) -> Shown:
     """Remove environment NAME (an adopted venv's own files are never touched)."""
     from provision.envs import cleanup
-    from provision.views import ui
+    from provision.views import envs as views
 
     with app.progress() as step:
-        cleanup.remove(app.environments(), name, force, progress=step)
-    if app.as_json:
-        ui.dump_json({"removed": name})
-    else:
-        ui.info(f"removed {name}")
+        return views.removed(cleanup.remove(app.environments(), name, force, progress=step))
 
 
 @click.command(short_help="Remove what interrupted builds left behind.")
@@ -101,18 +97,14 @@ def remove(app: App, name: str, force: bool) -> None:
 @home_option
 @verbosity_options
 @pass_app
-def gc(app: App) -> None:
+def gc(app: App) -> Shown:
     """Remove what interrupted builds left behind, and the failed builds create --keep-failed kept."""
     from provision.envs import cleanup
-    from provision.views import ui
+    from provision.views import envs as views
 
     where = app.environments()
     with where.locked():
-        removed = cleanup.gc(where, failed=True)
-    if app.as_json:
-        ui.dump_json({"removed": removed})
-    else:
-        ui.info("\n".join(f"removed {r}" for r in removed) or "nothing to clean")
+        return views.collected(cleanup.gc(where, failed=True))
 
 
 @click.command(short_help="Register an existing venv as NAME.")
@@ -124,26 +116,17 @@ def gc(app: App) -> None:
 @home_option
 @verbosity_options
 @pass_app
-def adopt(app: App, name: str, venv: Path, profile_name: str | None, no_lock: bool) -> None:
+def adopt(app: App, name: str, venv: Path, profile_name: str | None, no_lock: bool) -> Shown:
     """Register an existing venv (say, the cu128 one that works) as NAME, and lock what it holds: each distribution
     matched to its wheel on the profile's indexes (the default index without a profile) or in uv's cache. Its files
     are never deleted."""
-    from provision.envs import adopted, lifecycle
-    from provision.errors import ProvisionError
+    from provision.envs import adopted
     from provision.stacks import profiles
     from provision.views import envs as views
 
-    where = app.environments()
     profile = profiles.load(profile_name) if profile_name else None
-    build = lifecycle.adopt(where, name, venv, profile)
-    locked, error = None, None
-    if not no_lock:
-        with app.progress() as step:
-            try:
-                locked = adopted.lock_env(where, name, profile, progress=step)
-            except ProvisionError as exc:  # registered all the same: the lookup can be done again later
-                error = exc
-    views.adopted(name, venv.absolute(), build, locked, error, app.as_json)
+    with app.progress() as step:
+        return views.adopted(adopted.adopt(app.environments(), name, venv, profile, lock=not no_lock, progress=step))
 
 
 @click.command(short_help="Run a command inside an environment.", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
@@ -151,7 +134,7 @@ def adopt(app: App, name: str, venv: Path, profile_name: str | None, no_lock: bo
 @home_option
 @verbosity_options
 @pass_app
-def run(app: App, args: tuple[str, ...]) -> None:
+def run(app: App, args: tuple[str, ...]) -> NoReturn:
     """Run a command inside an environment: provision run [NAME] -- CMD... (the active one by default)."""
     from provision import proc
     from provision.envs.variables import venv_environment
@@ -186,7 +169,7 @@ def run(app: App, args: tuple[str, ...]) -> None:
 @home_option
 @verbosity_options
 @pass_app
-def shell_env(app: App, name: str | None, undo: bool) -> None:
+def shell_env(app: App, name: str | None, undo: bool) -> Shown:
     """Print what to eval to enter an environment in a shell: eval "$(provision shell-env cu130)".
 
     Evaluated again (the same or another environment), it starts from the shell's variables before the first eval,
@@ -194,14 +177,14 @@ def shell_env(app: App, name: str | None, undo: bool) -> None:
     eval "$(provision shell-env --undo)"."""
     from provision.envs import shellenv
     from provision.envs.variables import venv_environment
+    from provision.views import envs as views
 
     if undo:
         lines = shellenv.undo_lines()
     else:
         _, venv, variables = venv_environment(app.environments(), name)
         lines = shellenv.activate_lines(variables, str(venv / "bin"))
-    for line in lines:
-        click.echo(line)
+    return views.shell_lines(lines)
 
 
 @click.command(short_help="Put an environment back to its lock.")
@@ -212,7 +195,7 @@ def shell_env(app: App, name: str | None, undo: bool) -> None:
 @home_option
 @verbosity_options
 @pass_app
-def restore(app: App, name: str, dry_run: bool, no_checks: bool) -> None:
+def restore(app: App, name: str, dry_run: bool, no_checks: bool) -> Shown:
     """Put NAME back to its lock: reinstall drifted distributions, set unowned start-up files aside, re-check."""
     from provision.checks import baseline, runner
     from provision.envs import records
@@ -221,20 +204,17 @@ def restore(app: App, name: str, dry_run: bool, no_checks: bool) -> None:
 
     where = app.environments()
 
-    def run_baseline() -> dict[str, Any]:
+    def run_baseline() -> BaselineRun:
         build = where.build_of(name)
         run = baseline.run(name, build, records.read(build), step)
         records.add_baseline(build, run)
-        return {"name": name, **run.to_dict()}
+        return run
 
     with app.progress() as step:
         result = restoring.restore(where, name, dry_run=dry_run, progress=step,
                                    run_checks=None if no_checks else (lambda build, record: runner.run(build, record, progress=step)),
                                    run_baseline=None if no_checks else run_baseline)
-    restore_view.restored(result, app.as_json)
-    # a dry run exits as the restore would: 1 where something cannot be put back (its checks do not run)
-    failed = any(r.failed for r in result.checks) or result.baseline_error or result.not_restorable
-    sys.exit(1 if failed else 0)
+    return restore_view.restored(result)
 
 
 @click.command(short_help="Make files of NAME's venv part of its known-good state.")
@@ -245,11 +225,11 @@ def restore(app: App, name: str, dry_run: bool, no_checks: bool) -> None:
 @home_option
 @verbosity_options
 @pass_app
-def accept(app: App, name: str, paths: tuple[str, ...], drops: tuple[str, ...]) -> None:
+def accept(app: App, name: str, paths: tuple[str, ...], drops: tuple[str, ...]) -> Shown:
     """Keep the present content of each PATH of NAME's venv (relative to its site-packages, or absolute inside the
     venv; without PATH, every file drift finds changed or unowned) as known-good: drift judges it by that content,
     restore puts that content back."""
     from provision.envs import accept as accepting
     from provision.views import envs as views
 
-    views.accepted(accepting.accept(app.environments(), name, paths, drops), app.as_json)
+    return views.accepted(accepting.accept(app.environments(), name, paths, drops))

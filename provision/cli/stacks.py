@@ -77,7 +77,7 @@ def new_profile(app: App, name: str, source: str, cuda: str, python: str, indexe
 @verbosity_options
 @pass_app
 def lock_command(app: App, profile_name: str | None, python: str | None, platform_name: str | None, indexes: tuple[str, ...],
-                 output: Path | None, env_name: str | None) -> Shown | None:
+                 output: Path | None, env_name: str | None) -> Shown:
     """Resolve PROFILE into a PEP 751 lockfile: exact URLs and sha256 for every file. With --env NAME, lock what the
     adopted environment NAME holds (what adopt does unless --no-lock): on its profile's indexes, else the default one."""
     from packaging.pylock import is_valid_pylock_path
@@ -88,8 +88,7 @@ def lock_command(app: App, profile_name: str | None, python: str | None, platfor
     if env_name is not None:
         if profile_name or python or platform_name or indexes or output:
             raise click.UsageError("--env locks what the environment holds: it takes no PROFILE, --python, --platform, --index or -o")
-        _lock_env(app, env_name)
-        return None
+        return _lock_env(app, env_name)
     if profile_name is None:
         raise click.UsageError("give a PROFILE to lock, or --env NAME for an adopted environment")
     profile = profiles.load(profile_name)
@@ -103,7 +102,7 @@ def lock_command(app: App, profile_name: str | None, python: str | None, platfor
     return views.locked(result)
 
 
-def _lock_env(app: App, name: str) -> None:
+def _lock_env(app: App, name: str) -> Shown:
     from provision.envs import adopted, records
     from provision.stacks import profiles
     from provision.views import envs as views
@@ -116,4 +115,4 @@ def _lock_env(app: App, name: str) -> None:
         profile = profiles.load(str(path) if path is not None and path.exists() else record.profile)
     with app.progress() as step:
         locked = adopted.lock_env(where, name, profile, progress=step)
-    views.env_locked(locked, app.as_json)
+    return views.env_locked(locked)

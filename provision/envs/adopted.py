@@ -6,6 +6,7 @@ reinstalled."""
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import os
 import sys
@@ -38,18 +39,63 @@ LOCK_NAME = "pylock.adopted.toml"  # in the build folder (uv takes pylock.<name>
 Progress = Callable[[str], None]
 
 
-@dataclass(kw_only=True)
+@dataclass(frozen=True, kw_only=True)
 class AdoptLock:
+    """The lock `adopt` or `lock --env` wrote for an adopted environment, and how its distributions matched."""
+
     name: str
     venv: Path
     lock: Path
     result: MatchResult
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         r = self.result
         return {"lock": str(self.lock), "indexes": r.indexes, "unreachable": r.unreachable,
                 "matched": [m.to_dict() for m in r.matched], "unmatched": [u.to_dict() for u in r.unmatched],
                 "pages": r.pages, "records": r.records, "seconds": round(r.seconds, 3)}
+
+
+@dataclass(frozen=True)
+class LockError:
+    """Why an adopted environment's lock could not be written (it is adopted all the same)."""
+
+    message: str
+    hint: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class Adopted:
+    """What `adopt` registered, and its lock: written, not asked for (--no-lock), or why not."""
+
+    name: str
+    venv: Path  # the venv adopted, as given (absolute)
+    build: Path  # the build folder that names it
+    locked: AdoptLock | None = None
+    lock_error: LockError | None = None
+
+    def to_dict(self) -> dict[str, object]:
+        document: dict[str, object] = {"adopted": self.name, "venv": str(self.venv), "path": str(self.build), "lock": None}
+        if self.locked is not None:
+            document.update(self.locked.to_dict())
+        if self.lock_error is not None:
+            document["lock_error"] = {"message": self.lock_error.message, "hint": self.lock_error.hint}
+        return document
+
+
+def adopt(home: Home, name: str, venv: Path, profile: Profile | None, *, lock: bool = True,
+          progress: Progress = lambda _: None) -> Adopted:
+    """Register `venv` as `name` and, with `lock`, lock what it holds; a lock that cannot be written leaves it
+    registered all the same (provision lock --env NAME does it again later)."""
+    from provision.envs import lifecycle
+
+    build = lifecycle.adopt(home, name, venv, profile)
+    adopted = Adopted(name=name, venv=venv.absolute(), build=build)
+    if not lock:
+        return adopted
+    try:
+        return dataclasses.replace(adopted, locked=lock_env(home, name, profile, progress=progress))
+    except ProvisionError as exc:
+        return dataclasses.replace(adopted, lock_error=LockError(exc.message, exc.hint))
 
 
 def indexes_for(profile: Profile | None) -> tuple[dict[str, str], dict[str, str], str]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 from provision import regular
@@ -14,6 +15,26 @@ from provision.errors import EnvError, ProvisionError
 from provision.proc import pid_alive
 
 REMOVING = ".removing-"  # a build that `remove` set aside and is deleting
+
+
+@dataclass(frozen=True)
+class Removed:
+    """What `remove` took away: the environment's name (its build too, unless another name uses it)."""
+
+    name: str
+
+    def to_dict(self) -> dict[str, str]:
+        return {"removed": self.name}
+
+
+@dataclass(frozen=True)
+class Collected:
+    """What `gc` took away, each as a path under HOME with why where it is not plain."""
+
+    removed: tuple[str, ...]
+
+    def to_dict(self) -> dict[str, list[str]]:
+        return {"removed": list(self.removed)}
 
 
 def stale_builds(home: Home) -> list[Path]:
@@ -43,7 +64,7 @@ def in_use(build: Path) -> bool:
     return False
 
 
-def gc(home: Home, *, failed: bool = False) -> list[str]:
+def gc(home: Home, *, failed: bool = False) -> Collected:
     """Remove leftovers: unreferenced builds, dangling names, temporary links, unreadable cached locks, the copies
     killed restores left; with `failed` (the gc command, not the one create runs first) the failed builds that
     create --keep-failed kept."""
@@ -61,7 +82,7 @@ def gc(home: Home, *, failed: bool = False) -> list[str]:
             removed.append(str(temp.relative_to(home.root)))
     removed += _unreadable_locks(home)
     removed += _killed_restores(home)
-    return removed
+    return Collected(tuple(removed))
 
 
 def _named_builds(home: Home) -> Iterator[tuple[str, Path]]:
@@ -109,7 +130,7 @@ def _unreadable_locks(home: Home) -> list[str]:
     return removed
 
 
-def remove(home: Home, name: str, force: bool = False, progress: Callable[[str], None] = lambda _: None) -> None:
+def remove(home: Home, name: str, force: bool = False, progress: Callable[[str], None] = lambda _: None) -> Removed:
     """Remove `name`'s link and its own build: never a build another name uses, nothing outside HOME.
 
     Under HOME's lock the name goes and the build is renamed aside (`builds/.removing-...`, marked with our pid); the
@@ -134,3 +155,4 @@ def remove(home: Home, name: str, force: bool = False, progress: Callable[[str],
     if aside is not None:
         progress(f"deleting {name}'s files ({aside})")
         home.delete_build(aside)
+    return Removed(name)

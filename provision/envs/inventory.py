@@ -4,19 +4,58 @@ from __future__ import annotations
 
 import contextlib
 import os
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from provision import status as statuses
 from provision.envs import records
 from provision.envs.home import FAILED, Home
 from provision.errors import EnvError
+from provision.status import Status
 
 if TYPE_CHECKING:
-    from provision.checks.results import CheckResult
+    from provision.checks.results import BaselineRun, CheckResult
 
 
-def listing(home: Home) -> list[dict[str, Any]]:
+@dataclass(frozen=True, kw_only=True)
+class EnvRow:
+    """One environment as `provision envs` lists it."""
+
+    name: str
+    active: bool
+    path: Path  # its build folder
+    venv: str
+    profile: str | None
+    cuda: str | None
+    python: str | None
+    size_bytes: int | None
+    created: str | None
+    adopted: bool
+    failed: bool  # a build create --keep-failed kept: never activated
+    check_status: Status | None  # the worst of its last checks
+    baseline: BaselineRun | None  # its last baseline run
+
+    def to_dict(self) -> dict[str, object]:
+        return {"name": self.name, "active": self.active, "path": str(self.path), "venv": self.venv,
+                "profile": self.profile, "cuda": self.cuda, "python": self.python, "size_bytes": self.size_bytes,
+                "created": self.created, "adopted": self.adopted, "failed": self.failed,
+                "check_status": self.check_status, "baseline": self.baseline.to_dict() if self.baseline else None}
+
+
+@dataclass(frozen=True, kw_only=True)
+class Listing:
+    """Every environment of a home, and uv's cache they are installed from."""
+
+    home: Path
+    uv_cache: str
+    environments: tuple[EnvRow, ...]
+
+    def to_dict(self) -> dict[str, object]:
+        return {"home": str(self.home), "uv_cache": self.uv_cache, "environments": [e.to_dict() for e in self.environments]}
+
+
+def listing(home: Home, uv_cache: str = "") -> Listing:
     active = home.active()
     rows = []
     for name in home.names():
@@ -25,18 +64,16 @@ def listing(home: Home) -> list[dict[str, Any]]:
         except EnvError:
             continue
         record = records.read(build)
-        rows.append({
-            "name": name, "active": name == active, "path": str(build), "venv": record.venv or str(build / "venv"),
-            "profile": record.profile, "cuda": record.cuda, "python": record.python,
-            "size_bytes": record.size_bytes, "created": record.created, "adopted": record.adopted,
-            "failed": (build / FAILED).exists(),
-            "check_status": worst_status(record.check_results),
-            "baseline": record.baselines[-1].to_dict() if record.baselines else None,
-        })
-    return rows
+        rows.append(EnvRow(
+            name=name, active=name == active, path=build, venv=record.venv or str(build / "venv"),
+            profile=record.profile, cuda=record.cuda, python=record.python, size_bytes=record.size_bytes,
+            created=record.created, adopted=record.adopted, failed=(build / FAILED).exists(),
+            check_status=worst_status(record.check_results),
+            baseline=record.baselines[-1] if record.baselines else None))
+    return Listing(home=home.root, uv_cache=uv_cache, environments=tuple(rows))
 
 
-def worst_status(results: list[CheckResult]) -> str | None:
+def worst_status(results: list[CheckResult]) -> Status | None:
     return statuses.worst(r.status for r in results)
 
 

@@ -10,7 +10,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from provision import proc
 from provision.checks.results import CheckResult
@@ -33,27 +33,34 @@ from provision.envs.variables import env_template, resolve_env
 from provision.errors import EnvError, InputError, ProvisionError
 from provision.stacks.profiles import Profile
 
+if TYPE_CHECKING:
+    from provision.envs.accept import NotCarried
+    from provision.stacks.lock import Target
+
 Progress = Callable[[str], None]
 
 
-@dataclass(kw_only=True)
+@dataclass(frozen=True, kw_only=True)
 class CreateResult:
+    """What `create` built: where, whether its checks passed and it became active, or the name it is kept under."""
+
     name: str
     path: Path
     activated: bool
+    passed: bool
     checks: list[CheckResult] = field(default_factory=list)
     lock: str = ""
     lock_reused: bool = False
     seconds: dict[str, float] = field(default_factory=dict)
-    passed: bool = True
     kept_as: str | None = None  # --keep-failed: the name the failed build is kept under
-    accepted_reapplied: list[str] = field(default_factory=list)  # --replace: the old build's accepted files, written again
-    accepted_dropped: list[dict[str, str]] = field(default_factory=list)  # --replace: those left out, each with why
+    accepted_reapplied: tuple[str, ...] = ()  # --replace: the old build's accepted files, written again
+    accepted_dropped: tuple[NotCarried, ...] = ()  # --replace: those left out, each with why
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {"name": self.name, "path": str(self.path), "activated": self.activated, "passed": self.passed,
                 "lock": self.lock, "lock_reused": self.lock_reused, "checks": [r.to_dict() for r in self.checks],
-                "accepted_reapplied": self.accepted_reapplied, "accepted_dropped": self.accepted_dropped,
+                "accepted_reapplied": list(self.accepted_reapplied),
+                "accepted_dropped": [d.to_dict() for d in self.accepted_dropped],
                 "seconds": {k: round(v, 3) for k, v in self.seconds.items()}, "kept_as": self.kept_as}
 
 
@@ -66,7 +73,7 @@ def _lock_python(lock_path: Path | None) -> str | None:
     return lockfile.read(lock_path)[1].python or None
 
 
-def _lock_for(home: Home, profile: Profile, target: Any, overrides: dict[str, str], indexes: dict[str, str | None],
+def _lock_for(home: Home, profile: Profile, target: Target, overrides: dict[str, str], indexes: dict[str, str | None],
               given: Path | None, progress: Progress, build: Path) -> tuple[Path, bool]:
     from provision.errors import ProvisionError
     from provision.stacks import lock as locking
@@ -142,19 +149,18 @@ def create(home: Home, profile: Profile, *, name: str | None = None, python: str
         timings["checks"] = time.perf_counter() - started
         with home.writing(f"record {name}'s checks"):
             records.add_checks(build, results, record.created or "")
-        result = CreateResult(name=name, path=build, activated=False, checks=results, lock=str(lock_file),
-                              lock_reused=reused, seconds=timings, passed=False)
-        if carried:
-            result.accepted_reapplied, result.accepted_dropped = [f.path for f in carried[0]], carried[1]
-        if any(r.failed for r in results):
-            if keep_failed:
-                result.kept_as = keep(home, name, profile, build)
-            else:
-                home.delete_build(build)
-            return result
-        _commit(home, name, build, activate=activate, replace=replace, progress=progress)
-        result.activated, result.passed = activate, True
-        return result
+        passed = not any(r.failed for r in results)
+        kept_as = None
+        if passed:
+            _commit(home, name, build, activate=activate, replace=replace, progress=progress)
+        elif keep_failed:
+            kept_as = keep(home, name, profile, build)
+        else:
+            home.delete_build(build)
+        return CreateResult(name=name, path=build, activated=passed and activate, passed=passed, checks=results,
+                            lock=str(lock_file), lock_reused=reused, seconds=timings, kept_as=kept_as,
+                            accepted_reapplied=tuple(f.path for f in carried[0]) if carried else (),
+                            accepted_dropped=tuple(carried[1]) if carried else ())
     except BaseException as exc:
         if (keep_failed and isinstance(exc, ProvisionError) and build is not None and (build / "venv").is_dir()
                 and not _is_live(home, name, build)):

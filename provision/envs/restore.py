@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import csv
 import ctypes
+import dataclasses
 import datetime
 import errno
 import json
@@ -16,13 +17,12 @@ import os
 import re
 import shutil
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from provision import confined, proc, regular
-from provision.checks.results import CheckResult
+from provision.checks.results import BaselineRun, CheckResult
 from provision.envs import drift as drifting
 from provision.envs import kept, records, relocate
 from provision.envs.home import Home, blocking_file, blocking_reason, write_atomic
@@ -42,38 +42,42 @@ SUBSET = "pylock.restore-{pid}.toml"  # in the build folder: uv takes pylock.<na
 Progress = Callable[[str], None]
 
 
-@dataclass(kw_only=True)
+@dataclass(frozen=True, kw_only=True)
 class RestoreResult:
+    """The plan (a dry run) or what was done: the drift before and after, the checks, the baseline."""
+
     name: str
     venv: Path
     dry_run: bool
     before: drifting.Drift
-    reinstall: list[str] = field(default_factory=list)
-    uninstall: list[str] = field(default_factory=list)
-    set_aside: list[str] = field(default_factory=list)
-    put_back: list[str] = field(default_factory=list)  # accepted and profile files written back from their kept copy
+    reinstall: tuple[str, ...] = ()
+    uninstall: tuple[str, ...] = ()
+    set_aside: tuple[str, ...] = ()
+    put_back: tuple[str, ...] = ()  # accepted and profile files written back from their kept copy
     aside_folder: Path | None = None
-    not_restorable: list[str] = field(default_factory=list)
+    not_restorable: tuple[str, ...] = ()
     downloaded: bool = False  # uv's cache lacked (or held a damaged copy of) a wheel
-    refreshed: list[str] = field(default_factory=list)
+    refreshed: tuple[str, ...] = ()
     after: drifting.Drift | None = None
     checks: list[CheckResult] = field(default_factory=list)
-    baseline: dict[str, Any] | None = None
-    baseline_before: dict[str, Any] | None = None
+    baseline: BaselineRun | None = None
+    baseline_before: BaselineRun | None = None  # the last baseline measured without drift
     baseline_error: str | None = None
 
     @property
     def changed(self) -> bool:
         return bool(self.reinstall or self.uninstall or self.set_aside or self.put_back)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {"name": self.name, "venv": str(self.venv), "dry_run": self.dry_run, "drift_before": self.before.to_dict(),
-                "reinstall": self.reinstall, "uninstall": self.uninstall, "set_aside": self.set_aside,
-                "put_back": self.put_back,
-                "aside_folder": str(self.aside_folder) if self.aside_folder else None, "not_restorable": self.not_restorable,
-                "downloaded": self.downloaded, "refreshed": self.refreshed,
+                "reinstall": list(self.reinstall), "uninstall": list(self.uninstall), "set_aside": list(self.set_aside),
+                "put_back": list(self.put_back),
+                "aside_folder": str(self.aside_folder) if self.aside_folder else None,
+                "not_restorable": list(self.not_restorable), "downloaded": self.downloaded, "refreshed": list(self.refreshed),
                 "drift_after": self.after.to_dict() if self.after else None, "checks": [r.to_dict() for r in self.checks],
-                "baseline": self.baseline, "baseline_before": self.baseline_before, "baseline_error": self.baseline_error}
+                "baseline": {"name": self.name, **self.baseline.to_dict()} if self.baseline else None,
+                "baseline_before": self.baseline_before.to_dict() if self.baseline_before else None,
+                "baseline_error": self.baseline_error}
 
 
 def plan(home: Home, name: str) -> tuple[Path, EnvRecord, RestoreResult]:
@@ -94,14 +98,15 @@ def plan(home: Home, name: str) -> tuple[Path, EnvRecord, RestoreResult]:
     blocking = blocking_file(venv)
     if blocking is not None:  # uv (and the checks after) would wait on it forever: refused before anything changes
         raise EnvError(blocking_reason(blocking), f"remove it (rm {blocking}), then run provision restore {name} again; nothing was changed")
-    result = RestoreResult(name=name, venv=venv, dry_run=True, before=before, set_aside=before.unowned(), put_back=before.put_back())
-    if lock is None:
-        result.not_restorable = before.to_reinstall()  # an adopted venv: no lock says what its files should be
+    result = RestoreResult(name=name, venv=venv, dry_run=True, before=before, set_aside=tuple(before.unowned()),
+                           put_back=tuple(before.put_back()))
+    if lock is None:  # an adopted venv: no lock says what its files should be
+        result = dataclasses.replace(result, not_restorable=tuple(before.to_reinstall()))
     else:
         unmatched = _unmatched(lock, name, venv)  # an adopted venv's distributions that matched no wheel
-        result.reinstall = [d for d in before.to_reinstall() if d not in unmatched]
-        result.not_restorable = [d for d in before.to_reinstall() if d in unmatched]
-        result.uninstall = before.extra()
+        result = dataclasses.replace(result, reinstall=tuple(d for d in before.to_reinstall() if d not in unmatched),
+                                     not_restorable=tuple(d for d in before.to_reinstall() if d in unmatched),
+                                     uninstall=tuple(before.extra()))
     _refuse_links_out(name, build, result)
     return build, record, result
 
@@ -167,7 +172,7 @@ def _refuse_links_out(name: str, build: Path, result: RestoreResult) -> None:
 
 
 def restore(home: Home, name: str, *, dry_run: bool = False, run_checks: Callable[[Path, EnvRecord], list[CheckResult]] | None = None,
-            run_baseline: Callable[[], dict[str, Any]] | None = None, progress: Progress = lambda _: None) -> RestoreResult:
+            run_baseline: Callable[[], BaselineRun] | None = None, progress: Progress = lambda _: None) -> RestoreResult:
     """Plan, and unless `dry_run` apply: the venv changes in one swap, then the checks and the profile's baseline."""
     with home.locked():
         build = home.build_of(name)
@@ -177,28 +182,29 @@ def restore(home: Home, name: str, *, dry_run: bool = False, run_checks: Callabl
         planned, record, result = plan(home, name)
         if planned != build:
             raise EnvError(f"{name} was rebuilt while its restore started", f"run provision restore {name} again")
-        result.dry_run = dry_run
+        result = dataclasses.replace(result, dry_run=dry_run)
         if dry_run or not result.changed:
             return result
         remove_stale(build)
-        _apply(build, record, result, progress)
+        result = _apply(build, record, result, progress)
     if run_checks is not None:
         progress("running the checks")
-        result.checks = run_checks(build, records.read(build))
+        result = dataclasses.replace(result, checks=run_checks(build, records.read(build)))
         record = records.add_checks(build, result.checks, _now())
     failed = any(r.failed for r in result.checks)
     if run_baseline is not None and record.baseline and not failed:
-        result.baseline_before = next((b.to_dict() for b in reversed(record.baselines)
-                                       if (b.to_dict().get("drift") or {}).get("status") in (None, "pass")), None)
+        result = dataclasses.replace(result, baseline_before=next(
+            (b for b in reversed(record.baselines) if b.drift is None or not b.drift.drifted), None))
         progress("running the baseline")
         try:
-            result.baseline = run_baseline()
+            result = dataclasses.replace(result, baseline=run_baseline())
         except ProvisionError as exc:
-            result.baseline_error = exc.message
+            result = dataclasses.replace(result, baseline_error=exc.message)
     return result
 
 
-def _apply(build: Path, record: EnvRecord, result: RestoreResult, progress: Progress) -> None:
+def _apply(build: Path, record: EnvRecord, result: RestoreResult, progress: Progress) -> RestoreResult:
+    """Make the change in a copy, verify it, swap it in; the result with what was done."""
     venv = result.venv
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     staging = venv.parent / (STAGING.format(name=venv.name) + f"{os.getpid()}-{stamp}")
@@ -207,7 +213,8 @@ def _apply(build: Path, record: EnvRecord, result: RestoreResult, progress: Prog
     # exactly, never a user's folder that merely looks like one
     write_atomic(build / MADE, json.dumps({"pid": os.getpid(), "made": [str(staging), str(build / SUBSET.format(pid=os.getpid()))]}))
     aside = _aside_folder(build, stamp) if result.set_aside else build / ASIDE / stamp
-    result.aside_folder = aside if result.set_aside else None  # before the first move: a Ctrl-C during them undoes them
+    aside_folder = aside if result.set_aside else None  # before the first move: a Ctrl-C during them undoes them
+    put_back = list(result.put_back)
     swapped = False
     try:
         progress(f"copying {venv} as hard links")
@@ -219,14 +226,13 @@ def _apply(build: Path, record: EnvRecord, result: RestoreResult, progress: Prog
         for relative in result.set_aside:
             (aside / relative).parent.mkdir(parents=True, exist_ok=True)
             shutil.move(str(site / relative), str(aside / relative))
-        _put_back(staging, site, contents, result)  # before uv runs the copy's python: an accepted sitecustomize.py as accepted
+        _put_back(staging, site, contents, put_back)  # before uv runs the copy's python: an accepted sitecustomize.py as accepted
         lock = Path(record.lock) if record.lock else None  # an adopted venv: only start-up files are set aside
-        if lock is not None:
-            _reinstall(build, lock, venv, staging, result, progress)
+        downloaded, refreshed = _reinstall(build, lock, venv, staging, result.reinstall, progress) if lock else (False, ())
         if result.uninstall:
             progress(f"uninstalling {', '.join(result.uninstall)}")
             uvtool.run(["pip", "uninstall", "--python", str(staging / "bin" / "python"), "--quiet", "--", *result.uninstall])
-        _put_back(staging, site, contents, result)  # a reinstalled distribution's own copy of a kept file is replaced again
+        _put_back(staging, site, contents, put_back)  # a reinstalled distribution's own copy of a kept file is replaced again
         progress("verifying the restored copy")
         after = drifting.scan(staging, lock=lock, cache=build / drifting.CACHE_NAME, kept=record.kept_files())
         # a shared path stays as it is: reinstalling either owner only picks which one wins
@@ -239,19 +245,19 @@ def _apply(build: Path, record: EnvRecord, result: RestoreResult, progress: Prog
         exchange(staging, venv)
         swapped = True
         after.venv, after.site = venv, drifting.site_packages(venv)
-        result.after = after
     finally:
-        if not swapped and result.aside_folder is not None:
+        if not swapped and aside_folder is not None:
             _unset_aside(aside, drifting.site_packages(venv), result.set_aside)
-            result.aside_folder = None
         with contextlib.suppress(OSError):
             shutil.rmtree(staging)  # before the swap the copy, after it the old tree
         (build / MADE).unlink(missing_ok=True)
+    return dataclasses.replace(result, aside_folder=aside_folder, put_back=tuple(put_back), downloaded=downloaded,
+                               refreshed=refreshed, after=after)
 
 
-def _put_back(staging: Path, site: Path, contents: dict[str, tuple[bytes, int]], result: RestoreResult) -> None:
+def _put_back(staging: Path, site: Path, contents: dict[str, tuple[bytes, int]], put_back: list[str]) -> None:
     """Write every accepted and profile file whose content in the copy is not the kept one (a new file: the venv's
-    hard link to the old one is not touched)."""
+    hard link to the old one is not touched); add each written to `put_back`."""
     for path, (content, mode) in contents.items():
         target = kept.location(staging, site, path)
         try:
@@ -260,23 +266,27 @@ def _put_back(staging: Path, site: Path, contents: dict[str, tuple[bytes, int]],
             same = False
         if not same:
             kept.put(staging, site, path, content, mode)
-            if path not in result.put_back:
-                result.put_back.append(path)
+            if path not in put_back:
+                put_back.append(path)
 
 
-def _reinstall(build: Path, lock: Path, venv: Path, staging: Path, result: RestoreResult, progress: Progress) -> None:
-    if not result.reinstall:
-        return
+def _reinstall(build: Path, lock: Path, venv: Path, staging: Path, reinstall: tuple[str, ...],
+               progress: Progress) -> tuple[bool, tuple[str, ...]]:
+    """Reinstall `reinstall` from the lock into the copy, from uv's cache where it can; (whether anything was
+    downloaded, the distributions whose cached wheel had been changed and was fetched again)."""
+    if not reinstall:
+        return False, ()
+    downloaded = False
     subset = build / SUBSET.format(pid=os.getpid())
-    write_atomic(subset, _subset_lock(lock, result.reinstall))
+    write_atomic(subset, _subset_lock(lock, reinstall))
     # uv runs the copy's python, whose start-up files are set aside already: a sitecustomize.py that prints or
     # exits cannot upset uv's look at the interpreter. The scripts it writes name that python; relocated below.
     args = ["pip", "install", "--python", str(staging / "bin" / "python"), "--no-deps", "--quiet",
             *uvtool.link_mode(staging / "bin" / "python"),
-            "-r", str(subset), *(f"--reinstall-package={dist}" for dist in result.reinstall)]
-    _drop_damaged_direct_urls(drifting.site_packages(staging), result.reinstall)
+            "-r", str(subset), *(f"--reinstall-package={dist}" for dist in reinstall)]
+    _drop_damaged_direct_urls(drifting.site_packages(staging), reinstall)
     try:
-        progress(f"reinstalling {', '.join(result.reinstall)} from uv's cache")
+        progress(f"reinstalling {', '.join(reinstall)} from uv's cache")
         try:
             uvtool.run([*args, "--offline"])
         except ProvisionError as exc:
@@ -284,20 +294,21 @@ def _reinstall(build: Path, lock: Path, venv: Path, staging: Path, result: Resto
                 raise
             progress("not all in uv's cache: downloading")
             uvtool.run(args)
-            result.downloaded = True
+            downloaded = True
         damaged = sorted({f.distribution for f in drifting.scan(staging, lock=lock, cache=build / drifting.CACHE_NAME).findings
-                          if f.kind == "modified" and f.distribution in result.reinstall})
+                          if f.kind == "modified" and f.distribution in reinstall})
         if damaged:
             # uv links files from its cache; a file patched in place patched the cache's copy too. Fetch it again.
             progress(f"uv's cached copy of {', '.join(damaged)} was changed too: downloading it again")
             uvtool.run([*args, *(f"--refresh-package={dist}" for dist in damaged)])
-            result.refreshed, result.downloaded = damaged, True
-        relocate.scripts(staging, venv, result.reinstall)
+            downloaded = True
+        relocate.scripts(staging, venv, list(reinstall))
+        return downloaded, tuple(damaged)
     finally:
         subset.unlink(missing_ok=True)
 
 
-def _drop_damaged_direct_urls(site: Path, names: list[str]) -> None:
+def _drop_damaged_direct_urls(site: Path, names: Sequence[str]) -> None:
     """In the copy, a reinstalled distribution's direct_url.json not of PEP 610's shape goes: uv refuses to read
     the installed metadata past it (and reinstalling writes the metadata anew). The venv's own file is a hard link."""
     wanted = set(names)
@@ -320,7 +331,7 @@ def _direct_url_shape(data: object) -> bool:
     return sum(isinstance(data.get(key), dict) for key in ("archive_info", "dir_info", "vcs_info")) == 1
 
 
-def _subset_lock(lock: Path, names: list[str]) -> str:
+def _subset_lock(lock: Path, names: Sequence[str]) -> str:
     """The lock with only `names` in it: the same URLs and hashes, so uv finds the same files in its cache."""
     import tomlkit
     from packaging.utils import canonicalize_name
@@ -353,7 +364,7 @@ def exchange(first: Path, second: Path) -> None:
     os.rename(temporary, first)
 
 
-def _unset_aside(aside: Path, site: Path, moved: list[str]) -> None:
+def _unset_aside(aside: Path, site: Path, moved: Sequence[str]) -> None:
     """Undo the set-aside of an attempt that never reached the swap: the venv still has these files, the copy goes."""
     for relative in moved:
         if (aside / relative).exists() and (site / relative).exists():
