@@ -32,6 +32,8 @@ from provision.envs.home import site_packages as site_packages  # one definition
 from provision.errors import EnvError, ProvisionError
 
 if TYPE_CHECKING:
+    from packaging.pylock import Package
+
     from provision.envs.records import EnvRecord, KeptFile
 
 CACHE_NAME = "drift-cache.json"  # beside the environment, in its build folder
@@ -453,7 +455,7 @@ def _against_lock(venv: Path, installed: dict[str, Installed], lock_path: Path, 
     return findings
 
 
-def _from_source(name: str, dist: Installed, package: Any, notes: list[str]) -> list[Finding]:
+def _from_source(name: str, dist: Installed, package: Package, notes: list[str]) -> list[Finding]:
     """A distribution the lock takes from a source tree or a repository: an editable one is the user's own tree, not
     hashed (said in `notes`); a git one is judged by its commit (direct_url.json, PEP 610)."""
     import json
@@ -467,6 +469,8 @@ def _from_source(name: str, dist: Installed, package: Any, notes: list[str]) -> 
         where = str(package.directory.path)
         if package.directory.editable:
             notes.append(f"{name} is editable from {where}: its source tree is the user's, not hashed")
+        return []
+    if package.vcs is None:  # neither: the caller passes only these two
         return []
     commit = str(package.vcs.commit_id or "")
     url = str(package.vcs.url or "")

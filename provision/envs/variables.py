@@ -4,16 +4,20 @@ and what puts its venv first (`provision run`, `provision shell-env`)."""
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from provision.envs import records
 from provision.envs.home import Home, site_packages
 from provision.errors import EnvError
 from provision.stacks.profiles import Profile
 
+if TYPE_CHECKING:
+    from provision.machine.facts import Gpu
 
-def resolve_env(template: dict[str, str], build: Path, gpus: list[Any] | None = None, nvcc: str | None = None) -> dict[str, str]:
+
+def resolve_env(template: dict[str, str], build: Path, gpus: Sequence[Gpu] | None = None, nvcc: str | None = None) -> dict[str, str]:
     """The profile's [env] with {venv}, {site}, {env} (the environment's folder) and {arch_list} (these GPUs) filled in."""
     from provision import knowledge
     from provision.stacks.profiles import fill_env
@@ -25,7 +29,7 @@ def resolve_env(template: dict[str, str], build: Path, gpus: list[Any] | None = 
     return fill_env(template, env=str(build), venv=str(venv), site=str(site_packages(venv)), arch_list=arch_list)
 
 
-def machine_gpus() -> list[Any]:
+def machine_gpus() -> list[Gpu]:
     """The GPUs NVML reads on this machine; none where there is no driver."""
     from provision.machine import nvml
 
