@@ -18,7 +18,7 @@ from email.message import Message
 from email.parser import HeaderParser
 from importlib.metadata import PathDistribution
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from packaging.markers import default_environment
 from packaging.utils import InvalidName, InvalidWheelFilename, canonicalize_name, parse_wheel_filename
@@ -58,8 +58,8 @@ class Finding:
     on_disk: str | None = None
     known_good: str | None = None  # "accepted" or "profile": judged by that content, not by RECORD or as unowned
 
-    def to_dict(self) -> dict[str, Any]:
-        found: dict[str, Any] = {"kind": self.kind, "distribution": self.distribution, "path": self.path, "expected": self.expected,
+    def to_dict(self) -> dict[str, object]:
+        found: dict[str, object] = {"kind": self.kind, "distribution": self.distribution, "path": self.path, "expected": self.expected,
                  "found": self.found, "known_good": self.known_good}
         if self.kind == "shared":
             found.update(distributions=list(self.distributions), on_disk=self.on_disk)
@@ -118,7 +118,7 @@ class Drift:
         counts = ", ".join(f"{n} {k}" for k, n in self.counts().items() if n)
         return counts or "nothing differs"
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {"venv": str(self.venv), "site_packages": str(self.site), "lock": self.lock, "status": self.status,
                 "counts": self.counts(), "findings": [f.to_dict() for f in self.findings],
                 "distributions": self.distributions, "files": self.files, "hashed": self.hashed,
