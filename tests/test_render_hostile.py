@@ -205,3 +205,21 @@ def test_a_figure_that_is_no_number_is_null_in_the_json_document(tmp_path: Path,
     done = tool("baseline", "nan", "--json")
     document = strict_json(done.stdout)  # was `"figure": NaN`: no JSON parser but Python's reads it
     assert isinstance(document, dict) and document["figure"] is None and document["figures"] == [None]
+
+
+def test_what_a_failing_all_reduce_perf_printed_never_drives_the_terminal(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """bench allreduce's table is Raw text (never folded): nccl-tests' own last lines reach it in its error, escapes too."""
+    from provision.checks import allreduce
+    from provision.checks.allreduce_runs import AllreduceRow, AllreduceRun, VariantRun
+    from provision.views import checks as views
+
+    binary = tmp_path / "all_reduce_perf"
+    binary.write_text("#!/bin/sh\nprintf 'NCCL WARN \\033]0;pwned\\007\\033[2J cleared\\n' >&2\nexit 3\n")
+    binary.chmod(0o755)
+    rows = [AllreduceRow(size=8, count=2, wrong=0, eager_us=20.0, eager_busbw=0.0)]
+    measured = allreduce.beside_nccl_tests(VariantRun(variant={}, rows=rows), {}, binary, venv=tmp_path, env=dict(os.environ),
+                                           world=2, min_bytes=8, max_bytes=2**27, factor=2, iters=20)
+    shown = views.allreduce("h200", AllreduceRun(at="now", backend="nccl", world_size=2, runs=[measured]))
+    assert render.render(shown, "table") == 1
+    out = capsys.readouterr().out
+    assert "NCCL WARN ?]0;pwned??[2J cleared" in out and "\x1b" not in out and "\x07" not in out  # a retitled, cleared terminal

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from provision import status as statuses
 from provision.checks.results import overall
+from provision.log import printable
 from provision.views.render import Block, Line, Raw, Shown, TableBuilder, Verdict
 
 if TYPE_CHECKING:  # annotations only: rendering one result must not import every operation
@@ -79,7 +80,7 @@ def allreduce(name: str, run: AllreduceRun) -> Shown:
     lines: list[str] = []
     for variant in run.runs:
         lines += _variant_lines(name, run, variant)
-    text = "\n".join(lines) + "\n"
+    text = printable("\n".join(lines) + "\n")  # Raw is never escaped: nccl-tests' own lines reach it in its error
     return Shown({"name": name, **run.to_dict()}, [Raw(text)], 1 if run.anchor_failures() else 0,
                  markdown=[Raw(f"```\n{text}```\n")])
 
