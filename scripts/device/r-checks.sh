@@ -5,6 +5,7 @@
 EVIDENCE=r-checks
 . scripts/device/common.sh
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+step 00-install-flashinfer install_flashinfer
 step 01-adopt $P adopt h200 $VENV --no-lock
 step 02-check-json $P check h200 --json  # a full run: what baseline needs before it runs
 step 03-check-table $P check h200 --only driver,torch-cuda,cuda-libs,symmetric-memory,nccl-allreduce
