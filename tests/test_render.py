@@ -114,8 +114,6 @@ WRITES = {"print", "exit", "dump_json", "console", "echo", "secho"}
 DOTTED = {"ui.info", "ui.error", "log.info", "sys.stdout.write", "sys.stderr.write", "sys.exit"}
 # Where output and exits are decided: the renderer, the console helpers, the group's error handling.
 ALLOWED = {"views/render.py", "views/ui.py", "cli/main.py"}
-# Not converted to the rendering path yet: each leaves this list when its commands return a Shown.
-PENDING: set[str] = set()
 
 
 def _dotted(node: ast.expr) -> str:
@@ -146,9 +144,23 @@ def test_commands_and_views_never_write_or_exit(module: str) -> None:
     """A command returns a Shown and a view builds one; neither prints, dumps JSON, opens a console or exits."""
     if module in ALLOWED:
         pytest.skip("where output is written")
-    if module in PENDING:
-        pytest.skip("not on the rendering path yet")
     assert writes(PACKAGE / module) == [], module
+
+
+def reads_the_output(path: Path) -> list[str]:
+    """`line: as_json` wherever `path` names it: a view is handed its result, never the output it will be shown as."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if (isinstance(node, ast.Name) and node.id == "as_json") or (isinstance(node, ast.arg) and node.arg == "as_json") \
+                or (isinstance(node, ast.Attribute) and node.attr == "as_json"):
+            found.append(node.lineno)
+    return [f"{line}: as_json" for line in sorted(found)]
+
+
+@pytest.mark.parametrize("module", [m for m in modules() if m.startswith("views/")])
+def test_views_never_choose_the_output(module: str) -> None:
+    """JSON, tables or Markdown is render's choice: a view builds every form of its Shown, whatever was asked for."""
+    assert reads_the_output(PACKAGE / module) == [], module
 
 
 def test_the_rule_sees_what_it_forbids(tmp_path: Path) -> None:
@@ -157,4 +169,6 @@ def test_the_rule_sees_what_it_forbids(tmp_path: Path) -> None:
                       "    ui.console().print('y')\n    print('z')\n    ui.info('i')\n    sys.exit(4)\n    return render.Shown({})\n")
     assert writes(sample) == ["5: ui.dump_json", "6: out.print", "7: ?.print", "7: ui.console", "8: print",
                               "9: ui.info", "10: sys.exit"]
-    assert set(PENDING) | ALLOWED <= set(modules())  # every name here is a module that exists
+    assert set(modules()) >= ALLOWED and len(modules()) > 10  # every name here is a module that exists, and all are read
+    sample.write_text("def shown(result, as_json: bool):\n    if as_json:\n        return 1\n    return app.as_json\n")
+    assert reads_the_output(sample) == ["1: as_json", "2: as_json", "4: as_json"]
