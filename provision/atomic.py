@@ -6,8 +6,8 @@ import contextlib
 import json
 import os
 import time
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 
 def stage(path: Path, text: str | bytes, mode: int = 0o600) -> Path:
@@ -39,12 +39,12 @@ def write_atomic(path: Path, text: str | bytes, mode: int = 0o600) -> None:
         raise
 
 
-def json_text(data: dict[str, Any]) -> str:
+def json_text(data: Mapping[str, object]) -> str:
     """How provision writes its own JSON files."""
     return json.dumps(data, indent=2, sort_keys=True, default=str)
 
 
-def write_json(path: Path, data: dict[str, Any]) -> None:
+def write_json(path: Path, data: Mapping[str, object]) -> None:
     write_atomic(path, json_text(data))
 
 

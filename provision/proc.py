@@ -12,10 +12,13 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from provision import log
 from provision.errors import ToolError
+
+if TYPE_CHECKING:
+    from signal import _HANDLER
 
 # Set on the lent GPU machines because multicast use can take a shared host's GPUs out of service;
 # every process the tool starts keeps them, whatever environment it is given.
@@ -249,7 +252,7 @@ def run_watched(argv: Sequence[str | Path], *, env: Mapping[str, str], first_bou
                      stderr=b"".join(stderr_chunks).decode(errors="replace"), timed_out=stalled)
 
 
-def _hold_interrupts(deferred: list[int]) -> Any:
+def _hold_interrupts(deferred: list[int]) -> _HANDLER:
     """Record SIGINT in `deferred` instead of raising it; return the handler to restore (None off the main thread)."""
     import threading
 
@@ -258,7 +261,7 @@ def _hold_interrupts(deferred: list[int]) -> Any:
     return signal.signal(signal.SIGINT, lambda number, _frame: deferred.append(number))
 
 
-def _restore(handler: Any) -> None:
+def _restore(handler: _HANDLER) -> None:
     if handler is not None:
         signal.signal(signal.SIGINT, handler)
 

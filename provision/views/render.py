@@ -11,7 +11,7 @@ the blocks are named tuples: immutable and typed like frozen dataclasses, but ma
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Literal, NamedTuple
+from typing import TYPE_CHECKING, Literal, NamedTuple
 
 if TYPE_CHECKING:
     from provision.status import Status
@@ -74,7 +74,7 @@ class Shown(NamedTuple):
     """What a command shows: `document` under --json, `blocks` for people (`markdown` for --markdown where it says
     more than the tables, e.g. each verdict's source), and the exit code either way."""
 
-    document: Mapping[str, Any] | None = None
+    document: Mapping[str, object] | None = None
     blocks: Sequence[Block] = ()
     exit_code: int = 0
     markdown: Sequence[Block] | None = None
