@@ -51,6 +51,7 @@ def test_an_old_env_json_is_read_and_kept_through_a_rewrite(tmp_path: Path) -> N
 # what check, baseline and bench allreduce store today, every key of docs/json.md: typed on the way in, written back
 # key for key; results from older versions lack keys (title, seconds, pattern...) and are written back without them
 FULL_RUNS = {
+    "env_template": {"env": {"FLASHINFER_CUDA_ARCH_LIST": "{arch_list}", "W": "{env}"}, "nvcc": "13.0"},
     "baseline": {"command": ["python", "bench.py"], "cwd": ".", "timeout": 600.0, "pattern": "throughput: ([0-9.]+)",
                  "json_key": None, "unit": "tok/s", "better": "higher"},
     "checks": {"results": [
@@ -93,6 +94,7 @@ def test_stored_runs_are_typed_and_written_back_key_for_key(tmp_path: Path) -> N
     assert failed.failed and failed.details == {"arch_list": ["sm_90"]} and driver.title == "" and drift.status == "warn"
     assert record.baselines[0].drift is not None and record.baselines[0].drift.drifted
     assert record.baseline is not None and record.baseline.command == ("python", "bench.py") and record.baseline.unit == "tok/s"
+    assert record.env_template == records.EnvTemplate(env={"FLASHINFER_CUDA_ARCH_LIST": "{arch_list}", "W": "{env}"}, nvcc="13.0")
     (run,) = record.allreduce
     assert run.runs[0].rows[0].side("graph") == (8.8, 0.0, 5.87, 1.5, 2.93)
     assert run.anchor_failures() == ["all_reduce_perf hung at size 64 B", "not run: it failed in an earlier variant"]
@@ -146,6 +148,9 @@ def test_one_writer_appends_runs_and_keeps_what_is_there(tmp_path: Path) -> None
         ({"allreduce": [{"runs": [{"variant": {}, "rows": [], "nccl_tests": {"path": "p", "eager": [{"size": 8}]}}]}]},
          "key 'allreduce[0].runs[0].nccl_tests.eager[0].time_us' is missing"),
         ({"schema_version": 99}, "schema_version 99 is newer"),
+        ({"env_template": {"nvcc": "13.0"}}, "key 'env_template.env' is missing"),  # a check would have met a KeyError
+        ({"env_template": {"env": {"A": 1}}}, "key 'env_template.env' is not all strings"),
+        ({"env_template": {"env": {}, "nvcc": 13}}, "key 'env_template.nvcc' is int"),
     ],
 )
 def test_a_record_of_the_wrong_type_is_an_error_naming_the_file_and_key(tmp_path: Path, change: dict, words: str) -> None:

@@ -43,10 +43,10 @@ def test_checks_fill_arch_list_for_the_gpus_they_run_on(tmp_path: Path) -> None:
     from provision.checks import runner
 
     h200 = facts_from("h200.nvml.json").gpus
-    from provision.envs.records import EnvRecord
+    from provision.envs.records import EnvRecord, EnvTemplate
 
     meta = EnvRecord(name="env", env={"FLASHINFER_CUDA_ARCH_LIST": "12.0f"},
-                     env_template={"env": {"FLASHINFER_CUDA_ARCH_LIST": "{arch_list}", "W": "{env}"}, "nvcc": "13.0"})
+                     env_template=EnvTemplate(env={"FLASHINFER_CUDA_ARCH_LIST": "{arch_list}", "W": "{env}"}, nvcc="13.0"))
     env = runner.environment(tmp_path / "venv", meta, list(h200), tmp_path)
     assert env["FLASHINFER_CUDA_ARCH_LIST"] == "9.0a" and env["W"] == str(tmp_path)
     assert runner.environment(tmp_path / "venv", meta)["FLASHINFER_CUDA_ARCH_LIST"] == "12.0f"  # no reading: as stored

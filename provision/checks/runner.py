@@ -41,7 +41,7 @@ def environment(venv: Path, record: EnvRecord, gpus: list[Gpu] | None = None, bu
     if template and gpus is not None and build is not None:
         from provision.envs.variables import resolve_env
 
-        extra = resolve_env(template["env"], build, gpus, template.get("nvcc"))
+        extra = resolve_env(template.env, build, gpus, template.nvcc)
     extra["VIRTUAL_ENV"] = str(venv)
     extra["PATH"] = f"{venv / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}"
     extra["PYTHONNOUSERSITE"] = "1"

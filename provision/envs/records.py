@@ -98,6 +98,26 @@ class KeptFile:
 
 
 @dataclass(frozen=True, kw_only=True)
+class EnvTemplate:
+    """The profile's [env] as written and the nvcc release it was built with: kept when [env] names {arch_list}, so
+    that a check fills it again for the GPUs it runs on."""
+
+    env: dict[str, str]
+    nvcc: str | None = None
+
+    def to_dict(self) -> JSONObject:
+        return {"env": dict(self.env), "nvcc": self.nvcc}
+
+    @classmethod
+    def parse(cls, fields: Fields) -> EnvTemplate:
+        env = fields.mapping("env")
+        if env is None or not all(isinstance(v, str) for v in env.values()):
+            raise RecordError(f"{fields.path}: key 'env_template.env' is {'missing' if env is None else 'not all strings'}, "
+                              "expected the profile's [env] (strings)", fix_hint(fields.path))
+        return cls(env=dict(env), nvcc=fields.text("nvcc"))
+
+
+@dataclass(frozen=True, kw_only=True)
 class EnvRecord:
     """env.json: what an environment was built from, and what has been learned about it since."""
 
@@ -113,7 +133,7 @@ class EnvRecord:
     adopted: bool = False
     venv: str | None = None
     env: dict[str, str] = field(default_factory=dict)
-    env_template: JSONObject | None = None  # the profile's [env] and nvcc, kept when [env] names {arch_list}
+    env_template: EnvTemplate | None = None  # kept when [env] names {arch_list}
     packages: list[str] = field(default_factory=list)
     checks_required: list[str] = field(default_factory=list)
     size_bytes: int | None = None
@@ -153,7 +173,7 @@ class EnvRecord:
             if item.name == "extra" or (item.name in OPTIONAL_KEYS and getattr(self, item.name) in (None, [])):
                 continue
             value = getattr(self, item.name)
-            if item.name in ("checks", "checks_subset", "baseline"):
+            if item.name in ("checks", "checks_subset", "baseline", "env_template"):
                 value = value.to_dict() if value is not None else None
             elif item.name in ("baselines", "allreduce", "accepted", "profile_files"):
                 value = [run.to_dict() for run in value]
@@ -177,12 +197,14 @@ class EnvRecord:
         from provision.checks.results import Baseline, BaselineRun
 
         checks, subset, spec = fields.mapping("checks"), fields.mapping("checks_subset"), fields.mapping("baseline")
+        template = fields.mapping("env_template")
         known = {item.name for item in dataclasses.fields(cls)} | {"schema_version"}
         return cls(
             name=fields.text("name") or name, profile=fields.text("profile"), profile_hash=fields.text("profile_hash"),
             profile_path=fields.text("profile_path"), cuda=fields.text("cuda"), python=fields.text("python"),
             interpreter=fields.text("interpreter"), lock=fields.text("lock"), created=fields.text("created"),
-            adopted=fields.flag("adopted"), venv=fields.text("venv"), env=dict(env), env_template=fields.mapping("env_template"),
+            adopted=fields.flag("adopted"), venv=fields.text("venv"), env=dict(env),
+            env_template=EnvTemplate.parse(Fields(path, template, "env_template")) if template is not None else None,
             packages=fields.strings("packages"),
             checks_required=fields.strings("checks_required"), size_bytes=fields.integer("size_bytes"),
             baseline=_typed(Fields(path, spec, "baseline"), Baseline.parse) if spec is not None else None,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from provision.envs import records
 from provision.envs.home import Home, site_packages
@@ -39,11 +39,11 @@ def machine_gpus() -> list[Gpu]:
         return []
 
 
-def env_template(profile: Profile) -> dict[str, Any] | None:
+def env_template(profile: Profile) -> records.EnvTemplate | None:
     """What env.json keeps to fill the [env] again at check time: only when it names the machine's GPUs."""
     if not any("{arch_list}" in v for v in profile.env.values()):
         return None
-    return {"env": dict(profile.env), "nvcc": profile.compiler_cuda() or profile.cuda}
+    return records.EnvTemplate(env=dict(profile.env), nvcc=profile.compiler_cuda() or profile.cuda)
 
 
 def venv_environment(home: Home, name: str | None) -> tuple[str, Path, dict[str, str]]:
