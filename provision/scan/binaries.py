@@ -9,17 +9,15 @@ from __future__ import annotations
 import mmap
 import os
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from provision import regular
 from provision.errors import InputError
 from provision.scan import archives, elf, fatbin, installed
 
 
-@dataclass
-class FileScan:
+class FileScan(NamedTuple):  # named tuples and a plain class: no dataclass generated at import (fatbin.Counts)
     path: str
     package: str | None
     code: fatbin.Code
@@ -36,13 +34,13 @@ class FileScan:
         }
 
 
-@dataclass
 class PackageScan:
-    name: str | None
-    version: str | None = None
-    files: int = 0
-    code: fatbin.Code = field(default_factory=fatbin.Code)
-    verdicts: dict[str, tuple[str, str]] = field(default_factory=dict)  # cc -> (status, reason)
+    """One distribution version: its files' code added up, and its verdict on each SM required."""
+
+    def __init__(self, name: str | None, version: str | None = None) -> None:
+        self.name, self.version, self.files = name, version, 0
+        self.code = fatbin.Code()
+        self.verdicts: dict[str, tuple[str, str]] = {}  # cc -> (status, reason)
 
     @property
     def counts(self) -> fatbin.Counts:
@@ -60,14 +58,13 @@ class PackageScan:
         }
 
 
-@dataclass
-class ScanResult:
+class ScanResult(NamedTuple):
     files: list[FileScan]
     packages: list[PackageScan]
     scanned: int
     seconds: float
-    require: tuple[str, ...] = ()
-    notes: list[str] = field(default_factory=list)
+    require: tuple[str, ...]
+    notes: list[str]
 
     @property
     def failed(self) -> bool:

@@ -9,8 +9,7 @@ tests/test_scan_elf.py checks that both readers give the same table on real file
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from provision.scan import fatbin
 
@@ -29,8 +28,7 @@ EF_CUDA_ACCELERATORS_V2, EF_CUDA_ACCELERATORS = 0x8, 0x800
 COMPAT_ARCH_SPECIFIC = 9
 
 
-@dataclass(frozen=True)
-class Section:
+class Section(NamedTuple):  # named tuples, not dataclasses: made at import in a sixth of the time (fatbin.Counts)
     name: str
     type: int
     flags: int
@@ -38,8 +36,7 @@ class Section:
     size: int
 
 
-@dataclass(frozen=True)
-class Image:
+class Image(NamedTuple):
     type: int
     machine: int
     flags: int
@@ -52,8 +49,7 @@ class Image:
         return self.type in (ET_EXEC, ET_DYN)
 
 
-@dataclass(frozen=True)
-class Header:
+class Header(NamedTuple):
     type: int
     machine: int
     flags: int

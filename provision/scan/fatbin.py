@@ -9,7 +9,6 @@ from __future__ import annotations
 import bisect
 import struct
 from collections import Counter
-from dataclasses import dataclass, field
 from typing import Any
 
 CONTAINER_MAGIC = 0xBA55ED50
@@ -32,13 +31,29 @@ FATBIN_SECTIONS = (".nv_fatbin", "__nv_relfatbin")
 RELOCATABLE_SECTION = "__nv_relfatbin"
 
 
-@dataclass
 class Counts:
-    cubin: Counter[str] = field(default_factory=Counter)
-    ptx: Counter[str] = field(default_factory=Counter)
-    lto: Counter[str] = field(default_factory=Counter)
-    compressed: int = 0
-    containers: int = 0
+    """Entries by label, and how many were compressed, in how many containers. (Counts and Code are plain classes, as
+    render's blocks are named tuples: a dataclass is generated at import, 1-4 ms each, of the 0.1 s a one-file
+    `scan --json` has as a whole process.)"""
+
+    __slots__ = ("cubin", "ptx", "lto", "compressed", "containers")
+
+    def __init__(self, cubin: Counter[str] | None = None, ptx: Counter[str] | None = None,
+                 lto: Counter[str] | None = None, compressed: int = 0, containers: int = 0) -> None:
+        self.cubin: Counter[str] = Counter() if cubin is None else cubin
+        self.ptx: Counter[str] = Counter() if ptx is None else ptx
+        self.lto: Counter[str] = Counter() if lto is None else lto
+        self.compressed, self.containers = compressed, containers
+
+    def _key(self) -> tuple[object, ...]:
+        return self.cubin, self.ptx, self.lto, self.compressed, self.containers
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Counts) and self._key() == other._key()
+
+    def __repr__(self) -> str:
+        return (f"Counts(cubin={self.cubin!r}, ptx={self.ptx!r}, lto={self.lto!r}, compressed={self.compressed}, "
+                f"containers={self.containers})")
 
     def add(self, other: Counts) -> None:
         self.cubin.update(other.cubin)
@@ -56,13 +71,21 @@ class Counts:
         return not (self.cubin or self.ptx or self.lto)
 
 
-@dataclass
 class Code:
     """What one file carries: `loadable` is what the driver can load; `relocatable` is device code a shared
     library or executable keeps only as link input (`__nv_relfatbin`), never loaded, never judged."""
 
-    loadable: Counts = field(default_factory=Counts)
-    relocatable: Counts = field(default_factory=Counts)
+    __slots__ = ("loadable", "relocatable")
+
+    def __init__(self, loadable: Counts | None = None, relocatable: Counts | None = None) -> None:
+        self.loadable = Counts() if loadable is None else loadable
+        self.relocatable = Counts() if relocatable is None else relocatable
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Code) and (self.loadable, self.relocatable) == (other.loadable, other.relocatable)
+
+    def __repr__(self) -> str:
+        return f"Code(loadable={self.loadable!r}, relocatable={self.relocatable!r})"
 
     def add(self, other: Code) -> None:
         self.loadable.add(other.loadable)
