@@ -4,7 +4,8 @@
 # floor of the same run (`python -c pass`, `import click`, `scan --json /bin/true`), with the scan in process on one
 # core and on every core (the data sections' parallel search); what `scan` imports (-X importtime); then a wheel in
 # place beside `unzip -p` of the same members, in turns, wall and CPU (goal 1.0x): the wheel is made here from
-# torch/lib (deflate, level 6), since no registry is reachable.
+# torch/lib (deflate, level 6), since no registry is reachable. bench_scan.py compiles provision's bytecode first (the
+# image sets PYTHONDONTWRITEBYTECODE: the house run's 0.13-0.23 s included compiling every module on every run).
 #   Run: bash scripts/device/scan.sh        (from the repository root; `.whl` carried, as for house.sh)
 EVIDENCE=scan
 . scripts/device/common.sh
