@@ -88,7 +88,7 @@ def adopt(home: Home, name: str, venv: Path, profile: Profile | None, *, lock: b
     registered all the same (provision lock --env NAME does it again later)."""
     from provision.envs import lifecycle
 
-    build = lifecycle.adopt(home, name, venv, profile)
+    build = lifecycle.register(home, name, venv, profile)
     adopted = Adopted(name=name, venv=venv.absolute(), build=build)
     if not lock:
         return adopted

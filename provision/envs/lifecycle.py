@@ -242,8 +242,9 @@ def _is_live(home: Home, name: str, build: Path) -> bool:
     return link.is_symlink() and (home.envs / os.readlink(link)).resolve() == build.resolve()
 
 
-def adopt(home: Home, name: str, venv: Path, profile: Profile | None = None) -> Path:
-    """Register an existing venv under `name`; its files are never deleted by provision. (Its lock: envs/adopted.py.)"""
+def register(home: Home, name: str, venv: Path, profile: Profile | None = None) -> Path:
+    """Register an existing venv under `name` (`adopt`; its lock: envs/adopted.py); its build folder. The venv's files
+    are never deleted by provision."""
     check_name(name)
     python = venv / "bin" / "python"
     if not python.exists():
