@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import shutil
+import signal
 import subprocess
 import sys
 import zipfile
@@ -201,3 +203,39 @@ def test_a_name_table_far_from_the_section_table_is_not_inflated_twice(tmp_path:
     assert row.code == scan.code_in_file(far) == scan.code_in_file(library)
     assert dict(row.code.loadable.cubin) == {"sm_120": 2, "sm_90": 2}
     assert sum(given) < len(moved) + (256 << 10) + (1 << 20) + 4096  # once, then at most a mark's stretch again
+
+
+def test_a_child_that_dies_leaves_its_slice_to_the_parent(monkeypatch: pytest.MonkeyPatch) -> None:
+    from provision.scan import search
+
+    data = bytearray(4096)
+    for at in (10, 1500, 3000):
+        data[at : at + 4] = search.MAGIC
+    monkeypatch.setattr(search, "SLICE_MIN", 16)
+    real_hits = search.hits
+    parent = os.getpid()
+
+    def dying_hits(buffer: object, pieces: list[search.Piece]) -> list[int]:
+        if os.getpid() != parent:
+            os.kill(os.getpid(), signal.SIGKILL)  # a child killed before it writes a byte
+        return real_hits(buffer, pieces)
+
+    monkeypatch.setattr(search, "hits", dying_hits)
+    pending = search.Search(bytes(data), [(0, 4096)], 3)
+    assert len(pending.children) == 2 and pending.result() == [10, 1500, 3000]
+
+
+def test_children_reaped_by_an_ignored_sigchld(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where SIGCHLD is ignored (a service manager, a parent shell's setting), the kernel reaps the children itself:
+    waitpid finds none, and what they wrote is still used."""
+    from provision.scan import search
+
+    data = bytearray(4096)
+    for at in (10, 1500, 3000):
+        data[at : at + 4] = search.MAGIC
+    monkeypatch.setattr(search, "SLICE_MIN", 16)
+    previous = signal.signal(signal.SIGCHLD, signal.SIG_IGN)
+    try:
+        assert search.Search(bytes(data), [(0, 4096)], 3).result() == [10, 1500, 3000]
+    finally:
+        signal.signal(signal.SIGCHLD, previous)

@@ -68,8 +68,14 @@ class Search:
         for (pid, fd), group in self.children:
             with os.fdopen(fd, "rb") as pipe:
                 data = pipe.read()
-            _, status = os.waitpid(pid, 0)
-            found.extend(marshal.loads(data) if status == 0 and data else hits(self.buffer, group))
+            try:
+                status = os.waitpid(pid, 0)[1]
+            except ChildProcessError:  # SIGCHLD ignored by whoever runs us: the child was reaped for us
+                status = 0
+            try:
+                found.extend(marshal.loads(data) if status == 0 else hits(self.buffer, group))
+            except (EOFError, ValueError, TypeError):  # a child cut short: its slice is searched here
+                found.extend(hits(self.buffer, group))
         return sorted(found)
 
 
