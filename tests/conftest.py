@@ -19,7 +19,11 @@ passed: pytest's shared /tmp/pytest-of-USER keeps only the last 3 sessions, so s
 each other's environments mid-run.
 
 Markers (strict): `network` (the public package registry), `gpu` (skipped without an NVIDIA GPU), `slow` (more than a
-few seconds: `-m "not slow"` for a quick pass).
+few seconds: `-m "not slow"` for a quick pass). Tests marked `slow` or `network` run first.
+
+Processes: pytest-xdist runs the tests in 4 processes (pyproject's addopts; `-n 0` for one). They share the run's folder
+(`run_folder`): its bytecode and `shared_uv_cache`; everything else of a test is its own (ports, homes, folders).
+Tests that share an expensive module fixture carry `pytest.mark.xdist_group(NAME)` so that one process runs them.
 """
 
 from __future__ import annotations
@@ -50,10 +54,17 @@ class Isolation:
     uv_cache: Path  # UV_CACHE_DIR
 
 
+def run_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The folder of the whole run: the session's own, or with pytest-xdist the one its worker processes share."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
 @pytest.fixture(scope="session")
 def shared_uv_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One uv cache for the session: ask for it to reuse wheels other tests unpacked."""
-    return tmp_path_factory.getbasetemp() / "uv-cache-shared"
+    """One uv cache for the run (uv locks it for processes side by side): ask for it to reuse wheels other tests
+    unpacked."""
+    return run_folder(tmp_path_factory) / "uv-cache-shared"
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -66,7 +77,7 @@ def _session_isolation(shared_uv_cache: Path, tmp_path_factory: pytest.TempPathF
         # The tests start provision about a thousand times: its bytecode is compiled once, into the session's folder
         # (never beside the sources), even where PYTHONDONTWRITEBYTECODE would compile every module in every process.
         patch.delenv("PYTHONDONTWRITEBYTECODE", raising=False)
-        patch.setenv("PYTHONPYCACHEPREFIX", str(tmp_path_factory.getbasetemp() / "pycache"))
+        patch.setenv("PYTHONPYCACHEPREFIX", str(run_folder(tmp_path_factory) / "pycache"))  # written atomically
         yield
 
 
@@ -104,6 +115,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    # the long tests first, so that the processes of pytest-xdist finish together instead of waiting on one of them
+    items.sort(key=lambda item: not (item.get_closest_marker("slow") or item.get_closest_marker("network")))
     if any(item.get_closest_marker("gpu") for item in items) and not _nvidia_gpu():
         skip = pytest.mark.skip(reason="needs an NVIDIA GPU (marked gpu)")
         for item in items:

@@ -3,7 +3,9 @@
     python tests/cuobjdump.py FOLDER...   # compare every ELF file and archive under the folders; print disagreements
 
 Wheels come from the default registry through pip and are cached in PROVISION_TEST_CACHE (default
-~/.cache/provision-tests): the tests that use them are marked `network`.
+$XDG_CACHE_HOME/provision-tests, else ~/.cache/provision-tests), read when this module is imported (the tests' isolation
+then clears every PROVISION_ variable): the tests that use them are marked `network`; test_sglang_stack keeps its
+downloads there too.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import re
 import stat
 import subprocess
 import sys
+import tempfile
 import zipfile
 from collections import Counter
 from pathlib import Path
@@ -22,18 +25,23 @@ sys.path.insert(0, str(ROOT))
 
 from provision.scan import archives, binaries, elf, fatbin, installed  # noqa: E402
 
-CACHE = Path(os.environ.get("PROVISION_TEST_CACHE", Path.home() / ".cache" / "provision-tests"))
+CACHE = Path(os.environ.get("PROVISION_TEST_CACHE") or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+             / "provision-tests")
 _LISTED = re.compile(r"\.(sm_\d+[a-z]?)\.(cubin|ptx)\s*$", re.MULTILINE)
 
 
 def wheel(requirement: str) -> Path:
-    """Download one wheel (no dependencies) into the cache unless it is there; return its path."""
+    """Download one wheel (no dependencies) into the cache unless it is there; return its path. Test processes running
+    side by side (pytest-xdist) may ask at once: each downloads into a folder of its own, the first rename wins."""
     folder = CACHE / re.sub(r"[^A-Za-z0-9.]+", "_", requirement)
     found = sorted(folder.glob("*.whl"))
     if not found:
-        folder.mkdir(parents=True, exist_ok=True)
-        subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:",
-                        "-d", str(folder), requirement], check=True, timeout=900)
+        CACHE.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(dir=CACHE, prefix=f".{folder.name}-") as partial:
+            Path(partial).chmod(0o755)
+            subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:",
+                            "-d", partial, requirement], check=True, timeout=900)
+            _publish(Path(partial), folder)
         found = sorted(folder.glob("*.whl"))
     return found[0]
 
@@ -43,15 +51,25 @@ def unpacked(requirement: str) -> Path:
     path = wheel(requirement)
     folder = path.with_suffix("")
     if not folder.is_dir():
-        tmp = folder.with_name(folder.name + ".partial")
-        with zipfile.ZipFile(path) as archive:
-            for info in archive.infolist():
-                target = Path(archive.extract(info, tmp))
-                mode = info.external_attr >> 16
-                if mode and target.is_file():
-                    target.chmod(stat.S_IMODE(mode) | 0o400)
-        tmp.rename(folder)
+        with tempfile.TemporaryDirectory(dir=path.parent, prefix=f".{folder.name}-") as partial:
+            tmp = Path(partial) / "unpacked"
+            with zipfile.ZipFile(path) as archive:
+                for info in archive.infolist():
+                    target = Path(archive.extract(info, tmp))
+                    mode = info.external_attr >> 16
+                    if mode and target.is_file():
+                        target.chmod(stat.S_IMODE(mode) | 0o400)
+            _publish(tmp, folder)
     return folder
+
+
+def _publish(partial: Path, folder: Path) -> None:
+    """Move a finished folder into place; another process that finished first keeps its copy."""
+    try:
+        partial.rename(folder)
+    except OSError:
+        if not folder.is_dir():
+            raise
 
 
 def cuobjdump() -> Path:

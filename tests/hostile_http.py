@@ -31,6 +31,8 @@ class HostileServer:
     def __init__(self) -> None:
         self.routes: dict[str, Route] = {}
         self.sent: dict[str, int] = {}
+        self._lasted: dict[str, float] = {}
+        self._answering: dict[str, int] = {}
         self.closing = False
         server = self
 
@@ -46,6 +48,15 @@ class HostileServer:
         self.port = self.tcp.server_address[1]
         self.url = f"http://127.0.0.1:{self.port}"
         threading.Thread(target=self.tcp.serve_forever, daemon=True).start()
+
+    def lasted(self, path: str) -> float:
+        """The seconds the longest answer for `path` went on, from the request read to the client hanging up (seen at
+        the server's next write) or the answer's end: a client's deadline, without its start-up on a loaded machine.
+        Waits for answers still going on (at most LIFETIME)."""
+        deadline = time.monotonic() + LIFETIME + 5
+        while self._answering.get(path) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        return self._lasted[path]
 
     def close(self) -> None:
         self.closing = True
@@ -66,7 +77,15 @@ class HostileServer:
         head = (f"HTTP/1.1 {route.status} X\r\nContent-Type: {route.content_type}\r\n{length}{extra}"
                 f"Connection: close\r\n\r\n").encode()
         started = time.monotonic()
+        self._answering[path] = self._answering.get(path, 0) + 1
+        try:
+            self._send_route(handler, route, path, method, head, body, started)
+        finally:
+            self._lasted[path] = max(self._lasted.get(path, 0.0), time.monotonic() - started)
+            self._answering[path] -= 1
 
+    def _send_route(self, handler: socketserver.StreamRequestHandler, route: Route, path: str, method: str, head: bytes,
+                    body: bytes, started: float) -> None:
         def alive() -> bool:
             return not self.closing and time.monotonic() - started < LIFETIME
 

@@ -78,7 +78,7 @@ def test_a_rank_stuck_in_a_step_is_found_by_its_own_bound_not_the_run_timeout(tm
     verdict, seconds = run_launcher(tmp_path, body, "launch(target, 2, {}, 600.0)")
     assert verdict["status"] == "fail" and verdict["details"]["hung_rank"] == 1
     assert "rank 1 hung at size 4096 B" in verdict["reason"] and "ACS" in verdict["reason"]
-    assert seconds < 30  # found from the step's bound, not after the 600 s run timeout
+    assert seconds < 120  # found from the step's bound, not after the 600 s run timeout
 
 
 def test_results_are_kept_when_a_teardown_hangs(tmp_path: Path) -> None:
@@ -89,7 +89,7 @@ def test_results_are_kept_when_a_teardown_hangs(tmp_path: Path) -> None:
     ranks = verdict["details"]["ranks"]
     assert verdict["status"] == "pass" and [r["figure"] for r in ranks] == [0, 10]
     assert ranks[0]["teardown"]["clean"] is False and "killed" in ranks[0]["teardown"]["note"]
-    assert "teardown" not in ranks[1] and seconds < 30
+    assert "teardown" not in ranks[1] and seconds < 120  # the 1 s grace, not the 600 s run timeout
 
 
 def test_payload_processes_never_enable_multicast(tmp_path: Path) -> None:
@@ -141,6 +141,7 @@ def gloo_runs(cpu_torch_env: Path, tmp_path_factory: pytest.TempPathFactory) -> 
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group("gloo")  # one process builds the torch environment and runs the sweeps for both
 @pytest.mark.timeout(900)  # the first installs torch (a cold uv cache) before two sweeps
 def test_gloo_sweep_on_cpus_and_stored_with_the_environment(gloo_runs: GlooRuns) -> None:
     (run,) = json.loads(gloo_runs.sweep.stdout)["runs"]
@@ -322,6 +323,7 @@ def test_nccl_env_secrets_are_redacted_where_shown_and_stored_never_where_passed
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group("gloo")  # one process builds the torch environment and runs the sweeps for both
 @pytest.mark.timeout(900)  # the first installs torch (a cold uv cache) before two sweeps
 def test_nccl_env_secrets_stay_out_of_env_json_and_json_but_reach_the_ranks(gloo_runs: GlooRuns) -> None:
     """--nccl-env values were stored and printed as given; a URL's password or a TOKEN's value is now **** in
@@ -389,8 +391,8 @@ def test_a_hung_all_reduce_perf_is_killed_at_the_size_it_hung_on(tmp_path: Path)
     begin = time.monotonic()
     with pytest.raises(nccl_tests.Hung) as caught:
         nccl_tests.run(binary, **SWEEP, graph_launches=0, env=dict(os.environ), start_s=3.0, allowance_s=1.0)
-    assert time.monotonic() - begin < 15
-    assert caught.value.size == 8192 and 1.0 <= caught.value.waited_s < 5
+    assert time.monotonic() - begin < 60  # not the hour it sleeps
+    assert caught.value.size == 8192 and 1.0 <= caught.value.waited_s < 30  # its 1 s bound, read late on a loaded machine
     assert caught.value.message.startswith("all_reduce_perf hung at size 8192 B after 1 s and was killed")
     assert "ACS" in caught.value.hint and "IOMMU" in caught.value.hint and "NCCL_P2P_DISABLE=1" in caught.value.hint
     assert gone(pids)
@@ -415,9 +417,9 @@ def test_an_all_reduce_perf_that_exits_while_its_helper_holds_the_terminal_is_a_
     binary.write_text(text)
     begin = time.monotonic()
     with pytest.raises(ProvisionError) as caught:
-        nccl_tests.run(binary, **SWEEP, graph_launches=0, env=dict(os.environ), start_s=30.0, allowance_s=30.0)
+        nccl_tests.run(binary, **SWEEP, graph_launches=0, env=dict(os.environ), start_s=120.0, allowance_s=120.0)
     assert not isinstance(caught.value, nccl_tests.Hung) and "exit 3" in caught.value.message
-    assert time.monotonic() - begin < 10 and gone(pids)
+    assert time.monotonic() - begin < 60 and gone(pids)  # at once, not at the next size's 120 s bound
 
 
 def test_provision_figures_are_kept_beside_a_hung_all_reduce_perf(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -433,7 +435,7 @@ def test_provision_figures_are_kept_beside_a_hung_all_reduce_perf(tmp_path: Path
                                            **SWEEP, start_s=3.0, allowance_s=1.0)
     assert gone(pids) and measured.rows == rows
     anchor = measured.nccl_tests
-    assert isinstance(anchor, NcclTestsFailure) and anchor.hung_size == 64 and 1.0 <= (anchor.hung_after_s or 0) < 5
+    assert isinstance(anchor, NcclTestsFailure) and anchor.hung_size == 64 and 1.0 <= (anchor.hung_after_s or 0) < 30
     assert anchor.error.startswith("all_reduce_perf hung at size 64 B after 1 s and was killed; provision's own "
                                    "figures are kept: check peer-to-peer") and "\n" not in anchor.error
     run = AllreduceRun(at="now", backend="nccl", world_size=2, runs=[measured])

@@ -12,7 +12,8 @@ from conftest import ROOT
 
 @pytest.mark.parametrize(
     "argv",
-    [[sys.executable, "-m", "ruff", "check", "provision", "tests", "scripts"], [sys.executable, "-m", "mypy"]],
+    [[sys.executable, "-m", "ruff", "check", "provision", "tests", "scripts"],
+     pytest.param([sys.executable, "-m", "mypy"], marks=pytest.mark.slow)],  # strict, with its cache empty in a clone
     ids=["ruff", "mypy"],
 )
 def test_lint_and_types(argv: list[str]) -> None:

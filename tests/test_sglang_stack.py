@@ -3,7 +3,8 @@ at the default registry, `lock`, `report --lock` judged where the profile cannot
 a 570 driver FAILs), the same lock with cuda-python 12.6 forced in FAILed before anything is installed, and, opted in
 with PROVISION_TEST_STACK=1 (about 10 GB, tens of minutes on a small machine: README), `create` and the imports check
 in the environment (sglang and flashinfer PASS; sgl_kernel SKIPs for want of libcuda.so.1 where there is no driver).
-Downloads are kept in a fixed folder (PROVISION_TEST_CACHE, else .pytest_cache/sglang-stack), so a second run is cheap."""
+Downloads are kept in the tests' cache of real wheels (tests/cuobjdump.py: PROVISION_TEST_CACHE, else
+~/.cache/provision-tests), under sglang-stack/: a second run, or a fresh clone on the same machine, is cheap."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from pathlib import Path
 import pytest
 import tomlkit
 from conftest import ROOT
+from cuobjdump import CACHE
 from launch import run_provision
 from test_lock_binding import sealed
 from test_lockself import machine_570
@@ -55,7 +57,7 @@ def forced(lock: Path, registry: str) -> Path:
 def test_the_sglang_stack_whole_judged_before_install(provision_bin: str, tmp_path: Path) -> None:
     from provision.stacks import newprofile
 
-    cache = Path(os.environ.get("PROVISION_TEST_CACHE") or ROOT / ".pytest_cache" / "sglang-stack")
+    cache = CACHE / "sglang-stack"
     env = {**os.environ, "UV_CACHE_DIR": str(cache / "uv"), "XDG_CACHE_HOME": str(cache / "xdg"), "PROVISION_HOME": str(tmp_path / "home")}
     env.pop("PROVISION_PROFILES", None)
     registry = newprofile.default_index()
