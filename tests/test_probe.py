@@ -9,6 +9,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from conftest import DATA, ROOT
 from launch import run_provision
 
@@ -256,3 +257,45 @@ def test_a_billion_gpus_is_a_note_not_a_hang(tmp_path: Path) -> None:
     reading = nvml.read(nvml.replay_file(huge))
     assert time.process_time() - started < 5
     assert reading.gpus == [] and any("1000000000 is not a number of GPUs" in n for n in reading.notes)
+
+
+def test_nvml_starts_on_a_thread_before_the_reading_and_every_start_is_shut_down(monkeypatch: pytest.MonkeyPatch) -> None:
+    """probe starts NVML (nvmlInit: the driver's time) on a thread while the readers are imported; nvml.read's own
+    nvmlInit then only counts one more user, and both starts end in a shutdown (NVML counts its users)."""
+    import threading
+
+    from provision.machine import probe
+
+    replay = nvml.replay_file(DATA / "h200.nvml.json")
+    events: list[str] = []
+
+    class Counting:  # the binding, as the module `import pynvml` finds: the recorded H200 with its starts counted
+        def nvmlInit(self) -> None:
+            events.append("init " + ("main" if threading.current_thread() is threading.main_thread() else "thread"))
+
+        def nvmlShutdown(self) -> None:
+            events.append("shutdown")
+
+        def __getattr__(self, name: str) -> object:
+            return getattr(replay, name)
+
+    monkeypatch.delenv(nvml.REPLAY_VARIABLE, raising=False)
+    monkeypatch.setitem(sys.modules, "pynvml", Counting())
+    facts = probe.probe()
+    assert events == ["init thread", "init main", "shutdown", "shutdown"]
+    assert [g.name for g in facts.gpus] == ["NVIDIA H200"] and facts.driver.version == "580.159.04"
+    assert probe.REPLAY_VARIABLE == nvml.REPLAY_VARIABLE
+
+
+def test_a_replay_starts_no_nvml(monkeypatch: pytest.MonkeyPatch) -> None:
+    from provision.machine import probe
+
+    class Refusing:
+        def __getattr__(self, name: str) -> object:
+            raise AssertionError(f"a replay touched pynvml.{name}")
+
+    replay = nvml.replay_file(DATA / "h200.nvml.json")  # its own binding checks against the real pynvml, made first
+    monkeypatch.setenv(nvml.REPLAY_VARIABLE, str(DATA / "h200.nvml.json"))
+    monkeypatch.setattr(nvml, "replay_file", lambda path: replay)
+    monkeypatch.setitem(sys.modules, "pynvml", Refusing())
+    assert [g.name for g in probe.probe().gpus] == ["NVIDIA H200"]

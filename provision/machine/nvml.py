@@ -18,7 +18,7 @@ from provision import knowledge
 from provision.machine.facts import Driver, Gpu, Link, Pcie
 
 T = TypeVar("T")
-REPLAY_VARIABLE = "PROVISION_NVML_REPLAY"
+REPLAY_VARIABLE = "PROVISION_NVML_REPLAY"  # probe.REPLAY_VARIABLE too (it starts NVML before importing this)
 MAX_GPUS = 1024  # far above any one host; NVML itself numbers devices in an unsigned int
 # NVML's topology common-ancestor levels, named as `nvidia-smi topo -m` prints them (nvml.h nvmlGpuTopologyLevel_t).
 TOPOLOGY_LEVELS = {0: "X", 10: "PIX", 20: "PXB", 30: "PHB", 40: "NODE", 50: "SYS"}

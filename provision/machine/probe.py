@@ -1,18 +1,22 @@
 """`provision probe`: one fast, complete reading of the machine. Never raises for missing hardware.
 
-The nvcc processes are the slowest part: their thread starts first, and the facts' classes and the NVML, host and PCI
-readers are imported while it waits (see docs/performance.md)."""
+The nvcc processes and NVML's start (nvmlInit: the driver's time, the GIL released) are the slowest parts: their
+threads start first, and the facts' classes and the NVML, host and PCI readers are imported while they wait (see
+docs/performance.md)."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from provision.errors import ProvisionError
 from provision.machine import toolkits
 from provision.machine.threads import Background
+
+REPLAY_VARIABLE = "PROVISION_NVML_REPLAY"  # nvml.REPLAY_VARIABLE, spelt here: importing nvml (and the facts) waits
 
 if TYPE_CHECKING:
     from provision.machine import sysfs
@@ -24,11 +28,14 @@ def probe(venvs: tuple[Path, ...] = (), record_nvml: Path | None = None) -> Mach
     answer and every sysfs file read is also written there, so that the reading replays exactly
     (PROVISION_NVML_REPLAY=FILE)."""
     toolkit_job = Background(toolkits.find, venvs)  # the nvcc processes first: the slowest part, on a thread
-    # the facts' classes, NVML's, the host's and the PCI readers are imported meanwhile (NVML's binding in load_library)
+    # NVML started on a thread too (a replay starts nothing); nvml.read's own nvmlInit then only counts one more user
+    started = None if os.environ.get(REPLAY_VARIABLE) else Background(_start_nvml, None)
+    # the facts' classes, NVML's, the host's and the PCI readers are imported meanwhile
     from provision.machine import host, nvml, pci, sysfs
     from provision.machine.facts import MachineFacts
 
     recorder = None
+    early = started.result() if started is not None else None  # nvmlInit done: nvml.read's own is only counted
     try:
         lib = nvml.load_library()
         if record_nvml is not None:
@@ -41,6 +48,8 @@ def probe(venvs: tuple[Path, ...] = (), record_nvml: Path | None = None) -> Mach
     except Exception as exc:  # a broken binding must not cost the rest of the reading
         reading = nvml.Reading()
         reading.notes.append(f"NVML reader failed: {type(exc).__name__}: {exc}")
+    finally:
+        _stop_nvml(early)
     host_facts = host.read()
     files = _files(record=recorder is not None)
     # a replay's host facts are this machine's: its virtualization says nothing of the recorded PCI tree
@@ -59,6 +68,24 @@ def probe(venvs: tuple[Path, ...] = (), record_nvml: Path | None = None) -> Mach
         pci=pci_facts,
         notes=tuple(reading.notes + pci_notes + toolkit_notes),
     )
+
+
+def _start_nvml(_: None) -> Any:
+    """pynvml with nvmlInit done, or None where it cannot start (nvml.read then notes why, as without this)."""
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+    except Exception:
+        return None
+    return pynvml
+
+
+def _stop_nvml(lib: Any) -> None:
+    """NVML counts its users: this shutdown ends _start_nvml's, nvml.read ended its own."""
+    if lib is not None:
+        with contextlib.suppress(Exception):  # shutting down cannot cost the reading
+            lib.nvmlShutdown()
 
 
 def _with_path(link: Link, paths: dict[int, GpuPath]) -> Link:
