@@ -71,6 +71,24 @@ def redact(text: str) -> str:
     return _patterns()[0].sub(_url_secrets, text)
 
 
+def say(text: str) -> None:
+    """Write `text` on stderr. Stderr is for people: where it cannot be written (a full disk, a reader gone) the
+    command goes on without it, as if -q were given, and its result and exit code stay what they were."""
+    try:
+        sys.stderr.write(text)
+        sys.stderr.flush()
+    except OSError:
+        import os
+
+        null = os.open(os.devnull, os.O_WRONLY)  # what it still holds goes nowhere, never a second error at exit
+        try:
+            os.dup2(null, sys.stderr.fileno())
+        except (OSError, ValueError):  # not a file (a test's capture)
+            pass
+        finally:
+            os.close(null)
+
+
 def set_level(level: int) -> None:
     """-q lowers the level below NORMAL, each -v raises it by one."""
     global _level
@@ -84,11 +102,11 @@ def level() -> int:
 def info(message: str) -> None:
     """A line about what provision is doing, for people; -q hides it."""
     if _level >= NORMAL:
-        sys.stderr.write(_masked(message) + "\n")
+        say(_masked(message) + "\n")
 
 
 def debug(message: str) -> None:
     """A line only -v shows: the commands provision runs, and what they printed when they failed (credentials in
     URLs redacted: an index URL with a token in it is part of uv's argv)."""
     if _level >= VERBOSE:
-        sys.stderr.write(redact(_masked(message).rstrip("\n")) + "\n")
+        say(redact(_masked(message).rstrip("\n")) + "\n")

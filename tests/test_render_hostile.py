@@ -223,3 +223,20 @@ def test_what_a_failing_all_reduce_perf_printed_never_drives_the_terminal(tmp_pa
     assert render.render(shown, "table") == 1
     out = capsys.readouterr().out
     assert "NCCL WARN ?]0;pwned??[2J cleared" in out and "\x1b" not in out and "\x07" not in out  # a retitled, cleared terminal
+
+
+def test_a_stderr_that_cannot_be_written_changes_neither_the_result_nor_the_exit_code(tmp_path: Path, index_server: object,
+                                                                                      provision_bin: str) -> None:
+    """Stderr is for people: switch's line there failing on a full disk made a switch that happened exit 3."""
+    import tiny
+
+    tool = tiny.tool_with_env(tmp_path, provision_bin, tiny.index(index_server))  # type: ignore[arg-type]
+    tool.create("tiny", "--name", "other", "--no-checks")
+    with open("/dev/full", "w") as full:
+        switched = subprocess.run(launch.argv(("switch", "tiny")), stdout=subprocess.PIPE, stderr=full, text=True,
+                                  env=launch.environment(tool.env()), timeout=60)
+        failed = subprocess.run(launch.argv(("switch", "nope", "--json")), stdout=subprocess.PIPE, stderr=full, text=True,
+                                env=launch.environment(tool.env()), timeout=60)
+    assert switched.returncode == 0
+    assert {e["name"]: e["active"] for e in json.loads(tool("envs", "--json").stdout)["environments"]}["tiny"] is True
+    assert failed.returncode == 7 and json.loads(failed.stdout)["error"]["exit_code"] == 7  # the error document stays

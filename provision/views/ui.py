@@ -71,7 +71,9 @@ def table(title: str, *columns: str) -> Table:
 
 def error(message: str, hint: str = "") -> None:
     """One line of what went wrong, one of what to do; plain text so that it never folds."""
-    sys.stderr.write(f"error: {printable(message)}\n" + (f"hint: {printable(hint)}\n" if hint else ""))
+    from provision.log import say
+
+    say(f"error: {printable(message)}\n" + (f"hint: {printable(hint)}\n" if hint else ""))
 
 
 def info(message: str) -> None:
