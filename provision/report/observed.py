@@ -6,7 +6,6 @@ that peer writes arrive: ACS redirect and a translated IOMMU (report/pcipath.py)
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from provision.checks.results import CheckResult
 from provision.machine.facts import MachineFacts
@@ -28,7 +27,7 @@ def apply(gates: list[Gate], results: Mapping[str, CheckResult], gpu_count: int,
     return out
 
 
-def _world(details: dict[str, Any], gpu_count: int) -> str:
+def _world(details: Mapping[str, object], gpu_count: int) -> str:
     world = details.get("world_size")
     if isinstance(world, int) and world != gpu_count:
         return f" (the check ran on {world} of {gpu_count} GPUs)"
