@@ -264,6 +264,7 @@ def test_nvml_starts_on_a_thread_before_the_reading_and_every_start_is_shut_down
     nvmlInit then only counts one more user, and both starts end in a shutdown (NVML counts its users)."""
     import threading
 
+    from provision import knowledge
     from provision.machine import probe
 
     replay = nvml.replay_file(DATA / "h200.nvml.json")
@@ -271,7 +272,11 @@ def test_nvml_starts_on_a_thread_before_the_reading_and_every_start_is_shut_down
 
     class Counting:  # the binding, as the module `import pynvml` finds: the recorded H200 with its starts counted
         def nvmlInit(self) -> None:
-            events.append("init " + ("main" if threading.current_thread() is threading.main_thread() else "thread"))
+            if threading.current_thread() is threading.main_thread():
+                events.append(f"init main, knowledge.toml read {knowledge.tables.cache_info().currsize}")
+            else:
+                time.sleep(0.3)  # the driver's time, which the main thread spends on what needs no NVML
+                events.append("init thread")
 
         def nvmlShutdown(self) -> None:
             events.append("shutdown")
@@ -281,8 +286,9 @@ def test_nvml_starts_on_a_thread_before_the_reading_and_every_start_is_shut_down
 
     monkeypatch.delenv(nvml.REPLAY_VARIABLE, raising=False)
     monkeypatch.setitem(sys.modules, "pynvml", Counting())
+    knowledge.tables.cache_clear()
     facts = probe.probe()
-    assert events == ["init thread", "init main", "shutdown", "shutdown"]
+    assert events == ["init thread", "init main, knowledge.toml read 1", "shutdown", "shutdown"]
     assert [g.name for g in facts.gpus] == ["NVIDIA H200"] and facts.driver.version == "580.159.04"
     assert probe.REPLAY_VARIABLE == nvml.REPLAY_VARIABLE
 

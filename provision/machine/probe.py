@@ -31,9 +31,13 @@ def probe(venvs: tuple[Path, ...] = (), record_nvml: Path | None = None) -> Mach
     # NVML started on a thread too (a replay starts nothing); nvml.read's own nvmlInit then only counts one more user
     started = None if os.environ.get(REPLAY_VARIABLE) else Background(_start_nvml, None)
     # the facts' classes, NVML's, the host's and the PCI readers are imported meanwhile
+    from provision import knowledge
     from provision.machine import host, nvml, pci, sysfs
     from provision.machine.facts import MachineFacts
 
+    host_facts = host.read()  # what needs no NVML is read while nvmlInit runs
+    if started is not None and started.running():
+        knowledge.tables()  # the GPUs' architecture names: knowledge.toml parsed now, not after the wait
     recorder = None
     early = started.result() if started is not None else None  # nvmlInit done: nvml.read's own is only counted
     try:
@@ -50,7 +54,6 @@ def probe(venvs: tuple[Path, ...] = (), record_nvml: Path | None = None) -> Mach
         reading.notes.append(f"NVML reader failed: {type(exc).__name__}: {exc}")
     finally:
         _stop_nvml(early)
-    host_facts = host.read()
     files = _files(record=recorder is not None)
     # a replay's host facts are this machine's: its virtualization says nothing of the recorded PCI tree
     virtualization = None if isinstance(files, sysfs.Replay) else host_facts.virtualization

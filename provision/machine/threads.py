@@ -26,6 +26,9 @@ class Background(Generic[T]):
         except BaseException as exc:
             self._error = exc
 
+    def running(self) -> bool:
+        return self._thread.is_alive()
+
     def result(self) -> T:
         self._thread.join()
         if self._error is not None:
