@@ -21,13 +21,15 @@ import time
 t0 = time.perf_counter()
 from provision.machine import host, nvml, pci, probe, toolkits  # noqa: E401
 t1 = time.perf_counter(); lib = nvml.load_library()
+ta = time.perf_counter(); lib.nvmlInit(); lib.nvmlShutdown()  # what probe's NVML thread overlaps with its imports
 t2 = time.perf_counter(); reading = nvml.read(lib)
 t3 = time.perf_counter(); host.read()
 t4 = time.perf_counter(); pci.read(probe._files(False), [(g.index, g.pci_bus_id) for g in reading.gpus], None)
 t5 = time.perf_counter(); found, notes = toolkits.find(())
 t6 = time.perf_counter(); probe.probe(())
 t7 = time.perf_counter()
-for what, a, b in (("import machine modules", t0, t1), ("import pynvml", t1, t2), ("nvml.read (nvmlInit...)", t2, t3),
+for what, a, b in (("import machine modules", t0, t1), ("import pynvml", t1, ta), ("nvmlInit + nvmlShutdown alone", ta, t2),
+                   ("nvml.read (nvmlInit...)", t2, t3),
                    ("host.read", t3, t4), ("pci.read", t4, t5), ("toolkits.find (nvcc x3 per toolkit)", t5, t6),
                    ("probe() again, whole", t6, t7)):
     print(f"{(b - a) * 1000:8.1f} ms  {what}")
