@@ -108,13 +108,18 @@ def test_a_hostile_profile_description_prints_as_data(tmp_path: Path) -> None:
     assert [p["description"] for p in document["profiles"] if p["name"] == "hostile"] == [HOSTILE]
 
 
-def test_a_newline_in_a_machine_path_never_ends_its_markdown_heading(tmp_path: Path) -> None:
+def test_a_newline_in_a_machine_path_never_ends_its_markdown_heading_or_bullet(tmp_path: Path) -> None:
     machine = tmp_path / "m|x\n# evil.json"
-    machine.write_text(H200.read_text())
-    done = launch.run_provision("report", "--machine", machine, "--profile", "cu130", "--markdown", check=True)
-    headings = [line for line in done.stdout.splitlines() if line.startswith("#")]
-    assert f"## {tmp_path}/m|x # evil.json: driver" in done.stdout  # the heading, one line
-    assert not any(line.startswith("# ") for line in headings), headings  # no heading of its own for the rest
+    document = json.loads(H200.read_text())
+    document["driver"].update(version="575.57.08", cuda="12.9")  # a FAIL: the fleet's summary names the machine
+    machine.write_text(json.dumps(document))
+    done = launch.run_provision("report", "--machine", H200, "--machine", machine, "--profile", "cu130", "--markdown",
+                                check=True)
+    lines = done.stdout.splitlines()
+    assert f"## {tmp_path}/m|x # evil.json: driver 575.57.08 (CUDA 12.9), 1 GPU(s) sm_90" in lines  # the heading, one line
+    assert any(line.startswith("- profile `cu130`: FAIL on 1 machine (") and "x # evil.json): driver" in line
+               for line in lines)  # the cause, one bullet
+    assert not [line for line in lines if line.startswith("# ")]  # no heading of its own for the rest of a path
 
 
 # --- in the renderer: Markdown cells, captions, emoji codes, narrow cells ------------------------------------------

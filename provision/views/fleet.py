@@ -36,5 +36,6 @@ def markdown(summary: FleetSummary) -> list[Block]:
     counts = TableBuilder("", "target", "CUDA", "pass", "warn", "fail", "skip")
     for t in summary.targets:
         counts.add(f"{t.kind} `{t.name}`", t.cuda, *(str(t.count(v)) for v in VERDICTS))
-    causes = [f"- {t.kind} `{t.name}`: " + _cause(cause).replace("|", "\\|") for t in summary.targets for cause in t.causes]
+    causes = [f"- {t.kind} `{t.name}`: " + " ".join(_cause(cause).replace("|", "\\|").splitlines())  # one bullet each
+              for t in summary.targets for cause in t.causes]
     return [Line(f"Fleet: {summary.machines} machines", heading=2), counts.done(), *([Line("\n".join(causes))] if causes else [])]
