@@ -1,7 +1,7 @@
 """`provision probe`: one fast, complete reading of the machine. Never raises for missing hardware.
 
-The nvcc processes and NVML's start (nvmlInit: the driver's time, the GIL released) are the slowest parts: their
-threads start first, and the facts' classes and the NVML, host and PCI readers are imported while they wait (see
+NVML's start (nvmlInit: the driver's time, the GIL released) and the nvcc processes are the slowest parts: their
+threads start first (this module imports nothing more before them), and the facts' classes and the NVML, host and PCI readers are imported while they wait (see
 docs/performance.md)."""
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from provision.errors import ProvisionError
-from provision.machine import toolkits
 from provision.machine.threads import Background
 
 REPLAY_VARIABLE = "PROVISION_NVML_REPLAY"  # nvml.REPLAY_VARIABLE, spelt here: importing nvml (and the facts) waits
@@ -27,9 +26,12 @@ def probe(venvs: tuple[Path, ...] = (), record_nvml: Path | None = None) -> Mach
     """Return the machine's facts; NVML and the nvcc processes run side by side. With `record_nvml`, every raw NVML
     answer and every sysfs file read is also written there, so that the reading replays exactly
     (PROVISION_NVML_REPLAY=FILE)."""
-    toolkit_job = Background(toolkits.find, venvs)  # the nvcc processes first: the slowest part, on a thread
-    # NVML started on a thread too (a replay starts nothing); nvml.read's own nvmlInit then only counts one more user
+    # NVML first, on a thread (a replay starts nothing): its start is the slowest part; nvml.read's own nvmlInit then
+    # only counts one more user
     started = None if os.environ.get(REPLAY_VARIABLE) else Background(_start_nvml, None)
+    from provision.machine import toolkits
+
+    toolkit_job = Background(toolkits.find, venvs)  # the nvcc processes, on a thread too
     # the facts' classes, NVML's, the host's and the PCI readers are imported meanwhile
     from provision import knowledge
     from provision.machine import host, nvml, pci, sysfs
