@@ -305,3 +305,30 @@ def test_a_replay_starts_no_nvml(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(nvml, "replay_file", lambda path: replay)
     monkeypatch.setitem(sys.modules, "pynvml", Refusing())
     assert [g.name for g in probe.probe().gpus] == ["NVIDIA H200"]
+
+
+def test_provision_probe_imports_its_view_while_the_probe_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`provision probe` starts NVML's and the nvcc threads first, then imports the view that shows their facts."""
+    import provision.views
+    from provision.cli.main import cli
+    from provision.cli.options import App
+    from provision.machine import probe
+
+    seen: list[str] = []
+
+    class Watched(probe.Probing):
+        def __init__(self, venvs: tuple[Path, ...] = (), record_nvml: Path | None = None) -> None:
+            seen.append(f"started, view imported: {'provision.views.machine' in sys.modules}")
+            super().__init__(venvs, record_nvml)
+
+        def facts(self) -> MachineFacts:
+            seen.append(f"facts, view imported: {'provision.views.machine' in sys.modules}")
+            return super().facts()
+
+    monkeypatch.setattr(probe, "Probing", Watched)
+    monkeypatch.delitem(sys.modules, "provision.views.machine", raising=False)
+    monkeypatch.delattr(provision.views, "machine", raising=False)
+    monkeypatch.setenv(nvml.REPLAY_VARIABLE, str(DATA / "h200.nvml.json"))
+    shown = cli.main(args=["probe", "--json"], prog_name="provision", standalone_mode=False, obj=App())
+    assert seen == ["started, view imported: False", "facts, view imported: True"]
+    assert shown.document["gpus"][0]["name"] == "NVIDIA H200"

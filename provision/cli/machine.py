@@ -32,9 +32,11 @@ if TYPE_CHECKING:
 def probe(app: App, venvs: tuple[Path, ...], record_nvml: Path | None) -> Shown:
     """Read the machine: driver, GPUs, topology, CUDA toolkits, host."""
     from provision.machine import probe as probing
-    from provision.views import machine as views
 
-    return views.probe(probing.probe(venvs, record_nvml))
+    running = probing.Probing(venvs, record_nvml)  # NVML and the nvcc processes start on their threads
+    from provision.views import machine as views  # imported while they run
+
+    return views.probe(running.facts())
 
 
 @click.command(short_help="Which SMs and PTX CUDA binaries carry.")

@@ -19,20 +19,35 @@ REPLAY_VARIABLE = "PROVISION_NVML_REPLAY"  # nvml.REPLAY_VARIABLE, spelt here: i
 
 if TYPE_CHECKING:
     from provision.machine import sysfs
-    from provision.machine.facts import GpuPath, Link, MachineFacts
+    from provision.machine.facts import GpuPath, Link, MachineFacts, Toolkit
 
 
 def probe(venvs: tuple[Path, ...] = (), record_nvml: Path | None = None) -> MachineFacts:
     """Return the machine's facts; NVML and the nvcc processes run side by side. With `record_nvml`, every raw NVML
     answer and every sysfs file read is also written there, so that the reading replays exactly
     (PROVISION_NVML_REPLAY=FILE)."""
-    # NVML first, on a thread (a replay starts nothing): its start is the slowest part; nvml.read's own nvmlInit then
-    # only counts one more user
-    started = None if os.environ.get(REPLAY_VARIABLE) else Background(_start_nvml, None)
-    from provision.machine import toolkits
+    return Probing(venvs, record_nvml).facts()
 
-    toolkit_job = Background(toolkits.find, venvs)  # the nvcc processes, on a thread too
-    # the facts' classes, NVML's, the host's and the PCI readers are imported meanwhile
+
+class Probing:
+    """A probe under way: made, it has started its threads; `facts()` reads the rest and waits for them. The caller
+    may import what it needs meanwhile (`provision probe` its view)."""
+
+    def __init__(self, venvs: tuple[Path, ...] = (), record_nvml: Path | None = None) -> None:
+        # NVML first, on a thread (a replay starts nothing): its start is the slowest part; nvml.read's own nvmlInit
+        # then only counts one more user
+        self._nvml = None if os.environ.get(REPLAY_VARIABLE) else Background(_start_nvml, None)
+        from provision.machine import toolkits
+
+        self._toolkits = Background(toolkits.find, venvs)  # the nvcc processes, on a thread too
+        self._record_nvml = record_nvml
+
+    def facts(self) -> MachineFacts:
+        return _facts(self._nvml, self._toolkits, self._record_nvml)
+
+
+def _facts(started: Background[Any] | None, toolkit_job: Background[tuple[list[Toolkit], list[str]]], record_nvml: Path | None) -> MachineFacts:
+    # the facts' classes, NVML's, the host's and the PCI readers are imported while the threads run
     from provision import knowledge
     from provision.machine import host, nvml, pci, sysfs
     from provision.machine.facts import MachineFacts
