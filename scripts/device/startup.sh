@@ -2,7 +2,7 @@
 # Issue 23, item 5 on the GPU machine (one H200, about a minute): start-up of `switch`, `rollback`, `probe` and
 # `probe --json` beside `python -c pass` and `python -c "import click"` (scripts/bench_startup.py, 15 runs each,
 # interleaved; goals: switch/rollback <= 1.25x import click, probe <= 0.15 s), then what each loads and where probe's
-# time goes. The wheels come from .whl as common.sh installs them (with --no-compile, into /tmp/site);
+# time goes (05: each part alone; 06: probe as the command runs it, NVML's start overlapped). The wheels come from .whl as common.sh installs them (with --no-compile, into /tmp/site);
 # bench_startup.py compiles provision's and pynvml's bytecode first, as pip does at install time. Step 01 shows the
 # same probe before that compile: whether this image lets Python write bytecode at all (PYTHONDONTWRITEBYTECODE).
 #   Run: bash scripts/device/startup.sh
@@ -35,6 +35,23 @@ for what, a, b in (("import machine modules", t0, t1), ("import pynvml", t1, ta)
     print(f"{(b - a) * 1000:8.1f} ms  {what}")
 print(len(found), "toolkit(s)", notes)
 EOF
+step 06-probe-overlap python3 - <<'EOF'
+# probe as `provision probe` runs it, first in a fresh process: its threads started, the view imported meanwhile, then
+# facts() (the imports of the readers, the wait for nvmlInit, the reading)
+import time
+t0 = time.perf_counter()
+from provision.machine import probe
+t1 = time.perf_counter(); running = probe.Probing(())
+t2 = time.perf_counter(); from provision.views import machine as views  # noqa: E402
+t3 = time.perf_counter(); facts = running.facts()
+t4 = time.perf_counter(); views.probe(facts)
+t5 = time.perf_counter()
+for what, a, b in (("import probe", t0, t1), ("Probing() (threads started)", t1, t2), ("import the view", t2, t3),
+                   ("facts() (imports, wait for NVML, reading)", t3, t4), ("the view built", t4, t5)):
+    print(f"{(b - a) * 1000:8.1f} ms  {what}")
+print(f"{(t5 - t0) * 1000:8.1f} ms  in all; {len(facts.gpus)} GPU(s), notes {list(facts.notes)}")
+EOF
 echo; cat "$E/steps.txt"; echo; cat "$E/00-python.out"; echo; cat "$E/02-bench-startup.out" "$E/02-bench-startup.err" | tail -12
 echo; cat "$E/05-probe-phases.out" "$E/05-probe-phases.err" | tail -12
+echo; cat "$E/06-probe-overlap.out" "$E/06-probe-overlap.err" | tail -8
 echo; grep -E 'pynvml$|provision.machine.probe$|provision.cli.main$| site$' "$E/01-importtime-probe-as-installed.err" "$E/04-importtime-probe.err"
