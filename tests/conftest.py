@@ -22,17 +22,19 @@ Markers (strict): `network` (the public package registry), `gpu` (skipped withou
 few seconds: `-m "not slow"` for a quick pass). Tests marked `slow` or `network` run first.
 
 Processes: pytest-xdist runs the tests in 4 processes (pyproject's addopts; `-n 0` for one). They share the run's folder
-(`run_folder`): its bytecode and `shared_uv_cache`; everything else of a test is its own (ports, homes, folders).
-Tests that share an expensive module fixture carry `pytest.mark.xdist_group(NAME)` so that one process runs them.
+(`run_folder`): its bytecode and `shared_uv_cache`; everything else of a test is its own (ports, homes, folders). What
+takes minutes to make and is only read (the gloo sweeps) is made once per run through `once_per_run`.
 """
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 import sys
 import tempfile
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -58,6 +60,23 @@ def run_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The folder of the whole run: the session's own, or with pytest-xdist the one its worker processes share."""
     base = tmp_path_factory.getbasetemp()
     return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
+@contextmanager
+def once_per_run(tmp_path_factory: pytest.TempPathFactory, name: str) -> Iterator[tuple[Path, bool]]:
+    """A folder of the run (`run_folder`/NAME) that one test process fills while the others wait on its lock: yields
+    (folder, whether this process fills it). What takes minutes is made once however many processes need it."""
+    folder = run_folder(tmp_path_factory) / name
+    with open(folder.with_name(f".{name}.lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, even if this process dies
+        done = folder / ".done"
+        fill = not done.exists()
+        if fill:
+            shutil.rmtree(folder, ignore_errors=True)  # what a process that failed left
+            folder.mkdir(parents=True)
+        yield folder, fill
+        if fill:
+            done.touch()
 
 
 @pytest.fixture(scope="session")

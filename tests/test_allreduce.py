@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from conftest import once_per_run
 from launch import run_provision
 
 from provision.checks import allreduce, payload_dir
@@ -101,16 +102,6 @@ def test_payload_processes_never_enable_multicast(tmp_path: Path) -> None:
     assert done.stdout.split() == ["0", "1"]
 
 
-@pytest.fixture(scope="module")
-def cpu_torch_env(tmp_path_factory: pytest.TempPathFactory, shared_uv_cache: Path) -> Path:
-    if not CPU_TORCH:
-        pytest.skip("no CPU build of torch on this machine's disk")
-    venv = tmp_path_factory.mktemp("cpu-torch") / "venv"
-    uvtool.run(["venv", str(venv), "--python", sys.executable, "--quiet"])
-    uvtool.run(["pip", "install", "--python", str(venv / "bin/python"), "--quiet", str(CPU_TORCH[-1])])
-    return venv
-
-
 @dataclass(frozen=True)
 class GlooRuns:
     home: Path
@@ -120,28 +111,36 @@ class GlooRuns:
 
 
 @pytest.fixture(scope="module")
-def gloo_runs(cpu_torch_env: Path, tmp_path_factory: pytest.TempPathFactory) -> GlooRuns:
-    """Two real sweeps with gloo on CPUs, shared by the tests below (each starts a rank per CPU, torch imported in each),
-    run with secret --nccl-env settings; a .pth file in the environment under test writes what every rank was given."""
-    base = tmp_path_factory.mktemp("gloo")
-    seen, home = base / "seen", ["--home", str(base / "home")]
-    site = next(cpu_torch_env.glob("lib/python3*/site-packages"))
-    probe = site / "zz_provision_test_env.pth"
-    probe.write_text(f"import os; (os.environ.get('NCCL_PROXY_TOKEN') and open({str(seen)!r}, 'a').write("
-                     "os.environ['NCCL_PROXY_TOKEN'] + ' ' + os.environ['NCCL_NET_PLUGIN_CONFIG'] + '\\n'))\n")
-    settings = [word for name, value in SECRETS.items() for word in ("--nccl-env", f"{name}={value}")]
-    bench = ["bench", "allreduce", "cpu", "--backend", "gloo", *settings, *home]
-    try:
-        run_provision("adopt", "cpu", cpu_torch_env, "--no-lock", *home, check=True)
-        sweep = run_provision(*bench, "--ranks", "3", "-e", "64K", "--iters", "4", "--json", timeout=600, check=True)
-        table = run_provision(*bench, "--ranks", "2", "-e", "16", "--iters", "1", timeout=600, check=True)
-    finally:
-        probe.unlink()
-    return GlooRuns(base / "home", sweep, table, seen)
+def gloo_runs(tmp_path_factory: pytest.TempPathFactory, shared_uv_cache: Path) -> GlooRuns:
+    """Two real sweeps with gloo on CPUs in an environment with torch's CPU build, shared by the tests below (each starts
+    a rank per CPU, torch imported in each), run with secret --nccl-env settings; a .pth file in the environment under
+    test writes what every rank was given. Made once per run: test processes side by side wait for the first."""
+    if not CPU_TORCH:
+        pytest.skip("no CPU build of torch on this machine's disk")
+    with once_per_run(tmp_path_factory, "gloo") as (base, fill):
+        seen, home, venv = base / "seen", ["--home", str(base / "home")], base / "cpu-torch" / "venv"
+        if fill:
+            uvtool.run(["venv", str(venv), "--python", sys.executable, "--quiet"])
+            uvtool.run(["pip", "install", "--python", str(venv / "bin/python"), "--quiet", str(CPU_TORCH[-1])])
+            probe = next(venv.glob("lib/python3*/site-packages")) / "zz_provision_test_env.pth"
+            probe.write_text(f"import os; (os.environ.get('NCCL_PROXY_TOKEN') and open({str(seen)!r}, 'a').write("
+                             "os.environ['NCCL_PROXY_TOKEN'] + ' ' + os.environ['NCCL_NET_PLUGIN_CONFIG'] + '\\n'))\n")
+            settings = [word for name, value in SECRETS.items() for word in ("--nccl-env", f"{name}={value}")]
+            bench = ["bench", "allreduce", "cpu", "--backend", "gloo", *settings, *home]
+            try:
+                run_provision("adopt", "cpu", venv, "--no-lock", *home, check=True)
+                sweep = run_provision(*bench, "--ranks", "3", "-e", "64K", "--iters", "4", "--json", timeout=600, check=True)
+                table = run_provision(*bench, "--ranks", "2", "-e", "16", "--iters", "1", timeout=600, check=True)
+            finally:
+                probe.unlink()
+            (base / "runs.json").write_text(json.dumps({name: [done.stdout, done.stderr] for name, done in
+                                                        (("sweep", sweep), ("table", table))}))
+        runs = {name: subprocess.CompletedProcess([], 0, out, err)
+                for name, (out, err) in json.loads((base / "runs.json").read_text()).items()}
+    return GlooRuns(base / "home", runs["sweep"], runs["table"], seen)
 
 
 @pytest.mark.slow
-@pytest.mark.xdist_group("gloo")  # one process builds the torch environment and runs the sweeps for both
 @pytest.mark.timeout(900)  # the first installs torch (a cold uv cache) before two sweeps
 def test_gloo_sweep_on_cpus_and_stored_with_the_environment(gloo_runs: GlooRuns) -> None:
     (run,) = json.loads(gloo_runs.sweep.stdout)["runs"]
@@ -323,7 +322,6 @@ def test_nccl_env_secrets_are_redacted_where_shown_and_stored_never_where_passed
 
 
 @pytest.mark.slow
-@pytest.mark.xdist_group("gloo")  # one process builds the torch environment and runs the sweeps for both
 @pytest.mark.timeout(900)  # the first installs torch (a cold uv cache) before two sweeps
 def test_nccl_env_secrets_stay_out_of_env_json_and_json_but_reach_the_ranks(gloo_runs: GlooRuns) -> None:
     """--nccl-env values were stored and printed as given; a URL's password or a TOKEN's value is now **** in
