@@ -14,7 +14,7 @@ before=$(cut -d' ' -f1-3 /proc/loadavg)
 status=0
 /usr/bin/time -o "$folder/time" -f "%e %U %S" env CI=true bash .ci/run > "$folder/log" 2>&1 < /dev/null || status=$?
 after=$(cut -d' ' -f1-3 /proc/loadavg)
-read -r wall user sys < "$folder/time"
+read -r wall user sys < <(tail -1 "$folder/time")  # time says "Command exited with non-zero status" first
 summary=$(grep -E '^=+ .*(passed|failed).* =+$' "$folder/log" | tail -1 || true)
 echo "$(git rev-parse --short HEAD): exit $status, wall ${wall} s, CPU $(echo "$user + $sys" | bc) s (user $user + sys $sys);" \
      "load $before -> $after; ${summary:-no pytest summary}; log $folder/log"

@@ -3,7 +3,7 @@
 Isolation (autouse, nothing to ask for): each test runs with no UV_*, PIP_* or PROVISION_* variable inherited from the
 shell, PROVISION_HOME (and XDG_DATA_HOME) in a temporary folder of its own (`isolated.home`), and a uv cache
 (UV_CACHE_DIR) of its own, empty. A test that wants warm wheels asks for `shared_uv_cache` (directly or through a
-fixture that does): it then uses one cache for the whole session, which is also the cache session- and module-scoped
+fixture that does): it then uses one cache for the whole run, which is also the cache session- and module-scoped
 fixtures run with.
 
 Starting provision: `from launch import run_provision, popen_provision` (tests/launch.py) -- the installed console

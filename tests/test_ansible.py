@@ -139,6 +139,7 @@ def snapshot(home: Path) -> dict[str, bytes | str]:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(900)  # four playbooks over three hosts: past 300 s on 2 loaded cores beside the other processes
 def test_fleet_probe_report_rolling_upgrade_stops_at_failing_host_and_rollback(tmp_path: Path, index_server: IndexServer,
                                                                               provision_bin: str) -> None:
     fleet = Fleet(tmp_path, index_server, provision_bin)

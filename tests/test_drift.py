@@ -207,15 +207,18 @@ def test_ctrl_c_during_restore_leaves_the_environment_as_it_was(env: Env) -> Non
         handle.write("FORCE_CUSTOM_ALL_REDUCE = True\n")
     before = env.hashes()
     shutil.rmtree(env.root / "uv-cache")  # uv's cache was cleaned since: the wheel must be fetched again
-    env.stack["pytorch"].delay = 3.0  # the refetch is slow: caught mid-restore
-    earlier = len(env.stack["pytorch"].requests)
+    held = env.stack["pytorch"].hold = threading.Event()  # the refetch waits on the index: caught mid-restore, however
+    earlier = len(env.stack["pytorch"].requests)         # loaded the machine (a 3 s delay let it finish first)
     process = subprocess.Popen([env.binary, "restore", "cu130", "--no-checks"], stderr=subprocess.PIPE, text=True,
                                env=env.variables)
     deadline = time.time() + 60
     while time.time() < deadline and len(env.stack["pytorch"].requests) == earlier:
         time.sleep(0.05)
     process.send_signal(signal.SIGINT)
-    _, err = process.communicate(timeout=60)
+    try:
+        _, err = process.communicate(timeout=60)
+    finally:
+        held.set()
     assert process.returncode == 130 and "interrupted" in err
     assert len(env.stack["pytorch"].requests) > earlier
     assert env.hashes() == before

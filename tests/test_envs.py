@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -104,13 +105,18 @@ def create_in_background(tool: Tool, stack) -> subprocess.Popen[str]:
 
 def test_ctrl_c_during_create_removes_the_build(tool: Tool, stack) -> None:
     create(tool, stack, "cu128")
-    stack["cu130"]["default"].delay = 1.0
+    index = stack["cu130"]["default"]
+    held = index.hold = threading.Event()  # the index answers only when the test says so: caught mid-create, however
+    earlier = len(index.requests)          # loaded the machine (a 1 s delay let it finish first)
     process = create_in_background(tool, stack)
     deadline = time.time() + 60
-    while time.time() < deadline and len(tool.builds()) < 2:
+    while time.time() < deadline and (len(tool.builds()) < 2 or len(index.requests) == earlier):
         time.sleep(0.05)
     process.send_signal(signal.SIGINT)
-    _, err = process.communicate(timeout=60)
+    try:
+        _, err = process.communicate(timeout=60)
+    finally:
+        held.set()
     assert process.returncode == 130 and "interrupted" in err, err
     assert len(tool.builds()) == 1 and tool.envs()["cu128"]["active"], tool.builds()
 
