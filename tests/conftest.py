@@ -31,6 +31,7 @@ from __future__ import annotations
 import fcntl
 import os
 import shutil
+import signal
 import sys
 import tempfile
 from collections.abc import Iterator
@@ -44,6 +45,12 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 import launch  # noqa: E402
 from wheelhouse import IndexServer  # noqa: E402
+
+# A run started in the background (`.ci/run &`, nohup) inherits SIGINT ignored, and so would every provision the tests
+# start: the Ctrl-C tests would then see it finish instead of stop. Tests start children with SIGINT at its default,
+# as a terminal's Ctrl-C finds them (a handler, unlike SIG_IGN, is not inherited across exec).
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 DATA = Path(__file__).parent / "data"
 ROOT = Path(__file__).parent.parent
