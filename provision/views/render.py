@@ -78,10 +78,6 @@ class Shown(NamedTuple):
     blocks: Sequence[Block] = ()
     exit_code: int = 0
     markdown: Sequence[Block] | None = None
-    json_exit_code: int | None = None  # where --json exits otherwise (rare: a document that is itself the answer)
-
-    def code(self, output: Output) -> int:
-        return self.json_exit_code if output == "json" and self.json_exit_code is not None else self.exit_code
 
 
 class TableBuilder:
@@ -128,7 +124,7 @@ def render(shown: Shown, output: Output) -> int:
         sys.stdout.write("\n".join(_markdown(b) for b in blocks) + ("\n" if blocks else ""))
     else:
         _tables(shown.blocks)
-    return shown.code(output)
+    return shown.exit_code
 
 
 def _tables(blocks: Sequence[Block]) -> None:
