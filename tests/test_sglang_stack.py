@@ -54,6 +54,28 @@ def forced(lock: Path, registry: str) -> Path:
     return path
 
 
+def stack_python() -> Path | None:
+    """The interpreter `create --python 3.12` takes (provision's own lookup: uv's discovery, then pyenv's versions), or
+    None where there is none: the create half skips only where create itself would find no Python 3.12."""
+    from provision.envs.interpreters import find_python
+    from provision.errors import ProvisionError
+
+    try:
+        return find_python("3.12")[0]
+    except ProvisionError:
+        return None
+
+
+def test_the_create_half_finds_python_as_create_does() -> None:
+    # The tests' isolation moves XDG_DATA_HOME (where uv keeps its own Pythons) and pyenv's shim for a version that is
+    # not active exits 127: `uv python find 3.12` alone found none here, and the create half skipped on a fresh clone.
+    pyenv = Path(os.environ.get("PYENV_ROOT") or Path.home() / ".pyenv") / "versions"
+    installed = sorted(pyenv.glob("3.12*/bin/python3.12"))
+    if not installed:
+        pytest.skip("pyenv has no Python 3.12 here")
+    assert stack_python() is not None, f"create --python 3.12 would find none, though pyenv has {installed[0]}"
+
+
 def test_the_sglang_stack_whole_judged_before_install(provision_bin: str, tmp_path: Path) -> None:
     from provision.stacks import newprofile
 
@@ -100,13 +122,9 @@ def test_the_sglang_stack_whole_judged_before_install(provision_bin: str, tmp_pa
     if not STACK:
         return
 
-    from provision.stacks import uvtool
-
-    python = subprocess.run([uvtool.binary(), "python", "find", "--no-python-downloads", "3.12"], capture_output=True, text=True,
-                            env=env).stdout.strip()
-    if not python:
-        pytest.skip("no Python 3.12 on this machine for the environment (never downloaded)")
-    created = run(provision_bin, env, "create", str(made / "today.toml"), "--lock", str(lock), "--python", python, "--json", cwd=tmp_path, timeout=3600)
+    if stack_python() is None:
+        pytest.skip("no Python 3.12 on this machine for the environment (neither uv nor pyenv has one; never downloaded)")
+    created = run(provision_bin, env, "create", str(made / "today.toml"), "--lock", str(lock), "--python", "3.12", "--json", cwd=tmp_path, timeout=3600)
     checks = {c["id"]: c for c in json.loads(created.stdout)["checks"]}
     imports = checks["imports"]
     modules = imports["details"]["modules"]
