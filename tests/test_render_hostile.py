@@ -197,19 +197,30 @@ def strict_json(text: str) -> object:
     return json.loads(text, parse_constant=refuse)
 
 
-def test_a_figure_that_is_no_number_is_null_in_the_json_document(tmp_path: Path, index_server: object, provision_bin: str) -> None:
-    """A baseline whose command prints NaN (Python's json.dumps does, for 0/0): its document stays JSON, the figure
-    null, as the table's 'nan' says."""
+def test_a_baseline_whose_figure_is_no_number_fails_and_stores_nothing(tmp_path: Path, index_server: object, provision_bin: str) -> None:
+    """A baseline whose command prints NaN or Infinity (Python's json.dumps does, for 0/0 or x/0) measured nothing: the
+    run fails with a one-line reason, --json is the error document, and env.json keeps no such figure (it stored NaN,
+    which no JSON parser but Python's reads)."""
     import tiny
 
     tool = tiny.make_tool(tmp_path, provision_bin, tiny.index(index_server))  # type: ignore[arg-type]
-    code = "print('{\"tok_s\": NaN}')"
+    printed = tmp_path / "printed.txt"
+    code = f"print(open({str(printed)!r}).read())"
     tiny.profile(tool.profiles, "nan", extra=(f'[baseline]\ncommand = ["python", "-c", {json.dumps(code)}]\n'
                                               'json_key = "tok_s"\nunit = "tok/s"\nbetter = "higher"\ntimeout = 60\n'))
     tool.create("nan")
-    done = tool("baseline", "nan", "--json")
-    document = strict_json(done.stdout)  # was `"figure": NaN`: no JSON parser but Python's reads it
-    assert isinstance(document, dict) and document["figure"] is None and document["figures"] == [None]
+    env_json = next((tool.home / "builds").glob("nan*/env.json"))
+    for figure in ("NaN", "Infinity", "-Infinity"):
+        printed.write_text(f'{{"tok_s": {figure}}}')
+        done = tool("baseline", "nan", "--json", check=False)
+        assert done.returncode == 7, done.stderr
+        error = strict_json(done.stdout)["error"]  # type: ignore[index]
+        assert f"its figure tok_s is {figure.lower().replace('infinity', 'inf')}, not a number" in error["message"], error
+        assert done.stderr.count("\n") == 2 and done.stderr.startswith("error: nan: the baseline failed"), done.stderr
+        assert strict_json(env_json.read_text())["baselines"] == []  # type: ignore[index]
+    printed.write_text('{"tok_s": 12.5}')
+    assert strict_json(tool("baseline", "nan", "--json").stdout)["figure"] == 12.5  # type: ignore[index]
+    assert [b["figure"] for b in strict_json(env_json.read_text())["baselines"]] == [12.5]  # type: ignore[index]
 
 
 def test_what_a_failing_all_reduce_perf_printed_never_drives_the_terminal(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

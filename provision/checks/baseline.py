@@ -7,6 +7,7 @@ from __future__ import annotations
 import datetime
 import hashlib
 import json
+import math
 import re
 import time
 from collections.abc import Callable
@@ -79,8 +80,11 @@ def run(name: str, build: Path, record: EnvRecord, progress: Callable[[str], Non
     done = proc.run(command, timeout=spec.timeout or 1800.0, env=env, cwd=Path(spec.cwd or "."))
     seconds = time.perf_counter() - start
     figure, document = extract(spec, done.stdout)
-    if done.timed_out or not done.ok or figure is None:
-        why = "timed out" if done.timed_out else f"exit code {done.returncode}" if not done.ok else "no figure in its output"
+    if done.timed_out or not done.ok or figure is None or not math.isfinite(figure):
+        why = ("timed out" if done.timed_out else f"exit code {done.returncode}" if not done.ok
+               else "no figure in its output" if figure is None
+               # NaN or an infinity (0/0, x/0) measured nothing, and JSON has no such number: nothing is stored
+               else f"its figure{' ' + spec.json_key if spec.json_key else ''} is {figure}, not a number")
         raise EnvError(f"{name}: the baseline failed ({why}): {done.tail(3)}", "run it by hand: provision run " + name + " -- " + " ".join(command))
     return BaselineRun(figure=figure, unit=spec.unit, better=spec.better, at=_now(),
                        machine=machine_fingerprint(), command=command, seconds=round(seconds, 2),
