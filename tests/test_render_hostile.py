@@ -256,3 +256,20 @@ def test_a_stderr_that_cannot_be_written_changes_neither_the_result_nor_the_exit
     assert switched.returncode == 0
     assert {e["name"]: e["active"] for e in json.loads(tool("envs", "--json").stdout)["environments"]}["tiny"] is True
     assert failed.returncode == 7 and json.loads(failed.stdout)["error"]["exit_code"] == 7  # the error document stays
+
+
+def test_an_error_naming_a_path_with_a_newline_is_one_line(tmp_path: Path) -> None:
+    """A name holding a newline printed its error as two lines (the second one no `error:` line at all): shown as \\n,
+    as control characters are shown as ?. The --json error document keeps the name as it is."""
+    odd = tmp_path / "a\nb.so"
+    done = launch.run_provision("scan", odd, "--json")
+    assert done.stderr.splitlines() == [f"error: {tmp_path}/a\\nb.so: no such file or directory",
+                                        "hint: give a shared object, cubin, wheel or folder"], done.stderr
+    assert json.loads(done.stdout)["error"]["message"] == f"{odd}: no such file or directory"
+
+
+def test_a_problem_beside_a_result_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    from provision.views.render import Problem
+
+    render.render(Shown({}, [Problem("/p/x\ny.toml: not a file", "hint\r\nmore"), Line("result")]), "table")
+    assert capsys.readouterr() == ("result\n", "error: /p/x\\ny.toml: not a file\nhint: hint?\\nmore\n")
