@@ -1,6 +1,7 @@
 """Start-up of `provision` commands as whole processes, beside `python -c "import click"` in the same run.
 
-    python scripts/bench_startup.py [--runs 21] [--replay RECORDING] [--before CHECKOUT] [--json OUT]
+    python scripts/bench_startup.py [--runs 21] [--replay RECORDING] [--before CHECKOUT] [--scan FILE]...
+                                    [--python PY [--python-path DIRS]] [--json OUT]
 
 `provision --version`, `switch` and `rollback` (on a home of two adopted environments made here with uv), `probe` and
 `probe --json` (this machine's NVML, or none without a driver), each the median of --runs whole processes (wall and
@@ -55,7 +56,8 @@ def compile_bytecode(checkout: Path) -> None:
         compileall.compile_file(spec.origin, quiet=1)
 
 
-def provision_commands(provision: list[str], env: dict[str, str], cwd: Path, replay: Path | None, label: str = "") -> dict[str, Run]:
+def provision_commands(provision: list[str], env: dict[str, str], cwd: Path, replay: Path | None, label: str = "",
+                       scans: tuple[Path, ...] = ()) -> dict[str, Run]:
     commands = {
         f"provision --version{label}": ([*provision, "--version"], env, cwd),
         f"provision switch a{label}": ([*provision, "switch", "a"], env, cwd),
@@ -66,7 +68,19 @@ def provision_commands(provision: list[str], env: dict[str, str], cwd: Path, rep
     if replay is not None:
         commands[f"provision probe --json, replay{label}"] = ([*provision, "probe", "--json"],
                                                               {**env, "PROVISION_NVML_REPLAY": str(replay)}, cwd)
+    for path in scans:
+        commands[f"provision scan --json {path.name}{label}"] = ([*provision, "scan", "--json", str(path)], env, cwd)
     return commands
+
+
+def other_python(python: str, python_path: str | None, base: dict[str, str]) -> dict[str, Run]:
+    """Another interpreter's floor, and `provision probe --json` under it (as `-m provision` from this checkout)."""
+    env = {k: v for k, v in base.items() if k != "PYTHONPATH"}
+    if python_path:
+        env["PYTHONPATH"] = python_path
+    return {f"python -c pass ({python})": ([python, "-c", "pass"], env, ROOT),
+            f'python -c "import click" ({python})': ([python, "-c", "import click"], env, ROOT),
+            f"provision probe --json ({python} -m provision)": ([python, "-m", "provision", "probe", "--json"], env, ROOT)}
 
 
 def home_of(folder: Path, provision: list[str], env: dict[str, str], cwd: Path) -> None:
@@ -84,6 +98,10 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=21)
     parser.add_argument("--replay", type=Path, help="a recording for PROVISION_NVML_REPLAY: probe --json on it too")
     parser.add_argument("--before", type=Path, help="another checkout, measured beside this one (A/B)")
+    parser.add_argument("--scan", dest="scans", type=Path, action="append", default=[],
+                        help="a file for `provision scan --json FILE` (repeatable)")
+    parser.add_argument("--python", help="another interpreter, measured beside this one (its floor and probe --json)")
+    parser.add_argument("--python-path", help="PYTHONPATH for --python's rows")
     parser.add_argument("--json", dest="json_out")
     args = parser.parse_args()
     replay = args.replay.absolute() if args.replay else None
@@ -100,7 +118,7 @@ def main() -> None:
             provision = [script] if script else [sys.executable, "-m", "provision"]  # the console script, else the module
             env = {**base, "PROVISION_HOME": str(work / "home")}
             home_of(work, provision, env, ROOT)
-            commands.update(provision_commands(provision, env, ROOT, replay))
+            commands.update(provision_commands(provision, env, ROOT, replay, scans=tuple(args.scans)))
         else:
             compile_bytecode(args.before.absolute())
             module = [sys.executable, "-m", "provision"]
@@ -108,7 +126,9 @@ def main() -> None:
                 path = os.pathsep.join([str(checkout), *filter(None, [base.get("PYTHONPATH")])])
                 env = {**base, "PYTHONPATH": path, "PROVISION_HOME": str(work / f"home{label.strip(' ()')}")}
                 home_of(work, module, env, checkout)
-                commands.update(provision_commands(module, env, checkout, replay, label))
+                commands.update(provision_commands(module, env, checkout, replay, label, tuple(args.scans)))
+        if args.python:
+            commands.update(other_python(args.python, args.python_path, base))
         for run in commands.values():  # warm the page cache
             once(*run)
         samples: dict[str, list[tuple[float, float]]] = {name: [] for name in commands}
@@ -118,11 +138,12 @@ def main() -> None:
     rows = {name: {"wall_s": round(statistics.median(w for w, _ in got), 4), "cpu_s": round(statistics.median(c for _, c in got), 4)}
             for name, got in samples.items()}
     click = rows['python -c "import click"']
-    print(f"{'command':42} {'wall s':>8} {'cpu s':>8} {'wall / import click':>19} {'cpu / import click':>18}")
+    width = max(map(len, rows))
+    print(f"{'command':{width}} {'wall s':>8} {'cpu s':>8} {'wall / import click':>19} {'cpu / import click':>18}")
     for name, row in rows.items():
-        print(f"{name:42} {row['wall_s']:8.4f} {row['cpu_s']:8.4f} {row['wall_s'] / click['wall_s']:18.2f}x "
+        print(f"{name:{width}} {row['wall_s']:8.4f} {row['cpu_s']:8.4f} {row['wall_s'] / click['wall_s']:18.2f}x "
               f"{row['cpu_s'] / click['cpu_s']:17.2f}x")
-    print(f"python {sys.version.split()[0]}, {args.runs} runs, load average {os.getloadavg()[0]:.1f}, "
+    print(f"python {sys.version.split()[0]} ({sys.executable}), {args.runs} runs, load average {os.getloadavg()[0]:.1f}, "
           f"PYTHONDONTWRITEBYTECODE={'set' if sys.flags.dont_write_bytecode else 'unset'} (bytecode compiled first)")
     if args.json_out:
         Path(args.json_out).write_text(json.dumps({"runs": args.runs, "python": sys.version.split()[0], "before": str(args.before or ""),
