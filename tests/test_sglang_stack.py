@@ -4,7 +4,9 @@ a 570 driver FAILs), the same lock with cuda-python 12.6 forced in FAILed before
 with PROVISION_TEST_STACK=1 (about 10 GB, tens of minutes on a small machine: README), `create` and the imports check
 in the environment (sglang and flashinfer PASS; sgl_kernel SKIPs for want of libcuda.so.1 where there is no driver).
 Downloads are kept in the tests' cache of real wheels (tests/cuobjdump.py: PROVISION_TEST_CACHE, else
-~/.cache/provision-tests), under sglang-stack/: a second run, or a fresh clone on the same machine, is cheap."""
+~/.cache/provision-tests), under sglang-stack/: a second run, or a fresh clone on the same machine, is cheap. Without
+PROVISION_TEST_STACK the reports judge with empty caches of their own: the wheels other runs left are not read (4 GB
+scanned twice cost 100 s of CPU and proved nothing the gates use)."""
 
 from __future__ import annotations
 
@@ -103,10 +105,18 @@ def test_the_sglang_stack_whole_judged_before_install(provision_bin: str, tmp_pa
     assert not {w["id"] for w in result["warnings"]} & {"conflict", "cuda-mix"}, result["warnings"]
     # from here on the profile cannot be found: the lock names profile "today", which no profile folder holds
 
+    # Judged before install, as on a machine that has downloaded nothing: with --no-fetch and caches of their own
+    # (the shared ones hold whatever other runs left, and scanning 4 GB of them proves nothing here), every wheel
+    # SKIPs, nothing is fetched, and the lock's own CUDA release and versions are what the gates judge.
+    judging = env if STACK else {**env, "UV_CACHE_DIR": str(tmp_path / "uv-empty"), "XDG_CACHE_HOME": str(tmp_path / "xdg-empty")}
     machines = sorted((ROOT / "docs/machines").glob("*.probe.json"))
     argv = ["report", "--lock", str(lock), *(p for m in [*machines, machine_570(tmp_path)] for p in ("--machine", str(m))), "--json"]
-    before = run(provision_bin, env, *argv, "--no-fetch", cwd=tmp_path)
+    before = run(provision_bin, judging, *argv, "--no-fetch", cwd=tmp_path)
     targets = [lock_target(before, i) for i in range(len(machines) + 1)]
+    if not STACK:
+        scanned = {g["id"]: g for g in targets[0]["gates"]}["lock-scan"]["reason"]
+        assert " 0 from uv's cache" in scanned and " 0 from provision's" in scanned and " 0 fetched" in scanned, scanned
+        assert not (tmp_path / "xdg-empty" / "provision" / "wheels").exists()
     assert all(t["cuda"] == "13.0" for t in targets)
     driver = [{g["id"]: g for g in t["gates"]}["driver"] for t in targets]
     assert driver[-1]["status"] == "fail" and "570" in driver[-1]["reason"] and targets[-1]["verdict"] == "fail"
@@ -114,7 +124,7 @@ def test_the_sglang_stack_whole_judged_before_install(provision_bin: str, tmp_pa
     assert all({g["id"]: g for g in t["gates"]}["cuda-mix"]["status"] == "pass" for t in targets)
 
     bad = forced(lock, registry)
-    judged = lock_target(run(provision_bin, env, "report", "--lock", str(bad), "--machine", str(machines[0]), "--json",
+    judged = lock_target(run(provision_bin, judging, "report", "--lock", str(bad), "--machine", str(machines[0]), "--json",
                              *(() if STACK else ("--no-fetch",)), cwd=tmp_path))
     gates = {g["id"]: g for g in judged["gates"]}
     assert judged["verdict"] == "fail" and gates["cuda-mix"]["status"] == "fail"
@@ -133,6 +143,6 @@ def test_the_sglang_stack_whole_judged_before_install(provision_bin: str, tmp_pa
     if shutil.which("nvidia-smi") is None:
         assert modules["sgl_kernel"]["status"] == "skip" and "libcuda.so.1" in modules["sgl_kernel"]["reason"]
     # now uv's cache holds every wheel unpacked: the forced lock's shared files are read, nothing else fetched
-    judged = lock_target(run(provision_bin, env, "report", "--lock", str(bad), "--machine", str(machines[0]), "--json", cwd=tmp_path))
+    judged = lock_target(run(provision_bin, judging, "report", "--lock", str(bad), "--machine", str(machines[0]), "--json", cwd=tmp_path))
     conflict = {g["id"]: g for g in judged["gates"]}["conflict"]
     assert conflict["status"] == "fail" and "cuda/bindings/" in conflict["reason"], conflict
