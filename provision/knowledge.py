@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import sys
 from collections.abc import Iterable
 from functools import cache
 from pathlib import Path
@@ -15,14 +14,11 @@ _LABEL = re.compile(r"^(sm|compute|lto)_(\d+)([af]?)$")
 @cache
 def tables() -> dict[str, Any]:
     """Return the parsed knowledge.toml shipped with the package."""
-    if sys.version_info >= (3, 11):  # imported here: most commands read no table
-        import tomllib
-    else:  # pragma: no cover
-        import tomli as tomllib
+    from provision import toml  # imported here: most commands read no table
 
     # beside this module in the package (importlib.resources would import tempfile, shutil and zipfile for it)
     text = Path(__file__).with_name("knowledge.toml").read_text(encoding="utf-8")
-    data: dict[str, Any] = tomllib.loads(text)
+    data: dict[str, Any] = toml.loads(text)
     return data
 
 

@@ -9,10 +9,12 @@ from __future__ import annotations
 import functools
 import re
 import sys
+from collections.abc import Callable
 
 QUIET, NORMAL, VERBOSE = -1, 0, 1
 _level = NORMAL
 _hidden: dict[str, str] = {}  # a secret value -> what every line shows instead
+Progress = Callable[[str], None]  # what an operation says it is doing: the stderr progress line, or nothing
 
 
 def hide(value: str, shown: str = "****") -> None:

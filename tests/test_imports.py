@@ -41,7 +41,7 @@ LAYERS = {
     "provision.cli": 8, "provision.views": 7, "provision.report": 6, "provision.checks": 5, "provision.envs": 4,
     "provision.stacks": 3, "provision.scan": 2, "provision.machine": 2,
     "provision.proc": 1, "provision.log": 1, "provision.atomic": 1, "provision.regular": 1,
-    "provision.errors": 0, "provision.knowledge": 0, "provision.status": 0, "provision": 0,
+    "provision.errors": 0, "provision.knowledge": 0, "provision.toml": 0, "provision.status": 0, "provision": 0,
 }
 DATA = {"provision.checks": 0, "provision.checks.results": 0, "provision.checks.allreduce_runs": 0,
         "provision.machine.facts": 0, "provision.__main__": 9}
@@ -92,3 +92,20 @@ def test_payloads_import_nothing_from_provision() -> None:
     for path in (PACKAGE / "checks" / "payloads").glob("*.py"):
         assert not imported(path), path
 
+
+
+def test_one_toml_reader_and_one_progress_type() -> None:
+    """The tomllib/tomli choice stood in six modules and `Progress = Callable[[str], None]` in three: one each now."""
+    readers, progress = set(), set()
+    for path in sorted(PACKAGE.rglob("*.py")):
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            if {n.split(".")[0] for n in names} & {"tomllib", "tomli"}:
+                readers.add(module_name(path))
+            if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "Progress" for t in node.targets):
+                progress.add(module_name(path))
+            if isinstance(node, ast.arg) and node.arg == "progress" and node.annotation is not None:
+                assert "Callable" not in ast.unparse(node.annotation), f"{path}: progress typed again; use provision.log.Progress"
+    assert readers == {"provision.toml"} and progress == {"provision.log"}, (readers, progress)

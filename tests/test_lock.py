@@ -13,13 +13,9 @@ import stacks
 from launch import run_provision
 from packaging.pylock import Pylock
 
+from provision import toml
 from provision.errors import IndexError_, ProvisionError, ResolveError, UsageError
 from provision.stacks import lock, profiles, uvtool
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:
-    import tomli as tomllib
 
 
 def run_lock(provision_bin: str, tmp_path: Path, profile: str, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -45,7 +41,7 @@ def test_cu130_against_mirrors(index_server, tmp_path: Path, provision_bin: str)
     assert doc["nightly_date"] == "20261126"
     # the file: valid PEP 751, every wheel by URL and sha256, the profile's hash under [tool.provision]
     path = Path(doc["lockfile"])
-    raw = tomllib.loads(path.read_text())
+    raw = toml.loads(path.read_text())
     pylock = Pylock.from_dict(raw)
     assert all(w.url and w.hashes["sha256"] for p in pylock.packages for w in p.wheels or [])
     assert raw["tool"]["provision"]["profile_hash"] == profiles.load("cu130").content_hash

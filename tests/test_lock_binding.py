@@ -9,7 +9,6 @@ import json
 import os
 import re
 import signal
-import sys
 import time
 from pathlib import Path
 
@@ -17,12 +16,8 @@ import pytest
 import tiny
 import tomlkit
 
+from provision import toml
 from provision.stacks import lock, lockfile
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
 
 SECRET = "S3cr3t"
 
@@ -57,7 +52,7 @@ def test_a_lock_without_its_binding_is_refused(tool: tiny.Tool, tmp_path: Path) 
 def sealed(document: tomlkit.TOMLDocument) -> str:
     """The edited lock with its packages_sha256 made anew: what the binding check sees past the digest."""
     text = tomlkit.dumps(document)
-    document["tool"]["provision"]["packages_sha256"] = lockfile.packages_digest(tomllib.loads(text)["packages"])
+    document["tool"]["provision"]["packages_sha256"] = lockfile.packages_digest(toml.loads(text)["packages"])
     return tomlkit.dumps(document)
 
 

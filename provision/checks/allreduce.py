@@ -9,7 +9,6 @@ import json
 import os
 import re
 import statistics
-from collections.abc import Callable
 from pathlib import Path
 
 from provision import proc
@@ -19,6 +18,7 @@ from provision.checks.allreduce_runs import AllreduceRow, AllreduceRun, NcclTest
 from provision.checks.results import MalformedResult, Reader
 from provision.envs.records import EnvRecord
 from provision.errors import EnvError, ProvisionError, UsageError
+from provision.log import Progress
 from provision.stacks.index import redact_text
 
 FORBIDDEN_ALGOS = ("nvls", "nvlstree")
@@ -143,7 +143,7 @@ def notes_for(rows: list[AllreduceRow], variant: dict[str, str]) -> list[str]:
 def run(build: Path, record: EnvRecord, *, min_bytes: int, max_bytes: int, factor: int, iters: int,
         algos: tuple[str, ...], protos: tuple[str, ...], backend: str, ranks: int | None,
         nccl_tests: Path | None = None, settings: dict[str, str] | None = None,
-        progress: Callable[[str], None] = lambda _: None) -> AllreduceRun:
+        progress: Progress = lambda _: None) -> AllreduceRun:
     """Run the sweep once per NCCL variant (nccl-tests beside it when found); the caller stores the run (envs/records.py)."""
     from provision.checks import nccl_tests as anchors
     from provision.machine import nvml
@@ -180,7 +180,7 @@ def run(build: Path, record: EnvRecord, *, min_bytes: int, max_bytes: int, facto
 
 
 def _run_variant(python: Path, record: EnvRecord, variant: dict[str, str], *, world: int, backend: str, min_bytes: int,
-                 max_bytes: int, factor: int, iters: int, anchor_binary: Path | None, progress: Callable[[str], None]) -> VariantRun:
+                 max_bytes: int, factor: int, iters: int, anchor_binary: Path | None, progress: Progress) -> VariantRun:
     """One variant's rows (nccl-tests' beside them), its NCCL variables as shown and stored (secrets ****)."""
     env = check_runner.environment(python.parent.parent, record)
     env.update(variant)

@@ -10,7 +10,6 @@ import json
 import math
 import re
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,6 +23,7 @@ from provision.envs import records
 from provision.envs.home import Home
 from provision.envs.records import EnvRecord
 from provision.errors import EnvError
+from provision.log import Progress
 from provision.machine import nvml
 
 BUILTIN = Baseline(command=("python", "{payloads}/baseline_builtin.py"), timeout=900.0, json_key="bf16_gemm_tflops",
@@ -60,7 +60,7 @@ def extract(spec: Baseline, stdout: str) -> tuple[float | None, dict[str, Any] |
     return None, None
 
 
-def run(name: str, build: Path, record: EnvRecord, progress: Callable[[str], None] = lambda _: None) -> BaselineRun:
+def run(name: str, build: Path, record: EnvRecord, progress: Progress = lambda _: None) -> BaselineRun:
     """Run the profile's baseline (the built-in one without) in the environment; its checks must have passed."""
     failed = [r.id for r in record.check_results if r.failed]
     if failed:

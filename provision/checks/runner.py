@@ -6,7 +6,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +15,7 @@ from provision.checks.results import CheckResult, MalformedResult
 from provision.envs import drift
 from provision.envs.records import EnvRecord
 from provision.errors import UsageError
+from provision.log import Progress
 from provision.machine import nvml
 from provision.machine.facts import Gpu
 from provision.status import Status
@@ -59,7 +59,7 @@ def inventory(python: Path, env: dict[str, str]) -> dict[str, str]:
 
 def run(build: Path, record: EnvRecord, *, only: tuple[str, ...] | None = None, target_sm: str | None = None,
         gpus: list[Gpu] | None = None, driver_cuda: str | None = None, notes: list[str] | None = None,
-        progress: Callable[[str], None] = lambda _: None) -> list[CheckResult]:
+        progress: Progress = lambda _: None) -> list[CheckResult]:
     """Run the checks that the environment's profile requires (all without one) and return their results."""
     selected = select(only, record.checks_required or None)
     in_process_only = all(c.id == "drift" for c in selected)  # `--only drift` before a baseline: no NVML, no venv process

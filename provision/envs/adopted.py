@@ -9,8 +9,6 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import os
-import sys
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -19,24 +17,20 @@ import tomlkit
 from packaging.pylock import Pylock, PylockValidationError
 from packaging.version import InvalidVersion
 
-from provision import __version__
+from provision import __version__, toml
 from provision.atomic import write_atomic
 from provision.envs import records
 from provision.envs.home import Home, site_packages
 from provision.errors import EnvError, ProvisionError
+from provision.log import Progress
 from provision.stacks.match import MatchResult
 from provision.stacks.profiles import DEFAULT_INDEX, Profile
 
 if TYPE_CHECKING:
     from provision.stacks.lockfile import Stamp
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
 
 LOCK_NAME = "pylock.adopted.toml"  # in the build folder (uv takes pylock.<name>.toml)
-Progress = Callable[[str], None]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -150,8 +144,8 @@ def render(result: MatchResult, *, name: str, venv: Path, profile: Profile | Non
     }}}
     text = tomlkit.dumps(raw)  # from plain data: a tomlkit document built item by item costs seconds for 200 packages
     try:
-        Pylock.from_dict(tomllib.loads(text)).validate()  # what is written is read back as PEP 751
-    except (tomllib.TOMLDecodeError, PylockValidationError, InvalidVersion) as exc:
+        Pylock.from_dict(toml.loads(text)).validate()  # what is written is read back as PEP 751
+    except (toml.TOMLDecodeError, PylockValidationError, InvalidVersion) as exc:
         raise EnvError(f"the lock of {name} would not be PEP 751: {exc}", "report this with the venv's distribution list") from exc
     header = f"# PEP 751 lock of the adopted environment {name!r} ({venv}), written by provision {__version__}.\n" \
              f"# Rebuild: provision lock --env {name}\n"

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from provision import regular
 from provision.envs.home import BUILDING, FAILED, Home
 from provision.errors import EnvError, ProvisionError
+from provision.log import Progress
 from provision.proc import pid_alive
 
 REMOVING = ".removing-"  # a build that `remove` set aside and is deleting
@@ -130,7 +131,7 @@ def _unreadable_locks(home: Home) -> list[str]:
     return removed
 
 
-def remove(home: Home, name: str, force: bool = False, progress: Callable[[str], None] = lambda _: None) -> Removed:
+def remove(home: Home, name: str, force: bool = False, progress: Progress = lambda _: None) -> Removed:
     """Remove `name`'s link and its own build: never a build another name uses, nothing outside HOME.
 
     Under HOME's lock the name goes and the build is renamed aside (`builds/.removing-...`, marked with our pid); the

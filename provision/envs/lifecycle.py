@@ -31,13 +31,13 @@ from provision.envs.inventory import tree_size
 from provision.envs.records import EnvRecord, KeptFile
 from provision.envs.variables import env_template, resolve_env
 from provision.errors import EnvError, InputError, ProvisionError
+from provision.log import Progress
 from provision.stacks.profiles import Profile
 
 if TYPE_CHECKING:
     from provision.envs.accept import NotCarried
     from provision.stacks.lock import Target
 
-Progress = Callable[[str], None]
 
 
 @dataclass(frozen=True, kw_only=True)

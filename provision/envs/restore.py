@@ -16,30 +16,24 @@ import json
 import os
 import re
 import shutil
-import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from provision import confined, proc, regular
+from provision import confined, proc, regular, toml
 from provision.checks.results import BaselineRun, CheckResult
 from provision.envs import drift as drifting
 from provision.envs import kept, records, relocate
 from provision.envs.home import Home, blocking_file, blocking_reason, write_atomic
 from provision.envs.records import EnvRecord
 from provision.errors import EnvError, ProvisionError
+from provision.log import Progress
 from provision.stacks import uvtool
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
 
 STAGING = ".{name}.restore-"  # beside the venv: hard links need the same file system, the swap the same folder
 ASIDE = "set-aside"  # in the build folder: ASIDE/STAMP-PID/<path in site-packages>
 MADE = ".restore-made"  # in the build folder: the exact paths a restore made outside its own folders, for cleaning up
 SUBSET = "pylock.restore-{pid}.toml"  # in the build folder: uv takes pylock.<name>.toml only
-Progress = Callable[[str], None]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -336,7 +330,7 @@ def _subset_lock(lock: Path, names: Sequence[str]) -> str:
     import tomlkit
     from packaging.utils import canonicalize_name
 
-    raw = tomllib.loads(regular.read_text(lock))  # a pipe named as the lock is refused, never waited on
+    raw = toml.loads(regular.read_text(lock))  # a pipe named as the lock is refused, never waited on
     wanted = set(names)
     raw["packages"] = [p for p in raw.get("packages", []) if str(canonicalize_name(p["name"])) in wanted]
     raw.pop("tool", None)

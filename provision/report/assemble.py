@@ -3,11 +3,12 @@ the profiles chosen, then each lock and environment asked for, and the fleet sum
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from provision.log import Progress
 from provision.report.fleet import FleetSummary
 from provision.report.gates import MachineReport
 
@@ -25,7 +26,7 @@ class ReportResult:
 
 def build(machine_files: Sequence[Path], profile_names: Sequence[str] = (), *, locks: Sequence[Path] = (),
           env_names: Sequence[str] = (), fetch: bool = True, home: Path | None = None,
-          progress: Callable[[str], None] = lambda _: None) -> ReportResult:
+          progress: Progress = lambda _: None) -> ReportResult:
     """Judge the machines of `machine_files` (none: this machine, probed) against the profiles named (none: every
     profile, or none at all when locks are judged), every lock in `locks` and every environment in `env_names` (of
     `home`). A lock's wheels are scanned once for all machines; with `fetch` false only the cached ones."""

@@ -4,7 +4,6 @@ check results and baseline figure stored with the environment."""
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from pathlib import Path
 
 from packaging.utils import canonicalize_name
@@ -14,6 +13,7 @@ from provision import regular
 from provision.envs import home as homes
 from provision.envs import records
 from provision.envs.records import EnvRecord
+from provision.log import Progress
 from provision.machine.facts import MachineFacts
 from provision.report.gates import Gate, Target, driver_gate, machine_gates
 from provision.scan import binaries as scan
@@ -148,7 +148,7 @@ def kept_gate(record: EnvRecord) -> Gate | None:
                 reason=shown[:600], source="provision accept; the profile's [files] (docs/profiles.md)")
 
 
-def judge(where: homes.Home, name: str, facts: MachineFacts, progress: Callable[[str], None] = lambda _: None) -> Target:
+def judge(where: homes.Home, name: str, facts: MachineFacts, progress: Progress = lambda _: None) -> Target:
     """The environment `name` on the machine of `facts`: its scan, versions, drift, stored checks and baseline."""
     from provision.report import observed
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 import re
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,6 +19,7 @@ from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel
 from provision import knowledge
 from provision import status as statuses
 from provision.errors import ResolveError
+from provision.log import Progress
 from provision.machine.facts import MachineFacts
 from provision.report.gates import Gate, Target
 from provision.report.lockself import LockStack
@@ -99,7 +100,7 @@ def _filename(wheel: PackageWheel) -> str:
 
 
 def scan_lock(path: Path, *, fetch: bool = True, cache: Path | None = None,
-              progress: Callable[[str], None] = lambda _: None) -> LockScan:
+              progress: Progress = lambda _: None) -> LockScan:
     """Scan every wheel of the lock at `path`: from uv's cache in place, else fetched (unless `fetch` is off)."""
     from provision.stacks import lockfile, uvtool
 
@@ -145,7 +146,7 @@ def _unhashed(path: Path, package: Package, wheel: PackageWheel, named: str) -> 
 
 
 def _scan_one(name: str, version: str, filename: str, url: str, sha256: str, size: int | None, archive: Path | None, *,
-              fetch: bool, progress: Callable[[str], None]) -> WheelScan:
+              fetch: bool, progress: Progress) -> WheelScan:
     from provision.stacks import wheelcache, wheelrecords
 
     started = time.perf_counter()
@@ -242,7 +243,7 @@ def _order(label: str) -> tuple[int, str]:
 
 
 def read_lock(path: Path, *, fetch: bool, uv_cache: Path | None,
-              progress: Callable[[str], None] = lambda _: None) -> tuple[LockScan, LockStack]:
+              progress: Progress = lambda _: None) -> tuple[LockScan, LockStack]:
     """Scan a lock's wheels once, and read the stack it describes, to judge it on every machine (`judge`)."""
     from provision.errors import ProfileError
     from provision.report import lockself

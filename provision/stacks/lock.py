@@ -14,7 +14,7 @@ import re
 import shutil
 import sys
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -26,16 +26,12 @@ from packaging.specifiers import SpecifierSet
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 from packaging.version import InvalidVersion, Version
 
-from provision import __version__, proc
+from provision import __version__, proc, toml
 from provision.atomic import write_atomic
 from provision.errors import InputError, ResolveError, UsageError
+from provision.log import Progress
 from provision.stacks import index, lockfile, relock, uvtool
 from provision.stacks.profiles import DEFAULT_INDEX, Package, Profile
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
 
 INDEX_VARIABLE = "PROVISION_INDEX_{}"
 FLASHINFER_FAMILY = ("flashinfer-python", "flashinfer-cubin", "flashinfer-jit-cache")
@@ -284,7 +280,7 @@ def _resolve_explicit(folder: Path, profile: Profile, pins: dict[str, str], inde
     variables = uvtool.index_options(indexes)[1]
     variables.pop("UV_INDEX", None)
     uvtool.run(_uv_compile_args(target, "pylock.toml"), cwd=folder, env=variables)
-    again: dict[str, Any] = tomllib.loads((folder / "pylock.toml").read_text())
+    again: dict[str, Any] = toml.loads((folder / "pylock.toml").read_text())
     return again
 
 
@@ -329,7 +325,7 @@ def _files(package: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def lock(profile: Profile, *, target: Target, overrides: dict[str, str], output: Path,
-         progress: Callable[[str], None] = lambda _: None, work: Path | None = None) -> LockResult:
+         progress: Progress = lambda _: None, work: Path | None = None) -> LockResult:
     """Resolve `profile` with uv into a PEP 751 lock at `output`. uv works in a private folder: under `work` when
     given (create's build folder, which gc removes whole after a kill -9), else in TMPDIR."""
     import time
@@ -344,7 +340,7 @@ def lock(profile: Profile, *, target: Target, overrides: dict[str, str], output:
         (folder / "pyproject.toml").write_text(_project(profile, pins, indexes))
         progress("resolving with uv")
         uvtool.run(_uv_compile_args(target, "pylock.toml"), cwd=folder, env=uvtool.index_options(indexes)[1])
-        raw = tomllib.loads((folder / "pylock.toml").read_text())
+        raw = toml.loads((folder / "pylock.toml").read_text())
         progress("attributing each package to its index")
         origin = attribution(raw.get("packages", []), profile, indexes)
         strays = [p.name for p in profile.packages
@@ -422,7 +418,7 @@ class _Stamp:
 
 
 def _packages(raw: dict[str, Any], indexes: dict[str, str | None], origin: dict[str, str],
-              progress: Callable[[str], None]) -> tuple[LockedPackage, ...]:
+              progress: Progress) -> tuple[LockedPackage, ...]:
     """Every file uv locked, each with its index and a sha256 (computed where its index gives none), put into `raw`
     too (each package's `index`, each file's URL without credentials and its hashes): what is written."""
     from concurrent.futures import ThreadPoolExecutor
@@ -508,8 +504,8 @@ def _patched(raw: dict[str, Any], written: str) -> str | None:
         out.append("\n".join(lines))
     text = marker.join(out).rstrip("\n") + "\n\n" + tomlkit.dumps({"tool": raw.get("tool", {})})
     try:
-        return text if tomllib.loads(text) == raw else None
-    except tomllib.TOMLDecodeError:
+        return text if toml.loads(text) == raw else None
+    except toml.TOMLDecodeError:
         return None
 
 
@@ -539,7 +535,7 @@ def _check_bindings(profile: Profile, packages: tuple[LockedPackage, ...]) -> No
                 raise ResolveError(f"{name} came from index {locked.index!r}, but the profile binds it to {package.index!r}", hint)
 
 
-def _warnings(packages: tuple[LockedPackage, ...], progress: Callable[[str], None]) -> tuple[LockWarning, ...]:
+def _warnings(packages: tuple[LockedPackage, ...], progress: Progress) -> tuple[LockWarning, ...]:
     """What `report --lock` would FAIL, said at once: NVIDIA libraries of two CUDA majors, two wheels installing one
     path (from their RECORDs, read without downloading the wheels; one that cannot be read is said)."""
     from provision.stacks import lockcheck, wheelrecords

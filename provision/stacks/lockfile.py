@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,14 +14,9 @@ from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion
 
-from provision import regular
+from provision import regular, toml
 from provision.errors import EnvError, InputError
 from provision.stacks.profiles import Profile
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
 
 
 @dataclass(frozen=True)
@@ -68,12 +62,12 @@ class Stamp:
 def read(path: Path) -> tuple[Pylock, Stamp]:
     """Return a lock (validated by packaging.pylock) and what its [tool.provision] says."""
     try:
-        raw = tomllib.loads(regular.read_bytes(path).decode("utf-8"))
+        raw = toml.loads(regular.read_bytes(path).decode("utf-8"))
         pylock = Pylock.from_dict(raw)
         tool = (raw.get("tool") or {}).get("provision") or {}
         if not isinstance(tool, dict):
             raise PylockValidationError("[tool.provision] is not a table")
-    except (OSError, UnicodeDecodeError, RecursionError, tomllib.TOMLDecodeError, PylockValidationError,
+    except (OSError, UnicodeDecodeError, RecursionError, toml.TOMLDecodeError, PylockValidationError,
             InvalidVersion, AttributeError) as exc:
         raise InputError(f"{path}: not a readable PEP 751 lock ({exc})", "make one with: provision lock PROFILE") from exc
     recorded = tool.get("packages_sha256")

@@ -27,6 +27,7 @@ from packaging.version import InvalidVersion, Version
 
 from provision import confined, regular
 from provision.errors import ProvisionError
+from provision.log import Progress
 from provision.stacks import index, uvcache, wheelmeta
 
 if TYPE_CHECKING:
@@ -235,7 +236,7 @@ def difference(installed: dict[str, str], wheel: dict[str, str]) -> str | None:
 
 
 def match(site: Path, venv: Path, indexes: dict[str, str], *, bound: dict[str, str] | None = None, cache: Path | None = None,
-          uv_default: str = "", progress: Callable[[str], None] = lambda _: None) -> MatchResult:
+          uv_default: str = "", progress: Progress = lambda _: None) -> MatchResult:
     """Match every distribution installed in `site` to a wheel on `indexes` (name -> URL, asked in that order; a
     distribution in `bound` is looked for on its own index only) or in uv's cache at `cache` (whose `pypi` bucket
     holds what came from `uv_default`, uv's own default index)."""

@@ -8,7 +8,6 @@ import os
 import re
 import stat
 import string
-import sys
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,17 +16,13 @@ from typing import TypeVar
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import InvalidName, canonicalize_name
 
+from provision import toml
 from provision.checks.results import Baseline
 from provision.errors import ProfileError
 from provision.names import NAME_MAX, NAME_RULE, SHELL_NAME
 from provision.stacks import profile_files
 from provision.stacks.index import redact_text
 from provision.stacks.profile_files import ProfileFile
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
 
 SCHEMA = 1
 DEFAULT_INDEX = "default"
@@ -184,8 +179,8 @@ def parse(raw: bytes, path: Path) -> Profile:
     if not raw.strip():
         raise ProfileError(f"{path}: the file is empty", "a profile needs at least schema, name, cuda and [packages]")
     try:
-        data = tomllib.loads(raw.decode("utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        data = toml.loads(raw.decode("utf-8"))
+    except (toml.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise ProfileError(f"{path}: not valid TOML: {exc}", "fix the syntax at that line") from exc
     except RecursionError as exc:
         raise ProfileError(f"{path}: nested too deeply to be a profile", "a profile is a few flat tables; see docs/profiles.md") from exc

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from functools import cache
 from pathlib import Path
 
 from provision import proc
 from provision.errors import IndexError_, InputError, ProvisionError, ResolveError, ToolError
+from provision.log import Progress
 from provision.stacks import index
 
 MINIMUM = (0, 9, 0)
@@ -51,7 +52,7 @@ def environment(extra: Mapping[str, str] | None = None) -> dict[str, str]:
 
 
 def run(args: Sequence[str | Path], *, timeout: float = 1800, cwd: Path | None = None,
-        env: Mapping[str, str] | None = None, progress: Callable[[str], None] | None = None) -> proc.Completed:
+        env: Mapping[str, str] | None = None, progress: Progress | None = None) -> proc.Completed:
     """Run uv from the main thread; it dies with provision (a kill -9 leaves no install writing on). With
     `progress`, each line uv writes on stderr (what it downloads, installs) is handed to it as it comes."""
     done = proc.run([binary(), *args], timeout=timeout, cwd=cwd, env=environment(env),
@@ -63,7 +64,7 @@ def run(args: Sequence[str | Path], *, timeout: float = 1800, cwd: Path | None =
     return done
 
 
-def _say(line: str, progress: Callable[[str], None]) -> None:
+def _say(line: str, progress: Progress) -> None:
     text = index.redact_text(line.strip())
     if text and not text.startswith(("warning", "error", "×", "hint")):
         progress(f"uv: {text}")  # "Downloading torch (846.0MiB)", " + torch==2.9.1", "Installed 61 packages in 3.2s"
@@ -99,7 +100,7 @@ def index_options(indexes: Mapping[str, str | None]) -> tuple[list[str], dict[st
 
 
 def sync(lock_file: Path, python: Path, indexes: Mapping[str, str | None], *, timeout: float = 1800,
-         progress: Callable[[str], None] | None = None) -> proc.Completed:
+         progress: Progress | None = None) -> proc.Completed:
     """Install `lock_file` into the venv of `python` exactly (hashes verified); credentials for its files come from
     the indexes, by variable. With `progress`, what uv downloads and installs, package by package."""
     args, env = index_options(indexes)

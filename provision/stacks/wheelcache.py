@@ -11,10 +11,10 @@ import re
 import shutil
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 from provision import regular
+from provision.log import Progress
 from provision.stacks import index
 
 REPORT_EVERY = 64 << 20  # a progress line per this many bytes of one wheel
@@ -62,7 +62,7 @@ def _sha256(path: Path) -> str:
 class _Counting:
     """A sink that writes through and says, now and then, how far a download has come."""
 
-    def __init__(self, handle: object, filename: str, progress: Callable[[str], None]) -> None:
+    def __init__(self, handle: object, filename: str, progress: Progress) -> None:
         self.handle, self.filename, self.count, self.next = handle, filename, 0, REPORT_EVERY
         self.progress = progress
 
@@ -75,7 +75,7 @@ class _Counting:
 
 
 def fetch(url: str, sha256: str, filename: str, *, hint: str, size: int | None = None,
-          progress: Callable[[str], None] = lambda _: None) -> Path:
+          progress: Progress = lambda _: None) -> Path:
     """The wheel at `url`, from the cache or downloaded into it (its sha256 checked against `sha256`, the lock's;
     no more than `size` bytes read, the lock's, where it gives one)."""
     found = cached(sha256, filename)

@@ -14,6 +14,7 @@ from pathlib import Path
 from provision import regular
 from provision.atomic import write_atomic
 from provision.errors import ProvisionError
+from provision.log import Progress
 from provision.stacks import lockcheck, uvcache, wheelcache, wheelmeta
 
 WORKERS = 16
@@ -24,7 +25,7 @@ def folder() -> Path:
 
 
 def read_all(wheels: list[tuple[str, str, str, str]], uv_cache: Callable[[], Path | None],
-             progress: Callable[[str], None] = lambda _: None) -> dict[str, dict[str, str] | None]:
+             progress: Progress = lambda _: None) -> dict[str, dict[str, str] | None]:
     """wheel file name -> what its RECORD installs (None: not read) for each (project, file name, url, sha256);
     `uv_cache` says where uv's cache is, asked only when some RECORD was not read before."""
     found = {filename: _remembered(sha256) for _, filename, _, sha256 in wheels}

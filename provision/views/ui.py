@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from provision.log import printable
+from provision.log import Progress, printable
 
 if TYPE_CHECKING:
     from types import TracebackType
@@ -111,7 +111,7 @@ class progress:  # noqa: N801 - used as a context manager like a function
         self.quiet = quiet
         self.status: Status | None = None
 
-    def __enter__(self) -> Callable[[str], None]:
+    def __enter__(self) -> Progress:
         import sys
 
         from provision import log
