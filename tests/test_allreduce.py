@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from conftest import once_per_run
+from cuobjdump import CACHE
 from launch import run_provision
 
 from provision.checks import allreduce, payload_dir
@@ -120,8 +121,11 @@ def gloo_runs(tmp_path_factory: pytest.TempPathFactory, shared_uv_cache: Path) -
     with once_per_run(tmp_path_factory, "gloo") as (base, fill):
         seen, home, venv = base / "seen", ["--home", str(base / "home")], base / "cpu-torch" / "venv"
         if fill:
-            uvtool.run(["venv", str(venv), "--python", sys.executable, "--quiet"])
-            uvtool.run(["pip", "install", "--python", str(venv / "bin/python"), "--quiet", str(CPU_TORCH[-1])])
+            # uv unpacks the 700 MB wheel once per machine, not once per run (14 s of CPU): a uv cache of the tests'
+            # cache of real wheels (tests/cuobjdump.py), which only this install uses
+            uv = {**os.environ, "UV_CACHE_DIR": str(CACHE / "uv-torch-cpu")}
+            uvtool.run(["venv", str(venv), "--python", sys.executable, "--quiet"], env=uv)
+            uvtool.run(["pip", "install", "--python", str(venv / "bin/python"), "--quiet", str(CPU_TORCH[-1])], env=uv)
             probe = next(venv.glob("lib/python3*/site-packages")) / "zz_provision_test_env.pth"
             probe.write_text(f"import os; (os.environ.get('NCCL_PROXY_TOKEN') and open({str(seen)!r}, 'a').write("
                              "os.environ['NCCL_PROXY_TOKEN'] + ' ' + os.environ['NCCL_NET_PLUGIN_CONFIG'] + '\\n'))\n")
