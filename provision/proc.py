@@ -10,9 +10,8 @@ import subprocess
 import sys
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from provision import log
 from provision.errors import ToolError
@@ -25,8 +24,7 @@ if TYPE_CHECKING:
 SAFETY_VARIABLES = ("NCCL_NVLS_ENABLE", "TORCH_SYMM_MEM_DISABLE_MULTICAST", "NVSHMEM_DISABLE_NVLS")
 
 
-@dataclass(frozen=True, kw_only=True)
-class Completed:
+class Completed(NamedTuple):
     argv: tuple[str, ...]
     returncode: int
     stdout: str

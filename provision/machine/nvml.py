@@ -10,9 +10,8 @@ import functools
 import json
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from provision import knowledge
 from provision.machine.facts import Driver, Gpu, Link, Pcie
@@ -157,8 +156,7 @@ def _read_gpu(lib: Any, reading: Reading, index: int, handle: Any, nvlink_suppor
     )
 
 
-@dataclass(frozen=True)
-class NvLinkEnd:
+class NvLinkEnd(NamedTuple):
     """The far end of one active NVLink: a GPU (by PCI bus id) or an NVSwitch."""
 
     remote_bus_id: str | None

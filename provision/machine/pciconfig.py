@@ -9,7 +9,7 @@ image never raises: what is not there reads as absent.
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
+from typing import NamedTuple
 
 CONVENTIONAL_SIZE, EXTENDED_SIZE = 256, 4096  # PCI config space; PCIe adds 4 KB in all (PCIe 6.0, 7.2.2)
 UNPRIVILEGED_SIZE = 64  # what Linux gives a reader without CAP_SYS_ADMIN (drivers/pci/pci-sysfs.c, pci_read_config)
@@ -33,8 +33,7 @@ LSPCI_NAMES = {"src_valid": "SrcValid", "trans_blk": "TransBlk", "req_redir": "R
                "upstream_fwd": "UpstreamFwd", "egress_ctrl": "EgressCtrl", "direct_trans": "DirectTrans"}
 
 
-@dataclass(frozen=True)
-class Config:
+class Config(NamedTuple):
     """What a configuration space image says, as far as its bytes go."""
 
     size: int  # bytes read

@@ -7,7 +7,6 @@ docs/performance.md)."""
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -112,7 +111,7 @@ def _with_path(link: Link, paths: dict[int, GpuPath]) -> Link:
     from provision.machine import pci
 
     if link.gpu_a in paths and link.gpu_b in paths:
-        return dataclasses.replace(link, bridges=pci.pair_path(paths[link.gpu_a], paths[link.gpu_b]))
+        return link._replace(bridges=pci.pair_path(paths[link.gpu_a], paths[link.gpu_b]))
     return link
 
 

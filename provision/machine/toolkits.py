@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import re
 import shutil
@@ -94,7 +93,7 @@ def _without_wrappers(toolkits: list[Toolkit]) -> list[Toolkit]:
         if any(toolkit is w for w in wrappers):
             continue
         also = [how for w in wrappers if w.full_version == toolkit.full_version and toolkit in real for how in w.found_by]
-        kept.append(dataclasses.replace(toolkit, found_by=tuple(dict.fromkeys([*toolkit.found_by, *also]))) if also else toolkit)
+        kept.append(toolkit._replace(found_by=tuple(dict.fromkeys([*toolkit.found_by, *also]))) if also else toolkit)
     return kept
 
 

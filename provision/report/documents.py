@@ -3,7 +3,6 @@ so that a binary, truncated or wrong-typed file is one error naming the file and
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import json
 import re
@@ -54,7 +53,7 @@ _HINTS: dict[type[Any], dict[str, Any]] = {}
 
 def _hints(cls: type[Any]) -> dict[str, Any]:
     if cls not in _HINTS:
-        names = {f.name for f in dataclasses.fields(cls)}
+        names = set(cls._fields)
         _HINTS[cls] = {k: v for k, v in typing.get_type_hints(cls, vars(machine)).items() if k in names and k != "source"}
     return _HINTS[cls]
 
@@ -63,8 +62,7 @@ def _problem(cls: type[Any], data: object, where: str) -> str | None:
     """The first key of `data` whose value does not fit `cls`'s field types, said as `gpus[0].index: ...`."""
     if not isinstance(data, dict):
         return f"{where or 'the document'}: expected an object, got {_kind(data)}"
-    required = [f.name for f in dataclasses.fields(cls)
-                if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
+    required = [name for name in cls._fields if name not in cls._field_defaults]
     missing = [name for name in required if name not in data]
     if missing:
         return f"{where or 'the document'}: no {missing[0]!r} key"
@@ -95,7 +93,7 @@ def _fits(hint: Any, value: object, where: str) -> str | None:
         if value is None and type(None) in args:
             return None
         return _fits(next(a for a in args if a is not type(None)), value, where)
-    if dataclasses.is_dataclass(hint):
+    if _is_record(hint):
         # a missing nested object reads as empty, as MachineFacts.from_dict does with `or {}`
         return None if value is None else _problem(typing.cast(type[Any], hint), value, where)
     if origin is tuple:
@@ -105,7 +103,7 @@ def _fits(hint: Any, value: object, where: str) -> str | None:
             return f"{where}: expected a list, got {_kind(value)}"
         for position, item in enumerate(value):
             problem = _fits(args[0], item, f"{where}[{position}]") if item is not None else \
-                f"{where}[{position}]: expected {'an object' if dataclasses.is_dataclass(args[0]) else 'a string'}, got null"
+                f"{where}[{position}]: expected {'an object' if _is_record(args[0]) else 'a string'}, got null"
             if problem:
                 return problem
         return None
@@ -113,6 +111,11 @@ def _fits(hint: Any, value: object, where: str) -> str | None:
     if isinstance(value, bool) != (hint is bool) or not isinstance(value, hint):
         return f"{where}: expected {expected}, got {_kind(value)}"
     return None
+
+
+def _is_record(hint: Any) -> bool:
+    """One of the facts' records (named tuples), not a plain tuple or a scalar."""
+    return isinstance(hint, type) and issubclass(hint, tuple) and hasattr(hint, "_fields")
 
 
 def _kind(value: object) -> str:
