@@ -153,7 +153,6 @@ def test_payloads_import_nothing_from_provision() -> None:
         assert not imported(path), path
 
 
-
 def test_one_toml_reader_and_one_progress_type() -> None:
     """The tomllib/tomli choice stood in six modules and `Progress = Callable[[str], None]` in three: one each now."""
     readers, progress = set(), set()
@@ -169,3 +168,29 @@ def test_one_toml_reader_and_one_progress_type() -> None:
             if isinstance(node, ast.arg) and node.arg == "progress" and node.annotation is not None:
                 assert "Callable" not in ast.unparse(node.annotation), f"{path}: progress typed again; use provision.log.Progress"
     assert readers == {"provision.toml"} and progress == {"provision.log"}, (readers, progress)
+
+
+# What a command loads, run for real as a whole process: probe and scan have 0.15 s and 0.1 s on the GPU machine,
+# envs and check start in thousands of test processes (docs/performance.md). Each may load what it runs, no more.
+LOADED = ("import sys\nfrom provision.cli.main import main\nsys.argv = ['provision', *sys.argv[1:]]\n"
+          "try:\n    main()\nexcept SystemExit as exc:\n    print('exit', exc.code)\nprint(' '.join(sorted(sys.modules)))")
+HEAVY = {"dataclasses", "rich", "requests", "packaging", "tomlkit", "elftools", "html", "hashlib", "zipfile", "email",
+         "importlib.metadata", "statistics", "concurrent.futures", "provision.stacks.index"}
+
+
+@pytest.mark.parametrize(("argv", "code", "also_forbidden"), [
+    (["scan", "--json", "/bin/true"], 0, {"subprocess", "provision.machine", "provision.stacks", "provision.envs"}),
+    (["probe", "--json"], 0, {"provision.scan", "provision.stacks", "provision.envs"}),
+    (["envs", "--json", "--home", "HOME"], 0, {"provision.checks.runner", "provision.scan"}),
+    (["check", "nope", "--home", "HOME"], 7, {"provision.envs.drift", "provision.checks.staleness"}),
+], ids=["scan", "probe", "envs", "check"])
+def test_a_command_loads_what_it_runs(argv: list[str], code: int, also_forbidden: set[str], tmp_path: Path) -> None:
+    argv = [str(tmp_path / "home") if word == "HOME" else word for word in argv]
+    done = subprocess.run([sys.executable, "-c", LOADED, *argv], capture_output=True, text=True, timeout=120)
+    *_, exited, modules = done.stdout.splitlines()
+    assert exited == f"exit {code}", (argv, done.stdout[-500:], done.stderr[-2000:])
+    loaded = set(modules.split())
+    # env.json's records and the check registry are dataclasses; `check` reads them before it runs anything
+    forbidden = HEAVY - ({"dataclasses"} if argv[0] in ("envs", "check") else set()) | also_forbidden
+    found = {m for m in loaded if m in forbidden or m.rpartition(".")[0] in forbidden or m.split(".")[0] in forbidden}
+    assert not found, (argv, sorted(found))

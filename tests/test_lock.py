@@ -182,13 +182,13 @@ def test_unknown_index_override_and_bad_output_name(tmp_path: Path, provision_bi
 
 
 def test_index_client_reads_pep691_json_and_pep503_html(index_server) -> None:
-    from provision.stacks import index
+    from provision.stacks import index, urls
 
     idx = index_server.index("default")
     idx.add("torch", "2.16.0.dev20261126+cu130", tag=stacks.CP312)
     files = index.project_files(idx.url, "torch")
     assert files[0].filename == f"torch-2.16.0.dev20261126+cu130-{stacks.CP312}.whl" and files[0].sha256
     assert index.project_files(idx.url, "nothing-here") == []
-    assert index.redact("https://u:p@h.example/x") == "https://****@h.example/x"
+    assert urls.redact("https://u:p@h.example/x") == "https://****@h.example/x"
     with pytest.raises(IndexError_):
         index.project_files("http://127.0.0.1:9/simple", "torch")

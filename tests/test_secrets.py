@@ -14,7 +14,7 @@ import tiny
 from launch import run_provision
 
 from provision import log
-from provision.stacks import index, uvtool
+from provision.stacks import urls, uvtool
 
 PY = f"{sys.version_info[0]}.{sys.version_info[1]}"
 
@@ -86,7 +86,7 @@ def test_the_rule_for_secrets_in_urls() -> None:
             "https://h/packages/ab/cd/0123456789abcdef0123456789abcdef/torch-2.9.0+cu130-cp312-cp312-manylinux_2_28_x86_64.whl"]
     for text in kept:
         assert log.redact(text) == text
-    assert index.redact("alice:pw@host") == "****@host"
+    assert urls.redact("alice:pw@host") == "****@host"
     args, env = uvtool.index_options({"pytorch": "https://bob:p/w@h/whl?token=Tok3nValue", "default": "https://h/simple"})
     assert args == [] and env["UV_INDEX"] == "pytorch=https://h/whl?token=Tok3nValue"  # a variable: only the owner reads it
     assert env["UV_INDEX_PYTORCH_USERNAME"] == "bob" and env["UV_INDEX_PYTORCH_PASSWORD"] == "p/w"

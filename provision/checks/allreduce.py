@@ -19,7 +19,7 @@ from provision.checks.results import MalformedResult, Reader
 from provision.envs.records import EnvRecord
 from provision.errors import EnvError, ProvisionError, UsageError
 from provision.log import Progress
-from provision.stacks.index import redact_text
+from provision.stacks.urls import redact_text
 
 FORBIDDEN_ALGOS = ("nvls", "nvlstree")
 
@@ -94,7 +94,7 @@ def _secret_name(name: str) -> bool:
 
 def shown_settings(settings: dict[str, str]) -> dict[str, str]:
     """NCCL variables as stored and printed: the value of a name that says secret is ****, and so are credentials in
-    a URL (index.redact_text's rule), user:password@ without a scheme and token=... inside a value. The processes
+    a URL (urls.redact_text's rule), user:password@ without a scheme and token=... inside a value. The processes
     get the real values."""
     shown = {}
     for name, value in settings.items():

@@ -10,9 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from provision import knowledge, proc
-from provision.checks import BY_ID, CHECKS, Check, payload_dir, staleness
+from provision.checks import BY_ID, CHECKS, Check, payload_dir
 from provision.checks.results import CheckResult, MalformedResult
-from provision.envs import drift
 from provision.envs.records import EnvRecord
 from provision.errors import UsageError
 from provision.log import Progress
@@ -89,10 +88,16 @@ def run(build: Path, record: EnvRecord, *, only: tuple[str, ...] | None = None, 
         elif missing:
             result = _said(check, "skip", f"{missing[0].replace('|', ' / ')} is not installed in this environment")
         elif check.id == "drift":
+            from provision.envs import (
+                drift,  # its readers (packaging's markers, email, importlib.metadata): here only
+            )
+
             result = drift.check(venv, build, record)
         elif check.payload is None:
             result = _driver(check, record, driver_cuda)
         else:
+            from provision.checks import staleness  # pyelftools, for FlashInfer's JIT workspace only
+
             pre = staleness.check(check, record, env, installed) if check.id == "flashinfer-jit" else None
             result = pre or _payload(check, python, env, _arguments(check, record, gpus, installed, target_sm))
             if check.id == "flashinfer-jit" and target_sm and result.status in ("pass", "warn"):

@@ -24,7 +24,7 @@ from provision.machine.facts import MachineFacts
 from provision.report.gates import Gate, Target
 from provision.report.lockself import LockStack
 from provision.scan import binaries, fatbin
-from provision.stacks import index, uvcache
+from provision.stacks import urls, uvcache
 
 if TYPE_CHECKING:
     from packaging.pylock import Package, PackageWheel
@@ -137,7 +137,7 @@ def _unhashed(path: Path, package: Package, wheel: PackageWheel, named: str) -> 
     from provision.names import NAME_RULE
 
     others = ", ".join(sorted(wheel.hashes or {}))
-    where = index.redact(wheel.url) if wheel.url else _filename(wheel)
+    where = urls.redact(wheel.url) if wheel.url else _filename(wheel)
     profile = named if NAME_RULE.match(named) else "PROFILE"
     message = (f"{path}: {package.name}{f' {package.version}' if package.version else ''}: the wheel {where} has no sha256 "
                f"in the lock{f' (only {others})' if others else ''}; nothing was downloaded")

@@ -5,9 +5,6 @@ never shown: every URL in a message goes through `redact`."""
 from __future__ import annotations
 
 import hashlib
-import math
-import os
-import re
 import threading
 import time
 from collections.abc import Callable, Collection, Mapping
@@ -18,76 +15,18 @@ from urllib.parse import unquote, urljoin
 
 from packaging.utils import canonicalize_name
 
-from provision import log
 from provision.errors import IndexError_, InputError
+from provision.stacks.urls import TIMEOUT_VARIABLE, credentials, redact, strip_credentials, timeout, userinfo
 
 if TYPE_CHECKING:
     import requests
 
 JSON_TYPE = "application/vnd.pypi.simple.v1+json"
-TIMEOUT_VARIABLE = "PROVISION_HTTP_TIMEOUT"
 RETRIES = 2
 CHUNK = 1 << 20
 MIN_RATE = 64 << 10  # bytes a second: past its first 2 x PROVISION_HTTP_TIMEOUT seconds, a transfer must average this
 PAGE_LIMIT = 64 << 20  # a project page (the largest, torch's, is a few MB)
 DOWNLOAD_LIMIT = 4 << 30  # a file whose size neither the lock nor the index gives: larger than any wheel indexes serve
-
-
-def timeout() -> float:
-    """Seconds to wait for an index (PROVISION_HTTP_TIMEOUT, default 30): a positive finite number."""
-    text = os.environ.get(TIMEOUT_VARIABLE) or "30"
-    try:
-        seconds = float(text)
-    except ValueError:
-        seconds = float("nan")
-    if not math.isfinite(seconds) or seconds <= 0:
-        raise InputError(f"{TIMEOUT_VARIABLE}={text!r} is not a number of seconds", "set it to a positive number such as 30, or unset it")
-    return seconds
-
-
-def redact(url: str) -> str:
-    """Return `url` with its secrets shown as ****: the user name and password (also user:password@host without a
-    scheme), query values and token-like path segments (log.redact's rule)."""
-    return log.redact(re.sub(r"^[^/\s@]+@", "****@", url) if "://" not in url else url)
-
-
-def _userinfo(url: str) -> tuple[str, str, str] | None:
-    """(scheme://, user info, the rest) of a URL with credentials, else None. A password may hold an unencoded /, ?
-    or # (which would end the host part for urlsplit and put the whole password in the path): then `user:` up to the
-    last @ of the URL is the user info."""
-    found = re.match(r"([A-Za-z][A-Za-z0-9+.-]*://)(.*)", url, re.DOTALL)
-    if found is None:
-        return None
-    scheme, rest = found.groups()
-    host_part = re.split(r"[/?#]", rest, maxsplit=1)[0]
-    last = rest.rfind("@")
-    if last > 0 and re.match(r"[^/?#@:]*:", rest) and re.match(r"[A-Za-z0-9.\[\]:-]+(?:[/?#]|$)", rest[last + 1:]):
-        at = last  # user:password@host, the password holding what urlsplit would end the host part at
-    elif "@" in host_part:
-        at = host_part.rfind("@")
-    else:
-        return None
-    return scheme, rest[:at], rest[at + 1:]
-
-
-def strip_credentials(url: str) -> str:
-    """`url` without its user name and password (what uv is given; the credentials go by variable)."""
-    parts = _userinfo(url)
-    return url if parts is None else parts[0] + parts[2]
-
-
-def credentials(url: str) -> tuple[str, str]:
-    """The user name and password in `url` (percent-decoded), empty when there are none."""
-    parts = _userinfo(url)
-    if parts is None:
-        return "", ""
-    user, _, password = parts[1].partition(":")
-    return unquote(user), unquote(password)
-
-
-def redact_text(text: str) -> str:
-    """`text` with the secrets of any URL in it (any scheme, even one that is not a valid URL) shown as ****."""
-    return log.redact(text)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -232,7 +171,7 @@ def _exchange(session: requests.Session, url: str, method: str, sent: dict[str, 
     try:
         # the credentials as requests' auth, split by our rule: a password with an unencoded / ? or # is whole
         response = session.request(method, strip_credentials(url), headers=sent, timeout=(seconds, seconds), stream=True,
-                                   allow_redirects=True, auth=credentials(url) if _userinfo(url) else None)
+                                   allow_redirects=True, auth=credentials(url) if userinfo(url) else None)
         with response:
             content = b""
             if method != "HEAD" and response.status_code in bodies:

@@ -30,7 +30,7 @@ from provision import __version__, proc, toml
 from provision.atomic import write_atomic
 from provision.errors import InputError, ResolveError, UsageError
 from provision.log import Progress
-from provision.stacks import index, lockfile, relock, uvtool
+from provision.stacks import index, lockfile, relock, urls, uvtool
 from provision.stacks.profiles import DEFAULT_INDEX, Package, Profile
 
 INDEX_VARIABLE = "PROVISION_INDEX_{}"
@@ -116,7 +116,7 @@ def parse_overrides(pairs: tuple[str, ...]) -> dict[str, str]:
     for pair in pairs:
         name, sep, url = pair.partition("=")
         if not sep or not name or not url.startswith(("http://", "https://", "file://")):
-            raise UsageError(f"--index {index.redact(pair if sep else url or name)!r}: expected NAME=URL", "for example --index pytorch=https://mirror.example/whl/nightly/cu130")
+            raise UsageError(f"--index {urls.redact(pair if sep else url or name)!r}: expected NAME=URL", "for example --index pytorch=https://mirror.example/whl/nightly/cu130")
         from provision.stacks.profiles import index_url_problem
 
         problem = index_url_problem(url)
@@ -273,7 +273,7 @@ def _resolve_explicit(folder: Path, profile: Profile, pins: dict[str, str], inde
     sources = {p.name: _source(p) for p in profile.packages if p.from_source or p.index != DEFAULT_INDEX}
     sources.update({name: {"index": where} for name, (_, where) in carried.items()})
     named = {n: u for n, u in indexes.items() if n != DEFAULT_INDEX and u}
-    doc["tool"] = {"uv": {"sources": sources, "index": [{"name": n, "url": index.strip_credentials(str(u)), "explicit": True}
+    doc["tool"] = {"uv": {"sources": sources, "index": [{"name": n, "url": urls.strip_credentials(str(u)), "explicit": True}
                                                        for n, u in named.items()]}}
     (folder / "pyproject.toml").write_text(tomlkit.dumps(doc))
     # the named indexes are in pyproject.toml here (explicit): only the default one by variable, and every credential
@@ -302,22 +302,22 @@ def attribution(packages: list[dict[str, Any]], profile: Profile, indexes: dict[
     bound = {str(canonicalize_name(p.name)): p.index for p in profile.packages
              if p.index != DEFAULT_INDEX or indexes.get(DEFAULT_INDEX)}
     # an index whose URL an earlier one (or the default index) already has adds nothing to ask: each URL is read once
-    seen = {index.strip_credentials(str(indexes[DEFAULT_INDEX]))} if indexes.get(DEFAULT_INDEX) else set()
+    seen = {urls.strip_credentials(str(indexes[DEFAULT_INDEX]))} if indexes.get(DEFAULT_INDEX) else set()
     named = []
     for name, url in indexes.items():
-        if name != DEFAULT_INDEX and url and index.strip_credentials(url) not in seen:
-            seen.add(index.strip_credentials(url))
+        if name != DEFAULT_INDEX and url and urls.strip_credentials(url) not in seen:
+            seen.add(urls.strip_credentials(url))
             named.append(name)
-    urls = {str(canonicalize_name(p["name"])): {index.strip_credentials(w.get("url", "")) for w in _files(p)} for p in packages}
-    asked = [(name, index_name) for name in urls if name not in bound for index_name in named]
+    locked = {str(canonicalize_name(p["name"])): {urls.strip_credentials(w.get("url", "")) for w in _files(p)} for p in packages}
+    asked = [(name, index_name) for name in locked if name not in bound for index_name in named]
 
     def listed(pair: tuple[str, str]) -> bool:
         files = index.project_files(str(indexes[pair[1]]), pair[0])
-        return not urls[pair[0]].isdisjoint(index.strip_credentials(f.url) for f in files)
+        return not locked[pair[0]].isdisjoint(urls.strip_credentials(f.url) for f in files)
 
     with ThreadPoolExecutor(max_workers=16) as pool:
         found = dict(zip(asked, pool.map(listed, asked), strict=True)) if asked else {}
-    return {name: bound.get(name) or next((n for n in named if found.get((name, n))), DEFAULT_INDEX) for name in urls}
+    return {name: bound.get(name) or next((n for n in named if found.get((name, n))), DEFAULT_INDEX) for name in locked}
 
 
 def _files(package: dict[str, Any]) -> list[dict[str, Any]]:
@@ -424,7 +424,7 @@ def _packages(raw: dict[str, Any], indexes: dict[str, str | None], origin: dict[
     from concurrent.futures import ThreadPoolExecutor
 
     locked: list[LockedPackage] = []
-    unhashed = [index.strip_credentials(w.get("url", "")) for p in raw.get("packages", []) for w in _files(p) if not w.get("hashes")]
+    unhashed = [urls.strip_credentials(w.get("url", "")) for p in raw.get("packages", []) for w in _files(p) if not w.get("hashes")]
     for file_url in unhashed:
         progress(f"hashing {file_url.rsplit('/', 1)[-1]} (its index gives no hash)")
     with ThreadPoolExecutor(max_workers=8) as pool:  # downloads of one file each: in parallel, not one after another
@@ -434,11 +434,11 @@ def _packages(raw: dict[str, Any], indexes: dict[str, str | None], origin: dict[
         index_name = origin.get(name, DEFAULT_INDEX)
         url = indexes.get(index_name)
         if url and _files(package):  # a source tree or a repository comes from no index
-            package["index"] = index.strip_credentials(url)
+            package["index"] = urls.strip_credentials(url)
         if "directory" in package or "vcs" in package:
             locked.append(_from_source(name, package))
         for wheel in package.get("wheels", []) + ([package["sdist"]] if "sdist" in package else []):
-            wheel["url"] = index.strip_credentials(wheel.get("url", ""))
+            wheel["url"] = urls.strip_credentials(wheel.get("url", ""))
             source: HashSource = "index"
             if not wheel.get("hashes"):
                 wheel["hashes"] = {"sha256": digests[wheel["url"]]}
@@ -464,7 +464,7 @@ def _document(raw: dict[str, Any], profile: Profile, indexes: dict[str, str | No
         "flashinfer_arch_list": profile.env.get("FLASHINFER_CUDA_ARCH_LIST", ""),
         "python": target.python,
         "platform": target.platform or f"this machine ({host_platform.machine()})",
-        "indexes": {n: index.strip_credentials(u) for n, u in indexes.items() if u},
+        "indexes": {n: urls.strip_credentials(u) for n, u in indexes.items() if u},
         "nightly_date": stamp.nightly or "",
         "computed_hashes": computed,
         "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
@@ -513,7 +513,7 @@ def _from_source(name: str, package: dict[str, Any]) -> LockedPackage:
     """A package locked from a source tree (directory) or a repository (vcs, at its commit): no file, no hash."""
     if "vcs" in package:
         vcs = package["vcs"]
-        url = f"{index.strip_credentials(str(vcs.get('url', '')))}@{vcs.get('commit-id', '')}"
+        url = f"{urls.strip_credentials(str(vcs.get('url', '')))}@{vcs.get('commit-id', '')}"
         return LockedPackage(name=name, version=str(package.get("version", "")), index="", file="", url=url, sha256="", hash_source="git")
     directory = package["directory"]
     kind: HashSource = "editable" if directory.get("editable") else "directory"

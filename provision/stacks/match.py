@@ -28,7 +28,7 @@ from packaging.version import InvalidVersion, Version
 from provision import confined, regular
 from provision.errors import ProvisionError
 from provision.log import Progress
-from provision.stacks import index, uvcache, wheelmeta
+from provision.stacks import index, urls, uvcache, wheelmeta
 
 if TYPE_CHECKING:
     from _typeshed import WriteableBuffer
@@ -190,7 +190,7 @@ def _direct_url(info: Path) -> tuple[str, bool]:
         editable = bool((document.get("dir_info") or {}).get("editable"))
     except (ValueError, AttributeError):
         return "a direct URL", False
-    return index.redact(url), editable
+    return urls.redact(url), editable
 
 
 def _installed_files(rows: list[list[str]], info_name: str) -> dict[str, str]:
@@ -241,7 +241,7 @@ def match(site: Path, venv: Path, indexes: dict[str, str], *, bound: dict[str, s
     distribution in `bound` is looked for on its own index only) or in uv's cache at `cache` (whose `pypi` bucket
     holds what came from `uv_default`, uv's own default index)."""
     start = time.perf_counter()
-    result = MatchResult(indexes={n: index.strip_credentials(u) for n, u in indexes.items()})
+    result = MatchResult(indexes={n: urls.strip_credentials(u) for n, u in indexes.items()})
     dists, result.unmatched = installed(site, venv)
     lookups = []
     for dist in dists:
@@ -314,8 +314,8 @@ def _match_one(dist: Installed, index_names: list[str], asker: _Asker,
             differs = difference(dist.files, wheel_files(record)) if record is not None else how
             if differs is None:
                 sha256 = file.sha256 or index.sha256_of(file.url)
-                return Matched(name=dist.name, version=dist.version, index=index_name, index_url=index.strip_credentials(asker.indexes[index_name]),
-                               filename=file.filename, url=index.strip_credentials(file.url), sha256=sha256, record_from=how)
+                return Matched(name=dist.name, version=dist.version, index=index_name, index_url=urls.strip_credentials(asker.indexes[index_name]),
+                               filename=file.filename, url=urls.strip_credentials(file.url), sha256=sha256, record_from=how)
             others.append(f"{file.filename} on {index_name} is another build ({differs})")
     from_cache = _from_cache(dist, cached, {n: asker.indexes[n] for n in index_names}, uv_default)
     if isinstance(from_cache, Matched):
@@ -424,7 +424,7 @@ def _from_cache(dist: Installed, cached: dict[tuple[str, str], uvcache.CachedWhe
         name = next((n for n, u in indexes.items() if index_url and _same_index(u, index_url)), None)
         if name is None:
             return f"uv's cache holds this build, from {index_url or 'an index'} that is not among {', '.join(indexes)}"
-        return Matched(name=dist.name, version=dist.version, index=name, index_url=index.strip_credentials(indexes[name]),
+        return Matched(name=dist.name, version=dist.version, index=name, index_url=urls.strip_credentials(indexes[name]),
                        filename=url.rsplit("/", 1)[-1], url=url, sha256=sha256s.pop(), record_from="uv-cache")
     return None
 
@@ -454,5 +454,5 @@ def _origin(wheel: uvcache.CachedWheel, uv_default: str) -> tuple[str, set[str],
 
 
 def _same_index(a: str, b: str) -> bool:
-    return index.strip_credentials(a).rstrip("/") == b.rstrip("/")
+    return urls.strip_credentials(a).rstrip("/") == b.rstrip("/")
 

@@ -21,7 +21,7 @@ from packaging.version import InvalidVersion, Version
 from provision import regular
 from provision.errors import IndexError_, InputError, ProfileError, ProvisionError, UsageError
 from provision.names import NAME_MAX, NAME_RULE
-from provision.stacks import index, uvtool, wheelmeta
+from provision.stacks import index, urls, uvtool, wheelmeta
 from provision.stacks.profiles import PROFILE_PATH_VARIABLE, parse
 
 SERVING = "sglang"
@@ -204,7 +204,7 @@ def _release(files: list[index.IndexFile], requirement: Requirement, python: str
     wanted = [v for v in wheels if requirement.specifier.contains(v, prereleases=bool(requirement.specifier))]
     if not wanted:
         newest = ", ".join(str(v) for v in sorted(wheels)[-5:]) or "none"
-        raise IndexError_(f"{index.redact(registry)}: no sglang wheel for {requirement.specifier or 'any release'}",
+        raise IndexError_(f"{urls.redact(registry)}: no sglang wheel for {requirement.specifier or 'any release'}",
                           f"newest releases there: {newest}")
     version = max(wanted)
     return version, _best_wheel(wheels[version], python)
@@ -245,7 +245,7 @@ def _holds(requirement: Requirement, environment: dict[str, str], url: str) -> b
     try:
         return requirement.marker.evaluate(environment)
     except (ValueError, TypeError, LookupError) as exc:  # InvalidVersion, UndefinedComparison, UndefinedEnvironmentName
-        raise IndexError_(f"{index.redact(url)}: Requires-Dist {str(requirement)[:200]!r}: its marker cannot be evaluated ({exc})"[:400],
+        raise IndexError_(f"{urls.redact(url)}: Requires-Dist {str(requirement)[:200]!r}: its marker cannot be evaluated ({exc})"[:400],
                           "report it to the package's maintainers; choose another release") from None
 
 
@@ -291,7 +291,7 @@ def _offered(url: str, project: str, version: str, where: str, left_out: list[Le
         reason = f"{where} could not be read ({found})"
     else:
         newest = f" (newest there: {max(found)})" if found else ""
-        named = "" if where == "the default index" else f" ({index.redact(url)})"  # the registry's name is uv's own
+        named = "" if where == "the default index" else f" ({urls.redact(url)})"  # the registry's name is uv's own
         reason = f"{where}{named} has no {project} {version}{newest}"
     left_out.append(LeftOut(project, f"{reason}; SGLang does not pin it"))
     return False

@@ -21,8 +21,8 @@ from provision.checks.results import Baseline
 from provision.errors import ProfileError
 from provision.names import NAME_MAX, NAME_RULE, SHELL_NAME
 from provision.stacks import profile_files
-from provision.stacks.index import redact_text
 from provision.stacks.profile_files import ProfileFile
+from provision.stacks.urls import redact_text
 
 SCHEMA = 1
 DEFAULT_INDEX = "default"

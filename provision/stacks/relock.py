@@ -10,7 +10,7 @@ from pathlib import Path
 from packaging.utils import canonicalize_name
 
 from provision.errors import ProvisionError
-from provision.stacks import index
+from provision.stacks import urls
 from provision.stacks.profiles import Profile, search_dirs
 
 
@@ -21,7 +21,7 @@ def rebuild_command(profile: Profile, *, python: str, platform: str | None, over
     argv = ["provision", "lock", profile.name if by_name else str(profile.path), "--python", python]
     if platform:
         argv += ["--platform", platform]
-    argv += [f"--index={name}={index.strip_credentials(url)}" for name, url in sorted(overrides.items())]
+    argv += [f"--index={name}={urls.strip_credentials(url)}" for name, url in sorted(overrides.items())]
     return shlex.join([*argv, "-o", str(output)])
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from provision import proc
 from provision.errors import IndexError_, InputError, ProvisionError, ResolveError, ToolError
 from provision.log import Progress
-from provision.stacks import index
+from provision.stacks import urls
 
 MINIMUM = (0, 9, 0)
 
@@ -43,7 +43,7 @@ def binary() -> str:
 def environment(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     """The environment uv runs with: its own HTTP timeout bounded like ours; uv's cache (UV_CACHE_DIR) honoured."""
     env = proc.environment(extra)
-    env.setdefault("UV_HTTP_TIMEOUT", str(int(index.timeout())))
+    env.setdefault("UV_HTTP_TIMEOUT", str(int(urls.timeout())))
     env.setdefault("UV_HTTP_RETRIES", "2")
     # Never fetch an interpreter behind the user's back: a missing Python is reported with how to get it.
     env.setdefault("UV_PYTHON_DOWNLOADS", "never")
@@ -65,7 +65,7 @@ def run(args: Sequence[str | Path], *, timeout: float = 1800, cwd: Path | None =
 
 
 def _say(line: str, progress: Progress) -> None:
-    text = index.redact_text(line.strip())
+    text = urls.redact_text(line.strip())
     if text and not text.startswith(("warning", "error", "×", "hint")):
         progress(f"uv: {text}")  # "Downloading torch (846.0MiB)", " + torch==2.9.1", "Installed 61 packages in 3.2s"
 
@@ -83,12 +83,12 @@ def index_options(indexes: Mapping[str, str | None]) -> tuple[list[str], dict[st
     for name, url in indexes.items():
         if not url:
             continue
-        bare = index.strip_credentials(url)
+        bare = urls.strip_credentials(url)
         if name == "default":
             env["UV_DEFAULT_INDEX"] = f"{name}={bare}"
         else:
             listed.append(f"{name}={bare}")
-        user, password = index.credentials(url)
+        user, password = urls.credentials(url)
         variable = "UV_INDEX_" + re.sub(r"[^A-Za-z0-9]", "_", name).upper()
         if user:
             env[f"{variable}_USERNAME"] = user
@@ -150,7 +150,7 @@ def _reflinks(source_dir: Path, target_dir: Path) -> bool:
 
 def failure(stderr: str) -> ProvisionError:
     """Turn uv's error text into one line and a hint, credentials redacted."""
-    text = index.redact_text(stderr)
+    text = urls.redact_text(stderr)
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     errors = [re.sub(r"^(error|×)\s*:?\s*", "", line) for line in lines if line.startswith(("error", "×"))]
     causes = [line.removeprefix("Caused by:").removeprefix("cause:").strip() for line in lines

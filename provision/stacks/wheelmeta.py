@@ -16,7 +16,7 @@ from typing import IO, TYPE_CHECKING, Literal
 from packaging.metadata import Metadata
 
 from provision.errors import IndexError_
-from provision.stacks import index
+from provision.stacks import index, urls
 
 if TYPE_CHECKING:
     from _typeshed import WriteableBuffer
@@ -94,7 +94,7 @@ def metadata(url: str, *, core_metadata: bool | dict[str, str] = False, sha256: 
         if response.status_code == 200:
             expected = core_metadata.get("sha256") if isinstance(core_metadata, dict) else None
             if expected and hashlib.sha256(response.content).hexdigest() != expected:
-                raise IndexError_(f"{index.redact(url)}.metadata: its sha256 does not match the index", "the index is inconsistent; retry or use a mirror")
+                raise IndexError_(f"{urls.redact(url)}.metadata: its sha256 does not match the index", "the index is inconsistent; retry or use a mirror")
             return _parse(response.content, url), "pep658"
     head = index.get(url, method="HEAD", headers={"Accept-Encoding": "identity"})
     length = head.headers.get("Content-Length") or ""
@@ -111,7 +111,7 @@ def metadata(url: str, *, core_metadata: bool | dict[str, str] = False, sha256: 
         try:
             return _parse(_member(spool), url), "download"
         except zipfile.BadZipFile as exc:
-            raise IndexError_(f"{index.redact(url)}: not a wheel with a METADATA ({_one_line(str(exc))})",
+            raise IndexError_(f"{urls.redact(url)}: not a wheel with a METADATA ({_one_line(str(exc))})",
                               "the index serves something other than a wheel there; report it, or use a mirror") from None
 
 
@@ -152,13 +152,13 @@ def _parse(raw: bytes, url: str) -> Metadata:
     """The METADATA's header fields (the long description after them is never parsed), Requires-Dist checked
     here: a requirement that does not parse is an IndexError_ naming the URL, not a traceback later."""
     if len(raw) > METADATA_LIMIT:
-        raise IndexError_(f"{index.redact(url)}: its METADATA is larger than {METADATA_LIMIT:,} bytes", "report it to the package's maintainers")
+        raise IndexError_(f"{urls.redact(url)}: its METADATA is larger than {METADATA_LIMIT:,} bytes", "report it to the package's maintainers")
     head = re.split(rb"\r?\n\r?\n", raw, maxsplit=1)[0] + b"\n"
     try:
         meta = Metadata.from_email(head, validate=False)
         meta.requires_dist  # noqa: B018 - parsed now (and kept by packaging), so that a bad one is named here
     except Exception as exc:  # noqa: BLE001 - packaging raises an ExceptionGroup of what it could not read
-        raise IndexError_(f"{index.redact(url)}: its METADATA cannot be read ({_one_line(_reason(exc))})",
+        raise IndexError_(f"{urls.redact(url)}: its METADATA cannot be read ({_one_line(_reason(exc))})",
                           "report it to the package's maintainers; choose another release") from None
     return meta
 

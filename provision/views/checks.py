@@ -3,7 +3,6 @@ returns a `Shown` (its JSON document, its tables and lines, its exit code); noth
 
 from __future__ import annotations
 
-import statistics
 from typing import TYPE_CHECKING
 
 from provision import status as statuses
@@ -42,6 +41,8 @@ def check_blocks(name: str, results: list[CheckResult]) -> list[Block]:
 
 def baseline(name: str, runs: list[BaselineRun]) -> Shown:
     """`provision baseline`: the last run's record, and every figure of this call (--runs N)."""
+    import statistics  # decimal and fractions with it: `check`, which shares this module, needs none
+
     last, figures = runs[-1], [r.figure for r in runs if r.figure is not None]
     shown = figures or [0.0]
     several = f"median of {len(shown)} runs: {', '.join(f'{f:.2f}' for f in shown)}; " if len(shown) > 1 else ""

@@ -1,0 +1,72 @@
+"""URLs as provision shows and hands them on: secrets redacted, credentials taken out (to go by variable), and the
+one timeout for every index request (PROVISION_HTTP_TIMEOUT). Apart from the index client (index.py), so that what
+only runs uv (`provision envs` asks it for its cache) loads neither requests' helpers nor packaging."""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+from urllib.parse import unquote
+
+from provision import log
+from provision.errors import InputError
+
+TIMEOUT_VARIABLE = "PROVISION_HTTP_TIMEOUT"
+
+
+def timeout() -> float:
+    """Seconds to wait for an index (PROVISION_HTTP_TIMEOUT, default 30): a positive finite number."""
+    text = os.environ.get(TIMEOUT_VARIABLE) or "30"
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = float("nan")
+    if not math.isfinite(seconds) or seconds <= 0:
+        raise InputError(f"{TIMEOUT_VARIABLE}={text!r} is not a number of seconds", "set it to a positive number such as 30, or unset it")
+    return seconds
+
+
+def redact(url: str) -> str:
+    """Return `url` with its secrets shown as ****: the user name and password (also user:password@host without a
+    scheme), query values and token-like path segments (log.redact's rule)."""
+    return log.redact(re.sub(r"^[^/\s@]+@", "****@", url) if "://" not in url else url)
+
+
+def userinfo(url: str) -> tuple[str, str, str] | None:
+    """(scheme://, user info, the rest) of a URL with credentials, else None. A password may hold an unencoded /, ?
+    or # (which would end the host part for urlsplit and put the whole password in the path): then `user:` up to the
+    last @ of the URL is the user info."""
+    found = re.match(r"([A-Za-z][A-Za-z0-9+.-]*://)(.*)", url, re.DOTALL)
+    if found is None:
+        return None
+    scheme, rest = found.groups()
+    host_part = re.split(r"[/?#]", rest, maxsplit=1)[0]
+    last = rest.rfind("@")
+    if last > 0 and re.match(r"[^/?#@:]*:", rest) and re.match(r"[A-Za-z0-9.\[\]:-]+(?:[/?#]|$)", rest[last + 1:]):
+        at = last  # user:password@host, the password holding what urlsplit would end the host part at
+    elif "@" in host_part:
+        at = host_part.rfind("@")
+    else:
+        return None
+    return scheme, rest[:at], rest[at + 1:]
+
+
+def strip_credentials(url: str) -> str:
+    """`url` without its user name and password (what uv is given; the credentials go by variable)."""
+    parts = userinfo(url)
+    return url if parts is None else parts[0] + parts[2]
+
+
+def credentials(url: str) -> tuple[str, str]:
+    """The user name and password in `url` (percent-decoded), empty when there are none."""
+    parts = userinfo(url)
+    if parts is None:
+        return "", ""
+    user, _, password = parts[1].partition(":")
+    return unquote(user), unquote(password)
+
+
+def redact_text(text: str) -> str:
+    """`text` with the secrets of any URL in it (any scheme, even one that is not a valid URL) shown as ****."""
+    return log.redact(text)
