@@ -1,5 +1,8 @@
 from __future__ import annotations
 
+import importlib.abc
+import importlib.machinery
+import importlib.util
 import json
 import os
 import resource
@@ -8,6 +11,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import DATA, ROOT
@@ -260,8 +264,9 @@ def test_a_billion_gpus_is_a_note_not_a_hang(tmp_path: Path) -> None:
 
 
 def test_nvml_starts_on_a_thread_before_the_reading_and_every_start_is_shut_down(monkeypatch: pytest.MonkeyPatch) -> None:
-    """probe starts NVML (nvmlInit: the driver's time) on a thread while the readers are imported; nvml.read's own
-    nvmlInit then only counts one more user, and both starts end in a shutdown (NVML counts its users)."""
+    """probe starts NVML (nvmlInitWithFlags of NVML's library: the driver's time) on a thread, and pynvml is imported while
+    it runs, not after; nvml.read's own nvmlInit then only counts one more user, and both starts end in a shutdown
+    (NVML counts its users)."""
     import threading
 
     from provision import knowledge
@@ -269,14 +274,25 @@ def test_nvml_starts_on_a_thread_before_the_reading_and_every_start_is_shut_down
 
     replay = nvml.replay_file(DATA / "h200.nvml.json")
     events: list[str] = []
+    imported = threading.Event()
+
+    class Library:  # NVML's library as ctypes opens it: its start waits until pynvml is imported elsewhere
+        def nvmlInitWithFlags(self, flags: int) -> int:
+            assert threading.current_thread() is not threading.main_thread()
+            events.append(f"init thread, pynvml imported meanwhile: {imported.wait(30)}")
+            return 0
+
+        def nvmlShutdown(self) -> int:
+            events.append("shutdown thread's")
+            return 0
 
     class Counting:  # the binding, as the module `import pynvml` finds: the recorded H200 with its starts counted
+        def __init__(self) -> None:
+            imported.set()
+
         def nvmlInit(self) -> None:
-            if threading.current_thread() is threading.main_thread():
-                events.append(f"init main, knowledge.toml read {knowledge.tables.cache_info().currsize}")
-            else:
-                time.sleep(0.3)  # the driver's time, which the main thread spends on what needs no NVML
-                events.append("init thread")
+            assert threading.current_thread() is threading.main_thread()
+            events.append(f"init main, knowledge.toml read {knowledge.tables.cache_info().currsize}")
 
         def nvmlShutdown(self) -> None:
             events.append("shutdown")
@@ -284,11 +300,26 @@ def test_nvml_starts_on_a_thread_before_the_reading_and_every_start_is_shut_down
         def __getattr__(self, name: str) -> object:
             return getattr(replay, name)
 
+    class Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):  # `import pynvml` gives Counting, seen as it happens
+        def find_spec(self, name: str, path: object, target: object = None) -> importlib.machinery.ModuleSpec | None:
+            return importlib.util.spec_from_loader(name, self) if name == "pynvml" else None
+
+        def create_module(self, spec: importlib.machinery.ModuleSpec) -> Any:
+            return Counting()
+
+        def exec_module(self, module: object) -> None:
+            pass
+
+    import pynvml  # noqa: F401 - the real one, put back after the test
+
     monkeypatch.delenv(nvml.REPLAY_VARIABLE, raising=False)
-    monkeypatch.setitem(sys.modules, "pynvml", Counting())
+    monkeypatch.setattr(probe, "_open_library", Library)
+    monkeypatch.delitem(sys.modules, "pynvml")
+    monkeypatch.setattr(sys, "meta_path", [Finder(), *sys.meta_path])
     knowledge.tables.cache_clear()
     facts = probe.probe()
-    assert events == ["init thread", "init main, knowledge.toml read 1", "shutdown", "shutdown"]
+    assert events == ["init thread, pynvml imported meanwhile: True", "init main, knowledge.toml read 1", "shutdown",
+                      "shutdown thread's"]
     assert [g.name for g in facts.gpus] == ["NVIDIA H200"] and facts.driver.version == "580.159.04"
     assert probe.REPLAY_VARIABLE == nvml.REPLAY_VARIABLE
 

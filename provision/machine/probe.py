@@ -1,7 +1,8 @@
 """`provision probe`: one fast, complete reading of the machine. Never raises for missing hardware.
 
 NVML's start (nvmlInit: the driver's time, the GIL released) and the nvcc processes are the slowest parts: their
-threads start first (this module imports nothing more before them), and the facts' classes and the NVML, host and PCI readers are imported while they wait (see
+threads start first (this module imports nothing more before them; NVML's calls nvmlInit through ctypes, before pynvml
+is imported), and pynvml, the facts' classes and the NVML, host and PCI readers are imported while they wait (see
 docs/performance.md)."""
 
 from __future__ import annotations
@@ -52,6 +53,9 @@ def _facts(started: Background[Any] | None, toolkit_job: Background[tuple[list[T
     from provision.machine.facts import MachineFacts
 
     host_facts = host.read()  # what needs no NVML is read while nvmlInit runs
+    if started is not None:  # pynvml's import (about 20 ms of Python) while the driver starts on the thread
+        with contextlib.suppress(Exception):  # nvml.read's load_library imports it again, and notes what failed
+            import pynvml  # noqa: F401
     if started is not None and started.running():
         knowledge.tables()  # the GPUs' architecture names: knowledge.toml parsed now, not after the wait
     recorder = None
@@ -89,19 +93,34 @@ def _facts(started: Background[Any] | None, toolkit_job: Background[tuple[list[T
     )
 
 
-def _start_nvml(_: None) -> Any:
-    """pynvml with nvmlInit done, or None where it cannot start (nvml.read then notes why, as without this)."""
-    try:
-        import pynvml
+NVML_LIBRARY = "libnvidia-ml.so.1"  # the name pynvml's nvmlInit loads on Linux
 
-        pynvml.nvmlInit()
-    except Exception:
+
+def _open_library() -> Any:
+    import ctypes
+
+    return ctypes.CDLL(NVML_LIBRARY)
+
+
+def _start_nvml(_: None) -> Any:
+    """NVML's library started through ctypes (nvmlInitWithFlags(0), what pynvml.nvmlInit calls), or None where it
+    cannot start (nvml.read then notes why, as without this). Done before pynvml is imported: pynvml's import is about
+    20 ms of Python (the GIL held), the driver's start 27 ms of C (ctypes lets the GIL go), so the main thread imports
+    pynvml while the driver starts, where pynvml's own nvmlInit would wait for its import. pynvml still makes every
+    reading (nvml.read); its nvmlInit finds the library loaded (dlopen counts) and NVML started (nvmlInit counts its
+    users, nvml.h)."""
+    try:
+        library = _open_library()
+        if library.nvmlInitWithFlags(0) != 0:  # what pynvml.nvmlInit calls; NVML_SUCCESS is 0
+            return None
+    except (OSError, AttributeError):  # no driver, or a library without nvmlInitWithFlags
         return None
-    return pynvml
+    return library
 
 
 def _stop_nvml(lib: Any) -> None:
-    """NVML counts its users: this shutdown ends _start_nvml's, nvml.read ended its own."""
+    """NVML counts its users: this shutdown ends _start_nvml's (nvmlShutdown of the same library), nvml.read ended its
+    own."""
     if lib is not None:
         with contextlib.suppress(Exception):  # shutting down cannot cost the reading
             lib.nvmlShutdown()
