@@ -9,6 +9,7 @@ import zipfile
 from collections import Counter
 from pathlib import Path
 
+import nvcc
 import pytest
 from launch import run_provision
 from wheelhouse import build_wheel
@@ -35,22 +36,14 @@ CASES = [
 ]
 
 
-COMPILED: dict[tuple[object, ...], bytes] = {}  # nvcc takes seconds: one build per set of options per session
-
-
 def compile_shared(tmp_path: Path, gencodes: list[tuple[str, str]], flags: list[str], name: str = "lib.so") -> Path:
     out = tmp_path / name
-    key = (tuple(gencodes), tuple(flags))
-    if key not in COMPILED:
-        source = tmp_path / "k.cu"
-        source.write_text(KERNEL)
-        argv = [NVCC, "-shared", "-Xcompiler", "-fPIC", "-o", str(out), str(source), *flags]
-        for arch, code in gencodes:
-            argv += ["-gencode", f"arch={arch},code={code}"]
-        subprocess.run(argv, check=True, capture_output=True, timeout=300)
-        COMPILED[key] = out.read_bytes()
-    out.write_bytes(COMPILED[key])
-    return out
+    source = tmp_path / "k.cu"
+    source.write_text(KERNEL)
+    argv: list[str | Path] = ["-shared", "-Xcompiler", "-fPIC", "-o", out, source, *flags]
+    for arch, code in gencodes:
+        argv += ["-gencode", f"arch={arch},code={code}"]
+    return nvcc.run(argv, out)
 
 
 @needs_nvcc
@@ -73,7 +66,7 @@ def test_bare_cubin_label_from_elf_header(tmp_path: Path, target: str) -> None:
     source.write_text(KERNEL)
     cubin = tmp_path / f"{target}.cubin"
     arch = target.replace("sm_", "compute_")
-    subprocess.run([NVCC, "-cubin", "-o", cubin, source, "-gencode", f"arch={arch},code={target}"], check=True, timeout=300)
+    nvcc.run(["-cubin", "-o", cubin, source, "-gencode", f"arch={arch},code={target}"], cubin)
     # nvcc 13 marks `a` in .nv.compat; family cubins carry no mark and are labelled plainly, as cuobjdump does.
     assert dict(scan.counts_in_file(cubin).cubin) == {target.rstrip("f"): 1}
 
@@ -83,8 +76,8 @@ def test_relocatable_object_with_lto_ir_and_an_archive(tmp_path: Path) -> None:
     source = tmp_path / "k.cu"
     source.write_text(KERNEL)
     obj = tmp_path / "k.o"
-    subprocess.run([NVCC, "-c", "-dc", "-Xcompiler", "-fPIC", "-o", obj, source, "-gencode", "arch=compute_90,code=lto_90",
-                    "-gencode", "arch=compute_120,code=[sm_120,lto_120]"], check=True, timeout=300)
+    nvcc.run(["-c", "-dc", "-Xcompiler", "-fPIC", "-o", obj, source, "-gencode", "arch=compute_90,code=lto_90",
+              "-gencode", "arch=compute_120,code=[sm_120,lto_120]"], obj)
     counts = scan.counts_in_file(obj)
     assert dict(counts.lto) == {"lto_90": 1, "lto_120": 1} and dict(counts.cubin) == {"sm_120": 1}
     archive = tmp_path / "libk.a"

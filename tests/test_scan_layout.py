@@ -12,6 +12,7 @@ import sys
 import zipfile
 from pathlib import Path
 
+import nvcc
 import pytest
 from test_scan import KERNEL, compile_shared
 from wheelhouse import build_wheel
@@ -31,10 +32,8 @@ def rdc_library(tmp_path: Path) -> Path:
     source = tmp_path / "r.cu"
     source.write_text(RDC_KERNEL)
     out = tmp_path / "librdc.so"
-    subprocess.run([NVCC, "-shared", "-Xcompiler", "-fPIC", "-rdc=true", "-o", out, source,
-                    "-gencode", "arch=compute_80,code=sm_80", "-gencode", "arch=compute_120,code=compute_120"],
-                   check=True, capture_output=True, timeout=300)
-    return out
+    return nvcc.run(["-shared", "-Xcompiler", "-fPIC", "-rdc=true", "-o", out, source,
+                     "-gencode", "arch=compute_80,code=sm_80", "-gencode", "arch=compute_120,code=compute_120"], out)
 
 
 def data_section_library(tmp_path: Path) -> Path:
@@ -42,8 +41,8 @@ def data_section_library(tmp_path: Path) -> Path:
     source = tmp_path / "k.cu"
     source.write_text(KERNEL)
     blob = tmp_path / "k.fatbin"
-    subprocess.run([NVCC, "-fatbin", "-o", blob, source, "-gencode", "arch=compute_120,code=sm_120",
-                    "-gencode", "arch=compute_90,code=[sm_90,compute_90]"], check=True, capture_output=True, timeout=300)
+    nvcc.run(["-fatbin", "-o", blob, source, "-gencode", "arch=compute_120,code=sm_120",
+              "-gencode", "arch=compute_90,code=[sm_90,compute_90]"], blob)
     data = ", ".join(str(b) for b in blob.read_bytes())
     c_source = tmp_path / "blobs.c"
     c_source.write_text(f"__attribute__((aligned(8))) unsigned char kernels[] = {{{data}}};\n"
@@ -69,8 +68,8 @@ def test_relocatable_copy_is_reported_apart_and_never_judged(tmp_path: Path) -> 
     assert doc["packages"][0]["relocatable"]["ptx"] == {"compute_120": 1}
     # an object file is link input: its __nv_relfatbin is what it carries, reported as cubin/ptx as before
     obj = tmp_path / "r.o"
-    subprocess.run([NVCC, "-c", "-rdc=true", "-Xcompiler", "-fPIC", "-o", obj, tmp_path / "r.cu",
-                    "-gencode", "arch=compute_120,code=[sm_120,compute_120]"], check=True, timeout=300)
+    nvcc.run(["-c", "-rdc=true", "-Xcompiler", "-fPIC", "-o", obj, tmp_path / "r.cu",
+              "-gencode", "arch=compute_120,code=[sm_120,compute_120]"], obj)
     assert dict(scan.code_in_file(obj).loadable.cubin) == {"sm_120": 1} and scan.code_in_file(obj).relocatable.empty
 
 
