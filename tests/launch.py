@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
-from collections.abc import Mapping
+import threading
+import time
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 BINARY = shutil.which("provision", path=os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")) or ""
@@ -36,3 +39,19 @@ def run_provision(*args: str | Path, env: Mapping[str, str | None] | None = None
 def popen_provision(*args: str | Path, env: Mapping[str, str | None] | None = None) -> subprocess.Popen[str]:
     """`provision ARGS...` started in the background, stdout and stderr piped."""
     return subprocess.Popen(argv(args), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=environment(env))
+
+
+def interrupt(process: subprocess.Popen[str], held: threading.Event, started: Callable[[], bool]) -> str:
+    """Ctrl-C to `process` once `started()` says it waits on a request that the test's index holds (`held` unset);
+    the index answers again 3 s later, as a slow one would, so the signal lands while the request is open (a delay
+    instead let provision finish first on a loaded machine). Return its stderr once it ended."""
+    deadline = time.time() + 60
+    while time.time() < deadline and not started():
+        time.sleep(0.05)
+    process.send_signal(signal.SIGINT)
+    threading.Timer(3.0, held.set).start()
+    try:
+        _, err = process.communicate(timeout=60)
+    finally:
+        held.set()
+    return err

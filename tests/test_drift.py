@@ -7,7 +7,6 @@ import hashlib
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import threading
@@ -16,7 +15,7 @@ from pathlib import Path
 
 import pytest
 import stacks
-from launch import popen_provision, run_provision
+from launch import interrupt, popen_provision, run_provision
 
 from provision.envs import drift, filehash
 from provision.stacks import uvtool
@@ -211,16 +210,7 @@ def test_ctrl_c_during_restore_leaves_the_environment_as_it_was(env: Env) -> Non
     earlier = len(env.stack["pytorch"].requests)         # loaded the machine (a 3 s delay let it finish first)
     process = subprocess.Popen([env.binary, "restore", "cu130", "--no-checks"], stderr=subprocess.PIPE, text=True,
                                env=env.variables)
-    deadline = time.time() + 60
-    while time.time() < deadline and len(env.stack["pytorch"].requests) == earlier:
-        time.sleep(0.05)
-    process.send_signal(signal.SIGINT)
-    # the index answers again a little later, as a slow one would: the signal came while a request was open
-    threading.Timer(3.0, held.set).start()
-    try:
-        _, err = process.communicate(timeout=60)
-    finally:
-        held.set()
+    err = interrupt(process, held, started=lambda: len(env.stack["pytorch"].requests) > earlier)
     assert process.returncode == 130 and "interrupted" in err
     assert len(env.stack["pytorch"].requests) > earlier
     assert env.hashes() == before

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 import stacks
+from launch import interrupt
 from tiny import Tool
 
 PY = sys.executable
@@ -109,16 +110,7 @@ def test_ctrl_c_during_create_removes_the_build(tool: Tool, stack) -> None:
     held = index.hold = threading.Event()  # the index answers only when the test says so: caught mid-create, however
     earlier = len(index.requests)          # loaded the machine (a 1 s delay let it finish first)
     process = create_in_background(tool, stack)
-    deadline = time.time() + 60
-    while time.time() < deadline and (len(tool.builds()) < 2 or len(index.requests) == earlier):
-        time.sleep(0.05)
-    process.send_signal(signal.SIGINT)
-    # the index answers again a little later, as a slow one would: the signal came while a request was open
-    threading.Timer(3.0, held.set).start()
-    try:
-        _, err = process.communicate(timeout=60)
-    finally:
-        held.set()
+    err = interrupt(process, held, started=lambda: len(tool.builds()) >= 2 and len(index.requests) > earlier)
     assert process.returncode == 130 and "interrupted" in err, err
     assert len(tool.builds()) == 1 and tool.envs()["cu128"]["active"], tool.builds()
 
