@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterable
 from functools import cache
-from pathlib import Path
 from typing import Any
 
 _LABEL = re.compile(r"^(sm|compute|lto)_(\d+)([af]?)$")
@@ -17,7 +17,8 @@ def tables() -> dict[str, Any]:
     from provision import toml  # imported here: most commands read no table
 
     # beside this module in the package (importlib.resources would import tempfile, shutil and zipfile for it)
-    text = Path(__file__).with_name("knowledge.toml").read_text(encoding="utf-8")
+    with open(os.path.join(os.path.dirname(__file__), "knowledge.toml"), encoding="utf-8") as file:
+        text = file.read()
     data: dict[str, Any] = toml.loads(text)
     return data
 

@@ -6,11 +6,13 @@ from __future__ import annotations
 import errno
 import os
 import stat
-from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 
-def open_fd(path: Path | str, flags: int = os.O_RDONLY, *, follow: bool = True) -> int:
+def open_fd(path: str | os.PathLike[str], flags: int = os.O_RDONLY, *, follow: bool = True) -> int:
     """A descriptor of the regular file at `path`, opened without blocking (and, unless `follow`, not through a link:
     ELOOP); OSError EINVAL for a pipe, a socket or a device, closed again. The one way provision opens such files."""
     fd = os.open(path, flags | os.O_NONBLOCK | (0 if follow else os.O_NOFOLLOW), 0o644)

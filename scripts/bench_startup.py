@@ -57,7 +57,7 @@ def compile_bytecode(checkout: Path) -> None:
 
 
 def provision_commands(provision: list[str], env: dict[str, str], cwd: Path, replay: Path | None, label: str = "",
-                       scans: tuple[Path, ...] = ()) -> dict[str, Run]:
+                       scans: tuple[Path, ...] = (), heavy: bool = False) -> dict[str, Run]:
     commands = {
         f"provision --version{label}": ([*provision, "--version"], env, cwd),
         f"provision switch a{label}": ([*provision, "switch", "a"], env, cwd),
@@ -68,6 +68,12 @@ def provision_commands(provision: list[str], env: dict[str, str], cwd: Path, rep
     if replay is not None:
         commands[f"provision probe --json, replay{label}"] = ([*provision, "probe", "--json"],
                                                               {**env, "PROVISION_NVML_REPLAY": str(replay)}, cwd)
+    if heavy:
+        machine = str(cwd / "docs/machines/rtx-pro-6000-x8.probe.json")
+        for argv in (["envs", "--json"], ["report", "--json", "--machine", machine], ["check", "nope"], ["create", "nope"],
+                     ["lock", "nope"]):
+            name = " ".join(argv).replace(machine, "rtx-pro-6000-x8.probe.json")
+            commands[f"provision {name}{label}"] = ([*provision, *argv], env, cwd)
     for path in scans:
         commands[f"provision scan --json {path.name}{label}"] = ([*provision, "scan", "--json", str(path)], env, cwd)
     return commands
@@ -98,6 +104,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=21)
     parser.add_argument("--replay", type=Path, help="a recording for PROVISION_NVML_REPLAY: probe --json on it too")
     parser.add_argument("--before", type=Path, help="another checkout, measured beside this one (A/B)")
+    parser.add_argument("--heavy", action="store_true", help="also envs, report, check, create and lock (start-up)")
     parser.add_argument("--scan", dest="scans", type=Path, action="append", default=[],
                         help="a file for `provision scan --json FILE` (repeatable)")
     parser.add_argument("--python", help="another interpreter, measured beside this one (its floor and probe --json)")
@@ -118,7 +125,7 @@ def main() -> None:
             provision = [script] if script else [sys.executable, "-m", "provision"]  # the console script, else the module
             env = {**base, "PROVISION_HOME": str(work / "home")}
             home_of(work, provision, env, ROOT)
-            commands.update(provision_commands(provision, env, ROOT, replay, scans=tuple(args.scans)))
+            commands.update(provision_commands(provision, env, ROOT, replay, scans=tuple(args.scans), heavy=args.heavy))
         else:
             compile_bytecode(args.before.absolute())
             module = [sys.executable, "-m", "provision"]
@@ -126,7 +133,7 @@ def main() -> None:
                 path = os.pathsep.join([str(checkout), *filter(None, [base.get("PYTHONPATH")])])
                 env = {**base, "PYTHONPATH": path, "PROVISION_HOME": str(work / f"home{label.strip(' ()')}")}
                 home_of(work, module, env, checkout)
-                commands.update(provision_commands(module, env, checkout, replay, label, tuple(args.scans)))
+                commands.update(provision_commands(module, env, checkout, replay, label, tuple(args.scans), args.heavy))
         if args.python:
             commands.update(other_python(args.python, args.python_path, base))
         for run in commands.values():  # warm the page cache

@@ -1,4 +1,5 @@
-"""Commands that read machines and binaries: probe, scan, report (operations in provision/machine, scan, report)."""
+"""Commands that read machines: probe, report (operations in provision/machine and provision/report; scan has
+its own family, cli/scan.py)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,6 @@ from provision.cli.options import (
     App,
     complete_env,
     complete_profile,
-    compute_capability,
     home_option,
     json_option,
     pass_app,
@@ -37,20 +37,6 @@ def probe(app: App, venvs: tuple[Path, ...], record_nvml: Path | None) -> Shown:
     from provision.views import machine as views  # imported while they run
 
     return views.probe(running.facts())
-
-
-@click.command(short_help="Which SMs and PTX CUDA binaries carry.")
-@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
-@click.option("--require", "require", multiple=True, help="Judge each package against this SM (12.0, 12 or sm_120).")
-@json_option
-@verbosity_options
-@pass_app
-def scan(app: App, paths: tuple[Path, ...], require: tuple[str, ...]) -> Shown:
-    """Which SMs and PTX every CUDA binary under PATHS carries (files, wheels, folders, venvs)."""
-    from provision.scan import binaries as scanning
-    from provision.views import machine as views
-
-    return views.scan(scanning.scan(list(paths), tuple(compute_capability(r) for r in require)))
 
 
 @click.command(short_help="Judge machines against profiles and environments.")

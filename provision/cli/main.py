@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 # commands runs (click's lazy group), and imports its operations lazily in turn, so `switch` loads no lock, index,
 # scan or rich.
 COMMANDS: dict[str, str] = {
-    "probe": "machine:probe", "scan": "machine:scan", "report": "machine:report",
+    "probe": "machine:probe", "scan": "scan:scan", "report": "machine:report",
     "profiles": "stacks:list_profiles", "lock": "stacks:lock_command",
     "create": "envs:create", "envs": "envs:list_envs", "switch": "active:switch", "rollback": "active:rollback",
     "remove": "envs:remove", "gc": "envs:gc", "adopt": "envs:adopt", "run": "envs:run", "shell-env": "envs:shell_env",

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # pathlib too: the group's --home is converted when given (`scan` loads no pathlib)
+    from pathlib import Path
+
     from click.shell_completion import CompletionItem
 
     from provision.envs.home import Home
@@ -63,16 +64,17 @@ def home_of(path: Path | None) -> Home:
     return home.Home(home.resolve(path))
 
 
-def _home_value(ctx: click.Context, _param: click.Parameter, value: Path | None) -> None:
+def _home_value(ctx: click.Context, _param: click.Parameter, value: str | None) -> None:
     # `provision --home H switch x` and `provision switch x --home H` mean the same; the command's own one wins.
     if value is not None:
-        app(ctx).home = value
+        from pathlib import Path
+
+        app(ctx).home = Path(value)
 
 
 def home_option(f: F, help: str = HOME_HELP) -> F:  # noqa: A002 - click's own word
     """--home, before the command's name (on the group) or after it: both set the app's home."""
-    return click.option("--home", type=click.Path(path_type=Path), callback=_home_value, expose_value=False,
-                        help=help)(f)
+    return click.option("--home", type=click.Path(), callback=_home_value, expose_value=False, help=help)(f)
 
 
 def _json_value(ctx: click.Context, _param: click.Parameter, value: bool) -> None:

@@ -9,12 +9,15 @@ from __future__ import annotations
 import mmap
 import os
 import time
-from pathlib import Path
-from typing import Any, NamedTuple
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from provision import regular
 from provision.errors import InputError
-from provision.scan import archives, elf, fatbin, installed
+from provision.scan import archives, elf, fatbin
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 
 class FileScan(NamedTuple):  # named tuples and a plain class: no dataclass generated at import (fatbin.Counts)
@@ -81,7 +84,7 @@ class ScanResult(NamedTuple):
         }
 
 
-def code_in_file(path: Path) -> fatbin.Code:
+def code_in_file(path: str | os.PathLike[str]) -> fatbin.Code:
     """The device code of one file on disk: an ELF file, an ar archive, or nothing."""
     with os.fdopen(regular.open_fd(path), "rb") as handle:
         head = handle.read(8)
@@ -97,41 +100,30 @@ def code_in_file(path: Path) -> fatbin.Code:
             return total
 
 
-def counts_in_file(path: Path) -> fatbin.Counts:
+def counts_in_file(path: str | os.PathLike[str]) -> fatbin.Counts:
     """The code the driver can load from one file (what `check flashinfer-jit` judges a JIT build by)."""
     return code_in_file(path).loadable
 
 
-def scan(paths: list[Path], require: tuple[str, ...] = (), jobs: int | None = None) -> ScanResult:
-    """Scan files, wheels (in place, over `jobs` processes) and folders; judge each package version on `require`."""
+def scan(paths: Sequence[str | os.PathLike[str]], require: tuple[str, ...] = (), jobs: int | None = None) -> ScanResult:
+    """Scan files, wheels (in place, over `jobs` processes) and folders; judge each package version on `require`.
+    Paths are read as strings (os.path): a one-file scan loads no pathlib (cli/scan.py says why)."""
     start = time.perf_counter()
     files: list[FileScan] = []
     notes: list[str] = []
     scanned = 0
-    for path in paths:
+    for given in paths:
+        path = os.fspath(given)
         if not os.path.lexists(path):
             raise InputError(f"{path}: no such file or directory", "give a shared object, cubin, wheel or folder")
-        if path.is_symlink() and not path.exists():  # said, not a note of a scan that "found nothing" (exit 0)
+        if os.path.islink(path) and not os.path.exists(path):  # said, not a note of a scan that "found nothing" (exit 0)
             raise InputError(f"{path} is a link to {os.readlink(path)}, which does not exist (a dangling link)",
                              "give the file it should point to, or fix the link")
-        if path.is_dir():
-            owners = installed.record_owners(path)
-            for file in installed.walk(path):
-                if file.suffix == ".whl":  # a wheelhouse: each wheel read in place, a bad one a note, not the end
-                    try:
-                        found = _scan_wheel(file, notes, jobs)
-                    except InputError as exc:
-                        notes.append(exc.message)
-                        continue
-                    scanned += found[0]
-                    files.extend(found[1])
-                    continue
-                scanned += 1
-                code = _safe(code_in_file, file, notes)
-                if code is not None and not code.empty:
-                    name, version = owners.get(os.path.normpath(file), (None, None))
-                    files.append(FileScan(str(file), name, code, version))
-        elif path.suffix == ".whl" and path.is_file():
+        if os.path.isdir(path):
+            found = _scan_folder(path, notes, jobs)
+            scanned += found[0]
+            files.extend(found[1])
+        elif path.endswith(".whl") and os.path.isfile(path):
             found = _scan_wheel(path, notes, jobs)
             scanned += found[0]
             files.extend(found[1])
@@ -139,21 +131,50 @@ def scan(paths: list[Path], require: tuple[str, ...] = (), jobs: int | None = No
             scanned += 1
             code = _safe(code_in_file, path, notes)
             if code is not None and not code.empty:
-                files.append(FileScan(str(path), None, code))
+                files.append(FileScan(path, None, code))
     packages = _by_package(files, require)
     return ScanResult(files, packages, scanned, time.perf_counter() - start, require, notes)
 
 
-def _scan_wheel(path: Path, notes: list[str], jobs: int | None) -> tuple[int, list[FileScan]]:
+def _scan_folder(folder: str, notes: list[str], jobs: int | None) -> tuple[int, list[FileScan]]:
+    """Every file under `folder` (a venv, a wheelhouse): its owner and version from the RECORDs found there."""
+    from pathlib import Path
+
+    from provision.scan import installed
+
+    root = Path(folder)
+    owners = installed.record_owners(root)
+    files: list[FileScan] = []
+    scanned = 0
+    for file in installed.walk(root):
+        if file.suffix == ".whl":  # a wheelhouse: each wheel read in place, a bad one a note, not the end
+            try:
+                found = _scan_wheel(str(file), notes, jobs)
+            except InputError as exc:
+                notes.append(exc.message)
+                continue
+            scanned += found[0]
+            files.extend(found[1])
+            continue
+        scanned += 1
+        code = _safe(code_in_file, file, notes)
+        if code is not None and not code.empty:
+            name, version = owners.get(os.path.normpath(file), (None, None))
+            files.append(FileScan(str(file), name, code, version))
+    return scanned, files
+
+
+def _scan_wheel(path: str, notes: list[str], jobs: int | None) -> tuple[int, list[FileScan]]:
     import zipfile
     import zlib
+    from pathlib import Path
 
     from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 
     from provision.scan import wheels
 
     try:
-        name, version, _build, _tags = parse_wheel_filename(path.name)
+        name, version, _build, _tags = parse_wheel_filename(os.path.basename(path))
     except InvalidWheelFilename as exc:
         raise InputError(f"{path}: not a wheel file name ({exc})",
                          "a wheel is named NAME-VERSION-PYTHON-ABI-PLATFORM.whl; rename it as downloaded") from None
@@ -161,7 +182,7 @@ def _scan_wheel(path: Path, notes: list[str], jobs: int | None) -> tuple[int, li
     scanned = 0
     try:
         os.close(regular.open_fd(path))  # a FIFO named x.whl must not block the zip reader
-        for member, code, problem in wheels.scan_wheel(path, jobs):
+        for member, code, problem in wheels.scan_wheel(Path(path), jobs):
             scanned += 1
             if problem:
                 notes.append(f"{path}!{member}: not read ({problem})")
@@ -173,7 +194,7 @@ def _scan_wheel(path: Path, notes: list[str], jobs: int | None) -> tuple[int, li
     return scanned, files
 
 
-def _safe(fn: Any, path: Path, notes: list[str]) -> fatbin.Code | None:
+def _safe(fn: Any, path: str | Path, notes: list[str]) -> fatbin.Code | None:
     """fn(path), or None with a note: a damaged or hostile file is reported, never the end of the scan."""
     try:
         result: fatbin.Code = fn(path)
