@@ -10,13 +10,13 @@ import subprocess
 import sys
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from provision import log
 from provision.errors import ToolError
 
 if TYPE_CHECKING:
+    from pathlib import Path
     from signal import _HANDLER
 
 # Set on the lent GPU machines because multicast use can take a shared host's GPUs out of service;

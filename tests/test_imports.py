@@ -180,7 +180,7 @@ HEAVY = {"dataclasses", "rich", "requests", "packaging", "tomlkit", "elftools", 
 
 @pytest.mark.parametrize(("argv", "code", "also_forbidden"), [
     (["scan", "--json", "/bin/true"], 0, {"subprocess", "pathlib", "provision.machine", "provision.stacks", "provision.envs"}),
-    (["probe", "--json"], 0, {"provision.scan", "provision.stacks", "provision.envs"}),
+    (["probe", "--json"], 0, {"pathlib", "provision.scan", "provision.stacks", "provision.envs"}),
     (["envs", "--json", "--home", "HOME"], 0, {"provision.checks.runner", "provision.scan"}),
     (["check", "nope", "--home", "HOME"], 7, {"provision.envs.drift", "provision.checks.staleness"}),
 ], ids=["scan", "probe", "envs", "check"])

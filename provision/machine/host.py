@@ -5,15 +5,19 @@ from __future__ import annotations
 import os
 import platform
 import sys
-from pathlib import Path
 
 from provision.machine.facts import Host
+
+
+def _text(path: str) -> str:
+    with open(path) as file:
+        return file.read()
 
 
 def os_release(path: str = "/etc/os-release") -> dict[str, str]:
     fields: dict[str, str] = {}
     try:
-        for line in Path(path).read_text().splitlines():
+        for line in _text(path).splitlines():
             key, sep, value = line.partition("=")
             if sep:
                 fields[key] = value.strip().strip('"')
@@ -22,13 +26,13 @@ def os_release(path: str = "/etc/os-release") -> dict[str, str]:
     return fields
 
 
-def container(root: Path = Path("/")) -> str | None:
-    if (root / ".dockerenv").exists():
+def container(root: str = "/") -> str | None:
+    if os.path.exists(os.path.join(root, ".dockerenv")):
         return "docker"
-    if (root / "run/.containerenv").exists():
+    if os.path.exists(os.path.join(root, "run/.containerenv")):
         return "podman"
     try:
-        cgroup = (root / "proc/1/cgroup").read_text()
+        cgroup = _text(os.path.join(root, "proc/1/cgroup"))
     except OSError:
         return None
     for marker in ("kubepods", "docker", "containerd", "lxc"):
@@ -37,10 +41,10 @@ def container(root: Path = Path("/")) -> str | None:
     return None
 
 
-def virtualization(root: Path = Path("/")) -> str | None:
+def virtualization(root: str = "/") -> str | None:
     """Return the hypervisor vendor where the DMI tables or the CPU flags tell it, else None."""
     try:
-        vendor = (root / "sys/class/dmi/id/sys_vendor").read_text().strip()
+        vendor = _text(os.path.join(root, "sys/class/dmi/id/sys_vendor")).strip()
     except OSError:
         vendor = ""
     known = {"QEMU": "kvm", "KVM": "kvm", "Amazon EC2": "kvm", "Microsoft Corporation": "hyperv", "VMware": "vmware",
@@ -49,7 +53,7 @@ def virtualization(root: Path = Path("/")) -> str | None:
         if vendor.startswith(marker):
             return name
     try:
-        with open(root / "proc/cpuinfo") as cpuinfo:
+        with open(os.path.join(root, "proc/cpuinfo")) as cpuinfo:
             for line in cpuinfo:
                 if line.startswith("flags"):
                     return "unknown hypervisor" if " hypervisor" in line else None

@@ -10,11 +10,13 @@ import functools
 import json
 import os
 from collections.abc import Callable
-from pathlib import Path
-from typing import Any, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 from provision import knowledge
 from provision.machine.facts import Driver, Gpu, Link, Pcie
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 T = TypeVar("T")
 REPLAY_VARIABLE = "PROVISION_NVML_REPLAY"  # probe.REPLAY_VARIABLE too (it starts NVML before importing this)
@@ -46,6 +48,8 @@ def load_library() -> Any:
     """Return the NVML binding: a replay when PROVISION_NVML_REPLAY names a recording, else pynvml."""
     recording = os.environ.get(REPLAY_VARIABLE)
     if recording:
+        from pathlib import Path
+
         return replay_file(Path(recording))
     import pynvml
 
@@ -232,7 +236,8 @@ P2P_CAPS_INDEX_READ, P2P_CAPS_INDEX_NVLINK = 0, 2  # nvml.h NVML_P2P_CAPS_INDEX_
 def kernel_module_flavour(path: str = "/proc/driver/nvidia/version") -> str | None:
     """Return "open" or "proprietary" from the loaded kernel module's banner, None when unreadable."""
     try:
-        banner = Path(path).read_text(errors="replace")
+        with open(path, errors="replace") as file:
+            banner = file.read()
     except OSError:
         return None
     if "Open Kernel Module" in banner:

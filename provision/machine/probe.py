@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from provision.errors import ProvisionError
@@ -18,11 +17,13 @@ from provision.machine.threads import Background
 REPLAY_VARIABLE = "PROVISION_NVML_REPLAY"  # nvml.REPLAY_VARIABLE, spelt here: importing nvml (and the facts) waits
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from provision.machine import sysfs
     from provision.machine.facts import GpuPath, Link, MachineFacts, Toolkit
 
 
-def probe(venvs: tuple[Path, ...] = (), record_nvml: Path | None = None) -> MachineFacts:
+def probe(venvs: tuple[str | os.PathLike[str], ...] = (), record_nvml: Path | None = None) -> MachineFacts:
     """Return the machine's facts; NVML and the nvcc processes run side by side. With `record_nvml`, every raw NVML
     answer and every sysfs file read is also written there, so that the reading replays exactly
     (PROVISION_NVML_REPLAY=FILE)."""
@@ -33,7 +34,7 @@ class Probing:
     """A probe under way: made, it has started its threads; `facts()` reads the rest and waits for them. The caller
     may import what it needs meanwhile (`provision probe` its view)."""
 
-    def __init__(self, venvs: tuple[Path, ...] = (), record_nvml: Path | None = None) -> None:
+    def __init__(self, venvs: tuple[str | os.PathLike[str], ...] = (), record_nvml: Path | None = None) -> None:
         # NVML first, on a thread (a replay starts nothing): its start is the slowest part; nvml.read's own nvmlInit
         # then only counts one more user
         self._nvml = None if os.environ.get(REPLAY_VARIABLE) else Background(_start_nvml, None)
@@ -141,6 +142,8 @@ def _files(record: bool) -> sysfs.Files:
 
     replay = os.environ.get(nvml.REPLAY_VARIABLE)
     if replay:
+        from pathlib import Path
+
         document = nvml.recording(Path(replay))
         try:
             return sysfs.Replay(document.get("sysfs") if isinstance(document, dict) else None)
