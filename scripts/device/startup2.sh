@@ -9,6 +9,7 @@
 # whether the redirector was loaded), so click, rich and requests come from the image and no numba .pth runs.
 # /tmp/pv/bin/provision is the console script pip writes. About 2 minutes: 15 runs of every row, interleaved
 # (scripts/bench_startup.py), bytecode compiled first (the image sets PYTHONDONTWRITEBYTECODE; pip compiles at install).
+# Step 08: what `switch` imports there (it paid 1.35x `import click` in the first run: pathlib, json, the envs modules).
 # Step 07: what probe --json read (the driver started through ctypes before pynvml's import must still give every GPU).
 # Goals: `provision probe --json` <= 0.15 s; `provision scan --json FILE` <= 0.1 s for libcublasLt.so.13,
 # libtorch_cuda, libtorch_cpu, libtriton, xla_cuda_plugin (whole processes).
@@ -70,7 +71,9 @@ for what, a, b in (("import probe", t0, t1), ("Probing() (threads started)", t1,
 print(f"{(t5 - t0) * 1000:8.1f} ms  in all; {len(facts.gpus)} GPU(s)")
 EOF
 step 07-probe-answer bash -c "/tmp/pv/bin/provision probe --json | $PV -c 'import json, sys; d = json.load(sys.stdin); print(d[\"driver\"][\"version\"], [g[\"name\"] for g in d[\"gpus\"]], d[\"notes\"])'"
+$PV -m venv --without-pip /tmp/s2-venv && /tmp/pv/bin/provision adopt h /tmp/s2-venv --no-lock --home /tmp/s2-home >/dev/null 2>&1
+step 08-importtime-switch $PV -X importtime /tmp/pv/bin/provision switch h --home /tmp/s2-home
 echo; cat "$E/steps.txt"; echo; grep -E 'numba|prefix' "$E/01-interpreters.out"; cat "$E/02-importtime-pass.out"
 echo; cat "$E/03-bench.out" "$E/03-bench.err" | tail -24
 echo; cat "$E/06-probe-phases.out" "$E/06-probe-phases.err" "$E/07-probe-answer.out" "$E/07-probe-answer.err" | tail -10
-for f in 04-importtime-probe 05-importtime-scan; do echo "== $f"; sort -t'|' -k2 -n "$E/$f.err" | tail -14; done
+for f in 04-importtime-probe 05-importtime-scan 08-importtime-switch; do echo "== $f"; sort -t'|' -k2 -n "$E/$f.err" | tail -14; done
