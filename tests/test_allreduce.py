@@ -126,6 +126,9 @@ def gloo_runs(tmp_path_factory: pytest.TempPathFactory, shared_uv_cache: Path) -
             uv = {**os.environ, "UV_CACHE_DIR": str(CACHE / "uv-torch-cpu")}
             uvtool.run(["venv", str(venv), "--python", sys.executable, "--quiet"], env=uv)
             uvtool.run(["pip", "install", "--python", str(venv / "bin/python"), "--quiet", str(CPU_TORCH[-1])], env=uv)
+            # torch's bytecode compiled once, as a user's first import does, not by the three ranks of the first sweep
+            # each on its own (adopt reads torch's CUDA release from its version.py: it imports no torch)
+            subprocess.run([venv / "bin/python", "-c", "import torch"], check=True, timeout=600)
             probe = next(venv.glob("lib/python3*/site-packages")) / "zz_provision_test_env.pth"
             probe.write_text(f"import os; (os.environ.get('NCCL_PROXY_TOKEN') and open({str(seen)!r}, 'a').write("
                              "os.environ['NCCL_PROXY_TOKEN'] + ' ' + os.environ['NCCL_NET_PLUGIN_CONFIG'] + '\\n'))\n")

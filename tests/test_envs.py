@@ -180,6 +180,20 @@ def test_adopt_a_venv_and_remove_leaves_its_files(tool: Tool, stack, tmp_path: P
     assert (venv / "bin" / "python").exists()
 
 
+def test_adopt_reads_torchs_cuda_without_importing_it(tool: Tool, tmp_path: Path) -> None:
+    """adopt names the CUDA release the venv's torch is built for from torch/version.py (what torch.version.cuda
+    returns) and never imports torch (seconds of CPU, and every CUDA library loaded, on a GPU venv): this one raises."""
+    venv = tmp_path / "gpu"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", venv], check=True)
+    torch = next(venv.glob("lib/python3*/site-packages")) / "torch"
+    torch.mkdir()
+    (torch / "__init__.py").write_text("raise ImportError('adopt imported torch')\n")
+    (torch / "version.py").write_text("from typing import Optional\n\n__version__ = '2.9.1+cu128'\ndebug = False\n"
+                                      "cuda: Optional[str] = '12.8'\nhip: Optional[str] = None\n")
+    tool("adopt", "gpu", str(venv), "--no-lock")
+    assert tool.envs()["gpu"]["cuda"] == "12.8"
+
+
 def test_missing_python_and_a_stale_lock_are_clear_errors(tool: Tool, stack, tmp_path: Path) -> None:
     done = tool("create", "cu130", "--python", "3.99", check=False)
     assert done.returncode == 7 and "Python 3.99 was not found" in done.stderr and "hint:" in done.stderr

@@ -242,6 +242,30 @@ def _is_live(home: Home, name: str, build: Path) -> bool:
     return link.is_symlink() and (home.envs / os.readlink(link)).resolve() == build.resolve()
 
 
+def torch_cuda(venv: Path, python: Path) -> str | None:
+    """The CUDA release the venv's torch is built for (`torch.version.cuda`), read from its torch/version.py without
+    importing torch (seconds of CPU, and every CUDA library loaded, on a GPU venv). torch is imported only where the
+    venv's own site-packages has no torch (a venv that sees the system's packages); None for a CPU build or no torch."""
+    import ast
+
+    from provision import regular
+
+    try:
+        tree = ast.parse(regular.read_text(site_packages(venv) / "torch" / "version.py", 1 << 20))
+    except FileNotFoundError:
+        done = proc.run([python, "-c", "import torch; print(torch.version.cuda or '')"], timeout=120)
+        return (done.stdout.strip() or None) if done.ok else None
+    except (OSError, ValueError, SyntaxError, RecursionError):
+        return None
+    for node in tree.body:
+        target = node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 else \
+            node.target if isinstance(node, ast.AnnAssign) else None
+        value = getattr(node, "value", None)
+        if isinstance(target, ast.Name) and target.id == "cuda" and isinstance(value, ast.Constant):
+            return value.value if isinstance(value.value, str) else None
+    return None
+
+
 def register(home: Home, name: str, venv: Path, profile: Profile | None = None) -> Path:
     """Register an existing venv under `name` (`adopt`; its lock: envs/adopted.py); its build folder. The venv's files
     are never deleted by provision."""
@@ -250,7 +274,7 @@ def register(home: Home, name: str, venv: Path, profile: Profile | None = None) 
     if not python.exists():
         raise InputError(f"{venv}: no bin/python in it", "give the folder of a virtual environment (the one holding bin/python)")
     _, version = find_python(str(python))
-    cuda = proc.run([python, "-c", "import torch; print(torch.version.cuda or '')"], timeout=120)
+    cuda = profile.cuda if profile and profile.cuda else torch_cuda(venv, python)
     with home.locked():
         if name in home.names():
             raise EnvError(f"an environment named {name!r} exists already", "choose another name or provision remove it first")
@@ -263,7 +287,7 @@ def register(home: Home, name: str, venv: Path, profile: Profile | None = None) 
         records.write(build, EnvRecord(
             name=name, profile=profile.name if profile else None, profile_hash=profile.content_hash if profile else None,
             profile_path=str(profile.path) if profile else None,
-            cuda=(profile.cuda if profile else None) or (cuda.stdout.strip() if cuda.ok else None) or None,
+            cuda=cuda or None,
             python=version, adopted=True, venv=str(venv.absolute()),
             env=resolve_env(profile.env, build, nvcc=profile.compiler_cuda() or profile.cuda) if profile else {},
             env_template=env_template(profile) if profile else None,
