@@ -97,6 +97,16 @@ def test_verbose_shows_the_commands_and_uvs_full_stderr(provision_bin: str, tmp_
     assert failed.stderr.splitlines()[-2].startswith("error: Python 3.1 was not found")
 
 
+def test_a_create_asks_uv_for_its_cache_folder_once(provision_bin: str, tmp_path: Path, index_server) -> None:
+    """The lock's RECORD reader and the link mode both need uv's cache folder: one `uv cache dir` per process."""
+    import tiny
+
+    tool = tiny.make_tool(tmp_path, provision_bin, tiny.index(index_server))
+    done = tool("-v", "create", "tiny", "--python", tiny.PY)
+    ran = [line for line in done.stderr.splitlines() if line.startswith("$ ")]
+    assert sum(line.endswith(" cache dir") for line in ran) == 1 and any(" pip sync " in line for line in ran), ran
+
+
 def test_quiet_hides_informational_lines_but_not_results_or_errors(provision_bin: str, tmp_path: Path) -> None:
     assert provision_run(provision_bin, "gc", "--home", str(tmp_path)).stderr == "nothing to clean\n"
     assert provision_run(provision_bin, "-q", "gc", "--home", str(tmp_path)).stderr == ""
