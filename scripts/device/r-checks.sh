@@ -33,4 +33,4 @@ print('checks', [(r.id, r.status) for r in record.check_results], 'baselines', l
       'allreduce runs', [len(a.runs) for a in record.allreduce], 'rows', [len(v.rows) for a in record.allreduce for v in a.runs])
 print('identical' if after == before else 'DIFFERENT')
 raise SystemExit(0 if after == before else 1)"
-echo; cat "$E/steps.txt"; echo; tail -20 "$E/03-check-table.out" "$E/07-bench-table.out" "$E/10-compare-table.out" "$E/11-roundtrip.out" "$E/11-roundtrip.err"
+echo; cat "$E/steps.txt"; echo; tail -n 20 "$E/03-check-table.out" "$E/07-bench-table.out" "$E/10-compare-table.out" "$E/11-roundtrip.out" "$E/11-roundtrip.err"
