@@ -167,3 +167,22 @@ def test_counter_union_by_package() -> None:
     b = fatbin.Counts(cubin=Counter({"sm_90": 2}), ptx=Counter({"compute_90": 1}))
     a.add(b)
     assert a.cubin["sm_90"] == 3 and a.ptx["compute_90"] == 1
+
+
+def test_a_path_that_cannot_be_a_file_says_why_and_a_file_named_dot_whl_is_a_file(tmp_path: Path) -> None:
+    """`scan lib.so/` (a file named with a trailing /) is not a directory, as ls says, not 'no such file'; a file
+    named `.whl` has no suffix (pathlib's rule, which a folder's walk keeps): scanned as a file, not refused as a wheel
+    name."""
+    library = tmp_path / "libk.so"
+    library.write_bytes(b"not an ELF")
+    with pytest.raises(scan.InputError) as refused:
+        scan.scan([f"{library}/"])
+    assert refused.value.message == f"{library}/: not a directory", refused.value.message
+    with pytest.raises(scan.InputError) as missing:
+        scan.scan([str(tmp_path / "missing.so")])
+    assert missing.value.message.endswith("missing.so: no such file or directory")
+    hidden = tmp_path / ".whl"
+    hidden.write_bytes(b"not a wheel")
+    result = scan.scan([str(hidden)])
+    assert (result.scanned, result.files, result.notes) == (1, [], [])
+    assert scan.scan([str(tmp_path)]).scanned == 2  # the folder's walk read it as a file too

@@ -114,8 +114,11 @@ def scan(paths: Sequence[str | os.PathLike[str]], require: tuple[str, ...] = (),
     scanned = 0
     for given in paths:
         path = os.fspath(given)
-        if not os.path.lexists(path):
-            raise InputError(f"{path}: no such file or directory", "give a shared object, cubin, wheel or folder")
+        try:
+            os.lstat(path)
+        except OSError as exc:  # `lib.so/` is not a directory (ENOTDIR), as ls says: not "no such file"
+            raise InputError(f"{path}: {(exc.strerror or 'cannot be read').lower()}",
+                             "give a shared object, cubin, wheel or folder") from None
         if os.path.islink(path) and not os.path.exists(path):  # said, not a note of a scan that "found nothing" (exit 0)
             raise InputError(f"{path} is a link to {os.readlink(path)}, which does not exist (a dangling link)",
                              "give the file it should point to, or fix the link")
@@ -123,7 +126,7 @@ def scan(paths: Sequence[str | os.PathLike[str]], require: tuple[str, ...] = (),
             found = _scan_folder(path, notes, jobs)
             scanned += found[0]
             files.extend(found[1])
-        elif path.endswith(".whl") and os.path.isfile(path):
+        elif _is_wheel_name(path) and os.path.isfile(path):
             found = _scan_wheel(path, notes, jobs)
             scanned += found[0]
             files.extend(found[1])
@@ -134,6 +137,12 @@ def scan(paths: Sequence[str | os.PathLike[str]], require: tuple[str, ...] = (),
                 files.append(FileScan(path, None, code))
     packages = _by_package(files, require)
     return ScanResult(files, packages, scanned, time.perf_counter() - start, require, notes)
+
+
+def _is_wheel_name(path: str) -> bool:
+    """A name with the suffix .whl as pathlib (and so a folder's walk) reads it: a file named `.whl` has none."""
+    name = os.path.basename(path)
+    return name.endswith(".whl") and name != ".whl"
 
 
 def _scan_folder(folder: str, notes: list[str], jobs: int | None) -> tuple[int, list[FileScan]]:
