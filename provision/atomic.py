@@ -44,6 +44,20 @@ def json_text(data: Mapping[str, object]) -> str:
     return json.dumps(data, indent=2, sort_keys=True, default=str)
 
 
+def finite(value: object) -> object:
+    """`value` with every NaN or infinity inside it as None (null): JSON has no such number (--json documents, what a
+    measurement printed beside its figure in env.json)."""
+    import math
+
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, Mapping):
+        return {k: finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [finite(v) for v in value]
+    return value
+
+
 def write_json(path: Path, data: Mapping[str, object]) -> None:
     write_atomic(path, json_text(data))
 

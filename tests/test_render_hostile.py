@@ -218,9 +218,25 @@ def test_a_baseline_whose_figure_is_no_number_fails_and_stores_nothing(tmp_path:
         assert f"its figure tok_s is {figure.lower().replace('infinity', 'inf')}, not a number" in error["message"], error
         assert done.stderr.count("\n") == 2 and done.stderr.startswith("error: nan: the baseline failed"), done.stderr
         assert strict_json(env_json.read_text())["baselines"] == []  # type: ignore[index]
-    printed.write_text('{"tok_s": 12.5}')
+    printed.write_text('{"tok_s": 1' + "0" * 400 + "}")  # an integer no float holds: the run's failure, not provision's
+    done = tool("baseline", "nan", "--json", check=False)
+    assert done.returncode == 7 and "its figure tok_s is '1000000000" in done.stderr and "internal" not in done.stderr, done.stderr
+    # a NaN beside the figure (a spread of 0/0) is null in env.json, as --json shows it: it stored NaN
+    printed.write_text('{"tok_s": 12.5, "spread": NaN, "runs": [Infinity, 12.5]}')
     assert strict_json(tool("baseline", "nan", "--json").stdout)["figure"] == 12.5  # type: ignore[index]
-    assert [b["figure"] for b in strict_json(env_json.read_text())["baselines"]] == [12.5]  # type: ignore[index]
+    (stored,) = strict_json(env_json.read_text())["baselines"]  # type: ignore[index]
+    assert (stored["figure"], stored["details"]) == (12.5, {"tok_s": 12.5, "spread": None, "runs": [None, 12.5]}), stored
+
+
+def test_a_baseline_pattern_that_matches_no_number_is_the_runs_failure() -> None:
+    """`tok/s: (\\S+)` matching `tok/s: n/a`: the figure is that text (the run fails naming it, exit 7), not a
+    ValueError that said 'internal error' (exit 3)."""
+    from provision.checks import baseline
+    from provision.stacks.profiles import Baseline
+
+    spec = Baseline(command=("true",), pattern=r"tok/s: (\S+)")
+    assert baseline.extract(spec, "tok/s: 3.5\ntok/s: n/a\n") == ("n/a", None)
+    assert baseline.extract(spec, "tok/s: 3.5\n") == (3.5, None)
 
 
 def test_what_a_failing_all_reduce_perf_printed_never_drives_the_terminal(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

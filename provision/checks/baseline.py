@@ -39,14 +39,16 @@ def machine_fingerprint() -> MachineStamp:
                         id=hashlib.sha256(identity.encode()).hexdigest()[:12])
 
 
-def extract(spec: Baseline, stdout: str) -> tuple[float | None, dict[str, Any] | None]:
-    """The figure: the last match of the pattern's first group, or a (dotted) key of the last JSON object printed."""
+def extract(spec: Baseline, stdout: str) -> tuple[float | str | None, dict[str, Any] | None]:
+    """The figure: the last match of the pattern's first group, or a (dotted) key of the last JSON object printed.
+    What was printed there but is no float (`n/a`, an integer past a float's range) comes back as its text: the run
+    fails naming it (run), never as provision's own error."""
     if spec.pattern:
         matches = re.findall(spec.pattern, stdout)
         if not matches:
             return None, None
         last = matches[-1]
-        return float(last[0] if isinstance(last, tuple) else last), None
+        return _number(last[0] if isinstance(last, tuple) else last), None
     for line in reversed(stdout.strip().splitlines()):
         if line.lstrip().startswith("{"):
             try:
@@ -56,8 +58,24 @@ def extract(spec: Baseline, stdout: str) -> tuple[float | None, dict[str, Any] |
             value: Any = document
             for part in str(spec.json_key).split("."):
                 value = value.get(part) if isinstance(value, dict) else None
-            return (float(value) if isinstance(value, (int, float)) else None), document
+            return (_number(value) if isinstance(value, (int, float)) else None), document
     return None, None
+
+
+def _number(value: str | float) -> float | str:
+    try:
+        return float(value)
+    except (ValueError, OverflowError):
+        return str(value)
+
+
+def _details(document: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The printed document as env.json keeps it: a NaN beside the figure (a spread of 0/0) is null there, as --json
+    shows it."""
+    from provision.atomic import finite
+
+    kept = finite(document)
+    return kept if isinstance(kept, dict) else None
 
 
 def run(name: str, build: Path, record: EnvRecord, progress: Progress = lambda _: None) -> BaselineRun:
@@ -80,15 +98,16 @@ def run(name: str, build: Path, record: EnvRecord, progress: Progress = lambda _
     done = proc.run(command, timeout=spec.timeout or 1800.0, env=env, cwd=Path(spec.cwd or "."))
     seconds = time.perf_counter() - start
     figure, document = extract(spec, done.stdout)
-    if done.timed_out or not done.ok or figure is None or not math.isfinite(figure):
+    if done.timed_out or not done.ok or not isinstance(figure, float) or not math.isfinite(figure):
+        shown = figure if isinstance(figure, float) else repr(figure if figure is None or len(figure) <= 40 else figure[:40] + "...")
         why = ("timed out" if done.timed_out else f"exit code {done.returncode}" if not done.ok
                else "no figure in its output" if figure is None
                # NaN or an infinity (0/0, x/0) measured nothing, and JSON has no such number: nothing is stored
-               else f"its figure{' ' + spec.json_key if spec.json_key else ''} is {figure}, not a number")
+               else f"its figure{' ' + spec.json_key if spec.json_key else ''} is {shown}, not a number")
         raise EnvError(f"{name}: the baseline failed ({why}): {done.tail(3)}", "run it by hand: provision run " + name + " -- " + " ".join(command))
     return BaselineRun(figure=figure, unit=spec.unit, better=spec.better, at=_now(),
                        machine=machine_fingerprint(), command=command, seconds=round(seconds, 2),
-                       exit_code=done.returncode, output_tail=done.tail(15), details=document, drift=drifted)
+                       exit_code=done.returncode, output_tail=done.tail(15), details=_details(document), drift=drifted)
 
 
 def drift_status(venv: Path, build: Path, record: EnvRecord) -> DriftStamp:

@@ -26,20 +26,10 @@ def dump_json(document: Mapping[str, object]) -> None:
     try:
         text = json.dumps(body, indent=2, default=str, allow_nan=False)
     except ValueError:  # NaN or an infinity (a figure measured as 0/0): JSON has no such number, so it is null
-        text = json.dumps(_finite(body), indent=2, default=str)
+        from provision.atomic import finite
+
+        text = json.dumps(finite(body), indent=2, default=str)
     sys.stdout.write(text + "\n")
-
-
-def _finite(value: object) -> object:
-    import math
-
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, Mapping):
-        return {k: _finite(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_finite(v) for v in value]
-    return value
 
 
 def console(stderr: bool = False) -> Console:
