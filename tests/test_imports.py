@@ -183,7 +183,9 @@ HEAVY = {"dataclasses", "rich", "requests", "packaging", "tomlkit", "elftools", 
     (["probe", "--json"], 0, {"pathlib", "provision.scan", "provision.stacks", "provision.envs"}),
     (["envs", "--json", "--home", "HOME"], 0, {"provision.checks.runner", "provision.scan"}),
     (["check", "nope", "--home", "HOME"], 7, {"provision.envs.drift", "provision.checks.staleness"}),
-], ids=["scan", "probe", "envs", "check"])
+    (["create", "tiny", "--name", "../x", "--home", "HOME"], 2, {"provision.envs.lifecycle", "provision.stacks",
+                                                                "provision.checks", "provision.views.envs"}),
+], ids=["scan", "probe", "envs", "check", "create-refused"])
 def test_a_command_loads_what_it_runs(argv: list[str], code: int, also_forbidden: set[str], tmp_path: Path) -> None:
     argv = [str(tmp_path / "home") if word == "HOME" else word for word in argv]
     done = subprocess.run([sys.executable, "-c", LOADED, *argv], capture_output=True, text=True, timeout=120)

@@ -45,14 +45,15 @@ if TYPE_CHECKING:
 @pass_app
 def create(app: App, profile_name: str, name: str | None, python: str | None, lock_path: Path | None, indexes: tuple[str, ...], no_activate: bool, no_checks: bool, replace: bool, keep_failed: bool) -> Shown:
     """Build an environment for PROFILE beside the others, check it, and make it active."""
+    from provision.envs.home import check_name
+
+    if name is not None:
+        check_name(name)  # before anything is read, built or imported for it
     from provision.checks import runner
     from provision.envs import lifecycle
-    from provision.envs.home import check_name
     from provision.stacks import lock, profiles
     from provision.views import envs as views
 
-    if name is not None:
-        check_name(name)  # before anything is read or built
     profile = profiles.load(profile_name)
     with app.progress() as step:
         result = lifecycle.create(app.environments(), profile, name=name, python=python, lock_path=lock_path,
