@@ -107,6 +107,19 @@ def test_a_create_asks_uv_for_its_cache_folder_once(provision_bin: str, tmp_path
     assert sum(line.endswith(" cache dir") for line in ran) == 1 and any(" pip sync " in line for line in ran), ran
 
 
+def test_envs_in_a_folder_that_was_removed_lists_them(provision_bin: str, tmp_path: Path) -> None:
+    """A shell whose folder is gone (cd into a build, then `provision remove` it): `provision envs` still lists them.
+    Asking uv for its cache once per working folder made it `error: No such file or directory` (os.getcwd), exit 3."""
+    import launch
+
+    home = adopted_home(provision_bin, tmp_path, "one")
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    done = subprocess.run(["sh", "-c", 'rmdir "$0" && exec "$@"', str(gone), *launch.argv(("envs", "--home", home, "--json"))],
+                          cwd=gone, capture_output=True, text=True, timeout=120, env=launch.environment())
+    assert done.returncode == 0 and [e["name"] for e in json.loads(done.stdout)["environments"]] == ["one"], done.stderr
+
+
 def test_quiet_hides_informational_lines_but_not_results_or_errors(provision_bin: str, tmp_path: Path) -> None:
     assert provision_run(provision_bin, "gc", "--home", str(tmp_path)).stderr == "nothing to clean\n"
     assert provision_run(provision_bin, "-q", "gc", "--home", str(tmp_path)).stderr == ""

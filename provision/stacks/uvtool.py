@@ -177,11 +177,15 @@ def failure(stderr: str) -> ProvisionError:
 
 def cache_dir() -> str:
     """uv's cache folder, as uv reports it; asked once per process for what decides it here (a `create` asked twice)."""
-    return _cache_dir(os.getcwd(), *(os.environ.get(name) for name in ("UV_CACHE_DIR", "XDG_CACHE_HOME", "HOME",
-                                                                      "UV_NO_CACHE", "UV_CONFIG_FILE", "XDG_CONFIG_HOME")))
+    try:
+        cwd: str | None = os.getcwd()
+    except OSError:  # the shell's folder was removed (a build `provision remove` took): uv is asked all the same
+        cwd = None
+    return _cache_dir(cwd, *(os.environ.get(name) for name in ("UV_CACHE_DIR", "XDG_CACHE_HOME", "HOME",
+                                                               "UV_NO_CACHE", "UV_CONFIG_FILE", "XDG_CONFIG_HOME")))
 
 
 @cache
-def _cache_dir(cwd: str, *variables: str | None) -> str:
+def _cache_dir(cwd: str | None, *variables: str | None) -> str:
     done = proc.run([binary(), "cache", "dir"], timeout=30, env=environment())
     return done.stdout.strip() or os.environ.get("UV_CACHE_DIR", "")
