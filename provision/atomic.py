@@ -1,4 +1,5 @@
-"""Atomic writes: a temp file in the same folder, fsync, rename. A reader sees the old file or the new, never half."""
+"""Atomic writes: a temp file in the same folder, fsync, rename. A reader sees the old file or the new, never half.
+Paths are str or Path, handled with os.path: `switch` and `rollback` write state.json here and load no pathlib."""
 
 from __future__ import annotations
 
@@ -7,16 +8,16 @@ import json
 import os
 import time
 from collections.abc import Mapping
-from pathlib import Path
 
 
-def stage(path: Path, text: str | bytes, mode: int = 0o600) -> Path:
+def stage(path: str | os.PathLike[str], text: str | bytes, mode: int = 0o600) -> str:
     """`text` written to a new file beside `path` and synced, not yet in its place: `os.replace(staged, path)` puts it
     there atomically (`write_atomic`, or a caller that makes several renames durable with one `fsync_dir`)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    folder, name = os.path.split(os.fspath(path))
+    os.makedirs(folder or ".", exist_ok=True)
     # O_EXCL with this process's id and a fresh counter, as mkstemp would, without importing tempfile (and with it
     # shutil, lzma, bz2 and random) on the `switch` path
-    temp = path.with_name(f".{path.name}.{os.getpid()}.{time.monotonic_ns()}.tmp")
+    temp = os.path.join(folder, f".{name}.{os.getpid()}.{time.monotonic_ns()}.tmp")
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
     try:
         with os.fdopen(fd, "wb" if isinstance(text, bytes) else "w") as handle:
@@ -24,18 +25,23 @@ def stage(path: Path, text: str | bytes, mode: int = 0o600) -> Path:
             handle.flush()
             os.fsync(handle.fileno())
     except BaseException:
-        temp.unlink(missing_ok=True)
+        _unlink(temp)
         raise
     return temp
 
 
-def write_atomic(path: Path, text: str | bytes, mode: int = 0o600) -> None:
+def _unlink(path: str) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)
+
+
+def write_atomic(path: str | os.PathLike[str], text: str | bytes, mode: int = 0o600) -> None:
     """Write a file atomically: a temp file in the same folder, fsync, rename. Readers see the old or the new."""
     temp = stage(path, text, mode)
     try:
         os.replace(temp, path)
     except BaseException:
-        temp.unlink(missing_ok=True)
+        _unlink(temp)
         raise
 
 
@@ -58,11 +64,11 @@ def finite(value: object) -> object:
     return value
 
 
-def write_json(path: Path, data: Mapping[str, object]) -> None:
+def write_json(path: str | os.PathLike[str], data: Mapping[str, object]) -> None:
     write_atomic(path, json_text(data))
 
 
-def fsync_dir(folder: Path) -> None:
+def fsync_dir(folder: str | os.PathLike[str]) -> None:
     with contextlib.suppress(OSError):
         fd = os.open(folder, os.O_RDONLY)
         try:

@@ -22,7 +22,7 @@ def open_fd(path: str | os.PathLike[str], flags: int = os.O_RDONLY, *, follow: b
     return fd
 
 
-def open_file(path: Path | str, flags: int = os.O_RDONLY, mode: str = "rb", *, follow: bool = True,
+def open_file(path: str | os.PathLike[str], flags: int = os.O_RDONLY, mode: str = "rb", *, follow: bool = True,
               errors: str | None = None, newline: str | None = None) -> IO[Any]:
     """`open_fd(path, flags, follow=follow)` as a file object of `mode` (text modes decode UTF-8, with `errors`)."""
     fd = open_fd(path, flags, follow=follow)
@@ -35,7 +35,7 @@ def open_file(path: Path | str, flags: int = os.O_RDONLY, mode: str = "rb", *, f
         raise
 
 
-def read_bytes(path: Path | str, limit: int = -1, *, follow: bool = True) -> bytes:
+def read_bytes(path: str | os.PathLike[str], limit: int = -1, *, follow: bool = True) -> bytes:
     """The bytes of the regular file at `path` (at most `limit`, all when -1), opened without blocking (and,
     unless `follow`, not through a link)."""
     with open_file(path, follow=follow) as handle:
@@ -43,7 +43,7 @@ def read_bytes(path: Path | str, limit: int = -1, *, follow: bool = True) -> byt
         return data
 
 
-def read_text(path: Path | str, limit: int = -1, *, follow: bool = True, errors: str = "strict") -> str:
+def read_text(path: str | os.PathLike[str], limit: int = -1, *, follow: bool = True, errors: str = "strict") -> str:
     """`read_bytes` decoded as UTF-8 (UnicodeDecodeError unless `errors` says otherwise)."""
     return read_bytes(path, limit, follow=follow).decode("utf-8", errors)
 

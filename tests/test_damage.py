@@ -71,7 +71,7 @@ def test_disk_full_on_switch_rollback_and_create_changes_nothing(tool: tiny.Tool
     where = homes.Home(tool.home)
     builds = tool.builds()
     monkeypatch.setattr(atomic, "stage", enospc)  # every file provision writes is staged there first
-    for attempt in (lambda: active.switch(where, "a"), lambda: active.rollback(where),
+    for attempt in (lambda: active.switch(str(tool.home), "a"), lambda: active.rollback(str(tool.home)),
                     lambda: lifecycle.create(where, profiles.load("tiny"), name="c", python=tiny.PY)):
         with pytest.raises(EnvError) as caught:
             attempt()
@@ -84,12 +84,10 @@ def test_a_history_that_cannot_be_put_in_place_moves_the_pointer_back(tool: tiny
     """switch writes state.json beside it first and renames it after the pointer: when that rename fails, the pointer
     goes back and the staged file is gone (both live in HOME, made durable by one folder sync)."""
     from provision.envs import active
-    from provision.envs import home as homes
     from provision.errors import EnvError
 
     tool.create("tiny", "--name", "a", "--no-checks")
     tool.create("tiny", "--name", "b", "--no-checks")
-    where = homes.Home(tool.home)
     history = (tool.home / "state.json").read_text()
     real_replace = os.replace
 
@@ -100,7 +98,7 @@ def test_a_history_that_cannot_be_put_in_place_moves_the_pointer_back(tool: tiny
 
     monkeypatch.setattr(os, "replace", failing)
     with pytest.raises(EnvError, match="cannot write state.json"):
-        active.switch(where, "a")
+        active.switch(str(tool.home), "a")
     assert os.readlink(tool.home / "active") == "envs/b" and (tool.home / "state.json").read_text() == history
     assert sorted(p.name for p in tool.home.iterdir() if p.name.startswith(".")) == [".lock"]
 

@@ -196,3 +196,26 @@ def test_a_command_loads_what_it_runs(argv: list[str], code: int, also_forbidden
     forbidden = HEAVY - ({"dataclasses"} if argv[0] in ("envs", "check") else set()) | also_forbidden
     found = {m for m in loaded if m in forbidden or m.rpartition(".")[0] in forbidden or m.split(".")[0] in forbidden}
     assert not found, (argv, sorted(found))
+
+
+def test_switch_and_rollback_load_no_pathlib(tmp_path: Path) -> None:
+    """An emergency switch must start in about the time of `import click` (issue 23: within 1.25x): it works on HOME's
+    folder as a str path (envs/links.py) and loads neither pathlib (7 ms on the GPU machine, with urllib.parse and
+    ipaddress) nor home.py, records or rich. On two environments adopted for real, the way a user makes them."""
+    home = tmp_path / "home"
+    for name in ("a", "b"):
+        venv = tmp_path / f"venv-{name}"
+        subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
+        adopted = subprocess.run([sys.executable, "-m", "provision", "adopt", name, str(venv), "--no-lock", "--home", str(home)],
+                                 capture_output=True, text=True, cwd=ROOT, timeout=120)
+        assert adopted.returncode == 0, adopted.stderr
+    forbidden = HEAVY | {"pathlib", "provision.envs.home", "provision.envs.records", "provision.stacks", "provision.machine"}
+    steps = ((["switch", "b"], "active: b (was none)"), (["switch", "a"], "active: a (was b)"),
+             (["rollback", "--json"], '"active": "b"'), (["rollback"], "active: a (was b)"))
+    for argv, said in steps:
+        done = subprocess.run([sys.executable, "-c", LOADED, *argv, "--home", str(home)], capture_output=True, text=True, timeout=120)
+        *_, exited, modules = done.stdout.splitlines()
+        assert exited == "exit 0" and said in done.stdout + done.stderr, (argv, done.stdout[-500:], done.stderr[-2000:])
+        loaded = set(modules.split())
+        found = {m for m in loaded if m in forbidden or m.rpartition(".")[0] in forbidden or m.split(".")[0] in forbidden}
+        assert not found, (argv, sorted(found))

@@ -35,7 +35,7 @@ def switch(app: App, name: str) -> Shown:
     from provision.envs import active as envs
     from provision.views import envs as views
 
-    previous = envs.switch(app.environments(), name)
+    previous = envs.switch(app.root(), name)
     return views.switched(previous, name, [])
 
 
@@ -53,5 +53,5 @@ def rollback(app: App, to: str | None) -> Shown:
     from provision.envs import active as envs
     from provision.views import envs as views
 
-    previous, now, skipped = envs.rollback(app.environments(), to)
+    previous, now, skipped = envs.rollback(app.root(), to)
     return views.switched(previous, now, skipped)

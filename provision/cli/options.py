@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 if TYPE_CHECKING:  # pathlib too: the group's --home is converted when given (`scan` loads no pathlib)
-    from pathlib import Path
 
     from click.shell_completion import CompletionItem
 
@@ -30,7 +29,7 @@ class App:
     A command returns a `views.render.Shown`; `cli/main.py` renders it as `output` and exits with its code.
     (A plain class: every command makes one, and a dataclass is generated at import.)"""
 
-    def __init__(self, home: Path | None = None, verbosity: int = 0, output: Output = "table") -> None:
+    def __init__(self, home: str | None = None, verbosity: int = 0, output: Output = "table") -> None:
         self.home = home
         self.verbosity = verbosity
         self.output: Output = output
@@ -42,6 +41,12 @@ class App:
     def environments(self) -> Home:
         """The environments home: --home, else PROVISION_HOME, else the XDG data folder."""
         return home_of(self.home)
+
+    def root(self) -> str:
+        """That home's folder as a str path, for switch and rollback (envs/links.py: they load no pathlib)."""
+        from provision.envs import links
+
+        return links.resolve(self.home)
 
     def progress(self) -> progress:
         """Long steps shown on stderr (never under --json, never with -q)."""
@@ -57,7 +62,7 @@ def app(ctx: click.Context) -> App:
 pass_app = click.make_pass_decorator(App, ensure=True)
 
 
-def home_of(path: Path | None) -> Home:
+def home_of(path: str | None) -> Home:
     """The environments home: this --home, else PROVISION_HOME, else the XDG data folder."""
     from provision.envs import home
 
@@ -67,9 +72,7 @@ def home_of(path: Path | None) -> Home:
 def _home_value(ctx: click.Context, _param: click.Parameter, value: str | None) -> None:
     # `provision --home H switch x` and `provision switch x --home H` mean the same; the command's own one wins.
     if value is not None:
-        from pathlib import Path
-
-        app(ctx).home = Path(value)
+        app(ctx).home = value
 
 
 def home_option(f: F, help: str = HOME_HELP) -> F:  # noqa: A002 - click's own word
@@ -142,7 +145,7 @@ def compute_capability(value: str) -> str:
 # --- shell completion: names read the way the commands read them, never an error ------------------------------
 
 
-def _home_for_completion(ctx: click.Context) -> Path | None:
+def _home_for_completion(ctx: click.Context) -> str | None:
     found = ctx.find_object(App)  # --home's callback has set it, before or after the command's name
     return found.home if found is not None else None
 

@@ -1,4 +1,5 @@
-"""Where environments live, and the few atomic steps that change them.
+"""Where environments live, and the few atomic steps that change them. The lock, the links and activation are
+links.py's, on str paths (switch and rollback call them without this module); `Home` gives them Paths.
 
     HOME/
       .lock                   serializes every process that changes HOME (fcntl)
@@ -12,31 +13,28 @@
 from __future__ import annotations
 
 import contextlib
-import errno
 import fcntl
 import os
 import stat
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
 
-from provision import log, regular
-from provision.atomic import fsync_dir
+from provision import regular
 from provision.atomic import (
     write_atomic as write_atomic,  # re-exported: where callers have always found them
 )
 from provision.atomic import write_json as write_json
+from provision.envs import links
 from provision.envs import state as states
-from provision.envs.recordfile import lock_file
+from provision.envs.links import FAILED as FAILED
+from provision.envs.links import HOME_VARIABLE as HOME_VARIABLE
 from provision.errors import EnvError
 from provision.names import NAME_RULE as NAME_RULE
 from provision.names import check_name as check_name
 
-HOME_VARIABLE = "PROVISION_HOME"
 BUILDING = ".building"
 RESTORING = ".restoring"  # a build's own lock, held by a restore
-FAILED = ".failed"  # a build whose create failed, kept by --keep-failed: never activated
 
 
 def site_packages(venv: Path) -> Path:
@@ -88,18 +86,9 @@ def blocking_reason(path: Path) -> str:
     return f"{path} is not a regular file (a pipe, a socket or a device): Python, uv and the checks would wait on it forever"
 
 
-def resolve(home: Path | None = None) -> Path:
-    """--home, else PROVISION_HOME, else $XDG_DATA_HOME/provision (~/.local/share/provision)."""
-    if home is None and os.environ.get(HOME_VARIABLE):
-        home = Path(os.environ[HOME_VARIABLE])
-    if home is None:
-        data = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
-        home = Path(data) / "provision"
-    home = home.expanduser().absolute()
-    if home.exists() and not home.is_dir():  # every command, reading or writing, stops here alike (exit 7)
-        raise EnvError(f"{home} is a file, not a folder: it cannot be provision's home",
-                       "choose another --home (or PROVISION_HOME), or move that file away")
-    return home
+def resolve(home: str | os.PathLike[str] | None = None) -> Path:
+    """--home, else PROVISION_HOME, else $XDG_DATA_HOME/provision (~/.local/share/provision): links.resolve."""
+    return Path(links.resolve(home))
 
 
 class Home:
@@ -130,38 +119,16 @@ class Home:
         return self.root / "active"
 
     def ensure(self) -> None:
-        with self.writing("make its folders"):
-            for folder in (self.builds, self.envs, self.locks):
-                folder.mkdir(parents=True, exist_ok=True)
+        links.ensure(str(self.root))
 
-    @contextlib.contextmanager
-    def writing(self, what: str) -> Iterator[None]:
+    def writing(self, what: str) -> contextlib.AbstractContextManager[None]:
         """Turn a failure to write in HOME (read-only, no rights, a file where a folder belongs, a full disk) into
         one EnvError that names it and what to do."""
-        try:
-            yield
-        except OSError as exc:
-            where = f" ({exc.filename})" if exc.filename else ""
-            if exc.errno == errno.ENOSPC:
-                hint = "free space on that disk and run it again; nothing active was changed"
-            elif exc.errno in (errno.ENOTDIR, errno.EEXIST, errno.EISDIR):
-                hint = f"{self.root} must be provision's own folder: move what is in the way, or set PROVISION_HOME (or --home) elsewhere"
-            else:
-                hint = f"make {self.root} writable, or set PROVISION_HOME (or --home) to a folder you can write"
-            raise EnvError(f"cannot {what} in {self.root}: {exc.strerror or exc}{where}", hint) from exc
+        return links.writing(str(self.root), what)
 
-    @contextlib.contextmanager
-    def locked(self) -> Iterator[None]:
+    def locked(self) -> contextlib.AbstractContextManager[None]:
         """Hold HOME's lock: a second process waits (and says so) rather than interleaving changes."""
-        self.ensure()
-        with self.writing("take its lock"):  # never through a link: the pid would be written wherever it leads
-            handle = os.fdopen(lock_file(self.root / ".lock"), "r+")  # closed by _holding, after the body
-
-        def wait(pid: str) -> None:
-            log.info(f"waiting for another provision process working on {self.root} (pid {pid})")
-
-        with _holding(handle, wait):
-            yield
+        return links.locked(str(self.root))
 
     @contextlib.contextmanager
     def restoring(self, build: Path, name: str) -> Iterator[None]:
@@ -178,7 +145,7 @@ class Home:
         def refuse(pid: str) -> None:
             raise EnvError(f"{name} is being restored (pid {pid})", "wait for that restore to finish, then run this again")
 
-        with _holding(handle, refuse):
+        with links.holding(handle, refuse):
             yield
 
     def restorer(self, build: Path) -> str | None:
@@ -198,16 +165,10 @@ class Home:
     # --- names and the active pointer -------------------------------------------------------------
 
     def names(self) -> list[str]:
-        if not self.envs.is_dir():
-            return []
-        return sorted(p.name for p in self.envs.iterdir() if p.is_symlink() and NAME_RULE.match(p.name))
+        return links.names(str(self.root))
 
     def build_of(self, name: str) -> Path:
-        link = self.envs / check_name(name)
-        if not link.is_symlink():
-            known = ", ".join(self.names()) or "none yet"
-            raise EnvError(f"no environment named {name!r} in {self.root}", f"known: {known}; make one with provision create PROFILE")
-        return (self.envs / os.readlink(link)).resolve()
+        return Path(links.build_of(str(self.root), name))
 
     def referenced(self) -> set[Path]:
         """Every build some link in envs/ points at, whatever the link's name: what gc and remove must keep."""
@@ -233,62 +194,15 @@ class Home:
         remove_tree(build.resolve())
 
     def active(self) -> str | None:
-        try:
-            return Path(os.readlink(self.active_link)).name
-        except OSError:
-            return None
+        return links.active(str(self.root))
 
     def point(self, link: Path, target: str, *, sync: bool = True) -> None:
-        """Make `link` point at `target` in one atomic rename: a reader sees the old or the new, never neither. With
-        `sync` off the caller syncs the folder (once, after a rename of its own beside it)."""
-        with self.writing(f"point {link.name} at {target}"):
-            if link.is_dir() and not link.is_symlink():
-                self._set_aside(link)
-            temp = link.with_name(f".{link.name}.{os.getpid()}.{time.monotonic_ns()}.tmp")
-            os.symlink(target, temp)
-            try:
-                os.replace(temp, link)
-            except BaseException:
-                temp.unlink(missing_ok=True)
-                raise
-        if sync:
-            fsync_dir(link.parent)
-
-    def _set_aside(self, folder: Path) -> None:
-        """A real folder where provision keeps a link (made by hand or by another tool): moved aside, never deleted,
-        so that the link can be made and nothing in it is lost."""
-        import datetime
-
-        stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-        aside = folder.with_name(f"{folder.name}.set-aside-{stamp}-{os.getpid()}")
-        os.rename(folder, aside)
-        log.info(f"{folder} was a folder, not provision's link: moved to {aside}")
+        """Make `link` point at `target` in one atomic rename (links.point)."""
+        links.point(str(self.root), str(link), target, sync=sync)
 
     def activate(self, name: str) -> None:
-        if (self.build_of(name) / FAILED).exists():
-            raise EnvError(f"{name!r} is a failed build kept for inspection (create --keep-failed); it is never activated",
-                           f"look into {self.build_of(name)}, then provision remove {name} (or provision gc)")
-        python = self.build_of(name) / "venv" / "bin" / "python"
-        if not python.exists():
-            raise EnvError(f"environment {name!r} has no python at {python} (its venv is gone)",
-                           f"rebuild it: provision create PROFILE --name {name} --replace, or provision remove {name}")
-        history = self.state().activated(name)  # a broken state.json stops here, before the active pointer moves
-        before = self.active_link.readlink() if self.active_link.is_symlink() else None
-        with self.writing("write state.json"):  # a full disk stops here too: written and synced beside it, not in place
-            staged = states.stage(self.root, history)
-        moved = False
-        try:
-            self.point(self.active_link, f"envs/{name}", sync=False)
-            moved = True
-            with self.writing("write state.json"):
-                os.replace(staged, states.path(self.root))
-        except BaseException:
-            staged.unlink(missing_ok=True)
-            if moved and before is not None:  # the history could not be put in place: the pointer goes back too
-                with contextlib.suppress(OSError, EnvError):
-                    self.point(self.active_link, str(before))
-            raise
-        fsync_dir(self.root)  # the pointer and state.json live in one folder: one sync makes both renames durable
+        """Make `name` active, history included (links.activate: the one way, used by switch and rollback too)."""
+        links.activate(str(self.root), name)
 
     def named_or_active(self, name: str | None, command: str) -> tuple[str, Path]:
         """(name, its build) for `name`, else for the active environment; `command` is what to run with a name."""
@@ -312,29 +226,6 @@ def not_ours(path: Path, again: str) -> EnvError:
     """The refusal of a file of provision's own that is a link, a pipe or a device: nothing was changed."""
     return EnvError(f"{path} is not a file provision wrote (a link, a pipe or a device)",
                     f"remove it (rm {path}), then run {again} again; nothing was changed")
-
-
-@contextlib.contextmanager
-def _holding(handle: IO[str], busy: Callable[[str], None]) -> Iterator[None]:
-    """flock `handle` for the block, writing our pid in it; when another holds it, `busy(its pid)` first (it may
-    raise), then wait. The handle is closed afterwards."""
-    with handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError as exc:
-            if exc.errno not in (errno.EAGAIN, errno.EACCES):
-                raise
-            handle.seek(0)
-            busy(handle.read().strip() or "?")
-            fcntl.flock(handle, fcntl.LOCK_EX)
-        handle.seek(0)
-        handle.truncate()
-        handle.write(str(os.getpid()))
-        handle.flush()
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 @contextlib.contextmanager

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-from pathlib import Path
 from typing import Any
 
 from provision import regular
@@ -22,14 +21,14 @@ class RecordError(EnvError):
     """A record file that is not JSON, or has a key of the wrong type."""
 
 
-def fix_hint(path: Path) -> str:
+def fix_hint(path: str | os.PathLike[str]) -> str:
     return f"fix or remove that key in {path} (written by hand, or by a newer provision?), or recreate the environment"
 
 
 class Fields:
     """Typed access to one JSON object of a record file: every wrong type is a RecordError naming file and key."""
 
-    def __init__(self, path: Path, data: object, where: str = "") -> None:
+    def __init__(self, path: str | os.PathLike[str], data: object, where: str = "") -> None:
         if not isinstance(data, dict):
             raise RecordError(f"{path}: {where or 'the file'} is {type(data).__name__}, expected an object", fix_hint(path))
         self.path, self.data, self.where = path, data, where
@@ -81,7 +80,7 @@ class Fields:
         return version
 
 
-def load(path: Path) -> object | None:
+def load(path: str | os.PathLike[str]) -> object | None:
     """The JSON in `path`, None when there is no file; a file that is not JSON is a RecordError."""
     try:
         text = regular.read_text(path, follow=False, errors="replace")  # a pipe would block every command; a link may lead anywhere
@@ -99,7 +98,7 @@ def load(path: Path) -> object | None:
     return data
 
 
-def lock_file(path: Path) -> int:
+def lock_file(path: str | os.PathLike[str]) -> int:
     """A descriptor of the lock file `path`, made if missing, never through a link (it would make or write a file
     wherever the link leads) nor waiting on a pipe: either is an EnvError naming it (exit 7)."""
     import errno

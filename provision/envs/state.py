@@ -1,9 +1,10 @@
 """HOME/state.json: the names activated, oldest first (what `rollback` walks back through). Apart from records.py
-(env.json), so that `switch` and `rollback` load no record class: they must start in about the time of `import click`."""
+(env.json), so that `switch` and `rollback` load no record class: they must start in about the time of `import click`.
+Paths are str (os.path): they load no pathlib either."""
 
 from __future__ import annotations
 
-from pathlib import Path
+import os
 
 from provision import atomic
 from provision.envs.recordfile import SCHEMA_VERSION, Fields, JSONObject, RecordError, load
@@ -28,7 +29,7 @@ class State:
         return {**self.extra, "schema_version": SCHEMA_VERSION, "history": self.history}
 
 
-def read(root: Path) -> State:
+def read(root: str | os.PathLike[str]) -> State:
     """HOME/state.json; a damaged one is an error whose hint says how to go on (it never mends itself, and it holds
     nothing but rollback's history: moved aside, the next switch starts a new one)."""
     where = path(root)
@@ -46,11 +47,11 @@ def read(root: Path) -> State:
                                        "the history rollback walks back through, and the next switch starts a new one") from None
 
 
-def path(root: Path) -> Path:
-    return root / STATE_FILE
+def path(root: str | os.PathLike[str]) -> str:
+    return os.path.join(root, STATE_FILE)
 
 
-def stage(root: Path, state: State) -> Path:
+def stage(root: str | os.PathLike[str], state: State) -> str:
     """`state` written (and synced) beside state.json, not yet in its place: `os.replace(staged, path(root))` puts it
     there, in the same folder as the active pointer, so that one folder sync makes both renames durable."""
     return atomic.stage(path(root), atomic.json_text(state.to_dict()))

@@ -25,7 +25,7 @@ class ReportResult:
 
 
 def build(machine_files: Sequence[Path], profile_names: Sequence[str] = (), *, locks: Sequence[Path] = (),
-          env_names: Sequence[str] = (), fetch: bool = True, home: Path | None = None,
+          env_names: Sequence[str] = (), fetch: bool = True, home: str | Path | None = None,
           progress: Progress = lambda _: None) -> ReportResult:
     """Judge the machines of `machine_files` (none: this machine, probed) against the profiles named (none: every
     profile, or none at all when locks are judged), every lock in `locks` and every environment in `env_names` (of
