@@ -39,6 +39,12 @@ def printable(text: str) -> str:
     return text.translate(_CONTROL)
 
 
+def one_line(text: str) -> str:
+    """`printable(text)` with a newline inside (a file name may hold one) shown as \\n: a line that names a file (an
+    error, a note) stays one line whatever it names."""
+    return printable(text).replace("\n", "\\n")
+
+
 # Secrets in URLs, wherever a URL appears in a line: the user info (a password may hold an unencoded / ? or #, so
 # "user:" up to the @ goes whole), every query value (?token=...), and path segments shaped like tokens: 20 or more
 # letters, digits, - and _ mixing upper case, lower case and digits (a normalized project name, a wheel's name, a

@@ -284,6 +284,19 @@ def test_an_error_naming_a_path_with_a_newline_is_one_line(tmp_path: Path) -> No
     assert json.loads(done.stdout)["error"]["message"] == f"{odd}: no such file or directory"
 
 
+def test_a_note_naming_a_path_with_a_newline_is_one_line(tmp_path: Path) -> None:
+    """scan's note on a pipe named `a\\nb.so` was two stdout lines (the second one no `note:` line, and it could read
+    as anything): shown as \\n, as errors show it."""
+    import os
+
+    odd = tmp_path / "a\nb.so"
+    os.mkfifo(odd)
+    done = launch.run_provision("scan", odd)
+    notes = [line for line in done.stdout.splitlines() if "b.so" in line]
+    assert done.returncode == 0 and notes == [f"note: {tmp_path}/a\\nb.so: not read (OSError: [Errno 22] not a regular "
+                                               f"file: {str(odd)!r})"], done.stdout
+
+
 def test_a_problem_beside_a_result_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
     from provision.views.render import Problem
 

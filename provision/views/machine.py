@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from provision.log import one_line
 from provision.views import ui
 from provision.views.render import Block, Line, Shown, Table, TableBuilder, Verdict
 
@@ -49,7 +50,7 @@ def probe(facts: MachineFacts) -> Shown:
         for t in facts.toolkits:
             kits.add(t.full_version or t.version, t.path, ", ".join(t.found_by), " ".join(t.sms))
         blocks.append(kits.done())
-    blocks += [Line(f"note: {note}") for note in facts.notes]
+    blocks += [Line(f"note: {one_line(note)}") for note in facts.notes]
     return Shown(facts.to_dict(), blocks)
 
 
@@ -121,7 +122,7 @@ def scan(result: ScanResult) -> Shown:
     blocks: list[Block] = [packages.done()]
     blocks += [Line(f"{status.upper()} {_package(p.name, p.version)} on {cc}: {reason}")
                for p in result.packages for cc, (status, reason) in p.verdicts.items() if status != "pass"]
-    blocks += [Line(f"note: {note}") for note in result.notes]
+    blocks += [Line(f"note: {one_line(note)}") for note in result.notes]
     return Shown(result.to_dict(), blocks, exit_code=1 if result.failed else 0)
 
 
@@ -147,13 +148,13 @@ def report(result: ReportResult) -> Shown:
 def _machine_blocks(m: MachineReport) -> list[Block]:
     f = m.facts
     gpus = ", ".join(sorted({f"{g.name.removeprefix('NVIDIA ')} ({g.sm})" for g in f.gpus})) or "no GPUs"
-    blocks: list[Block] = [Line(f"Machine: {f.source} | driver {ui.dash(f.driver.version)} (CUDA {ui.dash(f.driver.cuda)}) | "
+    blocks: list[Block] = [Line(f"Machine: {one_line(f.source)} | driver {ui.dash(f.driver.version)} (CUDA {ui.dash(f.driver.cuda)}) | "
                                 f"{len(f.gpus)} x {gpus}" + (" | PCIe only" if len(f.gpus) > 1 and f.pcie_only else ""))]
     verdicts = TableBuilder("Verdicts", "target", "CUDA", "stack verdict", "features to leave off")
     for t in m.targets:
         verdicts.add(f"{t.kind} {t.name}", t.cuda, Verdict(t.verdict), ", ".join(t.features_off) or "-")
     blocks.append(verdicts.done())
-    notes = [Line(f"note: {note}") for note in f.notes]
+    notes = [Line(f"note: {one_line(note)}") for note in f.notes]
     if not f.gpus:
         return [*blocks, Line(NO_GPU), *notes]
     shown_features: list[tuple[str, Status, str]] = []

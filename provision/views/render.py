@@ -147,7 +147,7 @@ def _tables(blocks: Sequence[Block]) -> None:
         elif out is None:
             continue
         elif isinstance(block, Line):
-            out.print(block.text)
+            out.print(block.text, soft_wrap=True)  # one line however long: piped, rich folded it at 120 columns
         else:
             table = ui.table(block.title, *block.columns)
             for row in block.rows:

@@ -62,10 +62,7 @@ def table(title: str, *columns: str) -> Table:
 def error(message: str, hint: str = "") -> None:
     """One line of what went wrong, one of what to do; plain text so that it never folds. A newline inside (a file
     name may hold one) is shown as \\n, as control characters are shown as ?: each is one line whatever it names."""
-    from provision.log import say
-
-    def one_line(text: str) -> str:
-        return printable(text).replace("\n", "\\n")
+    from provision.log import one_line, say
 
     say(f"error: {one_line(message)}\n" + (f"hint: {one_line(hint)}\n" if hint else ""))
 
