@@ -147,7 +147,8 @@ def _tables(blocks: Sequence[Block]) -> None:
         elif out is None:
             continue
         elif isinstance(block, Line):
-            out.print(block.text, soft_wrap=True)  # one line however long: piped, rich folded it at 120 columns
+            # piped, one line however long (grep sees it whole; rich folded it at 120 columns); a terminal wraps words
+            out.print(block.text, soft_wrap=not out.is_terminal)
         else:
             table = ui.table(block.title, *block.columns)
             for row in block.rows:
