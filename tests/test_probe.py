@@ -6,6 +6,7 @@ import importlib.util
 import json
 import os
 import resource
+import shutil
 import stat
 import subprocess
 import sys
@@ -363,3 +364,28 @@ def test_provision_probe_imports_its_view_while_the_probe_runs(monkeypatch: pyte
     shown = cli.main(args=["probe", "--json"], prog_name="provision", standalone_mode=False, obj=App())
     assert seen == ["started, view imported: False", "facts, view imported: True"]
     assert shown.document["gpus"][0]["name"] == "NVIDIA H200"
+
+
+HUNG_NVML = "#include <unistd.h>\nint nvmlInitWithFlags(unsigned flags) { sleep(600); return 0; }\nint nvmlInit_v2(void) { sleep(600); return 0; }\n"
+
+
+@pytest.mark.skipif(not (shutil.which("cc") or shutil.which("gcc")), reason="no C compiler to build a hung NVML library")
+def test_a_driver_that_never_answers_nvml_is_a_note_not_a_hang(tmp_path: Path) -> None:
+    """A libnvidia-ml.so.1 whose start never returns (a hung driver; here a real library that sleeps): probe waits
+    PROVISION_NVML_START_TIMEOUT seconds, then reads the rest and says why no GPU was read. It waited forever; an
+    unreadable wait is a usage error."""
+    source = tmp_path / "nvml.c"
+    source.write_text(HUNG_NVML)
+    library = tmp_path / "lib" / "libnvidia-ml.so.1"
+    library.parent.mkdir()
+    subprocess.run([shutil.which("cc") or "gcc", "-shared", "-fPIC", "-o", library, source], check=True, timeout=120)
+    env = {"LD_LIBRARY_PATH": str(library.parent), nvml.REPLAY_VARIABLE: None, "PROVISION_NVML_START_TIMEOUT": "1"}
+    record = tmp_path / "record.json"
+    done = run_provision("probe", "--json", "--record-nvml", record, env=env, timeout=60)
+    assert done.returncode == 0, done.stderr
+    facts = json.loads(done.stdout)
+    assert facts["gpus"] == [] and any(n.startswith("NVML did not start within 1 s") and "nothing recorded" in n
+                                       for n in facts["notes"]), facts["notes"]
+    assert not record.exists()
+    bad = run_provision("probe", env={**env, "PROVISION_NVML_START_TIMEOUT": "nan"}, timeout=60)
+    assert bad.returncode == 2 and "PROVISION_NVML_START_TIMEOUT='nan' is not a number of seconds" in bad.stderr

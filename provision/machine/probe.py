@@ -11,10 +11,12 @@ import contextlib
 import os
 from typing import TYPE_CHECKING, Any
 
-from provision.errors import ProvisionError
+from provision.errors import InputError, ProvisionError
 from provision.machine.threads import Background
 
 REPLAY_VARIABLE = "PROVISION_NVML_REPLAY"  # nvml.REPLAY_VARIABLE, spelt here: importing nvml (and the facts) waits
+START_VARIABLE = "PROVISION_NVML_START_TIMEOUT"  # seconds NVML's start may take (a hung driver); default START_TIMEOUT
+START_TIMEOUT = 60.0  # nvmlInit of eight GPUs without persistence mode takes seconds; a driver that never answers, forever
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -60,21 +62,29 @@ def _facts(started: Background[Any] | None, toolkit_job: Background[tuple[list[T
     if started is not None and started.running():
         knowledge.tables()  # the GPUs' architecture names: knowledge.toml parsed now, not after the wait
     recorder = None
-    early = started.result() if started is not None else None  # nvmlInit done: nvml.read's own is only counted
-    try:
-        lib = nvml.load_library()
-        if record_nvml is not None:
-            from provision.machine.recording import Recorder
-
-            lib = recorder = Recorder(lib)
-        reading = nvml.read(lib)
-    except ProvisionError:
-        raise
-    except Exception as exc:  # a broken binding must not cost the rest of the reading
+    limit = _start_timeout() if started is not None else 0.0
+    if started is not None and not started.wait(limit):  # a hung driver: pynvml's own nvmlInit would wait too
         reading = nvml.Reading()
-        reading.notes.append(f"NVML reader failed: {type(exc).__name__}: {exc}")
-    finally:
-        _stop_nvml(early)
+        reading.notes.append(f"NVML did not start within {limit:g} s (the driver does not answer): no GPUs read"
+                             + ("; nothing recorded" if record_nvml is not None else "")
+                             + f"; {START_VARIABLE} sets the wait")
+        record_nvml = None
+    else:
+        early = started.result() if started is not None else None  # nvmlInit done: nvml.read's own is only counted
+        try:
+            lib = nvml.load_library()
+            if record_nvml is not None:
+                from provision.machine.recording import Recorder
+
+                lib = recorder = Recorder(lib)
+            reading = nvml.read(lib)
+        except ProvisionError:
+            raise
+        except Exception as exc:  # a broken binding must not cost the rest of the reading
+            reading = nvml.Reading()
+            reading.notes.append(f"NVML reader failed: {type(exc).__name__}: {exc}")
+        finally:
+            _stop_nvml(early)
     files = _files(record=recorder is not None)
     # a replay's host facts are this machine's: its virtualization says nothing of the recorded PCI tree
     virtualization = None if isinstance(files, sysfs.Replay) else host_facts.virtualization
@@ -92,6 +102,19 @@ def _facts(started: Background[Any] | None, toolkit_job: Background[tuple[list[T
         pci=pci_facts,
         notes=tuple(reading.notes + pci_notes + toolkit_notes),
     )
+
+
+def _start_timeout() -> float:
+    import math
+
+    text = os.environ.get(START_VARIABLE) or str(START_TIMEOUT)
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = math.nan
+    if not math.isfinite(seconds) or seconds <= 0:
+        raise InputError(f"{START_VARIABLE}={text!r} is not a number of seconds", "set it to a positive number such as 60, or unset it")
+    return seconds
 
 
 NVML_LIBRARY = "libnvidia-ml.so.1"  # the name pynvml's nvmlInit loads on Linux

@@ -29,6 +29,11 @@ class Background(Generic[T]):
     def running(self) -> bool:
         return self._thread.is_alive()
 
+    def wait(self, seconds: float) -> bool:
+        """Wait up to `seconds` for fn to end; False when it still runs (its thread is left to the process's end)."""
+        self._thread.join(seconds)
+        return not self._thread.is_alive()
+
     def result(self) -> T:
         self._thread.join()
         if self._error is not None:
