@@ -13,13 +13,13 @@ _LABEL = re.compile(r"^(sm|compute|lto)_(\d+)([af]?)$")
 
 @cache
 def tables() -> dict[str, Any]:
-    """Return the parsed knowledge.toml shipped with the package."""
-    from provision import toml  # imported here: most commands read no table
+    """Return knowledge.toml's tables, as knowledge.json holds them (written from it by scripts/knowledge_json.py, and
+    checked equal by tests/test_knowledge.py): json's C scanner, where tomllib's import and parse cost `probe` about 5 ms."""
+    import json
 
     # beside this module in the package (importlib.resources would import tempfile, shutil and zipfile for it)
-    with open(os.path.join(os.path.dirname(__file__), "knowledge.toml"), encoding="utf-8") as file:
-        text = file.read()
-    data: dict[str, Any] = toml.loads(text)
+    with open(os.path.join(os.path.dirname(__file__), "knowledge.json"), encoding="utf-8") as file:
+        data: dict[str, Any] = json.load(file)
     return data
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -219,3 +220,15 @@ def test_switch_and_rollback_load_no_pathlib(tmp_path: Path) -> None:
         loaded = set(modules.split())
         found = {m for m in loaded if m in forbidden or m.rpartition(".")[0] in forbidden or m.split(".")[0] in forbidden}
         assert not found, (argv, sorted(found))
+
+
+def test_probe_json_parses_no_toml() -> None:
+    """probe names each GPU's architecture from knowledge.json: no tomllib (its import and parse were about 5 ms of
+    probe's CPU). On a recorded H200, so that a GPU is named on every machine."""
+    env = {**os.environ, "PROVISION_NVML_REPLAY": str(ROOT / "tests" / "data" / "h200.nvml.json")}
+    done = subprocess.run([sys.executable, "-c", LOADED, "probe", "--json"], capture_output=True, text=True, timeout=120, env=env)
+    *shown, exited, modules = done.stdout.splitlines()
+    assert exited == "exit 0" and '"architecture": "Hopper"' in "\n".join(shown), (done.stdout[-500:], done.stderr[-2000:])
+    loaded = set(modules.split())
+    found = loaded & ({"tomllib", "tomli", "provision.toml"} | HEAVY)
+    assert not found, sorted(found)

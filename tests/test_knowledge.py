@@ -11,6 +11,15 @@ from provision import knowledge
 K = knowledge.tables()
 
 
+def test_knowledge_json_is_knowledge_toml() -> None:
+    """provision reads knowledge.json (json's C scanner: no tomllib in `probe`); people edit knowledge.toml."""
+    from provision import toml
+
+    folder = Path(knowledge.__file__).parent
+    wanted = toml.loads((folder / "knowledge.toml").read_text(encoding="utf-8"))
+    assert wanted == K, "knowledge.toml changed: run python scripts/knowledge_json.py"
+
+
 @pytest.mark.parametrize("row", K["driver"], ids=lambda r: r["cuda"])
 def test_every_driver_row_is_cited_and_parses(row: dict) -> None:
     assert row["source"]

@@ -60,7 +60,7 @@ def _facts(started: Background[Any] | None, toolkit_job: Background[tuple[list[T
         with contextlib.suppress(Exception):  # nvml.read's load_library imports it again, and notes what failed
             import pynvml  # noqa: F401
     if started is not None and started.running():
-        knowledge.tables()  # the GPUs' architecture names: knowledge.toml parsed now, not after the wait
+        knowledge.tables()  # the GPUs' architecture names: knowledge.json read now, not after the wait
     recorder = None
     limit = _start_timeout() if started is not None else 0.0
     if started is not None and not started.wait(limit):  # a hung driver: pynvml's own nvmlInit would wait too
