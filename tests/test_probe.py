@@ -369,17 +369,26 @@ def test_provision_probe_imports_its_view_while_the_probe_runs(monkeypatch: pyte
 HUNG_NVML = "#include <unistd.h>\nint nvmlInitWithFlags(unsigned flags) { sleep(600); return 0; }\nint nvmlInit_v2(void) { sleep(600); return 0; }\n"
 
 
-@pytest.mark.skipif(not (shutil.which("cc") or shutil.which("gcc")), reason="no C compiler to build a hung NVML library")
-def test_a_driver_that_never_answers_nvml_is_a_note_not_a_hang(tmp_path: Path) -> None:
-    """A libnvidia-ml.so.1 whose start never returns (a hung driver; here a real library that sleeps): probe waits
-    PROVISION_NVML_START_TIMEOUT seconds, then reads the rest and says why no GPU was read. It waited forever; an
-    unreadable wait is a usage error."""
+def hung_nvml(tmp_path: Path) -> dict[str, str | None]:
+    """The environment of a machine whose driver never answers NVML's start: a real libnvidia-ml.so.1 that sleeps,
+    found first on LD_LIBRARY_PATH, and a 1 s bound."""
     source = tmp_path / "nvml.c"
     source.write_text(HUNG_NVML)
     library = tmp_path / "lib" / "libnvidia-ml.so.1"
     library.parent.mkdir()
     subprocess.run([shutil.which("cc") or "gcc", "-shared", "-fPIC", "-o", library, source], check=True, timeout=120)
-    env = {"LD_LIBRARY_PATH": str(library.parent), nvml.REPLAY_VARIABLE: None, "PROVISION_NVML_START_TIMEOUT": "1"}
+    return {"LD_LIBRARY_PATH": str(library.parent), nvml.REPLAY_VARIABLE: None, "PROVISION_NVML_START_TIMEOUT": "1"}
+
+
+NO_CC = not (shutil.which("cc") or shutil.which("gcc"))
+
+
+@pytest.mark.skipif(NO_CC, reason="no C compiler to build a hung NVML library")
+def test_a_driver_that_never_answers_nvml_is_a_note_not_a_hang(tmp_path: Path) -> None:
+    """A libnvidia-ml.so.1 whose start never returns (a hung driver; here a real library that sleeps): probe waits
+    PROVISION_NVML_START_TIMEOUT seconds, then reads the rest and says why no GPU was read. It waited forever; an
+    unreadable wait is a usage error."""
+    env = hung_nvml(tmp_path)
     record = tmp_path / "record.json"
     done = run_provision("probe", "--json", "--record-nvml", record, env=env, timeout=60)
     assert done.returncode == 0, done.stderr
@@ -389,3 +398,22 @@ def test_a_driver_that_never_answers_nvml_is_a_note_not_a_hang(tmp_path: Path) -
     assert not record.exists()
     bad = run_provision("probe", env={**env, "PROVISION_NVML_START_TIMEOUT": "nan"}, timeout=60)
     assert bad.returncode == 2 and "PROVISION_NVML_START_TIMEOUT='nan' is not a number of seconds" in bad.stderr
+
+
+@pytest.mark.skipif(NO_CC, reason="no C compiler to build a hung NVML library")
+def test_check_and_baseline_do_not_hang_on_a_driver_that_never_answers(tmp_path: Path) -> None:
+    """check and baseline read NVML in their own process too: behind the probe's bound, a hung driver is a note and a
+    result within seconds. Both waited forever (the library sleeps 600 s; the test's own limit is 120 s)."""
+    env = hung_nvml(tmp_path)
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", venv], check=True, timeout=120)
+    home = tmp_path / "home"
+    run_provision("adopt", "hung", venv, "--no-lock", "--home", home, check=True)
+    started = time.monotonic()
+    done = run_provision("check", "hung", "--json", "--home", home, env=env, timeout=120)
+    assert done.returncode in (0, 1), done.stderr
+    checks = {c["id"]: c for c in json.loads(done.stdout)["checks"]}
+    assert checks["torch-cuda"]["status"] == "skip" and "NVML did not start within 1 s" in checks["torch-cuda"]["reason"], checks
+    baseline = run_provision("baseline", "hung", "--home", home, env=env, timeout=120)
+    assert baseline.returncode != 0 and "NVML did not start within 1 s" in baseline.stderr, baseline.stderr
+    assert time.monotonic() - started < 60

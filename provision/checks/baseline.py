@@ -24,14 +24,14 @@ from provision.envs.home import Home
 from provision.envs.records import EnvRecord
 from provision.errors import EnvError
 from provision.log import Progress
-from provision.machine import nvml
+from provision.machine import probe
 
 BUILTIN = Baseline(command=("python", "{payloads}/baseline_builtin.py"), timeout=900.0, json_key="bf16_gemm_tflops",
                    unit="TFLOP/s", better="higher")
 
 
 def machine_fingerprint() -> MachineStamp:
-    reading = nvml.read(nvml.load_library())
+    reading = probe.gpu_reading()
     names = sorted(g.name for g in reading.gpus)
     text = f"{len(names)} x {names[0]}" if names and len(set(names)) == 1 else ", ".join(names) or "no GPU"
     identity = json.dumps([reading.driver.version, [g.uuid for g in reading.gpus]])
@@ -85,8 +85,10 @@ def run(name: str, build: Path, record: EnvRecord, progress: Progress = lambda _
         raise EnvError(f"{name}: checks {', '.join(failed)} did not pass; the baseline runs only after they do",
                        f"see provision check {name}")
     spec = record.baseline or BUILTIN
-    if spec is BUILTIN and not nvml.read(nvml.load_library()).gpus:
-        raise EnvError(f"{name}: the built-in baseline times GPUs, and this machine has no NVIDIA GPU (NVML found none)",
+    reading = probe.gpu_reading() if spec is BUILTIN else None
+    if reading is not None and not reading.gpus:
+        why = next((n for n in reading.notes if n.startswith("NVML did not start")), "NVML found none")
+        raise EnvError(f"{name}: the built-in baseline times GPUs, and this machine has no NVIDIA GPU ({why})",
                        "run it on the GPU machine, or give the profile a [baseline] command")
     command = [part.replace("{payloads}", str(payload_dir())) for part in spec.command]
     venv = record.venv_path(build)

@@ -15,7 +15,7 @@ from provision.checks.results import CheckResult, MalformedResult
 from provision.envs.records import EnvRecord
 from provision.errors import UsageError
 from provision.log import Progress
-from provision.machine import nvml
+from provision.machine import probe
 from provision.machine.facts import Gpu
 from provision.status import Status
 
@@ -63,7 +63,7 @@ def run(build: Path, record: EnvRecord, *, only: tuple[str, ...] | None = None, 
     selected = select(only, record.checks_required or None)
     in_process_only = all(c.id == "drift" for c in selected)  # `--only drift` before a baseline: no NVML, no venv process
     if gpus is None and not in_process_only:
-        reading = nvml.read(nvml.load_library())
+        reading = probe.gpu_reading()  # a driver that never answers: a note after the probe's bound, not a hang
         gpus, driver_cuda, notes = reading.gpus, reading.driver.cuda, reading.notes
     gpus = gpus or []
     venv = record.venv_path(build)
@@ -73,8 +73,9 @@ def run(build: Path, record: EnvRecord, *, only: tuple[str, ...] | None = None, 
 
     blocking = None if in_process_only else home.blocking_file(venv)  # Python would wait on it at start-up: not run
     installed = {} if in_process_only or blocking else inventory(python, env)
-    no_gpu = "no NVIDIA GPU: NVML is not available (no driver)" if any("NVML not available" in n for n in notes or []) \
-        else "no NVIDIA GPU: NVML found none"
+    hung = [n for n in notes or [] if n.startswith("NVML did not start")]
+    no_gpu = f"no NVIDIA GPU read: {hung[0]}" if hung else "no NVIDIA GPU: NVML is not available (no driver)" \
+        if any("NVML not available" in n for n in notes or []) else "no NVIDIA GPU: NVML found none"
     results = []
     for check in selected:
         progress(f"check {check.id}")

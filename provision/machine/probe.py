@@ -21,8 +21,9 @@ START_TIMEOUT = 60.0  # nvmlInit of eight GPUs without persistence mode takes se
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from provision.machine import sysfs
+    from provision.machine import nvml, sysfs
     from provision.machine.facts import GpuPath, Link, MachineFacts, Toolkit
+    from provision.machine.recording import Recorder
 
 
 def probe(venvs: tuple[str | os.PathLike[str], ...] = (), record_nvml: Path | None = None) -> MachineFacts:
@@ -52,7 +53,7 @@ class Probing:
 def _facts(started: Background[Any] | None, toolkit_job: Background[tuple[list[Toolkit], list[str]]], record_nvml: Path | None) -> MachineFacts:
     # the facts' classes, NVML's, the host's and the PCI readers are imported while the threads run
     from provision import knowledge
-    from provision.machine import host, nvml, pci, sysfs
+    from provision.machine import host, pci, sysfs
     from provision.machine.facts import MachineFacts
 
     host_facts = host.read()  # what needs no NVML is read while nvmlInit runs
@@ -61,30 +62,7 @@ def _facts(started: Background[Any] | None, toolkit_job: Background[tuple[list[T
             import pynvml  # noqa: F401
     if started is not None and started.running():
         knowledge.tables()  # the GPUs' architecture names: knowledge.json read now, not after the wait
-    recorder = None
-    limit = _start_timeout() if started is not None else 0.0
-    if started is not None and not started.wait(limit):  # a hung driver: pynvml's own nvmlInit would wait too
-        reading = nvml.Reading()
-        reading.notes.append(f"NVML did not start within {limit:g} s (the driver does not answer): no GPUs read"
-                             + ("; nothing recorded" if record_nvml is not None else "")
-                             + f"; {START_VARIABLE} sets the wait")
-        record_nvml = None
-    else:
-        early = started.result() if started is not None else None  # nvmlInit done: nvml.read's own is only counted
-        try:
-            lib = nvml.load_library()
-            if record_nvml is not None:
-                from provision.machine.recording import Recorder
-
-                lib = recorder = Recorder(lib)
-            reading = nvml.read(lib)
-        except ProvisionError:
-            raise
-        except Exception as exc:  # a broken binding must not cost the rest of the reading
-            reading = nvml.Reading()
-            reading.notes.append(f"NVML reader failed: {type(exc).__name__}: {exc}")
-        finally:
-            _stop_nvml(early)
+    reading, recorder = _nvml_reading(started, record_nvml)
     files = _files(record=recorder is not None)
     # a replay's host facts are this machine's: its virtualization says nothing of the recorded PCI tree
     virtualization = None if isinstance(files, sysfs.Replay) else host_facts.virtualization
@@ -102,6 +80,44 @@ def _facts(started: Background[Any] | None, toolkit_job: Background[tuple[list[T
         pci=pci_facts,
         notes=tuple(reading.notes + pci_notes + toolkit_notes),
     )
+
+
+def gpu_reading() -> nvml.Reading:
+    """NVML's reading alone, behind the probe's bounded start: what `check` and `baseline` read. A driver that never
+    answers is a note after PROVISION_NVML_START_TIMEOUT seconds (no GPUs), never a hang."""
+    started = None if os.environ.get(REPLAY_VARIABLE) else Background(_start_nvml, None)
+    return _nvml_reading(started, None)[0]
+
+
+def _nvml_reading(started: Background[Any] | None, record_nvml: Path | None) -> tuple[nvml.Reading, Recorder | None]:
+    """nvml.read once NVML's start (on its thread) has ended, or a note where it did not end within the bound; with
+    `record_nvml`, through a Recorder (returned, None otherwise or when nothing could be recorded)."""
+    from provision.machine import nvml
+
+    limit = _start_timeout() if started is not None else 0.0
+    if started is not None and not started.wait(limit):  # a hung driver: pynvml's own nvmlInit would wait too
+        reading = nvml.Reading()
+        reading.notes.append(f"NVML did not start within {limit:g} s (the driver does not answer): no GPUs read"
+                             + ("; nothing recorded" if record_nvml is not None else "")
+                             + f"; {START_VARIABLE} sets the wait")
+        return reading, None
+    recorder = None
+    early = started.result() if started is not None else None  # nvmlInit done: nvml.read's own is only counted
+    try:
+        lib = nvml.load_library()
+        if record_nvml is not None:
+            from provision.machine.recording import Recorder
+
+            lib = recorder = Recorder(lib)
+        reading = nvml.read(lib)
+    except ProvisionError:
+        raise
+    except Exception as exc:  # a broken binding must not cost the rest of the reading
+        reading = nvml.Reading()
+        reading.notes.append(f"NVML reader failed: {type(exc).__name__}: {exc}")
+    finally:
+        _stop_nvml(early)
+    return reading, recorder
 
 
 def _start_timeout() -> float:
