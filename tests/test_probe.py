@@ -417,3 +417,13 @@ def test_check_and_baseline_do_not_hang_on_a_driver_that_never_answers(tmp_path:
     baseline = run_provision("baseline", "hung", "--home", home, env=env, timeout=120)
     assert baseline.returncode != 0 and "NVML did not start within 1 s" in baseline.stderr, baseline.stderr
     assert time.monotonic() - started < 60
+
+
+def test_record_nvml_naming_a_folder_overwrites_nothing(tmp_path: Path) -> None:
+    """`--record-nvml true/` where `true` is a file: pathlib dropped the slash and the recording replaced the file.
+    A file name ends with no /: exit 2 naming the option, and the file is as it was."""
+    kept = tmp_path / "true"
+    kept.write_text("mine\n")
+    done = run_provision("probe", "--record-nvml", f"{kept}/", env={nvml.REPLAY_VARIABLE: str(DATA / "h200.nvml.json")})
+    assert done.returncode == 2 and f"--record-nvml {kept}/" in done.stderr, done.stderr
+    assert len(done.stderr.strip().splitlines()) <= 2 and kept.read_text() == "mine\n"

@@ -36,8 +36,14 @@ def probe(app: App, venvs: tuple[str, ...], record_nvml: str | None) -> Shown:
 
     record = None
     if record_nvml is not None:
+        import os
         from pathlib import Path
 
+        from provision.errors import UsageError
+
+        if record_nvml.endswith(("/", os.sep)):  # Path would drop the slash and overwrite a file of that name
+            raise UsageError(f"--record-nvml {record_nvml}: a file name ends with no /",
+                             "name the file to write, e.g. --record-nvml machine.nvml.json")
         record = Path(record_nvml)
     running = probing.Probing(venvs, record)  # NVML and the nvcc processes start on their threads
     from provision.views import machine as views  # imported while they run
