@@ -311,7 +311,11 @@ def test_nvml_starts_on_a_thread_before_the_reading_and_every_start_is_shut_down
         def exec_module(self, module: object) -> None:
             pass
 
-    import pynvml  # noqa: F401 - the real one, put back after the test
+    import pynvml  # the real one, put back after the test
+
+    source = Path(pynvml.__file__).read_text()  # the fake Library answers only what the real binding asks the library
+    assert f'CDLL("{probe.NVML_LIBRARY}")' in source
+    assert all(f'_nvmlGetFunctionPointer("{name}")' in source for name in vars(Library) if name.startswith("nvml"))
 
     monkeypatch.delenv(nvml.REPLAY_VARIABLE, raising=False)
     monkeypatch.setattr(probe, "_open_library", Library)
