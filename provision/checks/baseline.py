@@ -12,7 +12,7 @@ import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from provision import proc
 from provision.checks import payload_dir
@@ -26,12 +26,14 @@ from provision.errors import EnvError
 from provision.log import Progress
 from provision.machine import probe
 
+if TYPE_CHECKING:
+    from provision.machine import nvml
+
 BUILTIN = Baseline(command=("python", "{payloads}/baseline_builtin.py"), timeout=900.0, json_key="bf16_gemm_tflops",
                    unit="TFLOP/s", better="higher")
 
 
-def machine_fingerprint() -> MachineStamp:
-    reading = probe.gpu_reading()
+def machine_fingerprint(reading: nvml.Reading) -> MachineStamp:
     names = sorted(g.name for g in reading.gpus)
     text = f"{len(names)} x {names[0]}" if names and len(set(names)) == 1 else ", ".join(names) or "no GPU"
     identity = json.dumps([reading.driver.version, [g.uuid for g in reading.gpus]])
@@ -85,8 +87,8 @@ def run(name: str, build: Path, record: EnvRecord, progress: Progress = lambda _
         raise EnvError(f"{name}: checks {', '.join(failed)} did not pass; the baseline runs only after they do",
                        f"see provision check {name}")
     spec = record.baseline or BUILTIN
-    reading = probe.gpu_reading() if spec is BUILTIN else None
-    if reading is not None and not reading.gpus:
+    reading = probe.gpu_reading()  # once: the built-in baseline needs a GPU, and every run is stamped with the machine
+    if spec is BUILTIN and not reading.gpus:
         why = next((n for n in reading.notes if n.startswith("NVML did not start")), "NVML found none")
         raise EnvError(f"{name}: the built-in baseline times GPUs, and this machine has no NVIDIA GPU ({why})",
                        "run it on the GPU machine, or give the profile a [baseline] command")
@@ -108,7 +110,7 @@ def run(name: str, build: Path, record: EnvRecord, progress: Progress = lambda _
                else f"its figure{' ' + spec.json_key if spec.json_key else ''} is {shown}, not a number")
         raise EnvError(f"{name}: the baseline failed ({why}): {done.tail(3)}", "run it by hand: provision run " + name + " -- " + " ".join(command))
     return BaselineRun(figure=figure, unit=spec.unit, better=spec.better, at=_now(),
-                       machine=machine_fingerprint(), command=command, seconds=round(seconds, 2),
+                       machine=machine_fingerprint(reading), command=command, seconds=round(seconds, 2),
                        exit_code=done.returncode, output_tail=done.tail(15), details=_details(document), drift=drifted)
 
 
