@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -232,3 +233,61 @@ def test_probe_json_parses_no_toml() -> None:
     loaded = set(modules.split())
     found = loaded & ({"tomllib", "tomli", "provision.toml"} | HEAVY)
     assert not found, sorted(found)
+
+
+# The heavy commands on a real home, made by the real commands from the tests' own index (the `tiny` profile): each
+# loads what its path runs. Which of them loaded what (issue 23): create loaded tomlkit, pyelftools (the FlashInfer
+# staleness scan, for every payload check) and importlib.metadata; check pyelftools and importlib.metadata (kept, never
+# read, beside each distribution drift reads); restore tomlkit and the wheel matcher (adopt's lock writer); adopt
+# --no-lock tomlkit, zipfile and email; gc importlib.metadata, email and zipfile; and every piped line drew rich.
+@pytest.fixture(scope="module")
+def made(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
+    import tiny
+    from wheelhouse import IndexServer
+
+    folder = tmp_path_factory.mktemp("loads")
+    server = IndexServer(folder / "indexes")
+    try:
+        served = tiny.index(server)
+        (folder / "profiles").mkdir()
+        tiny.profile(folder / "profiles")
+        env = {**os.environ, "PROVISION_HOME": str(folder / "home"), "PROVISION_PROFILES": str(folder / "profiles"),
+               "PROVISION_INDEX_DEFAULT": served.url}
+        bare = folder / "venv"
+        subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(bare)], check=True, timeout=120)
+        for argv in (["create", "tiny", "--python", sys.executable], ["lock", "tiny", "-o", str(folder / "pylock.tiny.toml")],
+                     ["adopt", "mine", str(bare), "--no-lock"]):
+            done = subprocess.run([sys.executable, "-m", "provision", *argv], capture_output=True, text=True, env=env, timeout=300)
+            assert done.returncode == 0, (argv, done.stderr[-2000:])
+        yield {**env, "FOLDER": str(folder)}
+    finally:
+        server.close()
+
+
+@pytest.mark.parametrize(("argv", "said", "forbidden"), [
+    (["create", "tiny", "--name", "again", "--lock", "FOLDER/pylock.tiny.toml", "--python", sys.executable, "--json"],
+     '"name": "again"', {"requests", "urllib3", "tomlkit", "elftools", "rich", "importlib.metadata", "zipfile",
+                         "provision.stacks.index", "provision.checks.staleness", "provision.scan"}),
+    (["check", "tiny", "--json"], '"status": "pass"',
+     {"requests", "tomlkit", "elftools", "rich", "importlib.metadata", "zipfile", "provision.stacks.index",
+      "provision.checks.staleness", "provision.scan"}),
+    (["restore", "tiny", "--json"], '"name": "tiny"',
+     {"requests", "tomlkit", "elftools", "rich", "importlib.metadata", "zipfile", "provision.stacks.match",
+      "provision.stacks.index"}),
+    (["adopt", "other", "FOLDER/venv", "--no-lock"], "adopted ", {"requests", "tomlkit", "rich", "importlib.metadata", "zipfile",
+                                                            "email", "concurrent.futures", "provision.stacks.match", "provision.stacks.index"}),
+    (["gc", "--json"], '"removed"', {"requests", "tomlkit", "elftools", "rich", "importlib.metadata", "zipfile", "email",
+                                     "concurrent.futures", "provision.stacks.index"}),
+    (["profiles", "--json"], '"name": "tiny"', {"requests", "tomlkit", "elftools", "rich", "importlib.metadata", "zipfile",
+                                                "email", "concurrent.futures", "provision.stacks.index", "provision.envs"}),
+    (["report", "--json", "--machine", str(ROOT / "docs/machines/rtx-pro-6000-x8.probe.json")], '"verdict"',
+     {"requests", "tomlkit", "elftools", "rich", "importlib.metadata", "zipfile", "email", "concurrent.futures"}),
+], ids=["create-lock", "check", "restore", "adopt", "gc", "profiles", "report-machine"])
+def test_a_heavy_command_loads_what_it_runs(argv: list[str], said: str, forbidden: set[str], made: dict[str, str]) -> None:
+    argv = [word.replace("FOLDER", made["FOLDER"]) for word in argv]
+    done = subprocess.run([sys.executable, "-c", LOADED, *argv], capture_output=True, text=True, env=made, timeout=300)
+    *shown, exited, modules = done.stdout.splitlines()
+    assert exited == "exit 0" and said in "\n".join(shown), (argv, done.stdout[-1500:], done.stderr[-2000:])
+    loaded = set(modules.split())
+    found = {m for m in loaded if m in forbidden or m.rpartition(".")[0] in forbidden or m.split(".")[0] in forbidden}
+    assert not found, (argv, sorted(found))

@@ -83,6 +83,23 @@ def test_raw_text_is_written_exactly(capsys: pytest.CaptureFixture[str]) -> None
     assert capsys.readouterr().out == text + "\n"  # a block of its own in the ticket
 
 
+LINES = ["", "plain", "x" * 300, "  lead and trail  ", "two\nlines", "trailing\n", "\x1b[31mred\x07 a\r\nb", "\x0b\x0c\x00\x7f\x85",
+         "emoji :fire: [bold]x[/bold] torch[cu128]", "wide \u65e5\u672c a\u200bb \u00e9\u0301 " * 20, "a\u2028b"]
+
+
+def test_lines_without_a_table_are_written_as_rich_writes_them(capsys: pytest.CaptureFixture[str],
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """Piped lines with no table are written without loading rich (its import is a tenth of a second of CPU in every
+    command that prints a line or two): the very text rich wrote, as a table among them still has it write them."""
+    for name in ("TTY_COMPATIBLE", "FORCE_COLOR"):
+        monkeypatch.delenv(name, raising=False)
+    render.render(Shown({}, [Line(text) for text in LINES]), "table")
+    plain = capsys.readouterr().out
+    render.render(Shown({}, [*(Line(text) for text in LINES), table()]), "table")
+    by_rich = capsys.readouterr().out
+    assert by_rich.startswith(plain) and len(by_rich) > len(plain) and plain.count("\n") >= len(LINES), (plain, by_rich)
+
+
 def test_problems_go_to_stderr_in_every_output_and_quiet_keeps_them(capsys: pytest.CaptureFixture[str], level: None) -> None:
     shown = Shown({"skipped": ["x.toml"]}, [Problem("x.toml: not a regular file", "move it"), table()], exit_code=4)
     log.set_level(log.QUIET)

@@ -96,15 +96,13 @@ def test_a_wheel_file_that_names_its_tags_otherwise_is_no_other_source(tmp_path:
     """Two wheels of the SGLang stack whose WHEEL file names their tags otherwise than their file name: a compressed
     tag set in one Tag line (openai-harmony 0.0.4), and `linux_x86_64` kept after a rename to manylinux (torchvision
     0.29.2). Drift read both as another source; they are the lock's own files. A wheel of another platform still is."""
-    from importlib.metadata import PathDistribution
-
     from provision.envs import drift
 
     def installed(name: str, tag: str) -> drift.Installed:
         info = tmp_path / f"{name}-1.0.dist-info"
         info.mkdir()
         (info / "WHEEL").write_text(f"Wheel-Version: 1.0\nRoot-Is-Purelib: false\nTag: {tag}\n")
-        return drift.Installed(name=name, version="1.0", info=info, distribution=PathDistribution(info))
+        return drift.Installed(name=name, version="1.0", info=info)
 
     harmony = installed("openai_harmony", "cp38-abi3-manylinux_2_17_x86_64.manylinux2014_x86_64")
     assert drift._other_source(harmony, ["openai_harmony-0.0.4-cp38-abi3-manylinux_2_17_x86_64.whl"]) is None

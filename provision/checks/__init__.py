@@ -36,6 +36,5 @@ BY_ID = {c.id: c for c in CHECKS}
 
 
 def payload_dir() -> Path:
-    from importlib import resources  # loaded when a payload runs, not by every reader of the registry
-
-    return Path(str(resources.files("provision.checks").joinpath("payloads")))
+    # beside this module in the package, as knowledge.json is read (importlib.resources would load zipfile for it)
+    return Path(__file__).parent / "payloads"

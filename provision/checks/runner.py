@@ -96,12 +96,15 @@ def run(build: Path, record: EnvRecord, *, only: tuple[str, ...] | None = None, 
             result = drift.check(venv, build, record)
         elif check.payload is None:
             result = _driver(check, record, driver_cuda)
+        elif check.id != "flashinfer-jit":
+            result = _payload(check, python, env, _arguments(check, record, gpus, installed, target_sm))
         else:
-            from provision.checks import staleness  # pyelftools, for FlashInfer's JIT workspace only
+            # FlashInfer's JIT workspace only: pyelftools reads its libraries
+            from provision.checks import staleness
 
-            pre = staleness.check(check, record, env, installed) if check.id == "flashinfer-jit" else None
+            pre = staleness.check(check, record, env, installed)
             result = pre or _payload(check, python, env, _arguments(check, record, gpus, installed, target_sm))
-            if check.id == "flashinfer-jit" and target_sm and result.status in ("pass", "warn"):
+            if target_sm and result.status in ("pass", "warn"):
                 result = staleness.verify_target_cubins(result, target_sm)
         results.append(dataclasses.replace(result, seconds=round(time.perf_counter() - start, 2)))
     return results

@@ -9,13 +9,8 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from elftools.common.exceptions import ELFError
-from elftools.elf.dynamic import DynamicSection
-from elftools.elf.elffile import ELFFile
-
 from provision import knowledge, regular
 from provision.checks.results import CheckResult
-from provision.scan import binaries as scan
 
 if TYPE_CHECKING:
     from provision.checks import Check
@@ -26,6 +21,10 @@ LIMIT = 200  # modules read at most: enough to judge a workspace, bounded in tim
 
 def cudart_majors(library: Path) -> set[str]:
     """The libcudart.so.N a shared object names in DT_NEEDED."""
+    from elftools.common.exceptions import ELFError  # loaded when a workspace has a module to read
+    from elftools.elf.dynamic import DynamicSection
+    from elftools.elf.elffile import ELFFile
+
     majors = set()
     try:
         with regular.open_file(library) as handle:  # a pipe named like a library is not waited on
@@ -72,6 +71,8 @@ def check(flashinfer: Check, record: EnvRecord, env: dict[str, str], installed: 
 
 def verify_target_cubins(result: CheckResult, target_sm: str) -> CheckResult:
     """Scan what the JIT built for an absent SM: it must carry a cubin that runs on it."""
+    from provision.scan import binaries as scan
+
     details = result.details or {}
     built = (details.get("target") or {}).get("built") or []
     labels: dict[str, int] = {}

@@ -13,21 +13,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import tomlkit
-from packaging.pylock import Pylock, PylockValidationError
-from packaging.version import InvalidVersion
-
 from provision import __version__, toml
 from provision.atomic import write_atomic
 from provision.envs import records
 from provision.envs.home import Home, site_packages
 from provision.errors import EnvError, ProvisionError
 from provision.log import Progress
-from provision.stacks.match import MatchResult
 from provision.stacks.profiles import DEFAULT_INDEX, Profile
 
 if TYPE_CHECKING:
     from provision.stacks.lockfile import Stamp
+    from provision.stacks.match import MatchResult
 
 
 LOCK_NAME = "pylock.adopted.toml"  # in the build folder (uv takes pylock.<name>.toml)
@@ -132,6 +128,10 @@ def lock_env(home: Home, name: str, profile: Profile | None, progress: Progress 
 
 def render(result: MatchResult, *, name: str, venv: Path, profile: Profile | None) -> str:
     """The PEP 751 lock of what matched, bound to the environment, with what did not under [tool.provision]."""
+    import tomlkit  # written here only: restore and drift read an adopted lock's stamp without it
+    from packaging.pylock import Pylock, PylockValidationError
+    from packaging.version import InvalidVersion
+
     packages = [{"name": m.name, "version": m.version, "index": m.index_url,
                  "wheels": [{"name": m.filename, "url": m.url, "hashes": {"sha256": m.sha256}}]} for m in result.matched]
     raw: dict[str, Any] = {"lock-version": "1.0", "created-by": "provision adopt", "packages": packages, "tool": {"provision": {

@@ -14,13 +14,9 @@ import re
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from email.message import Message
-from email.parser import HeaderParser
-from importlib.metadata import PathDistribution
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from packaging.markers import default_environment
 from packaging.utils import InvalidName, InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 from packaging.version import InvalidVersion, Version
 
@@ -32,6 +28,8 @@ from provision.envs.home import site_packages as site_packages  # one definition
 from provision.errors import EnvError, ProvisionError
 
 if TYPE_CHECKING:
+    from email.message import Message
+
     from packaging.pylock import Package
 
     from provision.envs.records import EnvRecord, KeptFile
@@ -153,7 +151,6 @@ class Installed:
     name: str
     version: str
     info: Path  # the .dist-info (or .egg-info) folder
-    distribution: PathDistribution
 
 
 def _installed(site: Path, confinement: confined.Confinement, drift: Drift) -> dict[str, Installed]:
@@ -164,7 +161,6 @@ def _installed(site: Path, confinement: confined.Confinement, drift: Drift) -> d
             drift.findings.append(Finding(kind="modified", distribution=info_name(info), path=info.name,
                                           expected="a folder in the environment", found=f"{escape[0]} leads out to {escape[1]}: not read"))
             continue
-        distribution = PathDistribution(info)
         try:
             headers = _headers(info) if info.is_dir() else None
         except OSError as exc:  # a pipe or a device where METADATA belongs: named, never waited on
@@ -180,7 +176,7 @@ def _installed(site: Path, confinement: confined.Confinement, drift: Drift) -> d
             drift.findings.append(Finding(kind="modified", distribution=None, path=f"{info.name}/METADATA",
                                           expected="a distribution name (PEP 508)", found=f"Name: {name[:80]!r}"))
             continue
-        found[key] = Installed(name=key, version=headers.get("Version") or "", info=info, distribution=distribution)
+        found[key] = Installed(name=key, version=headers.get("Version") or "", info=info)
     return found
 
 
@@ -188,6 +184,8 @@ def _headers(info: Path) -> Message | None:
     """The metadata's header fields only, read no further than the blank line after them (HEADERS_LIMIT at most):
     parsing the whole file (a long description) costs a tenth of the warm check, and a 45 MB one would be held whole.
     Bytes that are not UTF-8 (a Latin-1 author) read as U+FFFD. OSError for a pipe or a device: never waited on."""
+    from email.parser import HeaderParser  # loaded when a METADATA is read, not by every importer of drift
+
     for name in ("METADATA", "PKG-INFO"):
         try:
             handle = regular.open_file(info / name)
@@ -396,6 +394,8 @@ def _unowned_startup(site: Path, owned: set[str], confinement: confined.Confinem
 
 def marker_environment(venv: Path) -> dict[str, str]:
     """Marker values for the venv: this machine's platform, the venv's Python version (its pyvenv.cfg)."""
+    from packaging.markers import default_environment  # a lock is read: packaging.pylock loads it too
+
     environment: dict[str, str] = {key: str(value) for key, value in default_environment().items()}
     try:
         lines = regular.read_text(venv / "pyvenv.cfg", 1 << 16, follow=False, errors="replace").splitlines()
@@ -506,6 +506,8 @@ def _other_source(dist: Installed, wheel_names: list[str]) -> tuple[str, str] | 
     wheel = _text(dist.info, "WHEEL")
     if not wheel or not wheel_names:
         return None
+    from email.parser import HeaderParser
+
     installed_tags = _tags([str(value) for key, value in HeaderParser().parsestr(wheel).items() if key == "Tag"])
     locked: set[str] = set()
     for filename in wheel_names:

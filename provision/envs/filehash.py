@@ -9,7 +9,6 @@ import hashlib
 import json
 import os
 from collections.abc import Callable, Iterable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from stat import S_ISLNK, S_ISREG
@@ -123,6 +122,8 @@ def digests(wanted: Iterable[Wanted], cache: Cache, *, inside: Callable[[str], b
     if to_hash:
         # Large files first, so that the longest jobs do not start last.
         to_hash.sort(key=lambda pair: -pair[1].st_size)
+        from concurrent.futures import ThreadPoolExecutor  # a warm cache hashes nothing and starts no thread
+
         workers = min(32, (os.cpu_count() or 2) * 2)
         with ThreadPoolExecutor(max_workers=workers) as pool:
             hashed = pool.map(lambda pair: _hash_or_none(pair[0]), to_hash)

@@ -7,7 +7,6 @@ import csv
 import io
 import os
 import shutil
-from importlib.metadata import PathDistribution
 from pathlib import Path
 
 from packaging.utils import canonicalize_name
@@ -21,6 +20,8 @@ HEAD = 1024  # a shebang, or uv's /bin/sh "exec" trampoline for long paths, lies
 
 def scripts(staging: Path, venv: Path, names: list[str]) -> list[str]:
     """Rewrite `staging` to `venv` in the scripts of distributions `names`; return the RECORD paths rewritten."""
+    from importlib.metadata import PathDistribution  # with email and zipfile: loaded when restore reinstalled
+
     from provision.envs.home import site_packages
 
     site = site_packages(staging)

@@ -19,7 +19,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-import tomlkit
 from packaging import tags
 from packaging.pylock import Pylock, PylockValidationError
 from packaging.specifiers import SpecifierSet
@@ -30,7 +29,7 @@ from provision import __version__, proc, toml
 from provision.atomic import write_atomic
 from provision.errors import InputError, ResolveError, UsageError
 from provision.log import Progress
-from provision.stacks import index, lockfile, relock, urls, uvtool
+from provision.stacks import lockfile, relock, urls, uvtool
 from provision.stacks.profiles import DEFAULT_INDEX, Package, Profile
 
 INDEX_VARIABLE = "PROVISION_INDEX_{}"
@@ -196,6 +195,8 @@ def _compatible(filename: str, accepted: frozenset[tags.Tag]) -> bool:
 
 def nightly_pins(profile: Profile, indexes: dict[str, str | None], target: Target) -> tuple[dict[str, str], str | None]:
     """Pin every nightly package of one index to the newest date that all of them have a wheel for."""
+    from provision.stacks import index  # asked when a lock is made: create --lock reads none
+
     pins: dict[str, str] = {}
     chosen: str | None = None
     groups: dict[str, list[Package]] = {}
@@ -235,6 +236,8 @@ def _project(profile: Profile, pins: dict[str, str], indexes: dict[str, str | No
     """The pyproject.toml uv resolves: dependencies, plus sources binding each package to its named index (and a
     package declared without one to the default index, when its URL is known). No URL is written here: the index
     options carry them, and their credentials travel by variable."""
+    import tomlkit  # a lock is written: create --lock reads one and writes none
+
     doc = tomlkit.document()
     requirements = []
     for package in profile.packages:
@@ -264,6 +267,8 @@ def _resolve_explicit(folder: Path, profile: Profile, pins: dict[str, str], inde
     """Resolve again with every named index explicit (uv takes from it only what a source names): the profile's bound
     packages, and each dependency the first pass found on a named index, pinned to the version found there. A package
     declared without an index can then come from the default index only."""
+    import tomlkit  # a lock is written: create --lock reads one and writes none
+
     declared = {str(canonicalize_name(p.name)) for p in profile.packages}
     carried = {str(canonicalize_name(p["name"])): (str(p.get("version", "")), origin[str(canonicalize_name(p["name"]))])
                for p in first.get("packages", []) if str(canonicalize_name(p["name"])) not in declared
@@ -298,6 +303,8 @@ def attribution(packages: list[dict[str, Any]], profile: Profile, indexes: dict[
     it); any other from the named index whose page lists the very file locked, else the default index. The pages
     are read in parallel over kept-alive connections; a lock that involves only the default index reads none."""
     from concurrent.futures import ThreadPoolExecutor
+
+    from provision.stacks import index
 
     bound = {str(canonicalize_name(p.name)): p.index for p in profile.packages
              if p.index != DEFAULT_INDEX or indexes.get(DEFAULT_INDEX)}
@@ -423,6 +430,8 @@ def _packages(raw: dict[str, Any], indexes: dict[str, str | None], origin: dict[
     too (each package's `index`, each file's URL without credentials and its hashes): what is written."""
     from concurrent.futures import ThreadPoolExecutor
 
+    from provision.stacks import index
+
     locked: list[LockedPackage] = []
     unhashed = [urls.strip_credentials(w.get("url", "")) for p in raw.get("packages", []) for w in _files(p) if not w.get("hashes")]
     for file_url in unhashed:
@@ -484,11 +493,15 @@ def _dumps(raw: dict[str, Any], written: str) -> str:
     """The lock as TOML: uv's own text with provision's keys put in (each package's `index`, `created-by`,
     [tool.provision]) where that gives exactly `raw` back (tomlkit takes seconds to write two hundred packages anew),
     else the whole document written by tomlkit."""
+    import tomlkit  # a lock is written: create --lock reads one and writes none
+
     patched = _patched(raw, written)
     return patched if patched is not None else tomlkit.dumps(raw)
 
 
 def _patched(raw: dict[str, Any], written: str) -> str | None:
+    import tomlkit
+
     marker = "\n[[packages]]\n"
     blocks = written.split(marker)
     packages = raw.get("packages", [])

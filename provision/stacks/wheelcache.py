@@ -15,7 +15,6 @@ from pathlib import Path
 
 from provision import regular
 from provision.log import Progress
-from provision.stacks import index
 
 REPORT_EVERY = 64 << 20  # a progress line per this many bytes of one wheel
 _SHA256 = re.compile(r"^[0-9a-f]{64}\Z")
@@ -81,6 +80,8 @@ def fetch(url: str, sha256: str, filename: str, *, hint: str, size: int | None =
     found = cached(sha256, filename)
     if found:
         return found
+    from provision.stacks import index  # a wheel is fetched
+
     place = folder() / sha256
     place.parent.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()

@@ -6,16 +6,14 @@ hundred KiB of each wheel, never the whole of it)."""
 from __future__ import annotations
 
 import os
-import zipfile
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from provision import regular
 from provision.atomic import write_atomic
 from provision.errors import ProvisionError
 from provision.log import Progress
-from provision.stacks import lockcheck, uvcache, wheelcache, wheelmeta
+from provision.stacks import lockcheck, uvcache, wheelcache
 
 WORKERS = 16
 
@@ -41,8 +39,11 @@ def read_all(wheels: list[tuple[str, str, str, str]], uv_cache: Callable[[], Pat
         found = in_folder(cached.archive) if cached and sha256 in cached.sha256s() else None
         return filename, found if found is not None else _elsewhere(filename, url, sha256)
 
-    with ThreadPoolExecutor(max_workers=WORKERS) as pool:
-        found.update(pool.map(one, wheels))
+    if wheels:  # every RECORD read before (a lock made again): no thread, no zip or HTTP reader is loaded
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(max_workers=WORKERS) as pool:
+            found.update(pool.map(one, wheels))
     return found
 
 
@@ -67,6 +68,8 @@ def _elsewhere(filename: str, url: str, sha256: str) -> dict[str, str] | None:
             pass
     if not url.lower().startswith(("http://", "https://")):
         return None
+    from provision.stacks import wheelmeta  # packaging.metadata and the index client: a remote zip is read
+
     try:
         raw = wheelmeta.record(url)
     except ProvisionError:
@@ -92,6 +95,8 @@ def in_folder(archive: Path) -> dict[str, str] | None:
 
 def in_wheel(wheel: Path) -> dict[str, str] | None:
     """What a wheel file's RECORD says it installs; None when it has none."""
+    import zipfile
+
     try:
         with zipfile.ZipFile(wheel) as archive:
             names = [n for n in archive.namelist() if n.count("/") == 1 and n.endswith(".dist-info/RECORD")]

@@ -134,8 +134,10 @@ def _tables(blocks: Sequence[Block]) -> None:
     from provision.log import printable
     from provision.views import ui
 
-    # rich is imported only when there is something to draw
-    out = ui.console() if any(isinstance(b, (Table, Line)) for b in blocks) else None
+    # rich is imported only when there is something to draw: lines alone, piped, are written as rich writes them
+    drawn = [b for b in blocks if isinstance(b, (Table, Line))]
+    plain = bool(drawn) and all(isinstance(b, Line) and "\t" not in b.text for b in drawn) and not _terminal()
+    out = ui.console() if drawn and not plain else None
     for block in blocks:
         if isinstance(block, Problem):
             continue  # written by render, whatever the output
@@ -144,6 +146,9 @@ def _tables(blocks: Sequence[Block]) -> None:
         elif isinstance(block, Raw):
             sys.stdout.write(block.text)
             sys.stdout.flush()
+        elif plain and isinstance(block, Line):
+            sys.stdout.write(printable(block.text) + "\n")
+            sys.stdout.flush()  # as rich does: an Info line after it on stderr comes after it in 2>&1
         elif out is None:
             continue
         elif isinstance(block, Line):
@@ -156,6 +161,24 @@ def _tables(blocks: Sequence[Block]) -> None:
             if block.caption:
                 table.caption = printable(block.caption)
             out.print(table)
+
+
+def _terminal() -> bool:
+    """Whether rich would take stdout for a terminal (its Console.is_terminal: TTY_COMPATIBLE, FORCE_COLOR, then
+    isatty), where it wraps lines and colours them. A line with a tab stays with rich, which expands it by cell width."""
+    import os
+    import sys
+
+    compatible = os.environ.get("TTY_COMPATIBLE", "")
+    if compatible in ("0", "1"):
+        return compatible == "1"
+    force = os.environ.get("FORCE_COLOR")
+    if force is not None:
+        return force != ""
+    try:
+        return sys.stdout.isatty()
+    except ValueError:  # closed
+        return False
 
 
 def _escape(cell: Cell) -> str:
