@@ -52,32 +52,35 @@ DAMAGE: dict[str, Callable[[Path], None]] = {"metadata-latin1": _metadata_latin1
                                               "direct-url-url-not-a-string": _direct_url_no_url}
 
 
-@pytest.mark.parametrize("damage", DAMAGE)
-def test_odd_files_in_a_dist_info_are_findings_not_tracebacks(tool: tiny.Tool, damage: str) -> None:
-    DAMAGE[damage](info_of(tool))
-    check = tool("check", "tiny", "--only", "drift", "--json", check=False)
-    assert "Traceback" not in check.stderr and check.returncode in (0, 1), check.stderr
-    (result,) = json.loads(check.stdout)["checks"]
-    assert result["status"] in ("pass", "warn", "fail"), result
-    for extra in (("--dry-run",), ()):
-        done = tool("restore", "tiny", "--no-checks", *extra, check=False)
-        assert "Traceback" not in done.stderr and done.returncode == 0, done.stderr
-    assert json.loads(tool("check", "tiny", "--only", "drift", "--json").stdout)["checks"][0]["status"] == "pass"
+def test_odd_files_in_a_dist_info_are_findings_not_tracebacks(tool: tiny.Tool) -> None:
+    """Each damage in turn in one build: check finds it, restore puts it back, and check passes again before the next
+    (a build per damage made five environments to damage one file in each)."""
+    for damage, make in DAMAGE.items():
+        make(info_of(tool))
+        check = tool("check", "tiny", "--only", "drift", "--json", check=False)
+        assert "Traceback" not in check.stderr and check.returncode in (0, 1), (damage, check.stderr)
+        (result,) = json.loads(check.stdout)["checks"]
+        assert result["status"] in ("pass", "warn", "fail"), (damage, result)
+        for extra in (("--dry-run",), ()):
+            done = tool("restore", "tiny", "--no-checks", *extra, check=False)
+            assert "Traceback" not in done.stderr and done.returncode == 0, (damage, extra, done.stderr)
+        after = json.loads(tool("check", "tiny", "--only", "drift", "--json").stdout)["checks"][0]
+        assert after["status"] == "pass", (damage, after)
 
 
-@pytest.mark.parametrize("content", [b"not = [toml", b"\xff\xfe binary", b""])
-def test_env_json_lock_naming_a_file_that_is_not_toml_is_one_error(tool: tiny.Tool, tmp_path: Path, content: bytes) -> None:
+def test_env_json_lock_naming_a_file_that_is_not_toml_is_one_error(tool: tiny.Tool, tmp_path: Path) -> None:
+    """Each content in turn in one build (restore refuses each and changes nothing it reads)."""
     (build,) = (tool.home / "builds").iterdir()
-    bad = tmp_path / "not-a-lock.toml"
-    bad.write_bytes(content)
-    data = json.loads((build / "env.json").read_text())
-    data["lock"] = str(bad)
-    (build / "env.json").write_text(json.dumps(data))
+    record = json.loads((build / "env.json").read_text())
     (info_of(tool).parent / "alpha" / "__init__.py").write_text("patched = True\n")
-    check = tool("check", "tiny", "--only", "drift", "--json", check=False)
-    assert "Traceback" not in check.stderr, check.stderr
-    for extra in (("--dry-run",), ()):
-        done = tool("restore", "tiny", "--no-checks", *extra, check=False)
-        assert "Traceback" not in done.stderr and done.returncode in (1, 2, 7), done.stderr
-        assert str(bad) in done.stderr and done.stderr.count("error: ") == 1, done.stderr
-    assert bad.read_bytes() == content
+    for number, content in enumerate([b"not = [toml", b"\xff\xfe binary", b""]):
+        bad = tmp_path / f"not-a-lock-{number}.toml"
+        bad.write_bytes(content)
+        (build / "env.json").write_text(json.dumps({**record, "lock": str(bad)}))
+        check = tool("check", "tiny", "--only", "drift", "--json", check=False)
+        assert "Traceback" not in check.stderr, (content, check.stderr)
+        for extra in (("--dry-run",), ()):
+            done = tool("restore", "tiny", "--no-checks", *extra, check=False)
+            assert "Traceback" not in done.stderr and done.returncode in (1, 2, 7), (content, done.stderr)
+            assert str(bad) in done.stderr and done.stderr.count("error: ") == 1, (content, done.stderr)
+        assert bad.read_bytes() == content

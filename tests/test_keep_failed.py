@@ -60,8 +60,9 @@ def test_a_build_whose_install_failed_is_kept_too(tmp_path: Path, index_server, 
     done = tool("create", "tiny", "--python", tiny.PY, "--lock", str(lock), "--keep-failed", check=False,
                 env={"UV_CACHE_DIR": str(tmp_path / "empty-cache")})
     assert done.returncode in (5, 6), done.stderr
-    (kept,) = [name for name, row in tool.envs().items() if row["failed"]]
+    listed = tool.envs()
+    (kept,) = [name for name, row in listed.items() if row["failed"]]
     assert kept.startswith("tiny-failed-") and f"kept as {kept}" in done.stderr
-    assert tool.envs()[kept]["profile"] == "tiny" and not tool.envs()[kept]["active"]
+    assert listed[kept]["profile"] == "tiny" and not listed[kept]["active"]
     tool("gc")
     assert tool.envs() == {} and tool.builds() == []

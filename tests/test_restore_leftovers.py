@@ -31,7 +31,9 @@ build_of = tiny.build_of
 
 
 @pytest.mark.parametrize("venv_name", ["myvenv", "v*", "v[ab]"])
-def test_gc_and_restore_never_delete_a_users_folder_named_like_a_staging_copy(tool: tiny.Tool, tmp_path: Path, venv_name: str) -> None:
+def test_gc_and_restore_never_delete_a_users_folder_named_like_a_staging_copy(tmp_path: Path, provision_bin: str, index_server,
+                                                                            venv_name: str) -> None:
+    tool = tiny.make_tool(tmp_path, provision_bin, tiny.index(index_server))  # the venv it adopts is the only one
     srv = tmp_path / "srv"
     srv.mkdir()
     venv = srv / venv_name
