@@ -122,8 +122,13 @@ class Fleet:
         assert done.returncode == 0, done.stderr
         return {e["name"]: e for e in json.loads(done.stdout)["environments"]}
 
-    def active(self, host: str) -> str | None:
-        return next((n for n, e in self.envs(host).items() if e["active"]), None)
+    def active(self) -> list[str | None]:
+        """The active environment of each host, one `envs --json` read of each home."""
+        return [active(self.envs(h)) for h in HOSTS]
+
+
+def active(envs: dict[str, Any]) -> str | None:
+    return next((n for n, e in envs.items() if e["active"]), None)
 
 
 def snapshot(home: Path) -> dict[str, bytes | str]:
@@ -146,7 +151,7 @@ def test_fleet_probe_report_rolling_upgrade_stops_at_failing_host_and_rollback(t
 
     # Today's stack everywhere, built host by host without Ansible (the rollout below shows a host passing through it).
     fleet.by_hand(fleet.old)
-    assert [fleet.active(h) for h in HOSTS] == ["serve-cu128"] * 3
+    assert fleet.active() == ["serve-cu128"] * 3
 
     # Probe all, one report: gpu-b's driver cannot run the CUDA 13.0 stack, and the report says so first.
     profiles = json.dumps({"provision_report_profiles": [str(fleet.new), str(fleet.old)]})
@@ -172,8 +177,9 @@ def test_fleet_probe_report_rolling_upgrade_stops_at_failing_host_and_rollback(t
     assert done.returncode != 0, done.stdout
     assert "gpu-b: serve-cu130 was not activated; serve-cu128 stays active" in done.stdout
     assert "driver: the driver supports CUDA 12.9" in done.stdout
-    assert fleet.active("gpu-a") == "serve-cu130" and set(fleet.envs("gpu-a")) == {"serve-cu128", "serve-cu130"}
-    assert fleet.active("gpu-b") == "serve-cu128" and set(fleet.envs("gpu-b")) == {"serve-cu128"}
+    envs_a, envs_b = fleet.envs("gpu-a"), fleet.envs("gpu-b")  # one read of each home
+    assert active(envs_a) == "serve-cu130" and set(envs_a) == {"serve-cu128", "serve-cu130"}
+    assert active(envs_b) == "serve-cu128" and set(envs_b) == {"serve-cu128"}
     assert len(list((fleet.home("gpu-b") / "builds").iterdir())) == 1  # the failed build was removed
     assert snapshot(fleet.home("gpu-c")) == untouched
     assert not (tmp_path / "gpu-c" / "remote" / "pylock.serve-cu130.toml").exists()  # not even the lock was copied
@@ -191,7 +197,7 @@ def test_fleet_probe_report_rolling_upgrade_stops_at_failing_host_and_rollback(t
     done = fleet.play("upgrade.yml", "-e", f"provision_profile={fleet.new}")
     assert done.returncode == 0, done.stdout + done.stderr
     assert "gpu-a: serve-cu130 is active already" in done.stdout
-    assert [fleet.active(h) for h in HOSTS] == ["serve-cu130"] * 3
+    assert fleet.active() == ["serve-cu130"] * 3
     # with the first run's lock, not a new one: every host got the same files
     assert "reusing the lock of the first run" in done.stdout
     assert (fleet.fleet_dir / "pylock.serve-cu130.toml").read_bytes() == first_lock
@@ -203,7 +209,7 @@ def test_fleet_probe_report_rolling_upgrade_stops_at_failing_host_and_rollback(t
     # The fleet rollback: every host where serve-cu130 is active goes back to serve-cu128, all at once.
     done = fleet.play("rollback.yml", "-e", "provision_env=serve-cu130")
     assert done.returncode == 0, done.stdout + done.stderr
-    assert [fleet.active(h) for h in HOSTS] == ["serve-cu128"] * 3
+    assert fleet.active() == ["serve-cu128"] * 3
     assert all(f"{h}: serve-cu130 -> serve-cu128" in done.stdout for h in HOSTS)
 
 
