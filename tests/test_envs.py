@@ -121,7 +121,8 @@ def test_hash_mismatch_is_refused_and_nothing_is_installed(tool: Tool, stack) ->
     stack["cu130"]["default"].wrong_hash.add(ninja.name)
     done = create(tool, stack, "cu130", check=False)
     assert done.returncode != 0 and "hash" in done.stderr.lower()
-    assert set(tool.envs()) == {"cu128"} and tool.envs()["cu128"]["active"] and len(tool.builds()) == 1
+    listed = tool.envs()
+    assert set(listed) == {"cu128"} and listed["cu128"]["active"] and len(tool.builds()) == 1
 
 
 def test_two_creates_at_once_serialize(tool: Tool, stack) -> None:
@@ -162,7 +163,8 @@ def test_recreate_keeps_the_old_build_until_the_new_one_passes(tool: Tool, stack
     profile.write_text((Path(__file__).parent.parent / "profiles/cu130.toml").read_text().replace('ninja = {}', 'ninja = "==1.13.1"'))
     failed = tool("create", str(profile), "--python", PY, "--replace", *stacks.index_args(stack["cu130"]), check=False)
     assert failed.returncode == 1 and "broken build" in failed.stdout
-    assert tool.envs()["cu130"]["path"] == before and tool.envs()["cu130"]["active"]
+    listed = tool.envs()
+    assert listed["cu130"]["path"] == before and listed["cu130"]["active"]
 
 
 def test_adopt_a_venv_and_remove_leaves_its_files(tool: Tool, stack, tmp_path: Path) -> None:
@@ -244,4 +246,5 @@ def test_a_malformed_lock_is_one_line_and_changes_nothing(tool: Tool, stack, tmp
     lines = done.stderr.strip().splitlines()
     assert done.returncode == 2 and lines[-2].startswith("error: ") and str(bad) in lines[-2] and "PEP 751" in lines[-2]
     assert "Traceback" not in done.stderr
-    assert set(tool.envs()) == {"cu128"} and tool.envs()["cu128"]["active"] and len(tool.builds()) == 1
+    listed = tool.envs()
+    assert set(listed) == {"cu128"} and listed["cu128"]["active"] and len(tool.builds()) == 1
