@@ -239,7 +239,9 @@ def test_probe_json_parses_no_toml() -> None:
 # loads what its path runs. Which of them loaded what (issue 23): create loaded tomlkit, pyelftools (the FlashInfer
 # staleness scan, for every payload check) and importlib.metadata; check pyelftools and importlib.metadata (kept, never
 # read, beside each distribution drift reads); restore tomlkit and the wheel matcher (adopt's lock writer); adopt
-# --no-lock tomlkit, zipfile and email; gc importlib.metadata, email and zipfile; and every piped line drew rich.
+# --no-lock tomlkit, zipfile, email and the profile parser with no profile named; gc importlib.metadata, email,
+# zipfile and the drift check (to find that no killed restore left anything); run and shell-env the profile parser
+# (packaging, tomllib, hashlib) for the one function that fills an [env] table; and every piped line drew rich.
 @pytest.fixture(scope="module")
 def made(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
     import tiny
@@ -275,14 +277,17 @@ def made(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
      {"requests", "tomlkit", "elftools", "rich", "importlib.metadata", "zipfile", "provision.stacks.match",
       "provision.stacks.index"}),
     (["adopt", "other", "FOLDER/venv", "--no-lock"], "adopted ", {"requests", "tomlkit", "rich", "importlib.metadata", "zipfile",
-                                                            "email", "concurrent.futures", "provision.stacks.match", "provision.stacks.index"}),
+                                                            "email", "concurrent.futures", "packaging", "tomllib",
+                                                            "provision.stacks.profiles", "provision.stacks.match"}),
     (["gc", "--json"], '"removed"', {"requests", "tomlkit", "elftools", "rich", "importlib.metadata", "zipfile", "email",
-                                     "concurrent.futures", "provision.stacks.index"}),
+                                     "concurrent.futures", "provision.stacks.index", "provision.envs.drift", "provision.envs.restore"}),
     (["profiles", "--json"], '"name": "tiny"', {"requests", "tomlkit", "elftools", "rich", "importlib.metadata", "zipfile",
                                                 "email", "concurrent.futures", "provision.stacks.index", "provision.envs"}),
     (["report", "--json", "--machine", str(ROOT / "docs/machines/rtx-pro-6000-x8.probe.json")], '"verdict"',
      {"requests", "tomlkit", "elftools", "rich", "importlib.metadata", "zipfile", "email", "concurrent.futures"}),
-], ids=["create-lock", "check", "restore", "adopt", "gc", "profiles", "report-machine"])
+    (["shell-env", "tiny"], "export VIRTUAL_ENV=", {"requests", "tomlkit", "rich", "packaging", "hashlib", "tomllib",
+                                                    "provision.stacks"}),
+], ids=["create-lock", "check", "restore", "adopt", "gc", "profiles", "report-machine", "shell-env"])
 def test_a_heavy_command_loads_what_it_runs(argv: list[str], said: str, forbidden: set[str], made: dict[str, str]) -> None:
     argv = [word.replace("FOLDER", made["FOLDER"]) for word in argv]
     done = subprocess.run([sys.executable, "-c", LOADED, *argv], capture_output=True, text=True, env=made, timeout=300)

@@ -11,6 +11,7 @@ from conftest import DATA, ROOT
 
 from provision import knowledge
 from provision.checks.results import CheckResult
+from provision.envs import variables
 from provision.machine import nvml
 from provision.machine.facts import MachineFacts
 from provision.report import environments, observed
@@ -35,8 +36,8 @@ def test_arch_list_is_what_flashinfer_would_pick(ccs: list[str], nvcc: str, expe
 
 def test_fill_env_leaves_arch_list_unset_without_gpus() -> None:
     template = {"A": "{arch_list}", "B": "{env}/x", "C": "{site}"}
-    assert profiles.fill_env(template, env="/e", venv="/e/venv", site="/s", arch_list="") == {"B": "/e/x", "C": "/s"}
-    assert profiles.fill_env(template, env="/e", venv="/v", site="/s", arch_list="9.0a")["A"] == "9.0a"
+    assert variables.fill_env(template, env="/e", venv="/e/venv", site="/s", arch_list="") == {"B": "/e/x", "C": "/s"}
+    assert variables.fill_env(template, env="/e", venv="/v", site="/s", arch_list="9.0a")["A"] == "9.0a"
 
 
 def test_checks_fill_arch_list_for_the_gpus_they_run_on(tmp_path: Path) -> None:

@@ -122,10 +122,13 @@ def adopt(app: App, name: str, venv: Path, profile_name: str | None, no_lock: bo
     matched to its wheel on the profile's indexes (the default index without a profile) or in uv's cache. Its files
     are never deleted."""
     from provision.envs import adopted
-    from provision.stacks import profiles
     from provision.views import envs as views
 
-    profile = profiles.load(profile_name) if profile_name else None
+    profile = None
+    if profile_name:  # the profile parser (packaging) only when one is named
+        from provision.stacks import profiles
+
+        profile = profiles.load(profile_name)
     with app.progress() as step:
         return views.adopted(adopted.adopt(app.environments(), name, venv, profile, lock=not no_lock, progress=step))
 

@@ -13,17 +13,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from provision import __version__, toml
+from provision import __version__
 from provision.atomic import write_atomic
 from provision.envs import records
 from provision.envs.home import Home, site_packages
 from provision.errors import EnvError, ProvisionError
 from provision.log import Progress
-from provision.stacks.profiles import DEFAULT_INDEX, Profile
 
 if TYPE_CHECKING:
     from provision.stacks.lockfile import Stamp
     from provision.stacks.match import MatchResult
+    from provision.stacks.profiles import Profile
 
 
 LOCK_NAME = "pylock.adopted.toml"  # in the build folder (uv takes pylock.<name>.toml)
@@ -92,6 +92,7 @@ def indexes_for(profile: Profile | None) -> tuple[dict[str, str], dict[str, str]
     """(the indexes to look on, by name, in order; distributions bound to one of them; uv's own default index)."""
     from provision.stacks import lock as locking
     from provision.stacks import newprofile
+    from provision.stacks.profiles import DEFAULT_INDEX
 
     uv_default = newprofile.default_index()
     if profile is None:
@@ -131,6 +132,8 @@ def render(result: MatchResult, *, name: str, venv: Path, profile: Profile | Non
     import tomlkit  # written here only: restore and drift read an adopted lock's stamp without it
     from packaging.pylock import Pylock, PylockValidationError
     from packaging.version import InvalidVersion
+
+    from provision import toml
 
     packages = [{"name": m.name, "version": m.version, "index": m.index_url,
                  "wheels": [{"name": m.filename, "url": m.url, "hashes": {"sha256": m.sha256}}]} for m in result.matched]

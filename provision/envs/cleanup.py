@@ -109,12 +109,12 @@ def _kept_failed(home: Home) -> list[str]:
 def _killed_restores(home: Home) -> list[str]:
     """What a restore killed with -9 made (its staging copy beside the venv, its subset lock), by the exact names it
     recorded; nothing of a restore running."""
-    from provision.envs import restore
+    from provision.envs import leftovers
 
     removed = []
     for _, build in _named_builds(home):
         if home.restorer(build) is None:
-            removed += [f"{leftover} (left by a killed restore)" for leftover in restore.remove_stale(build)]
+            removed += [f"{leftover} (left by a killed restore)" for leftover in leftovers.remove_stale(build)]
     return removed
 
 

@@ -32,11 +32,11 @@ from provision.envs.records import EnvRecord, KeptFile
 from provision.envs.variables import env_template, resolve_env
 from provision.errors import EnvError, InputError, ProvisionError
 from provision.log import Progress
-from provision.stacks.profiles import Profile
 
 if TYPE_CHECKING:
     from provision.envs.accept import NotCarried
     from provision.stacks.lock import Target
+    from provision.stacks.profiles import Profile
 
 
 

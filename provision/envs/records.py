@@ -38,6 +38,15 @@ T = TypeVar("T")
 OPTIONAL_KEYS = ("env_template", "checks_subset", "accepted", "profile_files")  # written only when there is something to say
 
 
+def _allreduce_runs(stored: list[Fields]) -> list[AllreduceRun]:
+    """The all-reduce runs env.json keeps; their classes (a dozen dataclasses) load only where one is stored."""
+    if not stored:
+        return []
+    from provision.checks.allreduce_runs import AllreduceRun
+
+    return [_typed(run, AllreduceRun.parse) for run in stored]
+
+
 def _typed(fields: Fields, parse: Callable[[Reader], T]) -> T:
     """A record of checks/results.py read from `fields`: a key of the wrong type is a RecordError naming the file."""
     from provision.checks.results import MalformedResult, Reader
@@ -193,7 +202,6 @@ class EnvRecord:
                 raise RecordError(f"{path}: key 'env' holds {shown}, not a variable name", fix_hint(path))
             if "\0" in value:  # no process can be given it: run's exec would fail with a traceback
                 raise RecordError(f"{path}: key 'env' holds {key} with a NUL byte in its value", fix_hint(path))
-        from provision.checks.allreduce_runs import AllreduceRun
         from provision.checks.results import Baseline, BaselineRun
 
         checks, subset, spec = fields.mapping("checks"), fields.mapping("checks_subset"), fields.mapping("baseline")
@@ -211,7 +219,7 @@ class EnvRecord:
             checks=CheckRun.parse(Fields(path, checks, "checks")) if checks is not None else None,
             checks_subset=CheckRun.parse(Fields(path, subset, "checks_subset")) if subset is not None else None,
             baselines=[_typed(run, BaselineRun.parse) for run in fields.objects("baselines")],
-            allreduce=[_typed(run, AllreduceRun.parse) for run in fields.objects("allreduce")],
+            allreduce=_allreduce_runs(fields.objects("allreduce")),
             accepted=[KeptFile.parse(kept) for kept in fields.objects("accepted")],
             profile_files=[KeptFile.parse(kept) for kept in fields.objects("profile_files")],
             extra={k: v for k, v in fields.data.items() if k not in known},

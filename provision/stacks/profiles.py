@@ -90,13 +90,6 @@ class Profile:
         return None
 
 
-def fill_env(template: dict[str, str], *, env: str, venv: str, site: str, arch_list: str) -> dict[str, str]:
-    """Return the [env] table with its placeholders filled. A variable that needs {arch_list} is left out when no
-    GPU was read (empty list): unset, FlashInfer and the like detect the GPU themselves when they run."""
-    values = {"env": env, "venv": venv, "site": site, "arch_list": arch_list}
-    return {key: value.format(**values) for key, value in template.items() if arch_list or "{arch_list}" not in value}
-
-
 def shipped_dir() -> Path:
     """Profiles shipped with the tool: inside the installed package, or the repository's profiles/ folder."""
     package = Path(__file__).resolve().parent.parent

@@ -13,13 +13,12 @@ import zipfile
 import zlib
 from typing import IO, TYPE_CHECKING, Literal
 
-from packaging.metadata import Metadata
-
 from provision.errors import IndexError_
 from provision.stacks import index, urls
 
 if TYPE_CHECKING:
     from _typeshed import WriteableBuffer
+    from packaging.metadata import Metadata
 
 BLOCK = 256 * 1024  # one range request: the zip's tail usually holds the whole central directory
 METADATA_LIMIT = 16 << 20  # a METADATA, long description and all (the largest real ones are a few hundred KiB)
@@ -151,6 +150,8 @@ def _member(stream: IO[bytes] | io.BufferedReader, member: str = "METADATA", lim
 def _parse(raw: bytes, url: str) -> Metadata:
     """The METADATA's header fields (the long description after them is never parsed), Requires-Dist checked
     here: a requirement that does not parse is an IndexError_ naming the URL, not a traceback later."""
+    from packaging.metadata import Metadata  # email's parser with it: a RECORD alone is read without them
+
     if len(raw) > METADATA_LIMIT:
         raise IndexError_(f"{urls.redact(url)}: its METADATA is larger than {METADATA_LIMIT:,} bytes", "report it to the package's maintainers")
     head = re.split(rb"\r?\n\r?\n", raw, maxsplit=1)[0] + b"\n"
