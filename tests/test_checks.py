@@ -205,3 +205,35 @@ def test_the_check_view_decides_the_exit_code_and_renders_tables_json_and_markdo
     markdown = capsys.readouterr().out
     assert "| torch-cuda | **FAIL** | 0.0 | a \\| b |" in markdown and "Traceback: boom" in markdown
     assert render(shown, "json") == 1 and json.loads(capsys.readouterr().out)["status"] == "fail"
+
+
+def test_flashinfer_target_cubins_name_a_damaged_build_instead_of_crashing(tmp_path: Path) -> None:
+    """A module the JIT left truncated (ELF magic, then nothing) or removed before it was read: the check fails naming
+    it, never a traceback out of `check` (the scan of each built module was unguarded)."""
+    truncated = tmp_path / "norm.so"
+    truncated.write_bytes(b"\x7fELF\x02\x01\x01")
+    for built in (truncated, tmp_path / "gone.so"):
+        passed = CheckResult(id="flashinfer-jit", status="pass", reason="built", details={"target": {"built": [str(built)]}})
+        result = staleness.verify_target_cubins(passed, "9.0a")
+        assert result.status == "fail" and str(built) in result.reason and "not read" in result.reason, result
+
+
+@pytest.mark.skipif(shutil.which("gcc") is None, reason="gcc builds a module linked against libcudart.so.12")
+def test_jit_workspace_module_with_a_damaged_dynamic_section_is_read_past(tmp_path: Path) -> None:
+    """A module in the workspace whose DT_NEEDED points far past its string table (a damaged file): pyelftools raises
+    ValueError from seek, which escaped the ELFError/OSError guard and ended `check` with a traceback."""
+    from elftools.elf.elffile import ELFFile
+
+    modules = tmp_path / "norm"
+    subprocess.run(["bash", str(Path(__file__).parent.parent / "scripts/device/make_stale_module.sh"), str(modules)], check=True)
+    library = modules / "norm.so"
+    with library.open("rb") as handle:
+        dynamic = ELFFile(handle).get_section_by_name(".dynamic")
+        start, size = dynamic["sh_offset"], dynamic["sh_size"]
+    data = bytearray(library.read_bytes())
+    needed = [at for at in range(start, start + size, 16) if int.from_bytes(data[at:at + 8], "little") == 1]  # DT_NEEDED
+    assert needed
+    for at in needed:
+        data[at + 8:at + 16] = (2**64 - 256).to_bytes(8, "little")
+    library.write_bytes(bytes(data))
+    assert staleness.cudart_majors(library) == set()

@@ -35,8 +35,8 @@ def cudart_majors(library: Path) -> set[str]:
                             match = re.match(r"libcudart\.so\.(\d+)", str(getattr(tag, "needed", "")))
                             if match:
                                 majors.add(match.group(1))
-    except (OSError, ELFError):
-        pass
+    except (OSError, ELFError, ValueError, OverflowError, UnicodeDecodeError):
+        pass  # a damaged module (a DT_NEEDED past its string table seeks out of range) names no major it can be held to
     return majors
 
 
@@ -77,7 +77,11 @@ def verify_target_cubins(result: CheckResult, target_sm: str) -> CheckResult:
     built = (details.get("target") or {}).get("built") or []
     labels: dict[str, int] = {}
     for path in built:
-        counts = scan.counts_in_file(Path(path))
+        try:
+            counts = scan.counts_in_file(Path(path))
+        except Exception as exc:  # noqa: BLE001 - a truncated module (or one gone) raises many kinds, as in scan
+            return dataclasses.replace(result, status="fail", details={**details, "target_cubins": labels},
+                                       reason=f"the build for {target_sm}: {path} not read ({type(exc).__name__}: {exc})"[:400])
         for label, number in counts.cubin.items():
             labels[label] = labels.get(label, 0) + number
     result = dataclasses.replace(result, details={**details, "target_cubins": labels})
