@@ -203,6 +203,17 @@ def _headers(info: Path) -> Message | None:
     return None
 
 
+def distribution_name(info: Path) -> str | None:
+    """The Name a .dist-info's METADATA gives, read as drift reads it (headers only, never waited on, bytes that are
+    not UTF-8 as U+FFFD); None when it has none or it cannot be read."""
+    try:
+        headers = _headers(info)
+    except OSError:
+        return None
+    name = headers.get("Name") if headers is not None else None
+    return str(name) if name else None
+
+
 def _text(info: Path, filename: str) -> str | None:
     """A small metadata file's text (WHEEL, direct_url.json: its first MiB), None when there is none (or it is not a
     regular file: never waited on); bytes that are not UTF-8 (a Latin-1 author) read as U+FFFD."""

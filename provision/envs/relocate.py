@@ -20,8 +20,8 @@ HEAD = 1024  # a shebang, or uv's /bin/sh "exec" trampoline for long paths, lies
 
 def scripts(staging: Path, venv: Path, names: list[str]) -> list[str]:
     """Rewrite `staging` to `venv` in the scripts of distributions `names`; return the RECORD paths rewritten."""
-    from importlib.metadata import PathDistribution  # with email and zipfile: loaded when restore reinstalled
-
+    # METADATA read as drift reads it: another distribution's pipe or Latin-1 METADATA is read past, never waited on
+    from provision.envs.drift import distribution_name
     from provision.envs.home import site_packages
 
     site = site_packages(staging)
@@ -29,7 +29,7 @@ def scripts(staging: Path, venv: Path, names: list[str]) -> list[str]:
     wanted = set(names)
     rewritten = []
     for info in sorted(site.glob("*.dist-info")):
-        name = PathDistribution(info).metadata["Name"]
+        name = distribution_name(info)
         if not name or str(canonicalize_name(name)) not in wanted or not (info / "RECORD").is_file():
             continue
         rows = list(csv.reader(io.StringIO(regular.read_text(info / "RECORD"))))
