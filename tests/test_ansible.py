@@ -29,6 +29,7 @@ PLAYBOOKS = ROOT / "contrib" / "ansible"
 HOSTS = ("gpu-a", "gpu-b", "gpu-c")
 PY = f"{sys.version_info.major}.{sys.version_info.minor}"
 FLEET_PATCH = "CUSTOM_ALL_REDUCE = False\n"
+DEEP_PATCH = "DEEP = True\n"
 
 
 def playbook_binary() -> str:
@@ -59,10 +60,12 @@ class Fleet:
         profiles = base / "profiles"
         profiles.mkdir()
         self.old = profile(profiles, "serve-cu128", "12.8", "1.0", fleet.url, "82.0")
-        (profiles / "patches").mkdir()
+        (profiles / "patches" / "deep").mkdir(parents=True)
         (profiles / "patches" / "fleet_patch.py").write_text(FLEET_PATCH)  # the team's patch, carried to every host
+        (profiles / "patches" / "deep" / "fleet_patch.py").write_text(DEEP_PATCH)  # same name, a folder further down
         self.new = profile(profiles, "serve-cu130", "13.0", "2.0", fleet.url, "89.5",
-                           files='[files]\n"fleet_patch.py" = "patches/fleet_patch.py"\n')
+                           files='[files]\n"fleet_patch.py" = "patches/fleet_patch.py"\n'
+                                 '"deep/fleet_patch.py" = "patches/deep/fleet_patch.py"\n')
         new_driver = DATA / "h200.nvml.json"
         old_driver = json.loads(new_driver.read_text())
         answers = {"nvmlSystemGetDriverVersion": "575.57.08", "nvmlSystemGetCudaDriverVersion_v2": 12090}
@@ -192,11 +195,14 @@ def test_fleet_probe_report_rolling_upgrade_stops_at_failing_host_and_rollback(t
     assert not (fleet.fleet_dir / "gpu-c.create.json").exists()
     first_lock = (fleet.fleet_dir / "pylock.serve-cu130.toml").read_bytes()
 
-    # gpu-b gets its new driver; the same command resumes the rollout: gpu-a is skipped, gpu-b and gpu-c move.
+    # gpu-b gets its new driver; the same command resumes the rollout: gpu-a is skipped, gpu-b and gpu-c move. Two at a
+    # time: gpu-a (upgraded) and gpu-b (not) share a batch, and gpu-a ends there with nothing copied to it.
     fleet.fix_driver("gpu-b")
-    done = fleet.play("upgrade.yml", "-e", f"provision_profile={fleet.new}")
+    (tmp_path / "gpu-a" / "remote" / "pylock.serve-cu130.toml").unlink()
+    done = fleet.play("upgrade.yml", "-e", f"provision_profile={fleet.new}", "-e", "provision_serial=2")
     assert done.returncode == 0, done.stdout + done.stderr
     assert "gpu-a: serve-cu130 is active already" in done.stdout
+    assert not (tmp_path / "gpu-a" / "remote" / "pylock.serve-cu130.toml").exists(), "gpu-a ended before the copy"
     assert fleet.active() == ["serve-cu130"] * 3
     # with the first run's lock, not a new one: every host got the same files
     assert "reusing the lock of the first run" in done.stdout
@@ -205,6 +211,7 @@ def test_fleet_probe_report_rolling_upgrade_stops_at_failing_host_and_rollback(t
     for host in HOSTS:  # the profile's [files] reached every host with it, and create wrote them into the venv
         venv = fleet.home(host) / "envs" / "serve-cu130" / "venv"
         assert (drift.site_packages(venv) / "fleet_patch.py").read_text() == FLEET_PATCH, host
+        assert (drift.site_packages(venv) / "deep" / "fleet_patch.py").read_text() == DEEP_PATCH, host
 
     # The fleet rollback: every host where serve-cu130 is active goes back to serve-cu128, all at once.
     done = fleet.play("rollback.yml", "-e", "provision_env=serve-cu130")
