@@ -164,8 +164,9 @@ def installed(site: Path, venv: Path) -> tuple[list[Installed], list[Unmatched]]
 
 
 def _text(path: Path) -> str:
+    """A metadata file's text ("" when it cannot be read): a pipe or a device there is not waited on, as drift reads."""
     try:
-        return path.read_text(encoding="utf-8", errors="replace")
+        return regular.read_text(path, errors="replace")
     except OSError:
         return ""
 
