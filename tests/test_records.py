@@ -151,6 +151,10 @@ def test_one_writer_appends_runs_and_keeps_what_is_there(tmp_path: Path) -> None
         ({"env_template": {"nvcc": "13.0"}}, "key 'env_template.env' is missing"),  # a check would have met a KeyError
         ({"env_template": {"env": {"A": 1}}}, "key 'env_template.env' is not all strings"),
         ({"env_template": {"env": {}, "nvcc": 13}}, "key 'env_template.nvcc' is int"),
+        # a check fills the template again: each of these was a KeyError, ValueError or IndexError out of `check`
+        ({"env_template": {"env": {"A": "{bogus}"}}}, "key 'env_template.env' holds A = '{bogus}'"),
+        ({"env_template": {"env": {"A": "{venv"}}}, "key 'env_template.env' holds A = '{venv'"),
+        ({"env_template": {"env": {"A": "{0}"}}}, "key 'env_template.env' holds A = '{0}'"),
     ],
 )
 def test_a_record_of_the_wrong_type_is_an_error_naming_the_file_and_key(tmp_path: Path, change: dict, words: str) -> None:

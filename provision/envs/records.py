@@ -123,6 +123,16 @@ class EnvTemplate:
         if env is None or not all(isinstance(v, str) for v in env.values()):
             raise RecordError(f"{fields.path}: key 'env_template.env' is {'missing' if env is None else 'not all strings'}, "
                               "expected the profile's [env] (strings)", fix_hint(fields.path))
+        # a check fills it again: a value it cannot fill is named here, not a KeyError out of `check`
+        from provision.envs.variables import fill_env
+
+        for key, value in env.items():
+            try:
+                fill_env({key: value}, env="", venv="", site="", arch_list="9.0a")
+            except (KeyError, IndexError, ValueError, AttributeError) as exc:
+                raise RecordError(f"{fields.path}: key 'env_template.env' holds {key} = {value[:80]!r}, which cannot be "
+                                  f"filled ({type(exc).__name__}: {exc}); known: {{env}} {{venv}} {{site}} {{arch_list}}",
+                                  fix_hint(fields.path)) from exc
         return cls(env=dict(env), nvcc=fields.text("nvcc"))
 
 
