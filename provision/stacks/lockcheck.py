@@ -42,20 +42,24 @@ class Conflict:
         return f"{self.first} and {self.second} both install {self.path}{more}, with different contents"
 
 
-def installed(record: str) -> dict[str, str]:
+def installed(record: str) -> dict[str, str] | None:
     """path -> hash ("" where RECORD gives none) of every file a wheel's RECORD installs, where it lands relative to
-    site-packages (a `.data/purelib/` file beside the rest, `.data/scripts/` in bin/); RECORD files are left out."""
+    site-packages (a `.data/purelib/` file beside the rest, `.data/scripts/` in bin/); RECORD files are left out.
+    None when it is no CSV that csv reads (a field past its 128 KiB limit): a wheel without a readable RECORD."""
     found: dict[str, str] = {}
-    for row in csv.reader(io.StringIO(record)):
-        if not row or not row[0]:
-            continue
-        path = row[0]
-        parts = path.split("/")
-        if parts[0].endswith(".dist-info"):
-            continue  # named after the distribution: never shared
-        if parts[0].endswith(".data") and len(parts) > 2:
-            path = SCHEMES.get(parts[1], f"{parts[1]}/") + "/".join(parts[2:])
-        found[path] = row[1] if len(row) > 1 else ""
+    try:
+        for row in csv.reader(io.StringIO(record)):
+            if not row or not row[0]:
+                continue
+            path = row[0]
+            parts = path.split("/")
+            if parts[0].endswith(".dist-info"):
+                continue  # named after the distribution: never shared
+            if parts[0].endswith(".data") and len(parts) > 2:
+                path = SCHEMES.get(parts[1], f"{parts[1]}/") + "/".join(parts[2:])
+            found[path] = row[1] if len(row) > 1 else ""
+    except csv.Error:
+        return None
     return found
 
 

@@ -51,7 +51,7 @@ def _remembered(sha256: str) -> dict[str, str] | None:
     """The RECORD kept by an earlier read of the wheel with this sha256, if any."""
     path = folder() / sha256 if len(sha256) == 64 and sha256.isalnum() else None
     try:
-        return _installed(regular.read_bytes(path).decode("utf-8", "replace")) if path else None
+        return lockcheck.installed(regular.read_bytes(path).decode("utf-8", "replace")) if path else None
     except OSError:
         return None
 
@@ -63,7 +63,7 @@ def _elsewhere(filename: str, url: str, sha256: str) -> dict[str, str] | None:
     remembered = folder() / sha256 if len(sha256) == 64 and sha256.isalnum() else None
     if remembered is not None:
         try:
-            return _installed(regular.read_bytes(remembered).decode("utf-8", "replace"))
+            return lockcheck.installed(regular.read_bytes(remembered).decode("utf-8", "replace"))
         except OSError:
             pass
     if not url.lower().startswith(("http://", "https://")):
@@ -80,24 +80,14 @@ def _elsewhere(filename: str, url: str, sha256: str) -> dict[str, str] | None:
     if remembered is not None:  # by the lock's sha256: read from that URL for that lock, as the lock's own file
         os.makedirs(remembered.parent, exist_ok=True)
         write_atomic(remembered, text)
-    return _installed(text)
-
-
-def _installed(record: str) -> dict[str, str] | None:
-    """lockcheck.installed(record), None when it is no CSV csv reads (a field past its 128 KiB limit)."""
-    import csv
-
-    try:
-        return lockcheck.installed(record)
-    except csv.Error:
-        return None
+    return lockcheck.installed(text)
 
 
 def in_folder(archive: Path) -> dict[str, str] | None:
     """What an unpacked wheel's RECORD says it installs; None when it has no readable RECORD."""
     for record in sorted(archive.glob("*.dist-info/RECORD")):
         try:
-            return _installed(regular.read_bytes(record).decode("utf-8", "replace"))
+            return lockcheck.installed(regular.read_bytes(record).decode("utf-8", "replace"))
         except OSError:
             return None
     return None
@@ -111,6 +101,6 @@ def in_wheel(wheel: Path) -> dict[str, str] | None:
     try:
         with zipfile.ZipFile(wheel) as archive:
             names = [n for n in archive.namelist() if n.count("/") == 1 and n.endswith(".dist-info/RECORD")]
-            return _installed(archive.read(names[0]).decode("utf-8", "replace")) if names else None
+            return lockcheck.installed(archive.read(names[0]).decode("utf-8", "replace")) if names else None
     except (OSError, zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError):  # as scan reads a damaged wheel
         return None
