@@ -102,7 +102,7 @@ def _filename(wheel: PackageWheel) -> str:
 def scan_lock(path: Path, *, fetch: bool = True, cache: Path | None = None,
               progress: Progress = lambda _: None) -> LockScan:
     """Scan every wheel of the lock at `path`: from uv's cache in place, else fetched (unless `fetch` is off)."""
-    from provision.stacks import lockfile, uvtool
+    from provision.stacks import lockfile, uvtool, wheelcache
 
     started = time.perf_counter()
     pylock, stamp = lockfile.read(path)
@@ -116,8 +116,8 @@ def scan_lock(path: Path, *, fetch: bool = True, cache: Path | None = None,
         wheel = _choose(package.wheels)
         filename = _filename(wheel)
         name = str(canonicalize_name(package.name))
-        sha256 = (wheel.hashes or {}).get("sha256", "")
-        if not sha256:  # before any job starts: nothing of the lock is downloaded, nothing cached is trusted
+        sha256 = (wheel.hashes or {}).get("sha256", "").lower()
+        if not wheelcache.SHA256.match(sha256):  # before any job starts: nothing of the lock is downloaded, nothing cached is trusted
             raise _unhashed(path, package, wheel, stamp.profile)
         cached = unpacked.get((name, uvcache.stem_of(filename)))
         digests = cached.sha256s() if cached else set()
@@ -133,14 +133,16 @@ def scan_lock(path: Path, *, fetch: bool = True, cache: Path | None = None,
 
 def _unhashed(path: Path, package: Package, wheel: PackageWheel, named: str) -> ResolveError:
     """The refusal of a wheel the lock gives no sha256 for: packaging.pylock requires `hashes` (PEP 751), but not sha256,
-    the one this check and `provision lock` use; scanning the file without it would judge whatever the URL serves."""
+    the one this check and `provision lock` use; scanning the file without it would judge whatever the URL serves. A
+    sha256 that is not 64 hex digits is none: no file has it, and it would name the folder the wheel is kept in."""
     from provision.names import NAME_RULE
 
     others = ", ".join(sorted(wheel.hashes or {}))
     where = urls.redact(wheel.url) if wheel.url else _filename(wheel)
     profile = named if NAME_RULE.match(named) else "PROFILE"
-    message = (f"{path}: {package.name}{f' {package.version}' if package.version else ''}: the wheel {where} has no sha256 "
-               f"in the lock{f' (only {others})' if others else ''}; nothing was downloaded")
+    problem = ("has a sha256 that is not 64 hex digits in the lock" if "sha256" in (wheel.hashes or {})
+               else f"has no sha256 in the lock{f' (only {others})' if others else ''}")
+    message = f"{path}: {package.name}{f' {package.version}' if package.version else ''}: the wheel {where} {problem}; nothing was downloaded"
     return ResolveError(re.sub(r"[\x00-\x1f\x7f]", lambda m: f"\\x{ord(m.group()):02x}", message),  # one line, whatever the lock holds
                         f"re-lock it: provision lock {profile} (it records every wheel's sha256)")
 

@@ -17,7 +17,7 @@ from provision import regular
 from provision.log import Progress
 
 REPORT_EVERY = 64 << 20  # a progress line per this many bytes of one wheel
-_SHA256 = re.compile(r"^[0-9a-f]{64}\Z")
+SHA256 = re.compile(r"^[0-9a-f]{64}\Z")  # a sha256 as hashlib spells it: what names a kept wheel's folder
 
 
 def folder() -> Path:
@@ -32,7 +32,7 @@ def _stamp(path: Path) -> list[int]:
 
 def cached(sha256: str, filename: str) -> Path | None:
     """The kept wheel of that sha256, checked; None when there is none (a damaged one is removed)."""
-    if not _SHA256.match(sha256) or "/" in filename or filename in ("", ".", ".."):
+    if not SHA256.match(sha256) or "/" in filename or filename in ("", ".", ".."):
         return None
     place = folder() / sha256
     wheel, checked = place / filename, place / "checked"
