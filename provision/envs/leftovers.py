@@ -28,7 +28,7 @@ def remove_stale(build: Path) -> list[Path]:
         made = [Path(p) for p in data["made"] if isinstance(p, str)]
     except FileNotFoundError:
         return []
-    except (OSError, ValueError, TypeError, KeyError):
+    except (OSError, ValueError, TypeError, KeyError, RecursionError):
         made = []  # damaged: nothing in it can be trusted to be ours
     try:  # a staging copy lies beside this environment's venv, named after it: nothing else, whatever the record says
         venv = records.read(build).venv_path(build).resolve()

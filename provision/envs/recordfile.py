@@ -95,6 +95,8 @@ def load(path: str | os.PathLike[str]) -> object | None:
         data: object = json.loads(text)
     except json.JSONDecodeError as exc:
         raise RecordError(f"{path}: not JSON (line {exc.lineno}: {exc.msg})", fix_hint(path)) from exc
+    except RecursionError:  # json's C scanner on nesting past the recursion limit: no record provision wrote
+        raise RecordError(f"{path}: not JSON provision wrote (nested too deeply)", fix_hint(path)) from None
     return data
 
 

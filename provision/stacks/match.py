@@ -189,7 +189,7 @@ def _direct_url(info: Path) -> tuple[str, bool]:
         document = json.loads(text)
         url = str(document.get("url") or "a direct URL")
         editable = bool((document.get("dir_info") or {}).get("editable"))
-    except (ValueError, AttributeError):
+    except (ValueError, AttributeError, RecursionError):  # not JSON, another shape, nested past the recursion limit
         return "a direct URL", False
     return urls.redact(url), editable
 
