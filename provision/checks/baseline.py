@@ -144,10 +144,10 @@ class Compared:
         return statistics.median(self.figures) if self.figures else None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "figure": self.median, "unit": self.unit, "better": self.better, "at": self.at,
-                "machine": self.machine, "runs": self.runs, "figures": self.figures, "median": self.median,
-                "min": min(self.figures, default=None), "max": max(self.figures, default=None),
-                "multi_gpu_allreduce": self.multi_gpu_allreduce.to_dict() if self.multi_gpu_allreduce else None,
+        # in the order docs/json.md gives them
+        return {"name": self.name, "figure": self.median, "median": self.median, "min": min(self.figures, default=None),
+                "max": max(self.figures, default=None), "figures": self.figures, "unit": self.unit, "better": self.better,
+                "at": self.at, "machine": self.machine, "runs": self.runs, "multi_gpu_allreduce": self.multi_gpu_allreduce.to_dict() if self.multi_gpu_allreduce else None,
                 "drift": self.drift.to_dict() if self.drift else None}
 
 

@@ -10,12 +10,16 @@ Data only, like the check registry beside it: it imports nothing of provision bu
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeAlias
 
 from provision import status as statuses
 from provision.status import Status
 
+if TYPE_CHECKING:  # checks/details.py reads with Reader below; loaded where a result has details
+    from provision.checks.details import Details
+
 JSONObject = dict[str, Any]
+JSONValue: TypeAlias = "None | bool | int | float | str | list[JSONValue] | dict[str, JSONValue]"  # JSON as read
 Better = Literal["higher", "lower"]
 
 
@@ -120,13 +124,20 @@ class CheckResult:
     title: str = ""
     status: Status
     reason: str = ""
-    details: JSONObject | None = None  # the check's own findings (each check's shape: docs/checks.md); None: none
+    details: Details | None = None  # the check's own findings, typed per check (checks/details.py); None: none
     output_tail: str | None = None  # the last lines a failed or crashed payload printed
     seconds: float = 0.0
     extra: JSONObject = field(default_factory=dict)  # keys this version does not know, kept as they were
     absent: frozenset[str] = field(default=frozenset(), compare=False, repr=False)
 
     ALWAYS: ClassVar[tuple[str, ...]] = ("title", "reason", "seconds")  # written for every result; one an older record lacked stays out of it
+
+    def __post_init__(self) -> None:
+        from provision.checks import details
+
+        given: object = self.details
+        if given is not None and not isinstance(given, details.Details):  # the JSON, built by hand: read here, once
+            object.__setattr__(self, "details", details.parse(self.id, Reader(given, "details")))
 
     @property
     def failed(self) -> bool:
@@ -136,8 +147,9 @@ class CheckResult:
     @classmethod
     def parse(cls, fields: Reader) -> CheckResult:
         """A stored result (env.json): id and status required."""
-        return cls(id=fields.text("id", required=True) or "", title=fields.text("title") or "", status=fields.status(),
-                   reason=fields.text("reason") or "", details=fields.mapping("details"),
+        id = fields.text("id", required=True) or ""  # noqa: A001 - the JSON key
+        return cls(id=id, title=fields.text("title") or "", status=fields.status(),
+                   reason=fields.text("reason") or "", details=_details(id, fields),
                    output_tail=fields.text("output_tail"), seconds=fields.number("seconds") or 0.0,
                    extra=fields.rest(KNOWN_CHECK_KEYS), absent=fields.absent(cls.ALWAYS))
 
@@ -146,16 +158,26 @@ class CheckResult:
         """A payload's answer, the last JSON line it printed ({"status", "reason", "details"}), as check `id`'s result."""
         fields = Reader(data)
         return cls(id=id, title=title, status=fields.status(), reason=fields.text("reason") or "",
-                   details=fields.mapping("details"), output_tail=fields.text("output_tail"),
+                   details=_details(id, fields), output_tail=fields.text("output_tail"),
                    extra=fields.rest(KNOWN_CHECK_KEYS))
 
     def to_dict(self) -> JSONObject:
         document: JSONObject = {"id": self.id, "title": self.title, "status": self.status, "reason": self.reason}
         if self.details is not None:
-            document["details"] = self.details
+            document["details"] = self.details.to_json()
         if self.output_tail is not None:
             document["output_tail"] = self.output_tail
         return written({**document, **self.extra, "seconds": self.seconds}, self.absent)
+
+
+def _details(check_id: str, fields: Reader) -> Details | None:
+    """The result's details, typed for its check: a key of the wrong type is a MalformedResult naming it."""
+    found = fields.mapping("details")
+    if found is None:
+        return None
+    from provision.checks import details
+
+    return details.parse(check_id, Reader(found, fields.name("details")))
 
 
 KNOWN_CHECK_KEYS = {"id", "title", "status", "reason", "details", "output_tail", "seconds"}
@@ -182,6 +204,21 @@ class MachineStamp:
         return {"summary": self.summary, "id": self.id}
 
 
+# What the drift check finds (envs/drift.py), in the order `counts` is written wherever it appears (docs/json.md)
+DRIFT_KINDS = ("modified", "missing", "shared", "unowned", "extra", "other-version", "other-source")
+
+
+def drift_counts(fields: Reader, key: str = "counts") -> dict[str, int] | None:
+    """A drift `counts` object in DRIFT_KINDS' order (env.json keeps its keys sorted), a kind this version does not
+    know after them; None when absent."""
+    counts = fields.mapping(key)
+    if counts is None:
+        return None
+    if not all(isinstance(v, int) and not isinstance(v, bool) for v in counts.values()):
+        raise MalformedResult(f"key {fields.name(key)!r} holds a value that is not an integer")
+    return {**{k: counts[k] for k in DRIFT_KINDS if k in counts}, **counts}
+
+
 @dataclass(frozen=True, kw_only=True)
 class DriftStamp:
     """The drift check just before a baseline: its status, summary, counts and first findings as lines."""
@@ -197,10 +234,7 @@ class DriftStamp:
 
     @classmethod
     def parse(cls, fields: Reader) -> DriftStamp:
-        counts = fields.mapping("counts") or {}
-        if not all(isinstance(v, int) for v in counts.values()):
-            raise MalformedResult(f"key {fields.name('counts')!r} holds a value that is not an integer")
-        return cls(status=fields.status(), summary=fields.text("summary") or "", counts=dict(counts),
+        return cls(status=fields.status(), summary=fields.text("summary") or "", counts=drift_counts(fields) or {},
                    findings=fields.strings("findings") or [])
 
     def to_dict(self) -> JSONObject:

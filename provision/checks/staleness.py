@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from provision import knowledge, regular
+from provision.checks.details import FlashinferJitDetails, of
 from provision.checks.results import CheckResult
 
 if TYPE_CHECKING:
@@ -62,7 +63,7 @@ def check(flashinfer: Check, record: EnvRecord, env: dict[str, str], installed: 
     if foreign:
         library, other = foreign[0]
         return CheckResult(
-            id=flashinfer.id, title=flashinfer.title, status="fail", details={"workspace": str(root)},
+            id=flashinfer.id, title=flashinfer.title, status="fail", details=FlashinferJitDetails(workspace=str(root)),
             reason=f"FlashInfer's JIT workspace {root} holds {len(foreign)} module(s) built for CUDA {other} "
                    f"(e.g. {library.relative_to(root)} needs libcudart.so.{other}); this environment is CUDA {major}: "
                    "clear it, or give each environment its own FLASHINFER_WORKSPACE_BASE")
@@ -73,18 +74,18 @@ def verify_target_cubins(result: CheckResult, target_sm: str) -> CheckResult:
     """Scan what the JIT built for an absent SM: it must carry a cubin that runs on it."""
     from provision.scan import binaries as scan
 
-    details = result.details or {}
-    built = (details.get("target") or {}).get("built") or []
+    details = of(FlashinferJitDetails, result.details) or FlashinferJitDetails()
+    built = (details.target.built if details.target else None) or []
     labels: dict[str, int] = {}
     for path in built:
         try:
             counts = scan.counts_in_file(Path(path))
         except Exception as exc:  # noqa: BLE001 - a truncated module (or one gone) raises many kinds, as in scan
-            return dataclasses.replace(result, status="fail", details={**details, "target_cubins": labels},
+            return dataclasses.replace(result, status="fail", details=dataclasses.replace(details, target_cubins=labels),
                                        reason=f"the build for {target_sm}: {path} not read ({type(exc).__name__}: {exc})"[:400])
         for label, number in counts.cubin.items():
             labels[label] = labels.get(label, 0) + number
-    result = dataclasses.replace(result, details={**details, "target_cubins": labels})
+    result = dataclasses.replace(result, details=dataclasses.replace(details, target_cubins=labels))
     if not any(knowledge.label_runs_on(label, target_sm) for label in labels):
         return dataclasses.replace(result, status="fail", reason=f"the build for {target_sm} carries no cubin that runs on "
                                                                  f"it ({', '.join(labels) or 'no cubins'})")

@@ -22,7 +22,8 @@ from packaging.version import InvalidVersion, Version
 
 from provision import confined, regular
 from provision.checks import BY_ID
-from provision.checks.results import CheckResult
+from provision.checks.details import DriftDetails
+from provision.checks.results import DRIFT_KINDS, CheckResult, Reader
 from provision.envs import filehash
 from provision.envs.home import site_packages as site_packages  # one definition, used here and by restore
 from provision.errors import EnvError, ProvisionError
@@ -38,14 +39,13 @@ CACHE_NAME = "drift-cache.json"  # beside the environment, in its build folder
 STARTUP_NAMES = ("sitecustomize.py", "usercustomize.py", "sitecustomize", "usercustomize")
 # Written by virtualenv (and older uv) into every venv it makes; owned by no distribution, known by its content.
 VENV_TOOL_FILES = {"_virtualenv.pth": "import _virtualenv"}
-KINDS = ("modified", "missing", "shared", "unowned", "extra", "other-version", "other-source")
 RECORD_LIMIT = 64 << 20  # torch's RECORD, among the largest, is a few MB: past this, a finding, never read into memory
 HEADERS_LIMIT = 1 << 20  # a METADATA's header fields (its long description after them is never read)
 
 
 @dataclass(frozen=True, kw_only=True)
 class Finding:
-    kind: str  # one of KINDS
+    kind: str  # one of DRIFT_KINDS
     distribution: str | None  # normalized name; None for an unowned file
     path: str  # relative to site-packages ("" for a distribution that is not installed)
     expected: str = ""
@@ -95,7 +95,7 @@ class Drift:
         return "warn" if self.findings else "pass"
 
     def counts(self) -> dict[str, int]:
-        return {kind: sum(f.kind == kind for f in self.findings) for kind in KINDS}
+        return {kind: sum(f.kind == kind for f in self.findings) for kind in DRIFT_KINDS}
 
     def to_reinstall(self) -> list[str]:
         """Distributions the lock must put back: files changed or gone, another version or source, not installed."""
@@ -141,7 +141,7 @@ def scan(venv: Path, *, lock: Path | None = None, cache: Path | None = None, kep
     drift.findings += _unowned_startup(site, owned, confinement)
     if lock is not None:
         drift.findings += _against_lock(venv, installed, lock, drift.notes, drift.unmatched)
-    drift.findings.sort(key=lambda f: (KINDS.index(f.kind), f.distribution or "", f.path))
+    drift.findings.sort(key=lambda f: (DRIFT_KINDS.index(f.kind), f.distribution or "", f.path))
     drift.seconds = time.perf_counter() - start
     return drift
 
@@ -564,7 +564,7 @@ def check(venv: Path, build: Path, record: EnvRecord) -> CheckResult:
         drift = scan_env(venv, build, record)
     except EnvError as exc:  # site-packages leads out of the venv: nothing there is read
         return CheckResult(id=said.id, title=said.title, status="error", reason=f"{exc.message}; {exc.hint}")
-    details = drift.to_dict()
+    details = DriftDetails.parse(Reader(drift.to_dict(), "details"))  # the same JSON as restore's drift_before
     without_lock = "" if lock else "; no lock (adopted): distributions not compared"
     if not drift.findings:
         kept = len(record.kept_files())

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from provision.checks.details import NcclAllreduceDetails, SymmetricMemoryDetails, of
 from provision.checks.results import CheckResult
 from provision.machine.facts import MachineFacts
 from provision.report.gates import Gate
@@ -27,26 +28,25 @@ def apply(gates: list[Gate], results: Mapping[str, CheckResult], gpu_count: int,
     return out
 
 
-def _world(details: Mapping[str, object], gpu_count: int) -> str:
-    world = details.get("world_size")
-    if isinstance(world, int) and world != gpu_count:
+def _world(world: int | None, gpu_count: int) -> str:
+    if world is not None and world != gpu_count:
         return f" (the check ran on {world} of {gpu_count} GPUs)"
     return ""
 
 
 def _symm_mem(gate: Gate, result: CheckResult, gpu_count: int) -> Gate:
-    details = result.details or {}
-    where = _world(details, gpu_count)
+    details = of(SymmetricMemoryDetails, result.details) or SymmetricMemoryDetails()
+    where = _world(details.world_size, gpu_count)
     if result.failed:
         return Gate(**{**gate.__dict__, "status": "fail",
                        "reason": f"the symmetric-memory check failed on this machine{where}: {result.reason}"[:400]})
-    if details.get("multicast") is False and gate.status != "fail":
-        disabled = details.get("multicast_disabled_by_env")
+    if details.multicast is False and gate.status != "fail":
+        disabled = details.multicast_disabled_by_env
         why = f" (TORCH_SYMM_MEM_DISABLE_MULTICAST={disabled})" if disabled else ""
         return Gate(**{**gate.__dict__, "status": "fail",
                        "reason": f"the symmetric-memory check saw no multicast{why}{where}; SGLang's symmetric-memory all-reduce "
                                  "needs it: leave --enable-torch-symm-mem off"})
-    if details.get("multicast") is True and gate.status == "pass":
+    if details.multicast is True and gate.status == "pass":
         return Gate(**{**gate.__dict__, "reason": f"SM and fabric supported; the symmetric-memory check saw multicast{where}"})
     return gate
 
@@ -54,8 +54,9 @@ def _symm_mem(gate: Gate, result: CheckResult, gpu_count: int) -> Gate:
 def _p2p(gate: Gate, result: CheckResult, facts: MachineFacts | None) -> Gate:
     from provision.report import pcipath
 
-    matrix = (result.details or {}).get("peer_access")
-    if not isinstance(matrix, list) or len(matrix) < 2:
+    details = of(NcclAllreduceDetails, result.details)
+    matrix = details.peer_access if details else None
+    if matrix is None or len(matrix) < 2:
         return gate
     missing = [f"{i}-{j}" for i, row in enumerate(matrix) for j, ok in enumerate(row) if i < j and not ok]
     problems = pcipath.findings(facts).problems if facts is not None else []
