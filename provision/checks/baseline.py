@@ -12,13 +12,21 @@ import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from provision import proc
 from provision.checks import payload_dir
 from provision.checks import runner as check_runner
 from provision.checks.allreduce_runs import AllreduceRun
-from provision.checks.results import Baseline, BaselineRun, Better, DriftStamp, MachineStamp
+from provision.checks.results import (
+    Baseline,
+    BaselineRun,
+    Better,
+    DriftStamp,
+    JSONObject,
+    JSONValue,
+    MachineStamp,
+)
 from provision.envs import records
 from provision.envs.home import Home
 from provision.envs.records import EnvRecord
@@ -41,7 +49,7 @@ def machine_fingerprint(reading: nvml.Reading) -> MachineStamp:
                         id=hashlib.sha256(identity.encode()).hexdigest()[:12])
 
 
-def extract(spec: Baseline, stdout: str) -> tuple[float | str | None, dict[str, Any] | None]:
+def extract(spec: Baseline, stdout: str) -> tuple[float | str | None, dict[str, JSONValue] | None]:
     """The figure: the last match of the pattern's first group, or a (dotted) key of the last JSON object printed.
     What was printed there but is no float (`n/a`, an integer past a float's range) comes back as its text: the run
     fails naming it (run), never as provision's own error."""
@@ -57,7 +65,9 @@ def extract(spec: Baseline, stdout: str) -> tuple[float | str | None, dict[str, 
                 document = json.loads(line)
             except json.JSONDecodeError:
                 continue
-            value: Any = document
+            if not isinstance(document, dict):
+                continue
+            value: JSONValue = document
             for part in str(spec.json_key).split("."):
                 value = value.get(part) if isinstance(value, dict) else None
             return (_number(value) if isinstance(value, (int, float)) else None), document
@@ -71,7 +81,7 @@ def _number(value: str | float) -> float | str:
         return str(value)
 
 
-def _details(document: dict[str, Any] | None) -> dict[str, Any] | None:
+def _details(document: dict[str, JSONValue] | None) -> JSONObject | None:
     """The printed document as env.json keeps it: a NaN beside the figure (a spread of 0/0) is null there, as --json
     shows it."""
     from provision.atomic import finite
@@ -143,7 +153,7 @@ class Compared:
 
         return statistics.median(self.figures) if self.figures else None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         # in the order docs/json.md gives them
         return {"name": self.name, "figure": self.median, "median": self.median, "min": min(self.figures, default=None),
                 "max": max(self.figures, default=None), "figures": self.figures, "unit": self.unit, "better": self.better,
@@ -190,7 +200,7 @@ class Comparison:
         """The sides whose baseline ran on a drifted environment."""
         return [side.name for side in (self.first, self.second) if side.drift is not None and side.drift.drifted]
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {"environments": [self.first.to_dict(), self.second.to_dict()], "change_percent": self.change_percent,
                 "improved": self.improved, "within_noise": self.within_noise, "same_machine": self.same_machine,
                 "drifted": self.drifted}

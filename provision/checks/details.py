@@ -59,13 +59,6 @@ def _json(value: object) -> JSONValue:
     return value if value is None or isinstance(value, (bool, int, float, str)) else str(value)  # as json_text writes it
 
 
-def _integers(fields: Reader, key: str) -> dict[str, int] | None:
-    found = fields.mapping(key)
-    if found is not None and not all(isinstance(v, int) and not isinstance(v, bool) for v in found.values()):
-        raise MalformedResult(f"key {fields.name(key)!r} holds a value that is not an integer")
-    return found
-
-
 @dataclass(frozen=True, kw_only=True, eq=False)
 class DriftDetails(Details):
     """The drift check's findings (envs/drift.py): its verdict and counts typed, the findings and figures kept."""
@@ -107,10 +100,11 @@ class NcclAllreduceDetails(Details):
     @classmethod
     def parse(cls, fields: Reader) -> NcclAllreduceDetails:
         matrix = fields.data.get("peer_access")
-        if matrix is not None and not (isinstance(matrix, list) and all(
-                isinstance(row, list) and all(isinstance(ok, bool) for ok in row) for row in matrix)):
+        rows = [[ok for ok in row if isinstance(ok, bool)] for row in matrix if isinstance(row, list)] \
+            if isinstance(matrix, list) else None
+        if matrix is not None and rows != matrix:  # a row that is no list, or a value in one that is not a bool
             raise MalformedResult(f"key {fields.name('peer_access')!r} is not a list of lists of true or false")
-        return cls(world_size=fields.integer("world_size"), peer_access=matrix,
+        return cls(world_size=fields.integer("world_size"), peer_access=rows,
                    rest=_rest(cls, fields), order=tuple(fields.data))
 
 
@@ -138,7 +132,7 @@ class FlashinferJitDetails(Details):
     @classmethod
     def parse(cls, fields: Reader) -> FlashinferJitDetails:
         target = fields.mapping("target")
-        return cls(workspace=fields.text("workspace"), target_cubins=_integers(fields, "target_cubins"),
+        return cls(workspace=fields.text("workspace"), target_cubins=fields.integers("target_cubins"),
                    target=FlashinferTarget.parse(Reader(target, fields.name("target"))) if target is not None else None,
                    rest=_rest(cls, fields), order=tuple(fields.data))
 

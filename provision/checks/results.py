@@ -33,13 +33,14 @@ class Reader:
     def __init__(self, data: object, where: str = "") -> None:
         if not isinstance(data, dict):
             raise MalformedResult(f"{where or 'the answer'} is {type(data).__name__}, expected an object")
-        self.data: JSONObject = data
+        self.data: dict[str, JSONValue] = data
         self.where = where
 
     def name(self, key: str) -> str:
         return f"{self.where}.{key}" if self.where else key
 
-    def _get(self, key: str, types: tuple[type, ...], what: str, required: bool) -> Any:
+    def _get(self, key: str, types: tuple[type, ...], what: str, required: bool) -> JSONValue:
+        """The key's value, None when absent or null; one of another type than `types` is a MalformedResult."""
         value = self.data.get(key)
         if value is None:
             if required:
@@ -53,49 +54,66 @@ class Reader:
         return value
 
     def text(self, key: str, *, required: bool = False) -> str | None:
-        value: str | None = self._get(key, (str,), "a string", required)
-        return value
+        value = self._get(key, (str,), "a string", required)
+        return value if isinstance(value, str) else None
 
     def number(self, key: str, *, required: bool = False) -> float | None:
         value = self._get(key, (int, float), "a number", required)
-        return None if value is None else float(value)
+        return float(value) if isinstance(value, (int, float)) else None
 
     def integer(self, key: str, *, required: bool = False) -> int | None:
-        value: int | None = self._get(key, (int,), "an integer", required)
-        return value
+        value = self._get(key, (int,), "an integer", required)
+        return value if isinstance(value, int) else None
 
     def flag(self, key: str) -> bool | None:
-        value: bool | None = self._get(key, (bool,), "true or false", False)
-        return value
+        value = self._get(key, (bool,), "true or false", False)
+        return value if isinstance(value, bool) else None
 
-    def mapping(self, key: str) -> JSONObject | None:
-        value: JSONObject | None = self._get(key, (dict,), "an object", False)
-        return value
+    def mapping(self, key: str) -> dict[str, JSONValue] | None:
+        value = self._get(key, (dict,), "an object", False)
+        return value if isinstance(value, dict) else None
 
     def numbers(self, key: str) -> dict[str, float] | None:
         """An object of numbers (a pattern's figures); None when absent."""
         found = self.mapping(key)
         if found is None:
             return None
-        if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in found.values()):
+        figures = {k: float(v) for k, v in found.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+        if len(figures) != len(found):
             raise MalformedResult(f"key {self.name(key)!r} holds a value that is not a number")
-        return {k: float(v) for k, v in found.items()}
+        return figures
+
+    def integers(self, key: str) -> dict[str, int] | None:
+        """An object of integers (counts); None when absent."""
+        found = self.mapping(key)
+        if found is None:
+            return None
+        counts = {k: v for k, v in found.items() if isinstance(v, int) and not isinstance(v, bool)}
+        if len(counts) != len(found):
+            raise MalformedResult(f"key {self.name(key)!r} holds a value that is not an integer")
+        return counts
 
     def strings(self, key: str) -> list[str] | None:
-        values: list[Any] | None = self._get(key, (list,), "a list of strings", False)
-        if values is not None and not all(isinstance(v, str) for v in values):
+        values = self._get(key, (list,), "a list of strings", False)
+        if not isinstance(values, list):
+            return None
+        texts = [v for v in values if isinstance(v, str)]
+        if len(texts) != len(values):
             raise MalformedResult(f"key {self.name(key)!r} holds a value that is not a string")
-        return values
+        return texts
 
     def text_mapping(self, key: str) -> dict[str, str] | None:
         found = self.mapping(key)
-        if found is not None and not all(isinstance(v, str) for v in found.values()):
+        if found is None:
+            return None
+        texts = {k: v for k, v in found.items() if isinstance(v, str)}
+        if len(texts) != len(found):
             raise MalformedResult(f"key {self.name(key)!r} holds a value that is not a string")
-        return found
+        return texts
 
     def objects(self, key: str) -> list[Reader]:
-        values: list[Any] = self._get(key, (list,), "a list of objects", False) or []
-        return [Reader(value, f"{self.name(key)}[{i}]") for i, value in enumerate(values)]
+        values = self._get(key, (list,), "a list of objects", False)
+        return [Reader(value, f"{self.name(key)}[{i}]") for i, value in enumerate(values if isinstance(values, list) else [])]
 
     def status(self, key: str = "status", allowed: frozenset[Status] = statuses.CHECK_STATUSES) -> Status:
         value = self.text(key, required=True)
@@ -103,7 +121,7 @@ class Reader:
             raise MalformedResult(f"key {self.name(key)!r} is {value!r}, expected one of {', '.join(sorted(allowed))}")
         return value
 
-    def rest(self, known: set[str]) -> JSONObject:
+    def rest(self, known: set[str]) -> dict[str, JSONValue]:
         """The keys this version does not know, kept as they were."""
         return {k: v for k, v in self.data.items() if k not in known}
 
@@ -211,12 +229,8 @@ DRIFT_KINDS = ("modified", "missing", "shared", "unowned", "extra", "other-versi
 def drift_counts(fields: Reader, key: str = "counts") -> dict[str, int] | None:
     """A drift `counts` object in DRIFT_KINDS' order (env.json keeps its keys sorted), a kind this version does not
     know after them; None when absent."""
-    counts = fields.mapping(key)
-    if counts is None:
-        return None
-    if not all(isinstance(v, int) and not isinstance(v, bool) for v in counts.values()):
-        raise MalformedResult(f"key {fields.name(key)!r} holds a value that is not an integer")
-    return {**{k: counts[k] for k in DRIFT_KINDS if k in counts}, **counts}
+    counts = fields.integers(key)
+    return None if counts is None else {**{k: counts[k] for k in DRIFT_KINDS if k in counts}, **counts}
 
 
 @dataclass(frozen=True, kw_only=True)

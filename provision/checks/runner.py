@@ -7,7 +7,6 @@ import dataclasses
 import json
 import time
 from pathlib import Path
-from typing import Any
 
 from provision import knowledge, proc
 from provision.checks import BY_ID, CHECKS, Check, payload_dir
@@ -115,7 +114,7 @@ def _said(check: Check, status: Status, reason: str, output_tail: str | None = N
     return CheckResult(id=check.id, title=check.title, status=status, reason=reason, output_tail=output_tail)
 
 
-def _arguments(check: Check, record: EnvRecord, gpus: list[Gpu], installed: dict[str, str], target_sm: str | None) -> dict[str, Any]:
+def _arguments(check: Check, record: EnvRecord, gpus: list[Gpu], installed: dict[str, str], target_sm: str | None) -> dict[str, object]:
     return {
         "cuda": record.cuda,
         "gpu_count": len(gpus),
@@ -133,7 +132,7 @@ def _arguments(check: Check, record: EnvRecord, gpus: list[Gpu], installed: dict
 TIMEOUT_VARIABLE = "PROVISION_CHECK_TIMEOUT"  # caps every check's timeout (seconds)
 
 
-def _payload(check: Check, python: Path, env: dict[str, str], arguments: dict[str, Any]) -> CheckResult:
+def _payload(check: Check, python: Path, env: dict[str, str], arguments: dict[str, object]) -> CheckResult:
     """The payload's answer: the last line of its stdout that is a JSON object, read into a CheckResult here (the one
     place it is a dict). No answer is a crash; an answer of the wrong shape is an ERROR naming the key."""
     import os
