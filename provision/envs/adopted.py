@@ -84,6 +84,8 @@ def adopt(home: Home, name: str, venv: Path, profile: Profile | None, *, lock: b
         return adopted
     try:
         return dataclasses.replace(adopted, locked=lock_env(home, name, profile, progress=progress))
+    except RemovedMeanwhile:
+        raise  # nothing is adopted any more: not a lock to make later
     except ProvisionError as exc:
         return dataclasses.replace(adopted, lock_error=LockError(exc.message, exc.hint))
 
@@ -122,9 +124,18 @@ def lock_env(home: Home, name: str, profile: Profile | None, progress: Progress 
         cache = None
     result = match.match(site_packages(venv), venv, indexes, bound=bound, cache=cache, uv_default=uv_default, progress=progress)
     path = build / LOCK_NAME
-    write_atomic(path, render(result, name=name, venv=venv, profile=profile))
-    records.set_lock(build, path)
+    text = render(result, name=name, venv=venv, profile=profile)
+    with home.locked():  # the matching ran without it: a remove meanwhile took the build, never to be made again here
+        if name not in home.names() or home.build_of(name) != build:
+            raise RemovedMeanwhile(f"{name} was removed while its lock was being made; nothing was written",
+                                   f"adopt it again if it is still wanted: provision adopt {name} {venv}")
+        write_atomic(path, text)
+        records.set_lock(build, path)
     return AdoptLock(name=name, venv=venv, lock=path, result=result)
+
+
+class RemovedMeanwhile(EnvError):
+    """The adopted environment whose lock was being made was removed (or replaced) meanwhile."""
 
 
 def render(result: MatchResult, *, name: str, venv: Path, profile: Profile | None) -> str:
