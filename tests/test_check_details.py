@@ -135,3 +135,24 @@ def test_compare_writes_the_drift_and_each_side_in_the_documented_order(tmp_path
         assert list(side) == DOCUMENTED
         assert json.dumps(side["drift"]) == json.dumps(ran["drift"])
     assert list(ran["drift"]["counts"]) == ["modified", "missing", "shared", "unowned", "extra", "other-version", "other-source"]
+
+
+@pytest.fixture(scope="module")
+def fake_torch_env(tmp_path_factory) -> Path:
+    from test_checks import make_env
+
+    return make_env(tmp_path_factory.mktemp("details"), "0.6.9")
+
+
+# FlashInfer's payload imports torch in its own process (the multi-GPU checks' ranks do, in children whose answers
+# come before their parent's): the fake torch's answer is the last line it prints
+@pytest.mark.parametrize(("check_id", "details", "words"), [case for case in DAMAGED if case[0] == "flashinfer-jit"])
+def test_the_runner_makes_damaged_details_an_error_naming_the_key(fake_torch_env: Path, check_id: str, details: dict,
+                                                                  words: str) -> None:
+    """The real payload runs (against the test's fake torch, which prints this answer last): the runner reads it once
+    and answers ERROR naming the key, where the report or `--target-sm` met the damage as a traceback later."""
+    from test_checks import SM120, run
+
+    answer = json.dumps({"status": "pass", "reason": "r", "details": details})
+    result = run(fake_torch_env, check_id, gpus=SM120, FAKE_TORCH_ANSWER=answer)
+    assert result.status == "error" and "the check's answer is malformed" in result.reason and words in result.reason, result

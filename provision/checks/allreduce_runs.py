@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Literal, NamedTuple
+from typing import ClassVar, Literal, NamedTuple
 
 from provision.checks.results import JSONObject, Reader, written
 
@@ -66,7 +66,7 @@ class AllreduceRow:
 
     @classmethod
     def parse(cls, fields: Reader) -> AllreduceRow:
-        figures: dict[str, Any] = {name: fields.number(name) for name in FIGURES}
+        figures: dict[str, float | None] = {name: fields.number(name) for name in FIGURES}
         return cls(size=fields.integer("size", required=True) or 0, count=fields.integer("count", required=True) or 0,
                    wrong=fields.integer("wrong", required=True) or 0, **figures,
                    extra=fields.rest({"size", "count", "wrong", *FIGURES}))
