@@ -280,7 +280,8 @@ def download(url: str, sink: BinaryIO | None = None, *, sha256: str | None = Non
              hint: str = "check the index", size: int | None = None) -> str:
     """Stream `url` into `sink` (or nowhere) and return its sha256; a file whose sha256 is not `sha256` is an error
     that names both (`expected_from` says whose: "the lock's", "the index's"). No more than `size` bytes are read
-    where the size is known (the lock's, the index's), else no more than DOWNLOAD_LIMIT."""
+    where the size is known (the lock's, the index's, a server's Content-Length), and never more than DOWNLOAD_LIMIT:
+    a size claimed can lower the bound, not raise it."""
     digest = hashlib.sha256()
 
     def take(chunk: bytes) -> None:
@@ -288,7 +289,7 @@ def download(url: str, sink: BinaryIO | None = None, *, sha256: str | None = Non
         if sink is not None:
             sink.write(chunk)
 
-    response = get(url, sink=take, limit=DOWNLOAD_LIMIT if size is None else size, what="the file")
+    response = get(url, sink=take, limit=DOWNLOAD_LIMIT if size is None else min(size, DOWNLOAD_LIMIT), what="the file")
     if response.status_code >= 400:
         raise IndexError_(f"{redact(url)}: HTTP {response.status_code}", hint)
     found = digest.hexdigest()
