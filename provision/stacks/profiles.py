@@ -425,7 +425,7 @@ def _checks(c: _Checker, written: object) -> tuple[str, ...] | None:
 
     required: list[object] = c.typed(table.get("required", []), "checks.required", list, "a list of check ids")
     for check in required:
-        if check not in BY_ID:
+        if not isinstance(check, str) or check not in BY_ID:  # a list or table there cannot even be looked up
             raise c.fail("checks.required", f"unknown check {check!r} (known: {', '.join(BY_ID)})")
     return tuple(str(check) for check in required)
 
