@@ -92,12 +92,22 @@ def load(path: str | os.PathLike[str]) -> object | None:
                               f"remove it (rm {path}) or put provision's own file back; nothing was changed") from None
         raise RecordError(f"{path}: cannot be read ({exc.strerror})", "check its permissions") from exc
     try:
-        data: object = json.loads(text)
+        data: object = json.loads(text, parse_int=_integer)
     except json.JSONDecodeError as exc:
         raise RecordError(f"{path}: not JSON (line {exc.lineno}: {exc.msg})", fix_hint(path)) from exc
     except RecursionError:  # json's C scanner on nesting past the recursion limit: no record provision wrote
         raise RecordError(f"{path}: not JSON provision wrote (nested too deeply)", fix_hint(path)) from None
+    except ValueError as exc:  # _integer's refusal
+        raise RecordError(f"{path}: not JSON provision wrote ({exc})", fix_hint(path)) from None
     return data
+
+
+def _integer(text: str) -> int:
+    """A JSON integer of a record: no count, size or time provision writes has 20 digits; a longer one would overflow
+    every float() and division after it (and past 4,300 digits int() itself refuses it)."""
+    if len(text) > 20:
+        raise ValueError(f"the integer {text[:12]}... of {len(text)} digits is out of range")
+    return int(text)
 
 
 def lock_file(path: str | os.PathLike[str]) -> int:
