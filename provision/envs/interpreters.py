@@ -5,6 +5,7 @@ the same discovery run over pyenv's version folders."""
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 from provision import proc
@@ -22,10 +23,15 @@ def find_python(request: str) -> tuple[Path, str]:
                              "give the path of a python executable (say VENV/bin/python), or a version such as 3.12")
     else:
         path = _discover(request)
-    version = proc.run([path, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"], timeout=60)
+    # -S: no site hooks (a sitecustomize.py or .pth that prints, a venv's banner): the version is all it prints
+    version = proc.run([path, "-S", "-c", "import sys; print('%d.%d' % sys.version_info[:2])"], timeout=60)
     if not version.ok:
         raise EnvError(f"{path} did not run: {version.tail(1)}", "give another interpreter with --python")
-    return path, version.stdout.strip()
+    printed = version.stdout.strip()
+    if not re.fullmatch(r"\d+\.\d+", printed):
+        raise EnvError(f"{path} printed no Python version (it printed {printed[:60]!r})",
+                       "give the path of a python executable (say VENV/bin/python), or a version such as 3.12")
+    return path, printed
 
 
 def _discover(request: str) -> Path:
