@@ -253,8 +253,10 @@ def torch_cuda(venv: Path, python: Path) -> str | None:
     try:
         tree = ast.parse(regular.read_text(site_packages(venv) / "torch" / "version.py", 1 << 20))
     except FileNotFoundError:
-        done = proc.run([python, "-c", "import torch; print(torch.version.cuda or '')"], timeout=120)
-        return (done.stdout.strip() or None) if done.ok else None
+        done = proc.run([python, "-c", "import torch; print('torch.version.cuda=' + (torch.version.cuda or ''))"], timeout=120)
+        # the answer is its own line: what site hooks or torch's import printed before it is not part of it
+        answer = next((line for line in reversed(done.stdout.splitlines()) if line.startswith("torch.version.cuda=")), "")
+        return (answer.partition("=")[2].strip() or None) if done.ok else None
     except (OSError, ValueError, SyntaxError, RecursionError):
         return None
     for node in tree.body:
