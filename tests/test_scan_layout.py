@@ -136,7 +136,7 @@ def test_one_file_scan_imports_only_what_it_needs(tmp_path: Path) -> None:
 
 def test_magic_found_across_every_cut_by_forked_searchers(monkeypatch: pytest.MonkeyPatch) -> None:
     """The parallel search finds exactly the offsets one `find` loop finds, a magic straddling a cut included, and
-    really runs in children (the parent's share is one group)."""
+    really runs in children (the parent's share is one group, none while it walks the fatbin sections)."""
     from provision.scan import search
 
     data = bytearray(b"\x50\xed\x55" * 700)  # near-misses everywhere
@@ -148,6 +148,10 @@ def test_magic_found_across_every_cut_by_forked_searchers(monkeypatch: pytest.Mo
     for jobs in range(1, 9):
         pending = search.Search(bytes(data), ranges, jobs)
         assert len(pending.children) == jobs - 1
+        assert pending.result() == expected, jobs
+        # a caller that walks `.nv_fatbin` meanwhile leaves every share to a child (one process: it searches it all)
+        pending = search.Search(bytes(data), ranges, jobs, walking=True)
+        assert (len(pending.children), len(pending.own)) == ((jobs, 0) if jobs > 1 else (0, 1))
         assert pending.result() == expected, jobs
 
 

@@ -155,7 +155,7 @@ def code_in_image(buffer: Any, base: int = 0, length: int | None = None, jobs: i
         (walked if section.name in fatbin.FATBIN_SECTIONS else searched).append((base + section.offset, size, counts))
     from provision.scan import search
 
-    pending = search.Search(buffer, [(start, start + size) for start, size, _counts in searched], jobs)
+    pending = search.Search(buffer, [(start, start + size) for start, size, _counts in searched], jobs, walking=bool(walked))
     for start, size, counts in walked:
         fatbin.parse(buffer, start, size, counts)
     hits = pending.result()
