@@ -27,6 +27,7 @@ from provision.checks.results import DRIFT_KINDS, CheckResult, Reader
 from provision.envs import filehash
 from provision.envs.home import site_packages as site_packages  # one definition, used here and by restore
 from provision.errors import EnvError, ProvisionError
+from provision.stacks import urls
 
 if TYPE_CHECKING:
     from email.message import Message
@@ -445,7 +446,7 @@ def _against_lock(venv: Path, installed: dict[str, Installed], lock_path: Path, 
         elif not _same_version(want, dist.version):
             findings.append(Finding(kind="other-version", distribution=name, path=dist.info.name, expected=want, found=dist.version))
         else:
-            other = _other_source(dist, [w.name or (w.url or "").rsplit("/", 1)[-1] for w in package.wheels or []])
+            other = _other_source(dist, [w.name or urls.filename(w.url or "") for w in package.wheels or []])
             if other:
                 findings.append(Finding(kind="other-source", distribution=name, path=dist.info.name, expected=other[0], found=other[1]))
     # an adopted environment's distributions that matched no wheel: in its lock by name and version only

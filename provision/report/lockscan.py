@@ -96,7 +96,7 @@ def _choose(wheels: Sequence[PackageWheel]) -> PackageWheel:
 
 
 def _filename(wheel: PackageWheel) -> str:
-    return wheel.name or (wheel.url or "").rsplit("/", 1)[-1]
+    return wheel.name or urls.filename(wheel.url or "")
 
 
 def scan_lock(path: Path, *, fetch: bool = True, cache: Path | None = None,

@@ -11,11 +11,12 @@ from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from html.parser import HTMLParser
 from typing import TYPE_CHECKING, BinaryIO
-from urllib.parse import unquote, urljoin
+from urllib.parse import urljoin
 
 from packaging.utils import canonicalize_name
 
 from provision.errors import IndexError_, InputError
+from provision.stacks import urls
 from provision.stacks.urls import TIMEOUT_VARIABLE, credentials, redact, strip_credentials, timeout, userinfo
 
 if TYPE_CHECKING:
@@ -236,12 +237,12 @@ def project_files(index_url: str, project: str, keep: Callable[[str], bool] | No
     parser.feed(response.text)
     files = []
     for href, metadata in parser.links:
-        if keep is not None and not keep(unquote(href.partition("#")[0].rsplit("/", 1)[-1])):
+        if keep is not None and not keep(urls.filename(href)):
             continue
         absolute = urljoin(url, href)
         path, _, fragment = absolute.partition("#")
         sha = fragment[len("sha256="):] if fragment.startswith("sha256=") else None
-        files.append(IndexFile(filename=unquote(path.rsplit("/", 1)[-1]), url=path, sha256=sha, core_metadata=metadata))
+        files.append(IndexFile(filename=urls.filename(path), url=path, sha256=sha, core_metadata=metadata))
     return files
 
 

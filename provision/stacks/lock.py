@@ -435,7 +435,7 @@ def _packages(raw: dict[str, Any], indexes: dict[str, str | None], origin: dict[
     locked: list[LockedPackage] = []
     unhashed = [urls.strip_credentials(w.get("url", "")) for p in raw.get("packages", []) for w in _files(p) if not w.get("hashes")]
     for file_url in unhashed:
-        progress(f"hashing {file_url.rsplit('/', 1)[-1]} (its index gives no hash)")
+        progress(f"hashing {urls.filename(file_url)} (its index gives no hash)")
     with ThreadPoolExecutor(max_workers=8) as pool:  # downloads of one file each: in parallel, not one after another
         digests = dict(zip(unhashed, pool.map(index.sha256_of, unhashed), strict=True)) if unhashed else {}
     for package in raw.get("packages", []):
@@ -454,7 +454,7 @@ def _packages(raw: dict[str, Any], indexes: dict[str, str | None], origin: dict[
                 source = "computed"
             locked.append(LockedPackage(
                 name=name, version=str(package.get("version", "")), index=index_name,
-                file=wheel.get("name") or wheel["url"].rsplit("/", 1)[-1], url=wheel["url"],
+                file=wheel.get("name") or urls.filename(wheel["url"]), url=wheel["url"],
                 sha256=wheel["hashes"].get("sha256", ""), hash_source=source))
     return tuple(locked)
 
@@ -462,7 +462,7 @@ def _packages(raw: dict[str, Any], indexes: dict[str, str | None], origin: dict[
 def _document(raw: dict[str, Any], profile: Profile, indexes: dict[str, str | None], target: Target, stamp: _Stamp,
               packages: tuple[LockedPackage, ...], written: str = "") -> str:
     """The lock's text: `raw` with provision's `created-by` and [tool.provision], validated by packaging.pylock."""
-    computed = [p.url.rsplit("/", 1)[-1] for p in packages if p.hash_source == "computed"]
+    computed = [urls.filename(p.url) for p in packages if p.hash_source == "computed"]
     raw["created-by"] = "provision (uv pip compile)"
     raw.setdefault("tool", {})["provision"] = {
         "profile": profile.name,

@@ -426,7 +426,7 @@ def _from_cache(dist: Installed, cached: dict[tuple[str, str], uvcache.CachedWhe
         if name is None:
             return f"uv's cache holds this build, from {index_url or 'an index'} that is not among {', '.join(indexes)}"
         return Matched(name=dist.name, version=dist.version, index=name, index_url=urls.strip_credentials(indexes[name]),
-                       filename=url.rsplit("/", 1)[-1], url=url, sha256=sha256s.pop(), record_from="uv-cache")
+                       filename=urls.filename(url), url=url, sha256=sha256s.pop(), record_from="uv-cache")
     return None
 
 

@@ -67,6 +67,14 @@ def credentials(url: str) -> tuple[str, str]:
     return unquote(user), unquote(password)
 
 
+def filename(url: str) -> str:
+    """The file name a URL (or an href) names: the last part of its path, without its query or fragment,
+    percent-decoded. A signed URL's `?X-Amz-Signature=...` is no part of a wheel's name, nor a secret to show with it,
+    and `torch-2.9.1%2Bcu128-...whl` is the wheel `torch-2.9.1+cu128-...whl`."""
+    path = re.split(r"[?#]", url, maxsplit=1)[0]
+    return unquote(path.rsplit("/", 1)[-1])
+
+
 def redact_text(text: str) -> str:
     """`text` with the secrets of any URL in it (any scheme, even one that is not a valid URL) shown as ****."""
     return log.redact(text)
