@@ -97,6 +97,12 @@ def shipped_dir() -> Path:
     return inside if inside.is_dir() else package.parent / "profiles"
 
 
+def is_lock_name(filename: str) -> bool:
+    """Whether `filename` is named as PEP 751 names a lock (pylock.toml, pylock.NAME.toml): never a profile, though
+    it may lie beside them (a lock kept with the profile it was made from)."""
+    return filename == "pylock.toml" or (filename.startswith("pylock.") and filename.endswith(".toml"))
+
+
 def search_dirs() -> list[Path]:
     extra = [Path(p) for p in os.environ.get(PROFILE_PATH_VARIABLE, "").split(os.pathsep) if p]
     return [*extra, shipped_dir()]
@@ -131,7 +137,7 @@ def found() -> Found:
     skipped: list[Skipped] = []
     for folder in search_dirs():
         for path in sorted(folder.glob("*.toml")):
-            if path.stem in seen:
+            if path.stem in seen or is_lock_name(path.name):
                 continue
             try:
                 mode = path.stat().st_mode  # follows a link: what a load would open
@@ -155,9 +161,9 @@ def load(name_or_path: str) -> Profile:
         return load_file(candidate)
     for folder in search_dirs():
         path = folder / f"{name_or_path}.toml"
-        if path.exists() or path.is_symlink():
+        if (path.exists() or path.is_symlink()) and not is_lock_name(path.name):
             return load_file(path)
-    names = sorted({p.stem for folder in search_dirs() for p in folder.glob("*.toml")})
+    names = sorted({p.stem for folder in search_dirs() for p in folder.glob("*.toml") if not is_lock_name(p.name)})
     raise ProfileError(f"no profile named {name_or_path!r}", f"known profiles: {', '.join(names) or 'none'}")
 
 
