@@ -26,6 +26,7 @@ from provision.envs.recordfile import (
     load,
     lock_file,
 )
+from provision.errors import EnvError
 from provision.names import SHELL_NAME
 
 if TYPE_CHECKING:  # read when a record holds runs (switch and rollback load no record: envs/state.py)
@@ -253,11 +254,22 @@ def _update(build: Path, change: Callable[[EnvRecord], EnvRecord]) -> EnvRecord:
     at once (two benches, a check beside a baseline) both keep theirs."""
     import fcntl
 
-    with os.fdopen(lock_file(build / f".{ENV_FILE}.lock"), "a") as lock:
+    try:
+        handle = os.fdopen(lock_file(build / f".{ENV_FILE}.lock"), "a")
+    except FileNotFoundError:
+        raise _gone(build) from None
+    with handle as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
+        if not build.is_dir():  # taken away while we waited: never made again by the write below
+            raise _gone(build)
         record = change(read(build))
         write(build, record)
         return record
+
+
+def _gone(build: Path) -> EnvError:
+    return EnvError(f"{build}: the environment was removed or replaced while this ran; nothing was stored",
+                    "run it again on the environment as it is now (provision envs lists them)")
 
 
 def add_checks(build: Path, results: list[CheckResult], at: str, only: tuple[str, ...] | None = None) -> EnvRecord:
