@@ -184,16 +184,30 @@ def _exchange(session: requests.Session, url: str, method: str, sent: dict[str, 
         transfer.error = _Retry(f"no answer within {seconds:g} s")
     except (requests.ConnectionError, urllib3.exceptions.HTTPError, requests.exceptions.ChunkedEncodingError) as exc:
         transfer.error = _Retry(f"cannot connect or the connection broke ({type(exc).__name__})")
-    except requests.RequestException as exc:  # InvalidURL, InvalidSchema, MissingSchema: no retry mends the URL
-        transfer.error = InputError(f"{redact(url)}: not a URL provision can fetch ({type(exc).__name__})",
-                                    "give an http:// or https:// URL with a host (and a port that is a number)")
-    except ValueError as exc:  # urllib3's own URL parsing ("Invalid IPv6 URL", a bad port) in some versions
-        transfer.error = InputError(f"{redact(url)}: not a URL provision can fetch ({exc})",
-                                    "give an http:// or https:// URL with a host (and a port that is a number)")
+    except (requests.RequestException, ValueError) as exc:  # InvalidURL, InvalidSchema, MissingSchema; urllib3's own
+        # URL parsing ("Invalid IPv6 URL", a bad port) in some versions: no retry mends the URL
+        why = type(exc).__name__ if isinstance(exc, requests.RequestException) else str(exc)
+        if _fetchable(url):  # the URL asked is one: a redirect led where no fetch goes (file://, a port that is no number)
+            transfer.error = IndexError_(f"{redact(url)}: the index redirected to a URL provision does not fetch ({why})",
+                                         "check the index URL, or use a mirror; only http:// and https:// URLs are fetched")
+        else:
+            transfer.error = InputError(f"{redact(url)}: not a URL provision can fetch ({why})",
+                                        "give an http:// or https:// URL with a host (and a port that is a number)")
     except BaseException as exc:  # noqa: BLE001 - an IndexError_ of the bound, an OSError of the sink: the caller's
         transfer.error = exc
     finally:
         transfer.done.set()
+
+
+def _fetchable(url: str) -> bool:
+    """Whether `url` is an http(s) URL with a host and, if it names one, a port that is a number."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(strip_credentials(url))
+        return parts.scheme in ("http", "https") and bool(parts.hostname) and (parts.port is None or parts.port > 0)
+    except ValueError:
+        return False
 
 
 def _body(response: requests.Response, url: str, limit: int, sink: Callable[[bytes], None] | None, transfer: _Transfer) -> bytes:
