@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from provision import __version__
 from provision.atomic import write_atomic
 from provision.envs import records
-from provision.envs.home import Home, site_packages
+from provision.envs.home import Home, present_site_packages
 from provision.errors import EnvError, ProvisionError
 from provision.log import Progress
 
@@ -117,12 +117,13 @@ def lock_env(home: Home, name: str, profile: Profile | None, progress: Progress 
         raise EnvError(f"{name} was built by provision from its own lock ({record.lock})",
                        f"lock --env is for adopted environments; provision restore {name} uses that lock")
     venv = record.venv_path(build).resolve()
+    site = present_site_packages(venv)  # a venv that is gone is refused, never locked as an empty one
     indexes, bound, uv_default = indexes_for(profile)
     try:
         cache = Path(uvtool.cache_dir())
     except ProvisionError:
         cache = None
-    result = match.match(site_packages(venv), venv, indexes, bound=bound, cache=cache, uv_default=uv_default, progress=progress)
+    result = match.match(site, venv, indexes, bound=bound, cache=cache, uv_default=uv_default, progress=progress)
     path = build / LOCK_NAME
     text = render(result, name=name, venv=venv, profile=profile)
     with home.locked():  # the matching ran without it: a remove meanwhile took the build, never to be made again here

@@ -25,6 +25,7 @@ from provision.checks import BY_ID
 from provision.checks.details import DriftDetails
 from provision.checks.results import DRIFT_KINDS, CheckResult, Reader
 from provision.envs import filehash
+from provision.envs.home import present_site_packages
 from provision.envs.home import site_packages as site_packages  # one definition, used here and by restore
 from provision.errors import EnvError, ProvisionError
 from provision.stacks import urls
@@ -135,6 +136,7 @@ def scan(venv: Path, *, lock: Path | None = None, cache: Path | None = None, kep
     escape = confinement.folder(str(site))
     if escape is not None:
         raise confined.refusal(escape, venv, "the drift check")
+    present_site_packages(venv)  # never judged as an empty venv
     drift = Drift(venv=venv, site=site, lock=str(lock) if lock else None)
     installed = _installed(site, confinement, drift)
     drift.distributions = len(installed)

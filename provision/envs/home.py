@@ -43,6 +43,16 @@ def site_packages(venv: Path) -> Path:
     return found[0] if found else venv / "lib" / "site-packages"
 
 
+def present_site_packages(venv: Path) -> Path:
+    """`site_packages(venv)`, which must be there: a venv that is gone (deleted, moved, a mount not there today) is an
+    EnvError, never read as an empty one (a lock made of it, or a restore into it, would lose what it held)."""
+    site = site_packages(venv)
+    if not site.is_dir():
+        raise EnvError(f"{venv} has no site-packages ({site.relative_to(venv)} is missing): the venv is gone, or is no venv",
+                       "put the venv back (a mount that is not there?), or remove the environment: provision remove NAME")
+    return site
+
+
 def blocking_file(venv: Path) -> Path | None:
     """The first file in `venv` that Python, uv or the checks open and that is a pipe, a socket or a device (they
     would wait on it forever): pyvenv.cfg, site-packages' .pth, sitecustomize and usercustomize files, and every
