@@ -10,15 +10,23 @@ import os
 import shlex
 from collections.abc import Mapping
 
+from provision.names import SHELL_NAME
+
 KEYS = "_PROVISION_KEYS"  # the variables an eval set, space-separated
 UNSET = "_PROVISION_UNSET"  # those of them the shell did not have
 SAVED = "_PROVISION_SAVED_"  # _PROVISION_SAVED_PATH ...: what the shell had
 
 
+def _names(environ: Mapping[str, str], variable: str) -> list[str]:
+    """The variable names an earlier eval listed in `variable`: only shell names, whatever else is there (they are
+    written unquoted into `unset` and `export` lines that the shell evals)."""
+    return [name for name in environ.get(variable, "").split() if SHELL_NAME.match(name)]
+
+
 def _before(environ: Mapping[str, str]) -> tuple[dict[str, str], set[str]]:
     """The values the shell had before the first eval (from the saved ones, where an eval came before)."""
-    keys = environ.get(KEYS, "").split()
-    unset = set(environ.get(UNSET, "").split())
+    keys = _names(environ, KEYS)
+    unset = set(_names(environ, UNSET))
     saved = {k: environ[SAVED + k] for k in keys if SAVED + k in environ and k not in unset}
     return saved, unset & set(keys)
 
@@ -27,7 +35,7 @@ def activate_lines(variables: Mapping[str, str], venv_bin: str, environ: Mapping
     """export lines for `variables` (PATH rebuilt from the shell's PATH before any eval), saving what they replace,
     and the provision_deactivate function."""
     saved, unset = _before(environ)
-    earlier = set(environ.get(KEYS, "").split())
+    earlier = set(_names(environ, KEYS))
     keys = sorted(set(variables) | earlier)
     for key in keys:
         if key not in earlier:
@@ -58,4 +66,4 @@ def undo_lines(environ: Mapping[str, str] = os.environ) -> list[str]:
     if KEYS not in environ:
         return []
     saved, unset = _before(environ)
-    return [*_restore_lines(saved, unset, environ[KEYS].split()), "unset -f provision_deactivate 2>/dev/null || true"]
+    return [*_restore_lines(saved, unset, _names(environ, KEYS)), "unset -f provision_deactivate 2>/dev/null || true"]
