@@ -134,8 +134,7 @@ def _read_gpu(lib: Any, reading: Reading, index: int, handle: Any, nvlink_suppor
     def get(what: str, fn: Callable[[], T]) -> T | None:
         return _try(fn, reading, f"GPU {index} {what}")
 
-    cc_pair = get("compute capability", lambda: lib.nvmlDeviceGetCudaComputeCapability(handle))
-    cc = f"{cc_pair[0]}.{cc_pair[1]}" if cc_pair else None
+    cc = get("compute capability", lambda: _compute_capability(lib.nvmlDeviceGetCudaComputeCapability(handle)))
     memory = get("memory", lambda: lib.nvmlDeviceGetMemoryInfo(handle))
     mig = _quiet(lambda: lib.nvmlDeviceGetMigMode(handle))
     return Gpu(
@@ -243,6 +242,13 @@ def kernel_module_flavour(path: str = "/proc/driver/nvidia/version") -> str | No
     if "Open Kernel Module" in banner:
         return "open"
     return "proprietary" if "Kernel Module" in banner else None
+
+
+def _compute_capability(pair: object) -> str:
+    """"9.0" of NVML's (major, minor); anything else (a recording edited by hand) raises, and is not read."""
+    if not isinstance(pair, (tuple, list)) or len(pair) != 2 or not all(type(v) is int and v >= 0 for v in pair):
+        raise ValueError(f"not a (major, minor) pair of integers: {pair!r:.40}")
+    return f"{pair[0]}.{pair[1]}"
 
 
 def _try(fn: Callable[[], T], reading: Reading, what: str | None) -> T | None:
