@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -75,7 +76,11 @@ def read(path: Path) -> tuple[Pylock, Stamp]:
         raise InputError(f"{path}: its packages were changed after provision locked them (a hash, a URL, a package "
                          "added or removed: [tool.provision] packages_sha256 no longer matches)",
                          "lock again with provision lock PROFILE; never edit a lock by hand")
-    return pylock, Stamp.from_table(tool)
+    stamp = Stamp.from_table(tool)
+    if stamp.python and not re.fullmatch(r"\d+\.\d+(\.\d+)?", stamp.python):  # create makes the venv with it: never a path
+        raise InputError(f"{path}: [tool.provision] python {stamp.python[:60]!r} is not a Python version X.Y",
+                         "lock again with provision lock PROFILE; never edit a lock by hand")
+    return pylock, stamp
 
 
 def packages_digest(packages: object) -> str:
