@@ -92,6 +92,20 @@ def test_a_package_declared_without_an_index_comes_from_the_default_one(tool: ti
     assert versions == {"alpha": ("1.0", "other", "other"), "beta": ("1.0", "default", "tiny")}
 
 
+def test_an_index_variable_no_index_of_the_profile_has_is_named_not_silently_dropped(tool: tiny.Tool, tmp_path: Path) -> None:
+    """--index NAME=URL for a name the profile lacks is refused; the same as PROVISION_INDEX_<NAME> (how the Ansible
+    role passes mirrors, out of `ps`) is said, by its name only: a typo'd mirror must not go unnoticed, nor its URL."""
+    secret_url = f"https://user:{SECRET}@mirror.example/whl/cu130"
+    done = tool("lock", "tiny2", "-o", str(tmp_path / "pylock.tiny2.toml"),
+                env={"PROVISION_INDEX_PYTROCH": secret_url, "PROVISION_INDEX_DEFAULT_": ""})
+    lines = [line for line in done.stderr.splitlines() if "PROVISION_INDEX_" in line]
+    assert lines == ["note: PROVISION_INDEX_PYTROCH is set, but profile tiny2 has no index of that name (its indexes: "
+                     "default): not used"], done.stderr
+    assert SECRET not in done.stderr + done.stdout and "mirror.example" not in done.stderr
+    quiet = tool("lock", "tiny2", "-q", "-o", str(tmp_path / "pylock.tiny2.toml"), env={"PROVISION_INDEX_PYTROCH": secret_url})
+    assert "PROVISION_INDEX_PYTROCH" not in quiet.stderr  # -q: a note for people
+
+
 @pytest.mark.parametrize(("filename", "accepted"), [
     ("x-1-cp312-cp312-manylinux_2_28_x86_64.whl", True),
     ("x-1-cp312-cp312-manylinux2014_x86_64.whl", True),

@@ -140,6 +140,14 @@ def effective_indexes(profile: Profile, overrides: dict[str, str], environ: dict
     return result
 
 
+def unused_index_variables(profile: Profile, environ: dict[str, str] | None = None) -> list[str]:
+    """The PROVISION_INDEX_<NAME> variables set for an index `profile` does not have (a typo, or another profile's
+    mirror): by name only, never their values (a URL may hold a password)."""
+    environ = dict(os.environ) if environ is None else environ
+    names = {INDEX_VARIABLE.format(n.upper().replace("-", "_")) for n in [*profile.indexes, DEFAULT_INDEX]}
+    return sorted(v for v in environ if v.startswith(INDEX_VARIABLE.format("")) and v not in names and environ[v])
+
+
 def lock_key(profile: Profile, indexes: dict[str, str | None], target: Target) -> str:
     """What a lock depends on: the profile's bytes, the effective index URLs, the target Python and platform."""
     material = json.dumps([profile.content_hash, indexes, target.python, target.platform], sort_keys=True)
@@ -340,6 +348,12 @@ def lock(profile: Profile, *, target: Target, overrides: dict[str, str], output:
     start = time.perf_counter()
     _writable(output)
     indexes = effective_indexes(profile, overrides)
+    for variable in unused_index_variables(profile):
+        from provision import log
+
+        names = ", ".join([*(n for n in profile.indexes if n != DEFAULT_INDEX), DEFAULT_INDEX])
+        log.info(f"note: {variable} is set, but profile {profile.name} has no index of that name (its indexes: {names}): "
+                 "not used")
     if any(p.prerelease and p.index != DEFAULT_INDEX and indexes.get(p.index) for p in profile.packages):
         progress("finding the newest complete nightly")
     pins, nightly = nightly_pins(profile, indexes, target)
