@@ -36,8 +36,14 @@ class Completed(NamedTuple):
         return self.returncode == 0 and not self.timed_out
 
     def tail(self, lines: int = 20) -> str:
+        """The last `lines` lines of stdout then stderr, and of them no more than TAIL_CHARS characters (the end): what
+        an error message, a check's output_tail and env.json carry of a child's output, whatever length its lines."""
         text = (self.stdout + ("\n" if self.stdout and self.stderr else "") + self.stderr).strip()
-        return "\n".join(text.splitlines()[-lines:])
+        kept = "\n".join(text.splitlines()[-lines:])
+        return kept if len(kept) <= TAIL_CHARS else "..." + kept[-TAIL_CHARS:]
+
+
+TAIL_CHARS = 4000  # 20 lines of 200 characters; a benchmark printing one 600 KB line was shown (and stored) whole
 
 
 def environment(extra: Mapping[str, str] | None = None, *, base: Mapping[str, str] | None = None) -> dict[str, str]:

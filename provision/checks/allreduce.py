@@ -195,7 +195,7 @@ def _run_variant(python: Path, record: EnvRecord, variant: dict[str, str], *, wo
         if answer.status() != "pass":
             raise EnvError(f"the all-reduce benchmark failed: {answer.text('reason')}", "run provision check --only nccl-allreduce")
         measured = VariantRun.parse(Reader({**(answer.mapping("details") or {}), "variant": shown_settings(variant)}, "details"))
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, RecursionError):  # not JSON, or nested past the recursion limit
         raise EnvError(f"the all-reduce benchmark crashed (exit {done.returncode}): {done.tail(3)}", "run provision check first") from None
     except MalformedResult as exc:
         raise EnvError(f"the all-reduce benchmark's answer is malformed: {exc}", "run provision check --only nccl-allreduce") from None

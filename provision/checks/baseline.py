@@ -63,7 +63,7 @@ def extract(spec: Baseline, stdout: str) -> tuple[float | str | None, dict[str, 
         if line.lstrip().startswith("{"):
             try:
                 document = json.loads(line)
-            except json.JSONDecodeError:
+            except (json.JSONDecodeError, RecursionError):  # not JSON, or nested past the recursion limit
                 continue
             if not isinstance(document, dict):
                 continue

@@ -51,7 +51,7 @@ def inventory(python: Path, env: dict[str, str]) -> dict[str, str]:
     done = proc.run([python, str(payload_dir() / "inventory.py")], timeout=120, env=env)
     try:
         return dict(json.loads(done.stdout.strip().splitlines()[-1]))
-    except (ValueError, IndexError):
+    except (ValueError, IndexError, RecursionError):  # RecursionError: JSON nested past the limit
         return {}
 
 
@@ -145,7 +145,7 @@ def _payload(check: Check, python: Path, env: dict[str, str], arguments: dict[st
     last = next((line for line in reversed(done.stdout.strip().splitlines()) if line.startswith("{")), None)
     try:
         answer = json.loads(last) if last else None
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, RecursionError):  # not JSON, or nested past the recursion limit
         answer = None
     if not isinstance(answer, dict) or "status" not in answer:
         return _said(check, "error", f"the check crashed (exit code {done.returncode})", done.tail(20))

@@ -79,7 +79,7 @@ def _remembered(key: str) -> list[str] | None:
     """The SMs remembered for a wheel: a list (empty when its nvcc gave no answer), None when never asked."""
     try:
         value = json.loads(regular.read_bytes(memory_file(), 16 << 20)).get(key)
-    except (OSError, ValueError):
+    except (OSError, ValueError, AttributeError, RecursionError):  # damaged: asked again
         return None
     return list(value) if isinstance(value, list) else None
 
@@ -102,7 +102,9 @@ def _ask(nvcc: Path, key: str) -> list[str] | None:
     path = memory_file()
     try:
         known = json.loads(regular.read_bytes(path, 16 << 20))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
+        known = {}
+    if not isinstance(known, dict):  # another shape: forgotten, as a damaged file is
         known = {}
     known[key] = sms
     try:

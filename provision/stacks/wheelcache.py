@@ -42,7 +42,7 @@ def cached(sha256: str, filename: str) -> Path | None:
         if _sha256(wheel) == sha256:
             checked.write_text(json.dumps(_stamp(wheel)))
             return wheel
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):  # RecursionError: a stamp nested past the limit
         pass
     shutil.rmtree(place, ignore_errors=True)
     return None
