@@ -66,3 +66,36 @@ def test_a_build_whose_install_failed_is_kept_too(tmp_path: Path, index_server, 
     assert listed[kept]["profile"] == "tiny" and not listed[kept]["active"]
     tool("gc")
     assert tool.envs() == {} and tool.builds() == []
+
+
+def test_two_failed_builds_of_one_name_in_the_same_second_keep_both(tmp_path: Path, index_server, provision_bin: str,
+                                                                     monkeypatch) -> None:
+    """The kept name has a stamp of seconds: a second failure within it is NAME-failed-STAMP-2, never the first one's
+    name taken over (its build was left behind, named by nothing)."""
+    import datetime
+
+    from provision.envs import home as homes
+    from provision.envs import lifecycle
+    from provision.stacks import profiles
+
+    tool = failing_tool(tmp_path, index_server, provision_bin)
+    for key, value in tool.env().items():
+        if value is not None:
+            monkeypatch.setenv(key, value)
+    where = homes.Home(tool.home)
+    moment = datetime.datetime(2026, 12, 2, 10, 0, 0, tzinfo=datetime.timezone.utc)
+
+    class Frozen(datetime.datetime):
+        @classmethod
+        def now(cls, tz: datetime.tzinfo | None = None) -> datetime.datetime:  # type: ignore[override]
+            return moment
+
+    monkeypatch.setattr(lifecycle.datetime, "datetime", Frozen)
+    kept = []
+    for n in (1, 2):
+        build = where.builds / f"bad-{n}"
+        (build / "venv").mkdir(parents=True)
+        kept.append(lifecycle.keep(where, "bad", profiles.load("bad"), build))
+    assert kept == ["bad-failed-20261202T100000", "bad-failed-20261202T100000-2"]
+    assert {name: where.build_of(name).name for name in kept} == {kept[0]: "bad-1", kept[1]: "bad-2"}
+    assert set(tool.envs()) == set(kept)

@@ -176,8 +176,10 @@ def keep(home: Home, name: str, profile: Profile, build: Path) -> str:
     """Name a failed build `NAME-failed-STAMP` (create --keep-failed): listed by envs, removed by remove or gc,
     never activated (its FAILED marker says why)."""
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%S")
-    kept = check_name(f"{name[:40]}-failed-{stamp}")
     with home.locked(), home.writing(f"keep the failed build of {name}"):
+        taken = set(home.names())  # another build of that name failed within the same second: -2, -3, ...
+        kept = next(n for n in (check_name(f"{name[:40]}-failed-{stamp}{f'-{i}' if i > 1 else ''}") for i in range(1, 10_000))
+                    if n not in taken)
         if not (build / records.ENV_FILE).exists():  # failed before its record was written: say what it was
             records.write(build, EnvRecord(name=kept, profile=profile.name, cuda=profile.cuda, venv=str(build / "venv")))
         (build / FAILED).write_text(f"create {name} failed; kept by --keep-failed\n")
