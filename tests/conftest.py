@@ -10,7 +10,7 @@ Starting provision: `from launch import run_provision, popen_provision` (tests/l
 script, a real process, in the isolated environment. `provision_bin` is the same binary's path, for what must name it
 (an Ansible inventory).
 
-Indexes: `index_server` serves indexes on 127.0.0.1 for one test; `session_index_server` is one server for the whole
+Indexes: `index_server` serves indexes on 127.0.0.1 for one test (`hostile` a server that misbehaves as told); `session_index_server` is one server for the whole
 session (give each index a name no other test uses: `session_index_server.index(unique_name)`).
 
 Bytecode: the processes tests start write theirs under the session's folder (PYTHONPYCACHEPREFIX), never beside the
@@ -44,6 +44,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 
 import launch  # noqa: E402
+from hostile_http import HostileServer  # noqa: E402
 from wheelhouse import IndexServer  # noqa: E402
 
 # A run started in the background (`.ci/run &`, nohup) inherits SIGINT ignored, and so would every provision the tests
@@ -170,6 +171,14 @@ def index_server(tmp_path: Path) -> Iterator[IndexServer]:
 @pytest.fixture(scope="session")
 def session_index_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[IndexServer]:
     server = IndexServer(tmp_path_factory.mktemp("session-indexes"))
+    yield server
+    server.close()
+
+
+@pytest.fixture
+def hostile() -> Iterator[HostileServer]:
+    """A server on 127.0.0.1 that answers each path as its Route says (tests/hostile_http.py): trickles, lies, loops."""
+    server = HostileServer()
     yield server
     server.close()
 

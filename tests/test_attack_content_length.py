@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -18,13 +17,6 @@ from launch import run_provision
 pytestmark = pytest.mark.timeout(120)
 SGLANG = "sglang-0.5.23-py3-none-any.whl"
 WHEEL_PATH = f"/files/{SGLANG}"
-
-
-@pytest.fixture
-def hostile() -> Iterator[HostileServer]:
-    server = HostileServer()
-    yield server
-    server.close()
 
 
 def test_a_content_length_claim_never_raises_the_download_bound(hostile: HostileServer, tmp_path: Path) -> None:

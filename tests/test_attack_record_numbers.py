@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from launch import run_provision
+from test_attack_json_nesting import a_home
 
 HUGE = 10**400
 
@@ -22,12 +22,7 @@ HUGE = 10**400
         {"id": "imports", "title": "t", "status": "pass", "reason": "r", "seconds": HUGE}]}},
 ], ids=["size_bytes", "a check's seconds"])
 def test_a_number_past_a_floats_range_in_env_json_is_one_line_naming_the_file(tmp_path: Path, record: dict) -> None:
-    home = tmp_path / "home"
-    build = home / "builds" / "x-1"
-    (build / "venv" / "bin").mkdir(parents=True)
-    (build / "venv" / "bin" / "python").symlink_to(sys.executable)
-    (home / "envs").mkdir()
-    (home / "envs" / "x").symlink_to("../builds/x-1")
+    home, build = a_home(tmp_path)
     (build / "env.json").write_text(json.dumps({"name": "x", **record}))
     for args in (("envs",), ("shell-env", "x"), ("report", "--env", "x", "--json")):
         done: subprocess.CompletedProcess[str] = run_provision("--home", str(home), *args, timeout=60)

@@ -6,7 +6,6 @@ is the index failing (exit 5), one line naming the URL asked, the password in it
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -14,13 +13,6 @@ from hostile_http import HostileServer, Route
 from launch import run_provision
 
 pytestmark = pytest.mark.timeout(120)
-
-
-@pytest.fixture
-def hostile() -> Iterator[HostileServer]:
-    server = HostileServer()
-    yield server
-    server.close()
 
 
 @pytest.mark.parametrize("target", ["file:///etc/passwd", "gopher://127.0.0.1/x", "http://127.0.0.1:abc/simple/sglang/"])

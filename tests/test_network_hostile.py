@@ -11,7 +11,6 @@ import json
 import os
 import subprocess
 import zipfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -26,13 +25,6 @@ WHEEL_PATH = f"/files/{SGLANG}"
 PAGE_PATH = "/simple/sglang/"
 DEADLINE = "1"
 pytestmark = pytest.mark.timeout(120)
-
-
-@pytest.fixture
-def hostile() -> Iterator[HostileServer]:
-    server = HostileServer()
-    yield server
-    server.close()
 
 
 def sglang_wheel(tmp_path: Path, requires: tuple[str, ...] = ("torch==2.14.1",)) -> bytes:
