@@ -80,7 +80,7 @@ def _session() -> requests.Session:
 class Answer:
     """An index's answer, its body read whole (within the bound) or handed to a sink as it came."""
 
-    url: str
+    url: str  # where it came from: the URL asked, or after redirects the last one (urls.page_base)
     status_code: int
     headers: Mapping[str, str]
     content: bytes = b""
@@ -177,7 +177,8 @@ def _exchange(session: requests.Session, url: str, method: str, sent: dict[str, 
             content = b""
             if method != "HEAD" and response.status_code in bodies:
                 content = _body(response, url, limit, sink, transfer)
-            transfer.answer = Answer(url=url, status_code=response.status_code, headers=response.headers, content=content)
+            where = urls.page_base(url, response.url) if response.history else url  # redirected: where it came from
+            transfer.answer = Answer(url=where, status_code=response.status_code, headers=response.headers, content=content)
     except requests.TooManyRedirects:  # a loop of redirects: the index's fault, and no retry mends it
         transfer.error = IndexError_(f"{redact(url)}: more than {session.max_redirects} redirects", "check the index URL, or use a mirror")
     except (requests.Timeout, urllib3.exceptions.TimeoutError):
@@ -246,22 +247,23 @@ def project_files(index_url: str, project: str, keep: Callable[[str], bool] | No
     if response.status_code >= 400:
         raise IndexError_(f"{redact(url)}: HTTP {response.status_code}", "check the index URL and its credentials")
     if response.headers.get("Content-Type", "").startswith(JSON_TYPE):
-        return _json_files(url, response.content, keep)
+        return _json_files(url, response.content, keep, base=response.url)
     parser = _Links()
     parser.feed(response.text)
     files = []
     for href, metadata in parser.links:
         if keep is not None and not keep(urls.filename(href)):
             continue
-        absolute = urljoin(url, href)
+        absolute = urljoin(response.url, href)  # relative to where the page came from, after redirects
         path, _, fragment = absolute.partition("#")
         sha = fragment[len("sha256="):] if fragment.startswith("sha256=") else None
         files.append(IndexFile(filename=urls.filename(path), url=path, sha256=sha, core_metadata=metadata))
     return files
 
 
-def _json_files(url: str, content: bytes, keep: Callable[[str], bool] | None = None) -> list[IndexFile]:
-    """The files of a PEP 691 page; a page of another shape is an IndexError_ naming it, whatever it holds."""
+def _json_files(url: str, content: bytes, keep: Callable[[str], bool] | None = None, base: str | None = None) -> list[IndexFile]:
+    """The files of a PEP 691 page (their URLs relative to `base`, where the page came from; `url` by default); a page
+    of another shape is an IndexError_ naming `url`, whatever it holds."""
     import json
 
     try:
@@ -280,7 +282,7 @@ def _json_files(url: str, content: bytes, keep: Callable[[str], bool] | None = N
         hashes = entry.get("hashes")
         sha256 = hashes.get("sha256") if isinstance(hashes, dict) else None
         size = entry.get("size")
-        files.append(IndexFile(filename=entry["filename"], url=urljoin(url, entry["url"]),
+        files.append(IndexFile(filename=entry["filename"], url=urljoin(base or url, entry["url"]),
                                sha256=sha256 if isinstance(sha256, str) else None,
                                core_metadata=_core_metadata(entry.get("core-metadata", entry.get("data-dist-info-metadata", False))),
                                size=size if isinstance(size, int) and not isinstance(size, bool) and size >= 0 else None))

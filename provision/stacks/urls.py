@@ -58,6 +58,22 @@ def strip_credentials(url: str) -> str:
     return url if parts is None else parts[0] + parts[2]
 
 
+def page_base(asked: str, final: str) -> str:
+    """What a page's relative links are relative to: the URL it came from after redirects (`final`), as browsers, pip
+    and uv join them. The credentials of the URL asked go with it where the redirect stayed on that scheme, host and
+    port (requests sends them there too, and a file linked from the page needs them as the page did); never to
+    another host."""
+    from urllib.parse import urlsplit
+
+    if not final or userinfo(final) is not None or userinfo(asked) is None:
+        return final or asked
+    here, there = urlsplit(strip_credentials(asked)), urlsplit(final)
+    if (here.scheme, here.netloc) != (there.scheme, there.netloc):
+        return final
+    scheme, user, _rest = userinfo(asked) or ("", "", "")
+    return scheme + user + "@" + final[len(scheme):]
+
+
 def credentials(url: str) -> tuple[str, str]:
     """The user name and password in `url` (percent-decoded), empty when there are none."""
     parts = userinfo(url)
