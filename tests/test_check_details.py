@@ -44,7 +44,7 @@ def test_a_checks_details_come_back_out_as_they_went_in(check: dict) -> None:
     assert json.dumps(stored.to_dict()) == json.dumps(check)  # every key, in its order
     if check.get("details") is not None:
         assert isinstance(stored.details, typed.BY_CHECK.get(check["id"], typed.Details))
-        assert stored.details == check["details"]
+        assert stored.details.to_json() == check["details"]
         assert stored == dataclasses.replace(result, seconds=stored.seconds, output_tail=stored.output_tail)
 
 

@@ -14,6 +14,7 @@ from launch import run_provision
 from wheelhouse import build_wheel
 
 from provision.checks import runner, staleness
+from provision.checks.details import FlashinferJitDetails, FlashinferTarget
 from provision.checks.results import CheckResult, overall
 from provision.envs.records import EnvRecord
 from provision.machine.facts import Gpu
@@ -213,7 +214,7 @@ def test_flashinfer_target_cubins_name_a_damaged_build_instead_of_crashing(tmp_p
     truncated = tmp_path / "norm.so"
     truncated.write_bytes(b"\x7fELF\x02\x01\x01")
     for built in (truncated, tmp_path / "gone.so"):
-        passed = CheckResult(id="flashinfer-jit", status="pass", reason="built", details={"target": {"built": [str(built)]}})
+        passed = CheckResult(id="flashinfer-jit", status="pass", reason="built", details=FlashinferJitDetails(target=FlashinferTarget(built=[str(built)])))
         result = staleness.verify_target_cubins(passed, "9.0a")
         assert result.status == "fail" and str(built) in result.reason and "not read" in result.reason, result
 

@@ -13,6 +13,7 @@ import pytest
 from conftest import DATA, ROOT
 from launch import run_provision
 
+from provision.checks.details import NcclAllreduceDetails
 from provision.checks.results import CheckResult
 from provision.errors import InputError
 from provision.machine import facts as machine
@@ -226,7 +227,7 @@ def test_a_probe_document_with_a_wrong_pci_key_is_one_error(tmp_path: Path) -> N
 
 def test_the_nccl_check_seeing_peer_access_does_not_hide_acs_redirect() -> None:
     facts = two_gpu_facts(switch_pair(acs_control=0x001D, domain="DMA"))
-    nccl = CheckResult(id="nccl-allreduce", status="pass", details={"peer_access": [[True, True], [True, True]]})
+    nccl = CheckResult(id="nccl-allreduce", status="pass", details=NcclAllreduceDetails(peer_access=[[True, True], [True, True]]))
     (seen,) = observed.apply([gate(facts, "p2p")], {"nccl-allreduce": nccl}, 2, facts)
     assert seen.status == "warn" and seen.reason.startswith("the NCCL check saw peer access between all 2 GPUs")
     assert "setpci" in seen.reason

@@ -91,7 +91,7 @@ def test_stored_runs_are_typed_and_written_back_key_for_key(tmp_path: Path) -> N
     (build / "env.json").write_text(json.dumps(document))
     record = records.read(build)
     failed, driver, drift = record.check_results
-    assert failed.failed and failed.details == {"arch_list": ["sm_90"]} and driver.title == "" and drift.status == "warn"
+    assert failed.failed and failed.details is not None and failed.details.to_json() == {"arch_list": ["sm_90"]} and driver.title == "" and drift.status == "warn"
     assert record.baselines[0].drift is not None and record.baselines[0].drift.drifted
     assert record.baseline is not None and record.baseline.command == ("python", "bench.py") and record.baseline.unit == "tok/s"
     assert record.env_template == records.EnvTemplate(env={"FLASHINFER_CUDA_ARCH_LIST": "{arch_list}", "W": "{env}"}, nvcc="13.0")

@@ -10,6 +10,7 @@ import pytest
 from conftest import DATA, ROOT
 
 from provision import knowledge
+from provision.checks.details import NcclAllreduceDetails, SymmetricMemoryDetails
 from provision.checks.results import CheckResult
 from provision.envs import variables
 from provision.machine import nvml
@@ -89,14 +90,14 @@ def test_a_cpu_torch_fails() -> None:
 
 def _symm(multicast: bool, world: int = 2) -> CheckResult:
     return CheckResult(id="symmetric-memory", status="pass", reason="ok",
-                       details={"world_size": world, "multicast": multicast, "multicast_disabled_by_env": None})
+                       details=SymmetricMemoryDetails(world_size=world, multicast=multicast))
 
 
 def test_feature_gates_follow_what_the_checks_saw() -> None:
     facts = facts_from("h100-nvlink-x2.nvml.json")
     topology_only = {g.id: g for g in report.machine_gates(facts, None)}
     assert topology_only["symm-mem-allreduce"].status == "pass"  # NVLink, SM90: the fabric could
-    nccl = CheckResult(id="nccl-allreduce", status="warn", details={"world_size": 2, "peer_access": [[True, False], [False, True]]})
+    nccl = CheckResult(id="nccl-allreduce", status="warn", details=NcclAllreduceDetails(world_size=2, peer_access=[[True, False], [False, True]]))
     seen = {g.id: g for g in observed.apply(report.machine_gates(facts, None), {"symmetric-memory": _symm(False), "nccl-allreduce": nccl}, 2)}
     assert seen["symm-mem-allreduce"].status == "fail" and "saw no multicast" in seen["symm-mem-allreduce"].reason
     assert seen["p2p"].status == "warn" and "0-1" in seen["p2p"].reason

@@ -4,12 +4,11 @@ that `to_json()` writes back what was read, key for key. The shapes: docs/json.m
 
 Only what provision reads is typed (the report's gates read symmetric-memory's and nccl-allreduce's, the runner
 FlashInfer's target build); the rest (each rank's answer, torch's devices, the libraries mapped) is passed through to
-`--json` and env.json as it came. A detail is also a read-only mapping of that JSON, so it compares equal to it.
+`--json` and env.json as it came.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import ClassVar, TypeVar
 
@@ -19,12 +18,12 @@ from provision.status import Status
 D = TypeVar("D", bound="Details")
 
 
-@dataclass(frozen=True, kw_only=True, eq=False)
-class Details(Mapping[str, JSONValue]):
+@dataclass(frozen=True, kw_only=True)
+class Details:
     """A check's details that provision reads nothing of (imports, torch-cuda, cuda-libs, ...): kept as they came."""
 
     rest: dict[str, JSONValue] = field(default_factory=dict)  # the keys this version does not read, as they were
-    order: tuple[str, ...] = field(default=(), repr=False)  # every key as the answer gave them: written in that order
+    order: tuple[str, ...] = field(default=(), repr=False, compare=False)  # every key as the answer gave them: written in that order (how it is written, not what it says)
 
     READ: ClassVar[tuple[str, ...]] = ()  # the typed keys (attributes of the same name), in the order a payload writes them
 
@@ -39,15 +38,6 @@ class Details(Mapping[str, JSONValue]):
         keys = [k for k in self.order if k in merged] + [k for k in merged if k not in self.order]
         return {k: merged[k] for k in keys}
 
-    def __getitem__(self, key: str) -> JSONValue:
-        return self.to_json()[key]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self.to_json())
-
-    def __len__(self) -> int:
-        return len(self.to_json())
-
 
 def _json(value: object) -> JSONValue:
     if isinstance(value, Details):
@@ -59,7 +49,7 @@ def _json(value: object) -> JSONValue:
     return value if value is None or isinstance(value, (bool, int, float, str)) else str(value)  # as json_text writes it
 
 
-@dataclass(frozen=True, kw_only=True, eq=False)
+@dataclass(frozen=True, kw_only=True)
 class DriftDetails(Details):
     """The drift check's findings (envs/drift.py): its verdict and counts typed, the findings and figures kept."""
 
@@ -73,7 +63,7 @@ class DriftDetails(Details):
                    rest=_rest(cls, fields), order=tuple(fields.data))
 
 
-@dataclass(frozen=True, kw_only=True, eq=False)
+@dataclass(frozen=True, kw_only=True)
 class SymmetricMemoryDetails(Details):
     """What the symmetric-memory check saw: the world size, and whether multicast was there (the report's gate)."""
 
@@ -89,7 +79,7 @@ class SymmetricMemoryDetails(Details):
                    rest=_rest(cls, fields), order=tuple(fields.data))
 
 
-@dataclass(frozen=True, kw_only=True, eq=False)
+@dataclass(frozen=True, kw_only=True)
 class NcclAllreduceDetails(Details):
     """What the NCCL check saw: the world size and torch's peer-access matrix (the report's p2p gate)."""
 
@@ -108,7 +98,7 @@ class NcclAllreduceDetails(Details):
                    rest=_rest(cls, fields), order=tuple(fields.data))
 
 
-@dataclass(frozen=True, kw_only=True, eq=False)
+@dataclass(frozen=True, kw_only=True)
 class FlashinferTarget(Details):
     """FlashInfer's JIT build for an absent SM (`check --target-sm`): the modules it built."""
 
@@ -120,7 +110,7 @@ class FlashinferTarget(Details):
         return cls(built=fields.strings("built"), rest=_rest(cls, fields), order=tuple(fields.data))
 
 
-@dataclass(frozen=True, kw_only=True, eq=False)
+@dataclass(frozen=True, kw_only=True)
 class FlashinferJitDetails(Details):
     """The FlashInfer JIT check: its workspace, the build for an absent SM and the cubins provision found in it."""
 

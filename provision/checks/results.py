@@ -150,13 +150,6 @@ class CheckResult:
 
     ALWAYS: ClassVar[tuple[str, ...]] = ("title", "reason", "seconds")  # written for every result; one an older record lacked stays out of it
 
-    def __post_init__(self) -> None:
-        from provision.checks import details
-
-        given: object = self.details
-        if given is not None and not isinstance(given, details.Details):  # the JSON, built by hand: read here, once
-            object.__setattr__(self, "details", details.parse(self.id, Reader(given, "details")))
-
     @property
     def failed(self) -> bool:
         """FAIL or ERROR: what stops an environment from becoming active."""
