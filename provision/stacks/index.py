@@ -247,7 +247,7 @@ def project_files(index_url: str, project: str, keep: Callable[[str], bool] | No
     if response.status_code >= 400:
         raise IndexError_(f"{redact(url)}: HTTP {response.status_code}", "check the index URL and its credentials")
     if response.headers.get("Content-Type", "").startswith(JSON_TYPE):
-        return _json_files(url, response.content, keep, base=response.url)
+        return _json_files(url, response.url, response.content, keep)
     parser = _Links()
     parser.feed(response.text)
     files = []
@@ -261,9 +261,9 @@ def project_files(index_url: str, project: str, keep: Callable[[str], bool] | No
     return files
 
 
-def _json_files(url: str, content: bytes, keep: Callable[[str], bool] | None = None, base: str | None = None) -> list[IndexFile]:
-    """The files of a PEP 691 page (their URLs relative to `base`, where the page came from; `url` by default); a page
-    of another shape is an IndexError_ naming `url`, whatever it holds."""
+def _json_files(url: str, base: str, content: bytes, keep: Callable[[str], bool] | None = None) -> list[IndexFile]:
+    """The files of the PEP 691 page asked at `url` (their URLs relative to `base`, where it came from after
+    redirects); a page of another shape is an IndexError_ naming `url`, whatever it holds."""
     import json
 
     try:
@@ -282,7 +282,7 @@ def _json_files(url: str, content: bytes, keep: Callable[[str], bool] | None = N
         hashes = entry.get("hashes")
         sha256 = hashes.get("sha256") if isinstance(hashes, dict) else None
         size = entry.get("size")
-        files.append(IndexFile(filename=entry["filename"], url=urljoin(base or url, entry["url"]),
+        files.append(IndexFile(filename=entry["filename"], url=urljoin(base, entry["url"]),
                                sha256=sha256 if isinstance(sha256, str) else None,
                                core_metadata=_core_metadata(entry.get("core-metadata", entry.get("data-dist-info-metadata", False))),
                                size=size if isinstance(size, int) and not isinstance(size, bool) and size >= 0 else None))

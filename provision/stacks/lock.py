@@ -348,12 +348,14 @@ def lock(profile: Profile, *, target: Target, overrides: dict[str, str], output:
     start = time.perf_counter()
     _writable(output)
     indexes = effective_indexes(profile, overrides)
-    for variable in unused_index_variables(profile):
+    unused = unused_index_variables(profile)
+    if unused:
         from provision import log
 
-        names = ", ".join([*(n for n in profile.indexes if n != DEFAULT_INDEX), DEFAULT_INDEX])
-        log.info(f"note: {variable} is set, but profile {profile.name} has no index of that name (its indexes: {names}): "
-                 "not used")
+        names = ", ".join(indexes)  # the profile's, default last
+        for variable in unused:
+            log.info(f"note: {variable} is set, but profile {profile.name} has no index of that name (its indexes: {names}): "
+                     "not used")
     if any(p.prerelease and p.index != DEFAULT_INDEX and indexes.get(p.index) for p in profile.packages):
         progress("finding the newest complete nightly")
     pins, nightly = nightly_pins(profile, indexes, target)
