@@ -64,7 +64,7 @@ def imports(build: Path, packages: list[str], **env: str) -> CheckResult:
 
 def test_without_a_driver_libcuda_alone_is_a_skip_and_sglang_server_is_imported(build: Path) -> None:
     result = imports(build, ["sglang", "flashinfer-python", "sgl-kernel"])
-    modules = (result.details or {})["modules"]
+    modules = (result.details.to_json() if result.details else {})["modules"]
     assert result.status == "pass", result
     assert modules["sglang"]["status"] == modules["flashinfer"]["status"] == "pass" and "build_backend" not in modules
     assert modules["sgl_kernel"]["status"] == "skip" and "needs libcuda.so.1" in modules["sgl_kernel"]["reason"]
@@ -73,19 +73,19 @@ def test_without_a_driver_libcuda_alone_is_a_skip_and_sglang_server_is_imported(
     broken = imports(build, ["sglang"], BREAK_SERVER="1")  # the server's own import fails: a FAIL, naming it
     assert broken.status == "fail" and "sglang (sglang.srt.entrypoints.http_server): RuntimeError: uvloop missing" in broken.reason
     only = imports(build, ["sgl-kernel"])  # sglang installed, though the profile does not name it: its server is imported
-    assert only.status == "pass" and (only.details or {})["imported"] == ["sglang.launch_server", "sglang.srt.entrypoints.http_server"]
+    assert only.status == "pass" and (only.details.to_json() if only.details else {})["imported"] == ["sglang.launch_server", "sglang.srt.entrypoints.http_server"]
 
 
 def test_any_other_failure_fails_and_so_does_libcuda_where_the_driver_loads(build: Path, tmp_path: Path) -> None:
     failed = imports(build, ["broken", "sgl-kernel"])
     assert failed.status == "fail" and "ModuleNotFoundError" in failed.reason
-    assert (failed.details or {})["modules"]["sgl_kernel"]["status"] == "skip"
+    assert (failed.details.to_json() if failed.details else {})["modules"]["sgl_kernel"]["status"] == "skip"
     compiler = shutil.which("cc") or shutil.which("gcc")
     if compiler is None:
         pytest.skip("no C compiler for the libcuda.so.1 stub")
     (tmp_path / "stub.c").write_text("int cuInit(unsigned int flags) { return 0; }\n")
     subprocess.run([compiler, "-shared", "-fPIC", "-o", str(tmp_path / "libcuda.so.1"), str(tmp_path / "stub.c")], check=True)
     with_driver = imports(build, ["claims-libcuda", "sgl-kernel"], LD_LIBRARY_PATH=str(tmp_path))
-    modules = (with_driver.details or {})["modules"]
+    modules = (with_driver.details.to_json() if with_driver.details else {})["modules"]
     assert with_driver.status == "fail" and modules["claims_libcuda"]["status"] == "fail"
     assert modules["sgl_kernel"]["status"] == "pass"  # libcuda.so.1 loads: the import goes through
