@@ -6,7 +6,8 @@ plugin, and the per-file sums of one or two such logs side by side.
     python scripts/testcpu.py before.jsonl after.jsonl    # the same for two runs, with the difference
 
 A test's figure includes the fixtures it set up first (a session fixture is charged to the test that made it); run
-with -n 0 so that one process holds the whole figure."""
+with -n 0 so that one process holds the whole figure, and with PROVISION_TEST_EXEC=1: the commands the fork server
+(tests/forkserver.py) runs count as the test process's children only when it ends."""
 
 from __future__ import annotations
 

@@ -7,7 +7,8 @@ fixture that does): it then uses one cache for the whole run, which is also the 
 fixtures run with.
 
 Starting provision: `from launch import run_provision, popen_provision` (tests/launch.py) -- the installed console
-script, a real process, in the isolated environment. `provision_bin` is the same binary's path, for what must name it
+script, a real process, in the isolated environment; run_provision forks it from a provision that imported itself once
+(tests/forkserver.py; PROVISION_TEST_EXEC=1 exec's every command instead). `provision_bin` is the same binary's path, for what must name it
 (an Ansible inventory).
 
 Indexes: `index_server` serves indexes on 127.0.0.1 for one test (`hostile` a server that misbehaves as told); `session_index_server` is one server for the whole

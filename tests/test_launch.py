@@ -1,0 +1,112 @@
+"""The fork server (tests/forkserver.py) answers as the console script does when it is exec'd: the same exit status,
+stdout and stderr, and the same process-level behaviour a test relies on (a timeout kills the command; settings read
+as a process starts are never taken from the fork server)."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import time
+from pathlib import Path
+
+import launch
+import pytest
+import tomlkit
+from hostile_http import HostileServer, Route
+from launch import run_provision
+from wheelhouse import build_wheel
+
+ROOT = Path(__file__).parent.parent
+DATA = Path(__file__).parent / "data"
+H200 = ROOT / "docs/machines/h200.probe.json"
+
+COMMANDS = {
+    "version": ["--version"],
+    "usage error": ["no-such-command"],
+    "envs": ["envs", "--json"],
+    "profiles": ["profiles", "--json"],
+    "probe": ["probe", "--json"],
+    "report table": ["report", "--machine", str(H200)],
+    "report json": ["report", "--machine", str(H200), "--json"],
+    "missing file": ["report", "--machine", "no-such-file.json", "--json"],
+}
+
+
+def both(monkeypatch: pytest.MonkeyPatch, *args: str | Path, **options: object) -> tuple[subprocess.CompletedProcess[str], ...]:
+    answers = []
+    for exec_only in (True, False):
+        monkeypatch.setattr(launch, "EXEC_ONLY", exec_only)
+        answers.append(run_provision(*args, **options))  # type: ignore[arg-type]
+    return tuple(answers)
+
+
+@pytest.mark.parametrize("args", COMMANDS.values(), ids=COMMANDS.keys())
+def test_a_forked_command_answers_byte_for_byte_as_the_execd_one(args: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    execd, forked = both(monkeypatch, *args, env={"PROVISION_NVML_REPLAY": str(DATA / "rtx-pro-6000-x8.nvml.json")},
+                         cwd=ROOT)
+    assert (forked.returncode, forked.stdout, forked.stderr) == (execd.returncode, execd.stdout, execd.stderr)
+    assert forked.stdout or forked.stderr
+
+
+def test_a_variable_the_test_removes_is_gone_in_the_forked_command(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The fork server started with some test's PROVISION_HOME; a command whose test removes it has none."""
+    execd, forked = both(monkeypatch, "envs", "--json", env={"PROVISION_HOME": None})
+    assert (forked.returncode, forked.stdout, forked.stderr) == (execd.returncode, execd.stdout, execd.stderr)
+    assert forked.stdout or forked.stderr
+
+
+def test_the_fork_server_runs_the_commands_of_this_process(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """run_provision goes through this process's fork server (one, started once), not through exec."""
+    monkeypatch.setattr(launch, "EXEC_ONLY", False)
+    server = launch.ForkServer.get(launch.environment())
+    assert server is not None, "the fork server did not start"
+    before = server.commands
+    run_provision("envs", "--json", env={"PROVISION_HOME": str(tmp_path / "home")}, check=True)
+    run_provision("check", "--help", check=True)
+    assert server.commands == before + 2
+    assert launch.ForkServer.get(launch.environment()) is server and server.process.poll() is None
+
+
+def test_a_setting_read_at_a_process_start_sends_the_command_to_exec(monkeypatch: pytest.MonkeyPatch) -> None:
+    """LD_LIBRARY_PATH, LC_ALL, PYTHON*: the dynamic loader and the interpreter read them once, as a process starts; a
+    fork would run with the fork server's, so such a command is exec'd."""
+    monkeypatch.setattr(launch, "EXEC_ONLY", False)
+    assert launch.ForkServer.get(launch.environment()) is not None
+    for name, value in (("LD_LIBRARY_PATH", "/nowhere"), ("LC_ALL", "C"), ("PYTHONHASHSEED", "7"), ("TZ", "UTC+3")):
+        assert launch.ForkServer.get(launch.environment({name: value})) is None, name
+    assert launch.ForkServer.get(launch.environment({"PROVISION_HOME": "/elsewhere", "PATH": "/bin"})) is not None
+
+
+def test_a_timeout_kills_the_forked_command(monkeypatch: pytest.MonkeyPatch, hostile: HostileServer,
+                                            tmp_path: Path) -> None:
+    """A command still waiting at the timeout is killed (its connection to the server closes at once) and the test
+    gets TimeoutExpired, as from subprocess.run."""
+    monkeypatch.setattr(launch, "EXEC_ONLY", False)
+    wheel = build_wheel(tmp_path / "built", "alpha", "1.0").read_bytes()
+    path = "/files/alpha-1.0-py3-none-any.whl"
+    hostile.routes[path] = Route(wheel, how="trickle")
+    lock = tmp_path / "pylock.toml"
+    lock.write_text(tomlkit.dumps({
+        "lock-version": "1.0", "created-by": "tests", "requires-python": ">=3.10",
+        "packages": [{"name": "alpha", "version": "1.0", "wheels": [
+            {"name": "alpha-1.0-py3-none-any.whl", "url": hostile.url + path, "size": len(wheel),
+             "hashes": {"sha256": hashlib.sha256(wheel).hexdigest()}}]}]}))
+    started = time.monotonic()
+    with pytest.raises(subprocess.TimeoutExpired):
+        run_provision("report", "--lock", lock, "--machine", H200, timeout=3,
+                      env={"PROVISION_HTTP_TIMEOUT": "40", "XDG_CACHE_HOME": str(tmp_path / "xdg")})
+    assert time.monotonic() - started < 10
+    assert hostile.lasted(path) < 10  # the server's answer goes on for 45 s unless the client is gone
+
+
+def test_the_environment_and_working_folder_are_the_commands_own(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Each forked command sees the environment and folder its test gave it, never the previous command's."""
+    monkeypatch.setattr(launch, "EXEC_ONLY", False)
+    here = run_provision("report", "--machine", H200.name, "--json", cwd=H200.parent)
+    there = run_provision("report", "--machine", H200.name, "--json", cwd=tmp_path)
+    assert here.returncode == 0 and there.returncode != 0 and H200.name in there.stderr, (here.stderr, there.stderr)
+    first = run_provision("envs", "--json", env={"PROVISION_HOME": str(tmp_path / "a")}, check=True)
+    second = run_provision("envs", "--json", env={"PROVISION_HOME": str(tmp_path / "b")}, check=True)
+    assert str(tmp_path / "a") in first.stdout and str(tmp_path / "b") in second.stdout
+    assert os.environ.get("PROVISION_HOME") != str(tmp_path / "b")
