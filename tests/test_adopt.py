@@ -11,6 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from launch import run_provision
 from wheelhouse import build_wheel
 
 from provision.envs import drift
@@ -33,10 +34,9 @@ class Setup:
         return drift.site_packages(self.venv)
 
     def __call__(self, *args: str, index: str = "", code: int | None = 0, **extra: str) -> subprocess.CompletedProcess[str]:
-        variables = {**os.environ, "PROVISION_HOME": str(self.tmp / "home"), "PROVISION_INDEX_DEFAULT": index,
-                     "PROVISION_HTTP_TIMEOUT": "5", **self.cache, **extra}
-        variables.pop("UV_LINK_MODE", None)
-        done = subprocess.run([self.binary, *args], capture_output=True, text=True, timeout=300, env=variables)
+        variables = {"PROVISION_HOME": str(self.tmp / "home"), "PROVISION_INDEX_DEFAULT": index,
+                     "PROVISION_HTTP_TIMEOUT": "5", "UV_LINK_MODE": None, **self.cache, **extra}
+        done = run_provision(*args, env=variables)
         if code is not None:
             assert done.returncode == code, f"provision {' '.join(args)} exited {done.returncode}: {done.stderr}"
         return done

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 from pathlib import Path
 
 import pytest
+from launch import run_provision
 from test_adopt import Setup
 
 
@@ -27,9 +27,8 @@ def test_adopt_reads_past_metadata_files_that_are_pipes(tmp_path: Path, index_se
         for pipe in pipes:
             (info / pipe).unlink(missing_ok=True)
             os.mkfifo(info / pipe)
-    variables = {**os.environ, "PROVISION_HOME": str(tmp_path / "home"), "PROVISION_INDEX_DEFAULT": served.url, **setup.cache}
-    done = subprocess.run([provision_bin, "adopt", "old", str(setup.venv), "--json"], capture_output=True, text=True,
-                          timeout=60, env=variables)
+    variables = {"PROVISION_HOME": str(tmp_path / "home"), "PROVISION_INDEX_DEFAULT": served.url, **setup.cache}
+    done = run_provision("adopt", "old", setup.venv, "--json", timeout=60, env=variables)
     assert done.returncode == 0, done.stderr
     adopted = json.loads(done.stdout)
     assert [m["name"] for m in adopted["matched"]] == ["alpha"]

@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 from conftest import DATA, ROOT
+from launch import run_provision
 from wheelhouse import IndexServer
 
 from provision.envs import drift
@@ -116,12 +117,11 @@ class Fleet:
         lock = self.base / f"pylock.{profile.stem}.toml"
         for argv, host in [(["lock", str(profile), "--python", PY, "-o", str(lock)], HOSTS[0])] + [
                 (["create", str(profile), "--lock", str(lock), "--python", sys.executable], h) for h in HOSTS]:
-            done = subprocess.run([self.provision, *argv], capture_output=True, text=True, timeout=120, env=self.provision_env(host))
+            done = run_provision(*argv, timeout=120, env=self.provision_env(host))
             assert done.returncode == 0, done.stderr
 
     def envs(self, host: str) -> dict[str, Any]:
-        done = subprocess.run([self.provision, "envs", "--json"], capture_output=True, text=True, timeout=60,
-                              env={**os.environ, "PROVISION_HOME": str(self.home(host))})
+        done = run_provision("envs", "--json", timeout=60, env={"PROVISION_HOME": str(self.home(host))})
         assert done.returncode == 0, done.stderr
         return {e["name"]: e for e in json.loads(done.stdout)["environments"]}
 

@@ -5,10 +5,11 @@ index, adopted without a lock."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
+
+from launch import run_provision
 
 from provision.envs import drift
 from provision.stacks import uvtool
@@ -27,9 +28,9 @@ def uv_venv(tmp_path: Path, url: str, *requirements: str) -> Path:
 
 
 def provision(binary: str, tmp_path: Path, *args: str, index: str = "") -> subprocess.CompletedProcess[str]:
-    variables = {**os.environ, "PROVISION_HOME": str(tmp_path / "home"), "UV_CACHE_DIR": str(tmp_path / "uv-cache"),
+    variables = {"PROVISION_HOME": str(tmp_path / "home"), "UV_CACHE_DIR": str(tmp_path / "uv-cache"),
                  "PROVISION_INDEX_DEFAULT": index}
-    return subprocess.run([binary, *args], capture_output=True, text=True, timeout=120, env=variables)
+    return run_provision(*args, timeout=120, env=variables)
 
 
 def test_a_path_two_distributions_install_is_one_shared_finding_saying_whose_bytes_are_on_disk(

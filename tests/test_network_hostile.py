@@ -194,8 +194,8 @@ def test_a_redirect_loop_is_the_index_failing(provision_bin: str, hostile: Hosti
     wheel = build_wheel(tmp_path / "built", "alpha", "1.0").read_bytes()
     path = "/files/alpha-1.0-py3-none-any.whl"
     hostile.routes[path] = Route(status=302, headers={"Location": path})
-    done = subprocess.run([provision_bin, "report", "--lock", str(lock_of(tmp_path, hostile.url + path, wheel, None)),
-                           "--machine", str(ROOT / "docs/machines/h200.probe.json")], capture_output=True, text=True, timeout=60,
-                          env={**os.environ, "PROVISION_HTTP_TIMEOUT": DEADLINE, "XDG_CACHE_HOME": str(tmp_path / "xdg")})
+    done = run_provision("report", "--lock", lock_of(tmp_path, hostile.url + path, wheel, None),
+                         "--machine", ROOT / "docs/machines/h200.probe.json", timeout=60,
+                         env={"PROVISION_HTTP_TIMEOUT": DEADLINE, "XDG_CACHE_HOME": str(tmp_path / "xdg")})
     one_line_naming(done, f"127.0.0.1:{hostile.port}{path}")
     assert "redirects" in done.stderr
