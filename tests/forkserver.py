@@ -28,6 +28,7 @@ import selectors
 import signal
 import socket
 import sys
+import tempfile
 import types
 from typing import NoReturn
 
@@ -91,8 +92,7 @@ def helper(connection: socket.socket) -> tuple[list[str], socket.socket]:
         os.chdir(request["cwd"])
         os.environ.clear()
         os.environ.update(request["env"])
-        if "tempfile" in sys.modules:  # it keeps the TMPDIR it first read
-            sys.modules["tempfile"].tempdir = None
+        tempfile.tempdir = None  # it keeps the TMPDIR it first read
         script = types.ModuleType("__main__")  # the console script's, as `spawn` would import it again
         script.__file__ = request["argv"][0]
         sys.modules["__main__"] = script
@@ -125,7 +125,8 @@ if __name__ == "__main__":
     argv, _ = serve(sys.argv[1])
     sys.argv = argv
     try:
-        finish(main())
+        main()  # the console script's sys.exit(main()): main() ends with sys.exit
+        finish(0)
     except SystemExit as ended:
         finish(ended.code)
     except KeyboardInterrupt:

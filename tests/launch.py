@@ -12,6 +12,7 @@ that runs pytest.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import json
 import os
 import selectors
@@ -119,8 +120,8 @@ class ForkServer:
         """This process's fork server, if it can run a command in `env`."""
         with cls.starting:
             if os.getpid() not in cls.started:
-                server = cls(env)
-                cls.started[os.getpid()] = server if server.ready else None
+                made = cls(env)
+                cls.started[os.getpid()] = made if made.ready else None
         server = cls.started[os.getpid()]
         return server if server is not None and start_settings(env) == server.settings else None
 
@@ -138,15 +139,22 @@ class ForkServer:
             for _, write in pipes:
                 os.close(write)
             answer = _Lines(connection)
-            pid = int(answer.next())
-            self.commands += 1
             output = {read: bytearray() for read, _ in pipes}
+            connection.settimeout(timeout)  # a fork server that never answers is this command's timeout too
+            try:
+                pid = int(answer.next())
+            except TimeoutError:
+                for read in output:
+                    os.close(read)
+                raise subprocess.TimeoutExpired(command, timeout) from None
+            self.commands += 1
             try:
                 _drain(output, deadline)
                 connection.settimeout(max(deadline - time.monotonic(), 0.001))
                 status = answer.next()
             except TimeoutError:
-                os.kill(pid, signal.SIGKILL)
+                with contextlib.suppress(ProcessLookupError):  # it ended at the deadline, and was reaped
+                    os.kill(pid, signal.SIGKILL)
                 connection.settimeout(None)
                 answer.next()
                 out, err = (_text(output[read]) for read, _ in pipes)
@@ -191,7 +199,7 @@ def _drain(output: dict[int, bytearray], deadline: float) -> None:
                     watch.unregister(key.fd)
 
 
-def _text(data: bytes) -> str:
+def _text(data: bytes | bytearray) -> str:
     """Bytes as subprocess.run(text=True) turns them into text."""
     encoding = subprocess._text_encoding()  # type: ignore[attr-defined]
     return data.decode(encoding).replace("\r\n", "\n").replace("\r", "\n")
