@@ -6,7 +6,9 @@ interpreter, console script and command line, its own pid, environment, working 
 that was most of the CPU of the thousand commands the tests run. It starts the script with exec instead where a fork
 could differ (an environment whose settings read as a process starts differ from the fork server's: PYTHON*, LC_*,
 LD_*, ...; a working folder that is not there), and for every command when PROVISION_TEST_EXEC=1 is set in the shell
-that runs pytest.
+that runs pytest. What a forked command shows that an exec'd one does not: its /proc/PID/cmdline and environ are
+the fork server's (a test that finds provision by its command line starts it with popen_provision; what the command and
+its children see is the test's environment).
 `popen_provision` always starts the script with exec."""
 
 from __future__ import annotations
@@ -94,6 +96,7 @@ class ForkServer:
         self.socket = os.path.join(self.folder, "socket")
         self.settings = start_settings(env)
         self.commands = 0  # run so far
+        self.running: set[int] = set()  # the pids of the commands running now
         with open(BINARY, "rb") as script:  # the console script's own interpreter (a `#!/bin/sh` trampoline: ours)
             shebang = script.readline()[2:].decode().strip()
         interpreter = shebang if os.path.basename(shebang).startswith("python") else sys.executable
@@ -148,6 +151,7 @@ class ForkServer:
                     os.close(read)
                 raise subprocess.TimeoutExpired(command, timeout) from None
             self.commands += 1
+            self.running.add(pid)
             try:
                 _drain(output, deadline)
                 connection.settimeout(max(deadline - time.monotonic(), 0.001))
@@ -160,6 +164,7 @@ class ForkServer:
                 out, err = (_text(output[read]) for read, _ in pipes)
                 raise subprocess.TimeoutExpired(command, timeout, out, err) from None
             finally:
+                self.running.discard(pid)
                 for read in output:
                     os.close(read)
             out, err = (_text(output[read]) for read, _ in pipes)

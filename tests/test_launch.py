@@ -4,9 +4,12 @@ as a process starts are never taken from the fork server)."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
+import signal
 import subprocess
+import threading
 import time
 from pathlib import Path
 
@@ -110,3 +113,76 @@ def test_the_environment_and_working_folder_are_the_commands_own(monkeypatch: py
     second = run_provision("envs", "--json", env={"PROVISION_HOME": str(tmp_path / "b")}, check=True)
     assert str(tmp_path / "a") in first.stdout and str(tmp_path / "b") in second.stdout
     assert os.environ.get("PROVISION_HOME") != str(tmp_path / "b")
+
+
+def _hung_report(hostile: HostileServer, tmp_path: Path) -> tuple[Path, dict[str, str | None]]:
+    """A `report --lock` that waits on a wheel trickling from the hostile server (for 40 s, unless killed)."""
+    wheel = build_wheel(tmp_path / "built", "alpha", "1.0").read_bytes()
+    path = "/files/alpha-1.0-py3-none-any.whl"
+    hostile.routes[path] = Route(wheel, how="trickle")
+    lock = tmp_path / "pylock.toml"
+    lock.write_text(tomlkit.dumps({
+        "lock-version": "1.0", "created-by": "tests", "requires-python": ">=3.10",
+        "packages": [{"name": "alpha", "version": "1.0", "wheels": [
+            {"name": "alpha-1.0-py3-none-any.whl", "url": hostile.url + path, "size": len(wheel),
+             "hashes": {"sha256": hashlib.sha256(wheel).hexdigest()}}]}]}))
+    return lock, {"PROVISION_HTTP_TIMEOUT": "40", "XDG_CACHE_HOME": str(tmp_path / "xdg")}
+
+
+def _process_facts(pid: int) -> dict[str, object]:
+    """What a process inherits from whoever started it, as /proc shows it: its descriptors (by kind, a file by its
+    name), signal dispositions and mask, umask, limits, folder, process group and session. (/proc/PID/environ is the
+    environment a process was exec'd with, the fork server's for a forked command: what the command and its children
+    see is os.environ, compared byte for byte above.)"""
+    proc = Path(f"/proc/{pid}")
+    kinds = {}
+    for fd in sorted((proc / "fd").iterdir(), key=lambda p: int(p.name)):
+        with contextlib.suppress(OSError):
+            target = os.readlink(fd)
+            kinds[int(fd.name)] = target.split(":[")[0] if ":[" in target else os.path.basename(target)
+    status = dict(line.split(":\t", 1) for line in (proc / "status").read_text().splitlines() if ":\t" in line)
+    stat = (proc / "stat").read_text().rsplit(")", 1)[1].split()
+    return {"fds": kinds, **{k: status[k].strip() for k in ("SigBlk", "SigIgn", "SigCgt", "Umask")},
+            "limits": (proc / "limits").read_text(), "cwd": os.readlink(proc / "cwd"), "pgrp-is-ours": int(stat[2]) == os.getpgrp(),
+            "session-is-ours": int(stat[3]) == os.getsid(0)}
+
+
+def _pid_of(exec_only: bool, server: launch.ForkServer) -> int:
+    """The pid of the provision command this test started, once it runs."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if not exec_only and server.running:
+            return next(iter(server.running))
+        if exec_only:
+            for entry in Path("/proc").glob("[0-9]*"):
+                with contextlib.suppress(OSError, IndexError):
+                    if (int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1]) == os.getpid()
+                            and launch.BINARY.encode() in (entry / "cmdline").read_bytes().split(b"\0")[:2]
+                            and int(entry.name) != server.process.pid):
+                        return int(entry.name)
+        time.sleep(0.02)
+    raise AssertionError("the command did not start")
+
+
+def test_a_forked_command_inherits_what_an_execd_one_does(monkeypatch: pytest.MonkeyPatch, hostile: HostileServer,
+                                                         tmp_path: Path) -> None:
+    """The same hung command started both ways, read from /proc while it waits: the same kinds of descriptors at the
+    same numbers (nothing of the fork server's left open), signal dispositions and mask, umask, limits, folder,
+    process group and session. Each is then killed."""
+    lock, env = _hung_report(hostile, tmp_path)
+    server = launch.ForkServer.get(launch.environment())
+    assert server is not None
+    facts = {}
+    for exec_only in (True, False):
+        monkeypatch.setattr(launch, "EXEC_ONLY", exec_only)
+        answers: list[subprocess.CompletedProcess[str]] = []
+        running = threading.Thread(target=lambda done=answers: done.append(
+            run_provision("report", "--lock", lock, "--machine", H200, env=env, cwd=tmp_path, timeout=60)))
+        running.start()
+        pid = _pid_of(exec_only, server)
+        time.sleep(1)  # past start-up: waiting on the server
+        facts[exec_only] = _process_facts(pid)
+        os.kill(pid, signal.SIGKILL)
+        running.join(60)
+        assert answers and answers[0].returncode == -signal.SIGKILL
+    assert facts[False] == facts[True]
