@@ -51,10 +51,19 @@ def test_a_hanging_rank_is_killed_with_a_verdict(tmp_path: Path) -> None:
         "    launch(target, 3, {}, 3.0)\n"
         "    print('not reached')\n"
     )
-    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60)
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "TMPDIR": str(own_tmp(tmp_path))})
     verdict = json.loads(done.stdout.strip().splitlines()[-1])
     assert verdict["status"] == "fail" and "ranks [1] hung for 3 s and were killed" in verdict["reason"]
     assert "ACS" in verdict["reason"] and "not reached" not in done.stdout
+    assert not any(own_tmp(tmp_path).iterdir()), "the ranks' folder outlived the verdict"
+
+
+def own_tmp(tmp_path: Path) -> Path:
+    """The launcher's TMPDIR: its ranks' folder is made there (and must be gone when it ends)."""
+    folder = tmp_path / "tmp"
+    folder.mkdir(exist_ok=True)
+    return folder
 
 
 def run_launcher(tmp_path: Path, body: str, call: str) -> tuple[dict[str, object], float]:
@@ -69,8 +78,11 @@ def run_launcher(tmp_path: Path, body: str, call: str) -> tuple[dict[str, object
         "    emit('pass', 'done', ranks=results)\n"
     )
     begin = time.monotonic()
-    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
-    return json.loads(done.stdout.strip().splitlines()[-1]), time.monotonic() - begin
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "TMPDIR": str(own_tmp(tmp_path))})
+    seconds = time.monotonic() - begin
+    assert not any(own_tmp(tmp_path).iterdir()), "the ranks' folder outlived the verdict"
+    return json.loads(done.stdout.strip().splitlines()[-1]), seconds
 
 
 def test_a_rank_stuck_in_a_step_is_found_by_its_own_bound_not_the_run_timeout(tmp_path: Path) -> None:

@@ -73,10 +73,20 @@ def launch(target: Any, world: int, config: dict[str, Any], timeout: float, grac
     that step within the step's own bound is a hang: every rank is killed and the verdict names the step. A rank
     whose result is written but whose teardown outlasts `grace` seconds is killed and its result kept. `timeout`
     bounds the whole run."""
+    import shutil
     import tempfile
-    import time
 
     out_dir = tempfile.mkdtemp(prefix="provision-ranks-")
+    try:  # the ranks' files are read here and nowhere else: the folder goes with the verdict, whichever it is
+        return _run_ranks(target, world, config, timeout, grace, out_dir)
+    finally:
+        shutil.rmtree(out_dir, ignore_errors=True)
+
+
+def _run_ranks(target: Any, world: int, config: dict[str, Any], timeout: float, grace: float,
+               out_dir: str) -> list[dict[str, Any]]:
+    import time
+
     port = free_port()
     if world == 1:
         target(0, 1, port, out_dir, config)
