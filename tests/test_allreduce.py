@@ -271,7 +271,7 @@ def test_ranks_die_with_their_launcher_on_kill_9(tmp_path: Path) -> None:
         "if __name__ == '__main__':\n"
         "    launch(target, 2, {}, 600.0)\n"
     )
-    launcher = subprocess.Popen([sys.executable, str(script)])
+    launcher = subprocess.Popen([sys.executable, str(script)], env={**os.environ, "TMPDIR": str(own_tmp(tmp_path))})  # kill -9: no cleanup
     deadline = time.monotonic() + 60
     while len(list(pids.iterdir())) < 2 and time.monotonic() < deadline:
         time.sleep(0.1)
