@@ -180,7 +180,10 @@ def test_a_forked_command_inherits_what_an_execd_one_does(monkeypatch: pytest.Mo
             run_provision("report", "--lock", lock, "--machine", H200, env=env, cwd=tmp_path, timeout=60)))
         running.start()
         pid = _pid_of(exec_only, server)
-        time.sleep(1)  # past start-up: waiting on the server
+        deadline = time.monotonic() + 60
+        while "socket" not in _process_facts(pid)["fds"].values() and time.monotonic() < deadline:  # type: ignore[attr-defined]
+            time.sleep(0.05)  # until it waits on the server, whatever the load
+        time.sleep(0.2)
         facts[exec_only] = _process_facts(pid)
         os.kill(pid, signal.SIGKILL)
         running.join(60)
