@@ -164,6 +164,19 @@ def _pid_of(exec_only: bool, server: launch.ForkServer) -> int:
     raise AssertionError("the command did not start")
 
 
+def _spooling(pid: int) -> dict[str, object]:
+    """The process's facts once it is spooling the wheel (its file and the connection it trickles on both open): it
+    stays so until killed, whatever the load. (Before that it opens and closes other connections.)"""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        facts = _process_facts(pid)
+        kinds = list(facts["fds"].values())  # type: ignore[attr-defined]
+        if "socket" in kinds and "alpha-1.0-py3-none-any.whl" in kinds:
+            return facts
+        time.sleep(0.05)
+    raise AssertionError(f"the command never spooled the wheel: {facts}")
+
+
 def test_a_forked_command_inherits_what_an_execd_one_does(monkeypatch: pytest.MonkeyPatch, hostile: HostileServer,
                                                          tmp_path: Path) -> None:
     """The same hung command started both ways, read from /proc while it waits: the same kinds of descriptors at the
@@ -180,11 +193,7 @@ def test_a_forked_command_inherits_what_an_execd_one_does(monkeypatch: pytest.Mo
             run_provision("report", "--lock", lock, "--machine", H200, env=env, cwd=tmp_path, timeout=60)))
         running.start()
         pid = _pid_of(exec_only, server)
-        deadline = time.monotonic() + 60
-        while "socket" not in _process_facts(pid)["fds"].values() and time.monotonic() < deadline:  # type: ignore[attr-defined]
-            time.sleep(0.05)  # until it waits on the server, whatever the load
-        time.sleep(0.2)
-        facts[exec_only] = _process_facts(pid)
+        facts[exec_only] = _spooling(pid)
         os.kill(pid, signal.SIGKILL)
         running.join(60)
         assert answers and answers[0].returncode == -signal.SIGKILL
