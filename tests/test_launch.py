@@ -23,6 +23,7 @@ from wheelhouse import build_wheel
 ROOT = Path(__file__).parent.parent
 DATA = Path(__file__).parent / "data"
 H200 = ROOT / "docs/machines/h200.probe.json"
+WHEEL_PATH = "/files/alpha-1.0-py3-none-any.whl"  # where the hostile server trickles the wheel of _hung_report
 
 COMMANDS = {
     "version": ["--version"],
@@ -86,21 +87,12 @@ def test_a_timeout_kills_the_forked_command(monkeypatch: pytest.MonkeyPatch, hos
     """A command still waiting at the timeout is killed (its connection to the server closes at once) and the test
     gets TimeoutExpired, as from subprocess.run."""
     monkeypatch.setattr(launch, "EXEC_ONLY", False)
-    wheel = build_wheel(tmp_path / "built", "alpha", "1.0").read_bytes()
-    path = "/files/alpha-1.0-py3-none-any.whl"
-    hostile.routes[path] = Route(wheel, how="trickle")
-    lock = tmp_path / "pylock.toml"
-    lock.write_text(tomlkit.dumps({
-        "lock-version": "1.0", "created-by": "tests", "requires-python": ">=3.10",
-        "packages": [{"name": "alpha", "version": "1.0", "wheels": [
-            {"name": "alpha-1.0-py3-none-any.whl", "url": hostile.url + path, "size": len(wheel),
-             "hashes": {"sha256": hashlib.sha256(wheel).hexdigest()}}]}]}))
+    lock, env = _hung_report(hostile, tmp_path)
     started = time.monotonic()
     with pytest.raises(subprocess.TimeoutExpired):
-        run_provision("report", "--lock", lock, "--machine", H200, timeout=3,
-                      env={"PROVISION_HTTP_TIMEOUT": "40", "XDG_CACHE_HOME": str(tmp_path / "xdg")})
+        run_provision("report", "--lock", lock, "--machine", H200, timeout=3, env=env)
     assert time.monotonic() - started < 10
-    assert hostile.lasted(path) < 10  # the server's answer goes on for 45 s unless the client is gone
+    assert hostile.lasted(WHEEL_PATH) < 10  # the server's answer goes on for 45 s unless the client is gone
 
 
 def test_the_environment_and_working_folder_are_the_commands_own(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
@@ -118,7 +110,7 @@ def test_the_environment_and_working_folder_are_the_commands_own(monkeypatch: py
 def _hung_report(hostile: HostileServer, tmp_path: Path) -> tuple[Path, dict[str, str | None]]:
     """A `report --lock` that waits on a wheel trickling from the hostile server (for 40 s, unless killed)."""
     wheel = build_wheel(tmp_path / "built", "alpha", "1.0").read_bytes()
-    path = "/files/alpha-1.0-py3-none-any.whl"
+    path = WHEEL_PATH
     hostile.routes[path] = Route(wheel, how="trickle")
     lock = tmp_path / "pylock.toml"
     lock.write_text(tomlkit.dumps({
