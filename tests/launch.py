@@ -16,6 +16,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import json
+import locale
 import os
 import selectors
 import shutil
@@ -206,5 +207,6 @@ def _drain(output: dict[int, bytearray], deadline: float) -> None:
 
 def _text(data: bytes | bytearray) -> str:
     """Bytes as subprocess.run(text=True) turns them into text."""
-    encoding = subprocess._text_encoding()  # type: ignore[attr-defined]
+    # what subprocess.run(text=True) decodes with: _text_encoding() from Python 3.11, the locale's before
+    encoding = getattr(subprocess, "_text_encoding", lambda: locale.getpreferredencoding(False))()
     return data.decode(encoding).replace("\r\n", "\n").replace("\r", "\n")
