@@ -54,7 +54,10 @@ def test_a_record_row_with_a_nul_byte_is_a_finding_not_a_traceback(tool: tiny.To
     record.write_text(record.read_text() + "alpha/a\x00b.py,sha256=AAAA,3\nbad\x00dir/x.py,sha256=AAAA,3\n")
     report = drift_check(tool)
     (check,) = report["checks"]
-    assert [(f["kind"], f["path"]) for f in check["details"]["findings"]] == [
-        ("missing", "alpha/a\x00b.py"), ("missing", "bad\x00dir/x.py")]  # the rest of the check as before
+    found = [(f["kind"], f["path"]) for f in check["details"]["findings"]]
+    if sys.version_info >= (3, 11):  # csv reads a NUL in a field since 3.11
+        assert found == [("missing", "alpha/a\x00b.py"), ("missing", "bad\x00dir/x.py")]  # the rest as before
+    else:  # 3.10's csv refuses the line: the RECORD itself is the finding, named as unreadable
+        assert found == [("modified", f"{record.parent.name}/RECORD")], check["details"]["findings"]
     done = tool("restore", "tiny", "--no-checks", "--dry-run", check=False)
     assert "Traceback" not in done.stderr, done.stderr
