@@ -13,6 +13,7 @@ from pathlib import Path
 import click
 import pytest
 from launch import run_provision
+from test_imports import by_click
 
 import provision
 from provision.cli.main import COMMANDS, cli
@@ -216,8 +217,6 @@ def test_a_command_imports_only_its_own_family(provision_bin: str, tmp_path: Pat
     no packaging, no subprocess, beyond what `import click` itself loads on this Python (on 3.10 click loads subprocess,
     through uuid and platform). Each runs for real here, on a home of two adopted environments."""
     home = adopted_home(provision_bin, tmp_path, "a", "b")
-    by_click = set(subprocess.run([sys.executable, "-c", "import sys, click; print(' '.join(sys.modules))"],
-                                  capture_output=True, text=True, timeout=60, check=True).stdout.split())
     code = ("import sys\nfrom provision.cli.main import main\nsys.argv = ['provision', *sys.argv[1:]]\n"
             "try:\n    main()\nexcept SystemExit as exc:\n    print('exit', exc.code)\n"
             "print(' '.join(sorted(m for m in sys.modules if m.split('.')[0] in "
@@ -228,7 +227,7 @@ def test_a_command_imports_only_its_own_family(provision_bin: str, tmp_path: Pat
                               capture_output=True, text=True, timeout=60)
         *_, exited, modules = done.stdout.splitlines()  # --version prints its line first
         assert exited == f"exit {wanted}", (argv, done.stdout, done.stderr)
-        loaded = set(modules.split()) - by_click
+        loaded = set(modules.split()) - by_click()
         assert {"provision.cli.machine", "provision.cli.stacks", "provision.cli.checks", "provision.cli.envs"}.isdisjoint(loaded), (argv, loaded)
         assert not {m for m in loaded if m.split(".")[0] in ("rich", "requests", "packaging", "tomllib", "subprocess")}, (argv, loaded)
         assert not {"provision.stacks.lock", "provision.stacks.index", "provision.scan", "provision.envs.records",

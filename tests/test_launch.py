@@ -5,7 +5,6 @@ as a process starts are never taken from the fork server)."""
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 import signal
 import subprocess
@@ -15,9 +14,9 @@ from pathlib import Path
 
 import launch
 import pytest
-import tomlkit
 from hostile_http import HostileServer, Route
 from launch import run_provision
+from test_network_hostile import lock_of
 from wheelhouse import build_wheel
 
 ROOT = Path(__file__).parent.parent
@@ -110,14 +109,8 @@ def test_the_environment_and_working_folder_are_the_commands_own(monkeypatch: py
 def _hung_report(hostile: HostileServer, tmp_path: Path) -> tuple[Path, dict[str, str | None]]:
     """A `report --lock` that waits on a wheel trickling from the hostile server (for 40 s, unless killed)."""
     wheel = build_wheel(tmp_path / "built", "alpha", "1.0").read_bytes()
-    path = WHEEL_PATH
-    hostile.routes[path] = Route(wheel, how="trickle")
-    lock = tmp_path / "pylock.toml"
-    lock.write_text(tomlkit.dumps({
-        "lock-version": "1.0", "created-by": "tests", "requires-python": ">=3.10",
-        "packages": [{"name": "alpha", "version": "1.0", "wheels": [
-            {"name": "alpha-1.0-py3-none-any.whl", "url": hostile.url + path, "size": len(wheel),
-             "hashes": {"sha256": hashlib.sha256(wheel).hexdigest()}}]}]}))
+    hostile.routes[WHEEL_PATH] = Route(wheel, how="trickle")
+    lock = lock_of(tmp_path, hostile.url + WHEEL_PATH, wheel, len(wheel))
     return lock, {"PROVISION_HTTP_TIMEOUT": "40", "XDG_CACHE_HOME": str(tmp_path / "xdg")}
 
 
