@@ -183,3 +183,40 @@ def test_a_forked_command_inherits_what_an_execd_one_does(monkeypatch: pytest.Mo
         running.join(60)
         assert answers and answers[0].returncode == -signal.SIGKILL
     assert facts[False] == facts[True]
+
+
+def test_a_fork_server_that_never_answers_is_the_commands_timeout(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """A fork server stuck before it forks (here a socket that accepts and never answers) does not hang the test: the
+    command's timeout raises TimeoutExpired, as from subprocess.run."""
+    import socket as sockets
+
+    monkeypatch.setattr(launch, "EXEC_ONLY", False)
+    server = launch.ForkServer.get(launch.environment())
+    assert server is not None
+    mute = sockets.socket(sockets.AF_UNIX, sockets.SOCK_STREAM)
+    mute.bind(str(tmp_path / "mute"))
+    mute.listen(1)
+    monkeypatch.setattr(server, "socket", str(tmp_path / "mute"))
+    started = time.monotonic()
+    with pytest.raises(subprocess.TimeoutExpired):
+        run_provision("--version", timeout=2)
+    assert time.monotonic() - started < 10
+    mute.close()
+
+
+def test_commands_run_at_once_each_get_their_own_answer(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Eight commands started together from threads (a second copy running at once): each is forked at once, none waits
+    for another, and each answer is its own home's."""
+    monkeypatch.setattr(launch, "EXEC_ONLY", False)
+    homes = [tmp_path / f"home{i}" for i in range(8)]
+    answers: dict[int, subprocess.CompletedProcess[str]] = {}
+    threads = [threading.Thread(target=lambda i=i: answers.__setitem__(
+        i, run_provision("envs", "--json", env={"PROVISION_HOME": str(homes[i])}))) for i in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(120)
+    assert sorted(answers) == list(range(8))
+    for i, done in answers.items():
+        assert done.returncode == 0 and str(homes[i]) in done.stdout, done.stderr
+        assert not any(str(home) in done.stdout for home in homes if home != homes[i])
