@@ -5,6 +5,12 @@ Host gpu-b records an old driver (575.57.08, CUDA 12.9) at the hardware seam (PR
 stack fails its `driver` check there for the reason a real fleet would: the rollout must stop at gpu-b, keep its old
 stack active, never touch gpu-c, and the fleet report must say so before anything is installed. Once gpu-b has its new
 driver, the same playbook resumes the rollout; the fleet rollback then takes every host back.
+
+The fleet's index needs a password (`provision_index: {fleet: http://alice:PASSWORD@...}`), as a team's mirror does:
+the plays once handed it to provision as `--index fleet=URL` on the command line, where every local user of the
+controller and each host can read it (ps), and Ansible prints a failed command's argv whole: the host whose checks
+failed showed the password in the rollout's own output. The URLs go by PROVISION_INDEX_<NAME>, as provision's own rule
+wants (README: credentials go by variable), and appear nowhere in what the rollout prints (-v) or writes.
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ pytest.importorskip("ansible", reason="ansible-core is not installed (pip instal
 PLAYBOOKS = ROOT / "contrib" / "ansible"
 HOSTS = ("gpu-a", "gpu-b", "gpu-c")
 PY = f"{sys.version_info.major}.{sys.version_info.minor}"
+SECRET = "s3cretPassw0rd"
 FLEET_PATCH = "CUSTOM_ALL_REDUCE = False\n"
 DEEP_PATCH = "DEEP = True\n"
 
@@ -52,11 +59,13 @@ def profile(folder: Path, name: str, cuda: str, version: str, url: str, figure: 
 
 
 class Fleet:
-    def __init__(self, base: Path, server: IndexServer, provision_bin: str) -> None:
+    def __init__(self, base: Path, server: IndexServer, provision_bin: str, *, password: str = "") -> None:
         self.base, self.provision = base, provision_bin
         fleet = server.index("fleet")
         fleet.add("alpha", "1.0")
         fleet.add("alpha", "2.0")
+        fleet.password = password  # every request must then carry alice:password, which only the mirror URLs hold
+        self.mirrors = {"fleet": fleet.url.replace("http://", f"http://alice:{password}@")} if password else {}
         self.default = server.index("empty-default")  # nothing may come from the public registry
         profiles = base / "profiles"
         profiles.mkdir()
@@ -83,7 +92,8 @@ class Fleet:
                      "provision_bin": provision_bin, "provision_controller": provision_bin,
                      "provision_fleet_dir": str(self.fleet_dir),
                      "provision_remote_dir": str(base / "{{ inventory_hostname }}" / "remote"),
-                     "provision_lock_python": PY},  # create takes the lock's Python: nothing more to say
+                     "provision_lock_python": PY,  # create takes the lock's Python: nothing more to say
+                     "provision_index": self.mirrors},
         }}
         self.inventory = base / "inventory.yml"
         self.write(inventory)
@@ -111,7 +121,8 @@ class Fleet:
 
     def provision_env(self, host: str) -> dict[str, str]:
         return {**os.environ, "PROVISION_HOME": str(self.home(host)), "PROVISION_INDEX_DEFAULT": self.default.url,
-                "PROVISION_NVML_REPLAY": str(self.replay[host])}
+                "PROVISION_NVML_REPLAY": str(self.replay[host]),
+                **{f"PROVISION_INDEX_{name.upper()}": url for name, url in self.mirrors.items()}}
 
     def by_hand(self, profile: Path) -> None:
         lock = self.base / f"pylock.{profile.stem}.toml"
@@ -150,7 +161,7 @@ def snapshot(home: Path) -> dict[str, bytes | str]:
 @pytest.mark.timeout(900)  # four playbooks over three hosts: past 300 s on 2 loaded cores beside the other processes
 def test_fleet_probe_report_rolling_upgrade_stops_at_failing_host_and_rollback(tmp_path: Path, index_server: IndexServer,
                                                                               provision_bin: str) -> None:
-    fleet = Fleet(tmp_path, index_server, provision_bin)
+    fleet = Fleet(tmp_path, index_server, provision_bin, password=SECRET)
 
     # Today's stack everywhere, built host by host without Ansible (the rollout below shows a host passing through it).
     fleet.by_hand(fleet.old)
@@ -176,10 +187,11 @@ def test_fleet_probe_report_rolling_upgrade_stops_at_failing_host_and_rollback(t
     # The rolling upgrade to CUDA 13.0, with a baseline and comparison per host: gpu-a moves, gpu-b fails its
     # checks and keeps serve-cu128 active, gpu-c is never reached.
     untouched = snapshot(fleet.home("gpu-c"))
-    done = fleet.play("upgrade.yml", "-e", f"provision_profile={fleet.new}", "-e", "provision_baseline=true")
+    done = fleet.play("upgrade.yml", "-e", f"provision_profile={fleet.new}", "-e", "provision_baseline=true", "-v")
     assert done.returncode != 0, done.stdout
     assert "gpu-b: serve-cu130 was not activated; serve-cu128 stays active" in done.stdout
-    assert "driver: the driver supports CUDA 12.9" in done.stdout
+    assert "driver: the driver supports CUDA 12.9" in done.stdout  # gpu-b got past the index: the password was used
+    assert SECRET not in done.stdout + done.stderr, [line for line in done.stdout.splitlines() if SECRET in line][:3]
     envs_a, envs_b = fleet.envs("gpu-a"), fleet.envs("gpu-b")  # one read of each home
     assert active(envs_a) == "serve-cu130" and set(envs_a) == {"serve-cu128", "serve-cu130"}
     assert active(envs_b) == "serve-cu128" and set(envs_b) == {"serve-cu128"}
@@ -201,6 +213,7 @@ def test_fleet_probe_report_rolling_upgrade_stops_at_failing_host_and_rollback(t
     (tmp_path / "gpu-a" / "remote" / "pylock.serve-cu130.toml").unlink()
     done = fleet.play("upgrade.yml", "-e", f"provision_profile={fleet.new}", "-e", "provision_serial=2")
     assert done.returncode == 0, done.stdout + done.stderr
+    assert SECRET not in done.stdout + done.stderr
     assert "gpu-a: serve-cu130 is active already" in done.stdout
     assert not (tmp_path / "gpu-a" / "remote" / "pylock.serve-cu130.toml").exists(), "gpu-a ended before the copy"
     assert fleet.active() == ["serve-cu130"] * 3
@@ -218,6 +231,8 @@ def test_fleet_probe_report_rolling_upgrade_stops_at_failing_host_and_rollback(t
     assert done.returncode == 0, done.stdout + done.stderr
     assert fleet.active() == ["serve-cu128"] * 3
     assert all(f"{h}: serve-cu130 -> serve-cu128" in done.stdout for h in HOSTS)
+    for written in fleet.fleet_dir.iterdir():  # locks, the hosts' archive, probe documents, reports, create and compare
+        assert SECRET.encode() not in written.read_bytes(), written
 
 
 def test_inventory_values_with_shell_syntax_run_nothing_on_the_hosts(tmp_path: Path, index_server: IndexServer,
