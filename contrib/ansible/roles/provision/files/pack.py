@@ -1,0 +1,50 @@
+"""Pack the files `provision create` needs beside it on each host into one tar archive (upgrade.yml's first play,
+run by the controller's own Python, so that no tar flag differs between GNU and BSD tar).
+
+    python pack.py OUT.tar '[[SOURCE, NAME_IN_ARCHIVE, MODE_OCTAL?], ...]'
+
+Each member is a regular file (a pipe or a device is refused before it is opened: opening a pipe waits for a writer),
+owned by root in the archive (a host extracting as root owns them as root, any other user as itself), with MODE when
+given, else its own permission bits. OUT is replaced whole or not at all."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import sys
+import tarfile
+
+
+def pack(out: str, members: list[list[str]]) -> None:
+    part = f"{out}.part"
+    try:
+        with tarfile.open(part, "w", format=tarfile.PAX_FORMAT) as tar:
+            for source, name, *mode in members:
+                with open(source, "rb", opener=_regular) as data:
+                    info = tar.gettarinfo(arcname=name, fileobj=data)
+                    info.uid = info.gid = 0
+                    info.uname = info.gname = "root"
+                    info.mode = int(mode[0], 8) if mode else info.mode
+                    tar.addfile(info, data)
+        os.replace(part, out)
+    except BaseException:
+        if os.path.lexists(part):
+            os.unlink(part)
+        raise
+
+
+def _regular(path: str, flags: int) -> int:
+    """Open without waiting on a pipe, and only a regular file (a link to one is followed, as a copy would)."""
+    fd = os.open(path, flags | os.O_NONBLOCK)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise OSError(f"{path}: not a regular file; the lock and a profile's files are")
+    return fd
+
+
+if __name__ == "__main__":
+    try:
+        pack(sys.argv[1], json.loads(sys.argv[2]))
+    except (OSError, ValueError, tarfile.TarError) as error:
+        sys.exit(f"pack.py: {error}")
