@@ -4,6 +4,7 @@ refuses (a pipe is never waited on, a missing file is one line) without leaving 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import stat
@@ -58,4 +59,38 @@ def test_a_pipe_or_a_missing_file_is_one_line_and_the_archive_before_stays_whole
         done = pack(out, [[str(lock), "pylock.x.toml", "644"], [str(source), "patch.py"]])
         assert done.returncode == 1 and said in done.stderr and str(source) in done.stderr, done.stderr
         assert len(done.stderr.strip().splitlines()) == 1 and "Traceback" not in done.stderr
-        assert out.read_bytes() == before and not Path(f"{out}.part").exists()
+        assert out.read_bytes() == before and not list(tmp_path.glob("carry.tar.*"))  # no temporary file left
+
+
+def test_two_members_of_one_name_are_refused_before_anything_is_written(tmp_path: Path) -> None:
+    """A profile pylock.x.toml rolled out as environment x: its lock is pylock.x.toml too, and on the host the profile
+    would have overwritten the lock (a copy per file did so, and create then read a profile as a lock)."""
+    profile = tmp_path / "pylock.x.toml"
+    profile.write_text("profile\n")
+    lock = tmp_path / "fleet" / "pylock.x.toml"
+    lock.parent.mkdir()
+    lock.write_text("lock\n")
+    out = tmp_path / "fleet" / "carry.x.tar"
+    done = pack(out, [[str(lock), "pylock.x.toml", "644"], [str(profile), "pylock.x.toml", "644"]])
+    assert done.returncode == 1 and "two files would land at pylock.x.toml on each host" in done.stderr, done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1 and sorted(p.name for p in lock.parent.iterdir()) == ["pylock.x.toml"]
+
+
+def test_two_packs_at_once_each_write_their_own_and_the_archive_is_one_of_them_whole(tmp_path: Path) -> None:
+    """Two rollouts of one environment started together (a second terminal): each packs into a temporary file of its
+    own, and the archive left is one of the two, whole (a shared `OUT.part` let them write into one file)."""
+    out = tmp_path / "carry.x.tar"
+    sources = []
+    for i in range(2):
+        source = tmp_path / f"pylock-{i}.toml"
+        source.write_bytes(f"lock {i}\n".encode())
+        os.truncate(source, 64 << 20)  # 64 MB (sparse): each pack writes for long enough that the two overlap
+        sources.append(source)
+    started = [subprocess.Popen([sys.executable, str(PACK), str(out), json.dumps([[str(s), "pylock.x.toml", "644"]])],
+                                stderr=subprocess.PIPE, text=True) for s in sources]
+    assert [p.wait(timeout=60) for p in started] == [0, 0], [p.stderr.read() for p in started if p.stderr]
+    with tarfile.open(out) as tar:
+        (member,) = tar.getmembers()
+        packed = hashlib.sha256(tar.extractfile(member).read()).digest()  # type: ignore[union-attr]
+        assert packed in {hashlib.sha256(s.read_bytes()).digest() for s in sources}
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["carry.x.tar", "pylock-0.toml", "pylock-1.toml"]

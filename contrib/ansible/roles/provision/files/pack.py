@@ -5,7 +5,9 @@ run by the controller's own Python, so that no tar flag differs between GNU and 
 
 Each member is a regular file (a pipe or a device is refused before it is opened: opening a pipe waits for a writer),
 owned by root in the archive (a host extracting as root owns them as root, any other user as itself), with MODE when
-given, else its own permission bits. OUT is replaced whole or not at all."""
+given, else its own permission bits. Two members of one name are refused (on a host the second would overwrite the
+first: a profile named as its lock). OUT is replaced whole or not at all, and two packs at once never share a
+temporary file."""
 
 from __future__ import annotations
 
@@ -14,10 +16,17 @@ import os
 import stat
 import sys
 import tarfile
+import tempfile
 
 
 def pack(out: str, members: list[list[str]]) -> None:
-    part = f"{out}.part"
+    names = [member[1] for member in members]
+    twice = sorted({name for name in names if names.count(name) > 1})
+    if twice:
+        raise ValueError(f"two files would land at {', '.join(twice)} on each host; name the environment (or the profile) "
+                         "so that its lock, the profile and the files it carries differ")
+    fd, part = tempfile.mkstemp(prefix=f"{os.path.basename(out)}.", suffix=".part", dir=os.path.dirname(out) or ".")
+    os.close(fd)
     try:
         with tarfile.open(part, "w", format=tarfile.PAX_FORMAT) as tar:
             for source, name, *mode in members:
