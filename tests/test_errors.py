@@ -30,3 +30,30 @@ def test_a_file_found_wrong_is_an_input_error_not_a_usage_error(tmp_path: Path) 
         with pytest.raises(InputError) as caught:
             read(bad)
         assert not isinstance(caught.value, UsageError) and caught.value.exit_code == 2 and str(bad) in caught.value.message
+
+
+def test_a_path_found_wrong_when_read_or_written_is_an_input_error(tmp_path: Path) -> None:
+    """`accept PATH` of a pipe, of a link out of the venv or of a file past 64 MiB, and `profiles new -o` into a folder
+    that cannot be written: each path came from the command line, and each was found wrong only when read or written."""
+    import os
+
+    from provision.envs import kept
+    from provision.stacks import newprofile
+
+    venv = tmp_path / "venv"
+    venv.mkdir()
+    os.mkfifo(venv / "pipe")
+    (venv / "out").symlink_to(tmp_path)
+    with open(venv / "big", "wb") as big:
+        big.truncate(kept.MAX_BYTES + 1)
+    for name, said in (("pipe", "not a regular file"), ("out/x.py", "outside the environment"), ("big", "larger than")):
+        with pytest.raises(InputError, match=said) as caught:
+            kept.read_in_venv(venv, venv / name, name)
+        assert not isinstance(caught.value, UsageError) and caught.value.exit_code == 2
+    locked = tmp_path / "locked"
+    locked.mkdir(mode=0o500)
+    if os.geteuid() == 0:
+        locked = Path("/proc/version/x")  # root writes anywhere but under a file
+    with pytest.raises(InputError, match="cannot write the profile") as caught:
+        newprofile._write(locked / "p.toml", "x = 1\n")
+    assert not isinstance(caught.value, UsageError)

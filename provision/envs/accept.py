@@ -13,7 +13,7 @@ from provision.envs import drift as drifting
 from provision.envs import kept, records
 from provision.envs.home import Home
 from provision.envs.records import KeptFile
-from provision.errors import EnvError, UsageError
+from provision.errors import EnvError, InputError, UsageError
 
 # What a drift finding of these kinds names is a file whose present content can be kept (a `shared` path's too: which
 # distribution's bytes are known-good is then said once); the other kinds name a distribution (its version, its
@@ -102,7 +102,7 @@ def _accept(build: Path, record: records.EnvRecord, venv: Path, site: Path,
                 continue
             try:
                 contents[finding.path] = kept.read_in_venv(venv, kept.location(venv, site, finding.path), finding.path)
-            except UsageError as exc:  # a link out, a pipe: named, the rest accepted
+            except InputError as exc:  # a link out, a pipe: named, the rest accepted
                 left.append(NotAccepted(finding.path, finding.kind, exc.message))
     if not contents:
         return (), tuple(left)
@@ -126,7 +126,7 @@ def _drop(name: str, build: Path, record: records.EnvRecord, venv: Path, site: P
         if key not in known:
             listed = ", ".join(sorted(known)) or "none"
             hint = "a profile's file goes with its [files] entry" if key in {k.path for k in record.profile_files} else f"accepted: {listed}"
-            raise UsageError(f"{given}: not an accepted file of {name}", hint)
+            raise InputError(f"{given}: not an accepted file of {name}", hint)
     after = records.set_accepted(build, lambda current: [k for k in current if k.path not in keys])
     kept.drop_unused(build, [*after.accepted, *after.profile_files])
     return tuple(keys)

@@ -13,7 +13,7 @@ from pathlib import Path
 from provision import confined, regular
 from provision.atomic import write_atomic
 from provision.envs.records import KeptFile
-from provision.errors import EnvError, UsageError
+from provision.errors import EnvError, InputError, UsageError
 from provision.stacks.profile_files import MAX_BYTES  # one bound for accepted and profile files
 
 STORE = "accepted"  # in the build folder: STORE/<sha256>, the content of every accepted or profile file
@@ -48,21 +48,22 @@ def location(venv: Path, site: Path, key: str) -> Path:
 
 def read_in_venv(venv: Path, path: Path, shown: str) -> tuple[bytes, int]:
     """The content and permission bits of the regular file `path` in the venv; a link out of the venv on the way,
-    a pipe, a folder or no file at all is a UsageError naming `shown` (nothing is read through it)."""
+    a pipe, a folder or no file at all is an InputError naming `shown` (nothing is read through it): the path was
+    given on the command line, and what it names turned out wrong when read."""
     escape = confined.Confinement(venv).path(str(path))
     if escape is not None:
-        raise UsageError(f"{shown}: {escape[0]} is a link to {escape[1]}, outside the environment {venv}",
+        raise InputError(f"{shown}: {escape[0]} is a link to {escape[1]}, outside the environment {venv}",
                          "only a file inside the venv can be accepted; replace the link with the file itself")
     try:
         fd = regular.open_fd(path)
     except OSError as exc:
         what = "not a regular file (a pipe, a socket, a device or a folder)" if exc.errno in (errno.EINVAL, errno.EISDIR) else exc.strerror
-        raise UsageError(f"{shown}: {what}", "accept a regular file of the environment's venv") from exc
+        raise InputError(f"{shown}: {what}", "accept a regular file of the environment's venv") from exc
     with os.fdopen(fd, "rb") as handle:
         content = handle.read(MAX_BYTES + 1)
         mode = stat.S_IMODE(os.fstat(handle.fileno()).st_mode)
     if len(content) > MAX_BYTES:
-        raise UsageError(f"{shown}: larger than {MAX_BYTES >> 20} MiB", "accept patches and start-up files, not libraries")
+        raise InputError(f"{shown}: larger than {MAX_BYTES >> 20} MiB", "accept patches and start-up files, not libraries")
     return content, mode
 
 

@@ -26,7 +26,7 @@ from provision.stacks.profiles import PROFILE_PATH_VARIABLE, parse
 
 SERVING = "sglang"
 # What the output path's failure says about it: the user's to change (exit 2), not the machine's (a full disk: exit 3)
-USAGE_ERRNOS = {errno.EISDIR, errno.ENOTDIR, errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOENT, errno.EEXIST, errno.ENXIO,
+INPUT_ERRNOS = {errno.EISDIR, errno.ENOTDIR, errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOENT, errno.EEXIST, errno.ENXIO,
                 errno.EINVAL}
 # The packages of SGLang's pins that make the CUDA stack, in the order a profile lists them.
 STACK = ("torch", "sglang-kernel", "sgl-kernel", "flashinfer-python", "flashinfer-cubin")
@@ -181,7 +181,7 @@ def _write(path: Path, text: str) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         regular.write_text(path, text)
     except OSError as exc:
-        error = UsageError if exc.errno in USAGE_ERRNOS else ProvisionError
+        error = InputError if exc.errno in INPUT_ERRNOS else ProvisionError
         raise error(f"cannot write the profile to {path}: {exc.strerror or exc}",
                     "choose -o in a folder you can write (nothing was written)") from exc
 
