@@ -261,7 +261,7 @@ def _check_cuda(serving: str, cuda: str, stack: list[Pin], torch: Pin, toolkit: 
         built.append((toolkit.split(".")[0], f"torch {torch.version.lstrip('=')} requires cuda-toolkit {toolkit}"))
     majors = sorted({major for major, _ in built})
     if majors and cuda.split(".")[0] not in majors:
-        raise UsageError(f"--cuda {cuda}: the pins of {serving} are built for CUDA {' and '.join(majors)} ({'; '.join(w for _, w in built)})",
+        raise InputError(f"--cuda {cuda}: the pins of {serving} are built for CUDA {' and '.join(majors)} ({'; '.join(w for _, w in built)})",
                          f"pass --cuda {toolkit.rsplit('.', 1)[0] if toolkit else majors[0] + '.0'}, or choose an SGLang release built for CUDA {cuda}")
 
 
