@@ -69,6 +69,7 @@ def gc(home: Home, *, failed: bool = False) -> Collected:
     """Remove leftovers: unreferenced builds, dangling names, temporary links, unreadable cached locks, the copies
     killed restores left; with `failed` (the gc command, not the one create runs first) the failed builds that
     create --keep-failed kept."""
+    home.own_folders()
     removed = _kept_failed(home) if failed else []
     for link in sorted(home.envs.iterdir()) if home.envs.is_dir() else []:
         if link.is_symlink() and not link.name.startswith(".") and not link.exists():
@@ -139,6 +140,7 @@ def remove(home: Home, name: str, force: bool = False, progress: Progress = lamb
     environment's deletion. A remove killed midway leaves the aside folder to the next gc."""
     aside: Path | None = None
     with home.locked():
+        home.own_folders()
         build = home.build_of(name)
         restorer = home.restorer(build)
         if restorer is not None:

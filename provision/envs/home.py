@@ -196,6 +196,16 @@ class Home:
         except (OSError, RuntimeError):
             return False
 
+    def own_folders(self) -> None:
+        """builds/, envs/ and locks/ as HOME's own folders, before gc or remove deletes anything in them: one that is a
+        link is refused (what it leads to is not HOME's: gc would delete the folders, links and files it finds there)."""
+        for folder in (self.builds, self.envs, self.locks):
+            if folder.is_symlink():
+                raise EnvError(f"{folder} is a link to {os.readlink(folder)}, not a folder of {self.root}: "
+                               "provision deletes nothing outside its home",
+                               f"replace the link with a folder of its own (move what provision made into {folder}), "
+                               "or set PROVISION_HOME (or --home) to the home it belongs to; nothing was removed")
+
     def delete_build(self, build: Path) -> None:
         """Remove one of HOME's build folders; anything outside builds/ is refused, never deleted."""
         if not self.owns(build):

@@ -1,0 +1,43 @@
+"""HOME's builds/, envs/ or locks/ replaced by a link to a folder outside the home: gc deleted every folder it found
+there (each read as a build no name points at), every dangling link and every unreadable `pylock.*.toml`, and remove
+deleted the folder a name led to through it. Both now refuse (exit 7, the link named) and delete nothing."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from launch import run_provision
+
+
+def outside_folder(tmp_path: Path) -> Path:
+    outside = tmp_path / "outside"
+    (outside / "precious").mkdir(parents=True)
+    (outside / "precious" / "data").write_text("keep me")
+    (outside / "pylock.mine.toml").write_text("not a lock, but mine")
+    (outside / "dangling").symlink_to(tmp_path / "nowhere")
+    return outside
+
+
+@pytest.mark.parametrize("folder", ["builds", "envs", "locks"])
+def test_gc_with_a_home_folder_linked_out_deletes_nothing_there(tmp_path: Path, folder: str) -> None:
+    outside, home = outside_folder(tmp_path), tmp_path / "home"
+    home.mkdir()
+    (home / folder).symlink_to(outside)
+    before = sorted(p.name for p in outside.iterdir())
+    done = run_provision("gc", env={"PROVISION_HOME": str(home)})
+    assert sorted(p.name for p in outside.iterdir()) == before, done.stderr
+    assert (outside / "precious" / "data").read_text() == "keep me"
+    assert done.returncode == 7 and "Traceback" not in done.stderr, done.stderr
+    assert f"error: {home / folder} is a link to {outside}" in done.stderr and "\nhint: " in done.stderr
+
+
+def test_remove_through_a_builds_link_out_deletes_nothing_there(tmp_path: Path) -> None:
+    outside, home = outside_folder(tmp_path), tmp_path / "home"
+    (home / "envs").mkdir(parents=True)
+    (home / "builds").symlink_to(outside)
+    (home / "envs" / "victim").symlink_to("../builds/precious")
+    done = run_provision("remove", "victim", env={"PROVISION_HOME": str(home)})
+    assert (outside / "precious" / "data").read_text() == "keep me", done.stderr
+    assert done.returncode == 7 and "Traceback" not in done.stderr, done.stderr
+    assert f"{home / 'builds'} is a link to {outside}" in done.stderr
