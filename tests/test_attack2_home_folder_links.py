@@ -41,3 +41,17 @@ def test_remove_through_a_builds_link_out_deletes_nothing_there(tmp_path: Path) 
     assert (outside / "precious" / "data").read_text() == "keep me", done.stderr
     assert done.returncode == 7 and "Traceback" not in done.stderr, done.stderr
     assert f"{home / 'builds'} is a link to {outside}" in done.stderr
+
+
+def test_gc_passes_over_a_folder_named_like_a_temporary_file(tmp_path: Path) -> None:
+    """A folder `.notes.tmp` in HOME (or envs/) is no temporary file of provision's: gc stopped at it with exit 3
+    ("Is a directory") and never cleaned the rest; now it is left as it is and gc goes on."""
+    home = tmp_path / "home"
+    for folder in (home / ".notes.tmp", home / "envs" / ".x.1.2.tmp"):
+        folder.mkdir(parents=True)
+        (folder / "kept").write_text("mine")
+    (home / "envs" / ".active.123.456.tmp").symlink_to("envs/nowhere")  # what a killed point() leaves
+    done = run_provision("gc", env={"PROVISION_HOME": str(home)})
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    assert (home / ".notes.tmp" / "kept").read_text() == "mine" and (home / "envs" / ".x.1.2.tmp" / "kept").exists()
+    assert not (home / "envs" / ".active.123.456.tmp").is_symlink() and "envs/.active.123.456.tmp" in done.stderr

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,6 +17,7 @@ from provision.log import Progress
 from provision.proc import pid_alive
 
 REMOVING = ".removing-"  # a build that `remove` set aside and is deleting
+TEMP = re.compile(r"\..+\.\d+\.\d+\.tmp")  # atomic.write_atomic's and links.point's temporary names
 
 
 @dataclass(frozen=True)
@@ -80,6 +82,8 @@ def gc(home: Home, *, failed: bool = False) -> Collected:
         removed.append(f"builds/{build.name}")
     for folder in (home.root, home.envs):
         for temp in folder.glob(".*.tmp"):
+            if TEMP.fullmatch(temp.name) is None or temp.is_dir() and not temp.is_symlink():
+                continue  # not a temporary file or link provision makes (.NAME.PID.NS.tmp): not gc's to delete
             temp.unlink(missing_ok=True)
             removed.append(str(temp.relative_to(home.root)))
     removed += _unreadable_locks(home)
