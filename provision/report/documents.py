@@ -17,6 +17,7 @@ from provision.machine import facts as machine
 
 HINT = "make one on that machine with: provision probe --json > machine.json"
 MAX_BYTES = 64 * 2**20  # a probe document of a 64-GPU machine is well under 1 MB
+MAX_STRING = 4096  # a path at most (PATH_MAX); a table folds a longer cell in time that grows with its square
 # Values the gates compute with, not only print: their form is checked too (what probe writes).
 FORMS = {(machine.Driver, "cuda"): (r"\d+\.\d+", "13.0"), (machine.Gpu, "compute_capability"): (r"\d+\.\d+", "9.0"),
          (machine.Toolkit, "version"): (r"\d+\.\d+", "13.0")}
@@ -110,6 +111,8 @@ def _fits(hint: Any, value: object, where: str) -> str | None:
     expected = {str: "a string", int: "an integer", bool: "true or false"}[hint]
     if isinstance(value, bool) != (hint is bool) or not isinstance(value, hint):
         return f"{where}: expected {expected}, got {_kind(value)}"
+    if isinstance(value, str) and len(value) > MAX_STRING:
+        return f"{where}: {len(value)} characters long, and probe writes none over {MAX_STRING}"
     return None
 
 
