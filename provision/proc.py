@@ -10,7 +10,7 @@ import subprocess
 import sys
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, NamedTuple
+from typing import IO, TYPE_CHECKING, NamedTuple
 
 from provision import log
 from provision.errors import ToolError
@@ -92,8 +92,11 @@ def run(
     input_text: str | None = None,
     die_with_parent: bool | None = None,
     on_stderr_line: Callable[[str], None] | None = None,
+    keep: int | None = None,
 ) -> Completed:
-    """Run argv to completion within `timeout` seconds; never raises for a non-zero exit unless `check`.
+    """Run argv to completion within `timeout` seconds; never raises for a non-zero exit unless `check`. With `keep`,
+    of each of stdout and stderr only the last `keep` characters are held (a command of the user's, such as a profile's
+    baseline, may print gigabytes: read whole they took three times that in memory).
 
     The child dies with provision (a kill -9 leaves no installer or check payload running on), unless
     `die_with_parent` is False. Linux ties that to the forking thread, so it applies from the main thread only.
@@ -128,17 +131,21 @@ def run(
         if isinstance(exc, OSError):  # a folder, a file without the execute bit, a binary for another machine
             raise ToolError(f"{args[0]}: cannot run it ({exc.strerror or exc})", "give the path of an executable program") from exc
         raise
+    late: list[str] = []  # what `keep` held when the deadline came
     try:
         _restore(previous)  # from here on a Ctrl-C reaps the child (below)
         if deferred:
             raise KeyboardInterrupt
-        if on_stderr_line is not None:
+        if keep is not None:
+            stdout, stderr = _communicate_kept(child, timeout, keep, late)
+        elif on_stderr_line is not None:
             stdout, stderr = _communicate_lines(child, timeout, on_stderr_line)
         else:
             stdout, stderr = child.communicate(input_text, timeout=timeout)
     except subprocess.TimeoutExpired:
         _reap(child)
-        stdout, stderr = child.communicate()
+        # with `keep`, what the reading threads held (the pipes are theirs); else what is left in the pipes
+        stdout, stderr = late if keep is not None and late else child.communicate()
         result = Completed(argv=args, returncode=-1, stdout=stdout, stderr=stderr, timed_out=True)
         log.debug(f"{args[0]} timed out after {timeout:g} s; its stderr:\n{stderr}")
         if check:
@@ -176,6 +183,43 @@ def _communicate_lines(child: subprocess.Popen[str], timeout: float, on_line: Ca
     for reader in readers:
         reader.join(5)
     return "".join(collected["out"]), "".join(collected["err"])
+
+
+def _communicate_kept(child: subprocess.Popen[str], timeout: float, keep: int, late: list[str]) -> tuple[str, str]:
+    """communicate(), holding of each stream only its last `keep` characters; on the deadline the child is killed,
+    what was kept of stdout and stderr put in `late`, and subprocess.TimeoutExpired raised."""
+    import collections
+
+    kept: dict[str, collections.deque[str]] = {"out": collections.deque(), "err": collections.deque()}
+
+    def read(stream: IO[str] | None, chunks: collections.deque[str]) -> None:
+        size = 0
+        while stream is not None:
+            chunk = stream.read(1 << 16)
+            if not chunk:
+                return
+            chunks.append(chunk)
+            size += len(chunk)
+            while size - len(chunks[0]) >= keep:
+                size -= len(chunks.popleft())
+
+    readers = [threading.Thread(target=read, args=(child.stdout, kept["out"]), daemon=True),
+               threading.Thread(target=read, args=(child.stderr, kept["err"]), daemon=True)]
+    for reader in readers:
+        reader.start()
+
+    def joined() -> tuple[str, str]:
+        for reader in readers:
+            reader.join(5)  # a helper the child left may hold a pipe open: what was read is enough
+        return "".join(list(kept["out"]))[-keep:], "".join(list(kept["err"]))[-keep:]
+
+    try:
+        wait(child, timeout)
+    except subprocess.TimeoutExpired:
+        _reap(child)
+        late.extend(joined())
+        raise
+    return joined()
 
 
 def wait(child: subprocess.Popen[str], timeout: float) -> None:

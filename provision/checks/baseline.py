@@ -39,6 +39,7 @@ if TYPE_CHECKING:
 
 BUILTIN = Baseline(command=("python", "{payloads}/baseline_builtin.py"), timeout=900.0, json_key="bf16_gemm_tflops",
                    unit="TFLOP/s", better="higher")
+KEPT_OUTPUT = 8 << 20  # of each of a baseline's stdout and stderr, the last characters held: the figure is printed last
 
 
 def machine_fingerprint(reading: nvml.Reading) -> MachineStamp:
@@ -109,7 +110,7 @@ def run(name: str, build: Path, record: EnvRecord, progress: Progress = lambda _
     drifted = drift_status(venv, build, record)
     progress(f"running the baseline: {' '.join(command)}")
     start = time.perf_counter()
-    done = proc.run(command, timeout=spec.timeout or 1800.0, env=env, cwd=Path(spec.cwd or "."))
+    done = proc.run(command, timeout=spec.timeout or 1800.0, env=env, cwd=Path(spec.cwd or "."), keep=KEPT_OUTPUT)
     seconds = time.perf_counter() - start
     figure, document = extract(spec, done.stdout)
     if done.timed_out or not done.ok or not isinstance(figure, float) or not math.isfinite(figure):

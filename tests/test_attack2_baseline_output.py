@@ -1,0 +1,48 @@
+"""A profile's baseline command that prints enormously (a benchmark's debug output, a loop gone wrong): provision read
+all of it into memory, three times its size (1 GB printed: 3.1 GB resident; a few GB printed took the machine's memory).
+Now only the last 8 M characters of each stream are held: the figure, printed last, is still found."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import tiny
+from launch import argv, environment
+
+pytestmark = pytest.mark.timeout(300)
+PRINTED = 400 << 20
+PEAK = 256 << 20  # interpreter and all; read whole, the output took over 1 GiB
+PEAK_PROBE = """import json, resource, subprocess, sys
+done = subprocess.run(sys.argv[1:], capture_output=True, text=True, timeout=240)
+print(json.dumps([done.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024, done.stdout, done.stderr]))"""
+
+
+def test_a_baseline_printing_hundreds_of_megabytes_is_read_in_bounded_memory(tmp_path: Path, index_server,
+                                                                              provision_bin: str) -> None:
+    tool = tiny.make_tool(tmp_path, provision_bin, tiny.index(index_server))
+    code = f"import os\nb = b'y' * (1 << 20) + b'\\n'\nfor _ in range({PRINTED >> 20}): os.write(1, b)\nprint('decode 5.5 tok/s')"
+    tiny.profile(tool.profiles, "loud", extra=(f'[baseline]\ncommand = ["python", "-c", {json.dumps(code)}]\n'
+                                              "pattern = 'decode ([0-9.]+) tok/s'\nunit = \"tok/s\"\ntimeout = 200\n"))
+    tool.create("loud")
+    probe = subprocess.run([sys.executable, "-c", PEAK_PROBE, *argv(("baseline", "loud", "--json"))], capture_output=True,
+                           text=True, timeout=280, env=environment(tool.env()))
+    code_, peak, stdout, stderr = json.loads(probe.stdout)
+    assert code_ == 0, stderr[-2000:]
+    assert json.loads(stdout)["figure"] == 5.5
+    assert peak < PEAK, f"baseline took {peak >> 20} MiB to read {PRINTED >> 20} MiB of output"
+
+
+def test_a_kept_run_past_its_deadline_is_stopped_with_what_it_printed() -> None:
+    import time
+
+    from provision import proc
+
+    started = time.monotonic()
+    done = proc.run([sys.executable, "-c", "import sys, time; print('x' * 5000 + 'tail'); sys.stdout.flush(); time.sleep(60)"],
+                    timeout=1, keep=100)
+    assert done.timed_out and done.stdout.endswith("tail\n") and len(done.stdout) == 100
+    assert time.monotonic() - started < 30
