@@ -39,6 +39,7 @@ if TYPE_CHECKING:
 
 BUILTIN = Baseline(command=("python", "{payloads}/baseline_builtin.py"), timeout=900.0, json_key="bf16_gemm_tflops",
                    unit="TFLOP/s", better="higher")
+PATTERN_SECONDS = 10.0  # a profile's pattern searching the kept output: a plain one takes milliseconds
 KEPT_OUTPUT = 8 << 20  # of each of a baseline's stdout and stderr, the last characters held: the figure is printed last
 
 
@@ -55,7 +56,7 @@ def extract(spec: Baseline, stdout: str) -> tuple[float | str | None, dict[str, 
     What was printed there but is no float (`n/a`, an integer past a float's range) comes back as its text: the run
     fails naming it (run), never as provision's own error."""
     if spec.pattern:
-        matches = re.findall(spec.pattern, stdout)
+        matches = _findall(spec.pattern, stdout)
         if not matches:
             return None, None
         last = matches[-1]
@@ -73,6 +74,38 @@ def extract(spec: Baseline, stdout: str) -> tuple[float | str | None, dict[str, 
                 value = value.get(part) if isinstance(value, dict) else None
             return (_number(value) if isinstance(value, (int, float)) else None), document
     return None, None
+
+
+class _Late(Exception):
+    """The pattern's search ran past PATTERN_SECONDS (raised from the timer's signal, which re checks as it matches)."""
+
+
+def _findall(pattern: str, text: str) -> list[str | tuple[str, ...]]:
+    """re.findall(pattern, text) within PATTERN_SECONDS: a profile's pattern that backtracks without end on this output
+    (nested repeats such as `(a+)+$`) is an EnvError naming it, never a hang. Off the main thread there is no timer."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return re.findall(pattern, text)
+
+    def late(_number: int, _frame: object) -> None:
+        raise _Late
+
+    previous = signal.signal(signal.SIGALRM, late)
+    try:
+        try:
+            signal.setitimer(signal.ITIMER_REAL, PATTERN_SECONDS)
+            return re.findall(pattern, text)
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+    except _Late:
+        raise EnvError(f"the baseline pattern {pattern[:80]!r} took over {PATTERN_SECONDS:g} s to search {len(text)} "
+                       "characters of output: it backtracks without end (nested repeats such as (a+)+)",
+                       "make [baseline] pattern in the profile simpler (one group around the figure); nothing was "
+                       "stored") from None
+    finally:
+        signal.signal(signal.SIGALRM, previous)
 
 
 def _number(value: str | float) -> float | str:
