@@ -159,12 +159,37 @@ def run(app: App, args: tuple[str, ...]) -> NoReturn:
         raise UsageError("usage: provision run [NAME] -- CMD...", "for example: provision run cu130 -- python -c 'import torch'")
     _, _, variables = venv_environment(where, names[0] if names else None)
     environment = proc.environment(variables)
+    found = CommandNotFound(f"{command[0]}: command not found in the environment or on PATH", "check the command")
+    if not command[0]:  # as shells give; execve refuses an empty name with a ValueError
+        raise found
     try:
         os.execvpe(command[0], list(command), environment)  # the command's own stdout and exit code, nothing added
     except FileNotFoundError as exc:  # exit 127 and 126, as shells give
-        raise CommandNotFound(f"{command[0]}: command not found in the environment or on PATH", "check the command") from exc
+        raise found from exc
     except PermissionError as exc:
         raise CommandNotExecutable(f"{command[0]}: permission denied (not executable)", "check the file's mode (chmod +x)") from exc
+    except OSError as exc:
+        import errno
+
+        if exc.errno == errno.ENAMETOOLONG and "/" not in command[0]:  # no such command on PATH, as shells say
+            raise found from exc
+        if exc.errno == errno.ENOEXEC and exc.filename is not None and _script(os.fsdecode(exc.filename)):
+            # a script without a #! line: run by /bin/sh, as execvp and shells run it
+            os.execve("/bin/sh", ["sh", os.fsdecode(exc.filename), *command[1:]], environment)
+        why = "not a program this machine can run (a binary for another machine?)" if exc.errno == errno.ENOEXEC \
+            else (exc.strerror or str(exc)).lower()
+        raise CommandNotExecutable(f"{command[0]}: cannot execute it: {why}",
+                                   "give the path of a program, or run the file with its interpreter") from exc
+
+
+def _script(path: str) -> bool:
+    """Whether `path` is text a shell would run: no NUL byte in its first line (bash's test for a binary file)."""
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(80)
+    except OSError:
+        return False
+    return b"\0" not in head.split(b"\n", 1)[0]
 
 
 @click.command("shell-env", short_help="Print what to eval to enter (or leave) an environment.")
