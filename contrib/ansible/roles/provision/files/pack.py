@@ -5,7 +5,8 @@ run by the controller's own Python, so that no tar flag differs between GNU and 
 
 Each member is a regular file (a pipe or a device is refused before it is opened: opening a pipe waits for a writer),
 owned by root in the archive (a host extracting as root owns them as root, any other user as itself), with MODE when
-given, else its own permission bits. Two members of one name are refused (on a host the second would overwrite the
+given, else its own permission bits, never more than rwxr-xr-x (no set-user-ID, set-group-ID or sticky bit, no
+group or world write: root on a host would extract them as they are). Two members of one name are refused (on a host the second would overwrite the
 first: a profile named as its lock). OUT is replaced whole or not at all, and two packs at once never share a
 temporary file."""
 
@@ -17,6 +18,10 @@ import stat
 import sys
 import tarfile
 import tempfile
+
+# Of a member's mode, what a host may get: root extracts an archive's set-user-ID, set-group-ID and sticky bits and
+# its group and world write bits as they are, on files it owns (a carried sitecustomize.py any user could rewrite).
+SAFE_BITS = 0o755
 
 
 def pack(out: str, members: list[list[str]]) -> None:
@@ -34,7 +39,7 @@ def pack(out: str, members: list[list[str]]) -> None:
                     info = tar.gettarinfo(arcname=name, fileobj=data)
                     info.uid = info.gid = 0
                     info.uname = info.gname = "root"
-                    info.mode = int(mode[0], 8) if mode else info.mode
+                    info.mode = (int(mode[0], 8) if mode else info.mode) & SAFE_BITS
                     tar.addfile(info, data)
         os.replace(part, out)
     except BaseException:
