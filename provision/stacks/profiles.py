@@ -332,6 +332,8 @@ def _env_entry(c: _Checker, key: str, value: str) -> None:
     if not SHELL_NAME.match(key):
         raise ProfileError(f"{c.path}: env: {key!r} is not a variable name",
                            "use letters, digits and '_', not starting with a digit (shell-env exports it as is)")
+    if "\0" in value:  # no process can be given it: create failed at its first check, after uv had installed
+        raise c.fail(f"env.{key}", "a NUL byte in its value: no environment variable can hold one")
     try:
         fields = [(name, spec, conversion) for _, name, spec, conversion in string.Formatter().parse(value) if name is not None]
     except ValueError as exc:
@@ -445,6 +447,8 @@ def _baseline(c: _Checker, written: object) -> Baseline | None:
     argv = tuple(a for a in command if isinstance(a, str))
     if not command or len(argv) != len(command):
         raise c.fail("baseline.command", "expected a non-empty list of strings (argv, no shell)")
+    if any("\0" in a for a in argv) or "\0" in str(table.get("cwd", "")):
+        raise c.fail("baseline", "a NUL byte in its command or cwd: no program can be given one")
     written_pattern, json_key = table.get("pattern"), table.get("json_key")
     if (written_pattern is None) == (json_key is None):
         raise c.fail("baseline", "give exactly one of pattern (a regex with one group) or json_key")
