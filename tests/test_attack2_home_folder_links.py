@@ -55,3 +55,16 @@ def test_gc_passes_over_a_folder_named_like_a_temporary_file(tmp_path: Path) -> 
     assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
     assert (home / ".notes.tmp" / "kept").read_text() == "mine" and (home / "envs" / ".x.1.2.tmp" / "kept").exists()
     assert not (home / "envs" / ".active.123.456.tmp").is_symlink() and "envs/.active.123.456.tmp" in done.stderr
+
+
+def test_gc_passes_over_a_folder_named_like_a_cached_lock(tmp_path: Path) -> None:
+    """locks/pylock.x.toml a folder: gc read it as an unreadable lock and stopped at unlinking it (exit 3, Is a
+    directory); now it is left as it is, and the unreadable lock beside it is still dropped."""
+    home = tmp_path / "home"
+    (home / "locks" / "pylock.x.toml").mkdir(parents=True)
+    (home / "locks" / "pylock.x.toml" / "kept").write_text("mine")
+    (home / "locks" / "pylock.y.toml").write_text("not a lock")
+    done = run_provision("gc", env={"PROVISION_HOME": str(home)})
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    assert (home / "locks" / "pylock.x.toml" / "kept").read_text() == "mine"
+    assert not (home / "locks" / "pylock.y.toml").exists() and "locks/pylock.y.toml (unreadable)" in done.stderr

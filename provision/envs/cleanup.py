@@ -128,6 +128,8 @@ def _unreadable_locks(home: Home) -> list[str]:
 
     removed = []
     for cached in sorted(home.locks.glob("pylock.*.toml")) if home.locks.is_dir() else []:
+        if cached.is_dir() and not cached.is_symlink():
+            continue  # no lock create cached: not gc's to delete (and unlink cannot)
         try:
             locking.read(cached)
         except ProvisionError:
