@@ -19,6 +19,8 @@ from provision import regular, toml
 from provision.errors import EnvError, InputError
 from provision.stacks.profiles import Profile
 
+MAX_BYTES = 64 << 20  # a lock of a large CUDA stack is well under 1 MiB
+
 
 @dataclass(frozen=True)
 class Unlisted:
@@ -63,7 +65,10 @@ class Stamp:
 def read(path: Path) -> tuple[Pylock, Stamp]:
     """Return a lock (validated by packaging.pylock) and what its [tool.provision] says."""
     try:
-        raw = toml.loads(regular.read_bytes(path).decode("utf-8"))
+        data = regular.read_bytes(path, MAX_BYTES + 1)
+        if len(data) > MAX_BYTES:  # read whole, an 8 GB file (a sparse one, a wrong path) took the machine's memory
+            raise InputError(f"{path}: not a PEP 751 lock (larger than {MAX_BYTES >> 20} MiB)", "make one with: provision lock PROFILE")
+        raw = toml.loads(data.decode("utf-8"))
         pylock = Pylock.from_dict(raw)
         tool = (raw.get("tool") or {}).get("provision") or {}
         if not isinstance(tool, dict):
