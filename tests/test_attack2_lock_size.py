@@ -31,3 +31,15 @@ def test_an_enormous_lock_is_refused_without_reading_it_whole(tmp_path: Path, co
                                                         "PROVISION_PROFILES": str(profiles)}))
     assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
     assert done.stderr == f"error: {lock}: not a PEP 751 lock (larger than 64 MiB)\nhint: make one with: provision lock PROFILE\n"
+
+
+def test_an_enormous_nvml_recording_is_refused_without_reading_it_whole(tmp_path: Path) -> None:
+    """PROVISION_NVML_REPLAY naming an 8 GB file: read whole (internal error: MemoryError under a limit, the machine's
+    memory without one); now refused in one line after 64 MiB (exit 2)."""
+    recording = tmp_path / "nvml.json"
+    with open(recording, "wb") as handle:
+        handle.truncate(8 << 30)
+    done = subprocess.run([sys.executable, "-c", LIMITED, *argv(("probe",))], capture_output=True, text=True, timeout=120,
+                          env=environment({"PROVISION_NVML_REPLAY": str(recording)}))
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert done.stderr.startswith(f"error: {recording}: not a readable NVML recording (larger than 64 MiB)\nhint: ")

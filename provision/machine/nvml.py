@@ -71,9 +71,15 @@ def recording(path: Path) -> Any:
     from provision import regular
 
     try:
-        return json.loads(regular.read_bytes(path).decode())
-    except (OSError, UnicodeDecodeError, RecursionError, json.JSONDecodeError) as exc:
+        data = regular.read_bytes(path, RECORDING_BYTES + 1)
+        if len(data) > RECORDING_BYTES:  # read whole, an 8 GB file named by mistake took the machine's memory
+            raise ValueError(f"larger than {RECORDING_BYTES >> 20} MiB")
+        return json.loads(data.decode())
+    except (OSError, UnicodeDecodeError, RecursionError, ValueError) as exc:
         raise unreadable(path, exc) from None
+
+
+RECORDING_BYTES = 64 << 20  # a recording of a 64-GPU machine, its sysfs answers included, is a few MB
 
 
 def unreadable(path: Path, exc: Exception) -> Exception:
