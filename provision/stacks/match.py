@@ -37,6 +37,8 @@ if TYPE_CHECKING:
 # wheels behind 20 ms answers: 6.2 s with 16 threads, 12.6 s with 4); a loaded machine fewer, each thread paying its
 # own TLS handshakes (36 pages and RECORDs from the public registry on 2 busy cores: 4.6 s with 4, 6-7 s with 8, 9-11 s with 16).
 WORKERS = max(8, min(16, 2 * (os.cpu_count() or 1)))
+RECORD_LIMIT = 64 << 20  # as the drift check reads them: torch's RECORD, among the largest, is a few MB
+HEADERS_LIMIT = 1 << 20  # of a METADATA, WHEEL or direct_url.json: the header fields come first
 INSTALLER_FILES = ("INSTALLER", "REQUESTED", "direct_url.json", "RECORD")  # written by the installer, not the wheel
 _URL = re.compile(rb"https?://[\x21-\x7e]+?\.whl")
 
@@ -151,8 +153,12 @@ def installed(site: Path, venv: Path) -> tuple[list[Installed], list[Unmatched]]
             unmatched.append(Unmatched(name=info.name, version="", reason="its .dist-info leads out of the environment: not read"))
             continue
         name, version = _name_version(info, "METADATA")
+        record = _text(info / "RECORD", RECORD_LIMIT + 1)
+        if len(record) > RECORD_LIMIT:
+            unmatched.append(Unmatched(name=name, version=version, reason=f"its RECORD is larger than {RECORD_LIMIT >> 20} MiB: not read"))
+            continue
         try:
-            rows = list(csv.reader(_text(info / "RECORD").splitlines()))
+            rows = list(csv.reader(record.splitlines()))
         except (csv.Error, OSError, UnicodeDecodeError):
             unmatched.append(Unmatched(name=name, version=version, reason="no readable RECORD"))
             continue
@@ -163,10 +169,11 @@ def installed(site: Path, venv: Path) -> tuple[list[Installed], list[Unmatched]]
     return found, unmatched
 
 
-def _text(path: Path) -> str:
-    """A metadata file's text ("" when it cannot be read): a pipe or a device there is not waited on, as drift reads."""
+def _text(path: Path, limit: int = HEADERS_LIMIT) -> str:
+    """A metadata file's text, its first `limit` bytes ("" when it cannot be read): a pipe or a device there is not
+    waited on, and a huge one (an 8 GB METADATA) is never read whole, as drift reads."""
     try:
-        return regular.read_text(path, errors="replace")
+        return regular.read_text(path, limit, errors="replace")
     except OSError:
         return ""
 
@@ -400,7 +407,7 @@ def _member(stream: IO[bytes] | io.BufferedReader) -> str:
 
 def _cached_record(cached: uvcache.CachedWheel) -> str | None:
     for info in cached.archive.glob("*.dist-info"):
-        text = _text(info / "RECORD")
+        text = _text(info / "RECORD", RECORD_LIMIT)
         if text:
             return text
     return None
