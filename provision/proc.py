@@ -93,10 +93,13 @@ def run(
     die_with_parent: bool | None = None,
     on_stderr_line: Callable[[str], None] | None = None,
     keep: int | None = None,
+    group: bool = False,
 ) -> Completed:
     """Run argv to completion within `timeout` seconds; never raises for a non-zero exit unless `check`. With `keep`,
     of each of stdout and stderr only the last `keep` characters are held (a command of the user's, such as a profile's
-    baseline, may print gigabytes: read whole they took three times that in memory).
+    baseline, may print gigabytes: read whole they took three times that in memory). With `group`, the child leads a
+    process group of its own, and what is left of it is killed when the child ends, times out or is interrupted (a
+    baseline's torchrun workers, a shell's background job: killed with the child alone, they ran on holding the GPUs).
 
     The child dies with provision (a kill -9 leaves no installer or check payload running on), unless
     `die_with_parent` is False. Linux ties that to the forking thread, so it applies from the main thread only.
@@ -123,6 +126,7 @@ def run(
             env=dict(env) if env is not None else environment(),
             cwd=cwd,
             preexec_fn=_death_signal(os.getpid()) if die_with_parent else None,  # noqa: PLW1509
+            start_new_session=group,
         )
     except BaseException as exc:
         _restore(previous)
@@ -137,13 +141,15 @@ def run(
         if deferred:
             raise KeyboardInterrupt
         if keep is not None:
-            stdout, stderr = _communicate_kept(child, timeout, keep, late)
+            stdout, stderr = _communicate_kept(child, timeout, keep, late, group)
         elif on_stderr_line is not None:
             stdout, stderr = _communicate_lines(child, timeout, on_stderr_line)
         else:
             stdout, stderr = child.communicate(input_text, timeout=timeout)
+        if group:
+            _kill_group(child)
     except subprocess.TimeoutExpired:
-        _reap(child)
+        _reap(child, group)
         # with `keep`, what the reading threads held (the pipes are theirs); else what is left in the pipes
         stdout, stderr = late if keep is not None and late else child.communicate()
         result = Completed(argv=args, returncode=-1, stdout=stdout, stderr=stderr, timed_out=True)
@@ -152,7 +158,7 @@ def run(
             raise ToolError(f"{' '.join(args[:3])}: timed out after {timeout:g} s", result.tail(5)) from None
         return result
     except BaseException:
-        _reap(child)  # Ctrl-C: the child is dead, not dying, before anyone cleans up after it
+        _reap(child, group)  # Ctrl-C: the child is dead, not dying, before anyone cleans up after it
         raise
     result = Completed(argv=args, returncode=child.returncode, stdout=stdout, stderr=stderr)
     if not result.ok:
@@ -185,7 +191,8 @@ def _communicate_lines(child: subprocess.Popen[str], timeout: float, on_line: Ca
     return "".join(collected["out"]), "".join(collected["err"])
 
 
-def _communicate_kept(child: subprocess.Popen[str], timeout: float, keep: int, late: list[str]) -> tuple[str, str]:
+def _communicate_kept(child: subprocess.Popen[str], timeout: float, keep: int, late: list[str],
+                      group: bool) -> tuple[str, str]:
     """communicate(), holding of each stream only its last `keep` characters; on the deadline the child is killed,
     what was kept of stdout and stderr put in `late`, and subprocess.TimeoutExpired raised."""
     import collections
@@ -216,9 +223,11 @@ def _communicate_kept(child: subprocess.Popen[str], timeout: float, keep: int, l
     try:
         wait(child, timeout)
     except subprocess.TimeoutExpired:
-        _reap(child)
+        _reap(child, group)
         late.extend(joined())
         raise
+    if group:  # its helpers go with it: what they hold open of its pipes is closed too
+        _kill_group(child)
     return joined()
 
 
@@ -337,10 +346,19 @@ def _restore(handler: _HANDLER) -> None:
         signal.signal(signal.SIGINT, handler)
 
 
-def _reap(child: subprocess.Popen[str]) -> None:
-    """Kill a child and wait until it is gone (subprocess.run waits only a quarter second after a Ctrl-C)."""
+def _reap(child: subprocess.Popen[str], group: bool = False) -> None:
+    """Kill a child (with `group`, every process of its group) and wait until it is gone (subprocess.run waits only a
+    quarter second after a Ctrl-C)."""
+    if group:
+        _kill_group(child)
     child.kill()
     child.wait()
+
+
+def _kill_group(child: subprocess.Popen[str]) -> None:
+    """SIGKILL every process left in the group `child` leads (started with start_new_session)."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(child.pid, signal.SIGKILL)
 
 
 def pid_alive(pid: int) -> bool:

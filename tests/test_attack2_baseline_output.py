@@ -5,6 +5,7 @@ Now only the last 8 M characters of each stream are held: the figure, printed la
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -46,3 +47,38 @@ def test_a_kept_run_past_its_deadline_is_stopped_with_what_it_printed() -> None:
                     timeout=1, keep=100)
     assert done.timed_out and done.stdout.endswith("tail\n") and len(done.stdout) == 100
     assert time.monotonic() - started < 30
+
+
+def _gone(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().rsplit(")", 1)[1].split()[0] == "Z"  # killed, not yet reaped by its new parent
+    except FileNotFoundError:
+        return True
+
+
+def test_a_baseline_past_its_timeout_takes_what_it_started_with_it(tmp_path: Path, index_server, provision_bin: str) -> None:
+    """A baseline whose command starts workers (torchrun, a shell running the benchmark) and hangs: at the timeout only
+    the command itself was killed, and its workers ran on for ever holding the GPUs (and provision waited on the
+    pipes they held). Now the command leads a process group of its own, and the whole group is killed."""
+    import time
+
+    tool = tiny.make_tool(tmp_path, provision_bin, tiny.index(index_server))
+    pidfile = tmp_path / "worker.pid"
+    code = f"sleep 120 & echo $! > {pidfile}; wait"
+    tiny.profile(tool.profiles, "hung", extra=(f'[baseline]\ncommand = ["sh", "-c", {json.dumps(code)}]\n'
+                                              "pattern = 'decode ([0-9.]+) tok/s'\ntimeout = 2\n"))
+    tool.create("hung", "--no-checks")
+    started = time.monotonic()
+    done = tool("baseline", "hung", check=False)
+    worker = int(pidfile.read_text())
+    try:
+        assert done.returncode == 7 and "the baseline failed (timed out)" in done.stderr, done.stderr
+        assert time.monotonic() - started < 60
+        deadline = time.monotonic() + 10
+        while not _gone(worker) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert _gone(worker), "the baseline's worker outlived its timeout"
+    finally:
+        if not _gone(worker):
+            os.kill(worker, 9)

@@ -143,7 +143,8 @@ def run(name: str, build: Path, record: EnvRecord, progress: Progress = lambda _
     drifted = drift_status(venv, build, record)
     progress(f"running the baseline: {' '.join(command)}")
     start = time.perf_counter()
-    done = proc.run(command, timeout=spec.timeout or 1800.0, env=env, cwd=Path(spec.cwd or "."), keep=KEPT_OUTPUT)
+    done = proc.run(command, timeout=spec.timeout or 1800.0, env=env, cwd=Path(spec.cwd or "."), keep=KEPT_OUTPUT,
+                    group=True)
     seconds = time.perf_counter() - start
     figure, document = extract(spec, done.stdout)
     if done.timed_out or not done.ok or not isinstance(figure, float) or not math.isfinite(figure):
