@@ -188,7 +188,8 @@ def _run_variant(python: Path, record: EnvRecord, variant: dict[str, str], *, wo
     arguments = {"gpu_count": world, "backend": backend, "min_bytes": min_bytes, "max_bytes": max_bytes,
                  "factor": factor, "iters": iters}
     progress(f"all-reduce on {world} rank(s) {shown_settings(variant) or 'NCCL defaults'}")
-    done = proc.run([python, str(payload_dir() / "bench_allreduce.py"), json.dumps(arguments)], timeout=1800, env=env)
+    done = proc.run([python, str(payload_dir() / "bench_allreduce.py"), json.dumps(arguments)], timeout=1800, env=env,
+                    keep=check_runner.KEPT_OUTPUT, group=True)  # its ranks go with it: none holds a GPU on
     last = next((line for line in reversed(done.stdout.splitlines()) if line.startswith("{")), "")
     try:
         answer = Reader(json.loads(last))  # the payload's verdict: {"status", "reason", "details"}

@@ -130,6 +130,7 @@ def _arguments(check: Check, record: EnvRecord, gpus: list[Gpu], installed: dict
 
 
 TIMEOUT_VARIABLE = "PROVISION_CHECK_TIMEOUT"  # caps every check's timeout (seconds)
+KEPT_OUTPUT = 8 << 20  # of each of a payload's stdout and stderr, the last characters held: its answer is printed last
 
 
 def _payload(check: Check, python: Path, env: dict[str, str], arguments: dict[str, object]) -> CheckResult:
@@ -139,7 +140,10 @@ def _payload(check: Check, python: Path, env: dict[str, str], arguments: dict[st
 
     assert check.payload is not None
     limit = min(check.timeout, float(os.environ.get(TIMEOUT_VARIABLE) or check.timeout))
-    done = proc.run([python, str(payload_dir() / check.payload), json.dumps(arguments)], timeout=limit, env=env)
+    # its own process group, killed whole: a worker it started (torch's compile pool, nvcc under a JIT build) neither
+    # outlives it nor keeps its pipes open (a check of 2 s waited the worker's 66 s, a hung one for ever)
+    done = proc.run([python, str(payload_dir() / check.payload), json.dumps(arguments)], timeout=limit, env=env,
+                    keep=KEPT_OUTPUT, group=True)
     if done.timed_out:
         return _said(check, "error", f"timed out after {limit:g} s", done.tail(20))
     last = next((line for line in reversed(done.stdout.strip().splitlines()) if line.startswith("{")), None)
