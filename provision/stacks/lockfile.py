@@ -76,6 +76,7 @@ def read(path: Path) -> tuple[Pylock, Stamp]:
     except (OSError, UnicodeDecodeError, RecursionError, toml.TOMLDecodeError, PylockValidationError,
             InvalidVersion, AttributeError) as exc:
         raise InputError(f"{path}: not a readable PEP 751 lock ({exc})", "make one with: provision lock PROFILE") from exc
+    _check_entries(path, raw.get("packages"))
     recorded = tool.get("packages_sha256")
     if recorded is not None and recorded != packages_digest(raw.get("packages", [])):
         raise InputError(f"{path}: its packages were changed after provision locked them (a hash, a URL, a package "
@@ -86,6 +87,25 @@ def read(path: Path) -> tuple[Pylock, Stamp]:
         raise InputError(f"{path}: [tool.provision] python {stamp.python[:60]!r} is not a Python version X.Y",
                          "lock again with provision lock PROFILE; never edit a lock by hand")
     return pylock, stamp
+
+
+def _check_entries(path: Path, packages: object) -> None:
+    """What packaging.pylock lets through and uv refuses only after create made the venv: a package listed twice with
+    no marker on either entry (uv: "Multiple active package entries"), a wheel or sdist of negative size."""
+    unmarked: set[str] = set()
+    for position, package in enumerate(packages if isinstance(packages, list) else []):
+        if not isinstance(package, dict) or not isinstance(package.get("name"), str):
+            continue
+        name = str(canonicalize_name(package["name"]))
+        if "marker" not in package:
+            if name in unmarked:
+                raise InputError(f"{path}: not a usable PEP 751 lock (packages[{position}]: {name} is listed twice, "
+                                 "with no marker to tell the entries apart)", "make one with: provision lock PROFILE")
+            unmarked.add(name)
+        files = [*(package.get("wheels") or []), package.get("sdist") or {}]
+        if any(isinstance(f, dict) and isinstance(f.get("size"), int) and f["size"] < 0 for f in files):
+            raise InputError(f"{path}: not a usable PEP 751 lock (packages[{position}]: {name} has a file of negative size)",
+                             "make one with: provision lock PROFILE")
 
 
 def packages_digest(packages: object) -> str:

@@ -1,0 +1,44 @@
+"""`create --lock` of a lock packaging.pylock accepts and uv refuses only once create has made the venv: a package
+listed twice with no marker to tell the entries apart, a wheel of negative size. Each was exit 6 with uv's words
+(`Multiple active package entries found for alpha`; a TOML parse error at some column) and no file named; now the
+lock is refused when read, naming it and the entry (exit 2), before anything is built; the active one stays."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+import tiny
+
+
+@pytest.fixture
+def made(tmp_path: Path, index_server, provision_bin: str) -> tuple[tiny.Tool, str]:
+    tmp = tmp_path / "made"
+    tmp.mkdir()
+    tool = tiny.make_tool(tmp, provision_bin, tiny.index(index_server))
+    tool.create("tiny", "--no-checks")
+    lock = tmp / "pylock.tiny.toml"
+    tool("lock", "tiny", "-o", str(lock))
+    return tool, re.sub(r'packages_sha256 = "[0-9a-f]+"\n', "", lock.read_text())  # edited by hand, as no lock should be
+
+
+def twice(text: str) -> str:
+    entry = text[text.index("[[packages]]"):text.index("[tool.provision]")]
+    return text.replace(entry, entry + entry, 1)
+
+
+@pytest.mark.parametrize(("edit", "said"), [(twice, "packages[1]: alpha is listed twice, with no marker"),
+                                            (lambda t: t.replace("hashes = {", "size = -5, hashes = {", 1),
+                                             "packages[0]: alpha has a file of negative size")])
+def test_a_lock_uv_would_refuse_is_refused_before_anything_is_built(made: tuple[tiny.Tool, str], tmp_path: Path,
+                                                                    edit, said: str) -> None:
+    tool, text = made
+    lock = tmp_path / "pylock.tiny.toml"
+    lock.write_text(edit(text))
+    builds = tool.builds()
+    done = tool("create", "tiny", "--name", "other", "--no-checks", "--lock", str(lock), "--python", tiny.PY, check=False)
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert done.stderr.startswith(f"error: {lock}: not a usable PEP 751 lock ({said}") and "\nhint: " in done.stderr, done.stderr
+    assert tool.builds() == builds and "creating the venv" not in done.stderr
+    assert tool.envs()["tiny"]["active"] is True
