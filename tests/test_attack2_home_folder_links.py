@@ -68,3 +68,18 @@ def test_gc_passes_over_a_folder_named_like_a_cached_lock(tmp_path: Path) -> Non
     assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
     assert (home / "locks" / "pylock.x.toml" / "kept").read_text() == "mine"
     assert not (home / "locks" / "pylock.y.toml").exists() and "locks/pylock.y.toml (unreadable)" in done.stderr
+
+
+def test_create_in_a_home_whose_builds_is_linked_out_builds_nothing_there(tmp_path: Path, index_server,
+                                                                          provision_bin: str) -> None:
+    """create collects leftovers first, as gc does: it refuses the same link before anything is made."""
+    import tiny
+
+    tool = tiny.make_tool(tmp_path, provision_bin, tiny.index(index_server))
+    outside = outside_folder(tmp_path)
+    tool.home.mkdir()
+    (tool.home / "builds").symlink_to(outside)
+    before = sorted(p.name for p in outside.iterdir())
+    done = tool.create("tiny", "--no-checks", check=False)
+    assert done.returncode == 7 and f"{tool.home / 'builds'} is a link to {outside}" in done.stderr, done.stderr
+    assert sorted(p.name for p in outside.iterdir()) == before
