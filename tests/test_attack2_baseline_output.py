@@ -82,3 +82,18 @@ def test_a_baseline_past_its_timeout_takes_what_it_started_with_it(tmp_path: Pat
     finally:
         if not _gone(worker):
             os.kill(worker, 9)
+
+
+def test_a_huge_printed_document_is_not_kept_in_env_json(tmp_path: Path, index_server, provision_bin: str) -> None:
+    """A baseline printing its figure in a JSON document of megabytes (every request's latency): env.json kept the
+    document whole with every run (3 MB a run here), and every command listing environments read it. Now the figure
+    is kept, and a document over 64 K characters is `details: null`."""
+    tool = tiny.make_tool(tmp_path, provision_bin, tiny.index(index_server))
+    code = "import json; print(json.dumps({'tok_s': 5.5, 'latencies': [0.00125] * 400000}))"
+    tiny.profile(tool.profiles, "latencies", extra=(f'[baseline]\ncommand = ["python", "-c", {json.dumps(code)}]\n'
+                                                   'json_key = "tok_s"\nunit = "tok/s"\ntimeout = 60\n'))
+    tool.create("latencies")
+    ran = json.loads(tool("baseline", "latencies", "--runs", "2", "--json").stdout)
+    assert ran["figures"] == [5.5, 5.5] and ran["details"] is None
+    env_json = Path(tool.envs()["latencies"]["path"]) / "env.json"
+    assert env_json.stat().st_size < 256 << 10, f"env.json is {env_json.stat().st_size >> 10} KiB"

@@ -39,6 +39,7 @@ if TYPE_CHECKING:
 
 BUILTIN = Baseline(command=("python", "{payloads}/baseline_builtin.py"), timeout=900.0, json_key="bf16_gemm_tflops",
                    unit="TFLOP/s", better="higher")
+DETAILS_CHARS = 64 << 10  # the printed document kept with a run in env.json: a figure and a few beside it fit in far less
 PATTERN_SECONDS = 10.0  # a profile's pattern searching the kept output: a plain one takes milliseconds
 KEPT_OUTPUT = 8 << 20  # of each of a baseline's stdout and stderr, the last characters held: the figure is printed last
 
@@ -117,9 +118,12 @@ def _number(value: str | float) -> float | str:
 
 def _details(document: dict[str, JSONValue] | None) -> JSONObject | None:
     """The printed document as env.json keeps it: a NaN beside the figure (a spread of 0/0) is null there, as --json
-    shows it."""
+    shows it. One over DETAILS_CHARS as JSON (every request's latency, say) is not kept: env.json took it whole on every
+    run, and every command that lists environments read it."""
     from provision.atomic import finite
 
+    if document is not None and len(json.dumps(document, default=str)) > DETAILS_CHARS:
+        return None
     kept = finite(document)
     return kept if isinstance(kept, dict) else None
 
