@@ -97,3 +97,18 @@ def test_a_huge_printed_document_is_not_kept_in_env_json(tmp_path: Path, index_s
     assert ran["figures"] == [5.5, 5.5] and ran["details"] is None
     env_json = Path(tool.envs()["latencies"]["path"]) / "env.json"
     assert env_json.stat().st_size < 256 << 10, f"env.json is {env_json.stat().st_size >> 10} KiB"
+
+
+def test_a_figure_beside_a_deeply_nested_document_is_kept(tmp_path: Path, index_server, provision_bin: str) -> None:
+    """`{"tok_s": 1.5, "x": [[[...]]]}` nested 600 deep: the figure was read, then keeping the document beside it
+    recursed past Python's limit (`internal error: RecursionError`, exit 3, the run lost). Now the run is stored with
+    the figure and `details: null`."""
+    tool = tiny.make_tool(tmp_path, provision_bin, tiny.index(index_server))
+    code = "print('{\"tok_s\": 1.5, \"x\": ' + '[' * 600 + ']' * 600 + '}')"
+    tiny.profile(tool.profiles, "nested", extra=(f'[baseline]\ncommand = ["python", "-c", {json.dumps(code)}]\n'
+                                                'json_key = "tok_s"\ntimeout = 60\n'))
+    tool.create("nested")
+    done = tool("baseline", "nested", "--json", check=False)
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    ran = json.loads(done.stdout)
+    assert ran["figure"] == 1.5 and ran["details"] is None

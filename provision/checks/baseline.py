@@ -122,9 +122,12 @@ def _details(document: dict[str, JSONValue] | None) -> JSONObject | None:
     run, and every command that lists environments read it."""
     from provision.atomic import finite
 
-    if document is not None and len(json.dumps(document, default=str)) > DETAILS_CHARS:
+    try:
+        if document is not None and len(json.dumps(document, default=str)) > DETAILS_CHARS:
+            return None
+        kept = finite(document)
+    except RecursionError:  # the figure beside a document nested hundreds deep: kept, the document not
         return None
-    kept = finite(document)
     return kept if isinstance(kept, dict) else None
 
 
