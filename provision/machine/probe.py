@@ -11,7 +11,7 @@ import contextlib
 import os
 from typing import TYPE_CHECKING, Any
 
-from provision.errors import InputError, ProvisionError
+from provision.errors import ProvisionError
 from provision.machine.threads import Background
 
 REPLAY_VARIABLE = "PROVISION_NVML_REPLAY"  # nvml.REPLAY_VARIABLE, spelt here: importing nvml (and the facts) waits
@@ -121,16 +121,9 @@ def _nvml_reading(started: Background[Any] | None, record_nvml: Path | None) -> 
 
 
 def _start_timeout() -> float:
-    import math
+    from provision import durations
 
-    text = os.environ.get(START_VARIABLE) or str(START_TIMEOUT)
-    try:
-        seconds = float(text)
-    except ValueError:
-        seconds = math.nan
-    if not math.isfinite(seconds) or seconds <= 0:
-        raise InputError(f"{START_VARIABLE}={text!r} is not a number of seconds", "set it to a positive number such as 60, or unset it")
-    return seconds
+    return durations.seconds(START_VARIABLE, START_TIMEOUT, "60")
 
 
 NVML_LIBRARY = "libnvidia-ml.so.1"  # the name pynvml's nvmlInit loads on Linux

@@ -4,27 +4,19 @@ only runs uv (`provision envs` asks it for its cache) loads neither requests' he
 
 from __future__ import annotations
 
-import math
-import os
 import re
 from urllib.parse import unquote
 
 from provision import log
-from provision.errors import InputError
 
 TIMEOUT_VARIABLE = "PROVISION_HTTP_TIMEOUT"
 
 
 def timeout() -> float:
     """Seconds to wait for an index (PROVISION_HTTP_TIMEOUT, default 30): a positive finite number."""
-    text = os.environ.get(TIMEOUT_VARIABLE) or "30"
-    try:
-        seconds = float(text)
-    except ValueError:
-        seconds = float("nan")
-    if not math.isfinite(seconds) or seconds <= 0:
-        raise InputError(f"{TIMEOUT_VARIABLE}={text!r} is not a number of seconds", "set it to a positive number such as 30, or unset it")
-    return seconds
+    from provision import durations
+
+    return durations.seconds(TIMEOUT_VARIABLE, 30, "30")
 
 
 def redact(url: str) -> str:
