@@ -23,3 +23,12 @@ def seconds(variable: str, default: float, example: str) -> float:
         raise InputError(f"{variable}={text!r} is not a number of seconds",
                          f"set it to a positive number such as {example} (at most {LONGEST:g}, a week), or unset it")
     return value
+
+
+CHECK_TIMEOUT = "PROVISION_CHECK_TIMEOUT"  # caps every check's timeout (seconds)
+
+
+def check_timeout() -> float | None:
+    """PROVISION_CHECK_TIMEOUT's seconds, None when unset; an InputError (exit 2) when it is no positive number (create
+    asks before it makes anything: the checks read it only after the install)."""
+    return seconds(CHECK_TIMEOUT, 1.0, "600") if os.environ.get(CHECK_TIMEOUT) else None

@@ -8,7 +8,7 @@ import json
 import time
 from pathlib import Path
 
-from provision import knowledge, proc
+from provision import durations, knowledge, proc
 from provision.checks import BY_ID, CHECKS, Check, payload_dir
 from provision.checks.results import CheckResult, MalformedResult
 from provision.envs.records import EnvRecord
@@ -60,7 +60,7 @@ def run(build: Path, record: EnvRecord, *, only: tuple[str, ...] | None = None, 
         progress: Progress = lambda _: None) -> list[CheckResult]:
     """Run the checks that the environment's profile requires (all without one) and return their results."""
     selected = select(only, record.checks_required or None)
-    check_timeout_variable()  # before any check runs, not at the first payload
+    durations.check_timeout()  # before any check runs, not at the first payload
     in_process_only = all(c.id == "drift" for c in selected)  # `--only drift` before a baseline: no NVML, no venv process
     if gpus is None and not in_process_only:
         reading = probe.gpu_reading()  # a driver that never answers: a note after the probe's bound, not a hang
@@ -130,16 +130,7 @@ def _arguments(check: Check, record: EnvRecord, gpus: list[Gpu], installed: dict
     }
 
 
-TIMEOUT_VARIABLE = "PROVISION_CHECK_TIMEOUT"  # caps every check's timeout (seconds)
-def check_timeout_variable() -> float | None:
-    """PROVISION_CHECK_TIMEOUT's seconds, None when unset; an InputError (exit 2) when it is no positive number."""
-    import os
-
-    from provision import durations
-
-    return durations.seconds(TIMEOUT_VARIABLE, 1.0, "600") if os.environ.get(TIMEOUT_VARIABLE) else None
-
-
+TIMEOUT_VARIABLE = durations.CHECK_TIMEOUT
 KEPT_OUTPUT = 8 << 20  # of each of a payload's stdout and stderr, the last characters held: its answer is printed last
 
 
@@ -148,7 +139,7 @@ def _payload(check: Check, python: Path, env: dict[str, str], arguments: dict[st
     place it is a dict). No answer is a crash; an answer of the wrong shape is an ERROR naming the key."""
 
     assert check.payload is not None
-    limit = min(check.timeout, check_timeout_variable() or check.timeout)
+    limit = min(check.timeout, durations.check_timeout() or check.timeout)
     # its own process group, killed whole: a worker it started (torch's compile pool, nvcc under a JIT build) neither
     # outlives it nor keeps its pipes open (a check of 2 s waited the worker's 66 s, a hung one for ever)
     done = proc.run([python, str(payload_dir() / check.payload), json.dumps(arguments)], timeout=limit, env=env,

@@ -120,9 +120,9 @@ def create(home: Home, profile: Profile, *, name: str | None = None, python: str
 
     name = check_name(name or profile.name)
     uvtool.check_link_mode()  # before anything is made: uv venv reads it too
-    from provision.checks.runner import check_timeout_variable
+    from provision import durations
 
-    check_timeout_variable()  # the checks read it after the install: a wrong one is refused before
+    durations.check_timeout()  # the checks read it after the install: a wrong one is refused before
     timings: dict[str, float] = {}
     build: Path | None = None  # named before it is made: a Ctrl-C at any point after the mkdir removes it (below)
     try:
