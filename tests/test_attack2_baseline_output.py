@@ -15,8 +15,8 @@ import tiny
 from launch import argv, environment
 
 pytestmark = pytest.mark.timeout(300)
-PRINTED = 400 << 20
-PEAK = 256 << 20  # interpreter and all; read whole, the output took over 1 GiB
+PRINTED = 160 << 20
+PEAK = 256 << 20  # interpreter and all; read whole, 160 MiB of output took about three times that
 PEAK_PROBE = """import json, resource, subprocess, sys
 done = subprocess.run(sys.argv[1:], capture_output=True, text=True, timeout=240)
 print(json.dumps([done.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024, done.stdout, done.stderr]))"""
@@ -28,7 +28,7 @@ def test_a_baseline_printing_hundreds_of_megabytes_is_read_in_bounded_memory(tmp
     code = f"import os\nb = b'y' * (1 << 20) + b'\\n'\nfor _ in range({PRINTED >> 20}): os.write(1, b)\nprint('decode 5.5 tok/s')"
     tiny.profile(tool.profiles, "loud", extra=(f'[baseline]\ncommand = ["python", "-c", {json.dumps(code)}]\n'
                                               "pattern = 'decode ([0-9.]+) tok/s'\nunit = \"tok/s\"\ntimeout = 200\n"))
-    tool.create("loud")
+    tool.create("loud", "--no-checks")
     probe = subprocess.run([sys.executable, "-c", PEAK_PROBE, *argv(("baseline", "loud", "--json"))], capture_output=True,
                            text=True, timeout=280, env=environment(tool.env()))
     code_, peak, stdout, stderr = json.loads(probe.stdout)
