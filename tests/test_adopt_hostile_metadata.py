@@ -13,6 +13,16 @@ from launch import run_provision
 from test_adopt import Setup
 
 
+def planted(site: Path, name: str) -> Path:
+    """A .dist-info of `name` (NAME-VERSION) that no wheel on the index installed: its METADATA and RECORD, as a tool
+    other than uv or pip might leave them."""
+    info = site / f"{name}.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name.split('-')[0]}\nVersion: {name.split('-')[1]}\n\n")
+    (info / "RECORD").write_text(f"{name}.dist-info/METADATA,,\n")
+    return info
+
+
 @pytest.mark.timeout(200)
 def test_adopt_reads_past_metadata_files_that_are_pipes(tmp_path: Path, index_server, provision_bin: str) -> None:
     served = index_server.index("main")
@@ -20,10 +30,7 @@ def test_adopt_reads_past_metadata_files_that_are_pipes(tmp_path: Path, index_se
     setup = Setup(tmp_path, provision_bin)
     site = setup.build(served.url, "alpha==1.0")
     for name, pipes in (("beta-2.0", ("METADATA", "RECORD")), ("gamma-3.0", ("WHEEL", "direct_url.json"))):
-        info = site / f"{name}.dist-info"
-        info.mkdir()
-        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name.split('-')[0]}\nVersion: {name.split('-')[1]}\n")
-        (info / "RECORD").write_text(f"{name}.dist-info/METADATA,,\n")
+        info = planted(site, name)
         for pipe in pipes:
             (info / pipe).unlink(missing_ok=True)
             os.mkfifo(info / pipe)

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from launch import argv, environment
 from test_adopt import Setup
+from test_adopt_hostile_metadata import planted
 
 LIMITED = """import resource, os, sys
 resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
@@ -26,10 +27,7 @@ def test_adopt_reads_huge_metadata_files_in_bounded_memory(tmp_path: Path, index
     setup = Setup(tmp_path, provision_bin)
     site = setup.build(served.url, "alpha==1.0")
     for name, huge in (("beta-2.0", "METADATA"), ("gamma-3.0", "RECORD")):
-        info = site / f"{name}.dist-info"
-        info.mkdir()
-        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name.split('-')[0]}\nVersion: {name.split('-')[1]}\n\n")
-        (info / "RECORD").write_text(f"{name}.dist-info/METADATA,,\n")
+        info = planted(site, name)
         with open(info / huge, "r+b") as handle:
             handle.truncate(8 << 30)  # sparse: no disk taken
     variables = {"PROVISION_HOME": str(tmp_path / "home"), "PROVISION_INDEX_DEFAULT": served.url, **setup.cache}
