@@ -11,6 +11,15 @@ from pathlib import Path
 import pytest
 from launch import run_provision
 from test_adopt import Setup
+from wheelhouse import Index, IndexServer
+
+
+def alpha_venv(tmp_path: Path, index_server: IndexServer, provision_bin: str) -> tuple[Index, Setup, Path]:
+    """A venv built by uv holding alpha 1.0 from the index `main`: (the index, the Setup, its site-packages)."""
+    served = index_server.index("main")
+    served.add("alpha", "1.0")
+    setup = Setup(tmp_path, provision_bin)
+    return served, setup, setup.build(served.url, "alpha==1.0")
 
 
 def planted(site: Path, name: str) -> Path:
@@ -25,10 +34,7 @@ def planted(site: Path, name: str) -> Path:
 
 @pytest.mark.timeout(200)
 def test_adopt_reads_past_metadata_files_that_are_pipes(tmp_path: Path, index_server, provision_bin: str) -> None:
-    served = index_server.index("main")
-    served.add("alpha", "1.0")
-    setup = Setup(tmp_path, provision_bin)
-    site = setup.build(served.url, "alpha==1.0")
+    served, setup, site = alpha_venv(tmp_path, index_server, provision_bin)
     for name, pipes in (("beta-2.0", ("METADATA", "RECORD")), ("gamma-3.0", ("WHEEL", "direct_url.json"))):
         info = planted(site, name)
         for pipe in pipes:

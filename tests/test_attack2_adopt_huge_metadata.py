@@ -12,8 +12,7 @@ from pathlib import Path
 
 import pytest
 from launch import argv, environment
-from test_adopt import Setup
-from test_adopt_hostile_metadata import planted
+from test_adopt_hostile_metadata import alpha_venv, planted
 
 LIMITED = """import resource, os, sys
 resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
@@ -22,10 +21,7 @@ os.execv(sys.argv[1], sys.argv[1:])"""
 
 @pytest.mark.timeout(200)
 def test_adopt_reads_huge_metadata_files_in_bounded_memory(tmp_path: Path, index_server, provision_bin: str) -> None:
-    served = index_server.index("main")
-    served.add("alpha", "1.0")
-    setup = Setup(tmp_path, provision_bin)
-    site = setup.build(served.url, "alpha==1.0")
+    served, setup, site = alpha_venv(tmp_path, index_server, provision_bin)
     for name, huge in (("beta-2.0", "METADATA"), ("gamma-3.0", "RECORD")):
         info = planted(site, name)
         with open(info / huge, "r+b") as handle:
