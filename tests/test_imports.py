@@ -101,13 +101,13 @@ def test_a_cycle_is_found(tmp_path: Path) -> None:
 # data: a table of ids, titles and payloads that profiles validate against; so are the typed results checks answer
 # (checks/results.py, checks/details.py, checks/allreduce_runs.py), which envs/records.py stores.
 LAYERS = {
-    "provision.cli": 8, "provision.views": 7, "provision.report": 6, "provision.checks": 5, "provision.envs": 4,
+    "provision.cli": 9, "provision.views": 8, "provision.commands": 7, "provision.report": 6, "provision.checks": 5, "provision.envs": 4,
     "provision.stacks": 3, "provision.scan": 2, "provision.machine": 2,
     "provision.proc": 1, "provision.log": 1, "provision.atomic": 1, "provision.regular": 1,
     "provision.errors": 0, "provision.knowledge": 0, "provision.toml": 0, "provision.status": 0, "provision": 0,
 }
 DATA = {"provision.checks": 0, "provision.checks.results": 0, "provision.checks.details": 0, "provision.checks.allreduce_runs": 0,
-        "provision.machine.facts": 0, "provision.__main__": 9}
+        "provision.machine.facts": 0, "provision.__main__": 10}
 
 
 def layer(module: str) -> int:

@@ -12,7 +12,7 @@ import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from provision import proc
 from provision.checks import payload_dir
@@ -175,6 +175,24 @@ def drift_status(venv: Path, build: Path, record: EnvRecord) -> DriftStamp:
                       findings=[f.line() for f in found.findings[:20]])
 
 
+Verdict = Literal["better", "worse", "within-noise", "cannot-tell"]
+MIN_RUNS = 3  # fewer runs a side cannot tell noise from a change: one run each read -58% for identical stacks
+
+
+def judge(first: list[float], second: list[float], better: Better) -> Verdict:
+    """The one rule `compare`, `upgrade` and `try` judge two series by: cannot-tell with fewer than MIN_RUNS figures a
+    side; within-noise when the two ranges (min to max) meet, so the spread covers the difference of the medians;
+    else better or worse, by the medians and which way is better."""
+    import statistics
+
+    if len(first) < MIN_RUNS or len(second) < MIN_RUNS:
+        return "cannot-tell"
+    if max(first) >= min(second) and max(second) >= min(first):
+        return "within-noise"
+    higher = statistics.median(second) > statistics.median(first)
+    return "better" if higher == (better == "higher") else "worse"
+
+
 @dataclass(frozen=True, kw_only=True)
 class Compared:
     """One side of `compare`: an environment's latest baseline call, its median and spread."""
@@ -221,17 +239,20 @@ class Comparison:
         return round(self.change, 2) if self.change is not None else None
 
     @property
+    def verdict(self) -> Verdict:
+        """better, worse, within-noise, or cannot-tell (fewer than MIN_RUNS runs a side, or a side without figures)."""
+        return judge(self.first.figures, self.second.figures, self.first.better)
+
+    @property
     def improved(self) -> bool | None:
-        change = self.change
-        return None if change is None else (change > 0) == (self.first.better == "higher")
+        """True when the second side is better beyond noise; None when it cannot be told."""
+        verdict = self.verdict
+        return None if verdict == "cannot-tell" else verdict == "better"
 
     @property
     def within_noise(self) -> bool | None:
-        """Whether the two series' ranges (min to max) meet: the spread covers the difference of the medians."""
-        if self.change is None:
-            return None
-        a, b = self.first.figures, self.second.figures
-        return max(a) >= min(b) and max(b) >= min(a)
+        """Whether the two series' ranges (min to max) meet; None when it cannot be told."""
+        return None if self.verdict == "cannot-tell" else self.verdict == "within-noise"
 
     @property
     def same_machine(self) -> bool:
@@ -244,7 +265,7 @@ class Comparison:
 
     def to_dict(self) -> dict[str, object]:
         return {"environments": [self.first.to_dict(), self.second.to_dict()], "change_percent": self.change_percent,
-                "improved": self.improved, "within_noise": self.within_noise, "same_machine": self.same_machine,
+                "verdict": self.verdict, "improved": self.improved, "within_noise": self.within_noise, "same_machine": self.same_machine,
                 "drifted": self.drifted}
 
 

@@ -63,7 +63,11 @@ def comparison(result: Comparison) -> Shown:
     blocks: list[Block] = [table.done()]
     change = result.change_percent
     if change is not None:
-        verdict = "within noise: the spreads cover it" if result.within_noise else "better" if result.improved else "worse"
+        from provision.checks.baseline import MIN_RUNS
+
+        verdict = {"within-noise": "within noise: the spreads cover it",
+                   "cannot-tell": f"cannot tell: fewer than {MIN_RUNS} runs a side; baseline --runs {MIN_RUNS}"}.get(
+            result.verdict, result.verdict)
         blocks.append(Line(f"{result.second.name} vs {result.first.name}: {change:+.1f}% ({verdict})"))
     if not result.same_machine:
         blocks.append(Line("note: the two baselines ran on different machines"))
