@@ -15,7 +15,8 @@ import tiny
 
 # The baseline: about 100 tok/s with a fixed jitter of +-0.5 (a counter beside it picks the next); TRY_FACTOR scales
 # it; alpha.FACTOR (a --file over alpha/__init__.py) too; TRY_STICKY leaves a factor behind for every later run (a
-# machine that no longer returns to its noise); --boom fails with a traceback; TRY_SLEEP waits (a trial to kill).
+# machine that no longer returns to its noise); --boom fails with a traceback; TRY_SLEEP waits (a trial to kill); an
+# argument --cuda-graph-max-bs* scales it by TRY_GRAPHS (the profile's [env] says by how much on each environment).
 PROGRAM = """
 import os, pathlib, sys, time
 import alpha
@@ -32,18 +33,23 @@ sticky = float((state / "sticky").read_text()) if (state / "sticky").exists() el
 time.sleep(float(os.environ.get("TRY_SLEEP", "0")))
 jitter = [0.0, 0.5, -0.5, 0.3, -0.3][n % 5]
 figure = (100 + jitter) * float(os.environ.get("TRY_FACTOR", "1")) * getattr(alpha, "FACTOR", 1.0) * sticky
+if any(a.startswith("--cuda-graph-max-bs") for a in sys.argv):
+    figure *= float(os.environ.get("TRY_GRAPHS", "1"))
 print(f"decode {figure:.3f} tok/s")
 """
 
 
-def tool_with_baseline(tmp_path: Path, index_server, provision_bin: str, name: str = "tiny") -> tuple[tiny.Tool, Path]:
-    """A Tool whose environment `name` has the baseline above (its state folder returned), created with its checks."""
+def tool_with_baseline(tmp_path: Path, index_server, provision_bin: str, name: str = "tiny", *,
+                       packages: str = 'alpha = "==1.0"', env: dict[str, str] | None = None) -> tuple[tiny.Tool, Path]:
+    """A Tool whose environment `name` has the baseline above (its state folder returned), created with its checks;
+    `env` goes into the profile's [env]."""
     state = tmp_path / f"state-{name}"
     state.mkdir()
-    tool = tiny.make_tool(tmp_path, provision_bin, tiny.index(index_server)) if not (tmp_path / "profiles").exists() else \
-        tiny.Tool(provision_bin, tmp_path / "home", tmp_path / "profiles", tiny.index(index_server))
-    env_line = f'[env]\nTRY_STATE = "{state}"\n'
-    tiny.profile(tool.profiles, name, extra=(
+    served = index_server.indexes.get("tiny") or tiny.index(index_server)
+    tool = tiny.make_tool(tmp_path, provision_bin, served) if not (tmp_path / "profiles").exists() else \
+        tiny.Tool(provision_bin, tmp_path / "home", tmp_path / "profiles", served)
+    env_line = "[env]\n" + "".join(f"{k} = {json.dumps(v)}\n" for k, v in {"TRY_STATE": str(state), **(env or {})}.items())
+    tiny.profile(tool.profiles, name, packages=packages, extra=(
         f'[baseline]\ncommand = ["python", "-c", {json.dumps(PROGRAM)}]\n'
         "pattern = 'decode ([\\d.]+) tok/s'\nunit = \"tok/s\"\nbetter = \"higher\"\ntimeout = 120\n" + env_line))
     tool.create(name)

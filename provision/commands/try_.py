@@ -230,14 +230,13 @@ def _judged(trial: Trial, failure: BaselineFailed | None) -> Trial:
         return dataclasses.replace(trial, verdict="failed", reason=f"{code}: {failure.last_line or failure.why}")
     base, figures = trial.baseline.figures, trial.figure.figures
     verdict = judge(base, figures, "lower" if trial.better == "lower" else "higher")
-    change = (statistics.median(figures) - statistics.median(base)) / statistics.median(base) * 100 \
+    change = round((statistics.median(figures) - statistics.median(base)) / statistics.median(base) * 100, 2) \
         if base and figures and statistics.median(base) else None
-    shown = f"{change:+.1f}%" if change is not None else "-"
+    shown = f"{change:+.1f}%" if change is not None else "-"  # as the ledger shows change_pct
     reason = {"better": f"{shown}, beyond the noise of both", "worse": f"{shown}, beyond the noise of both",
               "within-noise": f"{shown}: the spreads meet",
               "cannot-tell": f"{shown}: fewer than {baselines.MIN_RUNS} runs a side cannot tell noise from a change"}[verdict]
-    return dataclasses.replace(trial, verdict=verdict, reason=reason,
-                               change_pct=round(change, 2) if change is not None else None)
+    return dataclasses.replace(trial, verdict=verdict, reason=reason, change_pct=change)
 
 
 def _recorded(build: Path, trial: Trial) -> Trial:
