@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from provision.views.render import Shown
 
 
-@click.command("try", short_help="Try one change on an environment, judged against its baseline, then put it back.")
+@click.command("try", short_help="Try one change against the baseline, then put it back.")
 @env_argument("name")
 @click.argument("label", required=False)
 @click.option("--env", "env", multiple=True, metavar="K=V", help="A variable for the baseline command (repeatable).")
@@ -63,7 +63,7 @@ def try_command(app: App, name: str, label: str | None, env: tuple[str, ...], ar
         return views.trial(trying.try_(home, name, label, asked, runs=runs, note=note, force=force, recipe=recipe, progress=step))
 
 
-@click.command(short_help="The ledger of trials: one row per trial, a matrix across environments.")
+@click.command(short_help="The trials ledger; a matrix across environments.")
 @click.argument("names", nargs=-1, metavar="[NAME]...")
 @click.option("--markdown", "as_markdown", is_flag=True, help="A Markdown page for a ticket.")
 @json_option
