@@ -226,7 +226,13 @@ def test_every_recipe_is_in_the_real_sglang_0_5_23(tmp_path: Path) -> None:
     from cuobjdump import wheel
 
     from provision.commands import recipes
-    from provision.commands.sglang_source import ARG_GROUPS, ENVIRON, SERVER_ARGS, parser_flags, table_variables
+    from provision.commands.sglang_source import (
+        ARG_GROUPS,
+        ENVIRON,
+        SERVER_ARGS,
+        parser_flags,
+        table_variables,
+    )
 
     flags: set[str] = set()
     with zipfile.ZipFile(wheel("sglang==0.5.23")) as archive:
