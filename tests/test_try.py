@@ -169,6 +169,8 @@ def test_restore_puts_back_a_killed_trial_and_a_second_trial_waits_for_none(tmp_
     second = tool("try", "tiny", "second", "--env", "TRY_FACTOR=2", "--runs", "3", check=False)
     assert second.returncode == 7 and "a trial is under way on tiny" in second.stderr
     assert target.read_bytes() == patched.read_bytes()  # the running trial's file is not taken for a leftover
+    accepting = tool("accept", "tiny", check=False)  # nor ever for known-good
+    assert accepting.returncode == 7 and "a trial is under way on tiny" in accepting.stderr
     os.kill(running.pid, signal.SIGKILL)
     running.communicate(timeout=30)
     restored = json.loads(tool("restore", "tiny", "--json").stdout)

@@ -115,6 +115,11 @@ def leftover(build: Path) -> bool:
         return True
 
 
+def under_way(build: Path) -> bool:
+    """Whether a running trial has its files in the venv now (`accept` must not take them for known-good)."""
+    return os.path.lexists(build / MADE) and not leftover(build)
+
+
 def recover(build: Path) -> list[str]:
     """Put back what a trial killed mid-way left (nothing when none did, or the trial still runs); the paths."""
     if not leftover(build):
