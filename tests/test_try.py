@@ -188,3 +188,22 @@ def test_what_the_command_line_gets_wrong_is_refused_first(tmp_path: Path, index
         done = tool("try", *args, check=False)
         assert done.returncode == 2 and said in done.stderr, (args, done.stderr)
     assert json.loads(tool("trials", "--json").stdout) == {"schema_version": 1, "trials": []}
+
+
+@pytest.mark.slow
+def test_ctrl_c_mid_trial_puts_the_file_back_before_it_exits(tmp_path: Path, index_server, provision_bin: str) -> None:
+    tool, _ = tool_with_baseline(tmp_path, index_server, provision_bin)
+    tool("baseline", "tiny", "--runs", "3")
+    target = site_of(tool) / "alpha" / "__init__.py"
+    original = target.read_bytes()
+    patched = tmp_path / "patched.py"
+    patched.write_text("FACTOR = 0.5\n")
+    running = tool.popen("try", "tiny", "stopped", "--file", f"alpha/__init__.py={patched}", "--env", "TRY_SLEEP=30", "--runs", "3")
+    deadline = time.time() + 60
+    while time.time() < deadline and target.read_bytes() == original:
+        time.sleep(0.1)
+    running.send_signal(signal.SIGINT)
+    _, err = running.communicate(timeout=60)
+    assert running.returncode == 130 and "interrupted" in err
+    assert target.read_bytes() == original and not (Path(tool.envs()["tiny"]["path"]) / ".trial-made").exists()
+    assert json.loads(tool("trials", "tiny", "--json").stdout)["trials"] == []

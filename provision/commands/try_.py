@@ -185,8 +185,9 @@ def _baseline(name: str, build: Path, record: EnvRecord, runs: int, progress: Pr
     if record.baselines:
         last = record.baselines[-1]
         series = [r for r in record.baselines if r.series == last.series] if last.series else [last]
-        if len(series) >= runs:
-            return [_figure(r) for r in series], False
+        figures = [r.figure for r in series if r.figure is not None]
+        if len(figures) >= runs:
+            return figures, False
     stamp = _now()
     figures = []
     for number in range(1, runs + 1):
