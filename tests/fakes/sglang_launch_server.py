@@ -23,7 +23,8 @@ worker = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3600)"
 with open(os.environ["FAKE_SGLANG_TRACE"], "w") as trace:
     json.dump({"argv": sys.argv[1:], "workers": [os.getpid(), worker.pid], "env": {
         k: v for k, v in os.environ.items() if k.startswith("SGLANG_")}}, trace)
-config = json.load(open(os.path.join(args.model_path, "config.json")))
+with open(os.path.join(args.model_path, "config.json")) as file:
+    config = json.load(file)
 print("Loading dummy weights", flush=True)
 time.sleep(1.5)
 if mode == "dies":

@@ -6,6 +6,7 @@ write, and a violation kills the server: the answers are then checked, not only 
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
 import os
@@ -53,10 +54,8 @@ def stop(process: subprocess.Popen[bytes]) -> None:
         process.poll()
         time.sleep(0.2)
     for pid in others(group):
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
     process.poll()
 
 
@@ -67,7 +66,8 @@ def others(group: int) -> list[int]:
         if not entry.isdigit() or int(entry) == os.getpid():
             continue
         try:
-            fields = open(f"/proc/{entry}/stat").read().rsplit(")", 1)[1].split()
+            with open(f"/proc/{entry}/stat") as stat:
+                fields = stat.read().rsplit(")", 1)[1].split()
         except OSError:
             continue
         if int(fields[2]) == group and fields[0] != "Z":
