@@ -13,7 +13,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 parser = argparse.ArgumentParser()
 for flag in ("--model-path", "--load-format", "--host", "--port", "--tp-size", "--mem-fraction-static",
-             "--cuda-graph-max-bs", "--sampling-backend", "--kv-canary"):
+             "--sampling-backend", "--kv-canary"):
     parser.add_argument(flag)
 parser.add_argument("--skip-tokenizer-init", action="store_true")
 parser.add_argument("--cuda-graph-backend-prefill")

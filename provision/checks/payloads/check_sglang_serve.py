@@ -81,15 +81,21 @@ def post(url: str, body: dict[str, object], timeout: float) -> object:
         return json.loads(answer.read(16 << 20))
 
 
+def server_command(model: str, port: int, tp: int, mock: bool) -> list[str]:
+    """The server's command line; every flag in it is one SGLang 0.5.23's parser accepts (a network-tier test reads
+    them from the released wheel)."""
+    return [sys.executable, "-m", "sglang.launch_server", "--model-path", model, "--load-format", "dummy",
+            "--skip-tokenizer-init", "--host", "127.0.0.1", "--port", str(port), "--tp-size", str(tp),
+            "--mem-fraction-static", "0.3", *(MOCK_FLAGS if mock else [])]
+
+
 def main() -> None:
     args = arguments()
     model, log_path = args["model_path"], Path(args["log_path"])
     tp, bound = int(args.get("tp_size") or 1), float(args.get("start_bound_s") or 600)
     mock = has_mock_mode()
     port = free_port()
-    command = [sys.executable, "-m", "sglang.launch_server", "--model-path", model, "--load-format", "dummy",
-               "--skip-tokenizer-init", "--host", "127.0.0.1", "--port", str(port), "--tp-size", str(tp),
-               "--mem-fraction-static", "0.3", "--cuda-graph-max-bs", "8", *(MOCK_FLAGS if mock else [])]
+    command = server_command(model, port, tp, mock)
     env = {**os.environ, **(MOCK_ENV if mock else {})}
     log_path.parent.mkdir(parents=True, exist_ok=True)
     details = {"command": command, "tp_size": tp, "mock_mode": mock, "log": str(log_path), "port": port}
@@ -134,4 +140,5 @@ def main() -> None:
          f"(started in {details['start_s']} s; {how})", **details)
 
 
-main()
+if __name__ == "__main__":
+    main()
