@@ -40,7 +40,7 @@ def from_sources(sources: dict[str, bytes], model_path: str | None) -> Bench:
     if module is None:
         return Bench(reason="the release has no one-batch benchmark (sglang/benchmark/one_batch.py or sglang/bench_one_batch.py)")
     flags: set[str] = set()
-    for name, source in sources.items():
+    for source in sources.values():
         tree = sglang_flags.parse(source)
         if tree is not None:
             flags |= sglang_flags.parser_flags(tree)
