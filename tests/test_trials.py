@@ -207,7 +207,7 @@ def test_the_recipes_are_read_from_the_installed_sglang_and_judged_by_report(tmp
 
 
 def test_the_reader_takes_both_shapes_of_the_parser() -> None:
-    from provision.commands.sglang_source import parser_flags, table_variables
+    from provision.stacks.sglang_flags import parser_flags, table_variables
 
     old = parser_flags(ast.parse(SERVER_ARGS_0_5_9))
     assert {"--model-path", "--model", "--cuda-graph-max-bs", "--enable-flashinfer-allreduce-fusion"} <= old
@@ -226,7 +226,7 @@ def test_every_recipe_is_in_the_real_sglang_0_5_23(tmp_path: Path) -> None:
     from cuobjdump import wheel
 
     from provision.commands import recipes
-    from provision.commands.sglang_source import (
+    from provision.stacks.sglang_flags import (
         ARG_GROUPS,
         ENVIRON,
         SERVER_ARGS,
@@ -237,7 +237,7 @@ def test_every_recipe_is_in_the_real_sglang_0_5_23(tmp_path: Path) -> None:
     flags: set[str] = set()
     with zipfile.ZipFile(wheel("sglang==0.5.23")) as archive:
         names = archive.namelist()
-        for name in [SERVER_ARGS, *(n for n in names if n.startswith(ARG_GROUPS + "/") and n.endswith(".py"))]:
+        for name in [SERVER_ARGS, *(n for n in names if n.startswith(ARG_GROUPS) and n.endswith(".py"))]:
             flags |= parser_flags(ast.parse(archive.read(name)))
         variables = table_variables(ast.parse(archive.read(ENVIRON)))
     assert "--cuda-graph-max-bs" not in flags and "--cuda-graph-max-bs-decode" in flags  # 0.5.23 split it
