@@ -59,9 +59,12 @@ def get(kind: str, key: str) -> Any:
         except OSError:  # ELOOP: a link where an entry belongs
             _discard(held, kind, key)
             return None
-        with os.fdopen(fd, "rb") as handle:
-            status = os.fstat(handle.fileno())
-            raw = handle.read(ENTRY_MAX[kind] + 1) if stat.S_ISREG(status.st_mode) else b""
+        raw = b""
+        if stat.S_ISREG(os.fstat(fd).st_mode):  # a folder or a pipe in its place is no entry
+            with os.fdopen(fd, "rb") as handle:
+                raw = handle.read(ENTRY_MAX[kind] + 1)
+        else:
+            os.close(fd)
         entry = _parsed(raw, kind, key)
         if entry is None:
             _discard(held, kind, key)

@@ -7,6 +7,7 @@ import hashlib
 import json
 import re
 import struct
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -214,7 +215,9 @@ def test_two_wheels_installing_one_path_and_two_cuda_majors_fail_and_wheels_are_
     assert {g["id"]: g["status"] for g in again["gates"]}["conflict"] == "fail"
     assert "0 from uv's cache" in next(g for g in again["gates"] if g["id"] == "lock-scan")["reason"]
     assert "4 scanned before" in next(g for g in again["gates"] if g["id"] == "lock-scan")["reason"]
-    # a kept wheel changed on disk is checked again, found wrong, and fetched anew
+    # with its scan and RECORD forgotten, a kept wheel changed on disk is checked again, found wrong, and fetched anew
+    for kind in ("scans", "records"):
+        shutil.rmtree(tmp_path / "xdg/provision" / kind)
     kept = next((tmp_path / "xdg/provision/wheels").glob(f"*/{wheels[0].name}"))
     kept.write_bytes(b"not the wheel")
     lock_target(subprocess.run(argv, capture_output=True, text=True, timeout=120, env=env))
