@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import csv
 import io
+import threading
 from collections.abc import Callable
 from pathlib import Path
 
@@ -23,36 +24,61 @@ def folder() -> Path:
 
 
 # sha256 -> what its RECORD installs, for this process: nothing is read twice in one run (lock's early reads, then its
-# gate; report --lock's conflict gate after its scans)
+# gate; report --lock's conflict gate after its scans); a RECORD being read is waited for, not read again
 _read: dict[tuple[str, str], dict[str, str] | None] = {}  # by (cache folder, sha256)
+_reading: dict[tuple[str, str], threading.Event] = {}
+_claims = threading.Lock()
+Job = tuple[str, str, str, str]  # project, wheel file name, URL, sha256
+Unpacked = dict[tuple[str, str], uvcache.CachedWheel]
 
 
-def read_all(wheels: list[tuple[str, str, str, str]], uv_cache: Callable[[], Path | None],
+def read_all(wheels: list[Job], uv_cache: Callable[[], Path | None],
              progress: Progress = lambda _: None) -> dict[str, dict[str, str] | None]:
     """wheel file name -> what its RECORD installs (None: not read) for each (project, file name, url, sha256);
     `uv_cache` says where uv's cache is, asked only when some RECORD was not read before."""
     found = {filename: remembered(sha256) for _, filename, _, sha256 in wheels}
     wheels = [job for job in wheels if found[job[1]] is None]  # a RECORD read before is not looked for again
-    cache = uv_cache() if wheels else None
-    unpacked = uvcache.wheels(cache, {p for p, _, _, _ in wheels}) if cache and cache.is_dir() else {}
-    if wheels:
-        progress(f"reading the RECORD of {len(wheels)} wheels")
+    if wheels:  # every RECORD read before (a lock made again): no thread, no zip or HTTP reader is loaded
+        from concurrent.futures import ThreadPoolExecutor
 
-    def one(job: tuple[str, str, str, str]) -> tuple[str, dict[str, str] | None]:
-        project, filename, url, sha256 = job
+        unpacked = in_uv_cache(wheels, uv_cache)
+        progress(f"reading the RECORD of {len(wheels)} wheels")
+        with ThreadPoolExecutor(max_workers=WORKERS) as pool:
+            found.update(pool.map(lambda job: (job[1], read_one(job, unpacked)), wheels))
+    return found
+
+
+def in_uv_cache(wheels: list[Job], uv_cache: Callable[[], Path | None]) -> Unpacked:
+    """uv's unpacked copies of these wheels' projects."""
+    cache = uv_cache()
+    return uvcache.wheels(cache, {p for p, _, _, _ in wheels}) if cache and cache.is_dir() else {}
+
+
+def read_one(job: Job, unpacked: Unpacked) -> dict[str, str] | None:
+    """What one wheel's RECORD installs, read the cheapest way; once per run, whichever thread asks first."""
+    project, filename, url, sha256 = job
+    key = (wheelfacts.root(), sha256)
+    with _claims:
+        if key in _read:
+            return _read[key]
+        waiting = _reading.get(key)
+        if waiting is None:
+            _reading[key] = threading.Event()
+    if waiting is not None:
+        waiting.wait()
+        return _read.get(key)
+    try:
         cached = unpacked.get((project, uvcache.stem_of(filename)))
         if cached and sha256 in cached.sha256s():
             text = text_in_folder(cached.archive)
             if text is not None:
-                return filename, keep(sha256, text, "uv cache")
-        return filename, _elsewhere(filename, url, sha256)
-
-    if wheels:  # every RECORD read before (a lock made again): no thread, no zip or HTTP reader is loaded
-        from concurrent.futures import ThreadPoolExecutor
-
-        with ThreadPoolExecutor(max_workers=WORKERS) as pool:
-            found.update(pool.map(one, wheels))
-    return found
+                return keep(sha256, text, "uv cache")
+        found = _elsewhere(filename, url, sha256)
+        _read.setdefault(key, found)
+        return found
+    finally:
+        with _claims:
+            _reading.pop(key).set()
 
 
 def remembered(sha256: str) -> dict[str, str] | None:
