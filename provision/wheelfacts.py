@@ -12,6 +12,7 @@ used least recently go (a read touches its entry). Paths are handled with os.pat
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import os
@@ -69,10 +70,8 @@ def get(kind: str, key: str) -> Any:
         if entry is None:
             _discard(held, kind, key)
             return None
-        try:
+        with contextlib.suppress(OSError):
             os.utime(key, dir_fd=held, follow_symlinks=False)  # used now: the last to go when the kind is bounded
-        except OSError:
-            pass
         return entry
     finally:
         os.close(held)
@@ -141,17 +140,13 @@ def _open_folder(kind: str, *, create: bool) -> int | None:
         except OSError as exc:
             if exc.errno not in (errno.ELOOP, errno.ENOTDIR):
                 raise
-            try:
+            with contextlib.suppress(FileNotFoundError):
                 os.unlink(path)  # a link or a file named like the folder: never followed, never written through
-            except FileNotFoundError:
-                pass
             if not create:
                 return None
         os.makedirs(root(), mode=0o700, exist_ok=True)
-        try:
+        with contextlib.suppress(FileExistsError):  # a concurrent writer made it
             os.mkdir(path, 0o700)
-        except FileExistsError:
-            pass  # a concurrent writer made it
     return None
 
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import struct
 import shutil
+import struct
 import subprocess
 import sys
 from pathlib import Path

@@ -62,7 +62,8 @@ def _from(data: Any) -> fatbin.Counts:
     compressed, containers = data["compressed"], data["containers"]
     if type(compressed) is not int or type(containers) is not int or compressed < 0 or containers < 0:
         raise ValueError("counts")
-    return fatbin.Counts(*found, compressed=compressed, containers=containers)
+    cubin, ptx, lto = found
+    return fatbin.Counts(cubin, ptx, lto, compressed=compressed, containers=containers)
 
 
 def _text(value: Any) -> str:

@@ -85,7 +85,8 @@ def jobs_of(packages: list[Any]) -> list[wheelrecords.Job]:
             if not isinstance(wheel, dict) or not isinstance(wheel.get("url", ""), str):
                 continue
             url = urls.strip_credentials(wheel.get("url", ""))
-            filename = wheel.get("name") if isinstance(wheel.get("name"), str) else urls.filename(url)
+            named = wheel.get("name")
+            filename = named if isinstance(named, str) else urls.filename(url)
             hashes = wheel.get("hashes")
             sha256 = hashes.get("sha256", "") if isinstance(hashes, dict) else ""
             if filename.endswith(".whl") and isinstance(sha256, str) and sha256 and \
