@@ -23,8 +23,8 @@ class ReportResult:
     def to_dict(self) -> dict[str, Any]:
         from provision import knowledge
 
-        return {"knowledge_as_of": knowledge.as_of(), "summary": self.summary.to_dict(),
-                "machines": [m.to_dict() for m in self.machines]}
+        return {"summary": self.summary.to_dict(), "machines": [m.to_dict() for m in self.machines],
+                "knowledge_as_of": knowledge.as_of()}
 
 
 def build(machine_files: Sequence[Path], profile_names: Sequence[str] = (), *, locks: Sequence[Path] = (),
