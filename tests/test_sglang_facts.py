@@ -5,6 +5,7 @@ kept in the tests' cache of real wheels (tests/cuobjdump.py: PROVISION_TEST_CACH
 
 from __future__ import annotations
 
+import contextlib
 import re
 import subprocess
 import sys
@@ -33,10 +34,8 @@ def source() -> dict[str, str]:
             subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:",
                             "--python-version", "3.12", "--platform", "manylinux_2_34_x86_64", "-d", partial,
                             f"sglang=={VERSION}"], check=True, timeout=900)
-            try:
+            with contextlib.suppress(OSError):  # another test process (pytest-xdist) published it first
                 Path(partial).rename(folder)
-            except OSError:  # another test process (pytest-xdist) published it first
-                pass
         found = sorted(folder.glob("sglang-*.whl"))
     with zipfile.ZipFile(found[0]) as wheel:
         return {name: wheel.read(name).decode() for name in wheel.namelist() if name.startswith(ROOT) and name.endswith(".py")}

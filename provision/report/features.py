@@ -181,4 +181,4 @@ def newer_than_known(versions: Versions) -> Gate | None:
     return Gate(id="knowledge", title=f"the knowledge knows this stack (knowledge as of {knowledge.as_of()})", status="warn",
                 source="provision/knowledge.toml [[newest_known]], [[feature_fact]]",
                 reason="; ".join(newer) + ": its feature gates were judged by the newest facts known "
-                       f"(the rows whose range holds it); check them against its release notes")
+                       "(the rows whose range holds it); check them against its release notes")
