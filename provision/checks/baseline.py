@@ -160,10 +160,26 @@ def run(name: str, build: Path, record: EnvRecord, progress: Progress = lambda _
                else "no figure in its output" if figure is None
                # NaN or an infinity (0/0, x/0) measured nothing, and JSON has no such number: nothing is stored
                else f"its figure{' ' + spec.json_key if spec.json_key else ''} is {shown}, not a number")
-        raise EnvError(f"{name}: the baseline failed ({why}): {done.tail(3)}", "run it by hand: provision run " + name + " -- " + " ".join(command))
+        raise BaselineFailed(f"{name}: the baseline failed ({why}): {done.tail(3)}",
+                             "run it by hand: provision run " + name + " -- " + " ".join(command),
+                             returncode=None if done.timed_out else done.returncode, why=why, last_line=_last_line(done.tail(20)))
     return BaselineRun(figure=figure, unit=spec.unit, better=spec.better, at=_now(),
                        machine=machine_fingerprint(reading), command=command, seconds=round(seconds, 2),
                        exit_code=done.returncode, output_tail=done.tail(15), details=_details(document), drift=drifted)
+
+
+class BaselineFailed(EnvError):
+    """A baseline run that failed: the command's exit code (None when it timed out), why, and the last line of its
+    output (a traceback's `KeyError: 12`), for `try` to say beside its verdict."""
+
+    def __init__(self, message: str, hint: str, *, returncode: int | None, why: str, last_line: str) -> None:
+        super().__init__(message, hint)
+        self.returncode, self.why, self.last_line = returncode, why, last_line
+
+
+def _last_line(tail: str) -> str:
+    """The last line of output that is not blank."""
+    return next((line.strip() for line in reversed(tail.splitlines()) if line.strip()), "")
 
 
 def drift_status(venv: Path, build: Path, record: EnvRecord) -> DriftStamp:
