@@ -245,4 +245,4 @@ def test_the_report_is_one_operation_and_a_lock_is_scanned_once_for_every_machin
     assert [[(t.kind, t.name) for t in m.targets] for m in result.machines] == [[("lock", lock.name)]] * 2
     assert result.summary.machines == 2 and [m.facts.source for m in result.machines] == [str(H200), str(RTX)]
     document = result.to_dict()
-    assert list(document) == ["summary", "machines"] and document["machines"][1]["targets"][0]["kind"] == "lock"
+    assert list(document) == ["summary", "machines", "knowledge_as_of"] and document["machines"][1]["targets"][0]["kind"] == "lock"

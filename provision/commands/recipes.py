@@ -102,7 +102,7 @@ def fit(recipe: Recipe, sglang: SglangSource | None, facts: MachineFacts, flashi
                    for k, _ in spelling.env if sglang.variables is None or k not in sglang.variables]
         if not absent:
             change = Change(env={**dict(recipe.nccl_env), **dict(spelling.env)}, args=list(spelling.args))
-            why = _gate_reason(recipe, facts, flashinfer)
+            why = _gate_reason(recipe, facts, flashinfer, str(sglang.version))
             return Fit(recipe=recipe, change=change, applies=why is None, gate_reason=why,
                        reason=why or f"sglang {sglang.version}: {change.text()}")
         missing += absent
@@ -110,17 +110,12 @@ def fit(recipe: Recipe, sglang: SglangSource | None, facts: MachineFacts, flashi
                reason=f"sglang {sglang.version} has no {' and no '.join(dict.fromkeys(missing))} (absent in this version)")
 
 
-def _gate_reason(recipe: Recipe, facts: MachineFacts, flashinfer: str | None) -> str | None:
-    """Report's reason `recipe` cannot run on this machine, else None."""
-    from packaging.version import InvalidVersion, Version
+def _gate_reason(recipe: Recipe, facts: MachineFacts, flashinfer: str | None, sglang: str | None = None) -> str | None:
+    """Report's reason `recipe` cannot run on this machine, else None (judged by the environment's versions)."""
+    from provision.report.gates import Versions, machine_gates
 
-    from provision.report.gates import machine_gates
-
-    try:
-        version = Version(flashinfer) if flashinfer else None
-    except InvalidVersion:
-        version = None
-    gates = {g.id: g for g in machine_gates(facts, version)}
+    found = {name: v for name, v in (("flashinfer-python", flashinfer), ("sglang", sglang)) if v}
+    gates = {g.id: g for g in machine_gates(facts, Versions(found=found, origin="environment"))}
     if recipe.multi_gpu and "multi-gpu" in gates:
         return f"report: {gates['multi-gpu'].reason}"
     gate = gates.get(recipe.gate or "")

@@ -237,7 +237,7 @@ def _total_of(files: Sequence[binaries.FileScan]) -> fatbin.Counts:
 def judge(facts: MachineFacts, scanned: LockScan, stack: LockStack, uv_cache: Path | None = None) -> Target:
     """The lock against one machine: the gates of the stack it describes (its own [tool.provision], else its profile,
     else its wheels), each CUDA wheel per GPU, and the torch-wheels gate from the scanned torch wheel."""
-    from provision.report import gates, lockgates
+    from provision.report import features, gates, kernels, lockgates
     from provision.stacks import wheelcache
 
     profile = stack.profile
@@ -247,11 +247,18 @@ def judge(facts: MachineFacts, scanned: LockScan, stack: LockStack, uv_cache: Pa
     torch_gate = gates.torch_wheels(facts, cuda, has_torch=torch is not None,
                                     scanned=dict(torch.counts.cubin) if torch and torch.origin in SCANNED else None,
                                     wheel=torch.wheel if torch else "")
+    versions = gates.Versions(found={w.name: w.version for w in scanned.wheels}, origin="lock")
     if profile:
-        base = [g if g.id != "torch-wheels" else torch_gate for g in gates.judge(facts, profile, uv_cache).gates]
+        base = [g if g.id != "torch-wheels" else torch_gate for g in gates.judge(facts, profile, uv_cache, versions).gates]
         base[0] = dataclasses.replace(base[0], reason=f"{base[0].reason} (CUDA {cuda} from {stack.source})")
     else:
-        base = [_unknown_cuda(scanned), torch_gate]
+        base = [_unknown_cuda(scanned), torch_gate, *filter(None, [gates.fabric_gate(facts), features.newer_than_known(versions)]),
+                *gates.machine_gates(facts, versions)]
+    nvcc = versions.of("nvidia-cuda-nvcc") or (profile.compiler_cuda() if profile else None) or \
+        max((t.version for t in facts.toolkits), key=lambda v: tuple(int(p) for p in v.split(".") if p.isdigit()), default=None)
+    found_kernels = kernels.flashinfer_kernels(versions, nvcc=".".join(nvcc.split(".")[:2]) if nvcc else None,
+                                               offline=bool(profile and profile.offline))
+    base[3:3] = [found_kernels] if found_kernels else []
     cuda_wheels = [w for w in scanned.wheels if w.cuda]
     origins = {o: sum(w.origin == o for w in scanned.wheels) for o in SCANNED}
     summary = Gate(id="lock-scan", title="wheels scanned", status="info", kind="feature", source="provision/report/lockscan.py",

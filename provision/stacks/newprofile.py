@@ -418,6 +418,9 @@ def render(result: NewProfile, default_url: str | None) -> str:
     env["FLASHINFER_CUDA_ARCH_LIST"] = "{arch_list}"
     env["FLASHINFER_CUDA_ARCH_LIST"].comment("filled from the GPUs at create and check time")
     env["FLASHINFER_WORKSPACE_BASE"] = "{env}"
+    env["FLASHINFER_WORKSPACE_BASE"].comment("FlashInfer's cubins, JIT modules and PCIe all-reduce tunings: under the environment")
+    env["SGLANG_CACHE_DIR"] = "{env}/cache/sglang"
+    env["SGLANG_CACHE_DIR"].comment("SGLang's triton, inductor, deep_gemm and cute_aot caches: a rollback never runs on the new stack's")
     doc["env"] = env
     if result.baseline.written:
         baseline = tomlkit.table()
