@@ -579,7 +579,7 @@ def _warnings(packages: tuple[LockedPackage, ...], progress: Progress) -> tuple[
         found.append(LockWarning("cuda-mix", f"{mixed}: libraries of two CUDA majors load into one process"))
     jobs = [(p.name, p.file, p.url, p.sha256) for p in first.values()]
     records = wheelrecords.read_all(jobs, lambda: Path(uvtool.cache_dir() or "."), progress)
-    conflicts = sorted(lockcheck.conflicts({k: v for k, v in records.items() if v is not None}), key=lambda c: c.loose)
+    conflicts = sorted(lockcheck.conflicts({k: v for k, v in records.items() if v is not None}), key=lockcheck.Conflict.rank)
     if conflicts:
         found.append(LockWarning("conflict-loose" if conflicts[0].loose else "conflict",
                                  conflicts[0].message() + (f"; {len(conflicts) - 1} more pairs" if len(conflicts) > 1 else "")))
