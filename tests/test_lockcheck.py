@@ -136,3 +136,16 @@ def test_report_lock_fails_a_crafted_lock_whose_wheels_spell_one_path_two_ways(i
     assert gates["conflict"]["status"] == "fail" and "writes into alpha-1.0.dist-info" in gates["conflict"]["reason"]
     assert "1 more pairs" in gates["conflict"]["reason"]
     assert gates["cuda-mix"]["status"] == "fail" and "CUDA 12: jax-cuda12-plugin 0.7.2" in gates["cuda-mix"]["reason"]
+
+
+def test_the_known_conflicts_a_lock_records_are_sealed_with_its_packages() -> None:
+    """Drift forgives what `known_conflicts` names, so a path added to it by hand must break the seal."""
+    from provision.stacks import lockfile
+
+    flashy, dlpacky = "flashy-1.0-py3-none-any.whl", "dlpacky-1.0-py3-none-any.whl"
+    known = lockcheck.known({flashy: {"build_backend.py": "sha256=a", "flashy/x.py": "sha256=1"},
+                             dlpacky: {"build_backend.py": "sha256=b", "flashy/y.py": "sha256=1"}})
+    assert known == [{"path": "build_backend.py", "installs": {"dlpacky": "sha256=b", "flashy": "sha256=a"}}]
+    packages = [{"name": "flashy"}]
+    assert lockfile.packages_digest(packages, []) == lockfile.packages_digest(packages)  # a lock without: as before
+    assert lockfile.packages_digest(packages, known) != lockfile.packages_digest(packages)

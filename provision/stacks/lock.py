@@ -377,10 +377,10 @@ def lock(profile: Profile, *, target: Target, overrides: dict[str, str], output:
                    rebuild=relock.rebuild_command(profile, python=target.python, platform=target.platform,
                                                   overrides=overrides, output=output))
     packages = _packages(raw, indexes, origin, progress)
-    document = _document(raw, profile, indexes, target, stamp, packages, written)
     _check_bindings(profile, packages)
     _check_flashinfer(packages)
-    warnings = _warnings(packages, progress)
+    warnings, known = _warnings(packages, progress)
+    document = _document(raw, profile, indexes, target, stamp, packages, written, known)
     changes = relock.changes(relock.versions_in(output), {p.name: p.version for p in packages})
     try:
         write_atomic(output, document)
@@ -476,7 +476,7 @@ def _packages(raw: dict[str, Any], indexes: dict[str, str | None], origin: dict[
 
 
 def _document(raw: dict[str, Any], profile: Profile, indexes: dict[str, str | None], target: Target, stamp: _Stamp,
-              packages: tuple[LockedPackage, ...], written: str = "") -> str:
+              packages: tuple[LockedPackage, ...], written: str = "", known: list[dict[str, object]] | None = None) -> str:
     """The lock's text: `raw` with provision's `created-by` and [tool.provision], validated by packaging.pylock."""
     computed = [urls.filename(p.url) for p in packages if p.hash_source == "computed"]
     raw["created-by"] = "provision (uv pip compile)"
@@ -494,8 +494,10 @@ def _document(raw: dict[str, Any], profile: Profile, indexes: dict[str, str | No
         "computed_hashes": computed,
         "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "provision_version": __version__,
+        # paths two wheels install with different contents, seen now: drift judges an untouched build by them
+        **({"known_conflicts": known} if known else {}),
         # what provision wrote, checked by every reader: a hash flipped or a package added by hand is refused
-        "packages_sha256": lockfile.packages_digest(raw.get("packages", [])),
+        "packages_sha256": lockfile.packages_digest(raw.get("packages", []), known),
     }
     try:
         Pylock.from_dict(raw).validate()
@@ -564,9 +566,10 @@ def _check_bindings(profile: Profile, packages: tuple[LockedPackage, ...]) -> No
                 raise ResolveError(f"{name} came from index {locked.index!r}, but the profile binds it to {package.index!r}", hint)
 
 
-def _warnings(packages: tuple[LockedPackage, ...], progress: Progress) -> tuple[LockWarning, ...]:
+def _warnings(packages: tuple[LockedPackage, ...], progress: Progress) -> tuple[tuple[LockWarning, ...], list[dict[str, object]]]:
     """What `report --lock` would FAIL, said at once: NVIDIA libraries of two CUDA majors, two wheels installing one
-    path (from their RECORDs, read without downloading the wheels; one that cannot be read is said)."""
+    path (from their RECORDs, read without downloading the wheels; one that cannot be read is said); and the paths
+    shared, for the lock to record (`lockcheck.known`)."""
     from provision.stacks import lockcheck, wheelrecords
 
     found: list[LockWarning] = []
@@ -587,7 +590,7 @@ def _warnings(packages: tuple[LockedPackage, ...], progress: Progress) -> tuple[
     if unread:
         found.append(LockWarning("conflict-unread", f"the RECORD of {len(unread)} wheels could not be read without downloading them "
                                                     f"(e.g. {unread[0]}): provision report --lock reads them"))
-    return tuple(found)
+    return tuple(found), lockcheck.known({k: v for k, v in records.items() if v is not None})
 
 
 def _check_flashinfer(packages: tuple[LockedPackage, ...]) -> None:

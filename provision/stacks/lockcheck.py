@@ -157,6 +157,23 @@ def conflicts(records: dict[str, dict[str, str]]) -> list[Conflict]:
     return intrusions + found
 
 
+KNOWN_MAX = 200  # a lock records at most this many shared paths (a stack of 207 wheels has one)
+
+
+def known(records: dict[str, dict[str, str]]) -> list[dict[str, object]]:
+    """Every path two or more wheels install with different hashes, for the lock to record (`known_conflicts`):
+    `{"path", "installs": {distribution: RECORD hash}}`, sorted by path, KNOWN_MAX at most. Drift judges an untouched
+    build by it: such a path is shared from the first install, and no restore changes that."""
+    claims: dict[str, dict[str, str]] = {}
+    for wheel, paths in records.items():
+        name = _own_name(wheel)
+        for path, digest in paths.items() if name else ():
+            claims.setdefault(path, {})[name] = digest
+    shared = [{"path": path, "installs": dict(sorted(by.items()))} for path, by in sorted(claims.items())
+              if len(by) > 1 and len(set(by.values())) > 1]
+    return shared[:KNOWN_MAX]
+
+
 def cuda_majors(packages: list[tuple[str, str]]) -> dict[int, list[str]]:
     """CUDA major -> the locked packages ("name version") that are built for it: a name with a CUDA part
     (nvidia-*-cuNN, tensorrt-cu12, cupy-cuda12x, jax-cuda12-plugin), a +cuXYZ local version, or an NVIDIA/CUDA
