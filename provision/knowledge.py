@@ -132,3 +132,13 @@ def flashinfer_arch_list(ccs: Iterable[str], nvcc: str | None) -> str:
 
 def gate(name: str) -> dict[str, Any]:
     return dict(tables()["gates"][name])
+
+
+def feature_wheel(name: str) -> dict[str, str] | None:
+    """The [[feature_wheel]] row of a distribution (normalized name): a wheel only some serving paths load; None else."""
+    return next((dict(row) for row in tables().get("feature_wheel", []) if row["name"] == name), None)
+
+
+def feature_names() -> list[str]:
+    """Every feature a profile's `serves` may name."""
+    return [row["feature"] for row in tables().get("feature_wheel", [])]

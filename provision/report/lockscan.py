@@ -182,18 +182,20 @@ def _total(scanned: binaries.ScanResult) -> fatbin.Counts:
 def judge(facts: MachineFacts, scanned: LockScan, stack: LockStack, uv_cache: Path | None = None) -> Target:
     """The lock against one machine: the gates of the stack it describes (its own [tool.provision], else its profile,
     else its wheels), each CUDA wheel per GPU, and the torch-wheels gate from the scanned torch wheel."""
-    from provision.report import gates, lockgates
+    from provision.report import featurewheels, gates, lockgates
     from provision.stacks import wheelcache
 
     profile = stack.profile
+    served = profile.serves if profile else ()
     cuda = profile.cuda if profile else "?"
     ccs = sorted({g.compute_capability for g in facts.gpus if g.compute_capability}, key=knowledge.parse_cc)
     torch = scanned.by_name("torch")
     torch_gate = gates.torch_wheels(facts, cuda, has_torch=torch is not None,
                                     scanned=dict(torch.counts.cubin) if torch and torch.origin in SCANNED else None,
                                     wheel=torch.wheel if torch else "")
-    if profile:
-        base = [g if g.id != "torch-wheels" else torch_gate for g in gates.judge(facts, profile, uv_cache).gates]
+    as_profile = gates.judge(facts, profile, uv_cache) if profile else None
+    if as_profile:
+        base = [g if g.id != "torch-wheels" else torch_gate for g in as_profile.gates]
         base[0] = dataclasses.replace(base[0], reason=f"{base[0].reason} (CUDA {cuda} from {stack.source})")
     else:
         base = [_unknown_cuda(scanned), torch_gate]
@@ -204,9 +206,25 @@ def judge(facts: MachineFacts, scanned: LockScan, stack: LockStack, uv_cache: Pa
                           f"{origins['uv cache']} from uv's cache ({scanned.cache}), {origins['provision cache']} from "
                           f"provision's ({wheelcache.folder()}), {origins['fetched']} fetched, "
                           f"{len(scanned.wheels) - sum(origins.values())} not scanned; {scanned.seconds:.1f} s")
-    return Target(kind="lock", name=scanned.path.name, cuda=cuda, packages=tuple(JudgedWheel(scan=w, ccs=tuple(ccs)) for w in cuda_wheels), gates=(
+    target = Target(kind="lock", name=scanned.path.name, cuda=cuda, packages=tuple(JudgedWheel(scan=w, ccs=tuple(ccs)) for w in cuda_wheels), gates=(
         *base[:3], lockgates.conflict(scanned.wheels), lockgates.cuda_mix(scanned.wheels),
-        *(_wheel_gate(w, ccs) for w in scanned.wheels if w.cuda or w.origin not in SCANNED), *base[3:], summary))
+        *(featurewheels.judged(_wheel_gate(w, ccs), w.name, served) for w in scanned.wheels if w.cuda or w.origin not in SCANNED),
+        *base[3:], summary))
+    return dataclasses.replace(target, gates=(*target.gates, *_versus(target, as_profile)))
+
+
+def _versus(lock: Target, profile: Target | None) -> list[Gate]:
+    """Why `provision report` of the lock's profile and this report of its lock give other verdicts, when they do: the
+    profile is judged from tables, the lock from what its wheels carry."""
+    if profile is None or profile.verdict == lock.verdict:
+        return []
+    theirs = {g.id: g.status for g in profile.gates}
+    differ = [g for g in lock.gates if g.kind == "stack" and g.status == lock.verdict and theirs.get(g.id) != g.status]
+    because = ", ".join(f"{g.id} {g.status.upper()}" for g in differ[:6]) + (" ..." if len(differ) > 6 else "")
+    return [Gate(id="versus-profile", title="why `provision report` of the profile says otherwise", status="info",
+                 source="provision/report/lockscan.py",
+                 reason=f"provision report judges profile {profile.name} {profile.verdict.upper()} from its tables (the "
+                        f"wheels unread); this lock is {lock.verdict.upper()} from what its wheels hold: {because or '-'}")]
 
 
 def _unknown_cuda(scanned: LockScan) -> Gate:

@@ -487,6 +487,7 @@ def _document(raw: dict[str, Any], profile: Profile, indexes: dict[str, str | No
         "cuda": profile.cuda,  # the lock describes itself: report --lock judges it without its profile
         "compiler_cuda": profile.compiler_cuda() or "",
         "flashinfer_arch_list": profile.env.get("FLASHINFER_CUDA_ARCH_LIST", ""),
+        **({"serves": list(profile.serves)} if profile.serves else {}),  # report --lock judges the feature wheels by it
         "python": target.python,
         "platform": target.platform or f"this machine ({host_platform.machine()})",
         "indexes": {n: urls.strip_credentials(u) for n, u in indexes.items() if u},

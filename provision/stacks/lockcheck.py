@@ -148,11 +148,11 @@ def conflicts(records: dict[str, dict[str, str]]) -> list[Conflict]:
                 pairs.setdefault((key[0], key[1]), []).append((f"{parent} (a file) and {path}", True))
             parent = parent.rpartition("/")[0]
     found = []
-    for (a, b), paths in sorted(pairs.items()):
-        comparable = [p for p, known in paths if known]
-        shown = comparable or [p for p, _ in paths]
+    for (a, b), listed in sorted(pairs.items()):
+        comparable = [p for p, known in listed if known]
+        shown = comparable or [p for p, _ in listed]
         # the path named is one inside a package where there is one: the reason it matters
-        found.append(Conflict(first=a, second=b, path=sorted(shown, key=lambda p: ("/" not in p, p))[0], count=len(paths),
+        found.append(Conflict(first=a, second=b, path=sorted(shown, key=lambda p: ("/" not in p, p))[0], count=len(listed),
                               comparable=bool(comparable)))
     return intrusions + found
 
@@ -169,7 +169,7 @@ def known(records: dict[str, dict[str, str]]) -> list[dict[str, object]]:
         name = _own_name(wheel)
         for path, digest in paths.items() if name else ():
             claims.setdefault(path, {})[name] = digest
-    shared = [{"path": path, "installs": dict(sorted(by.items()))} for path, by in sorted(claims.items())
+    shared: list[dict[str, object]] = [{"path": path, "installs": dict(sorted(by.items()))} for path, by in sorted(claims.items())
               if len(by) > 1 and len(set(by.values())) > 1]
     return shared[:KNOWN_MAX]
 

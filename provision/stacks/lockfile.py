@@ -41,6 +41,7 @@ class Stamp:
     compiler_cuda: str = ""
     flashinfer_arch_list: str = ""
     python: str = ""  # the Python X.Y it was resolved for
+    serves: tuple[str, ...] = ()  # the profile's `serves`: the optional features its served path needs
     adopted: bool = False  # written by adopt (lock --env) for the environment at `venv`
     environment: str = ""
     venv: str = ""
@@ -65,7 +66,8 @@ class Stamp:
         return cls(profile=text("profile"), profile_hash=text("profile_hash"), cuda=text("cuda"),
                    compiler_cuda=text("compiler_cuda"), flashinfer_arch_list=text("flashinfer_arch_list"),
                    python=text("python"), adopted=table.get("adopted") is True, environment=text("environment"),
-                   venv=text("venv"), unmatched=unmatched, known_conflicts=known)
+                   venv=text("venv"), unmatched=unmatched, known_conflicts=known,
+                   serves=tuple(f for f in served if isinstance(f, str)) if isinstance(served := table.get("serves"), list) else ())
 
 
 def read(path: Path) -> tuple[Pylock, Stamp]:
