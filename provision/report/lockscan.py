@@ -100,8 +100,10 @@ def _filename(wheel: PackageWheel) -> str:
 
 
 def scan_lock(path: Path, *, fetch: bool = True, cache: Path | None = None,
-              progress: Progress = lambda _: None) -> LockScan:
-    """Scan every wheel of the lock at `path`: from uv's cache in place, else fetched (unless `fetch` is off)."""
+              progress: Progress = lambda _: None, code: bool = True) -> LockScan:
+    """Scan every wheel of the lock at `path`: from uv's cache in place, else fetched (unless `fetch` is off). Without
+    `code` (no GPU to judge code for) only the RECORDs are read, as `lock` reads them (by range requests where the
+    wheel is nowhere here), and a wheel is fetched whole only where that fails."""
     from provision.stacks import lockfile, uvtool, wheelcache
 
     started = time.perf_counter()
@@ -125,9 +127,34 @@ def scan_lock(path: Path, *, fetch: bool = True, cache: Path | None = None,
             cached = None  # uv's copy came from another file of that name: fetch the lock's own
         size = wheel.size if isinstance(wheel.size, int) and wheel.size >= 0 else None  # the most a fetch of it reads
         jobs.append((name, str(package.version or ""), filename, wheel.url or "", sha256, size, cached.archive if cached else None))
+    if not code:
+        return _records_only(path, stamp.profile, jobs, cache, fetch=fetch, progress=progress, started=started)
     with ThreadPoolExecutor(max_workers=WORKERS) as pool:
         wheels = tuple(pool.map(lambda job: _scan_one(*job, fetch=fetch, progress=progress), jobs))
     return LockScan(path=path, profile=stamp.profile or None, wheels=wheels, seconds=time.perf_counter() - started,
+                    cache=str(cache))
+
+
+RECORD_ONLY = "RECORD only (no GPU read: its code would judge nothing)"
+
+
+def _records_only(path: Path, profile: str, jobs: list[tuple[str, str, str, str, str, int | None, Path | None]], cache: Path,
+                  *, fetch: bool, progress: Progress, started: float) -> LockScan:
+    """The lock's wheels with their RECORDs and no code scanned: what the conflict gate needs, and all that a machine
+    without a GPU can be told about them."""
+    from provision.stacks import wheelrecords
+
+    records = wheelrecords.read_all([(name, filename, url, sha256) for name, _, filename, url, sha256, _, _ in jobs],
+                                    lambda: cache, progress)
+    wheels = []
+    for name, version, filename, url, sha256, size, archive in jobs:
+        record = records.get(filename)
+        if record is None:  # no range requests answered, nothing cached: the whole wheel, its code left unread
+            whole = _scan_one(name, version, filename, url, sha256, size, archive, fetch=fetch, progress=progress, code=False)
+            wheels.append(whole if whole.record is None else dataclasses.replace(whole, origin=RECORD_ONLY))
+        else:
+            wheels.append(WheelScan(name=name, version=version, wheel=filename, origin=RECORD_ONLY, record=record))
+    return LockScan(path=path, profile=profile or None, wheels=tuple(wheels), seconds=time.perf_counter() - started,
                     cache=str(cache))
 
 
@@ -148,17 +175,20 @@ def _unhashed(path: Path, package: Package, wheel: PackageWheel, named: str) -> 
 
 
 def _scan_one(name: str, version: str, filename: str, url: str, sha256: str, size: int | None, archive: Path | None, *,
-              fetch: bool, progress: Progress) -> WheelScan:
+              fetch: bool, progress: Progress, code: bool = True) -> WheelScan:
     from provision.stacks import wheelcache, wheelrecords
+
+    def _total(scanned: Path) -> fatbin.Counts:
+        return _counted(binaries.scan([scanned])) if code else fatbin.Counts()
 
     started = time.perf_counter()
     origin, counts, record = "uv cache", fatbin.Counts(), None
     kept = wheelcache.cached(sha256, filename) if archive is None else None
     if archive is not None:
-        counts, record = _total(binaries.scan([archive])), wheelrecords.in_folder(archive)
+        counts, record = _total(archive), wheelrecords.in_folder(archive)
     elif kept is not None:
         origin = "provision cache"
-        counts, record = _total(binaries.scan([kept])), wheelrecords.in_wheel(kept)
+        counts, record = _total(kept), wheelrecords.in_wheel(kept)
     elif not fetch or not url:
         origin = "not in uv's cache (--no-fetch)" if url else "no URL in the lock"
     elif not url.lower().startswith(("http://", "https://")):  # file://, ftp://: never read from this machine's disk
@@ -167,12 +197,12 @@ def _scan_one(name: str, version: str, filename: str, url: str, sha256: str, siz
         origin = "fetched"
         local = wheelcache.fetch(url, sha256, filename, size=size, progress=progress,
                                  hint="the file changed on the index since the lock was made, or the index is down; re-lock and check the index")
-        counts, record = _total(binaries.scan([local])), wheelrecords.in_wheel(local)
+        counts, record = _total(local), wheelrecords.in_wheel(local)
     return WheelScan(name=name, version=version, wheel=filename, origin=origin, counts=counts, record=record,
                      seconds=time.perf_counter() - started)
 
 
-def _total(scanned: binaries.ScanResult) -> fatbin.Counts:
+def _counted(scanned: binaries.ScanResult) -> fatbin.Counts:
     total = fatbin.Counts()  # what the driver can load; relocatable link input is never judged (scan/binaries.py)
     for file in scanned.files:
         total.add(file.code.loadable)
@@ -201,14 +231,21 @@ def judge(facts: MachineFacts, scanned: LockScan, stack: LockStack, uv_cache: Pa
         base = [_unknown_cuda(scanned), torch_gate]
     cuda_wheels = [w for w in scanned.wheels if w.cuda]
     origins = {o: sum(w.origin == o for w in scanned.wheels) for o in SCANNED}
+    only = sum(w.origin == RECORD_ONLY for w in scanned.wheels)
     summary = Gate(id="lock-scan", title="wheels scanned", status="info", kind="feature", source="provision/report/lockscan.py",
+                   reason=f"no GPU read: checked the lock's seal and sha256s, its {only} wheels' RECORDs (conflict; read as "
+                          "`provision lock` reads them: by range requests, unchecked against the sha256, where a wheel is nowhere here), their names and "
+                          "versions (cuda-mix), and the driver and compiler gates; their code was not scanned, as it judges "
+                          f"nothing without a GPU (record a GPU machine with probe --json, then --machine); {scanned.seconds:.1f} s"
+                   ) if only else Gate(id="lock-scan", title="wheels scanned", status="info", kind="feature", source="provision/report/lockscan.py",
                    reason=f"{len(scanned.wheels)} wheels, {len(cuda_wheels)} with CUDA code; "
                           f"{origins['uv cache']} from uv's cache ({scanned.cache}), {origins['provision cache']} from "
                           f"provision's ({wheelcache.folder()}), {origins['fetched']} fetched, "
                           f"{len(scanned.wheels) - sum(origins.values())} not scanned; {scanned.seconds:.1f} s")
     target = Target(kind="lock", name=scanned.path.name, cuda=cuda, packages=tuple(JudgedWheel(scan=w, ccs=tuple(ccs)) for w in cuda_wheels), gates=(
         *base[:3], lockgates.conflict(scanned.wheels), lockgates.cuda_mix(scanned.wheels),
-        *(featurewheels.judged(_wheel_gate(w, ccs), w.name, served) for w in scanned.wheels if w.cuda or w.origin not in SCANNED),
+        *(featurewheels.judged(_wheel_gate(w, ccs), w.name, served) for w in scanned.wheels
+          if w.cuda or w.origin not in (*SCANNED, RECORD_ONLY)),
         *base[3:], summary))
     return dataclasses.replace(target, gates=(*target.gates, *_versus(target, as_profile)))
 
@@ -263,13 +300,14 @@ def _order(label: str) -> tuple[int, str]:
 
 
 def read_lock(path: Path, *, fetch: bool, uv_cache: Path | None,
-              progress: Progress = lambda _: None) -> tuple[LockScan, LockStack]:
-    """Scan a lock's wheels once, and read the stack it describes, to judge it on every machine (`judge`)."""
+              progress: Progress = lambda _: None, code: bool = True) -> tuple[LockScan, LockStack]:
+    """Scan a lock's wheels once, and read the stack it describes, to judge it on every machine (`judge`); without
+    `code` (no machine has a GPU) only their RECORDs."""
     from provision.errors import ProfileError
     from provision.report import lockself
     from provision.stacks import lockfile, profiles
 
-    scanned = scan_lock(path, fetch=fetch, cache=uv_cache, progress=progress)
+    scanned = scan_lock(path, fetch=fetch, cache=uv_cache, progress=progress, code=code)
     try:
         found = profiles.load(scanned.profile) if scanned.profile else None
     except ProfileError:
