@@ -27,7 +27,7 @@ from packaging.version import InvalidVersion, Version
 
 from provision import __version__, proc, toml
 from provision.atomic import write_atomic
-from provision.errors import InputError, ResolveError, UsageError
+from provision.errors import IndexError_, InputError, ResolveError, UsageError
 from provision.log import Progress
 from provision.stacks import lockfile, relock, urls, uvtool
 from provision.stacks.profiles import DEFAULT_INDEX, Package, Profile
@@ -356,13 +356,26 @@ def lock(profile: Profile, *, target: Target, overrides: dict[str, str], output:
         for variable in unused:
             log.info(f"note: {variable} is set, but profile {profile.name} has no index of that name (its indexes: {names}): "
                      "not used")
+    from provision.stacks import mirrors
+
+    note = mirrors.mirror_note(profile, indexes)
+    if note:  # said before uv resolves: the lock would stop after it otherwise
+        from provision import log
+
+        log.info(f"note: {note}")
     if any(p.prerelease and p.index != DEFAULT_INDEX and indexes.get(p.index) for p in profile.packages):
         progress("finding the newest complete nightly")
     pins, nightly = nightly_pins(profile, indexes, target)
     with _work_folder(work) as folder:
         (folder / "pyproject.toml").write_text(_project(profile, pins, indexes))
         progress("resolving with uv")
-        uvtool.run(_uv_compile_args(target, "pylock.toml"), cwd=folder, env=uvtool.index_options(indexes)[1])
+        try:
+            uvtool.run(_uv_compile_args(target, "pylock.toml"), cwd=folder, env=uvtool.index_options(indexes)[1])
+        except IndexError_ as exc:
+            hint = mirrors.same_build_hint(profile, indexes, exc, target.python, target.platform, folder)
+            if hint:
+                raise IndexError_(exc.message, hint) from exc
+            raise
         raw = toml.loads((folder / "pylock.toml").read_text())
         progress("attributing each package to its index")
         origin = attribution(raw.get("packages", []), profile, indexes)
