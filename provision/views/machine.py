@@ -158,8 +158,11 @@ def _machine_blocks(m: MachineReport) -> list[Block]:
                      ", ".join(f"{name} ({how})" for name, how in zip(t.features_on, turn_on, strict=True)) or "-")
     blocks.append(verdicts.done())
     notes = [Line(f"note: {one_line(note)}") for note in f.notes]
-    if not f.gpus:
-        return [*blocks, Line(NO_GPU), Line(f"knowledge as of {knowledge.as_of()}"), *notes]
+    if not f.gpus:  # no gates table follows: each reason a verdict is not a PASS is said here, a line each
+        why = [Line(f"{t.kind} {one_line(t.name)}: {g.status.upper()} {g.id}: {one_line(g.reason)}")
+               for t in m.targets for g in t.gates if g.kind == "stack" and g.status in ("warn", "fail", "error")]
+        why += [Line(f"{t.kind} {one_line(t.name)}: {one_line(g.reason)}") for t in m.targets for g in t.gates if g.id == "lock-scan"]
+        return [*blocks, *why, Line(NO_GPU), Line(f"knowledge as of {knowledge.as_of()}"), *notes]
     shown_features: list[tuple[str, Status, str]] = []
     for t in m.targets:
         stack = TableBuilder(f"{t.kind} {t.name}", "gate", "status", "reason")
