@@ -31,7 +31,7 @@ from provision.envs import records
 from provision.envs.home import Home
 from provision.envs.records import EnvRecord
 from provision.errors import EnvError
-from provision.log import Progress
+from provision.log import Progress, one_line
 from provision.machine import probe
 
 if TYPE_CHECKING:
@@ -133,14 +133,15 @@ def _details(document: dict[str, JSONValue] | None) -> JSONObject | None:
 
 def run(name: str, build: Path, record: EnvRecord, progress: Progress = lambda _: None) -> BaselineRun:
     """Run the profile's baseline (the built-in one without) in the environment; its checks must have passed."""
-    failed = [r.id for r in record.check_results if r.failed]
-    if failed:
-        raise EnvError(f"{name}: checks {', '.join(failed)} did not pass; the baseline runs only after they do",
-                       f"see provision check {name}")
+    failed = [r for r in record.check_results if r.failed]
+    if failed:  # the first one's reason said: a driver that does not answer is named here, not only in `check`
+        raise EnvError(f"{name}: checks {', '.join(r.id for r in failed)} did not pass ({failed[0].id}: "
+                       f"{one_line(failed[0].reason)}); the baseline runs only after they do", f"see provision check {name}")
     spec = record.baseline or BUILTIN
     reading = probe.gpu_reading()  # once: the built-in baseline needs a GPU, and every run is stamped with the machine
     if spec is BUILTIN and not reading.gpus:
-        why = next((n for n in reading.notes if n.startswith("NVML did not start")), "NVML found none")
+        nvml = reading.driver.nvml
+        why = f"NVML did not start: {nvml.reason}; {nvml.hint}" if nvml.state not in ("ok", "unknown") else "NVML found none"
         raise EnvError(f"{name}: the built-in baseline times GPUs, and this machine has no NVIDIA GPU ({why})",
                        "run it on the GPU machine, or give the profile a [baseline] command")
     command = [part.replace("{payloads}", str(payload_dir())) for part in spec.command]

@@ -15,7 +15,7 @@ from provision.envs.records import EnvRecord
 from provision.errors import UsageError
 from provision.log import Progress
 from provision.machine import probe
-from provision.machine.facts import Gpu
+from provision.machine.facts import Driver, Gpu
 from provision.status import Status
 
 
@@ -56,7 +56,7 @@ def inventory(python: Path, env: dict[str, str]) -> dict[str, str]:
 
 
 def run(build: Path, record: EnvRecord, *, only: tuple[str, ...] | None = None, target_sm: str | None = None,
-        gpus: list[Gpu] | None = None, driver_cuda: str | None = None, notes: list[str] | None = None,
+        gpus: list[Gpu] | None = None, driver: Driver | None = None,
         progress: Progress = lambda _: None) -> list[CheckResult]:
     """Run the checks that the environment's profile requires (all without one) and return their results."""
     selected = select(only, record.checks_required or None)
@@ -64,8 +64,10 @@ def run(build: Path, record: EnvRecord, *, only: tuple[str, ...] | None = None, 
     in_process_only = all(c.id == "drift" for c in selected)  # `--only drift` before a baseline: no NVML, no venv process
     if gpus is None and not in_process_only:
         reading = probe.gpu_reading()  # a driver that never answers: a note after the probe's bound, not a hang
-        gpus, driver_cuda, notes = reading.gpus, reading.driver.cuda, reading.notes
-    gpus = gpus or []
+        gpus, driver = reading.gpus, reading.driver
+    gpus, driver = gpus or [], driver or Driver()
+    if driver.nvml.silent and not only and BY_ID["driver"] not in selected:  # what a profile requires or not, a driver
+        selected = [c for c in CHECKS if c in selected or c.id == "driver"]  # that does not answer is never activated
     venv = record.venv_path(build)
     python = venv / "bin" / "python"
     env = environment(venv, record, gpus, build)
@@ -73,9 +75,7 @@ def run(build: Path, record: EnvRecord, *, only: tuple[str, ...] | None = None, 
 
     blocking = None if in_process_only else home.blocking_file(venv)  # Python would wait on it at start-up: not run
     installed = {} if in_process_only or blocking else inventory(python, env)
-    hung = [n for n in notes or [] if n.startswith("NVML did not start")]
-    no_gpu = f"no NVIDIA GPU read: {hung[0]}" if hung else "no NVIDIA GPU: NVML is not available (no driver)" \
-        if any("NVML not available" in n for n in notes or []) else "no NVIDIA GPU: NVML found none"
+    silent, no_gpu = _without_gpus(driver)
     results = []
     for check in selected:
         progress(f"check {check.id}")
@@ -84,7 +84,9 @@ def run(build: Path, record: EnvRecord, *, only: tuple[str, ...] | None = None, 
         missing = [need for need in check.needs if not any(alt in installed for alt in need.split("|"))]
         if blocking is not None and check.id != "drift":
             result = _said(check, "error", f"{home.blocking_reason(blocking)}; remove it, or provision restore puts it back")
-        elif check.needs_gpu and not gpus:
+        elif check.needs_gpu and not gpus and silent and not missing:
+            result = _said(check, "error", silent)
+        elif check.needs_gpu and not gpus and not silent:
             result = _said(check, "skip", no_gpu)
         elif missing:
             result = _said(check, "skip", f"{missing[0].replace('|', ' / ')} is not installed in this environment")
@@ -95,7 +97,7 @@ def run(build: Path, record: EnvRecord, *, only: tuple[str, ...] | None = None, 
 
             result = drift.check(venv, build, record)
         elif check.payload is None:
-            result = _driver(check, record, driver_cuda)
+            result = _driver(check, record, driver.cuda)
         elif check.id != "flashinfer-jit":
             result = _payload(check, python, env, _arguments(check, record, gpus, installed, target_sm))
         else:
@@ -108,6 +110,15 @@ def run(build: Path, record: EnvRecord, *, only: tuple[str, ...] | None = None, 
                 result = staleness.verify_target_cubins(result, target_sm)
         results.append(dataclasses.replace(result, seconds=round(time.perf_counter() - start, 2)))
     return results
+
+
+def _without_gpus(driver: Driver) -> tuple[str | None, str]:
+    """(why what needs a GPU is an ERROR, or None; why it is a SKIP) when no GPU was read. A driver installed that does
+    not answer (a module of another version, no permission, a hang) is no machine without GPUs: nothing is made active
+    on it."""
+    start = driver.nvml
+    silent = f"the NVIDIA driver does not answer ({start.state}): {start.reason}; {start.hint}" if start.silent else None
+    return silent, "no NVIDIA GPU: no NVIDIA driver on this machine" if start.state == "no_driver" else "no NVIDIA GPU: NVML found none"
 
 
 def _said(check: Check, status: Status, reason: str, output_tail: str | None = None) -> CheckResult:

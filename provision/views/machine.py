@@ -21,6 +21,9 @@ def probe(facts: MachineFacts) -> Shown:
     summary = TableBuilder("Machine", "field", "value")
     summary.add("driver", ui.dash(d.version) + (f" ({d.kernel_module} kernel module)" if d.kernel_module else ""))
     summary.add("CUDA the driver supports", ui.dash(d.cuda))
+    if d.nvml.state not in ("ok", "unknown"):  # why no GPU was read, and what to do
+        summary.add("NVML", f"{d.nvml.state}{f' ({d.nvml.error})' if d.nvml.error else ''}: {d.nvml.reason}")
+        summary.add("what to do", ui.dash(d.nvml.hint))
     summary.add("OS", f"{ui.dash(h.os)} {ui.dash(h.os_version)}, kernel {ui.dash(h.kernel)}, {ui.dash(h.arch)}")
     summary.add("glibc / Python", f"{ui.dash(h.glibc)} / {ui.dash(h.python)} ({ui.dash(h.python_path)})")
     if h.container or h.virtualization:
@@ -155,6 +158,10 @@ def _machine_blocks(m: MachineReport) -> list[Block]:
         verdicts.add(f"{t.kind} {t.name}", t.cuda, Verdict(t.verdict), ", ".join(t.features_off) or "-")
     blocks.append(verdicts.done())
     notes = [Line(f"note: {one_line(note)}") for note in f.notes]
+    if not f.gpus and f.driver.nvml.silent:  # no machine without GPUs: its driver does not answer
+        start = f.driver.nvml
+        return [*blocks, Line(f"The NVIDIA driver does not answer ({start.state}): {start.reason}. What to do: {start.hint}"),
+                *notes]
     if not f.gpus:
         return [*blocks, Line(NO_GPU), *notes]
     shown_features: list[tuple[str, Status, str]] = []
