@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from provision import proc
 from provision.checks.results import CheckResult
 from provision.envs import kept as keeping
-from provision.envs import records, toolkit_home
+from provision.envs import lockchoice, records, toolkit_home
 from provision.envs.cleanup import gc
 from provision.envs.home import (
     BUILDING,
@@ -35,7 +35,6 @@ from provision.log import Progress
 
 if TYPE_CHECKING:
     from provision.envs.accept import NotCarried
-    from provision.stacks.lock import Target
     from provision.stacks.profiles import Profile
 
 
@@ -51,6 +50,9 @@ class CreateResult:
     checks: list[CheckResult] = field(default_factory=list)
     lock: str = ""
     lock_reused: bool = False
+    lock_origin: str = ""  # given | lockfiles | cached | locked (envs/lockchoice.py)
+    lock_source: str | None = None  # the lock that `lock` is a copy of (given, or the profile's in lockfiles/)
+    lock_note: str | None = None  # why the profile's lock in lockfiles/ was not the one built
     seconds: dict[str, float] = field(default_factory=dict)
     kept_as: str | None = None  # --keep-failed: the name the failed build is kept under
     accepted_reapplied: tuple[str, ...] = ()  # --replace: the old build's accepted files, written again
@@ -58,42 +60,11 @@ class CreateResult:
 
     def to_dict(self) -> dict[str, object]:
         return {"name": self.name, "path": str(self.path), "activated": self.activated, "passed": self.passed,
-                "lock": self.lock, "lock_reused": self.lock_reused, "checks": [r.to_dict() for r in self.checks],
+                "lock": self.lock, "lock_reused": self.lock_reused, "lock_origin": self.lock_origin,
+                "lock_source": self.lock_source, "lock_note": self.lock_note, "checks": [r.to_dict() for r in self.checks],
                 "accepted_reapplied": list(self.accepted_reapplied),
                 "accepted_dropped": [d.to_dict() for d in self.accepted_dropped],
                 "seconds": {k: round(v, 3) for k, v in self.seconds.items()}, "kept_as": self.kept_as}
-
-
-def _lock_python(lock_path: Path | None) -> str | None:
-    """The Python X.Y a given lock was resolved for: the venv must be made with it, or its wheels may not fit."""
-    if lock_path is None:
-        return None
-    from provision.stacks import lockfile
-
-    return lockfile.read(lock_path)[1].python or None
-
-
-def _lock_for(home: Home, profile: Profile, target: Target, overrides: dict[str, str], indexes: dict[str, str | None],
-              given: Path | None, progress: Progress, build: Path) -> tuple[Path, bool]:
-    from provision.errors import ProvisionError
-    from provision.stacks import lock as locking
-    from provision.stacks import lockfile
-
-    if given is not None:
-        lockfile.check_binding(given, profile)
-        return given, False
-    key = locking.lock_key(profile, indexes, target)
-    cached = home.locks / f"pylock.{profile.name}-{key}.toml"
-    if cached.exists():
-        try:
-            lockfile.check_binding(cached, profile)
-            return cached, True
-        except ProvisionError:
-            progress(f"the cached lock {cached.name} cannot be used; locking again")
-            cached.unlink(missing_ok=True)
-    progress(f"locking {profile.name}")
-    locking.lock(profile, target=target, overrides=overrides, output=cached, progress=progress, work=build)
-    return cached, False
 
 
 def _refuse_existing(home: Home, name: str, replace: bool) -> Path | None:
@@ -134,12 +105,15 @@ def create(home: Home, profile: Profile, *, name: str | None = None, python: str
             with home.writing(f"start building {name}"):
                 build.mkdir(parents=True)
                 (build / BUILDING).write_text(str(os.getpid()))
-        interpreter, version = find_python(python or _lock_python(lock_path) or profile.python
+        found = lockchoice.candidate(profile, lock_path, overrides or {})
+        interpreter, version = find_python(python or found.python or profile.python
                                            or f"{sys.version_info[0]}.{sys.version_info[1]}")
+        found = lockchoice.for_python(found, version)
         started = time.perf_counter()
         indexes = locking.effective_indexes(profile, overrides or {})
         target = locking.Target(python=version, platform=None)
-        lock_file, reused = _lock_for(home, profile, target, overrides or {}, indexes, lock_path, progress, build)
+        chosen = lockchoice.lock_for(home, profile, target, overrides or {}, indexes, found, progress, build)
+        lock_file = chosen.path
         timings["lock"] = time.perf_counter() - started
         started = time.perf_counter()
         with home.writing(f"build {name}"):
@@ -161,7 +135,8 @@ def create(home: Home, profile: Profile, *, name: str | None = None, python: str
         else:
             home.delete_build(build)
         return CreateResult(name=name, path=build, activated=passed and activate, passed=passed, checks=results,
-                            lock=str(lock_file), lock_reused=reused, seconds=timings, kept_as=kept_as,
+                            lock=str(lock_file), lock_reused=chosen.reused, lock_origin=chosen.origin,
+                            lock_source=str(chosen.source) if chosen.source else None, lock_note=chosen.note, seconds=timings, kept_as=kept_as,
                             accepted_reapplied=tuple(f.path for f in carried[0]) if carried else (),
                             accepted_dropped=tuple(carried[1]) if carried else ())
     except BaseException as exc:
