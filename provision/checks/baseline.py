@@ -131,8 +131,9 @@ def _details(document: dict[str, JSONValue] | None) -> JSONObject | None:
     return kept if isinstance(kept, dict) else None
 
 
-def run(name: str, build: Path, record: EnvRecord, progress: Progress = lambda _: None) -> BaselineRun:
-    """Run the profile's baseline (the built-in one without) in the environment; its checks must have passed."""
+def ready(name: str, record: EnvRecord) -> nvml.Reading:
+    """The GPUs a baseline of `name` runs on, once it may run: its checks passed, and a GPU read for the built-in one.
+    Asked before the first of several runs is announced (`baseline --runs 3` said "run 1 of 3", then refused)."""
     failed = [r for r in record.check_results if r.failed]
     if failed:  # the first one's reason said: a driver that does not answer is named here, not only in `check`
         raise EnvError(f"{name}: checks {', '.join(r.id for r in failed)} did not pass ({failed[0].id}: "
@@ -144,6 +145,15 @@ def run(name: str, build: Path, record: EnvRecord, progress: Progress = lambda _
         why = f"NVML did not start: {nvml.reason}; {nvml.hint}" if nvml.state not in ("ok", "unknown") else "NVML found none"
         raise EnvError(f"{name}: the built-in baseline times GPUs, and this machine has no NVIDIA GPU ({why})",
                        "run it on the GPU machine, or give the profile a [baseline] command")
+    return reading
+
+
+def run(name: str, build: Path, record: EnvRecord, progress: Progress = lambda _: None,
+        reading: nvml.Reading | None = None) -> BaselineRun:
+    """Run the profile's baseline (the built-in one without) in the environment; its checks must have passed
+    (`reading`: what `ready` gave, else it is asked here)."""
+    reading = reading or ready(name, record)
+    spec = record.baseline or BUILTIN
     command = [part.replace("{payloads}", str(payload_dir())) for part in spec.command]
     venv = record.venv_path(build)
     env = check_runner.environment(venv, record)
@@ -274,8 +284,9 @@ def compare(home: Home, first: str, second: str) -> Comparison:
     """Each environment's latest baseline call (every run of a `baseline --runs N`, else the last run): median and
     spread; the change between the medians, and whether the spreads cover it (within noise)."""
     sides = []
+    read = {name: records.read(home.build_of(name)) for name in (first, second)}  # both exist, before a baseline is asked
     for name in (first, second):
-        record = records.read(home.build_of(name))
+        record = read[name]
         if not record.baselines:
             raise EnvError(f"{name} has no baseline yet", f"run one: provision baseline {name}")
         last = record.baselines[-1]

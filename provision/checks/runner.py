@@ -99,13 +99,13 @@ def run(build: Path, record: EnvRecord, *, only: tuple[str, ...] | None = None, 
         elif check.payload is None:
             result = _driver(check, record, driver.cuda)
         elif check.id != "flashinfer-jit":
-            result = _payload(check, python, env, _arguments(check, record, gpus, installed, target_sm))
+            result = _payload(check, python, env, _arguments(check, record, gpus, installed, target_sm), progress)
         else:
             # FlashInfer's JIT workspace only: pyelftools reads its libraries
             from provision.checks import staleness
 
             pre = staleness.check(check, record, env, installed)
-            result = pre or _payload(check, python, env, _arguments(check, record, gpus, installed, target_sm))
+            result = pre or _payload(check, python, env, _arguments(check, record, gpus, installed, target_sm), progress)
             if target_sm and result.status in ("pass", "warn"):
                 result = staleness.verify_target_cubins(result, target_sm)
         results.append(dataclasses.replace(result, seconds=round(time.perf_counter() - start, 2)))
@@ -145,7 +145,11 @@ TIMEOUT_VARIABLE = durations.CHECK_TIMEOUT
 KEPT_OUTPUT = 8 << 20  # of each of a payload's stdout and stderr, the last characters held: its answer is printed last
 
 
-def _payload(check: Check, python: Path, env: dict[str, str], arguments: dict[str, object]) -> CheckResult:
+PROGRESS_PREFIX = "progress: "  # a payload's stderr line that says what it is doing (check_imports: each module)
+
+
+def _payload(check: Check, python: Path, env: dict[str, str], arguments: dict[str, object],
+             progress: Progress = lambda _: None) -> CheckResult:
     """The payload's answer: the last line of its stdout that is a JSON object, read into a CheckResult here (the one
     place it is a dict). No answer is a crash; an answer of the wrong shape is an ERROR naming the key."""
 
@@ -153,8 +157,12 @@ def _payload(check: Check, python: Path, env: dict[str, str], arguments: dict[st
     limit = min(check.timeout, durations.check_timeout() or check.timeout)
     # its own process group, killed whole: a worker it started (torch's compile pool, nvcc under a JIT build) neither
     # outlives it nor keeps its pipes open (a check of 2 s waited the worker's 66 s, a hung one for ever)
+    def said(line: str) -> None:
+        if line.startswith(PROGRESS_PREFIX):
+            progress(f"check {check.id}: {line.removeprefix(PROGRESS_PREFIX)[:200]}")
+
     done = proc.run([python, str(payload_dir() / check.payload), json.dumps(arguments)], timeout=limit, env=env,
-                    keep=KEPT_OUTPUT, group=True)
+                    keep=KEPT_OUTPUT, group=True, on_stderr_line=said)
     if done.timed_out:
         return _said(check, "error", f"timed out after {limit:g} s", done.tail(20))
     last = next((line for line in reversed(done.stdout.strip().splitlines()) if line.startswith("{")), None)

@@ -12,10 +12,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from provision import proc
+from provision import log, proc
 from provision.checks.results import CheckResult
 from provision.envs import kept as keeping
-from provision.envs import lockchoice, records, toolkit_home
+from provision.envs import records, toolkit_home
 from provision.envs.cleanup import gc
 from provision.envs.home import (
     BUILDING,
@@ -86,6 +86,9 @@ def create(home: Home, profile: Profile, *, name: str | None = None, python: str
     import time
 
     from provision.envs import accept as accepting
+    from provision.envs import (
+        lockchoice,  # the lock's readers (packaging): not for adopt, which registers here too
+    )
     from provision.stacks import lock as locking
     from provision.stacks import uvtool
 
@@ -174,7 +177,8 @@ def _install(build: Path, profile: Profile, name: str, interpreter: Path, versio
     progress(f"creating the venv with Python {version}")
     uvtool.run(["venv", str(build / "venv"), "--python", str(interpreter), "--quiet", "--no-project"])
     progress("installing the lock (hashes verified)")
-    uvtool.sync(lock_file, build / "venv" / "bin" / "python", indexes, progress=progress)  # what uv installs, as it goes
+    with log.ticking(progress, _installing(build / "venv", uvtool.cache_dir())):  # uv is silent while it downloads
+        uvtool.sync(lock_file, build / "venv" / "bin" / "python", indexes, progress=progress)  # what uv installs, as it goes
     if profile.toolkit:
         progress("laying out the environment's CUDA toolkit")
         toolkit_home.make(build / "cuda", site_packages(build / "venv") / profile.toolkit)
@@ -195,6 +199,24 @@ def _install(build: Path, profile: Profile, name: str, interpreter: Path, versio
     )
     records.write(build, record)
     return record
+
+
+def _installing(venv: Path, cache: str | Path) -> Callable[[float], str]:
+    """What an install under way has done so far: its time, and what more the disks of uv's cache and the venv hold
+    (uv downloads everything into its cache, then links or copies it into the venv)."""
+    import shutil
+
+    def used() -> int:
+        disks = {os.stat(f).st_dev: f for f in (Path(cache), venv) if f.exists()}  # one disk counted once
+        return sum(shutil.disk_usage(f).used for f in disks.values())
+
+    before = used()
+
+    def said(seconds: float) -> str:
+        grown = max(used() - before, 0)
+        return f"installing the lock: {seconds:.0f} s so far, {grown / 2**30:.1f} GiB more on the disks of uv's cache and the venv"
+
+    return said
 
 
 def _commit(home: Home, name: str, build: Path, *, activate: bool, replace: bool, progress: Progress) -> None:
@@ -248,6 +270,26 @@ def torch_cuda(venv: Path, python: Path) -> str | None:
     return None
 
 
+def registered_as(home: Home, venv: Path) -> list[tuple[str, bool]]:
+    """Every environment of `home` whose venv is `venv`, with whether it was adopted (else provision built it). Read
+    from each build's `venv` (a link to an adopted venv, the venv itself in a build), not its record: adopt loads
+    nothing more for it."""
+    target = venv.resolve()
+    found = []
+    for other in home.names():
+        try:
+            link = home.build_of(other) / "venv"
+            if link.resolve() == target:
+                found.append((other, link.is_symlink()))
+        except (ProvisionError, OSError, RuntimeError):  # a damaged or half-removed one is not this venv's
+            continue
+    return found
+
+
+def _inside(path: Path, folder: Path) -> bool:
+    return path.resolve().is_relative_to(folder.resolve()) if folder.exists() else False
+
+
 def register(home: Home, name: str, venv: Path, profile: Profile | None = None) -> Path:
     """Register an existing venv under `name` (`adopt`; its lock: envs/adopted.py); its build folder. The venv's files
     are never deleted by provision."""
@@ -260,6 +302,11 @@ def register(home: Home, name: str, venv: Path, profile: Profile | None = None) 
     with home.locked():
         if name in home.names():
             raise EnvError(f"an environment named {name!r} exists already", "choose another name or provision remove it first")
+        built = [other for other, adopted in registered_as(home, venv) if not adopted]
+        if built or _inside(venv, home.builds):  # its files go when that build is removed: the new name would dangle
+            raise EnvError(f"{venv} was built by provision" + (f" as {built[0]!r}" if built else f" (under {home.builds})")
+                           + ": it is an environment already", f"use it by that name (provision switch {built[0] if built else 'NAME'}), "
+                           "or build another: provision create PROFILE --name " + name)
         stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
         build = home.builds / f"{name}-adopted-{stamp}"
         build.mkdir(parents=True)

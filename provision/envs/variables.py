@@ -66,7 +66,7 @@ def venv_environment(home: Home, name: str | None) -> tuple[str, str, dict[str, 
         raise EnvError(f"environment {name!r} has no python at {venv / 'bin' / 'python'} (its venv is gone)",
                        f"rebuild it: provision create PROFILE --name {name} --replace, or provision remove {name}")
     toolkit = build / "cuda" / "bin"  # envs/toolkit_home.py lays it out (create, for a profile's [toolkit])
-    head = os.pathsep.join([*([str(toolkit)] if toolkit.is_dir() and not record.adopted else []), str(venv / "bin")])
+    head = os.pathsep.join([*([str(toolkit)] if toolkit.is_dir() else []), str(venv / "bin")])
     variables = {"VIRTUAL_ENV": str(venv), "PATH": f"{head}{os.pathsep}{os.environ.get('PATH', '')}"}
     variables.update(record.env)
     return name, head, variables

@@ -78,6 +78,7 @@ def collected(result: Collected) -> Shown:
 
 def adopted(result: Adopted) -> Shown:
     blocks: list[Block] = [Line(f"adopted {result.venv} as {result.name} ({result.build})")]
+    blocks += [Line(f"note: {note}") for note in result.notes]
     if result.locked is not None:
         blocks += _locked_lines(result.locked)
     elif result.lock_error is not None:
