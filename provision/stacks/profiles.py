@@ -124,6 +124,7 @@ class Found:
 
     profiles: tuple[Profile, ...]
     skipped: tuple[Skipped, ...] = ()
+    folders: tuple[Path, ...] = ()  # where they were read from, in order: PROVISION_PROFILES's, then the shipped ones
 
 
 def available() -> list[Profile]:
@@ -137,7 +138,8 @@ def found() -> Found:
     folder, a pipe, a link loop or a dangling link, with why. A broken profile file is an error, not an omission."""
     seen: dict[str, Profile] = {}
     skipped: list[Skipped] = []
-    for folder in search_dirs():
+    folders = search_dirs()
+    for folder in folders:
         for path in sorted(folder.glob("*.toml")):
             if path.stem in seen or is_lock_name(path.name):
                 continue
@@ -151,7 +153,7 @@ def found() -> Found:
                 skipped.append(Skipped(path=path, reason=f"not a regular file ({what})"))
                 continue
             seen[path.stem] = load_file(path)
-    return Found(profiles=tuple(seen.values()), skipped=tuple(skipped))
+    return Found(profiles=tuple(seen.values()), skipped=tuple(skipped), folders=tuple(folders))
 
 
 def load(name_or_path: str) -> Profile:
@@ -221,8 +223,12 @@ class _Checker:
     def keys(self, table: Mapping[str, object], where: str, allowed: Collection[str], required: Collection[str] = ()) -> None:
         for key in table:
             if key not in allowed:
+                import difflib
+
                 dotted = f"{where}.{key}" if where else key
-                raise self.fail(dotted, f"unknown key (allowed here: {', '.join(sorted(allowed))})")
+                close = difflib.get_close_matches(key, sorted(allowed), n=1, cutoff=0.6)
+                meant = f"did you mean {close[0]!r}? " if close else ""
+                raise self.fail(dotted, f"unknown key ({meant}allowed here: {', '.join(sorted(allowed))})")
         for key in sorted(required):
             if key not in table:
                 dotted = f"{where}.{key}" if where else key
