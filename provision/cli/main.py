@@ -32,6 +32,7 @@ COMMANDS: dict[str, str] = {
     "remove": "envs:remove", "gc": "envs:gc", "adopt": "envs:adopt", "run": "envs:run", "shell-env": "envs:shell_env",
     "restore": "envs:restore", "accept": "envs:accept",
     "check": "checks:check", "baseline": "checks:baseline", "compare": "checks:compare", "bench": "checks:bench",
+    "upgrade": "upgrade:upgrade",
 }
 
 
