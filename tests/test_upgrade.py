@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 import tiny
 from conftest import DATA
+from test_probe import NO_CC, hung_nvml
 
 BENCH = """\
 import os, pathlib, sys
@@ -199,3 +200,13 @@ def test_kill_9_after_each_step_then_resume(made: tiny.Tool, after: str) -> None
         assert build.is_file(), "the build the killed run made was replaced"
     if checked is not None:  # proven before the kill: not checked again
         assert json.loads((build.parent / "env.json").read_text())["checks"] == checked
+
+
+@pytest.mark.skipif(NO_CC, reason="no C compiler to build a hung NVML library")
+def test_a_driver_that_does_not_answer_fails_the_checks_step(made: tiny.Tool, tmp_path: Path) -> None:
+    """NVML's start never returns (a real library that sleeps): the GPU checks cannot run, so the checks step fails
+    and nothing is activated, though every check that could run passed."""
+    code, said = upgrade(made, "fast", env=hung_nvml(tmp_path))
+    assert code == 1 and said["decision"] == "kept" and active(made) == "old", said
+    assert said["steps"][-1]["step"] == "checks" and said["steps"][-1]["status"] == "fail"
+    assert "the driver does not answer" in said["reason"], said["reason"]
