@@ -138,7 +138,7 @@ class _Run:
             self._save(self.record.with_step(dataclasses.replace(ended, seconds=time.perf_counter() - started)))
             if ended.status == "fail" and step != "decide":
                 self._save(dataclasses.replace(self.record, decision="kept", finished=_now(), undo=None,
-                                               reason=f"{step}: {ended.result}; {self.settings.from_env} stays active"))
+                                               reason=f"{self.settings.from_env} stays active: {step}: {ended.result}"))
                 break
         return UpgradeResult(record=self.record, path=self.path)
 
