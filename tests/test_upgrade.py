@@ -210,3 +210,13 @@ def test_a_driver_that_does_not_answer_fails_the_checks_step(made: tiny.Tool, tm
     assert code == 1 and said["decision"] == "kept" and active(made) == "old", said
     assert said["steps"][-1]["step"] == "checks" and said["steps"][-1]["status"] == "fail"
     assert "the driver does not answer" in said["reason"], said["reason"]
+
+
+def test_a_mirror_that_needs_a_password_is_judged_before_installing(made: tiny.Tool) -> None:
+    """The lock-report step fetches the lock's wheels (their URLs carry no credentials) with those the mirror's
+    PROVISION_INDEX_<NAME> variable gives for that host, as uv sends them: it was HTTP 401 and the upgrade stopped."""
+    made.served.password = "s3cret"
+    mirror = made.served.url.replace("http://", "http://alice:s3cret@")
+    code, said = upgrade(made, "fast", env={"PROVISION_INDEX_DEFAULT": mirror, "UV_CACHE_DIR": str(made.home.parent / "cold")})
+    assert code == 0 and said["steps"][2]["step"] == "lock-report" and said["steps"][2]["status"] == "pass", said
+    assert "s3cret" not in json.dumps(said)
