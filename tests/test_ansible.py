@@ -206,7 +206,7 @@ def test_fleet_probe_report_rolling_upgrade_stops_at_failing_host_and_rollback(t
     upgrade = ("upgrade.yml", "-e", f"provision_profile={fleet.new}", "-e", "provision_runs=3")
     done = fleet.play(*upgrade, "-e", "provision_require_activation=true", "-v")
     assert done.returncode != 0, done.stdout
-    assert "gpu-b: serve-cu130 was not activated; serve-cu128 stays active: gates: profile serve-cu130 FAIL: driver" in done.stdout
+    assert "gpu-b: serve-cu130 was not activated; serve-cu128 stays active: gates: profile serve-cu130 FAIL: driver" in done.stdout, [line for line in done.stdout.splitlines() if "fatal" in line or "was not activated" in line]
     assert SECRET not in done.stdout + done.stderr, [line for line in done.stdout.splitlines() if SECRET in line][:3]
     envs_a, envs_b = fleet.envs("gpu-a"), fleet.envs("gpu-b")  # one read of each home
     assert active(envs_a) == "serve-cu130" and set(envs_a) == {"serve-cu128", "serve-cu130"}

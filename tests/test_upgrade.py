@@ -96,6 +96,7 @@ def test_a_slower_stack_is_kept_and_the_old_one_stays_active(made: tiny.Tool) ->
     assert said["steps"][-1] == {**said["steps"][-1], "step": "decide", "status": "fail"}
     assert "75.00" in said["reason"] and "82.00" in said["reason"] and "worse beyond noise" in said["reason"]
     assert said["undo"] is None and "slow" in made.envs()  # built, listed, never activated
+    assert "slow: upgrade from old: kept" in made("envs", env={"COLUMNS": "200"}).stdout
     human = made("upgrade", "slow", "--resume", check=False)  # a finished upgrade: its record, shown again
     assert human.returncode == 1 and "kept: old stays active" in human.stdout, human.stdout
     # the same stack, allowed 10 % slower: moved to, without building it again
