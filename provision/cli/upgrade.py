@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from provision.views.render import Shown
 
 
-@click.command(short_help="Move to a new stack in one step, decided by measurement, resumable.")
+@click.command(short_help="Move to a new stack in one step, decided by measurement.")
 @click.argument("profile_name", metavar="[PROFILE]", required=False, shell_complete=complete_profile)
 @click.option("--to-env", "to_env", shell_complete=complete_env, help="Move to this environment, built already (created or adopted), instead of building PROFILE.")
 @click.option("--from", "from_env", shell_complete=complete_env, help="The environment to move from (default: the active one).")
