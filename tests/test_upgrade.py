@@ -106,7 +106,10 @@ def test_a_slower_stack_is_kept_and_the_old_one_stays_active(made: tiny.Tool) ->
 
 
 def test_within_noise_is_not_worse(made: tiny.Tool) -> None:
-    code, said = upgrade(made, "same")
+    code, said = upgrade(made, "same", "--no-activate")  # the rule says yes; --no-activate leaves old active
+    assert code == 0 and said["decision"] == "kept" and said["undo"] is None and active(made) == "old", said
+    assert "within noise" in said["reason"] and "--no-activate: old stays active" in said["reason"]
+    code, said = upgrade(made, "--to-env", "same")
     assert code == 0 and said["decision"] == "activated" and said["baseline"]["within_noise"] is True, said
     assert "within noise" in said["reason"] and active(made) == "same"
 
