@@ -175,6 +175,26 @@ def _served(record: EnvRecord) -> tuple[str, ...]:
         return ()  # the drift gate names an unreadable lock
 
 
+def upgrade_gate(build: Path) -> Gate | None:
+    """The upgrade that built or moved to this environment (`provision upgrade`): its decision, why, and its undo."""
+    from provision.envs import upgrades
+    from provision.errors import EnvError
+
+    try:
+        found = upgrades.read(build / upgrades.UPGRADE_FILE)
+    except EnvError as exc:
+        return Gate(id="upgrade", title="the upgrade to it", status="info", kind="feature", reason=exc.message,
+                    source="provision upgrade (envs/upgrades.py)")
+    if found is None:
+        return None
+    s = found.settings
+    decision = found.decision or f"unfinished (last finished step: {found.last_finished()}; provision upgrade --resume)"
+    said = (f"from {s.from_env}, started {found.started}: {decision}" + (f": {found.reason}" if found.reason else "")
+            + (f"; undo: {found.undo}" if found.undo else ""))
+    return Gate(id="upgrade", title="the upgrade to it", status="info", kind="feature", reason=said[:600],
+                source="provision upgrade (envs/upgrades.py)")
+
+
 def judge(where: homes.Home, name: str, facts: MachineFacts, progress: Progress = lambda _: None) -> Target:
     """The environment `name` on the machine of `facts`: its scan, versions, drift, stored checks and baseline."""
     from provision.report import observed
@@ -197,7 +217,7 @@ def judge(where: homes.Home, name: str, facts: MachineFacts, progress: Progress 
         scanned_gate, torch_build_gate(versions, scanned), versions_gate(versions), drift_gate(venv, build, record),
         *filter(None, [fabric_gate(facts), newer_than_known(stack),
                        kernels.flashinfer_kernels(stack, nvcc=_nvcc(versions, facts), offline=_offline(record))]),
-        *taken, *stored_gates(record), *filter(None, [kept_gate(record)]),
+        *taken, *stored_gates(record), *filter(None, [kept_gate(record), upgrade_gate(build)]),
         kernels.caches_gate(record.env, build, Path.home()),
         *observed.apply(features, record.latest_results(), len(facts.gpus), facts)))
 

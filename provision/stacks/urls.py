@@ -75,6 +75,27 @@ def credentials(url: str) -> tuple[str, str]:
     return unquote(user), unquote(password)
 
 
+def host_credentials(url: str) -> tuple[str, str] | None:
+    """The user name and password a PROVISION_INDEX_<NAME> variable gives for the scheme, host and port of `url` (a
+    credential-free URL, such as a wheel's in a lock), as uv sends an index's credentials to its host; else None. Never
+    for another host."""
+    import os
+    from urllib.parse import urlsplit
+
+    if userinfo(url) is not None:
+        return None
+    try:
+        wanted = urlsplit(url)
+        for name, value in os.environ.items():
+            if name.startswith("PROVISION_INDEX_") and userinfo(value) is not None:
+                there = urlsplit(strip_credentials(value))
+                if (there.scheme, there.netloc) == (wanted.scheme, wanted.netloc):
+                    return credentials(value)
+    except ValueError:  # a variable that is no URL (an odd port): passed over, as lock passes it over
+        return None
+    return None
+
+
 def filename(url: str) -> str:
     """The file name a URL (or an href) names: the last part of its path, without its query or fragment,
     percent-decoded. A signed URL's `?X-Amz-Signature=...` is no part of a wheel's name, nor a secret to show with it,

@@ -60,7 +60,13 @@ def environments(listing: Listing) -> Shown:
         table.add("*" if r.active else "", r.name + (" (adopted)" if r.adopted else "") + (" (failed)" if r.failed else ""),
                   ui.dash(r.profile), ui.dash(r.cuda), ui.dash(r.python), ui.size(r.size_bytes),
                   (r.created or "-")[:16], Verdict(r.check_status) if r.check_status else "-", figure)
-    return Shown(listing.to_dict(), [table.done()])
+    blocks: list[Block] = [table.done()]
+    for r in listing.environments:  # the upgrade that built or moved to it: its decision and its undo
+        if r.upgrade is not None:
+            said = r.upgrade.get("error") or (f"{r.upgrade.get('decision') or 'unfinished'}"
+                                              + (f" (undo: {r.upgrade['undo']})" if r.upgrade.get("undo") else ""))
+            blocks.append(Line(f"{r.name}: upgrade from {r.upgrade.get('from', '?')}: {said}"))
+    return Shown(listing.to_dict(), blocks)
 
 
 def switched(previous: str | None, now_active: str, skipped: list[str]) -> Shown:
