@@ -459,7 +459,7 @@ def _packages(raw: dict[str, Any], indexes: dict[str, str | None], origin: dict[
         index_name = origin.get(name, DEFAULT_INDEX)
         url = indexes.get(index_name)
         if url and _files(package):  # a source tree or a repository comes from no index
-            package["index"] = urls.strip_credentials(url)
+            package["index"] = urls.shown(url)
         if "directory" in package or "vcs" in package:
             locked.append(_from_source(name, package))
         for wheel in package.get("wheels", []) + ([package["sdist"]] if "sdist" in package else []):
@@ -489,7 +489,7 @@ def _document(raw: dict[str, Any], profile: Profile, indexes: dict[str, str | No
         "flashinfer_arch_list": profile.env.get("FLASHINFER_CUDA_ARCH_LIST", ""),
         "python": target.python,
         "platform": target.platform or f"this machine ({host_platform.machine()})",
-        "indexes": {n: urls.strip_credentials(u) for n, u in indexes.items() if u},
+        "indexes": {n: urls.shown(u) for n, u in indexes.items() if u},
         "nightly_date": stamp.nightly or "",
         "computed_hashes": computed,
         "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),

@@ -16,12 +16,12 @@ from provision.stacks.profiles import Profile, search_dirs
 
 def rebuild_command(profile: Profile, *, python: str, platform: str | None, overrides: dict[str, str], output: Path) -> str:
     """`provision lock ...` that makes this lock again: the profile by name where lock finds it by name, else by its
-    path; the same Python, platform and --index flags (credentials stripped), and the same output."""
+    path; the same Python, platform and --index flags (credentials stripped, query values and token-like path segments as ****), and the same output."""
     by_name = any((folder / f"{profile.name}.toml").resolve() == profile.path.resolve() for folder in search_dirs())
     argv = ["provision", "lock", profile.name if by_name else str(profile.path), "--python", python]
     if platform:
         argv += ["--platform", platform]
-    argv += [f"--index={name}={urls.strip_credentials(url)}" for name, url in sorted(overrides.items())]
+    argv += [f"--index={name}={urls.shown(url)}" for name, url in sorted(overrides.items())]
     return shlex.join([*argv, "-o", str(output)])
 
 
