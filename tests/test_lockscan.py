@@ -14,6 +14,7 @@ from pathlib import Path
 import tomlkit
 from conftest import ROOT
 from launch import run_provision
+from locks import sealed
 from stacks import PY3
 
 H200 = ROOT / "docs/machines/h200.probe.json"
@@ -50,7 +51,7 @@ def write_lock(path: Path, default, wheels: list[Path], *, tamper: str = "") -> 
                          "wheels": [{"name": wheel.name, "url": url, "hashes": {"sha256": digest}}]})
     doc = {"lock-version": "1.0", "created-by": "tests", "requires-python": ">=3.10", "packages": packages,
            "tool": {"provision": {"profile": "cu130"}}}
-    path.write_text(tomlkit.dumps(doc))
+    path.write_text(sealed(doc))
     return path
 
 
@@ -128,7 +129,7 @@ def test_hostile_urls_in_a_lock_never_leak_a_password_nor_read_local_files(provi
         doc = {"lock-version": "1.0", "created-by": "tests", "packages": [
             {"name": "nvidia-x", "version": "1.0", "wheels": [{"name": wheel, "url": url, "hashes": {"sha256": "00" * 32}}]}]}
         path = tmp_path / "pylock.toml"
-        path.write_text(tomlkit.dumps(doc))
+        path.write_text(sealed(doc))
         return path
 
     for url in ("http://u:s3cretpw@/x.whl", "http://u:s3cretpw@127.0.0.1:abc/x.whl",
@@ -158,7 +159,7 @@ def test_a_wheel_without_a_sha256_in_the_lock_is_refused_and_nothing_is_download
         doc = tomlkit.parse(lock.read_text())
         doc["packages"][1]["wheels"][0]["hashes"] = hashes
         unhashed = tmp_path / "pylock.unhashed.toml"
-        unhashed.write_text(tomlkit.dumps(doc))
+        unhashed.write_text(sealed(doc))
         before = len(default.requests)
         for extra in ((), ("--no-fetch",)):
             done = report(provision_bin, unhashed, H200, tmp_path / "c", *extra)

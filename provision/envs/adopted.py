@@ -146,6 +146,7 @@ def render(result: MatchResult, *, name: str, venv: Path, profile: Profile | Non
     from packaging.version import InvalidVersion
 
     from provision import toml
+    from provision.stacks import lockfile
 
     packages = [{"name": m.name, "version": m.version, "index": m.index_url,
                  "wheels": [{"name": m.filename, "url": m.url, "hashes": {"sha256": m.sha256}}]} for m in result.matched]
@@ -156,6 +157,7 @@ def render(result: MatchResult, *, name: str, venv: Path, profile: Profile | Non
         "unmatched": [u.to_dict() for u in result.unmatched],
         "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "provision_version": __version__,
+        lockfile.SEAL: lockfile.packages_digest(packages),  # its seal, checked by every reader, as `lock` writes it
     }}}
     text = tomlkit.dumps(raw)  # from plain data: a tomlkit document built item by item costs seconds for 200 packages
     try:

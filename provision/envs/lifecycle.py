@@ -64,23 +64,23 @@ class CreateResult:
                 "seconds": {k: round(v, 3) for k, v in self.seconds.items()}, "kept_as": self.kept_as}
 
 
-def _lock_python(lock_path: Path | None) -> str | None:
+def _lock_python(lock_path: Path | None, allow_unsealed: bool) -> str | None:
     """The Python X.Y a given lock was resolved for: the venv must be made with it, or its wheels may not fit."""
     if lock_path is None:
         return None
     from provision.stacks import lockfile
 
-    return lockfile.read(lock_path)[1].python or None
+    return lockfile.read(lock_path, allow_unsealed=allow_unsealed)[1].python or None
 
 
 def _lock_for(home: Home, profile: Profile, target: Target, overrides: dict[str, str], indexes: dict[str, str | None],
-              given: Path | None, progress: Progress, build: Path) -> tuple[Path, bool]:
+              given: Path | None, progress: Progress, build: Path, allow_unsealed: bool) -> tuple[Path, bool]:
     from provision.errors import ProvisionError
     from provision.stacks import lock as locking
     from provision.stacks import lockfile
 
     if given is not None:
-        lockfile.check_binding(given, profile)
+        lockfile.check_binding(given, profile, allow_unsealed=allow_unsealed)
         return given, False
     key = locking.lock_key(profile, indexes, target)
     cached = home.locks / f"pylock.{profile.name}-{key}.toml"
@@ -109,8 +109,9 @@ def _refuse_existing(home: Home, name: str, replace: bool) -> Path | None:
 def create(home: Home, profile: Profile, *, name: str | None = None, python: str | None = None,
            lock_path: Path | None = None, overrides: dict[str, str] | None = None, activate: bool = True,
            replace: bool = False, run_checks: Callable[[Path, EnvRecord], list[CheckResult]] | None = None,
-           keep_failed: bool = False, progress: Progress = lambda _: None) -> CreateResult:
-    """Build, check and name an environment. HOME's lock is held only to start and to finish (the swap), never
+           keep_failed: bool = False, progress: Progress = lambda _: None, allow_unsealed: bool = False) -> CreateResult:
+    """Build, check and name an environment (from `lock_path` when given: refused without its seal unless
+    `allow_unsealed`). HOME's lock is held only to start and to finish (the swap), never
     through the install and the checks: a rollback in an emergency does not wait for a build."""
     import time
 
@@ -134,12 +135,13 @@ def create(home: Home, profile: Profile, *, name: str | None = None, python: str
             with home.writing(f"start building {name}"):
                 build.mkdir(parents=True)
                 (build / BUILDING).write_text(str(os.getpid()))
-        interpreter, version = find_python(python or _lock_python(lock_path) or profile.python
+        interpreter, version = find_python(python or _lock_python(lock_path, allow_unsealed) or profile.python
                                            or f"{sys.version_info[0]}.{sys.version_info[1]}")
         started = time.perf_counter()
         indexes = locking.effective_indexes(profile, overrides or {})
         target = locking.Target(python=version, platform=None)
-        lock_file, reused = _lock_for(home, profile, target, overrides or {}, indexes, lock_path, progress, build)
+        lock_file, reused = _lock_for(home, profile, target, overrides or {}, indexes, lock_path, progress, build,
+                                     allow_unsealed)
         timings["lock"] = time.perf_counter() - started
         started = time.perf_counter()
         with home.writing(f"build {name}"):

@@ -100,12 +100,12 @@ def _filename(wheel: PackageWheel) -> str:
 
 
 def scan_lock(path: Path, *, fetch: bool = True, cache: Path | None = None,
-              progress: Progress = lambda _: None) -> LockScan:
+              progress: Progress = lambda _: None, allow_unsealed: bool = False) -> LockScan:
     """Scan every wheel of the lock at `path`: from uv's cache in place, else fetched (unless `fetch` is off)."""
     from provision.stacks import lockfile, uvtool, wheelcache
 
     started = time.perf_counter()
-    pylock, stamp = lockfile.read(path)
+    pylock, stamp = lockfile.read(path, allow_unsealed=allow_unsealed)
     cache = cache or Path(uvtool.cache_dir())
     names = {str(canonicalize_name(p.name)) for p in pylock.packages}
     unpacked = uvcache.wheels(cache, names) if cache.is_dir() else {}
@@ -245,16 +245,16 @@ def _order(label: str) -> tuple[int, str]:
 
 
 def read_lock(path: Path, *, fetch: bool, uv_cache: Path | None,
-              progress: Progress = lambda _: None) -> tuple[LockScan, LockStack]:
+              progress: Progress = lambda _: None, allow_unsealed: bool = False) -> tuple[LockScan, LockStack]:
     """Scan a lock's wheels once, and read the stack it describes, to judge it on every machine (`judge`)."""
     from provision.errors import ProfileError
     from provision.report import lockself
     from provision.stacks import lockfile, profiles
 
-    scanned = scan_lock(path, fetch=fetch, cache=uv_cache, progress=progress)
+    scanned = scan_lock(path, fetch=fetch, cache=uv_cache, progress=progress, allow_unsealed=allow_unsealed)
     try:
         found = profiles.load(scanned.profile) if scanned.profile else None
     except ProfileError:
         found = None  # a lock of a profile this machine does not have: it describes itself
-    pylock, stamp = lockfile.read(path)
+    pylock, stamp = lockfile.read(path, allow_unsealed=allow_unsealed)
     return scanned, lockself.describe(path, pylock, stamp, found)

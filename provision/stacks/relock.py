@@ -7,8 +7,6 @@ import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
-from packaging.utils import canonicalize_name
-
 from provision.errors import ProvisionError
 from provision.stacks import urls
 from provision.stacks.profiles import Profile, search_dirs
@@ -32,10 +30,9 @@ def versions_in(path: Path) -> dict[str, str] | None:
     if not path.is_file():
         return None
     try:
-        pylock, _ = lockfile.read(path)
+        return lockfile.versions(path)
     except ProvisionError:
         return None
-    return {str(canonicalize_name(p.name)): str(p.version or "") for p in pylock.packages}
 
 
 @dataclass(frozen=True)
