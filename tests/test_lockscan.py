@@ -238,3 +238,23 @@ def test_the_report_is_one_operation_and_a_lock_is_scanned_once_for_every_machin
     assert result.summary.machines == 2 and [m.facts.source for m in result.machines] == [str(H200), str(RTX)]
     document = result.to_dict()
     assert list(document) == ["summary", "machines"] and document["machines"][1]["targets"][0]["kind"] == "lock"
+
+
+def test_two_packages_whose_wheels_share_one_sha256_are_each_judged(index_server, provision_bin: str, tmp_path: Path) -> None:
+    """Two file names, one content: both were fetched into the one folder their sha256 names, and the second found
+    the first's name there and removed it (exit 3, "the wheel just fetched is not there"). Scanned once, judged twice."""
+    import shutil
+
+    default = index_server.index("default")
+    first = default.add("nvidia-x", "1.0", tag=TAG, files={"nvidia/x/lib/k.cubin": cubin(90)})
+    second = first.with_name(f"nvidia_y-1.0-{TAG}.whl")
+    shutil.copy(first, second)
+    lock = write_lock(tmp_path / "pylock.cu130.toml", default, [first, second])
+    for _ in range(2):  # fetched, then from provision's cache
+        done = report(provision_bin, lock, H200, tmp_path / "c")
+        assert done.returncode in (0, 1) and "Traceback" not in done.stderr, done.stderr
+        target = lock_target(done)
+        packages = {p["name"]: p for p in target["packages"]}
+        assert set(packages) == {"nvidia-x", "nvidia-y"}, packages
+        gates = {g["id"]: g["status"] for g in target["gates"]}
+        assert gates["wheel:nvidia-x"] == gates["wheel:nvidia-y"] == "pass", gates

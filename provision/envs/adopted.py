@@ -164,7 +164,10 @@ def render(result: MatchResult, *, name: str, venv: Path, profile: Profile | Non
         Pylock.from_dict(toml.loads(text)).validate()  # what is written is read back as PEP 751
     except (toml.TOMLDecodeError, PylockValidationError, InvalidVersion) as exc:
         raise EnvError(f"the lock of {name} would not be PEP 751: {exc}", "report this with the venv's distribution list") from exc
-    header = f"# PEP 751 lock of the adopted environment {name!r} ({venv}), written by provision {__version__}.\n" \
+    from provision.log import one_line
+
+    # one line each: a TOML comment ends at a newline, and a venv's path may hold one
+    header = f"# PEP 751 lock of the adopted environment {name!r} ({one_line(str(venv))}), written by provision {__version__}.\n" \
              f"# Rebuild: provision lock --env {name}\n"
     return header + text
 

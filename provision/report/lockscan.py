@@ -125,8 +125,13 @@ def scan_lock(path: Path, *, fetch: bool = True, cache: Path | None = None,
             cached = None  # uv's copy came from another file of that name: fetch the lock's own
         size = wheel.size if isinstance(wheel.size, int) and wheel.size >= 0 else None  # the most a fetch of it reads
         jobs.append((name, str(package.version or ""), filename, wheel.url or "", sha256, size, cached.archive if cached else None))
+    # one scan per content: two packages whose wheels share a sha256 under other file names (one fetch kept under
+    # one name) each get that scan under their own name, where two fetches of one file raced and ended in exit 3
+    first = {job[4]: job for job in reversed(jobs)}
     with ThreadPoolExecutor(max_workers=WORKERS) as pool:
-        wheels = tuple(pool.map(lambda job: _scan_one(*job, fetch=fetch, progress=progress), jobs))
+        scans = dict(zip(first, pool.map(lambda job: _scan_one(*job, fetch=fetch, progress=progress), first.values()),
+                         strict=True))
+    wheels = tuple(dataclasses.replace(scans[job[4]], name=job[0], version=job[1], wheel=job[2]) for job in jobs)
     return LockScan(path=path, profile=stamp.profile or None, wheels=wheels, seconds=time.perf_counter() - started,
                     cache=str(cache))
 

@@ -20,7 +20,17 @@ def rebuild_command(profile: Profile, *, python: str, platform: str | None, over
     if platform:
         argv += ["--platform", platform]
     argv += [f"--index={name}={urls.shown(url)}" for name, url in sorted(overrides.items())]
-    return shlex.join([*argv, "-o", str(output)])
+    return " ".join(map(quoted, [*argv, "-o", str(output)]))
+
+
+def quoted(word: str) -> str:
+    """`word` quoted for a POSIX shell (shlex.quote), except one holding a control character (a home or -o path with a
+    newline in it), written in bash's $'...' form: the command stays one line (it is the lock's first line, a TOML
+    comment, which a raw newline ended) and means the same to bash."""
+    if not any(ord(c) < 32 or ord(c) == 127 for c in word):
+        return shlex.quote(word)
+    return "$'" + "".join(f"\\x{ord(c):02x}" if ord(c) < 32 or ord(c) == 127 else "\\" + c if c in "\\'" else c
+                          for c in word) + "'"
 
 
 def versions_in(path: Path) -> dict[str, str] | None:
