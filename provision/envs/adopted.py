@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -98,7 +97,7 @@ def indexes_for(profile: Profile | None) -> tuple[dict[str, str], dict[str, str]
 
     uv_default = newprofile.default_index()
     if profile is None:
-        return {DEFAULT_INDEX: os.environ.get("PROVISION_INDEX_DEFAULT") or uv_default}, {}, uv_default
+        return {DEFAULT_INDEX: locking.index_variable("PROVISION_INDEX_DEFAULT") or uv_default}, {}, uv_default
     from packaging.utils import canonicalize_name
 
     found = locking.effective_indexes(profile, {})

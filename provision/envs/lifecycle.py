@@ -120,7 +120,8 @@ def create(home: Home, profile: Profile, *, name: str | None = None, python: str
     from provision.stacks import uvtool
 
     name = check_name(name or profile.name)
-    uvtool.check_link_mode()  # before anything is made: uv venv reads it too
+    uvtool.check_settings()  # before anything is made: uv venv reads them too
+    locking.effective_indexes(profile, overrides or {})  # a PROVISION_INDEX_<NAME> that is no URL: refused before too
     from provision import durations
 
     durations.check_timeout()  # the checks read it after the install: a wrong one is refused before
