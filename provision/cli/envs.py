@@ -60,7 +60,7 @@ def create(app: App, profile_name: str, name: str | None, python: str | None, lo
     with app.progress() as step:
         result = lifecycle.create(app.environments(), profile, name=name, python=python, lock_path=lock_path,
                              overrides=lock.parse_overrides(indexes), activate=not no_activate, replace=replace,
-                             run_checks=None if no_checks else (lambda build, meta: runner.run(build, meta, progress=step)),
+                             run_checks=None if no_checks else (lambda build, meta: runner.run(build, meta, progress=step, fresh=True)),
                              keep_failed=keep_failed, progress=step, allow_unsealed=allow_unsealed)
     return views.created(result)
 

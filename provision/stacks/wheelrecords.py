@@ -47,6 +47,27 @@ def read_all(wheels: list[tuple[str, str, str, str]], uv_cache: Callable[[], Pat
     return found
 
 
+def known(sha256: str, filename: str) -> str | None:
+    """The RECORD (its text) of the wheel with this sha256, from what provision holds of that very file (a RECORD read
+    by its sha256 for a lock, a kept wheel whose sha256 was checked), never from uv's unpacked cache nor the network;
+    None when provision holds neither."""
+    import zipfile
+    import zlib
+
+    path = folder() / sha256 if wheelcache.SHA256.match(sha256) else None
+    try:
+        if path is not None and path.is_file():
+            return regular.read_bytes(path).decode("utf-8", "replace")
+        kept = wheelcache.cached(sha256, filename)
+        if kept is None:
+            return None
+        with zipfile.ZipFile(kept) as archive:
+            names = [n for n in archive.namelist() if n.count("/") == 1 and n.endswith(".dist-info/RECORD")]
+            return archive.read(names[0]).decode("utf-8", "replace") if names else None
+    except (OSError, zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError):
+        return None
+
+
 def _remembered(sha256: str) -> dict[str, str] | None:
     """The RECORD kept by an earlier read of the wheel with this sha256, if any."""
     path = folder() / sha256 if len(sha256) == 64 and sha256.isalnum() else None
