@@ -3,16 +3,15 @@
 uv installs from its cache, and trusts what it unpacked there: a file edited in uv's cache (and its RECORD with it)
 reached the new venv, create exited 0, and the drift check, comparing the venv's files with the venv's own RECORD,
 found nothing. Here each installed file is compared with the RECORD of the very wheel the lock pins, as provision
-holds it by that wheel's sha256 (read when the lock was made, or a kept wheel; never uv's unpacked copy), and any
+holds it by that wheel's sha256 (read by range requests when the lock was made, or from a kept wheel; never from uv's
+unpacked copy), and any
 difference at create time is a FAIL. Cheap: the RECORDs are small files read from provision's cache, and the files'
 digests are the ones the drift check has just computed (its memo beside the build).
 """
 
 from __future__ import annotations
 
-import csv
 import hashlib
-import io
 import os
 from collections.abc import Iterable
 from pathlib import Path
@@ -42,8 +41,8 @@ def against_lock(venv: Path, build: Path, lock: Path, skip: Iterable[str] = ()) 
     expected: dict[str, tuple[str, str]] = {}  # key -> (distribution, the lock's RECORD hash)
     known = 0
     for package in pylock.packages:
-        texts = [wheelrecords.known((w.hashes or {}).get("sha256", "").lower(), w.name or "") for w in package.wheels or ()]
-        record = _installed_one([_in_site(text) for text in texts if text], site)
+        known_rows = [wheelrecords.known((w.hashes or {}).get("sha256", "").lower(), w.name or "") for w in package.wheels or ()]
+        record = _installed_one([_in_site(rows) for rows in known_rows if rows], site)
         if record is None:
             continue
         known += 1
@@ -66,25 +65,22 @@ def against_lock(venv: Path, build: Path, lock: Path, skip: Iterable[str] = ()) 
     return findings, known
 
 
-def _in_site(record: str) -> dict[str, str]:
+def _in_site(rows: list[list[str]]) -> dict[str, str]:
     """path -> hash of each file a wheel's RECORD puts in site-packages as it is (purelib and platlib included), a plain
     relative path; its .dist-info (uv adds to RECORD and INSTALLER), scripts (their first line rewritten), headers and
     data are left out."""
     found: dict[str, str] = {}
-    try:
-        for row in csv.reader(io.StringIO(record)):
-            if len(row) < 2 or not row[0] or not row[1]:
+    for row in rows:
+        if len(row) < 2 or not row[0] or not row[1]:
+            continue
+        parts = row[0].split("/")
+        if parts[0].endswith(".dist-info") or any(part in ("", ".", "..") for part in parts):
+            continue
+        if parts[0].endswith(".data"):
+            if len(parts) < 3 or parts[1] not in ("purelib", "platlib"):
                 continue
-            parts = row[0].split("/")
-            if parts[0].endswith(".dist-info") or any(part in ("", ".", "..") for part in parts):
-                continue
-            if parts[0].endswith(".data"):
-                if len(parts) < 3 or parts[1] not in ("purelib", "platlib"):
-                    continue
-                parts = parts[2:]
-            found["/".join(parts)] = row[1]
-    except csv.Error:
-        return {}
+            parts = parts[2:]
+        found["/".join(parts)] = row[1]
     return found
 
 

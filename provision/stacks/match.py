@@ -216,11 +216,12 @@ def _installed_files(rows: list[list[str]], info_name: str) -> dict[str, str]:
     return files
 
 
-def wheel_files(record: str) -> dict[str, str]:
-    """A wheel's own RECORD as it lands in site-packages: `X.data/purelib|platlib/P` is installed as P; the rest of
-    `.data` goes elsewhere (scripts are rewritten), so it is left out, as the installed side leaves it out."""
+def wheel_files(record: str | list[list[str]]) -> dict[str, str]:
+    """A wheel's own RECORD (its text, or its rows) as it lands in site-packages: `X.data/purelib|platlib/P` is
+    installed as P; the rest of `.data` goes elsewhere (scripts are rewritten), so it is left out, as the installed side
+    leaves it out."""
     files = {}
-    for row in csv.reader(record.splitlines()):
+    for row in csv.reader(record.splitlines()) if isinstance(record, str) else record:
         if len(row) < 2 or not row[1]:
             continue
         path = os.path.normpath(row[0])
@@ -341,13 +342,19 @@ def _match_one(dist: Installed, index_names: list[str], asker: _Asker,
     return Unmatched(name=dist.name, version=dist.version, reason=reason)
 
 
-def _record(file: index.IndexFile, cached: uvcache.CachedWheel | None, dist: Installed) -> tuple[str | None, str]:
-    """The wheel's RECORD and where it was read: uv's unpacked copy of that very file (same sha256), else the remote
-    zip by range requests, else the whole wheel. (None, why) when its PEP 658 metadata already tells it apart."""
+def _record(file: index.IndexFile, cached: uvcache.CachedWheel | None, dist: Installed) -> tuple[str | list[list[str]] | None, str]:
+    """The wheel's RECORD (its text, or its rows where read before) and where it was read: provision's records/ cache by
+    the wheel's sha256, uv's unpacked copy of that very file (same sha256), else the remote zip by range requests,
+    else the whole wheel. (None, why) when its PEP 658 metadata already tells it apart."""
+    from provision.stacks import wheelrecords
+
+    rows = wheelrecords.remembered_rows(file.sha256) if file.sha256 else None
+    if rows is not None:  # read before, kept by the wheel's sha256 (provision/wheelfacts.py)
+        return rows, "cache"
     if cached is not None and file.sha256 and file.sha256 in cached.sha256s():
         text = _cached_record(cached)
         if text is not None:
-            return text, "uv-cache"
+            return _kept(file.sha256, text, "uv cache"), "uv-cache"
     metadata_hash = file.core_metadata.get("sha256") if isinstance(file.core_metadata, dict) else None
     installed_metadata = dist.files.get(f"{dist.info.name}/METADATA", "")
     if metadata_hash and installed_metadata.startswith("sha256=") and _hex(installed_metadata) != metadata_hash:
@@ -355,13 +362,22 @@ def _record(file: index.IndexFile, cached: uvcache.CachedWheel | None, dist: Ins
     tail = _Tail.open(file.url)
     if tail is not None:
         try:
-            return _member(io.BufferedReader(tail, wheelmeta.BLOCK)), "range"
+            return _kept(file.sha256, _member(io.BufferedReader(tail, wheelmeta.BLOCK)), "range"), "range"
         except (wheelmeta._NoRanges, zipfile.BadZipFile):  # the server would not after all: read it whole
             pass
     with tempfile.TemporaryFile() as spool:
         index.download(file.url, spool, sha256=file.sha256, hint="check the index; retry if the file changed")
         spool.seek(0)
-        return _member(spool), "download"
+        return _kept(file.sha256, _member(spool), "wheel"), "download"
+
+
+def _kept(sha256: str | None, text: str, source: str) -> str:
+    """`text`, a wheel's RECORD, kept by its sha256 in records/ for the next reader."""
+    from provision.stacks import wheelrecords
+
+    if sha256:
+        wheelrecords.keep(sha256.lower(), text, source)
+    return text
 
 
 
