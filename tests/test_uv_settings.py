@@ -73,7 +73,9 @@ def test_values_uv_takes_are_honoured_and_empty_ones_are_unset() -> None:
                                 "UV_INDEX_MAIN_PASSWORD": "s3cret", "UV_OVERRIDE": "x.txt", "UV_NATIVE_TLS": "yes"})
     assert kept == {"UV_CONCURRENT_DOWNLOADS": "4", "UV_LINK_MODE": "copy", "UV_INDEX_MAIN_PASSWORD": "s3cret",
                     "UV_NATIVE_TLS": "yes"}
-    assert uvsettings.left_out({"UV_OVERRIDE": "x", "UV_INDEX_URL": "http://h/", "UV_CACHE_DIR": "/tmp"}) == [
-        "UV_INDEX_URL", "UV_OVERRIDE"]
+    assert uvsettings.left_out({"UV_OVERRIDE": "x", "UV_INDEX": "http://h/", "UV_INDEX_URL": "http://h/",
+                                "UV_CACHE_DIR": "/tmp"}) == ["UV_INDEX", "UV_OVERRIDE"]
+    with pytest.raises(InputError, match="UV_DEFAULT_INDEX"):
+        uvsettings.honoured({"UV_DEFAULT_INDEX": "not a url"})
     with pytest.raises(InputError, match="UV_HTTP_RETRIES"):
         uvsettings.honoured({"UV_HTTP_RETRIES": "-1"})

@@ -3,13 +3,14 @@ anything runs; every other UV_* variable is left out of uv's environment.
 
 provision decides what is resolved and installed: the profile's pins and indexes, its link mode, no interpreter
 downloads. A UV_* variable inherited from the caller's shell would bend that without a word: UV_OVERRIDE with
-UV_EXTRA_INDEX_URL pinned a package from another index past the profile's index rules; UV_CONSTRAINT, UV_INDEX_URL,
-UV_INDEX, UV_DEFAULT_INDEX, UV_FIND_LINKS, UV_NO_INDEX, UV_PRERELEASE, UV_INDEX_STRATEGY, UV_EXCLUDE_NEWER,
-UV_RESOLUTION, UV_TORCH_BACKEND, UV_NO_BINARY, UV_NO_BUILD, UV_CONFIG_FILE, UV_INSECURE_HOST, UV_OFFLINE, UV_PYTHON,
-UV_SYSTEM_PYTHON, UV_BREAK_SYSTEM_PACKAGES and the rest of uv's list (docs.astral.sh/uv/reference/environment/)
-likewise. What is honoured changes where uv keeps its cache and finds interpreters, how it links files, how long and
-how often it asks an index, how much it does at once, and how it authenticates; never what it chooses. uv's own
-configuration files (uv.toml) are not read either (UV_NO_CONFIG), for the same reason.
+UV_EXTRA_INDEX_URL pinned a package from another index past the profile's index rules; UV_CONSTRAINT, UV_INDEX,
+UV_FIND_LINKS, UV_NO_INDEX, UV_PRERELEASE, UV_INDEX_STRATEGY, UV_EXCLUDE_NEWER, UV_RESOLUTION, UV_TORCH_BACKEND,
+UV_NO_BINARY, UV_NO_BUILD, UV_CONFIG_FILE, UV_INSECURE_HOST, UV_PYTHON, UV_SYSTEM_PYTHON, UV_BREAK_SYSTEM_PACKAGES and
+the rest of uv's list (docs.astral.sh/uv/reference/environment/) likewise. What is honoured changes where uv keeps its
+cache and finds interpreters, how it links files, how long and how often it asks an index (or none: UV_OFFLINE), how
+much it does at once, how it authenticates, and which registry is uv's default (UV_DEFAULT_INDEX, UV_INDEX_URL: the
+`default` index of a profile that names none, a mirror of the public registry; the lock names the URL); never what it
+chooses among them. uv's own configuration files (uv.toml) are not read either (UV_NO_CONFIG), for the same reason.
 """
 
 from __future__ import annotations
@@ -46,6 +47,16 @@ def _keyring(value: str) -> str | None:
     return None if value in ("disabled", "subprocess") else "is not disabled or subprocess"
 
 
+def _default_index(value: str) -> str | None:
+    """uv's default registry ([NAME=]URL), as an index URL of a profile is checked."""
+    from provision.stacks.profiles import index_url_problem
+    from provision.stacks.urls import strip_credentials
+
+    name, sep, url = value.partition("=")
+    url = url if sep and "://" not in name else value
+    return index_url_problem(strip_credentials(url))
+
+
 def _folder(value: str) -> str | None:
     """A folder uv can make its cache in: one there, or one that can be made (what is in the way is named)."""
     if not value:
@@ -70,6 +81,12 @@ HONOURED: dict[str, tuple[str, Callable[[str], str | None], bool]] = {
     "UV_CONCURRENT_INSTALLS": ("uv's install threads", _integer(1), True),
     "UV_CONCURRENT_BUILDS": ("uv's builds at once", _integer(1), True),
     "UV_NATIVE_TLS": ("the system's certificates", _boolish, False),
+    "UV_OFFLINE": ("uv without the network", _boolish, False),
+    # uv's default registry (a mirror of it): where a profile's `default` index is, when neither the profile,
+    # --index default=URL nor PROVISION_INDEX_DEFAULT names one (provision's own UV_DEFAULT_INDEX replaces it then);
+    # the lock names the URL it came from
+    "UV_DEFAULT_INDEX": ("uv's default index", _default_index, False),
+    "UV_INDEX_URL": ("uv's default index", _default_index, False),
     "UV_KEYRING_PROVIDER": ("uv's keyring", _keyring, False),
 }
 _CREDENTIAL = re.compile(r"UV_INDEX_[A-Z0-9_]+_(USERNAME|PASSWORD)\Z")  # an index's credentials: they choose nothing

@@ -55,6 +55,8 @@ def environment(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     # Never fetch an interpreter behind the user's back: a missing Python is reported with how to get it.
     env["UV_PYTHON_DOWNLOADS"] = "never"
     env.update(extra or {})
+    if "UV_DEFAULT_INDEX" in (extra or {}):
+        env.pop("UV_INDEX_URL", None)  # provision's default index replaces uv's, and uv takes one of the two
     env.pop("VIRTUAL_ENV", None)  # uv must act on the venv we name, never on the caller's
     return env
 
