@@ -57,8 +57,9 @@ def inventory(python: Path, env: dict[str, str]) -> dict[str, str]:
 
 def run(build: Path, record: EnvRecord, *, only: tuple[str, ...] | None = None, target_sm: str | None = None,
         gpus: list[Gpu] | None = None, driver: Driver | None = None,
-        progress: Progress = lambda _: None) -> list[CheckResult]:
-    """Run the checks that the environment's profile requires (all without one) and return their results."""
+        progress: Progress = lambda _: None, fresh: bool = False) -> list[CheckResult]:
+    """Run the checks that the environment's profile requires (all without one) and return their results. `fresh`:
+    the build was made this minute (create): a file that is not what its lock pins FAILs the drift check."""
     selected = select(only, record.checks_required or None)
     durations.check_timeout()  # before any check runs, not at the first payload
     in_process_only = all(c.id == "drift" for c in selected)  # `--only drift` before a baseline: no NVML, no venv process
@@ -95,7 +96,7 @@ def run(build: Path, record: EnvRecord, *, only: tuple[str, ...] | None = None, 
                 drift,  # its readers (packaging's markers, email, importlib.metadata): here only
             )
 
-            result = drift.check(venv, build, record)
+            result = drift.check(venv, build, record, fresh=fresh)
         elif check.payload is None:
             result = _driver(check, record, driver.cuda)
         elif check.id == "sglang-serve":

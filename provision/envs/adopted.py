@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -103,7 +102,7 @@ def indexes_for(profile: Profile | None) -> tuple[dict[str, str], dict[str, str]
 
     uv_default = newprofile.default_index()
     if profile is None:
-        return {DEFAULT_INDEX: os.environ.get("PROVISION_INDEX_DEFAULT") or uv_default}, {}, uv_default
+        return {DEFAULT_INDEX: locking.index_variable("PROVISION_INDEX_DEFAULT") or uv_default}, {}, uv_default
     from packaging.utils import canonicalize_name
 
     found = locking.effective_indexes(profile, {})
@@ -151,6 +150,7 @@ def render(result: MatchResult, *, name: str, venv: Path, profile: Profile | Non
     from packaging.version import InvalidVersion
 
     from provision import toml
+    from provision.stacks import lockfile
 
     packages = [{"name": m.name, "version": m.version, "index": m.index_url,
                  "wheels": [{"name": m.filename, "url": m.url, "hashes": {"sha256": m.sha256}}]} for m in result.matched]
@@ -161,13 +161,17 @@ def render(result: MatchResult, *, name: str, venv: Path, profile: Profile | Non
         "unmatched": [u.to_dict() for u in result.unmatched],
         "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "provision_version": __version__,
+        lockfile.SEAL: lockfile.packages_digest(packages),  # its seal, checked by every reader, as `lock` writes it
     }}}
     text = tomlkit.dumps(raw)  # from plain data: a tomlkit document built item by item costs seconds for 200 packages
     try:
         Pylock.from_dict(toml.loads(text)).validate()  # what is written is read back as PEP 751
     except (toml.TOMLDecodeError, PylockValidationError, InvalidVersion) as exc:
         raise EnvError(f"the lock of {name} would not be PEP 751: {exc}", "report this with the venv's distribution list") from exc
-    header = f"# PEP 751 lock of the adopted environment {name!r} ({venv}), written by provision {__version__}.\n" \
+    from provision.log import one_line
+
+    # one line each: a TOML comment ends at a newline, and a venv's path may hold one
+    header = f"# PEP 751 lock of the adopted environment {name!r} ({one_line(str(venv))}), written by provision {__version__}.\n" \
              f"# Rebuild: provision lock --env {name}\n"
     return header + text
 

@@ -80,8 +80,9 @@ def _refuse_existing(home: Home, name: str, replace: bool) -> Path | None:
 def create(home: Home, profile: Profile, *, name: str | None = None, python: str | None = None,
            lock_path: Path | None = None, overrides: dict[str, str] | None = None, activate: bool = True,
            replace: bool = False, run_checks: Callable[[Path, EnvRecord], list[CheckResult]] | None = None,
-           keep_failed: bool = False, progress: Progress = lambda _: None) -> CreateResult:
-    """Build, check and name an environment. HOME's lock is held only to start and to finish (the swap), never
+           keep_failed: bool = False, progress: Progress = lambda _: None, allow_unsealed: bool = False) -> CreateResult:
+    """Build, check and name an environment (from `lock_path` when given: refused without its seal unless
+    `allow_unsealed`). HOME's lock is held only to start and to finish (the swap), never
     through the install and the checks: a rollback in an emergency does not wait for a build."""
     import time
 
@@ -93,7 +94,8 @@ def create(home: Home, profile: Profile, *, name: str | None = None, python: str
     from provision.stacks import uvtool
 
     name = check_name(name or profile.name)
-    uvtool.check_link_mode()  # before anything is made: uv venv reads it too
+    uvtool.check_settings()  # before anything is made: uv venv reads them too
+    locking.effective_indexes(profile, overrides or {})  # a PROVISION_INDEX_<NAME> that is no URL: refused before too
     from provision import durations
 
     durations.check_timeout()  # the checks read it after the install: a wrong one is refused before
@@ -108,14 +110,15 @@ def create(home: Home, profile: Profile, *, name: str | None = None, python: str
             with home.writing(f"start building {name}"):
                 build.mkdir(parents=True)
                 (build / BUILDING).write_text(str(os.getpid()))
-        found = lockchoice.candidate(profile, lock_path, overrides or {})
+        found = lockchoice.candidate(profile, lock_path, overrides or {}, allow_unsealed=allow_unsealed)
         interpreter, version = find_python(python or found.python or profile.python
                                            or f"{sys.version_info[0]}.{sys.version_info[1]}")
         found = lockchoice.for_python(found, version)
         started = time.perf_counter()
         indexes = locking.effective_indexes(profile, overrides or {})
         target = locking.Target(python=version, platform=None)
-        chosen = lockchoice.lock_for(home, profile, target, overrides or {}, indexes, found, progress, build)
+        chosen = lockchoice.lock_for(home, profile, target, overrides or {}, indexes, found, progress, build,
+                                     allow_unsealed=allow_unsealed)
         lock_file = chosen.path
         timings["lock"] = time.perf_counter() - started
         started = time.perf_counter()

@@ -47,11 +47,13 @@ class Chosen:
         return self.origin == "cached"
 
 
-def candidate(profile: Profile, given: Path | None, overrides: dict[str, str]) -> Candidate:
+def candidate(profile: Profile, given: Path | None, overrides: dict[str, str], *,
+              allow_unsealed: bool = False) -> Candidate:
     """The lock to build from when there is one outside HOME. The profile's own (lockfiles/pylock.NAME.toml, as `provision
     lock` writes it) only when it was made from the profile as it is now and no --index changes where wheels come from."""
     if given is not None:
-        return Candidate(path=given.absolute(), origin="given", python=lockfile.read(given)[1].python or None)
+        python = lockfile.read(given, allow_unsealed=allow_unsealed)[1].python or None
+        return Candidate(path=given.absolute(), origin="given", python=python)
     own = lockfile.default_output(profile)
     if not own.is_file():
         return Candidate()
@@ -73,15 +75,16 @@ def for_python(found: Candidate, version: str) -> Candidate:
 
 
 def lock_for(home: Home, profile: Profile, target: Target, overrides: dict[str, str], indexes: dict[str, str | None],
-             found: Candidate, progress: Progress, build: Path) -> Chosen:
+             found: Candidate, progress: Progress, build: Path, *, allow_unsealed: bool = False) -> Chosen:
     """The lock to install into `build`: a copy of `found` in the build, else the cached lock, else a new one."""
     from provision.stacks import lock as locking
 
     if found.path is not None and found.origin is not None:
-        lockfile.check_binding(found.path, profile)
+        unsealed = allow_unsealed and found.origin == "given"  # the user's --allow-unsealed is for the lock they gave
+        lockfile.check_binding(found.path, profile, allow_unsealed=unsealed)
         copy = build / COPY_NAME
         shutil.copyfile(found.path, copy)
-        lockfile.check_binding(copy, profile)  # the copy is what is built: checked, not the file it came from
+        lockfile.check_binding(copy, profile, allow_unsealed=unsealed)  # the copy is what is built: checked, not its source
         progress(f"building from {found.path} (copied into the build)")
         return Chosen(path=copy, origin=found.origin, source=found.path)
     key = locking.lock_key(profile, indexes, target)

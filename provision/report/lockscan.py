@@ -101,7 +101,7 @@ def _filename(wheel: PackageWheel) -> str:
 
 
 def scan_lock(path: Path, *, fetch: bool = True, cache: Path | None = None,
-              progress: Progress = lambda _: None, code: bool = True) -> LockScan:
+              progress: Progress = lambda _: None, code: bool = True, allow_unsealed: bool = False) -> LockScan:
     """Scan every wheel of the lock at `path`: from provision's scans/ cache by its sha256, else from uv's cache in
     place, else fetched (unless `fetch` is off). uv's cache is looked through only for wheels not scanned before.
     Without `code` (no GPU to judge code for) only the RECORDs are read, as `lock` reads them (by range requests where
@@ -109,7 +109,7 @@ def scan_lock(path: Path, *, fetch: bool = True, cache: Path | None = None,
     from provision.stacks import lockfile, uvtool, wheelcache, wheelrecords
 
     started = time.perf_counter()
-    pylock, stamp = lockfile.read(path)
+    pylock, stamp = lockfile.read(path, allow_unsealed=allow_unsealed)
     jobs = []
     for package in pylock.packages:
         if not package.wheels:
@@ -135,8 +135,14 @@ def scan_lock(path: Path, *, fetch: bool = True, cache: Path | None = None,
         job.archive = cached.archive if cached else None
     if not code:
         return _records_only(path, stamp.profile, jobs, cache, fetch=fetch, progress=progress, started=started)
+    # one scan per content: two packages whose wheels share a sha256 under other file names (one fetch kept under
+    # one name) each get that scan under their own name, where two fetches of one file raced and ended in exit 3
+    first = {job.sha256: job for job in reversed(jobs)}
     with ThreadPoolExecutor(max_workers=WORKERS) as pool:
-        wheels = tuple(pool.map(lambda job: _scan_one(job, fetch=fetch, progress=progress), jobs))
+        scans = dict(zip(first, pool.map(lambda job: _scan_one(job, fetch=fetch, progress=progress), first.values()),
+                         strict=True))
+    wheels = tuple(dataclasses.replace(scans[job.sha256], name=job.name, version=job.version, wheel=job.filename)
+                   for job in jobs)
     return LockScan(path=path, profile=stamp.profile or None, wheels=wheels, seconds=time.perf_counter() - started,
                     cache=str(cache) if cache else "not looked in: every wheel was scanned before")
 
@@ -360,17 +366,18 @@ def _order(label: str) -> tuple[int, str]:
 
 
 def read_lock(path: Path, *, fetch: bool, uv_cache: Path | None,
-              progress: Progress = lambda _: None, code: bool = True) -> tuple[LockScan, LockStack]:
+              progress: Progress = lambda _: None, code: bool = True,
+              allow_unsealed: bool = False) -> tuple[LockScan, LockStack]:
     """Scan a lock's wheels once, and read the stack it describes, to judge it on every machine (`judge`); without
     `code` (no machine has a GPU) only their RECORDs."""
     from provision.errors import ProfileError
     from provision.report import lockself
     from provision.stacks import lockfile, profiles
 
-    scanned = scan_lock(path, fetch=fetch, cache=uv_cache, progress=progress, code=code)
+    scanned = scan_lock(path, fetch=fetch, cache=uv_cache, progress=progress, code=code, allow_unsealed=allow_unsealed)
     try:
         found = profiles.load(scanned.profile) if scanned.profile else None
     except ProfileError:
         found = None  # a lock of a profile this machine does not have: it describes itself
-    pylock, stamp = lockfile.read(path)
+    pylock, stamp = lockfile.read(path, allow_unsealed=allow_unsealed)
     return scanned, lockself.describe(path, pylock, stamp, found)

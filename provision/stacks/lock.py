@@ -136,8 +136,24 @@ def effective_indexes(profile: Profile, overrides: dict[str, str], environ: dict
     result: dict[str, str | None] = {}
     for name in names:
         variable = INDEX_VARIABLE.format(name.upper().replace("-", "_"))
-        result[name] = overrides.get(name) or environ.get(variable) or profile.indexes.get(name)
+        result[name] = overrides.get(name) or index_variable(variable, environ) or profile.indexes.get(name)
     return result
+
+
+def index_variable(variable: str, environ: dict[str, str] | None = None) -> str | None:
+    """The URL in PROVISION_INDEX_<NAME>, None when it is unset or empty; a value that is not an index URL (a space,
+    `not a url`, `http://[::1`, `:99999`) is an InputError naming the variable (exit 2), before anything runs, where uv
+    failed later in its own words (exit 6)."""
+    from provision.stacks.profiles import index_url_problem
+
+    value = (os.environ if environ is None else environ).get(variable)
+    if not value:
+        return None
+    problem = index_url_problem(urls.strip_credentials(value))  # a password may hold an unencoded / ? or #
+    if problem:
+        raise InputError(f"{variable}: {problem}", f"set {variable} to the index's URL (such as "
+                                                   "https://mirror.example/simple), or unset it")
+    return value
 
 
 def unused_index_variables(profile: Profile, environ: dict[str, str] | None = None) -> list[str]:
@@ -347,6 +363,7 @@ def lock(profile: Profile, *, target: Target, overrides: dict[str, str], output:
 
     start = time.perf_counter()
     _writable(output)
+    uvtool.check_settings()
     indexes = effective_indexes(profile, overrides)
     unused = unused_index_variables(profile)
     if unused:
@@ -488,7 +505,7 @@ def _packages(raw: dict[str, Any], indexes: dict[str, str | None], origin: dict[
         index_name = origin.get(name, DEFAULT_INDEX)
         url = indexes.get(index_name)
         if url and _files(package):  # a source tree or a repository comes from no index
-            package["index"] = urls.strip_credentials(url)
+            package["index"] = urls.shown(url)
         if "directory" in package or "vcs" in package:
             locked.append(_from_source(name, package))
         for wheel in package.get("wheels", []) + ([package["sdist"]] if "sdist" in package else []):
@@ -519,7 +536,7 @@ def _document(raw: dict[str, Any], profile: Profile, indexes: dict[str, str | No
         **({"serves": list(profile.serves)} if profile.serves else {}),  # report --lock judges the feature wheels by it
         "python": target.python,
         "platform": target.platform or f"this machine ({host_platform.machine()})",
-        "indexes": {n: urls.strip_credentials(u) for n, u in indexes.items() if u},
+        "indexes": {n: urls.shown(u) for n, u in indexes.items() if u},
         "nightly_date": stamp.nightly or "",
         "computed_hashes": computed,
         "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),

@@ -107,6 +107,13 @@ def parse_from(text: str) -> Requirement:
     pinned = [s for s in requirement.specifier if s.operator in ("==", "===")]
     if requirement.specifier and not pinned:
         raise UsageError(f"--from {text!r}: name one release", "write it as sglang==0.5.23, or sglang for the newest release")
+    for spec in pinned:
+        try:  # packaging accepts the text, and fails only where it compares it: a number past int()'s 4300 digits
+            Version(spec.version.removesuffix(".*"))
+        except ValueError:
+            shown = text if len(text) <= 80 else f"{text[:40]}...({len(text)} characters)"
+            raise UsageError(f"--from {shown!r}: {spec.operator} names no version a release can have",
+                             "write it as sglang==0.5.23, or sglang for the newest release") from None
     return requirement
 
 

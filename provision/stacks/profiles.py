@@ -409,6 +409,9 @@ def _source(c: _Checker, key: str, spec: Mapping[str, object], profile: Path) ->
     git = c.typed(spec.get("git", ""), f"{key}.git", str, "a git URL")
     editable = c.typed(spec.get("editable", False), f"{key}.editable", bool, "true or false")
     rev = c.typed(spec.get("rev", ""), f"{key}.rev", str, "a branch, tag or commit")
+    for part, value in (("path", path), ("git", git), ("rev", rev)):
+        if "\0" in value:  # no file name, URL or argument can hold one: uv and every path call would fail (exit 3)
+            raise c.fail(f"{key}.{part}", "a NUL byte in its value: no path, URL or git revision can hold one")
     if path and git:
         raise c.fail(key, "give one of path and git, not both")
     if (path or git) and "index" in spec:

@@ -66,6 +66,12 @@ def page_base(asked: str, final: str) -> str:
     return scheme + user + "@" + final[len(scheme):]
 
 
+def shown(url: str) -> str:
+    """`url` as provision writes it where people and files read it (a lock's header and [tool.provision], `rebuild`):
+    no user info, and every secret `redact` hides shown as **** (a query token, a token-like path segment)."""
+    return redact(strip_credentials(url))
+
+
 def credentials(url: str) -> tuple[str, str]:
     """The user name and password in `url` (percent-decoded), empty when there are none."""
     parts = userinfo(url)
