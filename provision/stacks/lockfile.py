@@ -120,6 +120,25 @@ def versions(path: Path) -> dict[str, str]:
     return {str(canonicalize_name(p.name)): str(p.version or "") for p in pylock.packages}
 
 
+def wheel_sha256s(path: Path) -> set[str]:
+    """The sha256 of every wheel the lock at `path` names, its seal unchecked: what `gc` keeps in provision's wheel
+    cache (an unsealed lock keeps its wheels too: keeping more is safe, and gc says nothing of seals)."""
+    _, pylock, _ = _parse(path)
+    return {str((w.hashes or {}).get("sha256", "")).lower() for p in pylock.packages for w in p.wheels or []}
+
+
+def seal_copy(source: Path, copy: Path) -> None:
+    """Write `source`, a lock read unsealed by the user's --allow-unsealed (said on stderr), to `copy` with its seal:
+    the build's copy is what was built, and drift, restore and check read it later without the option."""
+    import tomlkit
+
+    raw, _, tool = _parse(source)
+    document = tomlkit.parse(regular.read_bytes(source, MAX_BYTES).decode("utf-8"))
+    document.setdefault("tool", tomlkit.table()).setdefault("provision", tomlkit.table())[SEAL] = packages_digest(
+        raw.get("packages", []), tool.get("known_conflicts"))
+    copy.write_text(tomlkit.dumps(document))
+
+
 _warned: set[str] = set()  # the unsealed locks already said in this process (create and report read a lock twice)
 
 
