@@ -29,7 +29,7 @@ from provision import __version__, proc, toml
 from provision.atomic import write_atomic
 from provision.errors import InputError, ResolveError, UsageError
 from provision.log import Progress
-from provision.stacks import lockfile, relock, urls, uvtool
+from provision.stacks import gitauth, lockfile, relock, urls, uvtool
 from provision.stacks.profiles import DEFAULT_INDEX, Package, Profile
 
 INDEX_VARIABLE = "PROVISION_INDEX_{}"
@@ -266,7 +266,7 @@ def _source(package: Package) -> dict[str, str | bool]:
     if package.path:
         return {"path": package.path, **({"editable": True} if package.editable else {})}
     if package.git:
-        return {"git": package.git, **({"rev": package.rev} if package.rev else {})}
+        return {"git": gitauth.bare(package.git), **({"rev": package.rev} if package.rev else {})}  # its password: by helper
     return {"index": package.index}
 
 
@@ -290,7 +290,7 @@ def _resolve_explicit(folder: Path, profile: Profile, pins: dict[str, str], inde
                                                        for n, u in named.items()]}}
     (folder / "pyproject.toml").write_text(tomlkit.dumps(doc))
     # the named indexes are in pyproject.toml here (explicit): only the default one by variable, and every credential
-    variables = uvtool.index_options(indexes)[1]
+    variables = uvtool.index_options(indexes)[1] | gitauth.variables(p.git for p in profile.packages)
     variables.pop("UV_INDEX", None)
     uvtool.run(_uv_compile_args(target, "pylock.toml"), cwd=folder, env=variables)
     again: dict[str, Any] = toml.loads((folder / "pylock.toml").read_text())
@@ -362,7 +362,8 @@ def lock(profile: Profile, *, target: Target, overrides: dict[str, str], output:
     with _work_folder(work) as folder:
         (folder / "pyproject.toml").write_text(_project(profile, pins, indexes))
         progress("resolving with uv")
-        uvtool.run(_uv_compile_args(target, "pylock.toml"), cwd=folder, env=uvtool.index_options(indexes)[1])
+        uvtool.run(_uv_compile_args(target, "pylock.toml"), cwd=folder,
+                   env=uvtool.index_options(indexes)[1] | gitauth.variables(p.git for p in profile.packages))
         raw = toml.loads((folder / "pylock.toml").read_text())
         progress("attributing each package to its index")
         origin = attribution(raw.get("packages", []), profile, indexes)
