@@ -16,8 +16,6 @@ import zipfile
 import zlib
 from typing import IO
 
-from provision.stacks import index
-
 RECORD_LIMIT = 64 << 20  # a RECORD (torch's, among the largest, is a few MB)
 INFLATE_RATIO = 64  # what all members may inflate to, as a multiple of the wheel's size (plus INFLATE_SLACK)
 INFLATE_SLACK = 256 << 20
@@ -90,6 +88,8 @@ def _verify(archive: zipfile.ZipFile, info_dir: str, record: str, stream: IO[byt
 def downloaded(url: str, sha256: str | None) -> tuple[str, str]:
     """(RECORD, sha256) of the wheel at `url`, downloaded whole once (its sha256 checked against `sha256`, the
     index's, where given) and every member checked against that RECORD; NotProven where they disagree."""
+    from provision.stacks import index  # a wheel is downloaded: the index client is loaded
+
     with tempfile.TemporaryFile() as spool:
         found = index.download(url, spool, sha256=sha256, hint="check the index; retry if the file changed")
         spool.seek(0)

@@ -13,7 +13,7 @@ from provision import regular
 from provision.atomic import write_atomic
 from provision.errors import ProvisionError
 from provision.log import Progress
-from provision.stacks import lockcheck, uvcache, wheelcache
+from provision.stacks import lockcheck, uvcache, wheelcache, wheelproof
 
 WORKERS = 16
 
@@ -100,7 +100,11 @@ def in_wheel(wheel: Path) -> dict[str, str] | None:
 
     try:
         with zipfile.ZipFile(wheel) as archive:
-            names = [n for n in archive.namelist() if n.count("/") == 1 and n.endswith(".dist-info/RECORD")]
-            return lockcheck.installed(archive.read(names[0]).decode("utf-8", "replace")) if names else None
-    except (OSError, zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError):  # as scan reads a damaged wheel
+            infos = [i for i in archive.infolist() if i.filename.count("/") == 1 and i.filename.endswith(".dist-info/RECORD")]
+            if not infos:
+                return None
+            # inflated no further than the bound, as a METADATA is: a 2 MB wheel's RECORD may inflate to 1.2 GB
+            text = wheelproof.bounded_member(archive, infos[0], wheelproof.RECORD_LIMIT).decode("utf-8", "replace")
+            return lockcheck.installed(text)
+    except (OSError, zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError, wheelproof.NotProven):  # as scan reads a damaged wheel
         return None
