@@ -75,3 +75,22 @@ def fsync_dir(folder: str | os.PathLike[str]) -> None:
             os.fsync(fd)
         finally:
             os.close(fd)
+
+
+def write_atomic_at(folder_fd: int, name: str, data: bytes, mode: int = 0o600, *, sync: bool = True) -> None:
+    """`write_atomic` inside the folder open at `folder_fd`: the temp file made there (O_EXCL, never through a link)
+    and renamed over `name`, which rename never follows. A folder path swapped for a link meanwhile changes nothing:
+    both names are looked up in the folder held open. Without `sync`, for a cache whose reader checks every entry."""
+    temp = f".{name}.{os.getpid()}.{time.monotonic_ns()}.tmp"
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode, dir_fd=folder_fd)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            if sync:
+                handle.flush()
+                os.fsync(handle.fileno())
+        os.replace(temp, name, src_dir_fd=folder_fd, dst_dir_fd=folder_fd)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temp, dir_fd=folder_fd)
+        raise

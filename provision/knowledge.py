@@ -132,3 +132,53 @@ def flashinfer_arch_list(ccs: Iterable[str], nvcc: str | None) -> str:
 
 def gate(name: str) -> dict[str, Any]:
     return dict(tables()["gates"][name])
+
+
+def feature_fact(gate_name: str, package: str, version: str | None) -> tuple[dict[str, Any], bool]:
+    """Return the [[feature_fact]] row of `gate_name` that holds for `package` at `version`, and whether it was chosen
+    by that version: a version the rows do not cover, or none (the stack does not name the package), gets the first
+    (oldest) row, and False."""
+    from packaging.specifiers import SpecifierSet
+    from packaging.version import InvalidVersion, Version
+
+    rows = [r for r in tables()["feature_fact"] if r["gate"] == gate_name and r["package"] == package]
+    if not rows:
+        raise KeyError(f"no [[feature_fact]] for {gate_name} and {package}")
+    try:
+        parsed = Version(version) if version else None
+    except InvalidVersion:
+        parsed = None
+    if parsed is not None:
+        for row in rows:
+            if SpecifierSet(row["versions"]).contains(parsed, prereleases=True):
+                return dict(row), True
+    return dict(rows[0]), False
+
+
+def newest_known(package: str) -> dict[str, Any] | None:
+    """The newest release of `package` the knowledge has facts for ([[newest_known]]), None when it tracks none."""
+    return next((dict(r) for r in tables()["newest_known"] if r["package"] == package), None)
+
+
+def as_of() -> str:
+    """The date of the newest fact (every row carries `as_of`, YYYY-MM-DD): what `report` says its knowledge is."""
+    dates: list[str] = []
+    for value in tables().values():
+        rows = value if isinstance(value, list) else list(value.values()) if isinstance(value, dict) else []
+        dates += [str(r["as_of"]) for r in rows if isinstance(r, dict) and "as_of" in r]
+    return max(dates, default="")
+
+
+def pin_for(package: str, version: str | None) -> dict[str, Any] | None:
+    """The [[pin]] row of `package` at `version` (what it forces on the rest of a stack), None without one."""
+    from packaging.specifiers import SpecifierSet
+    from packaging.version import InvalidVersion, Version
+
+    for row in tables()["pin"]:
+        if row["package"] == package and version:
+            try:
+                if SpecifierSet(row["versions"]).contains(Version(version), prereleases=True):
+                    return dict(row)
+            except InvalidVersion:
+                return None
+    return None

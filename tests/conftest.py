@@ -112,7 +112,7 @@ def _session_isolation(shared_uv_cache: Path, tmp_path_factory: pytest.TempPathF
 @pytest.fixture(autouse=True)
 def isolated(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory,
              monkeypatch: pytest.MonkeyPatch) -> Isolation:
-    """A temporary provision home and uv cache for this test; no inherited UV_/PIP_/PROVISION_ variables."""
+    """A temporary provision home, uv cache and XDG cache for this test; no inherited UV_/PIP_/PROVISION_ variables."""
     for name in list(os.environ):
         if name.startswith(INHERITED):
             monkeypatch.delenv(name)
@@ -121,6 +121,9 @@ def isolated(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFa
     cache = request.getfixturevalue("shared_uv_cache") if shared else tmp_path_factory.mktemp("uv-cache")
     home = data / "provision"
     monkeypatch.setenv("XDG_DATA_HOME", str(data))
+    # provision's own caches (fetched wheels, scans/, records/: provision/wheelfacts.py) are the test's: a wheel built
+    # the same way in another test, or an earlier run, has the same sha256, and its entry would answer for it
+    monkeypatch.setenv("XDG_CACHE_HOME", str(data / "cache"))
     monkeypatch.setenv("PROVISION_HOME", str(home))
     monkeypatch.setenv("UV_CACHE_DIR", str(cache))
     return Isolation(home, cache)

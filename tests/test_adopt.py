@@ -105,6 +105,12 @@ def test_a_wheel_rebuilt_with_other_contents_under_the_same_version_is_not_match
     (beta,) = adopted["unmatched"]
     assert beta["name"] == "beta" and "another build (beta/__init__.py differs)" in beta["reason"]
     assert rebuilt.range_requests > 0
+    # adopted again: alpha's RECORD is read from records/ by the wheel's sha256, the index asked for pages only
+    before = rebuilt.range_requests
+    again = setup.json("adopt", "again", str(setup.venv), index=rebuilt.url, **empty_cache)
+    assert [(m["name"], m["record_from"]) for m in again["matched"]] == [("alpha", "cache")]
+    assert again["records"] == {"cache": 1} and rebuilt.range_requests == before
+    assert [u["name"] for u in again["unmatched"]] == ["beta"]
     plan = setup.json("restore", "old", "--dry-run")
     assert plan["not_restorable"] == [] and plan["drift_before"]["status"] == "pass"
     (site / "beta" / "__init__.py").write_text("X = 3\n")  # an experiment on the one that matched no wheel

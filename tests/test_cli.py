@@ -42,8 +42,9 @@ def test_an_error_under_json_is_a_document_on_stdout_and_a_line_on_stderr(provis
     assert done.returncode == 7
     document = json.loads(done.stdout)
     assert document["schema_version"] == 1
-    assert set(document["error"]) == {"message", "hint", "exit_code"}
+    assert set(document["error"]) == {"message", "hint", "exit_code", "code"}
     assert document["error"]["exit_code"] == 7 and "nope" in document["error"]["message"]
+    assert document["error"]["code"] == "env"  # the error class (docs/exit-codes.md), beside its exit code
     assert done.stderr.splitlines() == [f"error: {document['error']['message']}", f"hint: {document['error']['hint']}"]
     plain = provision_run(provision_bin, "switch", "nope", "--home", str(tmp_path))
     assert plain.returncode == 7 and plain.stdout == "" and plain.stderr == done.stderr
@@ -68,6 +69,7 @@ def test_usage_errors_are_one_line_and_a_hint_with_exit_2(provision_bin: str, ar
     assert "Usage:" not in done.stderr and "Traceback" not in done.stderr
     as_json = provision_run(provision_bin, *argv, "--json")
     assert as_json.returncode == 2 and json.loads(as_json.stdout)["error"]["exit_code"] == 2
+    assert json.loads(as_json.stdout)["error"]["code"] == "usage"
 
 
 def test_home_on_the_group_or_on_the_command(provision_bin: str, tmp_path: Path) -> None:

@@ -103,7 +103,7 @@ def test_a_cycle_is_found(tmp_path: Path) -> None:
 LAYERS = {
     "provision.cli": 9, "provision.views": 8, "provision.commands": 7, "provision.report": 6, "provision.checks": 5, "provision.envs": 4,
     "provision.stacks": 3, "provision.scan": 2, "provision.machine": 2,
-    "provision.proc": 1, "provision.log": 1, "provision.atomic": 1, "provision.regular": 1,
+    "provision.proc": 1, "provision.log": 1, "provision.atomic": 1, "provision.regular": 1, "provision.wheelfacts": 1,
     "provision.errors": 0, "provision.knowledge": 0, "provision.toml": 0, "provision.status": 0, "provision": 0,
 }
 DATA = {"provision.checks": 0, "provision.checks.results": 0, "provision.checks.details": 0, "provision.checks.allreduce_runs": 0,

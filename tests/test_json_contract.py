@@ -17,7 +17,8 @@ DOC = (ROOT / "docs" / "json.md").read_text()
 # Objects whose keys are data (labels, compute capabilities, variable and index names, per-check details), not schema.
 DATA_KEYED = {"cubin", "ptx", "lto", "require", "variant", "env", "indexes", "unreachable", "details", "modules"}
 # Sections that say "check results as below" or "{drift details}": their keys are the check section's too.
-ALSO = {"`provision create --json`": "`provision check --json`", "`provision restore NAME --json`": "`provision check --json`"}
+ALSO = {"`provision create --json`": "`provision check --json`", "`provision restore NAME --json`": "`provision check --json`",
+        "`provision trials --json`": "`provision try NAME LABEL --json`"}
 
 
 def section(heading: str) -> set[str]:
@@ -64,6 +65,9 @@ def test_every_key_printed_is_documented(tmp_path: Path, index_server) -> None:
         ("`provision switch|rollback --json`", ("rollback", "--json"), {}),
         ("`provision check --json`", ("check", "tiny", "--json"), replay),
         ("`provision restore NAME --json`", ("restore", "tiny", "--dry-run", "--json"), replay),
+        ("`provision try NAME LABEL --json`", ("try", "tiny", "--recipe", "torch-symm-mem", "--json"), replay),
+        ("`provision trials --json`", ("trials", "--json"), {}),
+        ("`provision try --list-recipes NAME --json`", ("try", "--list-recipes", "tiny", "--json"), replay),
         ("`provision adopt --json`", ("adopt", "bare", str(venv), "--no-lock", "--json"), {}),
         ("`provision adopt --json`", ("remove", "bare", "--json"), {}),
         ("`provision gc --json`", ("gc", "--json"), {}),

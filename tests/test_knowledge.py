@@ -95,3 +95,55 @@ def test_torch_wheels_of_cuda_13_2_are_known_from_a_real_wheel() -> None:
     row = next(r for r in knowledge.tables()["torch_wheels"] if r["cuda"] == "13.2")
     evidence = (Path(__file__).resolve().parent.parent / row["source"].split(" ")[0]).read_text()
     assert "2.15.0+cu132 13.2 " + " ".join(sms) in evidence
+
+
+def _rows() -> list[tuple[str, dict]]:
+    found = []
+    for table, value in K.items():
+        rows = value if isinstance(value, list) else list(value.values()) if isinstance(value, dict) else []
+        found += [(table, row) for row in rows if isinstance(row, dict)]
+    return found
+
+
+@pytest.mark.parametrize(("table", "row"), _rows(), ids=lambda x: x if isinstance(x, str) else "")
+def test_every_fact_carries_its_source_and_the_date_it_was_read(table: str, row: dict) -> None:
+    import datetime
+
+    assert row["source"], (table, row)
+    assert datetime.date.fromisoformat(row["as_of"]) <= datetime.date.fromisoformat(knowledge.as_of())
+
+
+@pytest.mark.parametrize("row", K["feature_fact"], ids=lambda r: f"{r['gate']}-{r['package']}{r['versions']}")
+def test_every_feature_fact_is_chosen_by_a_version_in_its_range_and_by_no_other_row(row: dict) -> None:
+    from packaging.specifiers import SpecifierSet
+
+    spec = SpecifierSet(row["versions"])
+    probe = next(v for v in ("0.1", "0.5.6", "0.5.20", "0.5.21", "0.5.23", "0.6.9", "0.6.17", "0.7.1", "0.7.2", "9.0") if v in spec)
+    chosen, by_version = knowledge.feature_fact(row["gate"], row["package"], probe)
+    assert by_version and chosen == row
+    assert row["gate"] in K["gates"], "every fact belongs to a gate with a title"
+
+
+def test_a_stack_that_does_not_name_the_package_is_judged_by_the_oldest_row() -> None:
+    row, by_version = knowledge.feature_fact("symm_mem_allreduce", "sglang", None)
+    assert not by_version and row["versions"] == "<0.5.20"
+
+
+@pytest.mark.parametrize("row", K["newest_known"], ids=lambda r: r["package"])
+def test_the_newest_known_release_has_facts(row: dict) -> None:
+    packages = {r["package"] for r in K["feature_fact"]}
+    assert row["package"] in packages
+    assert knowledge.newest_known(row["package"]) == row
+
+
+@pytest.mark.parametrize("row", K["cuda_release"], ids=lambda r: r["release"])
+def test_cuda_releases_have_a_toolkit_row_and_a_driver_branch(row: dict) -> None:
+    assert knowledge.toolkit_sms(row["cuda"]) is not None and int(row["driver_branch"]) >= 580
+    assert row["release"].startswith(row["cuda"] + ".")
+
+
+@pytest.mark.parametrize("row", K["pin"], ids=lambda r: r["package"])
+def test_every_pin_names_what_it_forces(row: dict) -> None:
+    version = row["versions"].removeprefix("==")
+    assert knowledge.pin_for(row["package"], version) == row
+    assert all(part.split("==")[1] in row["why"] for part in row["requires"].split(", ")), "the line names the versions forced"

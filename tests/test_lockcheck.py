@@ -49,6 +49,14 @@ def test_lock_warns_of_a_shared_path_and_mixed_cuda_majors(index_server, tmp_pat
     table = run_provision(*argv, env=env, cwd=tmp_path)
     assert table.returncode == 0 and "warning (conflict): cuda_bindings-13.5.0" in table.stdout.replace("\n", " ")
     assert default.range_requests == before  # no RECORD read again
+    # records/ removed: the RECORDs are read again, early (the lock being replaced names them before uv answers), and
+    # each once in the run, though the early reads, uv's answer and the gate all ask for them
+    import shutil
+
+    shutil.rmtree(tmp_path / "xdg/provision/records")
+    again = run_provision(*argv, "--json", env=env, cwd=tmp_path)
+    assert again.returncode == 0 and {w["id"] for w in json.loads(again.stdout)["warnings"]} == set(warnings)
+    assert default.range_requests - before == before  # as many range requests as the first lock: none twice
 
 
 def test_what_is_meant_to_sit_side_by_side_is_not_a_failure() -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import shutil
 import struct
 import subprocess
 import sys
@@ -78,7 +79,8 @@ def test_fetched_wheels_judged_per_gpu(index_server, provision_bin: str, tmp_pat
     torch = gates["torch-wheels"]
     assert torch["status"] == "pass" and "the scanned wheel torch-2.14.1" in torch["reason"] and "table" not in torch["reason"]
     assert torch["reason"].endswith("carries sm_90 sm_120")  # in SM order, not string order
-    assert "3 wheels, 2 with CUDA code; 0 from uv's cache" in gates["lock-scan"]["reason"]
+    assert "3 wheels, 2 with CUDA code; 0 scanned before" in gates["lock-scan"]["reason"]
+    assert "0 from uv's cache" in gates["lock-scan"]["reason"] and "3 fetched" in gates["lock-scan"]["reason"]
     assert target["verdict"] == "fail"
     assert all("https://" in g["source"] or "docs/" in g["source"] or "provision/" in g["source"]
                for g in target["gates"] if g["source"]), target["gates"]  # a URL or a file of this repository
@@ -87,8 +89,13 @@ def test_fetched_wheels_judged_per_gpu(index_server, provision_bin: str, tmp_pat
     assert packages["nvidia-old"]["require"]["9.0"]["status"] == "fail"
     assert not list(tmp_path.glob("**/a.cubin"))  # nothing unpacked
     # the same lock on the SM120 machine: torch still passes, the sm_80 wheel still fails
-    rtx = {g["id"]: g["status"] for g in lock_target(report(provision_bin, lock, RTX, tmp_path / "empty-cache"))["gates"]}
+    # (each wheel's scan kept by its sha256 in scans/: nothing is inflated again)
+    again = lock_target(report(provision_bin, lock, RTX, tmp_path / "empty-cache"))
+    rtx = {g["id"]: g["status"] for g in again["gates"]}
     assert rtx["wheel:torch"] == "pass" and rtx["wheel:nvidia-old"] == "fail"
+    assert {p["name"]: p["origin"] for p in again["packages"]} == {"torch": "scan cache", "nvidia-old": "scan cache"}
+    assert "3 scanned before" in next(g for g in again["gates"] if g["id"] == "lock-scan")["reason"]
+    assert {p["name"]: p["cubin"] for p in again["packages"]} == {p["name"]: p["cubin"] for p in target["packages"]}
 
 
 def test_wheels_in_uvs_cache_are_scanned_there(index_server, provision_bin: str, tmp_path: Path) -> None:
@@ -207,8 +214,10 @@ def test_two_wheels_installing_one_path_and_two_cuda_majors_fail_and_wheels_are_
     assert default.requests[before:] == [], "the second report downloads nothing"
     assert {g["id"]: g["status"] for g in again["gates"]}["conflict"] == "fail"
     assert "0 from uv's cache" in next(g for g in again["gates"] if g["id"] == "lock-scan")["reason"]
-    assert "4 from provision's" in next(g for g in again["gates"] if g["id"] == "lock-scan")["reason"]
-    # a kept wheel changed on disk is checked again, found wrong, and fetched anew
+    assert "4 scanned before" in next(g for g in again["gates"] if g["id"] == "lock-scan")["reason"]
+    # with its scan and RECORD forgotten, a kept wheel changed on disk is checked again, found wrong, and fetched anew
+    for kind in ("scans", "records"):
+        shutil.rmtree(tmp_path / "xdg/provision" / kind)
     kept = next((tmp_path / "xdg/provision/wheels").glob(f"*/{wheels[0].name}"))
     kept.write_bytes(b"not the wheel")
     lock_target(subprocess.run(argv, capture_output=True, text=True, timeout=120, env=env))
@@ -236,4 +245,4 @@ def test_the_report_is_one_operation_and_a_lock_is_scanned_once_for_every_machin
     assert [[(t.kind, t.name) for t in m.targets] for m in result.machines] == [[("lock", lock.name)]] * 2
     assert result.summary.machines == 2 and [m.facts.source for m in result.machines] == [str(H200), str(RTX)]
     document = result.to_dict()
-    assert list(document) == ["summary", "machines"] and document["machines"][1]["targets"][0]["kind"] == "lock"
+    assert list(document) == ["summary", "machines", "knowledge_as_of"] and document["machines"][1]["targets"][0]["kind"] == "lock"

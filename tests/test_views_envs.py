@@ -11,13 +11,13 @@ import pytest
 
 from provision.checks.results import CheckResult
 from provision.envs.adopted import Adopted, LockError
-from provision.envs.cleanup import Collected, Removed
+from provision.envs.cleanup import Removed
 from provision.envs.drift import Drift, Finding
 from provision.envs.lifecycle import CreateResult
 from provision.envs.restore import RestoreResult
 from provision.views import envs as views
 from provision.views import render
-from provision.views.render import Info, Line, Raw
+from provision.views.render import Info, Line, Raw, Table
 from provision.views.restore import restored
 
 
@@ -40,12 +40,22 @@ def test_created_exits_1_when_its_checks_failed_and_says_where_the_build_went() 
 
 
 def test_remove_and_gc_documents_are_their_records() -> None:
+    from provision.commands.gc import GcResult
+    from provision.stacks.caches import Cache
+
     assert views.removed(Removed("cu128")).document == {"removed": "cu128"}
-    assert views.collected(Collected(())).document == {"removed": []}
-    assert [b.text for b in views.collected(Collected(())).blocks if isinstance(b, Info)] == ["nothing to clean"]
-    two = views.collected(Collected(("builds/a", "locks/b (unreadable)")))
-    assert two.document == {"removed": ["builds/a", "locks/b (unreadable)"]}
+    nothing = views.collected(GcResult())
+    assert nothing.document is not None and nothing.document["removed"] == [] and nothing.document["caches"] == []
+    assert [b.text for b in nothing.blocks if isinstance(b, Info)] == ["nothing to clean"]
+    wheels = Cache(name="wheels", path="/c/provision/wheels", entries=2, bytes=3 << 30, removed=1, removed_bytes=1 << 30)
+    two = views.collected(GcResult(removed=("builds/a", "locks/b (unreadable)"), caches=(wheels,)))
+    assert two.document is not None and two.document["removed"] == ["builds/a", "locks/b (unreadable)"]
+    assert two.document["caches"] == [wheels.to_dict()] and two.document["schema_version"] == 1
     assert [b.text for b in two.blocks if isinstance(b, Info)] == ["removed builds/a\nremoved locks/b (unreadable)"]
+    (table,) = [b for b in two.blocks if isinstance(b, Table)]
+    assert table.rows == (("wheels", "/c/provision/wheels", "2", "3.0 GiB", "1 (1.0 GiB)"),)
+    alone = views.collected(GcResult(caches=(wheels,), cache_only=True))
+    assert not [b for b in alone.blocks if isinstance(b, Info)]  # --cache: the home is not spoken of
 
 
 def test_adopted_without_a_lock_says_why_and_keeps_lock_null() -> None:

@@ -31,6 +31,9 @@ CHECKS = (
           payload="check_nccl_allreduce.py", needs=("torch",), timeout=600),
     Check(id="flashinfer-jit", title="FlashInfer versions agree and its JIT builds and runs a kernel for each SM",
           payload="check_flashinfer_jit.py", needs=("torch", "flashinfer-python"), timeout=1800),
+    # last: the slowest, and it needs what the checks above prove (torch on every GPU, the kernels, NCCL for TP > 1)
+    Check(id="sglang-serve", title="SGLang serves generate requests on a weight-free model, then stops whole",
+          payload="check_sglang_serve.py", needs=("torch", "sglang"), timeout=900),
 )
 BY_ID = {c.id: c for c in CHECKS}
 

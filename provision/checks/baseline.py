@@ -8,6 +8,7 @@ import datetime
 import hashlib
 import json
 import math
+import os
 import re
 import time
 from dataclasses import dataclass
@@ -15,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from provision import proc
-from provision.checks import payload_dir
+from provision.checks import dummy_model, payload_dir
 from provision.checks import runner as check_runner
 from provision.checks.allreduce_runs import AllreduceRun
 from provision.checks.results import (
@@ -143,27 +144,73 @@ def run(name: str, build: Path, record: EnvRecord, progress: Progress = lambda _
         why = next((n for n in reading.notes if n.startswith("NVML did not start")), "NVML found none")
         raise EnvError(f"{name}: the built-in baseline times GPUs, and this machine has no NVIDIA GPU ({why})",
                        "run it on the GPU machine, or give the profile a [baseline] command")
-    command = [part.replace("{payloads}", str(payload_dir())) for part in spec.command]
+    result_file = build / f".baseline-result.{os.getpid()}.jsonl"  # {result}: a fresh file each run
+    command = _filled(spec.command, build, len(reading.gpus), result_file)
     venv = record.venv_path(build)
     env = check_runner.environment(venv, record)
     progress("checking for drift")
     drifted = drift_status(venv, build, record)
     progress(f"running the baseline: {' '.join(command)}")
     start = time.perf_counter()
-    done = proc.run(command, timeout=spec.timeout or 1800.0, env=env, cwd=Path(spec.cwd or "."), keep=KEPT_OUTPUT,
-                    group=True)
-    seconds = time.perf_counter() - start
-    figure, document = extract(spec, done.stdout)
+    result_file.unlink(missing_ok=True)
+    try:
+        done = proc.run(command, timeout=spec.timeout or 1800.0, env=env, cwd=Path(spec.cwd or "."), keep=KEPT_OUTPUT,
+                        group=True)
+        seconds = time.perf_counter() - start
+        figure, document = extract(spec, _result_text(result_file) if "{result}" in " ".join(spec.command) else done.stdout)
+    finally:
+        result_file.unlink(missing_ok=True)
     if done.timed_out or not done.ok or not isinstance(figure, float) or not math.isfinite(figure):
         shown = figure if isinstance(figure, float) else repr(figure if figure is None or len(figure) <= 40 else figure[:40] + "...")
         why = ("timed out" if done.timed_out else f"exit code {done.returncode}" if not done.ok
                else "no figure in its output" if figure is None
                # NaN or an infinity (0/0, x/0) measured nothing, and JSON has no such number: nothing is stored
                else f"its figure{' ' + spec.json_key if spec.json_key else ''} is {shown}, not a number")
-        raise EnvError(f"{name}: the baseline failed ({why}): {done.tail(3)}", "run it by hand: provision run " + name + " -- " + " ".join(command))
+        raise BaselineFailed(f"{name}: the baseline failed ({why}): {done.tail(3)}",
+                             "run it by hand: provision run " + name + " -- " + " ".join(command),
+                             returncode=None if done.timed_out else done.returncode, why=why, last_line=_last_line(done.tail(20)))
     return BaselineRun(figure=figure, unit=spec.unit, better=spec.better, at=_now(),
                        machine=machine_fingerprint(reading), command=command, seconds=round(seconds, 2),
                        exit_code=done.returncode, output_tail=done.tail(15), details=_details(document), drift=drifted)
+
+
+class BaselineFailed(EnvError):
+    """A baseline run that failed: the command's exit code (None when it timed out), why, and the last line of its
+    output (a traceback's `KeyError: 12`), for `try` to say beside its verdict."""
+
+    def __init__(self, message: str, hint: str, *, returncode: int | None, why: str, last_line: str) -> None:
+        super().__init__(message, hint)
+        self.returncode, self.why, self.last_line = returncode, why, last_line
+
+
+def _last_line(tail: str) -> str:
+    """The last line of output that is not blank."""
+    return next((line.strip() for line in reversed(tail.splitlines()) if line.strip()), "")
+
+
+def _filled(command: tuple[str, ...], build: Path, gpus: int, result_file: Path) -> list[str]:
+    """The command with its placeholders filled: {payloads} (provision's payload folder), {model} (provision's
+    weight-free model folder, written into the build when named), {tp_size} (the TP size these GPUs allow: 1, 2, 4
+    or 8) and {result} (a fresh file the command writes its JSON result to, read for json_key instead of stdout)."""
+    values = {"{payloads}": str(payload_dir()), "{tp_size}": str(dummy_model.tp_size(gpus)), "{result}": str(result_file)}
+    if any("{model}" in part for part in command):
+        values["{model}"] = str(dummy_model.write(build / "dummy-model"))
+    filled = []
+    for part in command:
+        for placeholder, value in values.items():
+            part = part.replace(placeholder, value)
+        filled.append(part)
+    return filled
+
+
+def _result_text(path: Path) -> str:
+    """What the command wrote to {result} (its last 8 M characters, as of its output), or nothing."""
+    try:
+        with open(path, "rb") as written:
+            written.seek(max(0, os.path.getsize(path) - KEPT_OUTPUT))
+            return written.read().decode("utf-8", "replace")
+    except OSError:
+        return ""
 
 
 def drift_status(venv: Path, build: Path, record: EnvRecord) -> DriftStamp:

@@ -96,6 +96,9 @@ def run(build: Path, record: EnvRecord, *, only: tuple[str, ...] | None = None, 
             result = drift.check(venv, build, record)
         elif check.payload is None:
             result = _driver(check, record, driver_cuda)
+        elif check.id == "sglang-serve":
+            result = _payload(check, python, env, {**_arguments(check, record, gpus, installed, target_sm),
+                                                   **_serve_arguments(build, len(gpus), check.timeout)})
         elif check.id != "flashinfer-jit":
             result = _payload(check, python, env, _arguments(check, record, gpus, installed, target_sm))
         else:
@@ -128,6 +131,16 @@ def _arguments(check: Check, record: EnvRecord, gpus: list[Gpu], installed: dict
         "arch_suffix": knowledge.gate("flashinfer_jit")["arch_suffix"],
         "family_suffix_min_nvcc": knowledge.gate("flashinfer_jit")["family_suffix_min_nvcc"],
     }
+
+
+def _serve_arguments(build: Path, gpus: int, timeout: float) -> dict[str, object]:
+    """sglang-serve's own: provision's weight-free model folder (written into the build), where the server's log is
+    kept, the TP size these GPUs allow, and how long the server may take to answer (the rest of the check's bound)."""
+    from provision.checks import dummy_model
+
+    limit = min(timeout, durations.check_timeout() or timeout)
+    return {"model_path": str(dummy_model.write(build / "dummy-model")), "log_path": str(build / "logs" / "sglang-serve.log"),
+            "tp_size": dummy_model.tp_size(gpus), "start_bound_s": max(limit - 60.0, limit * 0.6)}
 
 
 TIMEOUT_VARIABLE = durations.CHECK_TIMEOUT

@@ -93,19 +93,25 @@ def remove(app: App, name: str, force: bool) -> Shown:
         return views.removed(cleanup.remove(app.environments(), name, force, progress=step))
 
 
-@click.command(short_help="Remove what interrupted builds left behind.")
+@click.command(short_help="Clean up interrupted builds; prune provision's caches.")
+@click.option("--cache", "cache_only", is_flag=True, help="Prune and show provision's caches alone; the home is not touched.")
+@click.option("--older-than", "older_than_days", type=click.FloatRange(min=0), default=30.0, show_default=True,
+              metavar="DAYS", help="Remove cached wheels and entries not used for this many days.")
 @json_option
 @home_option
 @verbosity_options
 @pass_app
-def gc(app: App) -> Shown:
-    """Remove what interrupted builds left behind, and the failed builds create --keep-failed kept."""
-    from provision.envs import cleanup
+def gc(app: App, cache_only: bool, older_than_days: float) -> Shown:
+    """Remove what interrupted builds left behind, and the failed builds create --keep-failed kept; then prune
+    provision's caches in $XDG_CACHE_HOME/provision/ (else ~/.cache/provision/): wheels/ (wheels report --lock
+    fetched, several GB for a serving stack) keeps only wheels a lock names (in the home or ./lockfiles/); wheels/,
+    scans/, records/ and metadata/ (what each wheel's bytes determine, by sha256) lose what was not used for
+    --older-than days. Everything there can be fetched or computed again. --cache: the caches alone, with their
+    sizes."""
+    from provision.commands import gc as collect
     from provision.views import envs as views
 
-    where = app.environments()
-    with where.locked():
-        return views.collected(cleanup.gc(where, failed=True))
+    return views.collected(collect.gc(app.environments(), cache_only=cache_only, older_than_days=older_than_days))
 
 
 @click.command(short_help="Register an existing venv as NAME.")

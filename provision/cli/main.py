@@ -16,7 +16,7 @@ import click
 
 from provision import DISTRIBUTION, __version__
 from provision.cli.options import HOME_HELP, App, home_option, verbosity_options
-from provision.errors import ProvisionError
+from provision.errors import Interrupted, ProvisionError, UsageError
 
 if TYPE_CHECKING:
     from provision.views.render import Shown
@@ -32,6 +32,7 @@ COMMANDS: dict[str, str] = {
     "remove": "envs:remove", "gc": "envs:gc", "adopt": "envs:adopt", "run": "envs:run", "shell-env": "envs:shell_env",
     "restore": "envs:restore", "accept": "envs:accept",
     "check": "checks:check", "baseline": "checks:baseline", "compare": "checks:compare", "bench": "checks:bench",
+    "try": "trials:try_command", "trials": "trials:trials",
 }
 
 
@@ -70,8 +71,9 @@ def _json_requested(state: App, argv: Sequence[str]) -> bool:
     return state.as_json or "--json" in (words[: words.index("--")] if "--" in words else words)
 
 
-def fail(state: App, argv: Sequence[str], message: str, hint: str, exit_code: int) -> None:
-    """Print the error line and its hint on stderr and, under --json, the error document on stdout; then exit."""
+def fail(state: App, argv: Sequence[str], message: str, hint: str, exit_code: int, code: str) -> None:
+    """Print the error line and its hint on stderr and, under --json, the error document on stdout (with the error
+    class's `code`, docs/exit-codes.md); then exit."""
     from provision.log import redact
     from provision.views import ui
 
@@ -80,7 +82,7 @@ def fail(state: App, argv: Sequence[str], message: str, hint: str, exit_code: in
         ui.error(message, hint)
     if _json_requested(state, argv):
         try:
-            ui.dump_json({"error": {"message": message, "hint": hint, "exit_code": exit_code}})
+            ui.dump_json({"error": {"message": message, "hint": hint, "exit_code": exit_code, "code": code}})
             sys.stdout.flush()
         except OSError:  # stdout is the failure (a full disk, a reader gone): the error line has said it
             _discard_stdout()
@@ -144,24 +146,23 @@ def main(argv: Sequence[str] | None = None) -> None:
     except _NO_ARGS as exc:  # bare `provision` (or `provision bench`): its help, exit 2, as click gives
         exc.show()
         sys.exit(exc.exit_code)
-    except click.exceptions.Abort:
-        fail(state, args, "interrupted", "", 130)
+    except (click.exceptions.Abort, KeyboardInterrupt):  # Ctrl-C: click's prompt turns it into Abort
+        interrupted = Interrupted("interrupted; nothing active was changed")
+        fail(state, args, interrupted.message, interrupted.hint, interrupted.exit_code, interrupted.code)
     except click.UsageError as exc:
         where = exc.ctx.command_path if exc.ctx is not None else "provision"
-        fail(state, args, exc.format_message().replace("\n", " "), f"see {where} --help", 2)
+        fail(state, args, exc.format_message().replace("\n", " "), f"see {where} --help", 2, UsageError.code)
     except click.ClickException as exc:
-        fail(state, args, exc.format_message().replace("\n", " "), "", exc.exit_code)
+        fail(state, args, exc.format_message().replace("\n", " "), "", exc.exit_code, UsageError.code)
     except ProvisionError as exc:
-        fail(state, args, exc.message, exc.hint, exc.exit_code)
-    except KeyboardInterrupt:
-        fail(state, args, "interrupted; nothing active was changed", "", 130)
+        fail(state, args, exc.message, exc.hint, exc.exit_code, exc.code)
     except BrokenPipeError:  # the reader stopped reading (`provision report | head -1`): exit 1 quietly, as click does
         _discard_stdout()
         sys.exit(1)
     except OSError as exc:  # the last net: core code names what it writes, this names the file at least
         where = f": {exc.filename}" if exc.filename else ""
         hint = "free space on that disk and run it again" if exc.errno == errno.ENOSPC else "check that path and its permissions"
-        fail(state, args, f"{exc.strerror or exc}{where}", hint, 3)
+        fail(state, args, f"{exc.strerror or exc}{where}", hint, 3, ProvisionError.code)
     except Exception as exc:  # a bug in provision: one line naming it, never a traceback unless -v asks for it
         import traceback
 
@@ -169,7 +170,7 @@ def main(argv: Sequence[str] | None = None) -> None:
 
         log.debug("".join(traceback.format_exception(exc)))
         fail(state, args, f"internal error: {type(exc).__name__}: {exc}",
-             "a bug in provision: run it again with -v and report what it prints", 3)
+             "a bug in provision: run it again with -v and report what it prints", 3, "internal")
 
 
 if __name__ == "__main__":

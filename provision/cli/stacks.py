@@ -50,17 +50,20 @@ def list_profiles(app: App, ctx: click.Context) -> Shown | None:
 @click.option("-o", "--output", type=click.Path(path_type=Path),  # a folder is refused by newprofile, with a hint
               help="Where to write it (default: NAME.toml in the first PROVISION_PROFILES folder, else here).")
 @click.option("--force", is_flag=True, help="Replace an existing file.")
+@click.option("--model-path", type=click.Path(path_type=Path, file_okay=False),
+              help="The baseline's model: your model's folder (its config.json; no weights are read) instead of "
+                   "provision's weight-free one.")
 @json_option
 @verbosity_options
 @pass_app
 def new_profile(app: App, name: str, source: str, cuda: str, python: str, indexes: tuple[str, ...], output: Path | None,
-                force: bool) -> Shown:
+                force: bool, model_path: Path | None) -> Shown:
     """Write profile NAME from the pins of an SGLang release, read from the index, each pin with its source."""
     from provision.stacks import lock, newprofile
     from provision.views import stacks as views
 
     result = newprofile.new(name, source, cuda=cuda, python=python, output=output,
-                            overrides=lock.parse_overrides(indexes), force=force)
+                            overrides=lock.parse_overrides(indexes), force=force, model_path=model_path)
     return views.new_profile(result)
 
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from provision.envs import drift as drifting
-from provision.envs import kept, records
+from provision.envs import kept, records, trialfiles
 from provision.envs.home import Home
 from provision.envs.records import KeptFile
 from provision.errors import EnvError, InputError, UsageError
@@ -72,6 +72,9 @@ def accept(home: Home, name: str, paths: tuple[str, ...] = (), drops: tuple[str,
     with home.locked():
         build = home.build_of(name)
     with home.restoring(build, name):  # what a restore would swap in meanwhile is not what was read
+        if trialfiles.under_way(build):  # a trial's file never becomes part of the known-good state
+            raise EnvError(f"a trial is under way on {name}: the files it wrote are not {name}'s",
+                           "wait for provision try to finish (it puts them back), then accept")
         record = records.read(build)
         venv = record.venv_path(build).resolve()
         site = drifting.site_packages(venv)

@@ -178,7 +178,13 @@ class Home:
         return links.names(str(self.root))
 
     def build_of(self, name: str) -> Path:
-        return Path(links.build_of(str(self.root), name))
+        """The build `name` points at; what a trial killed mid-way left in its venv is put back first (trialfiles)."""
+        build = Path(links.build_of(str(self.root), name))
+        if os.path.lexists(build / ".trial-made"):
+            from provision.envs import trialfiles
+
+            trialfiles.recover(build)
+        return build
 
     def referenced(self) -> set[Path]:
         """Every build some link in envs/ points at, whatever the link's name: what gc and remove must keep."""

@@ -27,6 +27,17 @@ class Pcie(NamedTuple):
     width_max: int | None = None
 
 
+class Fabric(NamedTuple):
+    """A GPU's NVSwitch fabric registration as NVML answers it (nvmlDeviceGetGpuFabricInfoV): `state` not_started,
+    in_progress or completed; `status` the NVML return code of the registration once completed (0: success)."""
+
+    state: str  # not_started | in_progress | completed | unknown
+    status: int | None = None
+    clique_id: int | None = None
+    cluster_uuid: str | None = None
+    health_mask: int | None = None
+
+
 class Gpu(NamedTuple):
     index: int  # type: ignore[assignment]  # the JSON key; shadows tuple.index, which nothing calls on a Gpu
     name: str
@@ -41,6 +52,7 @@ class Gpu(NamedTuple):
     nvlink_supported: bool = False
     mig_mode: str | None = None  # "enabled" | "disabled" | None when not supported
     persistence_mode: bool | None = None
+    fabric: Fabric | None = None  # None: NVML has no fabric for this GPU (NotSupported: PCIe, H100 PCIe) or no such call
 
 
 class Link(NamedTuple):
@@ -175,7 +187,9 @@ class MachineFacts(NamedTuple):
         return cls(
             driver=_build(Driver, data.get("driver") or {}),
             gpus=tuple(
-                _build(Gpu, {**g, "pcie": _build(Pcie, g.get("pcie") or {})}) for g in data.get("gpus") or []
+                _build(Gpu, {**g, "pcie": _build(Pcie, g.get("pcie") or {}),
+                             "fabric": _build(Fabric, g["fabric"]) if g.get("fabric") else None})
+                for g in data.get("gpus") or []
             ),
             topology=tuple(_build(Link, {**link, "bridges": tuple(link.get("bridges") or ())})
                            for link in data.get("topology") or []),

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 from provision import knowledge
-from provision.machine.facts import Driver, Gpu, Link, Pcie
+from provision.machine.facts import Driver, Fabric, Gpu, Link, Pcie
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -162,7 +162,37 @@ def _read_gpu(lib: Any, reading: Reading, index: int, handle: Any, nvlink_suppor
         nvlink_supported=nvlink_supported,
         mig_mode=None if mig is None else ("enabled" if mig[0] else "disabled"),
         persistence_mode=_quiet(lambda: bool(lib.nvmlDeviceGetPersistenceMode(handle))),
+        fabric=fabric(lib, handle),
     )
+
+
+# nvml.h NVML_GPU_FABRIC_STATE_*: 0 NOT_SUPPORTED is no fabric at all (PCIe GPUs, H100 PCIe)
+FABRIC_STATES = {1: "not_started", 2: "in_progress", 3: "completed"}
+NVML_ERROR_NOT_SUPPORTED = 3
+# the versioned call first (driver R550+), then the first one; each with the structure nvidia-ml-py gives it
+FABRIC_CALLS = (("nvmlDeviceGetGpuFabricInfoV", "c_nvmlGpuFabricInfoV_t"), ("nvmlDeviceGetGpuFabricInfo", "c_nvmlGpuFabricInfo_t"))
+
+
+def fabric(lib: Any, handle: Any) -> Fabric | None:
+    """The GPU's NVSwitch fabric registration; None where NVML has none (NotSupported) or the binding lacks the call."""
+    import ctypes
+
+    for call, struct in FABRIC_CALLS:
+        try:
+            info = getattr(lib, struct)()
+            getattr(lib, call)(handle, ctypes.byref(info))
+        except Exception as exc:  # NotSupported: no fabric here; FunctionNotFound (an older driver): the next call
+            if getattr(exc, "value", None) == NVML_ERROR_NOT_SUPPORTED:
+                return None
+            continue
+        state = int(info.state)
+        if state == 0:
+            return None
+        uuid = bytes(int(b) & 0xFF for b in info.clusterUuid)
+        return Fabric(state=FABRIC_STATES.get(state, "unknown"), status=int(info.status), clique_id=int(info.cliqueId),
+                      cluster_uuid=uuid.hex() if any(uuid) else None,
+                      health_mask=int(info.healthMask) if hasattr(info, "healthMask") else None)
+    return None
 
 
 class NvLinkEnd(NamedTuple):

@@ -36,6 +36,8 @@ def _encode(value: Any, handles: dict[int, int]) -> Any:
         return {"handle": value.index}
     if isinstance(value, ctypes._Pointer):
         return {"handle": handles.get(ctypes.addressof(value.contents), -1) if value else -1}
+    if type(value).__name__ == "CArgObject":  # ctypes.byref(structure): an out-parameter, named by its type
+        return {"out": type(getattr(value, "_obj", None)).__name__}
     if isinstance(value, bytes):
         return {"bytes": value.decode("utf-8", "replace")}
     if isinstance(value, ctypes.Structure):
@@ -71,6 +73,20 @@ class Struct:
         self.__dict__.update(fields)
 
 
+def _fill(structure: Any, recorded: Any) -> None:
+    """Write a recorded out-parameter back into the caller's ctypes structure, field by field (only its own fields)."""
+    if not (isinstance(recorded, dict) and isinstance(recorded.get("struct"), dict)):
+        raise RecordingError(f"an out-parameter is not a recorded structure: {str(recorded)[:60]}")
+    for name, kind, *_ in structure._fields_:
+        if name not in recorded["struct"]:
+            continue
+        value = _decode(recorded["struct"][name])
+        try:
+            setattr(structure, name, kind(*value) if isinstance(value, tuple) else value)
+        except (TypeError, ValueError, IndexError) as exc:
+            raise RecordingError(f"the recorded {name} does not fit {type(structure).__name__} ({exc})") from None
+
+
 def _key(name: str, args: tuple[Any, ...], handles: dict[int, int]) -> str:
     return name + json.dumps([_encode(a, handles) for a in args])
 
@@ -97,6 +113,9 @@ class Recorder:
                 entry["error_name"] = type(exc).__name__
                 self.calls.append(entry)
                 raise
+            outs = [_encode(a._obj, self._handles) if type(a).__name__ == "CArgObject" else None for a in args]
+            if any(out is not None for out in outs):
+                entry["out"] = outs  # what the call wrote into its out-parameters, filled back in by a replay
             if name.startswith("nvmlDeviceGetHandleBy") and hasattr(result, "contents"):
                 index = int(args[0]) if name == "nvmlDeviceGetHandleByIndex" else len(self._handles)
                 self._handles[ctypes.addressof(result.contents)] = index
@@ -170,6 +189,9 @@ class Replay:
                 raise self._lib.NVMLError(NOT_SUPPORTED)
             if "error" in entry:
                 raise self._lib.NVMLError(int(entry["error"]))
+            for arg, out in zip(args, entry.get("out") or [], strict=False):
+                if out is not None and type(arg).__name__ == "CArgObject":
+                    _fill(arg._obj, out)
             return _decode(entry["result"])
 
         return call

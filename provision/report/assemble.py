@@ -21,7 +21,10 @@ class ReportResult:
     summary: FleetSummary
 
     def to_dict(self) -> dict[str, Any]:
-        return {"summary": self.summary.to_dict(), "machines": [m.to_dict() for m in self.machines]}
+        from provision import knowledge
+
+        return {"summary": self.summary.to_dict(), "machines": [m.to_dict() for m in self.machines],
+                "knowledge_as_of": knowledge.as_of()}
 
 
 def build(machine_files: Sequence[Path], profile_names: Sequence[str] = (), *, locks: Sequence[Path] = (),

@@ -15,7 +15,9 @@ from provision.envs import records
 from provision.envs.records import EnvRecord
 from provision.log import Progress
 from provision.machine.facts import MachineFacts
-from provision.report.gates import Gate, Target, driver_gate, machine_gates
+from provision.report import kernels
+from provision.report.features import newer_than_known
+from provision.report.gates import Gate, Target, Versions, driver_gate, fabric_gate, machine_gates
 from provision.scan import binaries as scan
 from provision.status import Status
 
@@ -161,11 +163,34 @@ def judge(where: homes.Home, name: str, facts: MachineFacts, progress: Progress 
     progress(f"{name}: scanning its CUDA binaries for {', '.join(ccs) or 'no GPU'}")
     scanned_gate, scanned = scan_gate(venv, ccs)
     progress(f"{name}: its files against the lock (drift)")
-    features = machine_gates(facts, _version(versions.get("flashinfer-python")))
+    stack = Versions(found=versions, origin="environment")
+    features = machine_gates(facts, stack)
     return Target(kind="environment", name=name, cuda=record.cuda or "?",
                   kept_files=tuple(record.kept_files().values()), gates=(
         driver_gate(facts, record.cuda) if record.cuda else
         Gate(id="driver", title="driver supports the environment's CUDA", status="skip", reason="CUDA release unknown"),
         scanned_gate, torch_build_gate(versions, scanned), versions_gate(versions), drift_gate(venv, build, record),
+        *filter(None, [fabric_gate(facts), newer_than_known(stack),
+                       kernels.flashinfer_kernels(stack, nvcc=_nvcc(versions, facts), offline=_offline(record))]),
         *stored_gates(record), *filter(None, [kept_gate(record)]),
+        kernels.caches_gate(record.env, build, Path.home()),
         *observed.apply(features, record.latest_results(), len(facts.gpus), facts)))
+
+
+def _nvcc(versions: dict[str, str], facts: MachineFacts) -> str | None:
+    """The CUDA release of the nvcc FlashInfer's JIT would use: the environment's own compiler wheel, else the machine's."""
+    own = next((versions[n] for n in ("nvidia-cuda-nvcc", "nvidia-cuda-nvcc-cu12") if n in versions), None)
+    if own:
+        return ".".join(own.split(".")[:2])
+    return max((t.version for t in facts.toolkits), key=lambda v: _version(v) or Version("0"), default=None)
+
+
+def _offline(record: EnvRecord) -> bool:
+    """Whether the profile the environment was built from says `offline = true` (False where it is not found here)."""
+    from provision.errors import ProvisionError
+    from provision.stacks import profiles
+
+    try:
+        return bool(record.profile) and profiles.load(record.profile_path or record.profile or "").offline
+    except ProvisionError:
+        return False

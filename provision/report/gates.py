@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from packaging.specifiers import SpecifierSet
-from packaging.version import Version
+from packaging.version import InvalidVersion, Version
 
 from provision import knowledge
 from provision import status as statuses
@@ -19,7 +20,6 @@ from provision.status import Status
 
 if TYPE_CHECKING:
     from provision.envs.records import KeptFile
-    from provision.report import pcipath
     from provision.report.lockscan import JudgedWheel
 
 TOOLKIT_SOURCE = "nvcc --list-gpu-code (https://docs.nvidia.com/cuda/cuda-compiler-driver-nvcc/); provision/knowledge.toml [[toolkit]]"
@@ -32,7 +32,42 @@ class Gate:
     status: Status  # pass, warn, fail, skip, info
     reason: str
     source: str = ""
-    kind: str = "stack"  # "stack" gates decide the verdict; "feature" gates say what to leave off
+    kind: str = "stack"  # "stack" gates decide the verdict; "feature" gates say what to leave off and what to turn on
+    turn_on: str = ""  # a feature gate that passes with this: the variable or flag that turns the feature on here
+
+
+@dataclass(frozen=True, kw_only=True)
+class Versions:
+    """The versions of the stack judged, by canonical name, and where they were read: a lock's, an environment's
+    installed ones, or a profile's pins (`==X`, else the lowest a `>=`/`~=` admits)."""
+
+    found: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    origin: str = "profile pins"
+
+    def of(self, name: str) -> str | None:
+        return self.found.get(name)
+
+    def named(self, name: str) -> str:
+        """"sglang 0.5.23 (lock)", or what is said when the stack does not name it."""
+        version = self.of(name)
+        return f"{name} {version} ({self.origin})" if version else f"no {name} version in the {self.origin}"
+
+    @classmethod
+    def of_profile(cls, profile: Profile) -> Versions:
+        found = {}
+        for package in profile.packages:
+            bounds = [s.version for s in SpecifierSet(package.version or "") if s.operator in ("==", "===", ">=", "~=")]
+            exact = [s.version for s in SpecifierSet(package.version or "") if s.operator in ("==", "===")]
+            if exact or bounds:
+                found[package.name] = exact[0] if exact else min(bounds, key=_version_key)
+        return cls(found=found, origin="profile pins")
+
+
+def _version_key(text: str) -> Version:
+    try:
+        return Version(text)
+    except InvalidVersion:
+        return Version("0")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -53,9 +88,15 @@ class Target:
     def features_off(self) -> list[str]:
         return [g.id for g in self.gates if g.kind == "feature" and g.status == "fail"]
 
+    @property
+    def features_on(self) -> list[str]:
+        """The features to turn on here: feature gates that pass with a variable or flag to set (`turn_on`)."""
+        return [g.id for g in self.gates if g.kind == "feature" and g.status == "pass" and g.turn_on]
+
     def to_dict(self) -> dict[str, Any]:
         return {"kind": self.kind, "name": self.name, "cuda": self.cuda, "verdict": self.verdict,
-                "features_off": self.features_off, "gates": [dataclasses.asdict(g) for g in self.gates],
+                "features_off": self.features_off, "features_on": self.features_on,
+                "gates": [dataclasses.asdict(g) for g in self.gates],
                 **({"packages": [p.to_dict() for p in self.packages]} if self.packages is not None else {}),
                 **({"kept_files": [{**k.to_dict(), "origin": k.origin} for k in self.kept_files]}
                    if self.kept_files is not None else {})}
@@ -88,14 +129,19 @@ def load_machine(path: Path) -> MachineFacts:
     return documents.load_machine(path)
 
 
-def judge(facts: MachineFacts, profile: Profile, uv_cache: Path | None = None) -> Target:
-    """The profile's gates on this machine; `uv_cache` is where to look for its compiler wheel (never downloaded)."""
+def judge(facts: MachineFacts, profile: Profile, uv_cache: Path | None = None, versions: Versions | None = None) -> Target:
+    """The profile's gates on this machine; `uv_cache` is where to look for its compiler wheel (never downloaded);
+    `versions` are the stack's (a lock's), else the profile's pins."""
+    from provision.report import features
+
+    versions = versions or Versions.of_profile(profile)
     return Target(kind="profile", name=profile.name, cuda=profile.cuda, gates=(
         driver_gate(facts, profile.cuda),
         _toolkit(facts, profile, uv_cache),
         torch_wheels(facts, profile.cuda, has_torch=profile.bound_index("torch") is not None),
         _flashinfer_jit(facts, profile),
-        *machine_gates(facts, flashinfer_version(profile)),
+        *filter(None, [fabric_gate(facts), features.newer_than_known(versions)]),
+        *machine_gates(facts, versions),
     ))
 
 
@@ -111,6 +157,25 @@ def driver_gate(facts: MachineFacts, cuda: str) -> Gate:
     need = f"a driver >= {minimum}" if minimum else f"a driver that supports CUDA {cuda}"
     return Gate(id="driver", title=title, status="fail", source=source,
                 reason=f"driver {facts.driver.version} supports CUDA up to {facts.driver.cuda}; install {need}")
+
+
+def fabric_gate(facts: MachineFacts) -> Gate | None:
+    """FAIL for a GPU whose NVSwitch fabric registration is not complete (CUDA then fails with error 802, 'system not
+    ready'); None where no GPU has a fabric (PCIe GPUs, H100 PCIe: NVML answers NotSupported), which is no finding."""
+    fabric = [g for g in facts.gpus if g.fabric is not None]
+    if not fabric:
+        return None
+    g = knowledge.gate("fabric")
+    bad = [f"GPU {gpu.index} {gpu.fabric.state}" + (f" (status {gpu.fabric.status})" if gpu.fabric.status else "")
+           for gpu in fabric if gpu.fabric and (gpu.fabric.state != "completed" or gpu.fabric.status)]
+    if bad:
+        return Gate(id="fabric", title=g["title"], status="fail", source=g["source"],
+                    reason=f"fabric registration not complete: {', '.join(bad[:8])}{', ...' if len(bad) > 8 else ''}; "
+                           "CUDA fails with error 802 (system not ready) until it is: start NVIDIA Fabric Manager "
+                           "(nvidia-fabricmanager), and on B200-class HGX NVLSM (the NVLink subnet manager) beside it")
+    cliques = sorted({gpu.fabric.clique_id for gpu in fabric if gpu.fabric and gpu.fabric.clique_id is not None})
+    return Gate(id="fabric", title=g["title"], status="pass", source=g["source"],
+                reason=f"{len(fabric)} GPU(s) registered with the fabric (clique {', '.join(map(str, cliques)) or '?'})")
 
 
 def own_toolkit(profile: Profile) -> str | None:
@@ -227,103 +292,11 @@ def _arch_entry_covers(entry: str, cc: str) -> bool:
     return knowledge.label_runs_on(label, cc)
 
 
-def machine_gates(facts: MachineFacts, flashinfer: Version | None) -> list[Gate]:
-    """Gates decided by the GPUs and their topology: all-reduce paths of SGLang, FlashInfer and NCCL."""
-    gpus = facts.gpus
-    if len(gpus) < 2:
-        reason = "one GPU: no all-reduce across GPUs" if gpus else "no GPUs read"
-        return [Gate(id="multi-gpu", title="all-reduce paths", status="skip", reason=reason, kind="feature")]
-    majors = {int(g.compute_capability.split(".")[0]) for g in gpus if g.compute_capability}
-    pcie = facts.pcie_only
-    from provision.report import pcipath
+def machine_gates(facts: MachineFacts, versions: Versions | None = None) -> list[Gate]:
+    """Gates decided by the GPUs and their topology, and by what the stack's versions do there (report/features.py)."""
+    from provision.report import features
 
-    found = pcipath.findings(facts)  # the ACS and IOMMU facts on the paths between the GPUs, read once for both gates
-    gates = [_symm_mem(majors, pcie), _fusion(majors, pcie, flashinfer), _custom_allreduce(facts, found), _p2p(facts, found)]
-    gates = [dataclasses.replace(g, kind="feature") for g in gates]
-    tree = knowledge.gate("nccl_tree_graphs")
-    gates.append(Gate(id="nccl-tree-graphs", title=tree["title"], status="info", source=tree["source"], kind="feature",
-                      reason="to try Tree with CUDA graphs set NCCL_ALGO='allreduce:tree' (per collective); a global Tree leaves other collectives no algorithm"))
-    graphs = knowledge.gate("cuda_graph_max_bs")
-    gates.append(Gate(id="cuda-graph-max-bs", title=graphs["title"], status="info", source=graphs["source"], kind="feature",
-                      reason="fewer captured batch sizes save memory and capture time; measure with the baseline before and after"))
-    return gates
-
-
-def _symm_mem(majors: set[int], pcie: bool) -> Gate:
-    g = knowledge.gate("symm_mem_allreduce")
-    unknown = sorted(m for m in majors if m not in g["arch_keys"])
-    if unknown:
-        return Gate(id="symm-mem-allreduce", title=g["title"], status="fail", source=g["source"],
-                    reason=f"SGLang's size table has keys {g['arch_keys']}: --enable-torch-symm-mem dies with KeyError: {unknown[0]} (fixed by PR #24548: disabled cleanly)"
-                    + ("; and PCIe-only GPUs have no multicast, which it also needs" if pcie else ""))
-    if pcie:
-        return Gate(id="symm-mem-allreduce", title=g["title"], status="fail", source=g["source"],
-                    reason="needs multicast (NVLink/NVSwitch); PCIe-only GPUs have multicast_ptr == 0: leave --enable-torch-symm-mem off")
-    return Gate(id="symm-mem-allreduce", title=g["title"], status="pass", source=g["source"], reason="SM and fabric supported")
-
-
-def _fusion(majors: set[int], pcie: bool, flashinfer: Version | None) -> Gate:
-    g = knowledge.gate("flashinfer_allreduce_fusion")
-    if flashinfer is None:
-        return Gate(id="allreduce-fusion", title=g["title"], status="skip", reason="no FlashInfer in this profile")
-    supported = g["majors_from_0_6_17"] if flashinfer >= Version("0.6.17") else g["majors_before_0_6_17"]
-    missing = sorted(m for m in majors if m not in supported)
-    if missing:
-        return Gate(id="allreduce-fusion", title=g["title"], status="fail", source=g["source"],
-                    reason=f"FlashInfer {flashinfer} builds the fusion for SM majors {supported}, not {missing[0]}: needs 0.6.17+")
-    if pcie:
-        return Gate(id="allreduce-fusion", title=g["title"], status="warn", source=g["source"],
-                    reason="builds for this SM, but assumes an NVLink or multicast fabric; over PCIe it is untested")
-    return Gate(id="allreduce-fusion", title=g["title"], status="pass", source=g["source"], reason=f"FlashInfer {flashinfer} supports SM majors {supported}")
-
-
-def _custom_allreduce(facts: MachineFacts, found: pcipath.Findings) -> Gate:
-    g = knowledge.gate("custom_allreduce")
-    count, pcie = len(facts.gpus), facts.pcie_only
-    source = g["source"]
-    reasons: list[str] = []
-    status: Status = "pass"
-    if pcie and count > g["max_pcie_world_size"]:
-        status = "warn"
-        reasons.append(f"disabled on more than {g['max_pcie_world_size']} PCIe-only GPUs: NCCL carries the all-reduce "
-                       "(Ring was 82 tok/s vs 38 for a custom all-reduce on the first machine)")
-    if found.problems:
-        source = f"{source}; {knowledge.gate('pcie_p2p')['source']}"
-        if found.via_iommu:
-            status = "fail"
-            reasons.append(f"its peer writes between GPUs {', '.join(found.via_iommu[:6])}{', ...' if len(found.via_iommu) > 6 else ''} "
-                           "go up to the root complex into a translated IOMMU, where they can be dropped or hang "
-                           "(vllm#51513, nccl#2079): leave it off (--disable-custom-all-reduce) until the p2p gate's "
-                           "changes are made")
-        elif found.redirecting:
-            status = "warn"
-            reasons.append("its peer writes go through the root complex (ACS redirect, see the p2p gate): slower than "
-                           "a direct path; clear ACS redirect first")
-        else:
-            status = "warn"
-            reasons.append("the IOMMU translates the GPUs' DMA (see the p2p gate): peer writes stay below the root "
-                           "complex while ACS redirects nothing, but any that reach it can be dropped")
-    if not reasons:
-        reasons.append(f"{count} GPUs, {'PCIe' if pcie else 'NVLink'}")
-    return Gate(id="custom-allreduce", title=g["title"], status=status, source=source, reason="; ".join(reasons))
-
-
-def _p2p(facts: MachineFacts, found: pcipath.Findings) -> Gate:
-    bad = [f"{link.gpu_a}-{link.gpu_b} ({link.p2p_read})" for link in facts.topology if link.p2p_read != "ok"]
-    title = "peer-to-peer reads between every pair"
-    source = "https://docs.nvidia.com/deploy/nvml-api/group__nvmlDeviceQueries.html (nvmlDeviceGetP2PStatus, READ); symmetric memory and custom all-reduce need P2P"
-    problems = list(found.problems)
-    if problems:
-        source = f"{source}; {knowledge.gate('pcie_p2p')['source']}"
-    if bad:
-        why = "" if problems else (": the ACS bits and IOMMU read here show no cause" if found.read and not found.unread
-                                   else ": check ACS/IOMMU (nccl#606, #2079)")
-        problems.insert(0, f"NVML reports no P2P for {', '.join(bad[:6])}{'...' if len(bad) > 6 else ''}{why}")
-    if problems:
-        return Gate(id="p2p", title=title, status="warn", source=source, reason="; ".join(problems))
-    unread = (f"; the ACS bits of {len(found.unread)} bridge(s) on the way need root to read (sudo provision probe)"
-              if found.unread else "")
-    return Gate(id="p2p", title=title, status="pass", source=source, reason=f"all {len(facts.topology)} pairs{unread}")
+    return features.machine_gates(facts, versions or Versions(origin="stack"))
 
 
 def report(machines: list[MachineFacts], profiles: list[Profile], uv_cache: Path | None = None) -> list[MachineReport]:

@@ -5,6 +5,7 @@ the lock) and its members are read out of the zip in memory, never unpacked to d
 from __future__ import annotations
 
 import dataclasses
+import os
 import re
 import time
 from collections.abc import Sequence
@@ -16,14 +17,14 @@ from typing import TYPE_CHECKING, Any
 from packaging.tags import sys_tags
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 
-from provision import knowledge
+from provision import knowledge, wheelfacts
 from provision import status as statuses
 from provision.errors import ResolveError
 from provision.log import Progress
 from provision.machine.facts import MachineFacts
 from provision.report.gates import Gate, Target
 from provision.report.lockself import LockStack
-from provision.scan import binaries, fatbin
+from provision.scan import binaries, fatbin, remembered
 from provision.stacks import urls, uvcache
 
 if TYPE_CHECKING:
@@ -101,14 +102,12 @@ def _filename(wheel: PackageWheel) -> str:
 
 def scan_lock(path: Path, *, fetch: bool = True, cache: Path | None = None,
               progress: Progress = lambda _: None) -> LockScan:
-    """Scan every wheel of the lock at `path`: from uv's cache in place, else fetched (unless `fetch` is off)."""
-    from provision.stacks import lockfile, uvtool, wheelcache
+    """Scan every wheel of the lock at `path`: from provision's scans/ cache by its sha256, else from uv's cache in
+    place, else fetched (unless `fetch` is off). uv's cache is looked through only for wheels not scanned before."""
+    from provision.stacks import lockfile, uvtool, wheelcache, wheelrecords
 
     started = time.perf_counter()
     pylock, stamp = lockfile.read(path)
-    cache = cache or Path(uvtool.cache_dir())
-    names = {str(canonicalize_name(p.name)) for p in pylock.packages}
-    unpacked = uvcache.wheels(cache, names) if cache.is_dir() else {}
     jobs = []
     for package in pylock.packages:
         if not package.wheels:
@@ -119,16 +118,38 @@ def scan_lock(path: Path, *, fetch: bool = True, cache: Path | None = None,
         sha256 = (wheel.hashes or {}).get("sha256", "").lower()
         if not wheelcache.SHA256.match(sha256):  # before any job starts: nothing of the lock is downloaded, nothing cached is trusted
             raise _unhashed(path, package, wheel, stamp.profile)
-        cached = unpacked.get((name, uvcache.stem_of(filename)))
-        digests = cached.sha256s() if cached else set()
-        if cached and digests and sha256 and sha256 not in digests:
-            cached = None  # uv's copy came from another file of that name: fetch the lock's own
         size = wheel.size if isinstance(wheel.size, int) and wheel.size >= 0 else None  # the most a fetch of it reads
-        jobs.append((name, str(package.version or ""), filename, wheel.url or "", sha256, size, cached.archive if cached else None))
+        jobs.append(_Job(name=name, version=str(package.version or ""), filename=filename, url=wheel.url or "", sha256=sha256,
+                         size=size, kept=remembered.load(sha256), record=wheelrecords.remembered(sha256)))
+    unknown = {job.name for job in jobs if job.kept is None or job.record is None}
+    if unknown or cache is not None:
+        cache = cache or Path(uvtool.cache_dir())
+    unpacked = uvcache.wheels(cache, unknown) if unknown and cache and cache.is_dir() else {}
+    for job in jobs:
+        cached = unpacked.get((job.name, uvcache.stem_of(job.filename)))
+        digests = cached.sha256s() if cached else set()
+        if cached and digests and job.sha256 not in digests:
+            cached = None  # uv's copy came from another file of that name: fetch the lock's own
+        job.archive = cached.archive if cached else None
     with ThreadPoolExecutor(max_workers=WORKERS) as pool:
-        wheels = tuple(pool.map(lambda job: _scan_one(*job, fetch=fetch, progress=progress), jobs))
+        wheels = tuple(pool.map(lambda job: _scan_one(job, fetch=fetch, progress=progress), jobs))
     return LockScan(path=path, profile=stamp.profile or None, wheels=wheels, seconds=time.perf_counter() - started,
-                    cache=str(cache))
+                    cache=str(cache) if cache else "not looked in: every wheel was scanned before")
+
+
+@dataclass(kw_only=True)
+class _Job:
+    """One wheel of the lock to scan, with what provision's caches already hold of it."""
+
+    name: str
+    version: str
+    filename: str
+    url: str
+    sha256: str
+    size: int | None
+    kept: tuple[int, remembered.Members, remembered.Problems] | None  # its scan, from scans/
+    record: dict[str, str] | None  # what its RECORD installs, from records/
+    archive: Path | None = None  # uv's unpacked copy of it
 
 
 def _unhashed(path: Path, package: Package, wheel: PackageWheel, named: str) -> ResolveError:
@@ -147,34 +168,68 @@ def _unhashed(path: Path, package: Package, wheel: PackageWheel, named: str) -> 
                         f"re-lock it: provision lock {profile} (it records every wheel's sha256)")
 
 
-def _scan_one(name: str, version: str, filename: str, url: str, sha256: str, size: int | None, archive: Path | None, *,
-              fetch: bool, progress: Progress) -> WheelScan:
+def _scan_one(job: _Job, *, fetch: bool, progress: Progress) -> WheelScan:
     from provision.stacks import wheelcache, wheelrecords
 
     started = time.perf_counter()
-    origin, counts, record = "uv cache", fatbin.Counts(), None
-    kept = wheelcache.cached(sha256, filename) if archive is None else None
-    if archive is not None:
-        counts, record = _total(binaries.scan([archive])), wheelrecords.in_folder(archive)
+    origin, counts, record = "uv cache", fatbin.Counts(), job.record
+    kept = wheelcache.cached(job.sha256, job.filename) if job.archive is None and (job.kept is None or record is None) else None
+    if job.kept is not None:
+        origin, counts = "scan cache", remembered.total(job.kept[1])
+        if record is None and job.archive is not None:
+            record = _keep_record(job.sha256, wheelrecords.text_in_folder(job.archive), "uv cache")
+        elif record is None and kept is not None:
+            record = _keep_record(job.sha256, wheelrecords.text_in_wheel(kept), "provision cache")
+        elif record is None:  # its RECORD alone, by range requests where the index answers them: never the whole wheel
+            record = wheelrecords.read_all([(job.name, job.filename, job.url, job.sha256)], lambda: None)[job.filename]
+    elif job.archive is not None:
+        counts = _in_folder(job.archive, job.sha256)
+        record = record or _keep_record(job.sha256, wheelrecords.text_in_folder(job.archive), "uv cache")
     elif kept is not None:
         origin = "provision cache"
-        counts, record = _total(binaries.scan([kept])), wheelrecords.in_wheel(kept)
-    elif not fetch or not url:
-        origin = "not in uv's cache (--no-fetch)" if url else "no URL in the lock"
-    elif not url.lower().startswith(("http://", "https://")):  # file://, ftp://: never read from this machine's disk
+        counts = _in_wheel(kept, job.sha256)
+        record = record or _keep_record(job.sha256, wheelrecords.text_in_wheel(kept), "provision cache")
+    elif not fetch or not job.url:
+        origin = "not in uv's cache (--no-fetch)" if job.url else "no URL in the lock"
+    elif not job.url.lower().startswith(("http://", "https://")):  # file://, ftp://: never read from this machine's disk
         origin = "not fetched (only http and https URLs are)"
     else:
         origin = "fetched"
-        local = wheelcache.fetch(url, sha256, filename, size=size, progress=progress,
+        local = wheelcache.fetch(job.url, job.sha256, job.filename, size=job.size, progress=progress,
                                  hint="the file changed on the index since the lock was made, or the index is down; re-lock and check the index")
-        counts, record = _total(binaries.scan([local])), wheelrecords.in_wheel(local)
-    return WheelScan(name=name, version=version, wheel=filename, origin=origin, counts=counts, record=record,
+        counts = _in_wheel(local, job.sha256)
+        record = record or _keep_record(job.sha256, wheelrecords.text_in_wheel(local), "provision cache")
+    return WheelScan(name=job.name, version=job.version, wheel=job.filename, origin=origin, counts=counts, record=record,
                      seconds=time.perf_counter() - started)
 
 
-def _total(scanned: binaries.ScanResult) -> fatbin.Counts:
+def _keep_record(sha256: str, text: str | None, source: str) -> dict[str, str] | None:
+    from provision.stacks import wheelrecords
+
+    return wheelrecords.keep(sha256, text, source) if text is not None else None
+
+
+def _in_folder(archive: Path, sha256: str) -> fatbin.Counts:
+    """What uv's unpacked copy of the wheel carries, kept in scans/ by the wheel's sha256 (uv's own, checked above)."""
+    scanned = binaries.scan([archive])
+    members = [(os.path.relpath(f.path, archive), f.code) for f in scanned.files]
+    problems = []
+    for note in scanned.notes:  # "PATH: not read (why)", as binaries.scan says it
+        where, _, why = note.partition(": not read (")
+        problems.append((os.path.relpath(where, archive), why.removesuffix(")")))
+    remembered.keep(sha256, scanned.scanned, members, problems, "uv cache")
+    return remembered.total(members)
+
+
+def _in_wheel(wheel: Path, sha256: str) -> fatbin.Counts:
+    """What a wheel file whose sha256 was checked carries: from scans/, else scanned and kept there."""
+    files, _ = binaries.wheel_code(str(wheel), sha256)
+    return _total_of(files)
+
+
+def _total_of(files: Sequence[binaries.FileScan]) -> fatbin.Counts:
     total = fatbin.Counts()  # what the driver can load; relocatable link input is never judged (scan/binaries.py)
-    for file in scanned.files:
+    for file in files:
         total.add(file.code.loadable)
     return total
 
@@ -182,7 +237,7 @@ def _total(scanned: binaries.ScanResult) -> fatbin.Counts:
 def judge(facts: MachineFacts, scanned: LockScan, stack: LockStack, uv_cache: Path | None = None) -> Target:
     """The lock against one machine: the gates of the stack it describes (its own [tool.provision], else its profile,
     else its wheels), each CUDA wheel per GPU, and the torch-wheels gate from the scanned torch wheel."""
-    from provision.report import gates, lockgates
+    from provision.report import features, gates, kernels, lockgates
     from provision.stacks import wheelcache
 
     profile = stack.profile
@@ -192,15 +247,23 @@ def judge(facts: MachineFacts, scanned: LockScan, stack: LockStack, uv_cache: Pa
     torch_gate = gates.torch_wheels(facts, cuda, has_torch=torch is not None,
                                     scanned=dict(torch.counts.cubin) if torch and torch.origin in SCANNED else None,
                                     wheel=torch.wheel if torch else "")
+    versions = gates.Versions(found={w.name: w.version for w in scanned.wheels}, origin="lock")
     if profile:
-        base = [g if g.id != "torch-wheels" else torch_gate for g in gates.judge(facts, profile, uv_cache).gates]
+        base = [g if g.id != "torch-wheels" else torch_gate for g in gates.judge(facts, profile, uv_cache, versions).gates]
         base[0] = dataclasses.replace(base[0], reason=f"{base[0].reason} (CUDA {cuda} from {stack.source})")
     else:
-        base = [_unknown_cuda(scanned), torch_gate]
+        base = [_unknown_cuda(scanned), torch_gate, *filter(None, [gates.fabric_gate(facts), features.newer_than_known(versions)]),
+                *gates.machine_gates(facts, versions)]
+    nvcc = versions.of("nvidia-cuda-nvcc") or (profile.compiler_cuda() if profile else None) or \
+        max((t.version for t in facts.toolkits), key=lambda v: tuple(int(p) for p in v.split(".") if p.isdigit()), default=None)
+    found_kernels = kernels.flashinfer_kernels(versions, nvcc=".".join(nvcc.split(".")[:2]) if nvcc else None,
+                                               offline=bool(profile and profile.offline))
+    base[3:3] = [found_kernels] if found_kernels else []
     cuda_wheels = [w for w in scanned.wheels if w.cuda]
     origins = {o: sum(w.origin == o for w in scanned.wheels) for o in SCANNED}
     summary = Gate(id="lock-scan", title="wheels scanned", status="info", kind="feature", source="provision/report/lockscan.py",
                    reason=f"{len(scanned.wheels)} wheels, {len(cuda_wheels)} with CUDA code; "
+                          f"{origins['scan cache']} scanned before ({wheelfacts.folder('scans')}), "
                           f"{origins['uv cache']} from uv's cache ({scanned.cache}), {origins['provision cache']} from "
                           f"provision's ({wheelcache.folder()}), {origins['fetched']} fetched, "
                           f"{len(scanned.wheels) - sum(origins.values())} not scanned; {scanned.seconds:.1f} s")
@@ -217,7 +280,7 @@ def _unknown_cuda(scanned: LockScan) -> Gate:
                        "the driver cannot be judged; re-lock it with this provision (its [tool.provision] then carries cuda)")
 
 
-SCANNED = ("uv cache", "provision cache", "fetched")
+SCANNED = ("scan cache", "uv cache", "provision cache", "fetched")
 
 
 def _wheel_gate(wheel: WheelScan, ccs: list[str]) -> Gate:

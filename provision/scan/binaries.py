@@ -173,34 +173,60 @@ def _scan_folder(folder: str, notes: list[str], jobs: int | None) -> tuple[int, 
     return scanned, files
 
 
-def _scan_wheel(path: str, notes: list[str], jobs: int | None) -> tuple[int, list[FileScan]]:
+def _scan_wheel(path: str, notes: list[str], jobs: int | None, sha256: str | None = None) -> tuple[int, list[FileScan]]:
+    """Every member of the wheel at `path` with device code: from provision's scans/ cache by the wheel's sha256 (given
+    where the caller checked it, else computed: hashing costs a fraction of inflating), else scanned and kept there."""
     import zipfile
     import zlib
     from pathlib import Path
 
     from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 
-    from provision.scan import wheels
+    from provision.scan import remembered, wheels
 
     try:
         name, version, _build, _tags = parse_wheel_filename(os.path.basename(path))
     except InvalidWheelFilename as exc:
         raise InputError(f"{path}: not a wheel file name ({exc})",
                          "a wheel is named NAME-VERSION-PYTHON-ABI-PLATFORM.whl; rename it as downloaded") from None
-    files: list[FileScan] = []
+    project = str(canonicalize_name(name))
+    members: remembered.Members = []
+    problems: remembered.Problems = []
     scanned = 0
     try:
-        os.close(regular.open_fd(path))  # a FIFO named x.whl must not block the zip reader
-        for member, code, problem in wheels.scan_wheel(Path(path), jobs):
-            scanned += 1
-            if problem:
-                notes.append(f"{path}!{member}: not read ({problem})")
-            elif code is not None and not code.empty:
-                files.append(FileScan(f"{path}!{member}", str(canonicalize_name(name)), code, str(version)))
+        digest = sha256 or _sha256(path)  # opened as a regular file first: a FIFO named x.whl must not block
+        kept = remembered.load(digest)
+        if kept is not None:
+            scanned, members, problems = kept
+        else:
+            for member, code, problem in wheels.scan_wheel(Path(path), jobs):
+                scanned += 1
+                if problem:
+                    problems.append((member, problem))
+                elif code is not None and not code.empty:
+                    members.append((member, code))
+            remembered.keep(digest, scanned, members, problems, "wheel")
     except (zipfile.BadZipFile, zlib.error, EOFError, OSError) as exc:
         raise InputError(f"{path}: not a readable wheel ({type(exc).__name__}: {exc})",
                          "download the wheel again (pip and uv check its hash), or scan the unpacked folder") from None
-    return scanned, files
+    notes.extend(f"{path}!{member}: not read ({problem})" for member, problem in problems)
+    return scanned, [FileScan(f"{path}!{member}", project, code, str(version)) for member, code in members]
+
+
+def _sha256(path: str) -> str:
+    import hashlib
+
+    digest = hashlib.sha256()
+    with os.fdopen(regular.open_fd(path), "rb") as handle:
+        while chunk := handle.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def wheel_code(path: str, sha256: str) -> tuple[list[FileScan], list[str]]:
+    """The members with device code of a wheel whose sha256 the caller checked (`report --lock`), and its notes."""
+    notes: list[str] = []
+    return _scan_wheel(path, notes, None, sha256)[1], notes
 
 
 def _safe(fn: Any, path: str | Path, notes: list[str]) -> fatbin.Code | None:

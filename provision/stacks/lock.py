@@ -29,7 +29,7 @@ from provision import __version__, proc, toml
 from provision.atomic import write_atomic
 from provision.errors import InputError, ResolveError, UsageError
 from provision.log import Progress
-from provision.stacks import gitauth, lockfile, relock, urls, uvtool
+from provision.stacks import earlyrecords, gitauth, lockfile, relock, urls, uvtool
 from provision.stacks.profiles import DEFAULT_INDEX, Package, Profile
 
 INDEX_VARIABLE = "PROVISION_INDEX_{}"
@@ -358,6 +358,18 @@ def lock(profile: Profile, *, target: Target, overrides: dict[str, str], output:
                      "not used")
     if any(p.prerelease and p.index != DEFAULT_INDEX and indexes.get(p.index) for p in profile.packages):
         progress("finding the newest complete nightly")
+    early = earlyrecords.EarlyReads(lambda: Path(uvtool.cache_dir() or "."))
+    try:
+        early.start_from(output)  # the wheels of the lock this one replaces: their RECORDs read while uv resolves
+        return _lock(profile, target, overrides, output, progress, work, indexes, early, start)
+    finally:
+        early.keep_only(set())  # what the gate needed was read; nothing more is started
+
+
+def _lock(profile: Profile, target: Target, overrides: dict[str, str], output: Path, progress: Progress, work: Path | None,
+          indexes: dict[str, str | None], early: earlyrecords.EarlyReads, start: float) -> LockResult:
+    import time
+
     pins, nightly = nightly_pins(profile, indexes, target)
     with _work_folder(work) as folder:
         (folder / "pyproject.toml").write_text(_project(profile, pins, indexes))
@@ -365,6 +377,7 @@ def lock(profile: Profile, *, target: Target, overrides: dict[str, str], output:
         uvtool.run(_uv_compile_args(target, "pylock.toml"), cwd=folder,
                    env=uvtool.index_options(indexes)[1] | gitauth.variables(p.git for p in profile.packages))
         raw = toml.loads((folder / "pylock.toml").read_text())
+        early.add(earlyrecords.jobs_of(raw.get("packages", [])))  # read while the packages are attributed
         progress("attributing each package to its index")
         origin = attribution(raw.get("packages", []), profile, indexes)
         strays = [p.name for p in profile.packages
@@ -372,6 +385,7 @@ def lock(profile: Profile, *, target: Target, overrides: dict[str, str], output:
         if strays:  # uv's own default index has no name to bind them to: resolve again with the named ones explicit
             progress(f"{', '.join(strays)} came from a named index; resolving again with the named indexes explicit")
             raw = _resolve_explicit(folder, profile, pins, indexes, target, raw, origin)
+            early.add(earlyrecords.jobs_of(raw.get("packages", [])))
             origin = attribution(raw.get("packages", []), profile, indexes)
         written = (folder / "pylock.toml").read_text()  # uv's own text: kept where provision changes no package
     stamp = _Stamp(key=lock_key(profile, indexes, target), nightly=nightly,
@@ -381,7 +395,7 @@ def lock(profile: Profile, *, target: Target, overrides: dict[str, str], output:
     document = _document(raw, profile, indexes, target, stamp, packages, written)
     _check_bindings(profile, packages)
     _check_flashinfer(packages)
-    warnings = _warnings(packages, progress)
+    warnings = _warnings(packages, progress, early)
     changes = relock.changes(relock.versions_in(output), {p.name: p.version for p in packages})
     try:
         write_atomic(output, document)
@@ -565,7 +579,8 @@ def _check_bindings(profile: Profile, packages: tuple[LockedPackage, ...]) -> No
                 raise ResolveError(f"{name} came from index {locked.index!r}, but the profile binds it to {package.index!r}", hint)
 
 
-def _warnings(packages: tuple[LockedPackage, ...], progress: Progress) -> tuple[LockWarning, ...]:
+def _warnings(packages: tuple[LockedPackage, ...], progress: Progress,
+              early: earlyrecords.EarlyReads | None = None) -> tuple[LockWarning, ...]:
     """What `report --lock` would FAIL, said at once: NVIDIA libraries of two CUDA majors, two wheels installing one
     path (from their RECORDs, read without downloading the wheels; one that cannot be read is said)."""
     from provision.stacks import lockcheck, wheelrecords
@@ -579,6 +594,8 @@ def _warnings(packages: tuple[LockedPackage, ...], progress: Progress) -> tuple[
     if mixed:
         found.append(LockWarning("cuda-mix", f"{mixed}: libraries of two CUDA majors load into one process"))
     jobs = [(p.name, p.file, p.url, p.sha256) for p in first.values()]
+    if early is not None:
+        early.keep_only({p.sha256 for p in first.values()})  # the reads started early for other wheels stop
     records = wheelrecords.read_all(jobs, lambda: Path(uvtool.cache_dir() or "."), progress)
     conflicts = sorted(lockcheck.conflicts({k: v for k, v in records.items() if v is not None}), key=lambda c: c.loose)
     if conflicts:

@@ -42,13 +42,14 @@ class Conflict:
         return f"{self.first} and {self.second} both install {self.path}{more}, with different contents"
 
 
-def installed(record: str) -> dict[str, str] | None:
+def installed(record: str | list[list[str]]) -> dict[str, str] | None:
     """path -> hash ("" where RECORD gives none) of every file a wheel's RECORD installs, where it lands relative to
     site-packages (a `.data/purelib/` file beside the rest, `.data/scripts/` in bin/); RECORD files are left out.
-    None when it is no CSV that csv reads (a field past its 128 KiB limit): a wheel without a readable RECORD."""
+    None when it is no CSV that csv reads (a field past its 128 KiB limit): a wheel without a readable RECORD. `record`
+    is its text, or its rows as kept in provision's records/ cache (stacks/wheelrecords.py)."""
     found: dict[str, str] = {}
     try:
-        for row in csv.reader(io.StringIO(record)):
+        for row in csv.reader(io.StringIO(record)) if isinstance(record, str) else record:
             if not row or not row[0]:
                 continue
             path = row[0]

@@ -215,11 +215,12 @@ def _installed_files(rows: list[list[str]], info_name: str) -> dict[str, str]:
     return files
 
 
-def wheel_files(record: str) -> dict[str, str]:
-    """A wheel's own RECORD as it lands in site-packages: `X.data/purelib|platlib/P` is installed as P; the rest of
-    `.data` goes elsewhere (scripts are rewritten), so it is left out, as the installed side leaves it out."""
+def wheel_files(record: str | list[list[str]]) -> dict[str, str]:
+    """A wheel's own RECORD (its text, or its rows) as it lands in site-packages: `X.data/purelib|platlib/P` is
+    installed as P; the rest of `.data` goes elsewhere (scripts are rewritten), so it is left out, as the installed side
+    leaves it out."""
     files = {}
-    for row in csv.reader(record.splitlines()):
+    for row in csv.reader(record.splitlines()) if isinstance(record, str) else record:
         if len(row) < 2 or not row[1]:
             continue
         path = os.path.normpath(row[0])
@@ -339,15 +340,25 @@ def _match_one(dist: Installed, index_names: list[str], asker: _Asker,
     return Unmatched(name=dist.name, version=dist.version, reason=reason)
 
 
-def _record(file: index.IndexFile, cached: uvcache.CachedWheel | None, dist: Installed) -> tuple[str | None, str, str]:
-    """(the wheel's RECORD, where it was read, the sha256 of the bytes it was read from): uv's unpacked copy of that
-    very file (same sha256), else the whole wheel downloaded and its members checked against its RECORD
-    (wheelproof). Range requests only tell a wheel apart: a RECORD read by them that differs from what is installed
-    needs no download, one that matches proves nothing. (None, why, "") when its PEP 658 metadata tells it apart."""
+def _record(file: index.IndexFile, cached: uvcache.CachedWheel | None, dist: Installed) -> tuple[str | list[list[str]] | None, str, str]:
+    """(the wheel's RECORD, its text or its rows where read before; where it was read; the sha256 of the bytes it was
+    read from): provision's records/ cache where a proven read kept it by that sha256, uv's unpacked copy of that very
+    file (same sha256), else the whole wheel downloaded and its members checked against its RECORD (wheelproof). Range
+    requests only tell a wheel apart: a RECORD read by them that differs from what is installed needs no download, one
+    that matches proves nothing, and neither is kept by the sha256 the page claims. (None, why, "") when its PEP 658
+    metadata tells it apart."""
+    from provision.stacks import wheelrecords
+
+    rows = wheelrecords.proven_rows(file.sha256) if file.sha256 else None
+    if rows is not None and file.sha256:  # read before from those very bytes (provision/wheelfacts.py)
+        return rows, "cache", file.sha256
+    rows = wheelrecords.remembered_rows(file.sha256) if file.sha256 else None
+    if rows is not None and difference(dist.files, wheel_files(rows)) is not None:
+        return rows, "cache", ""  # read before by range requests: enough to tell it apart, never to pin it
     if cached is not None and file.sha256 and file.sha256 in cached.sha256s():
         text = _cached_record(cached)
         if text is not None:
-            return text, "uv-cache", file.sha256
+            return _kept(file.sha256, text, "uv cache"), "uv-cache", file.sha256
     metadata_hash = file.core_metadata.get("sha256") if isinstance(file.core_metadata, dict) else None
     installed_metadata = dist.files.get(f"{dist.info.name}/METADATA", "")
     if metadata_hash and installed_metadata.startswith("sha256=") and _hex(installed_metadata) != metadata_hash:
@@ -359,9 +370,19 @@ def _record(file: index.IndexFile, cached: uvcache.CachedWheel | None, dist: Ins
         except (wheelmeta._NoRanges, wheelproof.NotProven):  # the server would not after all: read it whole
             ranged = None
         if ranged is not None and difference(dist.files, wheel_files(ranged)) is not None:
-            return ranged, "range", ""
+            return _kept(file.sha256, ranged, "range"), "range", ""
     record, sha256 = wheelproof.downloaded(file.url, file.sha256)
-    return record, "download", sha256
+    return _kept(sha256, record, wheelrecords.VERIFIED), "download", sha256
+
+
+def _kept(sha256: str | None, text: str, source: str) -> str:
+    """`text`, a wheel's RECORD, kept by its sha256 in records/ for the next reader."""
+    from provision.stacks import wheelrecords
+
+    if sha256:
+        wheelrecords.keep(sha256.lower(), text, source)
+    return text
+
 
 
 class _Tail(wheelmeta.RangeFile):

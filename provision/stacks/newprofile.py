@@ -21,7 +21,7 @@ from packaging.version import InvalidVersion, Version
 from provision import regular
 from provision.errors import IndexError_, InputError, ProfileError, ProvisionError, UsageError
 from provision.names import NAME_MAX, NAME_RULE
-from provision.stacks import index, urls, uvtool, wheelmeta
+from provision.stacks import index, sglang_bench, urls, uvtool, wheelmeta
 from provision.stacks.profiles import PROFILE_PATH_VARIABLE, parse
 
 SERVING = "sglang"
@@ -70,13 +70,17 @@ class NewProfile:
     pins: tuple[Pin, ...] = ()
     indexes: dict[str, str] = field(default_factory=dict)
     left_out: tuple[LeftOut, ...] = ()
+    baseline: sglang_bench.Bench = field(default_factory=sglang_bench.Bench)
 
     def to_dict(self) -> dict[str, object]:
         return {"name": self.name, "path": str(self.path), "serving": self.serving, "cuda": self.cuda, "python": self.python,
                 "metadata_from": self.metadata_from, "wheel": self.wheel, "indexes": dict(self.indexes),
                 "packages": [{"name": p.name, "version": p.version, "extras": list(p.extras), "index": p.index, "source": p.why}
                              for p in self.pins],
-                "left_out": [{"name": x.name, "reason": x.reason} for x in self.left_out]}
+                "left_out": [{"name": x.name, "reason": x.reason} for x in self.left_out],
+                "baseline": {"command": list(self.baseline.command), "json_key": self.baseline.json_key,
+                             "read_from": self.baseline.read_from} if self.baseline.written
+                else {"command": None, "reason": self.baseline.reason}}
 
 
 def default_index() -> str:
@@ -109,7 +113,7 @@ def cuda_tag(cuda: str) -> str:
 
 
 def new(name: str, source: str, *, cuda: str = "13.0", python: str = "3.12", output: Path | None = None,
-        overrides: dict[str, str] | None = None, force: bool = False) -> NewProfile:
+        overrides: dict[str, str] | None = None, force: bool = False, model_path: Path | None = None) -> NewProfile:
     """Write profile NAME from the pins of the SGLang release `source` names; return what was written."""
     overrides = dict(overrides or {})
     requirement = parse_from(source)
@@ -142,8 +146,12 @@ def new(name: str, source: str, *, cuda: str = "13.0", python: str = "3.12", out
                 "resolver through it, not only the CUDA stack below"), *stack]
     pins += _unpinned(registry, indexes, stack, left_out)
     pins += _compiler(registry, cuda, torch, toolkit, left_out)
+    if model_path is not None and not (model_path / "config.json").is_file():
+        raise InputError(f"--model-path {model_path}: no config.json there", "name the model's folder (its config.json "
+                         "gives the shapes; no weights are read: --load-format dummy)")
+    bench = sglang_bench.read(wheel.url, str(model_path.resolve()) if model_path else None)
     # an index no package is bound to would still be asked for every other package: only those in use are written
-    result = NewProfile(name=name, path=path, serving=serving, cuda=cuda, python=python, metadata_from=how,
+    result = NewProfile(baseline=bench, name=name, path=path, serving=serving, cuda=cuda, python=python, metadata_from=how,
                         wheel=wheel.filename, pins=tuple(pins), left_out=tuple(left_out),
                         indexes={n: u for n, u in indexes.items() if any(p.index == n for p in pins)})
     if overrides:
@@ -410,5 +418,22 @@ def render(result: NewProfile, default_url: str | None) -> str:
     env["FLASHINFER_CUDA_ARCH_LIST"] = "{arch_list}"
     env["FLASHINFER_CUDA_ARCH_LIST"].comment("filled from the GPUs at create and check time")
     env["FLASHINFER_WORKSPACE_BASE"] = "{env}"
+    env["FLASHINFER_WORKSPACE_BASE"].comment("FlashInfer's cubins, JIT modules and PCIe all-reduce tunings: under the environment")
+    env["SGLANG_CACHE_DIR"] = "{env}/cache/sglang"
+    env["SGLANG_CACHE_DIR"].comment("SGLang's triton, inductor, deep_gemm and cute_aot caches: a rollback never runs on the new stack's")
     doc["env"] = env
+    if result.baseline.written:
+        baseline = tomlkit.table()
+        baseline.add(tomlkit.comment(f"{result.serving}'s own one-batch benchmark, read from its wheel "
+                                     f"({result.baseline.read_from}): random weights from the model's config.json"))
+        baseline.add(tomlkit.comment("{model}: provision's weight-free model folder; {tp_size}: 1, 2, 4 or 8 as the GPUs "
+                                     "allow; {result}: the JSON lines the benchmark writes, read for json_key"))
+        baseline["command"] = list(result.baseline.command)
+        baseline["json_key"] = result.baseline.json_key
+        baseline["unit"] = "tok/s"
+        baseline["better"] = "higher"
+        baseline["timeout"] = 1800
+        doc["baseline"] = baseline
+    else:
+        doc.add(tomlkit.comment(f"no [baseline]: {result.baseline.reason}; the built-in GPU baseline runs"))
     return tomlkit.dumps(doc).rstrip("\n") + "\n"

@@ -73,6 +73,7 @@ class Profile:
     baseline: Baseline | None = None
     toolkit: str | None = None  # site-packages folder of NVIDIA's compiler wheels ("nvidia/cu13"): {env}/cuda is laid over it
     files: tuple[ProfileFile, ...] = ()  # [files]: the content of each is covered by content_hash
+    offline: bool = False  # its machines reach no network: nothing may be downloaded at first use (report FAILs it)
     content_hash: str = ""
 
     def compiler_cuda(self) -> str | None:
@@ -235,7 +236,8 @@ class _Checker:
 
 def _validate(path: Path, data: Mapping[str, object], raw: bytes) -> Profile:
     c = _Checker(path)
-    top = {"schema", "name", "description", "python", "cuda", "indexes", "packages", "env", "checks", "baseline", "toolkit", "files"}
+    top = {"schema", "name", "description", "python", "cuda", "indexes", "packages", "env", "checks", "baseline", "toolkit", "files",
+           "offline"}
     c.keys(data, "", top, {"schema", "name", "cuda", "packages"})
     schema = c.typed(data["schema"], "schema", int, "an integer")
     if schema != SCHEMA:
@@ -280,6 +282,7 @@ def _validate(path: Path, data: Mapping[str, object], raw: bytes) -> Profile:
         baseline=_baseline(c, data.get("baseline")),
         toolkit=_toolkit(c, data.get("toolkit")),
         files=files,
+        offline=c.typed(data.get("offline", False), "offline", bool, "true or false"),
         content_hash=digest.hexdigest(),
     )
 

@@ -11,6 +11,7 @@ import re
 import tempfile
 import zipfile
 import zlib
+from collections.abc import Callable
 from typing import IO, TYPE_CHECKING, Literal
 
 from provision.errors import IndexError_
@@ -118,15 +119,42 @@ def record(url: str) -> bytes | None:
     """The wheel's .dist-info/RECORD read by HTTP range requests (the zip's directory and that member); None where
     the index does not answer range requests (the whole wheel is never downloaded for it), or it is larger than
     RECORD_LIMIT."""
+    remote = _ranged(url)
+    if remote is None:
+        return None
+    try:
+        return _member(remote, "RECORD", RECORD_LIMIT)
+    except (_NoRanges, zipfile.BadZipFile):
+        return None
+
+
+def _ranged(url: str) -> io.BufferedReader | None:
+    """The remote wheel as a file read by range requests; None where the index answers none (or no size)."""
     head = index.get(url, method="HEAD", headers={"Accept-Encoding": "identity"})
     length = head.headers.get("Content-Length") or ""
     size = int(length) if length.isdigit() else 0
     if head.status_code >= 400 or not size or head.headers.get("Accept-Ranges", "").lower() != "bytes":
         return None
-    try:
-        return _member(io.BufferedReader(RangeFile(url, size), BLOCK), "RECORD", RECORD_LIMIT)
-    except (_NoRanges, zipfile.BadZipFile):
+    return io.BufferedReader(RangeFile(url, size), BLOCK)
+
+
+def sources(url: str, wanted: Callable[[str], bool], limit: int = 1 << 20, total: int = 8 << 20) -> dict[str, bytes] | None:
+    """The members of the remote wheel whose names `wanted` accepts, each at most `limit` bytes (a larger one is left
+    out) and `total` together, read by HTTP range requests; None where the index answers no range requests (the
+    whole wheel is never downloaded for it) or the zip is damaged."""
+    remote = _ranged(url)
+    if remote is None:
         return None
+    found: dict[str, bytes] = {}
+    try:
+        with zipfile.ZipFile(remote) as wheel:
+            for info in sorted(wheel.infolist(), key=lambda i: i.header_offset):  # in file order: fewer ranges
+                if wanted(info.filename) and info.file_size <= limit and sum(map(len, found.values())) + info.file_size <= total:
+                    with wheel.open(info) as opened:
+                        found[info.filename] = opened.read(limit + 1)[:limit]
+    except (_NoRanges, zipfile.BadZipFile, OSError, ValueError, EOFError, NotImplementedError, zlib.error):
+        return None
+    return found
 
 
 def _member(stream: IO[bytes] | io.BufferedReader, member: str = "METADATA", limit: int = METADATA_LIMIT) -> bytes:

@@ -1,71 +1,153 @@
 """The RECORD of each wheel of a lock, for `provision lock`'s conflict warning, read as cheaply as it can be: from
-uv's cache where it unpacked the wheel, from provision's own wheel cache, from a RECORD read before (kept by the
-wheel's sha256 under `$XDG_CACHE_HOME/provision/records/`), else out of the remote zip by HTTP range requests (a few
+uv's cache where it unpacked the wheel, from provision's own wheel cache, from a RECORD read before (its rows kept by
+the wheel's sha256 in `$XDG_CACHE_HOME/provision/records/`, provision/wheelfacts.py), else out of the remote zip by HTTP range requests (a few
 hundred KiB of each wheel, never the whole of it)."""
 
 from __future__ import annotations
 
-import os
+import csv
+import io
+import threading
 from collections.abc import Callable
 from pathlib import Path
 
-from provision import regular
-from provision.atomic import write_atomic
+from provision import regular, wheelfacts
 from provision.errors import ProvisionError
 from provision.log import Progress
-from provision.stacks import lockcheck, uvcache, wheelcache, wheelproof
+from provision.stacks import lockcheck, uvcache, wheelcache
 
 WORKERS = 16
 
 
 def folder() -> Path:
-    return wheelcache.folder().parent / "records"
+    return Path(wheelfacts.folder("records"))
 
 
-def read_all(wheels: list[tuple[str, str, str, str]], uv_cache: Callable[[], Path | None],
+# sha256 -> what its RECORD installs, for this process: nothing is read twice in one run (lock's early reads, then its
+# gate; report --lock's conflict gate after its scans); a RECORD being read is waited for, not read again
+_read: dict[tuple[str, str], dict[str, str] | None] = {}  # by (cache folder, sha256)
+_reading: dict[tuple[str, str], threading.Event] = {}
+_claims = threading.Lock()
+Job = tuple[str, str, str, str]  # project, wheel file name, URL, sha256
+Unpacked = dict[tuple[str, str], uvcache.CachedWheel]
+
+
+def read_all(wheels: list[Job], uv_cache: Callable[[], Path | None],
              progress: Progress = lambda _: None) -> dict[str, dict[str, str] | None]:
     """wheel file name -> what its RECORD installs (None: not read) for each (project, file name, url, sha256);
     `uv_cache` says where uv's cache is, asked only when some RECORD was not read before."""
-    found = {filename: _remembered(sha256) for _, filename, _, sha256 in wheels}
+    found = {filename: remembered(sha256) for _, filename, _, sha256 in wheels}
     wheels = [job for job in wheels if found[job[1]] is None]  # a RECORD read before is not looked for again
-    cache = uv_cache() if wheels else None
-    unpacked = uvcache.wheels(cache, {p for p, _, _, _ in wheels}) if cache and cache.is_dir() else {}
-    if wheels:
-        progress(f"reading the RECORD of {len(wheels)} wheels")
-
-    def one(job: tuple[str, str, str, str]) -> tuple[str, dict[str, str] | None]:
-        project, filename, url, sha256 = job
-        cached = unpacked.get((project, uvcache.stem_of(filename)))
-        found = in_folder(cached.archive) if cached and sha256 in cached.sha256s() else None
-        return filename, found if found is not None else _elsewhere(filename, url, sha256)
-
     if wheels:  # every RECORD read before (a lock made again): no thread, no zip or HTTP reader is loaded
         from concurrent.futures import ThreadPoolExecutor
 
+        unpacked = in_uv_cache(wheels, uv_cache)
+        progress(f"reading the RECORD of {len(wheels)} wheels")
         with ThreadPoolExecutor(max_workers=WORKERS) as pool:
-            found.update(pool.map(one, wheels))
+            found.update(pool.map(lambda job: (job[1], read_one(job, unpacked)), wheels))
     return found
 
 
-def _remembered(sha256: str) -> dict[str, str] | None:
-    """The RECORD kept by an earlier read of the wheel with this sha256, if any."""
-    path = folder() / sha256 if len(sha256) == 64 and sha256.isalnum() else None
+def in_uv_cache(wheels: list[Job], uv_cache: Callable[[], Path | None]) -> Unpacked:
+    """uv's unpacked copies of these wheels' projects."""
+    cache = uv_cache()
+    return uvcache.wheels(cache, {p for p, _, _, _ in wheels}) if cache and cache.is_dir() else {}
+
+
+def read_one(job: Job, unpacked: Unpacked) -> dict[str, str] | None:
+    """What one wheel's RECORD installs, read the cheapest way; once per run, whichever thread asks first."""
+    project, filename, url, sha256 = job
+    key = (wheelfacts.root(), sha256)
+    with _claims:
+        if key in _read:
+            return _read[key]
+        waiting = _reading.get(key)
+        if waiting is None:
+            _reading[key] = threading.Event()
+    if waiting is not None:
+        waiting.wait()
+        return _read.get(key)
     try:
-        return lockcheck.installed(regular.read_bytes(path).decode("utf-8", "replace")) if path else None
-    except OSError:
+        cached = unpacked.get((project, uvcache.stem_of(filename)))
+        if cached and sha256 in cached.sha256s():
+            text = text_in_folder(cached.archive)
+            if text is not None:
+                return keep(sha256, text, "uv cache")
+        found = _elsewhere(filename, url, sha256)
+        _read.setdefault(key, found)
+        return found
+    finally:
+        with _claims:
+            _reading.pop(key).set()
+
+
+def remembered(sha256: str) -> dict[str, str] | None:
+    """What the RECORD of the wheel with this sha256 installs, as read before (in this run, or kept in records/)."""
+    if (wheelfacts.root(), sha256) in _read:
+        return _read[wheelfacts.root(), sha256]
+    data = wheelfacts.get("records", sha256)
+    if not isinstance(data, dict) or not _rows_shape(data.get("rows")):
+        if data is not None:
+            wheelfacts.discard("records", sha256)
         return None
+    found = _read[wheelfacts.root(), sha256] = lockcheck.installed(data["rows"])
+    return found
+
+
+def remembered_rows(sha256: str) -> list[list[str]] | None:
+    """The rows of the RECORD of the wheel with this sha256 as kept in records/ (adopt reads them its own way)."""
+    data = wheelfacts.get("records", sha256)
+    if isinstance(data, dict) and _rows_shape(data.get("rows")):
+        return data["rows"]  # type: ignore[no-any-return]
+    if data is not None:
+        wheelfacts.discard("records", sha256)
+    return None
+
+
+# Where a kept RECORD was read from that proves it is the RECORD of the bytes its sha256 names (what adopt may pin):
+# uv's unpacked copy of that very file, or the whole wheel downloaded, its sha256 checked and every member hashed
+# against that RECORD (wheelproof). Range requests prove nothing (nothing ties the ranges to the bytes a full GET gives).
+VERIFIED = "verified wheel"
+PROVEN = ("uv cache", VERIFIED)
+
+
+def proven_rows(sha256: str) -> list[list[str]] | None:
+    """remembered_rows, for a RECORD kept from a proven read only (PROVEN): what adopt may pin."""
+    data = wheelfacts.get("records", sha256)
+    if isinstance(data, dict) and data.get("from") in PROVEN and _rows_shape(data.get("rows")):
+        return data["rows"]  # type: ignore[no-any-return]
+    return None
+
+
+def _rows_shape(rows: object) -> bool:
+    return isinstance(rows, list) and all(isinstance(r, list) and all(isinstance(f, str) for f in r) for r in rows)
+
+
+def rows_of(text: str) -> list[list[str]] | None:
+    """A RECORD's rows (path and hash, the size left out); None when csv cannot read it (a field past its limit)."""
+    try:
+        return [row[:2] for row in csv.reader(io.StringIO(text)) if row]
+    except csv.Error:
+        return None
+
+
+def keep(sha256: str, text: str, source: str) -> dict[str, str] | None:
+    """What the RECORD `text` of the wheel with this sha256 installs, kept in records/ (with where it was read) and for
+    this run. A RECORD csv cannot read is not kept: nothing is said of it, and it is read again next time."""
+    rows = rows_of(text)
+    if rows is None:
+        return None
+    if wheelcache.SHA256.match(sha256):
+        wheelfacts.put("records", sha256, {"rows": rows, "from": source})
+    found = _read[wheelfacts.root(), sha256] = lockcheck.installed(rows)
+    return found
 
 
 def _elsewhere(filename: str, url: str, sha256: str) -> dict[str, str] | None:
     kept = wheelcache.cached(sha256, filename)
     if kept is not None:
-        return in_wheel(kept)
-    remembered = folder() / sha256 if len(sha256) == 64 and sha256.isalnum() else None
-    if remembered is not None:
-        try:
-            return lockcheck.installed(regular.read_bytes(remembered).decode("utf-8", "replace"))
-        except OSError:
-            pass
+        text = text_in_wheel(kept)
+        return keep(sha256, text, "provision cache") if text is not None else None
     if not url.lower().startswith(("http://", "https://")):
         return None
     from provision.stacks import wheelmeta  # packaging.metadata and the index client: a remote zip is read
@@ -76,27 +158,32 @@ def _elsewhere(filename: str, url: str, sha256: str) -> dict[str, str] | None:
         return None  # a warning that cannot be given is not an error of the lock
     if raw is None:
         return None
-    text = raw.decode("utf-8", "replace")
-    if remembered is not None:  # by the lock's sha256: read from that URL for that lock, as the lock's own file
-        os.makedirs(remembered.parent, exist_ok=True)
-        write_atomic(remembered, text)
-    return lockcheck.installed(text)
+    # by the lock's sha256: read from that URL for that lock, as the lock's own file
+    return keep(sha256, raw.decode("utf-8", "replace"), "range")
 
 
-def in_folder(archive: Path) -> dict[str, str] | None:
-    """What an unpacked wheel's RECORD says it installs; None when it has no readable RECORD."""
+def text_in_folder(archive: Path) -> str | None:
+    """An unpacked wheel's RECORD; None when it has no readable one."""
     for record in sorted(archive.glob("*.dist-info/RECORD")):
         try:
-            return lockcheck.installed(regular.read_bytes(record).decode("utf-8", "replace"))
+            return regular.read_bytes(record).decode("utf-8", "replace")
         except OSError:
             return None
     return None
 
 
-def in_wheel(wheel: Path) -> dict[str, str] | None:
-    """What a wheel file's RECORD says it installs; None when it has none."""
+def in_folder(archive: Path) -> dict[str, str] | None:
+    """What an unpacked wheel's RECORD says it installs; None when it has no readable RECORD."""
+    text = text_in_folder(archive)
+    return lockcheck.installed(text) if text is not None else None
+
+
+def text_in_wheel(wheel: Path) -> str | None:
+    """A wheel file's RECORD; None when it has none."""
     import zipfile
     import zlib
+
+    from provision.stacks import wheelproof  # a wheel is read
 
     try:
         with zipfile.ZipFile(wheel) as archive:
@@ -104,7 +191,12 @@ def in_wheel(wheel: Path) -> dict[str, str] | None:
             if not infos:
                 return None
             # inflated no further than the bound, as a METADATA is: a 2 MB wheel's RECORD may inflate to 1.2 GB
-            text = wheelproof.bounded_member(archive, infos[0], wheelproof.RECORD_LIMIT).decode("utf-8", "replace")
-            return lockcheck.installed(text)
+            return wheelproof.bounded_member(archive, infos[0], wheelproof.RECORD_LIMIT).decode("utf-8", "replace")
     except (OSError, zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError, wheelproof.NotProven):  # as scan reads a damaged wheel
         return None
+
+
+def in_wheel(wheel: Path) -> dict[str, str] | None:
+    """What a wheel file's RECORD says it installs; None when it has none."""
+    text = text_in_wheel(wheel)
+    return lockcheck.installed(text) if text is not None else None

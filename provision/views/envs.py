@@ -9,9 +9,10 @@ from provision.views import ui
 from provision.views.render import Block, Info, Line, Raw, Shown, TableBuilder, Verdict
 
 if TYPE_CHECKING:  # annotations only: rendering one result must not import every operation
+    from provision.commands.gc import GcResult
     from provision.envs.accept import AcceptResult
     from provision.envs.adopted import Adopted, AdoptLock
-    from provision.envs.cleanup import Collected, Removed
+    from provision.envs.cleanup import Removed
     from provision.envs.inventory import Listing
     from provision.envs.lifecycle import CreateResult
 
@@ -61,8 +62,19 @@ def removed(result: Removed) -> Shown:
     return Shown(result.to_dict(), [Info(f"removed {result.name}")])
 
 
-def collected(result: Collected) -> Shown:
-    return Shown(result.to_dict(), [Info("\n".join(f"removed {r}" for r in result.removed) or "nothing to clean")])
+def collected(result: GcResult) -> Shown:
+    lines = [f"removed {r}" for r in result.removed]
+    table = TableBuilder("provision's caches", "cache", "where", "entries", "size", "removed",
+                         caption=f"removed: cached wheels no lock names, and what was not used for {result.older_than_days:g} days")
+    for cache in result.caches:
+        table.add(cache.name, cache.path, str(cache.entries), _size(cache.bytes),
+                  f"{cache.removed} ({_size(cache.removed_bytes)})" if cache.removed else "-")
+    blocks: list[Block] = [] if result.cache_only else [Info("\n".join(lines) or "nothing to clean")]
+    return Shown(result.to_dict(), [*blocks, table.done()])
+
+
+def _size(count: int) -> str:
+    return f"{count / 2**30:.1f} GiB" if count >= 1 << 30 else f"{count / 2**20:.1f} MiB" if count >= 1 << 20 else f"{count} B"
 
 
 def adopted(result: Adopted) -> Shown:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from provision import knowledge
 from provision.log import one_line
 from provision.views import ui
 from provision.views.render import Block, Line, Shown, Table, TableBuilder, Verdict
@@ -150,13 +151,15 @@ def _machine_blocks(m: MachineReport) -> list[Block]:
     gpus = ", ".join(sorted({f"{g.name.removeprefix('NVIDIA ')} ({g.sm})" for g in f.gpus})) or "no GPUs"
     blocks: list[Block] = [Line(f"Machine: {one_line(f.source)} | driver {ui.dash(f.driver.version)} (CUDA {ui.dash(f.driver.cuda)}) | "
                                 f"{len(f.gpus)} x {gpus}" + (" | PCIe only" if len(f.gpus) > 1 and f.pcie_only else ""))]
-    verdicts = TableBuilder("Verdicts", "target", "CUDA", "stack verdict", "features to leave off")
+    verdicts = TableBuilder("Verdicts", "target", "CUDA", "stack verdict", "features to leave off", "features to turn on")
     for t in m.targets:
-        verdicts.add(f"{t.kind} {t.name}", t.cuda, Verdict(t.verdict), ", ".join(t.features_off) or "-")
+        turn_on = [next(g.turn_on for g in t.gates if g.id == name) for name in t.features_on]
+        verdicts.add(f"{t.kind} {t.name}", t.cuda, Verdict(t.verdict), ", ".join(t.features_off) or "-",
+                     ", ".join(f"{name} ({how})" for name, how in zip(t.features_on, turn_on, strict=True)) or "-")
     blocks.append(verdicts.done())
     notes = [Line(f"note: {one_line(note)}") for note in f.notes]
     if not f.gpus:
-        return [*blocks, Line(NO_GPU), *notes]
+        return [*blocks, Line(NO_GPU), Line(f"knowledge as of {knowledge.as_of()}"), *notes]
     shown_features: list[tuple[str, Status, str]] = []
     for t in m.targets:
         stack = TableBuilder(f"{t.kind} {t.name}", "gate", "status", "reason")
@@ -172,15 +175,18 @@ def _machine_blocks(m: MachineReport) -> list[Block]:
                 table.add(g.title, Verdict(g.status), g.reason)
             blocks.append(table.done())
             shown_features = key
-    return [*blocks, Line("Sources for every verdict: provision report --markdown or --json"), *notes]
+    return [*blocks, Line(f"Sources for every verdict: provision report --markdown or --json; knowledge as of {knowledge.as_of()}"),
+            *notes]
 
 
 def _machine_markdown(m: MachineReport) -> list[Block]:
     f = m.facts
     blocks: list[Block] = [Line(f"{f.source}: driver {ui.dash(f.driver.version)} (CUDA {ui.dash(f.driver.cuda)}), "
-                                f"{len(f.gpus)} GPU(s) {', '.join(sorted({g.sm or '?' for g in f.gpus}))}", heading=2)]
+                                f"{len(f.gpus)} GPU(s) {', '.join(sorted({g.sm or '?' for g in f.gpus}))}", heading=2),
+                           Line(f"knowledge as of {knowledge.as_of()}")]
     for t in m.targets:
         off = f"; features to leave off: {', '.join(t.features_off)}" if t.features_off else ""
+        off += f"; features to turn on: {', '.join(t.features_on)}" if t.features_on else ""
         blocks.append(Line(f"{t.kind} `{t.name}` (CUDA {t.cuda}): **{t.verdict.upper()}**{off}", heading=3))
         gates = TableBuilder("", "gate", "kind", "status", "reason", "source")
         for g in t.gates:

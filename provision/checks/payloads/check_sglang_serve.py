@@ -1,0 +1,144 @@
+"""SGLang serves: its server started from this environment on provision's weight-free model folder (random weights,
+no tokenizer), on a free local port with the TP size the GPUs allow; generate requests by token ids, each answer
+counted; the server and every process it started (its process group) stopped. Where the installed SGLang has its
+deterministic mock mode (a token-oracle sampler and a KV-cache canary, 0.5.23), the canary checks every KV-cache
+write, and a violation kills the server: the answers are then checked, not only counted."""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+from _common import arguments, emit, free_port
+
+MAX_NEW_TOKENS = 8
+PROMPTS = [[1, 2, 3, 4, 5, 6, 7, 8], [100, 101, 102], [257, 72, 101, 108, 108, 111]]
+MOCK_FLAGS = ["--sampling-backend", "token_oracle", "--cuda-graph-backend-prefill=disabled", "--kv-canary", "raise"]
+MOCK_ENV = {"SGLANG_KV_CANARY_ENABLE_TOKEN_ORACLE": "1", "SGLANG_KV_CANARY_ENABLE_WRITE_INPUT_ASSERT": "1"}
+
+
+def has_mock_mode() -> bool:
+    """The installed SGLang ships the token oracle and the KV canary (found as files: nothing of sglang imported)."""
+    spec = importlib.util.find_spec("sglang")
+    folders = list(spec.submodule_search_locations or []) if spec else []
+    return any((Path(f) / "srt" / "kv_canary" / "token_oracle").is_dir() for f in folders)
+
+
+def tail(path: Path, lines: int = 25) -> str:
+    try:
+        with open(path, "rb") as log:
+            log.seek(max(0, os.path.getsize(path) - 64 * 1024))
+            return "\n".join(log.read().decode("utf-8", "replace").splitlines()[-lines:])
+    except OSError:
+        return ""
+
+
+def stop(process: subprocess.Popen[bytes]) -> None:
+    """SIGTERM to the server and every process it started (its scheduler and detokenizer, one per TP rank), then
+    SIGKILL. They share this payload's process group, so that the runner's timeout, which kills that group whole,
+    stops them too; this process ignores the SIGTERM it sends there, and SIGKILLs the others one by one."""
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    group = os.getpgid(0)
+    os.killpg(group, signal.SIGTERM)
+    deadline = time.monotonic() + 20.0
+    while time.monotonic() < deadline and others(group):
+        process.poll()
+        time.sleep(0.2)
+    for pid in others(group):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    process.poll()
+
+
+def others(group: int) -> list[int]:
+    """The live processes of `group` other than this one (zombies are dead: their parent reaps them)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as stat:
+                fields = stat.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[2]) == group and fields[0] != "Z":
+            found.append(int(entry))
+    return found
+
+
+def post(url: str, body: dict[str, object], timeout: float) -> object:
+    request = urllib.request.Request(url, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=timeout) as answer:  # noqa: S310 - 127.0.0.1, the server we started
+        return json.loads(answer.read(16 << 20))
+
+
+def server_command(model: str, port: int, tp: int, mock: bool) -> list[str]:
+    """The server's command line; every flag in it is one SGLang 0.5.23's parser accepts (a network-tier test reads
+    them from the released wheel)."""
+    return [sys.executable, "-m", "sglang.launch_server", "--model-path", model, "--load-format", "dummy",
+            "--skip-tokenizer-init", "--host", "127.0.0.1", "--port", str(port), "--tp-size", str(tp),
+            "--mem-fraction-static", "0.3", *(MOCK_FLAGS if mock else [])]
+
+
+def main() -> None:
+    args = arguments()
+    model, log_path = args["model_path"], Path(args["log_path"])
+    tp, bound = int(args.get("tp_size") or 1), float(args.get("start_bound_s") or 600)
+    mock = has_mock_mode()
+    port = free_port()
+    command = server_command(model, port, tp, mock)
+    env = {**os.environ, **(MOCK_ENV if mock else {})}
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    details = {"command": command, "tp_size": tp, "mock_mode": mock, "log": str(log_path), "port": port}
+    started = time.monotonic()
+    with open(log_path, "wb") as log:
+        # in this payload's process group, which the runner kills whole at the check's timeout
+        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env)
+    try:
+        base = f"http://127.0.0.1:{port}"
+        while True:
+            if process.poll() is not None:
+                emit("fail", f"the SGLang server exited with code {process.returncode} before it answered",
+                     log_tail=tail(log_path), **details)
+            try:
+                with urllib.request.urlopen(base + "/health", timeout=5) as answer:  # noqa: S310 - our own server
+                    if answer.status == 200:
+                        break
+            except (urllib.error.URLError, OSError, ValueError):
+                pass
+            if time.monotonic() - started > bound:
+                emit("fail", f"the SGLang server did not answer /health within {bound:g} s", log_tail=tail(log_path),
+                     **details)
+            time.sleep(1.0)
+        details["start_s"] = round(time.monotonic() - started, 1)
+        sampling = {"max_new_tokens": MAX_NEW_TOKENS, "temperature": 0.0, "ignore_eos": True}
+        try:
+            answers = post(base + "/generate", {"input_ids": PROMPTS, "sampling_params": sampling}, timeout=bound)
+        except (urllib.error.URLError, OSError, ValueError) as exc:
+            emit("fail", f"POST /generate failed: {str(exc)[:300]}", log_tail=tail(log_path), **details)
+        if not isinstance(answers, list) or len(answers) != len(PROMPTS):
+            emit("fail", f"POST /generate: expected {len(PROMPTS)} answers, got {str(answers)[:200]}", **details)
+        counts = [len(a.get("output_ids") or []) if isinstance(a, dict) else -1 for a in answers]
+        details["output_tokens"] = counts
+        if any(count != MAX_NEW_TOKENS for count in counts):
+            emit("fail", f"asked for {MAX_NEW_TOKENS} tokens a request, got {counts}", log_tail=tail(log_path), **details)
+        if "kv_canary violation" in tail(log_path, 400):
+            emit("fail", "the KV-cache canary reported a violation", log_tail=tail(log_path), **details)
+    finally:
+        stop(process)
+    how = "mock mode: token oracle and KV canary" if mock else "random weights; answers counted, not checked"
+    emit("pass", f"SGLang served {len(PROMPTS)} requests x {MAX_NEW_TOKENS} tokens at TP {tp} "
+         f"(started in {details['start_s']} s; {how})", **details)
+
+
+if __name__ == "__main__":
+    main()

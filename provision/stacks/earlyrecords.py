@@ -1,0 +1,95 @@
+"""RECORDs read while uv still works: `lock` knows the wheels of the lock it is about to replace (a lock made again
+after a small change keeps most of them) before uv starts, and the new lock's wheels as soon as uv's first answer is
+out, while the packages are attributed to their indexes and uv may resolve a second time. Their RECORDs are read in
+the background from then on, as many at a time as wheelrecords.WORKERS, each once (wheelrecords waits for a read in
+flight instead of starting it again); once the lock is known, what it does not hold is no longer started."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from provision.stacks import wheelrecords
+
+LOCK_LIMIT = 64 << 20  # the most of an earlier lock read for its wheels
+
+
+class EarlyReads:
+    """The background reads of one lock run; `keep_only` stops what the new lock does not need."""
+
+    def __init__(self, uv_cache: Callable[[], Path | None]) -> None:
+        self.uv_cache = uv_cache
+        self.futures: dict[str, Future[object]] = {}
+        self.wanted: set[str] | None = None
+        self.guard = threading.Lock()
+        self.pool = ThreadPoolExecutor(max_workers=wheelrecords.WORKERS, thread_name_prefix="early-record")
+
+    def start_from(self, previous: Path) -> None:
+        """Read, off the main thread, the RECORDs of the wheels of the lock at `previous` (none if it cannot be read)."""
+        threading.Thread(target=self._previous, args=(previous,), name="early-records", daemon=True).start()
+
+    def _previous(self, previous: Path) -> None:
+        from provision import regular, toml
+
+        try:
+            document = toml.loads(regular.read_text(previous, LOCK_LIMIT, errors="replace"))
+        except (OSError, ValueError):  # no lock there yet, or not one this can read: lock reads what it needs later
+            return
+        packages = document.get("packages")
+        self.add(jobs_of(packages if isinstance(packages, list) else []))
+
+    def add(self, jobs: list[wheelrecords.Job]) -> None:
+        """Start reading these wheels' RECORDs, but for those read before or started already."""
+        with self.guard:
+            jobs = [job for job in jobs if job[3] not in self.futures and (self.wanted is None or job[3] in self.wanted)]
+            for job in jobs:  # claimed before the slow part below: another batch does not start them again
+                self.futures[job[3]] = Future()
+        jobs = [job for job in jobs if wheelrecords.remembered(job[3]) is None]
+        if not jobs:
+            return
+        try:
+            unpacked = wheelrecords.in_uv_cache(jobs, self.uv_cache)
+        except Exception:  # noqa: BLE001 - an early read is an optimisation: lock reads what it needs afterwards
+            return
+        with self.guard:
+            for job in jobs:
+                if self.wanted is None or job[3] in self.wanted:
+                    self.futures[job[3]] = self.pool.submit(wheelrecords.read_one, job, unpacked)
+
+    def keep_only(self, sha256s: set[str]) -> None:
+        """Stop the reads not yet started of wheels outside `sha256s`; the started ones end in their threads."""
+        with self.guard:
+            self.wanted = sha256s
+            for sha256, future in self.futures.items():
+                if sha256 not in sha256s:
+                    future.cancel()
+        self.pool.shutdown(wait=False)
+
+
+def jobs_of(packages: list[Any]) -> list[wheelrecords.Job]:
+    """(project, file name, URL, sha256) of the wheel `lock`'s gate reads for each package of a lock's `packages` (a
+    platform wheel before a pure-Python one), those without a sha256 left out."""
+    from packaging.utils import canonicalize_name
+
+    from provision.stacks import urls
+
+    jobs: dict[str, wheelrecords.Job] = {}
+    for package in packages:
+        if not isinstance(package, dict) or not isinstance(package.get("name"), str):
+            continue
+        name = str(canonicalize_name(package["name"]))
+        for wheel in package.get("wheels") or []:
+            if not isinstance(wheel, dict) or not isinstance(wheel.get("url", ""), str):
+                continue
+            url = urls.strip_credentials(wheel.get("url", ""))
+            named = wheel.get("name")
+            filename = named if isinstance(named, str) else urls.filename(url)
+            hashes = wheel.get("hashes")
+            sha256 = hashes.get("sha256", "") if isinstance(hashes, dict) else ""
+            if filename.endswith(".whl") and isinstance(sha256, str) and sha256 and \
+                    (name not in jobs or jobs[name][1].endswith("-none-any.whl")):
+                jobs[name] = (name, filename, url, sha256.lower())
+    return list(jobs.values())

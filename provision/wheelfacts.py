@@ -1,0 +1,236 @@
+"""What a wheel's bytes determine, kept by the wheel's sha256 under `$XDG_CACHE_HOME/provision/`: `scans/` (the SMs
+and PTX of each CUDA member), `records/` (the rows of its RECORD), `metadata/` (its Requires-Dist). A wheel named by
+its sha256 never changes, so what was read of it once is read from here after: `report --lock`, `lock`'s gates,
+`adopt` and `scan` of a wheel ask here first.
+
+An entry is one JSON file named by the sha256 holding its kind, its key and this format's VERSION beside the data;
+one that is not exactly that (truncated, damaged, another kind's or another key's, a link, a folder, a pipe, past its
+kind's bound) is removed and computed again, never trusted. Entries are written atomically (a temp file renamed in the
+kind's folder, held open: nothing is written through a link), and each kind is bounded: past LIMITS bytes the entries
+used least recently go (a read touches its entry). Paths are handled with os.path: `scan` of a wheel loads no pathlib.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import json
+import os
+import re
+import stat
+import threading
+import time
+from typing import Any
+
+from provision import atomic
+
+VERSION = 1
+KINDS = ("scans", "records", "metadata")
+LIMITS = {"scans": 64 << 20, "records": 512 << 20, "metadata": 64 << 20}  # the most each kind's folder holds
+ENTRY_MAX = {"scans": 8 << 20, "records": 160 << 20, "metadata": 8 << 20}  # one entry: a RECORD may be 64 MiB of CSV
+SHA256 = re.compile(r"[0-9a-f]{64}")
+TEMP = re.compile(r"\.[0-9a-f]{64}\.\d+\.\d+\.tmp")  # atomic.write_atomic_at's names for an entry being written
+TEMP_AGE = 3600.0  # a temp file older than this was left by a writer that was killed
+
+_held: dict[str, int] = {}  # kind -> bytes its folder holds, counted at this process's first write of that kind
+_lock = threading.Lock()
+
+
+def root() -> str:
+    """provision's cache folder: `$XDG_CACHE_HOME/provision`, else `~/.cache/provision`."""
+    return os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "provision")
+
+
+def folder(kind: str) -> str:
+    return os.path.join(root(), kind)
+
+
+def get(kind: str, key: str) -> Any:
+    """The data kept for the wheel of sha256 `key`, None when there is none that checks (a bad one is removed)."""
+    if kind not in LIMITS or not SHA256.fullmatch(key):
+        return None
+    held = _open_folder(kind, create=False)
+    if held is None:
+        return None
+    try:
+        try:
+            fd = os.open(key, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=held)
+        except FileNotFoundError:
+            return None
+        except OSError:  # ELOOP: a link where an entry belongs
+            _discard(held, kind, key)
+            return None
+        raw = b""
+        if stat.S_ISREG(os.fstat(fd).st_mode):  # a folder or a pipe in its place is no entry
+            with os.fdopen(fd, "rb") as handle:
+                raw = handle.read(ENTRY_MAX[kind] + 1)
+        else:
+            os.close(fd)
+        entry = _parsed(raw, kind, key)
+        if entry is None:
+            _discard(held, kind, key)
+            return None
+        with contextlib.suppress(OSError):
+            os.utime(key, dir_fd=held, follow_symlinks=False)  # used now: the last to go when the kind is bounded
+        return entry
+    finally:
+        os.close(held)
+
+
+def _parsed(raw: bytes, kind: str, key: str) -> Any:
+    if not raw or len(raw) > ENTRY_MAX[kind]:
+        return None
+    try:
+        entry = json.loads(raw)
+    except (ValueError, RecursionError):  # RecursionError: nested past the limit
+        return None
+    if not isinstance(entry, dict) or entry.get("kind") != kind or entry.get("key") != key or entry.get("version") != VERSION:
+        return None
+    return entry.get("data")
+
+
+def put(kind: str, key: str, data: Any) -> None:
+    """Keep `data` for the wheel of sha256 `key`; a cache that cannot be written is no error (it is computed again)."""
+    if kind not in LIMITS or not SHA256.fullmatch(key):
+        return
+    text = json.dumps({"kind": kind, "key": key, "version": VERSION, "data": data}, separators=(",", ":")).encode()
+    if len(text) > ENTRY_MAX[kind]:
+        return
+    try:
+        held = _open_folder(kind, create=True)
+    except OSError:
+        return
+    if held is None:
+        return
+    try:
+        try:
+            atomic.write_atomic_at(held, key, text, sync=False)  # checked on every read: a torn entry is recomputed
+        except OSError as exc:
+            if exc.errno not in (errno.EISDIR, errno.ENOTEMPTY, errno.EEXIST):
+                raise
+            _discard(held, kind, key)  # a folder where the entry belongs: rename cannot replace it
+            atomic.write_atomic_at(held, key, text, sync=False)
+        _bound(held, kind, len(text))
+    except OSError:
+        pass
+    finally:
+        os.close(held)
+
+
+def discard(kind: str, key: str) -> None:
+    """Remove an entry its reader found of the wrong shape."""
+    held = _open_folder(kind, create=False) if kind in LIMITS and SHA256.fullmatch(key) else None
+    if held is not None:
+        try:
+            _discard(held, kind, key)
+        finally:
+            os.close(held)
+
+
+def _open_folder(kind: str, *, create: bool) -> int | None:
+    """A descriptor of the kind's folder, opened without following a link; a link or a file there is removed (and,
+    with `create`, a folder made in its place)."""
+    path = folder(kind)
+    for _ in range(3):
+        try:
+            return os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+        except FileNotFoundError:
+            if not create:
+                return None
+        except OSError as exc:
+            if exc.errno not in (errno.ELOOP, errno.ENOTDIR):
+                raise
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(path)  # a link or a file named like the folder: never followed, never written through
+            if not create:
+                return None
+        os.makedirs(root(), mode=0o700, exist_ok=True)
+        with contextlib.suppress(FileExistsError):  # a concurrent writer made it
+            os.mkdir(path, 0o700)
+    return None
+
+
+def _discard(held: int, kind: str, name: str) -> None:
+    try:
+        os.unlink(name, dir_fd=held)
+    except FileNotFoundError:
+        pass
+    except OSError as exc:
+        if exc.errno not in (errno.EISDIR, errno.EPERM):
+            raise
+        import shutil  # a folder where an entry belongs (rare): removed whole, links inside it never followed
+
+        shutil.rmtree(os.path.join(folder(kind), name), ignore_errors=True)
+
+
+def _bound(held: int, kind: str, added: int) -> None:
+    """Keep the kind's folder under LIMITS: counted once per process, then by what this process adds."""
+    with _lock:
+        if kind not in _held:
+            _held[kind] = sum(size for _, _, size in _entries(held))
+        else:
+            _held[kind] += added
+        if _held[kind] <= LIMITS[kind]:
+            return
+        total = _held[kind]
+        for _, name, size in sorted(_entries(held)):  # the least recently used first
+            if total <= LIMITS[kind] * 3 // 4:
+                break
+            _discard(held, kind, name)
+            total -= size
+        _held[kind] = total
+
+
+def _entries(held: int) -> list[tuple[float, str, int]]:
+    """(mtime, name, size) of every regular file in the folder."""
+    found = []
+    with os.scandir(held) as listing:
+        for entry in listing:
+            try:
+                status = entry.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            if stat.S_ISREG(status.st_mode):
+                found.append((status.st_mtime, entry.name, status.st_size))
+    return found
+
+
+def usage(kind: str) -> tuple[int, int]:
+    """(entries, bytes) the kind's folder holds."""
+    held = _open_folder(kind, create=False)
+    if held is None:
+        return 0, 0
+    try:
+        found = _entries(held)
+    finally:
+        os.close(held)
+    return len(found), sum(size for _, _, size in found)
+
+
+def prune(kind: str, *, older_than: float | None, everything: bool = False) -> tuple[int, int]:
+    """Remove the kind's entries not used for `older_than` seconds (all with `everything`), what is no entry (a link,
+    a folder, a foreign name) and temp files killed writers left: (count, bytes) removed."""
+    held = _open_folder(kind, create=False)
+    if held is None:
+        return 0, 0
+    now, count, size = time.time(), 0, 0
+    try:
+        with os.scandir(held) as listing:
+            names = [(entry.name, entry.stat(follow_symlinks=False)) for entry in listing]
+        for name, status in names:
+            age = now - status.st_mtime
+            regular = stat.S_ISREG(status.st_mode)
+            if TEMP.fullmatch(name):
+                stale = age > TEMP_AGE
+            elif regular and SHA256.fullmatch(name):
+                stale = everything or (older_than is not None and age > older_than)
+            else:
+                stale = True
+            if stale:
+                _discard(held, kind, name)
+                count, size = count + 1, size + (status.st_size if regular else 0)
+    finally:
+        os.close(held)
+    with _lock:
+        _held.pop(kind, None)
+    return count, size

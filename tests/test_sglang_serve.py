@@ -1,0 +1,136 @@
+"""The sglang-serve check through the real runner and a real payload process in a real venv, against a stand-in for
+SGLang's server that behaves as SGLang's does where the check looks (tests/fakes/sglang_launch_server.py: it starts
+slowly, answers, dies, hangs, answers short, reports a KV-canary violation). The real server ran on the SGLang stack
+in the network tier's flag test; docs/evidence/ says what could not run on a GPU machine."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from wheelhouse import build_wheel
+
+from provision.checks import dummy_model, runner
+from provision.checks.results import CheckResult
+from provision.envs.records import EnvRecord
+from provision.machine.facts import Gpu
+from provision.stacks import uvtool
+
+FAKES = Path(__file__).parent / "fakes"
+H200 = [Gpu(index=i, name="Fake H200", compute_capability="9.0", sm="sm_90") for i in range(2)]
+
+
+def make_env(tmp: Path, *, mock: bool) -> Path:
+    wheels = tmp / "wheels"
+    build_wheel(wheels, "torch", "2.14.1+cu130", files={"torch/__init__.py": b""})
+    files = {"sglang/__init__.py": b"", "sglang/launch_server.py": (FAKES / "sglang_launch_server.py").read_bytes()}
+    if mock:
+        files["sglang/srt/kv_canary/token_oracle/__init__.py"] = b""
+    build_wheel(wheels, "sglang", "0.5.23", files=files)
+    build = tmp / "env"
+    uvtool.run(["venv", str(build / "venv"), "--python", sys.executable, "--quiet"])
+    uvtool.run(["pip", "install", "--python", str(build / "venv/bin/python"), "--no-index", "--find-links", str(wheels),
+                "--quiet", "torch", "sglang"])
+    return build
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return make_env(tmp_path_factory.mktemp("serve"), mock=True)
+
+
+def serve(build: Path, tmp: Path, mode: str, gpus: list[Gpu] = H200, **variables: str) -> tuple[CheckResult, dict]:
+    trace = tmp / "trace.json"
+    meta = EnvRecord(name="env", cuda="13.0", env={"FAKE_SGLANG": mode, "FAKE_SGLANG_TRACE": str(trace), **variables},
+                     packages=["sglang"], venv=str(build / "venv"))
+    (result,) = runner.run(build, meta, only=("sglang-serve",), gpus=gpus, driver_cuda="13.0", notes=[])
+    return result, json.loads(trace.read_text()) if trace.exists() else {}
+
+
+def gone(pids: list[int]) -> bool:
+    """Every pid has exited (a zombie of ours aside: reaped when the test process waits, never by the server)."""
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        alive = []
+        for pid in pids:
+            try:
+                state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+            except OSError:
+                continue
+            if state != "Z":
+                alive.append(pid)
+        if not alive:
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def test_it_serves_counts_the_answers_and_stops_the_whole_group(env: Path, tmp_path: Path) -> None:
+    result, trace = serve(env, tmp_path, "ok")
+    assert result.status == "pass", result
+    assert "3 requests x 8 tokens at TP 2" in result.reason and "mock mode" in result.reason
+    argv = trace["argv"]
+    model = Path(argv[argv.index("--model-path") + 1])
+    assert model == env / "dummy-model" and json.loads((model / "config.json").read_text()) == dummy_model.CONFIG
+    assert argv[argv.index("--load-format") + 1] == "dummy" and "--skip-tokenizer-init" in argv
+    assert argv[argv.index("--host") + 1] == "127.0.0.1" and argv[argv.index("--tp-size") + 1] == "2"
+    assert argv[argv.index("--sampling-backend") + 1] == "token_oracle" and argv[argv.index("--kv-canary") + 1] == "raise"
+    assert trace["env"]["SGLANG_KV_CANARY_ENABLE_TOKEN_ORACLE"] == "1"
+    assert gone(trace["workers"])  # the server and the worker it started
+    details = result.details.to_json()
+    assert details["output_tokens"] == [8, 8, 8] and Path(details["log"]).is_file()
+    assert "fired up" in Path(details["log"]).read_text()
+
+
+@pytest.mark.parametrize(("mode", "words"), [
+    ("dies", "exited with code 1 before it answered"),
+    ("short", "asked for 8 tokens a request, got [7, 7, 7]"),
+    ("canary", "KV-cache canary reported a violation"),
+])
+def test_a_server_that_fails_is_a_fail_with_its_log(env: Path, tmp_path: Path, mode: str, words: str) -> None:
+    result, trace = serve(env, tmp_path, mode)
+    assert result.status == "fail" and words in result.reason, result
+    assert gone(trace["workers"])
+    if mode == "dies":
+        assert "KeyError: 12" in (result.output_tail or "") + json.dumps(result.details.to_json())
+
+
+def test_a_server_that_never_answers_is_stopped_within_the_bound(env: Path, tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PROVISION_CHECK_TIMEOUT", "8")
+    start = time.monotonic()
+    result, trace = serve(env, tmp_path, "hangs")
+    assert result.status in ("fail", "error") and "did not answer /health within 4.8 s" in result.reason, result
+    assert time.monotonic() - start < 30 and gone(trace["workers"])
+
+
+def test_the_checks_timeout_stops_the_server_too(env: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The runner kills the payload's process group at the check's bound: the server and its workers are in it."""
+    monkeypatch.setenv("PROVISION_CHECK_TIMEOUT", "3")
+    monkeypatch.setattr(runner, "_serve_arguments", lambda build, gpus, timeout: {
+        "model_path": str(dummy_model.write(build / "dummy-model")), "log_path": str(build / "logs" / "x.log"),
+        "tp_size": 1, "start_bound_s": 600})
+    result, trace = serve(env, tmp_path, "hangs")
+    assert result.status == "error" and "timed out after 3 s" in result.reason, result
+    assert gone(trace["workers"])
+
+
+def test_tp_size_follows_the_gpus_and_without_mock_mode_answers_are_counted(tmp_path: Path) -> None:
+    build = make_env(tmp_path, mock=False)
+    one = [Gpu(index=0, name="Fake H100", compute_capability="9.0", sm="sm_90")]
+    result, trace = serve(build, tmp_path, "ok", gpus=one)
+    assert result.status == "pass" and "TP 1" in result.reason and "answers counted, not checked" in result.reason
+    assert "--sampling-backend" not in trace["argv"] and "SGLANG_KV_CANARY_ENABLE_TOKEN_ORACLE" not in trace["env"]
+    assert [dummy_model.tp_size(n) for n in (0, 1, 2, 3, 4, 6, 8, 16)] == [1, 1, 2, 2, 4, 4, 8, 8]
+
+
+def test_without_sglang_or_without_a_gpu_it_skips(tmp_path: Path) -> None:
+    build = tmp_path / "bare"
+    uvtool.run(["venv", str(build / "venv"), "--python", sys.executable, "--quiet"])
+    result, _ = serve(build, tmp_path, "ok")
+    assert result.status == "skip" and "torch" in result.reason
+    os.environ.pop("FAKE_SGLANG", None)
