@@ -52,3 +52,25 @@ def test_adopt_never_pins_a_wheel_whose_ranges_and_full_get_differ(tmp_path: Pat
     assert [m["name"] for m in adopted["matched"]] == ["alpha"], adopted["matched"]
     (beta,) = adopted["unmatched"]
     assert "beta/__init__.py does not match its RECORD" in beta["reason"], beta
+
+
+def test_a_wheel_with_a_member_twice_is_not_pinned(tmp_path: Path, index_server, provision_bin: str) -> None:
+    """Two RECORDs in one wheel (the first the genuine one): which one an installer keeps is its own choice."""
+    import warnings
+
+    genuine = index_server.index("genuine")
+    wheel = genuine.add("beta", "2.0", files={"beta/__init__.py": b"X = 1\n"})
+    setup = Setup(tmp_path, provision_bin)
+    setup.build(genuine.url, "beta==2.0")
+    twice = index_server.index("twice")
+    (twice.root / "beta").mkdir(parents=True)
+    with zipfile.ZipFile(wheel) as source, zipfile.ZipFile(twice.root / "beta" / wheel.name, "w") as forged, \
+            warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # zipfile warns of the duplicate name: the attack
+        for info in source.infolist():
+            forged.writestr(info.filename, source.read(info))
+        forged.writestr("beta-2.0.dist-info/RECORD", b"beta/__init__.py,,\n")
+    adopted = setup.json("adopt", "old", str(setup.venv), index=twice.url, **{"UV_CACHE_DIR": str(tmp_path / "cold")})
+    assert adopted["matched"] == [], adopted["matched"]
+    (beta,) = adopted["unmatched"]
+    assert "a member is in the wheel twice" in beta["reason"], beta

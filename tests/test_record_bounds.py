@@ -84,3 +84,15 @@ def test_a_wheels_record_that_inflates_past_the_bound_is_never_held_whole(index_
     code, rss, out, err = peak(provision_bin, "report", "--lock", str(lock), "--machine", str(H200), "--json", env=env)
     assert code in (0, 1) and "Traceback" not in err, err
     assert rss < PEAK, f"{rss >> 20} MiB"
+
+
+def test_a_record_of_rows_ended_by_carriage_returns_is_counted_too(index_server, provision_bin: str, tmp_path: Path) -> None:
+    """csv ends a row at \\r as at \\n: 150,000 rows ended by \\r alone are past the bound all the same."""
+    tool = tiny.tool_with_env(tmp_path, provision_bin, tiny.index(index_server))
+    site = next((tool.home / "envs" / "tiny" / "venv").resolve().glob("lib/python3*/site-packages"))
+    digest = base64.urlsafe_b64encode(hashlib.sha256(b"x").digest()).rstrip(b"=").decode()
+    with open(site / "alpha-1.0.dist-info" / "RECORD", "a", newline="") as handle:
+        handle.write("".join(f"alpha/gone/{n}/m.py,sha256={digest},1\r" for n in range(150_000)))
+    done = tool("check", "tiny", "--only", "drift", "--json", check=False)
+    (finding,) = json.loads(done.stdout)["checks"][0]["details"]["findings"]
+    assert "more than 100,000 rows" in finding["found"], finding

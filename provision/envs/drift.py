@@ -244,10 +244,15 @@ def _record_rows(info: Path) -> Iterator[list[str]]:
         size = os.fstat(handle.fileno()).st_size
         if size > RECORD_LIMIT:
             raise OSError(errno.EFBIG, f"larger than {RECORD_LIMIT >> 20} MiB: not read")
-        lines = sum(os.pread(handle.fileno(), 1 << 20, at).count(b"\n") for at in range(0, size, 1 << 20))
+        lines = sum(_line_ends(os.pread(handle.fileno(), 1 << 20, at)) for at in range(0, size, 1 << 20))
         if lines > RECORD_ROWS:  # counted before a row is parsed: each costs a kilobyte while the check runs
             raise OSError(errno.EFBIG, f"more than {RECORD_ROWS:,} rows: not read")
         yield from csv.reader(handle)
+
+
+def _line_ends(block: bytes) -> int:
+    """How many lines `block` ends, as csv reads them: at \\n, \\r or \\r\\n (a RECORD of \\r alone is rows too)."""
+    return block.count(b"\n") + block.count(b"\r") - block.count(b"\r\n")
 
 
 def info_name(info: Path) -> str:

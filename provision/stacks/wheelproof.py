@@ -61,6 +61,9 @@ def _verify(archive: zipfile.ZipFile, info_dir: str, record: str, stream: IO[byt
             hashes[row[0]] = row[1]
     size = stream.seek(0, io.SEEK_END)
     budget = INFLATE_RATIO * size + INFLATE_SLACK
+    names = [i.filename for i in archive.infolist()]
+    if len(set(names)) != len(names):  # which copy an installer keeps is its own choice: neither is proven
+        raise NotProven("a member is in the wheel twice")
     members = {i.filename for i in archive.infolist() if not i.is_dir()}
     for path, recorded in hashes.items():
         if recorded and path not in members:
