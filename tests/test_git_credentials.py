@@ -25,8 +25,8 @@ from provision.stacks import profiles
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 
-PASSWORD = "Pa55/w0rd@x"  # a / and an @: percent-encoded in the URL, as a user writes them
-ENCODED = "Pa55%2Fw0rd%40x"
+PASSWORD = "Pa55/zq9Kx7@x"  # a / and an @: percent-encoded in the URL, as a user writes them
+ENCODED = "Pa55%2Fzq9Kx7%40x"
 USER = "deploy@team"
 USER_ENCODED = "deploy%40team"
 
@@ -86,7 +86,7 @@ def test_git_credentials_reach_neither_argv_nor_any_lock(private_repo, index_ser
     stored = tmp_path / "git-credentials"
     (tmp_path / "gitconfig").write_text(f"[credential]\n\thelper = store --file={stored}\n")
     env = {"GIT_CONFIG_GLOBAL": str(tmp_path / "gitconfig")}
-    with argv_watch(PASSWORD, ENCODED, "w0rd") as seen:
+    with argv_watch(PASSWORD, ENCODED, "zq9Kx7") as seen:
         locked = tool("lock", "src", "-o", str(output), "--json", env=env)
         tool("create", "src", "--python", tiny.PY, "--no-checks", env=env)
         fetched = server.authorized
@@ -100,7 +100,7 @@ def test_git_credentials_reach_neither_argv_nor_any_lock(private_repo, index_ser
     assert package["url"] == f"{bare}@{commit}"
     written = [output, *(tool.home / "locks").iterdir()]
     for text in [locked.stdout, *(p.read_text() for p in written)]:
-        assert "w0rd" not in text and "deploy" not in text, text
+        assert "zq9Kx7" not in text and "deploy" not in text, text
     assert f'url = "{bare}"' in output.read_text()
     # a lock that holds them (an older provision's, sealed again) is refused before uv could put them on a command line
     from provision import toml
@@ -115,10 +115,10 @@ def test_git_credentials_reach_neither_argv_nor_any_lock(private_repo, index_ser
 
     old = tmp_path / "pylock.old.toml"
     old.write_text(tomlkit.dumps(raw))
-    with argv_watch(PASSWORD, ENCODED, "w0rd") as seen:
+    with argv_watch(PASSWORD, ENCODED, "zq9Kx7") as seen:
         refused = tool("create", "src", "--python", tiny.PY, "--no-checks", "--replace", "--lock", str(old), check=False)
     assert refused.returncode == 2 and "holds a user name or password" in refused.stderr and not seen, refused.stderr
-    assert "w0rd" not in refused.stderr + refused.stdout
+    assert "zq9Kx7" not in refused.stderr + refused.stdout
     venv = Path(tool.envs()["src"]["venv"])
     assert subprocess.run([venv / "bin/python", "-c", "import fromgit; print(fromgit.REV)"], capture_output=True,
                           text=True, check=True).stdout.strip() == "1"
