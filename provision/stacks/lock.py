@@ -29,7 +29,7 @@ from provision import __version__, proc, toml
 from provision.atomic import write_atomic
 from provision.errors import IndexError_, InputError, ResolveError, UsageError
 from provision.log import Progress
-from provision.stacks import earlyrecords, lockfile, relock, urls, uvtool
+from provision.stacks import earlyrecords, gitauth, lockfile, relock, urls, uvtool
 from provision.stacks.profiles import DEFAULT_INDEX, Package, Profile
 
 INDEX_VARIABLE = "PROVISION_INDEX_{}"
@@ -282,7 +282,7 @@ def _source(package: Package) -> dict[str, str | bool]:
     if package.path:
         return {"path": package.path, **({"editable": True} if package.editable else {})}
     if package.git:
-        return {"git": package.git, **({"rev": package.rev} if package.rev else {})}
+        return {"git": gitauth.bare(package.git), **({"rev": package.rev} if package.rev else {})}  # its password: by helper
     return {"index": package.index}
 
 
@@ -306,7 +306,7 @@ def _resolve_explicit(folder: Path, profile: Profile, pins: dict[str, str], inde
                                                        for n, u in named.items()]}}
     (folder / "pyproject.toml").write_text(tomlkit.dumps(doc))
     # the named indexes are in pyproject.toml here (explicit): only the default one by variable, and every credential
-    variables = uvtool.index_options(indexes)[1]
+    variables = uvtool.index_options(indexes)[1] | gitauth.variables(p.git for p in profile.packages)
     variables.pop("UV_INDEX", None)
     uvtool.run(_uv_compile_args(target, "pylock.toml"), cwd=folder, env=variables)
     again: dict[str, Any] = toml.loads((folder / "pylock.toml").read_text())
@@ -399,7 +399,7 @@ def _lock(profile: Profile, target: Target, overrides: dict[str, str], output: P
         (folder / "pyproject.toml").write_text(_project(profile, pins, indexes))
         progress("resolving with uv")
         try:
-            uvtool.run(_uv_compile_args(target, "pylock.toml"), cwd=folder, env=uvtool.index_options(indexes)[1])
+            uvtool.run(_uv_compile_args(target, "pylock.toml"), cwd=folder, env=uvtool.index_options(indexes)[1] | gitauth.variables(p.git for p in profile.packages))
         except IndexError_ as exc:
             from provision.stacks import mirrors
 

@@ -18,6 +18,7 @@ from packaging.version import InvalidVersion
 
 from provision import regular, toml
 from provision.errors import EnvError, InputError
+from provision.stacks import urls
 from provision.stacks.profiles import Profile
 
 MAX_BYTES = 64 << 20  # a lock of a large CUDA stack is well under 1 MiB
@@ -175,6 +176,12 @@ def _check_entries(path: Path, packages: object) -> None:
                 raise InputError(f"{path}: not a usable PEP 751 lock (packages[{position}]: {name} is listed twice, "
                                  "with no marker to tell the entries apart)", "make one with: provision lock PROFILE")
             unmarked.add(name)
+        vcs = package.get("vcs")
+        if isinstance(vcs, dict) and isinstance(vcs.get("url"), str) and urls.credentials(vcs["url"]) != ("", "") \
+                and vcs["url"].startswith(("http://", "https://")):
+            raise InputError(f"{path}: packages[{position}]: {name}'s git URL holds a user name or password (uv would put "
+                             "it on git's command line, which every local user can read)",
+                             "lock again with provision lock PROFILE: the lock records the URL without them, and git gets them by helper")
         files = [*(package.get("wheels") or []), package.get("sdist") or {}]
         if any(isinstance(f, dict) and isinstance(f.get("size"), int) and f["size"] < 0 for f in files):
             raise InputError(f"{path}: not a usable PEP 751 lock (packages[{position}]: {name} has a file of negative size)",

@@ -110,10 +110,14 @@ def index_options(indexes: Mapping[str, str | None]) -> tuple[list[str], dict[st
 
 
 def sync(lock_file: Path, python: Path, indexes: Mapping[str, str | None], *, timeout: float = 1800,
-         progress: Progress | None = None) -> proc.Completed:
+         progress: Progress | None = None, git: Sequence[str] = ()) -> proc.Completed:
     """Install `lock_file` into the venv of `python` exactly (hashes verified); credentials for its files come from
-    the indexes, by variable. With `progress`, what uv downloads and installs, package by package."""
+    the indexes, and for its git sources from the profile's `git` URLs, by variable (gitauth). With `progress`, what
+    uv downloads and installs, package by package."""
+    from provision.stacks import gitauth
+
     args, env = index_options(indexes)
+    env |= gitauth.variables(git)
     quiet = [] if progress is not None else ["--quiet"]
     return run(["pip", "sync", str(lock_file), "--python", str(python), *quiet, *args, *link_mode(python)],
                timeout=timeout, env=env, progress=progress)
