@@ -61,6 +61,22 @@ def test_old_driver_fails_cu130_with_the_minimum() -> None:
     assert target.verdict == "fail" and "580.65.06" in reason
 
 
+@pytest.mark.parametrize(("cuda", "driver", "status"), [(13020, "580.95.05", "pass"), (13000, "580.95.05", "pass"),
+                                                          (12090, "575.57.08", "fail")])
+def test_a_cuda_13_2_stack_runs_on_a_driver_of_cuda_13_0_under_minor_version_compatibility(cuda: int, driver: str, status: str) -> None:
+    """Every 13.x runs on R580+ (a PASS with a note where the driver reports an older 13.x); 12.x drivers still FAIL."""
+    data = json.loads((DATA / "h200.nvml.json").read_text())
+    answers = {"nvmlSystemGetDriverVersion": driver, "nvmlSystemGetCudaDriverVersion_v2": cuda}
+    for call in data["calls"]:
+        call["result"] = answers.get(call["fn"], call.get("result"))
+    r = nvml.read(Replay(data))
+    gate = report.driver_gate(MachineFacts(driver=r.driver, gpus=tuple(r.gpus)), "13.2")
+    assert gate.status == status
+    noted = "minor-version compatibility" in gate.reason and "cudaErrorUnsupportedPtxVersion" in gate.reason
+    assert noted is (cuda == 13000), gate.reason
+    assert ("minor-version-compatibility" in gate.source) is noted
+
+
 def test_no_gpu_machine_skips_gpu_gates() -> None:
     target = report.judge(MachineFacts(), profiles.load("cu130"))
     assert set(gates(target).values()) == {"skip"}
