@@ -172,3 +172,4 @@ def test_every_pin_names_what_it_forces(row: dict) -> None:
     version = row["versions"].removeprefix("==")
     assert knowledge.pin_for(row["package"], version) == row
     assert all(part.split("==")[1] in row["why"] for part in row["requires"].split(", ")), "the line names the versions forced"
+    assert row["fix"], "what to do, the hint of the one-line error a lock that cannot resolve it gets (stacks/pinpairs.py)"
