@@ -150,6 +150,41 @@ def test_environment_in_the_report(tmp_path: Path, provision_bin: str) -> None:
     assert env["verdict"] == "fail"
 
 
+def test_an_environment_whose_ptx_a_newer_cuda_made_warns_with_the_driver_to_install(tmp_path: Path, provision_bin: str) -> None:
+    """torch 2.15.0 without a local tag, built for CUDA 13.2 (its torch/version.py: adopt reads the environment's CUDA
+    there), carrying only PTX for SM120: on the 590 driver (CUDA 13.1) the driver gate PASSes under minor-version
+    compatibility, and `ptx-driver` WARNs that the JIT of that PTX fails with cudaErrorUnsupportedPtxVersion."""
+    import subprocess
+    import sys
+
+    from test_scan_hostile import container, elf64
+
+    from provision.scan import fatbin
+
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", venv], check=True)
+    site = next(venv.glob("lib/python3*/site-packages"))
+    (site / "torch" / "lib").mkdir(parents=True)
+    (site / "torch" / "version.py").write_text("__version__ = '2.15.0'\ncuda = '13.2'\n")
+    code = container(90) + container(120, fatbin.KIND_PTX)
+    (site / "torch" / "lib" / "libtorch_cuda.so").write_bytes(elf64([(".nv_fatbin", 1, 2, 64, len(code))], payload=code))
+    info = site / "torch-2.15.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: torch\nVersion: 2.15.0\n")
+    (info / "RECORD").write_text("torch/version.py,,\ntorch/lib/libtorch_cuda.so,,\ntorch-2.15.0.dist-info/METADATA,,\n")
+    home = ["--home", str(tmp_path / "home")]
+    run_provision("adopt", "new", str(venv), "--no-lock", *home, check=True)
+    done = run_provision("report", "--machine", str(RTX), "--env", "new", "--json", *home, timeout=120)
+    assert done.returncode in (0, 1), done.stderr
+    env = next(t for t in json.loads(done.stdout)["machines"][0]["targets"] if t["kind"] == "environment")
+    by_id = {g["id"]: g for g in env["gates"]}
+    assert env["cuda"] == "13.2" and by_id["driver"]["status"] == "pass" and "minor-version compatibility" in by_id["driver"]["reason"]
+    assert by_id["scan"]["status"] == "warn"
+    ptx = by_id["ptx-driver"]
+    assert ptx["status"] == "warn" and "torch 2.15.0 on sm_120: PTX only, made by CUDA 13.2" in ptx["reason"]
+    assert "cudaErrorUnsupportedPtxVersion" in ptx["reason"] and "install a driver that supports CUDA 13.2" in ptx["reason"]
+
+
 def test_recorded_h200_probe_document() -> None:
     """The real `probe --json` recorded on the H200 (docs/machines/h200.probe.json) gives the verdicts its facts predict."""
     machine = report.load_machine(ROOT / "docs/machines/h200.probe.json")

@@ -237,7 +237,7 @@ def _total_of(files: Sequence[binaries.FileScan]) -> fatbin.Counts:
 def judge(facts: MachineFacts, scanned: LockScan, stack: LockStack, uv_cache: Path | None = None) -> Target:
     """The lock against one machine: the gates of the stack it describes (its own [tool.provision], else its profile,
     else its wheels), each CUDA wheel per GPU, and the torch-wheels gate from the scanned torch wheel."""
-    from provision.report import features, gates, kernels, lockgates
+    from provision.report import features, gates, kernels, lockgates, ptxjit
     from provision.stacks import wheelcache
 
     profile = stack.profile
@@ -269,7 +269,9 @@ def judge(facts: MachineFacts, scanned: LockScan, stack: LockStack, uv_cache: Pa
                           f"{len(scanned.wheels) - sum(origins.values())} not scanned; {scanned.seconds:.1f} s")
     return Target(kind="lock", name=scanned.path.name, cuda=cuda, packages=tuple(JudgedWheel(scan=w, ccs=tuple(ccs)) for w in cuda_wheels), gates=(
         *base[:3], lockgates.conflict(scanned.wheels), lockgates.cuda_mix(scanned.wheels),
-        *(_wheel_gate(w, ccs) for w in scanned.wheels if w.cuda or w.origin not in SCANNED), *base[3:], summary))
+        *(_wheel_gate(w, ccs) for w in scanned.wheels if w.cuda or w.origin not in SCANNED),
+        *filter(None, [ptxjit.gate(facts, ((w.name, w.version, cc) for w in cuda_wheels for cc in ccs if verdict(w, cc)[0] == "warn"), cuda)]),
+        *base[3:], summary))
 
 
 def _unknown_cuda(scanned: LockScan) -> Gate:
