@@ -79,12 +79,16 @@ def test_newest_release_and_another_cuda(index_server, provision_bin: str, tmp_p
     assert profile.cuda == "13.1" and profile.indexes["sglang"] == "https://docs.sglang.io/whl/cu131"
     assert {p.name: p.version for p in profile.packages}["cuda-toolkit"] == "==13.1.0"
     assert "sglang 0.5.23" in profile.description  # the newest release when no version is named
+    header = out.read_text().splitlines()[0]  # what the user typed, not what it resolved to (issue 36)
+    assert header == "# Written by `provision profiles new cu131 --from sglang --cuda 13.1 --python 3.12`", header
+    assert ", the newest release on " in out.read_text().splitlines()[1]
 
 
 def test_bad_input_is_one_line(index_server, provision_bin: str, tmp_path: Path) -> None:
     default = serve_sglang(index_server)
     missing = new(provision_bin, default, tmp_path / "x.toml", "--from", "sglang==9.9.9")
-    assert missing.returncode == 5 and "no sglang wheel for ==9.9.9" in missing.stderr and "0.5.23" in missing.stderr
+    # the index answered and has no such release: the user's mistake, exit 2 (it was 5, as if the network failed)
+    assert missing.returncode == 2 and "has no sglang release ==9.9.9" in missing.stderr and "0.5.23" in missing.stderr
     other = new(provision_bin, default, tmp_path / "x.toml", "--from", "torch==2.14.1")
     assert other.returncode == 2 and "SGLang's pins" in other.stderr
     (tmp_path / "y.toml").write_text("keep me")

@@ -217,8 +217,8 @@ def shell_env(app: App, name: str | None, undo: bool) -> Shown:
     if undo:
         lines = shellenv.undo_lines()
     else:
-        _, venv, variables = venv_environment(app.environments(), name)
-        lines = shellenv.activate_lines(variables, str(venv / "bin"))
+        _, path_head, variables = venv_environment(app.environments(), name)
+        lines = shellenv.activate_lines(variables, path_head)
     return views.shell_lines(lines)
 
 

@@ -62,9 +62,11 @@ class Adopted:
     build: Path  # the build folder that names it
     locked: AdoptLock | None = None
     lock_error: LockError | None = None
+    notes: tuple[str, ...] = ()  # the venv was registered already, under these names
 
     def to_dict(self) -> dict[str, object]:
-        document: dict[str, object] = {"adopted": self.name, "venv": str(self.venv), "path": str(self.build), "lock": None}
+        document: dict[str, object] = {"adopted": self.name, "venv": str(self.venv), "path": str(self.build), "lock": None,
+                                       "notes": list(self.notes)}
         if self.locked is not None:
             document.update(self.locked.to_dict())
         if self.lock_error is not None:
@@ -78,8 +80,11 @@ def adopt(home: Home, name: str, venv: Path, profile: Profile | None, *, lock: b
     registered all the same (provision lock --env NAME does it again later)."""
     from provision.envs import lifecycle
 
+    also = [other for other, _ in lifecycle.registered_as(home, venv)]
     build = lifecycle.register(home, name, venv, profile)
-    adopted = Adopted(name=name, venv=venv.absolute(), build=build)
+    notes = tuple(f"{venv} is registered as {other!r} too: both names share its files (provision remove {other} "
+                  "unregisters that one; the venv's files stay)" for other in also)
+    adopted = Adopted(name=name, venv=venv.absolute(), build=build, notes=notes)
     if not lock:
         return adopted
     try:

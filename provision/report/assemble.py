@@ -49,7 +49,9 @@ def build(machine_files: Sequence[Path], profile_names: Sequence[str] = (), *, l
         from provision.report import lockscan
 
         for path in locks:
-            scanned, stack = lockscan.read_lock(path, fetch=fetch, uv_cache=uv_cache, progress=progress)
+            # a wheel's code judges nothing where no machine has a GPU: only the RECORDs are read then
+            scanned, stack = lockscan.read_lock(path, fetch=fetch, uv_cache=uv_cache, progress=progress,
+                                                code=any(m.gpus for m in facts))
             for machine, found in zip(facts, targets, strict=True):
                 found.append(lockscan.judge(machine, scanned, stack, uv_cache))
     if env_names:

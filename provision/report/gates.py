@@ -148,6 +148,10 @@ def judge(facts: MachineFacts, profile: Profile, uv_cache: Path | None = None, v
 def driver_gate(facts: MachineFacts, cuda: str) -> Gate:
     title = f"driver supports CUDA {cuda}"
     source = knowledge.driver_source(cuda)
+    start = facts.driver.nvml
+    if start.silent:  # installed, not answering: no GPU of it can run this stack until it does
+        return Gate(id="driver", title=title, status="fail", source=source,
+                    reason=f"the NVIDIA driver does not answer ({start.state}): {start.reason}; {start.hint}")
     if facts.driver.cuda is None:
         return Gate(id="driver", title=title, status="skip", reason="no NVIDIA driver read on this machine", source=source)
     compat = knowledge.minor_compat(facts.driver.cuda, cuda)
@@ -155,7 +159,7 @@ def driver_gate(facts: MachineFacts, cuda: str) -> Gate:
         return Gate(id="driver", title=title, status="pass", source=f"{compat['source']}; {source}",
                     reason=f"driver {facts.driver.version} supports CUDA up to {facts.driver.cuda}; note: CUDA {cuda} runs on it "
                            f"under minor-version compatibility (CUDA {compat['major']}.x on R{compat['driver_branch']}+), with a "
-                           f"limited feature set, and PTX made by CUDA {cuda} does not JIT ({compat['ptx_error']})")
+                           f"limited feature set; PTX made by CUDA {cuda} does not JIT on it ({compat['ptx_error']})")
     if knowledge.driver_supports(facts.driver.cuda, cuda):
         return Gate(id="driver", title=title, status="pass", source=source,
                     reason=f"driver {facts.driver.version} supports CUDA up to {facts.driver.cuda}")

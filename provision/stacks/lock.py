@@ -27,7 +27,7 @@ from packaging.version import InvalidVersion, Version
 
 from provision import __version__, proc, toml
 from provision.atomic import write_atomic
-from provision.errors import InputError, ResolveError, UsageError
+from provision.errors import IndexError_, InputError, ResolveError, UsageError
 from provision.log import Progress
 from provision.stacks import earlyrecords, lockfile, relock, urls, uvtool
 from provision.stacks.profiles import DEFAULT_INDEX, Package, Profile
@@ -356,6 +356,13 @@ def lock(profile: Profile, *, target: Target, overrides: dict[str, str], output:
         for variable in unused:
             log.info(f"note: {variable} is set, but profile {profile.name} has no index of that name (its indexes: {names}): "
                      "not used")
+    from provision.stacks import mirrors
+
+    note = mirrors.mirror_note(profile, indexes)
+    if note:  # said before uv resolves: the lock would stop after it otherwise
+        from provision import log
+
+        log.info(f"note: {note}")
     if any(p.prerelease and p.index != DEFAULT_INDEX and indexes.get(p.index) for p in profile.packages):
         progress("finding the newest complete nightly")
     early = earlyrecords.EarlyReads(lambda: Path(uvtool.cache_dir() or "."))
@@ -374,7 +381,15 @@ def _lock(profile: Profile, target: Target, overrides: dict[str, str], output: P
     with _work_folder(work) as folder:
         (folder / "pyproject.toml").write_text(_project(profile, pins, indexes))
         progress("resolving with uv")
-        uvtool.run(_uv_compile_args(target, "pylock.toml"), cwd=folder, env=uvtool.index_options(indexes)[1])
+        try:
+            uvtool.run(_uv_compile_args(target, "pylock.toml"), cwd=folder, env=uvtool.index_options(indexes)[1])
+        except IndexError_ as exc:
+            from provision.stacks import mirrors
+
+            hint = mirrors.same_build_hint(profile, indexes, exc, target.python, target.platform, folder)
+            if hint:
+                raise IndexError_(exc.message, hint) from exc
+            raise
         raw = toml.loads((folder / "pylock.toml").read_text())
         early.add(earlyrecords.jobs_of(raw.get("packages", [])))  # read while the packages are attributed
         progress("attributing each package to its index")
@@ -391,10 +406,10 @@ def _lock(profile: Profile, target: Target, overrides: dict[str, str], output: P
                    rebuild=relock.rebuild_command(profile, python=target.python, platform=target.platform,
                                                   overrides=overrides, output=output))
     packages = _packages(raw, indexes, origin, progress)
-    document = _document(raw, profile, indexes, target, stamp, packages, written)
     _check_bindings(profile, packages)
     _check_flashinfer(packages)
-    warnings = _warnings(packages, progress, early)
+    warnings, known = _warnings(packages, progress, early)
+    document = _document(raw, profile, indexes, target, stamp, packages, written, known)
     changes = relock.changes(relock.versions_in(output), {p.name: p.version for p in packages})
     try:
         write_atomic(output, document)
@@ -490,7 +505,7 @@ def _packages(raw: dict[str, Any], indexes: dict[str, str | None], origin: dict[
 
 
 def _document(raw: dict[str, Any], profile: Profile, indexes: dict[str, str | None], target: Target, stamp: _Stamp,
-              packages: tuple[LockedPackage, ...], written: str = "") -> str:
+              packages: tuple[LockedPackage, ...], written: str = "", known: list[dict[str, object]] | None = None) -> str:
     """The lock's text: `raw` with provision's `created-by` and [tool.provision], validated by packaging.pylock."""
     computed = [urls.filename(p.url) for p in packages if p.hash_source == "computed"]
     raw["created-by"] = "provision (uv pip compile)"
@@ -501,6 +516,7 @@ def _document(raw: dict[str, Any], profile: Profile, indexes: dict[str, str | No
         "cuda": profile.cuda,  # the lock describes itself: report --lock judges it without its profile
         "compiler_cuda": profile.compiler_cuda() or "",
         "flashinfer_arch_list": profile.env.get("FLASHINFER_CUDA_ARCH_LIST", ""),
+        **({"serves": list(profile.serves)} if profile.serves else {}),  # report --lock judges the feature wheels by it
         "python": target.python,
         "platform": target.platform or f"this machine ({host_platform.machine()})",
         "indexes": {n: urls.strip_credentials(u) for n, u in indexes.items() if u},
@@ -508,8 +524,10 @@ def _document(raw: dict[str, Any], profile: Profile, indexes: dict[str, str | No
         "computed_hashes": computed,
         "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "provision_version": __version__,
+        # paths two wheels install with different contents, seen now: drift judges an untouched build by them
+        **({"known_conflicts": known} if known else {}),
         # what provision wrote, checked by every reader: a hash flipped or a package added by hand is refused
-        "packages_sha256": lockfile.packages_digest(raw.get("packages", [])),
+        "packages_sha256": lockfile.packages_digest(raw.get("packages", []), known),
     }
     try:
         Pylock.from_dict(raw).validate()
@@ -579,9 +597,10 @@ def _check_bindings(profile: Profile, packages: tuple[LockedPackage, ...]) -> No
 
 
 def _warnings(packages: tuple[LockedPackage, ...], progress: Progress,
-              early: earlyrecords.EarlyReads | None = None) -> tuple[LockWarning, ...]:
+              early: earlyrecords.EarlyReads | None = None) -> tuple[tuple[LockWarning, ...], list[dict[str, object]]]:
     """What `report --lock` would FAIL, said at once: NVIDIA libraries of two CUDA majors, two wheels installing one
-    path (from their RECORDs, read without downloading the wheels; one that cannot be read is said)."""
+    path (from their RECORDs, read without downloading the wheels; one that cannot be read is said); and the paths
+    shared, for the lock to record (`lockcheck.known`)."""
     from provision.stacks import lockcheck, wheelrecords
 
     found: list[LockWarning] = []
@@ -596,7 +615,7 @@ def _warnings(packages: tuple[LockedPackage, ...], progress: Progress,
     if early is not None:
         early.keep_only({p.sha256 for p in first.values()})  # the reads started early for other wheels stop
     records = wheelrecords.read_all(jobs, lambda: Path(uvtool.cache_dir() or "."), progress)
-    conflicts = sorted(lockcheck.conflicts({k: v for k, v in records.items() if v is not None}), key=lambda c: c.loose)
+    conflicts = sorted(lockcheck.conflicts({k: v for k, v in records.items() if v is not None}), key=lockcheck.Conflict.rank)
     if conflicts:
         found.append(LockWarning("conflict-loose" if conflicts[0].loose else "conflict",
                                  conflicts[0].message() + (f"; {len(conflicts) - 1} more pairs" if len(conflicts) > 1 else "")))
@@ -604,7 +623,7 @@ def _warnings(packages: tuple[LockedPackage, ...], progress: Progress,
     if unread:
         found.append(LockWarning("conflict-unread", f"the RECORD of {len(unread)} wheels could not be read without downloading them "
                                                     f"(e.g. {unread[0]}): provision report --lock reads them"))
-    return tuple(found)
+    return tuple(found), lockcheck.known({k: v for k, v in records.items() if v is not None})
 
 
 def _check_flashinfer(packages: tuple[LockedPackage, ...]) -> None:

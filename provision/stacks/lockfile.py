@@ -7,7 +7,7 @@ import hashlib
 import json
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from packaging.pylock import Pylock, PylockValidationError
@@ -41,10 +41,13 @@ class Stamp:
     compiler_cuda: str = ""
     flashinfer_arch_list: str = ""
     python: str = ""  # the Python X.Y it was resolved for
+    serves: tuple[str, ...] = ()  # the profile's `serves`: the optional features its served path needs
     adopted: bool = False  # written by adopt (lock --env) for the environment at `venv`
     environment: str = ""
     venv: str = ""
     unmatched: tuple[Unlisted, ...] = ()
+    # paths two wheels of the lock install with different contents, seen when it was made: path -> {distribution: hash}
+    known_conflicts: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
 
     @classmethod
     def from_table(cls, table: Mapping[str, object]) -> Stamp:
@@ -56,10 +59,15 @@ class Stamp:
         unmatched = tuple(Unlisted(entry["name"], str(entry.get("version") or ""))
                           for entry in (listed if isinstance(listed, list) else [])
                           if isinstance(entry, dict) and isinstance(entry.get("name"), str) and entry["name"])
+        listed = table.get("known_conflicts")
+        known = {entry["path"]: {str(k): str(v) for k, v in entry["installs"].items()}
+                 for entry in (listed if isinstance(listed, list) else [])
+                 if isinstance(entry, dict) and isinstance(entry.get("path"), str) and isinstance(entry.get("installs"), dict)}
         return cls(profile=text("profile"), profile_hash=text("profile_hash"), cuda=text("cuda"),
                    compiler_cuda=text("compiler_cuda"), flashinfer_arch_list=text("flashinfer_arch_list"),
                    python=text("python"), adopted=table.get("adopted") is True, environment=text("environment"),
-                   venv=text("venv"), unmatched=unmatched)
+                   venv=text("venv"), unmatched=unmatched, known_conflicts=known,
+                   serves=tuple(f for f in served if isinstance(f, str)) if isinstance(served := table.get("serves"), list) else ())
 
 
 def read(path: Path) -> tuple[Pylock, Stamp]:
@@ -78,7 +86,7 @@ def read(path: Path) -> tuple[Pylock, Stamp]:
         raise InputError(f"{path}: not a readable PEP 751 lock ({exc})", "make one with: provision lock PROFILE") from exc
     _check_entries(path, raw.get("packages"))
     recorded = tool.get("packages_sha256")
-    if recorded is not None and recorded != packages_digest(raw.get("packages", [])):
+    if recorded is not None and recorded != packages_digest(raw.get("packages", []), tool.get("known_conflicts")):
         raise InputError(f"{path}: its packages were changed after provision locked them (a hash, a URL, a package "
                          "added or removed: [tool.provision] packages_sha256 no longer matches)",
                          "lock again with provision lock PROFILE; never edit a lock by hand")
@@ -108,9 +116,11 @@ def _check_entries(path: Path, packages: object) -> None:
                              "make one with: provision lock PROFILE")
 
 
-def packages_digest(packages: object) -> str:
-    """The sha256 of a lock's [[packages]] as read (keys sorted): what provision wrote, to be checked on each read."""
-    text = json.dumps(packages, sort_keys=True, default=str, separators=(",", ":"))
+def packages_digest(packages: object, known_conflicts: object = None) -> str:
+    """The sha256 of a lock's [[packages]] as read (keys sorted), and of its `known_conflicts` where it records some
+    (drift forgives what they name, so they are sealed with the packages): what provision wrote, checked on each read."""
+    sealed = packages if not known_conflicts else {"packages": packages, "known_conflicts": known_conflicts}
+    text = json.dumps(sealed, sort_keys=True, default=str, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()
 
 
