@@ -40,7 +40,8 @@ def test_report_lock_without_a_gpu_reads_records_only_and_says_why(index_server,
     assert gates["conflict"]["status"] == "fail" and "shared/x.py" in gates["conflict"]["reason"]  # RECORDs still read
     assert "no GPU read: checked" in gates["lock-scan"]["reason"] and not [g for g in gates if g.startswith("wheel:")]
     assert default.range_requests - before >= len(wheels) and not (tmp_path / "xdg-1/provision/wheels").exists()  # no wheel whole
-    assert without < with_gpu, (without, with_gpu)  # measured: docs/json.md gives the figures
+    # no timing asserted (a loaded machine reorders two sub-second runs): what is not done is asserted above, no wheel
+    # read whole; docs/json.md gives the figures measured
     print(f"report --lock of {len(wheels)} wheels ({len(wheels) - 2} x 12 MiB): with a GPU {with_gpu:.2f} s, without {without:.2f} s")
     table, terminal = report(env=NO_GPU)
     lines = terminal.stdout.replace("\n  ", " ")
