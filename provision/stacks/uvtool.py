@@ -177,6 +177,11 @@ def failure(stderr: str) -> ProvisionError:
         return ResolveError(f"no wheel fits the target Python and platform: {(explanation or detail)[:500]}",
                             hints[0] if hints else "choose --python/--platform that the package publishes wheels for")
     if "No solution found" in text or "unsatisfiable" in text:
+        from provision.stacks import pinpairs
+
+        known = pinpairs.named(text)  # sglang-kernel's exact torch, SGLang beside vLLM: the pair and what to do
+        if known is not None:
+            return known
         explanation = " ".join(line.removeprefix("cause:").strip() for line in body
                                if "Because" in line or "we can conclude" in line or "depends on" in line)
         return ResolveError(f"the pins cannot all hold: {(explanation or detail)[:700]}",
