@@ -176,7 +176,12 @@ def failure(stderr: str) -> ProvisionError:
 
 
 def cache_dir() -> str:
-    """uv's cache folder, as uv reports it; asked once per process for what decides it here (a `create` asked twice)."""
+    """uv's cache folder, as uv reports it; asked once per process for what decides it here (a `create` asked twice).
+    UV_CACHE_DIR, where set (and UV_NO_CACHE is not), is uv's answer as it stands: uv takes it as its --cache-dir, before
+    any configuration file, and prints it unchanged; no process is started for it."""
+    chosen = os.environ.get("UV_CACHE_DIR")
+    if chosen and not os.environ.get("UV_NO_CACHE"):
+        return chosen
     try:
         cwd: str | None = os.getcwd()
     except OSError:  # the shell's folder was removed (a build `provision remove` took): uv is asked all the same
