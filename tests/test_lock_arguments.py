@@ -37,3 +37,33 @@ def test_brackets_outside_an_ipv6_host(provision_bin: str, tmp_path: Path, url: 
     shown = url.split("?")[0]  # query values are shown as **** (they may be tokens)
     one_line(lock(provision_bin, profiles, tmp_path, "b"), 4, "indexes.x", shown)
     one_line(lock(provision_bin, ROOT / "profiles", tmp_path, "cu130", "--index", f"default={url}"), 2, "--index default", shown)
+
+
+@pytest.mark.parametrize("name", ["pylock.toml", "pylock.cu130.toml", "pylock.a-b_c.toml", "pylock..toml", "pylock.a.b.toml",
+                                  "pylock.toml.bak", "Pylock.toml", "pylock.cu130.TOML", "xpylock.toml", "pylock.\n.toml",
+                                  "pylock.x.toml\n", "lock.toml", "pylock.é.toml"])
+def test_the_lock_name_rule_is_packagings(name: str) -> None:
+    """`lock -o` is checked before uv starts without loading packaging.pylock: the rule is packaging's all the same."""
+    from packaging.pylock import is_valid_pylock_path
+
+    from provision.stacks import lockfile
+
+    assert lockfile.is_lock_name(Path("/some/folder") / name) == is_valid_pylock_path(Path("/some/folder") / name)
+
+
+def test_uvs_input_reads_back_as_written() -> None:
+    """The pyproject.toml uv resolves is written as text (no tomlkit before uv starts): whatever a profile's path,
+    repository or index name holds, TOML reads back exactly the document (quotes, backslashes, newlines, DEL, any
+    Unicode: JSON's surrogate pairs would be refused by TOML)."""
+    from provision import toml
+    from provision.stacks import uvproject
+
+    odd = 'a"b\\c\nd\te\x7ff\x01g é 😀 \'h\' [i] = j'
+    doc = {"project": {"name": "provision-lock", "version": "0", "dependencies": ["torch==2.11.0", f"x @ file:///{odd}", odd]},
+           "tool": {"uv": {"sources": {"torch": {"index": "pytorch"}, odd: {"path": odd, "editable": True},
+                                       "g": {"git": f"https://example.invalid/{odd}", "rev": odd}},
+                           "index": [{"name": "pytorch", "url": "https://example.invalid/whl", "explicit": True},
+                                     {"name": odd, "url": odd, "explicit": False}]}}}
+    assert toml.loads(uvproject.dumps(doc)) == doc
+    assert toml.loads(uvproject.dumps({"project": {"name": "p", "version": "0", "dependencies": []}})) == \
+        {"project": {"name": "p", "version": "0", "dependencies": []}}

@@ -14,13 +14,12 @@ import re
 import shutil
 import sys
 import tempfile
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from packaging import tags
-from packaging.pylock import Pylock, PylockValidationError
 from packaging.specifiers import SpecifierSet
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 from packaging.version import InvalidVersion, Version
@@ -29,8 +28,11 @@ from provision import __version__, proc, toml
 from provision.atomic import write_atomic
 from provision.errors import InputError, ResolveError, UsageError
 from provision.log import Progress
-from provision.stacks import earlyrecords, lockfile, relock, urls, uvtool
+from provision.stacks import earlyrecords, lockfile, relock, urls, uvproject, uvtool
 from provision.stacks.profiles import DEFAULT_INDEX, Package, Profile
+
+if TYPE_CHECKING:
+    from packaging import tags
 
 INDEX_VARIABLE = "PROVISION_INDEX_{}"
 FLASHINFER_FAMILY = ("flashinfer-python", "flashinfer-cubin", "flashinfer-jit-cache")
@@ -163,6 +165,8 @@ def check_python(version: str) -> str:
 
 def target_tags(target: Target) -> frozenset[tags.Tag]:
     """Every wheel tag the target accepts (packaging.tags), most specific first as packaging orders them."""
+    from packaging import tags  # a nightly is pinned, or adopt matches wheels: a plain lock reads no tags
+
     version = tuple(int(part) for part in target.python.split(".")[:2])
     platforms = _platforms(target)
     return frozenset(itertools.chain(tags.cpython_tags(version, platforms=platforms),
@@ -171,6 +175,8 @@ def target_tags(target: Target) -> frozenset[tags.Tag]:
 
 def _platforms(target: Target) -> list[str]:
     """Platform tags of a uv --python-platform name; this machine's own when there is none."""
+    from packaging import tags
+
     if target.platform is None:
         return list(tags.platform_tags())
     name, arch = target.platform, target.arch
@@ -203,14 +209,16 @@ def _compatible(filename: str, accepted: frozenset[tags.Tag]) -> bool:
 
 def nightly_pins(profile: Profile, indexes: dict[str, str | None], target: Target) -> tuple[dict[str, str], str | None]:
     """Pin every nightly package of one index to the newest date that all of them have a wheel for."""
-    from provision.stacks import index  # asked when a lock is made: create --lock reads none
-
     pins: dict[str, str] = {}
     chosen: str | None = None
     groups: dict[str, list[Package]] = {}
     for package in profile.packages:
         if package.prerelease and package.index != DEFAULT_INDEX and indexes.get(package.index):
             groups.setdefault(package.index, []).append(package)
+    if not groups:  # no nightly: neither the index client nor the target's tags are loaded before uv starts
+        return pins, chosen
+    from provision.stacks import index  # asked when a lock is made: create --lock reads none
+
     accepted = target_tags(target)
     for index_name, packages in groups.items():
         by_package: dict[str, dict[str, Version]] = {}
@@ -244,9 +252,11 @@ def _project(profile: Profile, pins: dict[str, str], indexes: dict[str, str | No
     """The pyproject.toml uv resolves: dependencies, plus sources binding each package to its named index (and a
     package declared without one to the default index, when its URL is known). No URL is written here: the index
     options carry them, and their credentials travel by variable."""
-    import tomlkit  # a lock is written: create --lock reads one and writes none
+    return uvproject.dumps(_project_doc(profile, pins, indexes))
 
-    doc = tomlkit.document()
+
+def _project_doc(profile: Profile, pins: dict[str, str], indexes: dict[str, str | None]) -> dict[str, Any]:
+    doc: dict[str, Any] = {}
     requirements = []
     for package in profile.packages:
         spec = f"=={pins[package.name]}" if package.name in pins else package.version
@@ -258,7 +268,7 @@ def _project(profile: Profile, pins: dict[str, str], indexes: dict[str, str | No
     sources = {p.name: _source(p) for p in profile.packages if p.from_source or p.index != DEFAULT_INDEX or indexes.get(DEFAULT_INDEX)}
     if sources:
         doc["tool"] = {"uv": {"sources": sources}}
-    return tomlkit.dumps(doc)
+    return doc
 
 
 def _source(package: Package) -> dict[str, str | bool]:
@@ -271,30 +281,27 @@ def _source(package: Package) -> dict[str, str | bool]:
 
 
 def _resolve_explicit(folder: Path, profile: Profile, pins: dict[str, str], indexes: dict[str, str | None], target: Target,
-                      first: dict[str, Any], origin: dict[str, str]) -> dict[str, Any]:
+                      first: dict[str, Any], origin: dict[str, str]) -> str:
     """Resolve again with every named index explicit (uv takes from it only what a source names): the profile's bound
     packages, and each dependency the first pass found on a named index, pinned to the version found there. A package
-    declared without an index can then come from the default index only."""
-    import tomlkit  # a lock is written: create --lock reads one and writes none
-
+    declared without an index can then come from the default index only. Returns uv's lock text."""
     declared = {str(canonicalize_name(p.name)) for p in profile.packages}
     carried = {str(canonicalize_name(p["name"])): (str(p.get("version", "")), origin[str(canonicalize_name(p["name"]))])
                for p in first.get("packages", []) if str(canonicalize_name(p["name"])) not in declared
                and origin.get(str(canonicalize_name(p["name"])), DEFAULT_INDEX) != DEFAULT_INDEX}
-    doc = tomlkit.parse(_project(profile, pins, indexes))
+    doc = _project_doc(profile, pins, indexes)
     doc["project"]["dependencies"].extend(f"{name}=={version}" for name, (version, _) in sorted(carried.items()))
     sources = {p.name: _source(p) for p in profile.packages if p.from_source or p.index != DEFAULT_INDEX}
     sources.update({name: {"index": where} for name, (_, where) in carried.items()})
     named = {n: u for n, u in indexes.items() if n != DEFAULT_INDEX and u}
     doc["tool"] = {"uv": {"sources": sources, "index": [{"name": n, "url": urls.strip_credentials(str(u)), "explicit": True}
                                                        for n, u in named.items()]}}
-    (folder / "pyproject.toml").write_text(tomlkit.dumps(doc))
+    (folder / "pyproject.toml").write_text(uvproject.dumps(doc))
     # the named indexes are in pyproject.toml here (explicit): only the default one by variable, and every credential
     variables = uvtool.index_options(indexes)[1]
     variables.pop("UV_INDEX", None)
     uvtool.run(_uv_compile_args(target, "pylock.toml"), cwd=folder, env=variables)
-    again: dict[str, Any] = toml.loads((folder / "pylock.toml").read_text())
-    return again
+    return (folder / "pylock.toml").read_text()
 
 
 def _uv_compile_args(target: Target, output: str) -> list[str]:
@@ -340,9 +347,11 @@ def _files(package: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def lock(profile: Profile, *, target: Target, overrides: dict[str, str], output: Path,
-         progress: Progress = lambda _: None, work: Path | None = None) -> LockResult:
+         progress: Progress = lambda _: None, work: Path | None = None, meanwhile: Callable[[], object] = lambda: None) -> LockResult:
     """Resolve `profile` with uv into a PEP 751 lock at `output`. uv works in a private folder: under `work` when
-    given (create's build folder, which gc removes whole after a kill -9), else in TMPDIR."""
+    given (create's build folder, which gc removes whole after a kill -9), else in TMPDIR. While uv resolves, what
+    the rest needs is loaded off the main thread (the main thread only waits for uv): this module's later imports,
+    the lock `output` replaces, and the caller's `meanwhile` (the CLI's rendering)."""
     import time
 
     start = time.perf_counter()
@@ -361,21 +370,28 @@ def lock(profile: Profile, *, target: Target, overrides: dict[str, str], output:
     early = earlyrecords.EarlyReads(lambda: Path(uvtool.cache_dir() or "."))
     try:
         early.start_from(output)  # the wheels of the lock this one replaces: their RECORDs read while uv resolves
-        return _lock(profile, target, overrides, output, progress, work, indexes, early, start)
+        return _lock(profile, target, overrides, output, progress, work, indexes, early, start, meanwhile)
     finally:
         early.keep_only(set())  # what the gate needed was read; nothing more is started
 
 
 def _lock(profile: Profile, target: Target, overrides: dict[str, str], output: Path, progress: Progress, work: Path | None,
-          indexes: dict[str, str | None], early: earlyrecords.EarlyReads, start: float) -> LockResult:
+          indexes: dict[str, str | None], early: earlyrecords.EarlyReads, start: float, meanwhile: Callable[[], object]) -> LockResult:
     import time
 
     pins, nightly = nightly_pins(profile, indexes, target)
     with _work_folder(work) as folder:
         (folder / "pyproject.toml").write_text(_project(profile, pins, indexes))
         progress("resolving with uv")
-        uvtool.run(_uv_compile_args(target, "pylock.toml"), cwd=folder, env=uvtool.index_options(indexes)[1])
-        raw = toml.loads((folder / "pylock.toml").read_text())
+        before = _Meanwhile(output, meanwhile)
+        try:
+            uvtool.run(_uv_compile_args(target, "pylock.toml"), cwd=folder, env=uvtool.index_options(indexes)[1],
+                       started=before.start)
+        finally:
+            if before.ident is not None:  # started: uv ran
+                before.join()
+        written = (folder / "pylock.toml").read_text()  # uv's own text: kept where provision changes no package
+        raw = toml.loads(written)
         early.add(earlyrecords.jobs_of(raw.get("packages", [])))  # read while the packages are attributed
         progress("attributing each package to its index")
         origin = attribution(raw.get("packages", []), profile, indexes)
@@ -383,10 +399,10 @@ def _lock(profile: Profile, target: Target, overrides: dict[str, str], output: P
                   if p.index == DEFAULT_INDEX and origin.get(str(canonicalize_name(p.name)), DEFAULT_INDEX) != DEFAULT_INDEX]
         if strays:  # uv's own default index has no name to bind them to: resolve again with the named ones explicit
             progress(f"{', '.join(strays)} came from a named index; resolving again with the named indexes explicit")
-            raw = _resolve_explicit(folder, profile, pins, indexes, target, raw, origin)
+            written = _resolve_explicit(folder, profile, pins, indexes, target, raw, origin)
+            raw = toml.loads(written)
             early.add(earlyrecords.jobs_of(raw.get("packages", [])))
             origin = attribution(raw.get("packages", []), profile, indexes)
-        written = (folder / "pylock.toml").read_text()  # uv's own text: kept where provision changes no package
     stamp = _Stamp(key=lock_key(profile, indexes, target), nightly=nightly,
                    rebuild=relock.rebuild_command(profile, python=target.python, platform=target.platform,
                                                   overrides=overrides, output=output))
@@ -395,7 +411,7 @@ def _lock(profile: Profile, target: Target, overrides: dict[str, str], output: P
     _check_bindings(profile, packages)
     _check_flashinfer(packages)
     warnings = _warnings(packages, progress, early)
-    changes = relock.changes(relock.versions_in(output), {p.name: p.version for p in packages})
+    changes = relock.changes(before.versions(), {p.name: p.version for p in packages})
     try:
         write_atomic(output, document)
     except OSError as exc:
@@ -443,6 +459,36 @@ def _work_folder(parent: Path | None = None) -> Iterator[Path]:
         yield folder
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+class _Meanwhile(threading.Thread):
+    """What the lock needs after uv, done while uv resolves (started once uv runs: the main thread then waits in poll,
+    holding no GIL): the modules imported that write and check the lock, the caller's `meanwhile`, and the versions of
+    the lock `output` replaces (read before it is replaced: `join` comes first)."""
+
+    def __init__(self, output: Path, meanwhile: Callable[[], object]) -> None:
+        super().__init__(name="lock-meanwhile")
+        self.output, self.meanwhile = output, meanwhile
+        self._versions: dict[str, str] | None = None
+        self._failed: BaseException | None = None
+
+    def run(self) -> None:
+        import importlib
+
+        with contextlib.suppress(Exception):
+            for module in ("packaging.pylock", "tomlkit", "provision.stacks.lockcheck", "provision.stacks.wheelrecords"):
+                importlib.import_module(module)
+            self.meanwhile()
+        try:
+            self._versions = relock.versions_in(self.output)
+        except BaseException as exc:  # noqa: BLE001 - raised in the main thread, where it was raised before
+            self._failed = exc
+
+    def versions(self) -> dict[str, str] | None:
+        """{package: version} of the lock replaced (relock.versions_in), once joined."""
+        if self._failed is not None:
+            raise self._failed
+        return self._versions
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -511,6 +557,8 @@ def _document(raw: dict[str, Any], profile: Profile, indexes: dict[str, str | No
         # what provision wrote, checked by every reader: a hash flipped or a package added by hand is refused
         "packages_sha256": lockfile.packages_digest(raw.get("packages", [])),
     }
+    from packaging.pylock import Pylock, PylockValidationError
+
     try:
         Pylock.from_dict(raw).validate()
     except (PylockValidationError, InvalidVersion) as exc:

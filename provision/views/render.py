@@ -127,6 +127,14 @@ def render(shown: Shown, output: Output) -> int:
     return shown.exit_code
 
 
+def warm(output: Output) -> None:
+    """Import what `render` will need for `output` (rich, for tables), called off the main thread while a command
+    waits on a child (`lock` while uv resolves): the import is then paid in time the process spends waiting anyway."""
+    if output == "table":
+        import rich.console
+        import rich.table  # noqa: F401
+
+
 def _tables(blocks: Sequence[Block]) -> None:
     import sys
 
