@@ -319,8 +319,6 @@ def attribution(packages: list[dict[str, Any]], profile: Profile, indexes: dict[
     are read in parallel over kept-alive connections; a lock that involves only the default index reads none."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from provision.stacks import index
-
     bound = {str(canonicalize_name(p.name)): p.index for p in profile.packages
              if p.index != DEFAULT_INDEX or indexes.get(DEFAULT_INDEX)}
     # an index whose URL an earlier one (or the default index) already has adds nothing to ask: each URL is read once
@@ -334,6 +332,8 @@ def attribution(packages: list[dict[str, Any]], profile: Profile, indexes: dict[
     asked = [(name, index_name) for name in locked if name not in bound for index_name in named]
 
     def listed(pair: tuple[str, str]) -> bool:
+        from provision.stacks import index  # loaded where a page is read
+
         files = index.project_files(str(indexes[pair[1]]), pair[0])
         return not locked[pair[0]].isdisjoint(urls.strip_credentials(f.url) for f in files)
 
@@ -504,16 +504,18 @@ def _packages(raw: dict[str, Any], indexes: dict[str, str | None], origin: dict[
               progress: Progress) -> tuple[LockedPackage, ...]:
     """Every file uv locked, each with its index and a sha256 (computed where its index gives none), put into `raw`
     too (each package's `index`, each file's URL without credentials and its hashes): what is written."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    from provision.stacks import index
-
     locked: list[LockedPackage] = []
     unhashed = [urls.strip_credentials(w.get("url", "")) for p in raw.get("packages", []) for w in _files(p) if not w.get("hashes")]
     for file_url in unhashed:
         progress(f"hashing {urls.filename(file_url)} (its index gives no hash)")
-    with ThreadPoolExecutor(max_workers=8) as pool:  # downloads of one file each: in parallel, not one after another
-        digests = dict(zip(unhashed, pool.map(index.sha256_of, unhashed), strict=True)) if unhashed else {}
+    digests: dict[str, str] = {}
+    if unhashed:  # the index client is loaded where a file is downloaded
+        from concurrent.futures import ThreadPoolExecutor
+
+        from provision.stacks import index
+
+        with ThreadPoolExecutor(max_workers=8) as pool:  # downloads of one file each: in parallel, not one after another
+            digests = dict(zip(unhashed, pool.map(index.sha256_of, unhashed), strict=True))
     for package in raw.get("packages", []):
         name = str(canonicalize_name(package["name"]))
         index_name = origin.get(name, DEFAULT_INDEX)
