@@ -182,3 +182,13 @@ def pin_for(package: str, version: str | None) -> dict[str, Any] | None:
             except InvalidVersion:
                 return None
     return None
+
+
+def feature_wheel(name: str) -> dict[str, str] | None:
+    """The [[feature_wheel]] row of a distribution (normalized name): a wheel only some serving paths load; None else."""
+    return next((dict(row) for row in tables().get("feature_wheel", []) if row["name"] == name), None)
+
+
+def feature_names() -> list[str]:
+    """Every feature a profile's `serves` may name."""
+    return [row["feature"] for row in tables().get("feature_wheel", [])]

@@ -118,3 +118,32 @@ def debug(message: str) -> None:
     URLs redacted: an index URL with a token in it is part of uv's argv)."""
     if _level >= VERBOSE:
         say(redact(_masked(message).rstrip("\n")) + "\n")
+
+
+class ticking:  # noqa: N801 - used as a context manager like a function
+    """While the block runs, `progress(said(seconds so far))` every `every` seconds from a thread: a step that prints
+    nothing for a minute (uv downloading a 9 GB stack says nothing until it has all of it) still shows it is working."""
+
+    def __init__(self, progress: Progress, said: Callable[[float], str], every: float = 10.0) -> None:
+        import threading
+
+        self._progress, self._said, self._every = progress, said, every
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        import contextlib
+        import time
+
+        started = time.monotonic()
+        while not self._stop.wait(self._every):
+            with contextlib.suppress(Exception):  # a line that cannot be made costs the line, never the install
+                self._progress(self._said(time.monotonic() - started))
+
+    def __enter__(self) -> ticking:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stop.set()
+        self._thread.join(5)

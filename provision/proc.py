@@ -145,7 +145,7 @@ def run(
         if started is not None:
             started()
         if keep is not None:
-            stdout, stderr = _communicate_kept(child, timeout, keep, late, group)
+            stdout, stderr = _communicate_kept(child, timeout, keep, late, group, on_stderr_line)
         elif on_stderr_line is not None:
             stdout, stderr = _communicate_lines(child, timeout, on_stderr_line)
         else:
@@ -196,19 +196,23 @@ def _communicate_lines(child: subprocess.Popen[str], timeout: float, on_line: Ca
 
 
 def _communicate_kept(child: subprocess.Popen[str], timeout: float, keep: int, late: list[str],
-                      group: bool) -> tuple[str, str]:
+                      group: bool, on_stderr_line: Callable[[str], None] | None = None) -> tuple[str, str]:
     """communicate(), holding of each stream only its last `keep` characters; on the deadline the child is killed,
-    what was kept of stdout and stderr put in `late`, and subprocess.TimeoutExpired raised."""
+    what was kept of stdout and stderr put in `late`, and subprocess.TimeoutExpired raised. With `on_stderr_line`,
+    each line of stderr is also handed to it as it comes."""
     import collections
 
     kept: dict[str, collections.deque[str]] = {"out": collections.deque(), "err": collections.deque()}
 
     def read(stream: IO[str] | None, chunks: collections.deque[str]) -> None:
         size = 0
+        lines = on_stderr_line if chunks is kept["err"] else None
         while stream is not None:
-            chunk = stream.read(1 << 16)
+            chunk = stream.readline(1 << 16) if lines is not None else stream.read(1 << 16)
             if not chunk:
                 return
+            if lines is not None:
+                lines(chunk.rstrip("\n"))
             chunks.append(chunk)
             size += len(chunk)
             while size - len(chunks[0]) >= keep:

@@ -2,9 +2,13 @@
 connection, each with its own PROVISION_HOME) and the tests' own index on 127.0.0.1.
 
 Host gpu-b records an old driver (575.57.08, CUDA 12.9) at the hardware seam (PROVISION_NVML_REPLAY), so a CUDA 13.0
-stack fails its `driver` check there for the reason a real fleet would: the rollout must stop at gpu-b, keep its old
-stack active, never touch gpu-c, and the fleet report must say so before anything is installed. Once gpu-b has its new
-driver, the same playbook resumes the rollout; the fleet rollback then takes every host back.
+stack fails its `driver` gate there for the reason a real fleet would, and the fleet report says so before anything is
+installed. Host gpu-c is made slower: its baseline (a real program, the same command in both profiles, whose figure
+depends on the environment's [env]) runs the new stack at 80 %. The rollout runs `provision upgrade --lock` on every
+host: gpu-a moves, gpu-b (gate FAIL, nothing built) and gpu-c (slower) keep their stacks and are reported, not failed;
+the fleet summary lists each host's decision and both medians. With -e provision_require_activation=true the rollout
+stops at gpu-b instead and never reaches gpu-c. Once gpu-b has its new driver, the same playbook moves it; gpu-c's
+earlier decision is shown again; the fleet rollback then takes the moved hosts back.
 
 The fleet's index needs a password (`provision_index: {fleet: http://alice:PASSWORD@...}`), as a team's mirror does:
 the plays once handed it to provision as `--index fleet=URL` on the command line, where every local user of the
@@ -47,13 +51,20 @@ def playbook_binary() -> str:
     return found
 
 
-def profile(folder: Path, name: str, cuda: str, version: str, url: str, figure: str, files: str = "") -> Path:
+# The same baseline command in both profiles (upgrade compares like with like); its figure depends on the stack the
+# environment's [env] names, and on a host that sets FLEET_SLOW_STACK to that stack it runs at 80 %.
+BENCH = ("import os; stack = os.environ['FLEET_STACK']; figure = {'cu128': 82.0, 'cu130': 89.5}[stack]; "
+         "print(f\"decode {figure * (0.8 if os.environ.get('FLEET_SLOW_STACK') == stack else 1.0):.2f} tok/s\")")
+
+
+def profile(folder: Path, name: str, cuda: str, version: str, url: str, stack: str, files: str = "") -> Path:
     path = folder / f"{name}.toml"
     path.write_text(
         f'schema = 1\nname = "{name}"\ncuda = "{cuda}"\n[indexes]\nfleet = "{url}"\n'
         f'[packages]\nalpha = {{ index = "fleet", version = "=={version}" }}\n'
         '[checks]\nrequired = ["driver"]\n'
-        f'[baseline]\ncommand = ["python", "-c", "print(\'decode {figure} tok/s\')"]\n'
+        f'[env]\nFLEET_STACK = "{stack}"\n'
+        f'[baseline]\ncommand = ["python", "-c", {json.dumps(BENCH)}]\n'
         "pattern = 'decode ([\\d.]+) tok/s'\nunit = \"tok/s\"\nbetter = \"higher\"\ntimeout = 60\n" + files)
     return path
 
@@ -69,11 +80,11 @@ class Fleet:
         self.default = server.index("empty-default")  # nothing may come from the public registry
         profiles = base / "profiles"
         profiles.mkdir()
-        self.old = profile(profiles, "serve-cu128", "12.8", "1.0", fleet.url, "82.0")
+        self.old = profile(profiles, "serve-cu128", "12.8", "1.0", fleet.url, "cu128")
         (profiles / "patches" / "deep").mkdir(parents=True)
         (profiles / "patches" / "fleet_patch.py").write_text(FLEET_PATCH)  # the team's patch, carried to every host
         (profiles / "patches" / "deep" / "fleet_patch.py").write_text(DEEP_PATCH)  # same name, a folder further down
-        self.new = profile(profiles, "serve-cu130", "13.0", "2.0", fleet.url, "89.5",
+        self.new = profile(profiles, "serve-cu130", "13.0", "2.0", fleet.url, "cu130",
                            files='[files]\n"fleet_patch.py" = "patches/fleet_patch.py"\n'
                                  '"deep/fleet_patch.py" = "patches/deep/fleet_patch.py"\n')
         new_driver = DATA / "h200.nvml.json"
@@ -87,7 +98,7 @@ class Fleet:
         self.replay = replay = {"gpu-a": new_driver, "gpu-b": base / "old-driver.nvml.json", "gpu-c": new_driver}
         inventory = {"all": {
             "hosts": {h: {"provision_home": str(self.home(h)),
-                          "provision_environment": {"PROVISION_NVML_REPLAY": str(replay[h])}} for h in HOSTS},
+                          "provision_environment": {"PROVISION_NVML_REPLAY": str(replay[h]), **self.slow(h)}} for h in HOSTS},
             "vars": {"ansible_connection": "local", "ansible_python_interpreter": sys.executable,
                      "provision_bin": provision_bin, "provision_controller": provision_bin,
                      "provision_fleet_dir": str(self.fleet_dir),
@@ -97,6 +108,11 @@ class Fleet:
         }}
         self.inventory = base / "inventory.yml"
         self.write(inventory)
+
+    @staticmethod
+    def slow(host: str) -> dict[str, str]:
+        """gpu-c runs the new stack slower (what its baseline measures there)."""
+        return {"FLEET_SLOW_STACK": "cu130"} if host == "gpu-c" else {}
 
     def write(self, inventory: dict[str, Any]) -> None:
         self.inventory.write_text(json.dumps(inventory, indent=1))  # JSON is YAML
@@ -121,7 +137,7 @@ class Fleet:
 
     def provision_env(self, host: str) -> dict[str, str]:
         return {**os.environ, "PROVISION_HOME": str(self.home(host)), "PROVISION_INDEX_DEFAULT": self.default.url,
-                "PROVISION_NVML_REPLAY": str(self.replay[host]),
+                "PROVISION_NVML_REPLAY": str(self.replay[host]), **self.slow(host),
                 **{f"PROVISION_INDEX_{name.upper()}": url for name, url in self.mirrors.items()}}
 
     def by_hand(self, profile: Path) -> None:
@@ -184,42 +200,57 @@ def test_fleet_probe_report_rolling_upgrade_stops_at_failing_host_and_rollback(t
     assert markdown.startswith("## Fleet: 3 machines") and f"FAIL on 1 machine ({documents[1]}): driver" in markdown
     assert "Fleet: 3 machines" in done.stdout  # the playbook shows the tables
 
-    # The rolling upgrade to CUDA 13.0, with a baseline and comparison per host: gpu-a moves, gpu-b fails its
-    # checks and keeps serve-cu128 active, gpu-c is never reached.
+    # Every host must move (-e provision_require_activation=true): gpu-a moves, gpu-b's driver gate FAILs (nothing is
+    # built there) and the rollout stops at it, with its old stack active; gpu-c is never reached.
     untouched = snapshot(fleet.home("gpu-c"))
-    done = fleet.play("upgrade.yml", "-e", f"provision_profile={fleet.new}", "-e", "provision_baseline=true", "-v")
+    upgrade = ("upgrade.yml", "-e", f"provision_profile={fleet.new}", "-e", "provision_runs=3")
+    done = fleet.play(*upgrade, "-e", "provision_require_activation=true", "-v")
     assert done.returncode != 0, done.stdout
-    assert "gpu-b: serve-cu130 was not activated; serve-cu128 stays active" in done.stdout
-    assert "driver: the driver supports CUDA 12.9" in done.stdout  # gpu-b got past the index: the password was used
+    assert "gpu-b: serve-cu130 was not activated; serve-cu128 stays active: gates: profile serve-cu130 FAIL: driver" in done.stdout, [line for line in done.stdout.splitlines() if "fatal" in line or "was not activated" in line]
     assert SECRET not in done.stdout + done.stderr, [line for line in done.stdout.splitlines() if SECRET in line][:3]
     envs_a, envs_b = fleet.envs("gpu-a"), fleet.envs("gpu-b")  # one read of each home
     assert active(envs_a) == "serve-cu130" and set(envs_a) == {"serve-cu128", "serve-cu130"}
+    assert envs_a["serve-cu130"]["upgrade"]["decision"] == "activated"
     assert active(envs_b) == "serve-cu128" and set(envs_b) == {"serve-cu128"}
-    assert len(list((fleet.home("gpu-b") / "builds").iterdir())) == 1  # the failed build was removed
+    assert len(list((fleet.home("gpu-b") / "builds").iterdir())) == 1  # a gate FAIL builds nothing
     assert snapshot(fleet.home("gpu-c")) == untouched
     assert not (tmp_path / "gpu-c" / "remote" / "pylock.serve-cu130.toml").exists()  # not even the lock was copied
-    created_b = json.loads((fleet.fleet_dir / "gpu-b.create.json").read_text())
-    assert created_b["passed"] is False and not created_b["activated"]
-    assert {c["id"]: c["status"] for c in created_b["checks"]}["driver"] == "fail"
-    compared = json.loads((fleet.fleet_dir / "gpu-a.compare.json").read_text())
-    assert [e["name"] for e in compared["environments"]] == ["serve-cu128", "serve-cu130"]
-    assert compared["change_percent"] == pytest.approx(100 * (89.5 / 82.0 - 1), abs=0.01)
-    assert compared["verdict"] == "cannot-tell" and compared["improved"] is None  # one run a side
-    assert not (fleet.fleet_dir / "gpu-c.create.json").exists()
+    said_a = json.loads((fleet.fleet_dir / "gpu-a.upgrade.json").read_text())
+    assert said_a["decision"] == "activated" and said_a["baseline"]["from"]["median"] == 82.0
+    assert said_a["baseline"]["to"]["median"] == 89.5 and said_a["baseline"]["verdict"] == "better"
+    said_b = json.loads((fleet.fleet_dir / "gpu-b.upgrade.json").read_text())
+    assert said_b["decision"] == "kept" and [s["step"] for s in said_b["steps"]] == ["gates"]
     first_lock = (fleet.fleet_dir / "pylock.serve-cu130.toml").read_bytes()
 
-    # gpu-b gets its new driver; the same command resumes the rollout: gpu-a is skipped, gpu-b and gpu-c move. Two at a
-    # time: gpu-a (upgraded) and gpu-b (not) share a batch, and gpu-a ends there with nothing copied to it.
+    # By default a host that keeps its stack is reported, not a failed rollout: gpu-a is skipped (moved already),
+    # gpu-b is kept again, gpu-c (slower there) builds, measures and keeps serve-cu128; the summary lists them all.
+    done = fleet.play(*upgrade)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "gpu-a: serve-cu130 is active already" in done.stdout and "reusing the lock of the first run" in done.stdout
+    assert fleet.active() == ["serve-cu130", "serve-cu128", "serve-cu128"]
+    said_c = json.loads((fleet.fleet_dir / "gpu-c.upgrade.json").read_text())
+    assert said_c["decision"] == "kept" and said_c["steps"][-1] == {**said_c["steps"][-1], "step": "decide", "status": "fail"}
+    assert (said_c["baseline"]["from"]["median"], said_c["baseline"]["to"]["median"]) == (82.0, 71.6)
+    assert "serve-cu130" in fleet.envs("gpu-c")  # built, listed, never activated
+    summary = (fleet.fleet_dir / "upgrade.txt").read_text()
+    assert summary.startswith("Fleet upgrade: 1 activated, 2 kept, 0 without a decision, of 3 hosts"), summary
+    assert "gpu-a: activated; serve-cu128 82.00 -> serve-cu130 89.50 tok/s (+9.1%)" in summary
+    assert "gpu-c: kept; serve-cu128 82.00 -> serve-cu130 71.60 tok/s (-12.7%)" in summary
+    assert "gpu-b: kept; serve-cu128 - -> serve-cu130 -" in summary and "Fleet upgrade: 1 activated" in done.stdout
+    assert [h["decision"] for h in json.loads((fleet.fleet_dir / "upgrade.json").read_text())["hosts"]] == [
+        "activated", "kept", "kept"]
+
+    # gpu-b gets its new driver; the same command moves it, with the first run's lock; gpu-c's decision is shown again
+    # (its build is not made twice). Two at a time: gpu-a (moved) and gpu-b (not) share a batch.
     fleet.fix_driver("gpu-b")
+    builds_c = sorted((fleet.home("gpu-c") / "builds").iterdir())
     (tmp_path / "gpu-a" / "remote" / "pylock.serve-cu130.toml").unlink()
-    done = fleet.play("upgrade.yml", "-e", f"provision_profile={fleet.new}", "-e", "provision_serial=2")
+    done = fleet.play(*upgrade, "-e", "provision_serial=2")
     assert done.returncode == 0, done.stdout + done.stderr
     assert SECRET not in done.stdout + done.stderr
-    assert "gpu-a: serve-cu130 is active already" in done.stdout
     assert not (tmp_path / "gpu-a" / "remote" / "pylock.serve-cu130.toml").exists(), "gpu-a ended before the copy"
-    assert fleet.active() == ["serve-cu130"] * 3
-    # with the first run's lock, not a new one: every host got the same files
-    assert "reusing the lock of the first run" in done.stdout
+    assert fleet.active() == ["serve-cu130", "serve-cu130", "serve-cu128"]
+    assert sorted((fleet.home("gpu-c") / "builds").iterdir()) == builds_c
     assert (fleet.fleet_dir / "pylock.serve-cu130.toml").read_bytes() == first_lock
     assert (tmp_path / "gpu-c" / "remote" / "pylock.serve-cu130.toml").read_bytes() == first_lock
     for host in HOSTS:  # the profile's [files] reached every host with it, and create wrote them into the venv
@@ -231,7 +262,7 @@ def test_fleet_probe_report_rolling_upgrade_stops_at_failing_host_and_rollback(t
     done = fleet.play("rollback.yml", "-e", "provision_env=serve-cu130")
     assert done.returncode == 0, done.stdout + done.stderr
     assert fleet.active() == ["serve-cu128"] * 3
-    assert all(f"{h}: serve-cu130 -> serve-cu128" in done.stdout for h in HOSTS)
+    assert all(f"{h}: serve-cu130 -> serve-cu128" in done.stdout for h in HOSTS[:2])
     for written in fleet.fleet_dir.iterdir():  # locks, the hosts' archive, probe documents, reports, create and compare
         assert SECRET.encode() not in written.read_bytes(), written
 

@@ -94,3 +94,26 @@ def test_two_packs_at_once_each_write_their_own_and_the_archive_is_one_of_them_w
         packed = hashlib.sha256(tar.extractfile(member).read()).digest()  # type: ignore[union-attr]
         assert packed in {hashlib.sha256(s.read_bytes()).digest() for s in sources}
     assert sorted(p.name for p in tmp_path.iterdir()) == ["carry.x.tar", "pylock-0.toml", "pylock-1.toml"]
+
+
+def test_a_malformed_member_list_is_one_line_and_nothing_is_written(tmp_path: Path) -> None:
+    """A member list of another shape ended in a Python traceback (TypeError, IndexError), and `{}` packed an empty
+    archive; each is now one line naming what is wrong, and the archive before stays whole."""
+    lock = tmp_path / "pylock.x.toml"
+    lock.write_text("lock\n")
+    out = tmp_path / "carry.tar"
+    assert pack(out, [[str(lock), "pylock.x.toml", "644"]]).returncode == 0
+    before = out.read_bytes()
+    for members, said in (({}, "the member list is dict"), ([1], "member 0 is 1"), ([[str(lock)]], "member 0 is ["),
+                          ([[str(lock), 2]], "member 0 is ["), ([[str(lock), "x", "644", "extra"]], "member 0 is ["),
+                          ([[str(lock), ""]], "non-empty strings"), ([[str(lock), "x\0y"]], "member 0 is ["),
+                          ([[str(lock), "x", "9x"]], "mode '9x' is not one to four octal digits"),
+                          ([[str(lock), "x", "0o644"]], "not one to four octal digits")):
+        done = subprocess.run([sys.executable, str(PACK), str(out), json.dumps(members)], capture_output=True, text=True,
+                              timeout=30)
+        assert done.returncode == 1 and "Traceback" not in done.stderr, (members, done.stderr)
+        assert len(done.stderr.strip().splitlines()) == 1 and said in done.stderr, (members, done.stderr)
+        assert out.read_bytes() == before and not list(tmp_path.glob("carry.tar.*"))
+    for text in ("not json", "[" * 100_000):
+        done = subprocess.run([sys.executable, str(PACK), str(out), text], capture_output=True, text=True, timeout=30)
+        assert done.returncode == 1 and "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1

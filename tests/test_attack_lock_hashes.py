@@ -9,9 +9,9 @@ import os
 import subprocess
 from pathlib import Path
 
-import tomlkit
 from conftest import ROOT
 from launch import run_provision
+from locks import sealed
 
 H200 = ROOT / "docs/machines/h200.probe.json"
 TAG = "py3-none-manylinux_2_28_x86_64"
@@ -27,7 +27,7 @@ def test_a_sha256_that_is_not_hex_is_refused_before_any_download(index_server, p
         doc = {"lock-version": "1.0", "created-by": "tests", "packages": [
             {"name": "nvidia-x", "version": "1.0", "wheels": [{"name": wheel.name, "url": url, "hashes": {"sha256": digest}}]}]}
         lock = tmp_path / "pylock.hostile.toml"
-        lock.write_text(tomlkit.dumps(doc))
+        lock.write_text(sealed(doc))
         before = len(served.requests)
         done: subprocess.CompletedProcess[str] = run_provision(
             "report", "--lock", str(lock), "--machine", str(H200), "--json", timeout=120,

@@ -10,8 +10,8 @@ import os
 from pathlib import Path
 
 import tiny
-import tomlkit
 from launch import run_provision
+from locks import sealed
 
 
 def test_a_lock_naming_a_program_as_its_python_never_runs_it(tmp_path: Path) -> None:
@@ -24,7 +24,7 @@ def test_a_lock_naming_a_program_as_its_python_never_runs_it(tmp_path: Path) -> 
         {"name": "alpha", "version": "1.0", "archive": {"url": "http://127.0.0.1:9/alpha-1.0.tar.gz", "hashes": {"sha256": "0" * 64}}}],
         "tool": {"provision": {"profile": "tiny", "profile_hash": "0" * 64, "python": str(script)}}}
     lock = tmp_path / "pylock.tiny.toml"
-    lock.write_text(tomlkit.dumps(doc))
+    lock.write_text(sealed(doc))
     env = {**os.environ, "PROVISION_HOME": str(tmp_path / "home"), "PROVISION_PROFILES": str(tmp_path)}
     done = run_provision("create", "tiny", "--lock", str(lock), env=env, timeout=60)
     lines = done.stderr.strip().splitlines()

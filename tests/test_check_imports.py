@@ -17,6 +17,8 @@ from wheelhouse import build_wheel
 from provision.checks import runner
 from provision.checks.results import CheckResult
 from provision.envs.records import EnvRecord
+from provision.machine import nvmlstart
+from provision.machine.facts import Driver
 from provision.stacks import uvtool
 
 NEEDS_DRIVER = b"import ctypes\nctypes.CDLL('libcuda.so.1')  # what an extension linked to libcuda meets at import\n"
@@ -58,7 +60,7 @@ def build(tmp_path_factory) -> Path:
 
 def imports(build: Path, packages: list[str], **env: str) -> CheckResult:
     meta = EnvRecord(name="env", cuda="13.0", env=env, packages=packages, venv=str(build / "venv"))
-    (result,) = runner.run(build, meta, only=("imports",), gpus=[], driver_cuda=None, notes=["NVML not available"])
+    (result,) = runner.run(build, meta, only=("imports",), gpus=[], driver=Driver(nvml=nvmlstart.started("no_driver")))
     return result
 
 

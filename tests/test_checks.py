@@ -17,7 +17,8 @@ from provision.checks import runner, staleness
 from provision.checks.details import FlashinferJitDetails, FlashinferTarget
 from provision.checks.results import CheckResult, overall
 from provision.envs.records import EnvRecord
-from provision.machine.facts import Gpu
+from provision.machine import nvmlstart
+from provision.machine.facts import Driver, Gpu
 from provision.stacks import uvtool
 
 FAKES = Path(__file__).parent / "fakes"
@@ -52,13 +53,13 @@ def env(tmp_path_factory) -> Path:
 
 def run(build: Path, only: str, gpus=SM120, driver_cuda="13.1", cuda="13.0", **env: str) -> CheckResult:
     meta = EnvRecord(name="env", cuda=cuda, env=env, packages=["torch"], venv=str(build / "venv"))
-    (result,) = runner.run(build, meta, only=(only,), gpus=gpus, driver_cuda=driver_cuda, notes=[])
+    (result,) = runner.run(build, meta, only=(only,), gpus=gpus, driver=Driver(cuda=driver_cuda, nvml=nvmlstart.OK))
     return result
 
 
 def test_no_gpu_skips_every_gpu_check_and_passes(env: Path) -> None:
     meta = EnvRecord(name="env", cuda="13.0", env={}, packages=["torch"], venv=str(env / "venv"))
-    results = runner.run(env, meta, gpus=[], driver_cuda=None, notes=["NVML not available (LibraryNotFound)"])
+    results = runner.run(env, meta, gpus=[], driver=Driver(nvml=nvmlstart.started("no_driver")))
     by_id = {r.id: r for r in results}
     assert by_id["imports"].status == "pass" and by_id["drift"].status == "pass"
     assert all(r.status == "skip" and "no NVIDIA GPU" in r.reason for i, r in by_id.items() if i not in ("imports", "drift"))

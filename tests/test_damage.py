@@ -131,7 +131,7 @@ def test_a_link_mode_uv_does_not_know_is_one_line_naming_uv_link_mode(tool: tiny
     tool.create("tiny", "--name", "a", "--no-checks")
     builds = tool.builds()
     done = tool("create", "tiny", "--name", "b", "--python", tiny.PY, check=False, env={"UV_LINK_MODE": "bogus"})
-    one_error(done, 2, "UV_LINK_MODE='bogus' is not one of uv's link modes", "unset it")
+    one_error(done, 2, "UV_LINK_MODE='bogus' (how uv links files into a venv) is not one of uv's link modes", "unset UV_LINK_MODE")
     assert tool.builds() == builds
 
 

@@ -93,3 +93,31 @@ def test_restore_dry_run_exits_as_restore_would_and_never_claims_a_lock_it_lacks
     dry = provision(provision_bin, tmp_path, "restore", "old", "--dry-run", "--json")
     assert dry.returncode == 1 and json.loads(dry.stdout)["not_restorable"] == ["sglang"]
     assert provision(provision_bin, tmp_path, "restore", "old", "--no-checks").returncode == 1
+
+
+def test_a_conflict_the_lock_recorded_leaves_an_untouched_build_drift_clean(tmp_path: Path, index_server) -> None:
+    """flashinfer-python 0.7.2 and torch-c-dlpack-ext 0.1.5 both install a top-level build_backend.py: `lock` sees it
+    (its conflict warning) and records it; drift then judges an untouched build by that record (PASS with a note,
+    `check --strict` exit 0), and a real change of that file is still found, with no promise that restore fixes it."""
+    served = index_server.index("main")
+    served.ranges = True  # as the default registry: lock reads the RECORDs by range requests
+    served.add("stack", "1.0", requires=("flashy==1.0", "dlpacky==1.0"))
+    served.add("flashy", "1.0", files={"flashy/__init__.py": b"", "build_backend.py": b"# flashy's\n"})
+    served.add("dlpacky", "1.0", files={"dlpacky/__init__.py": b"", "build_backend.py": b"# dlpacky's\n"})
+    profiles = tmp_path / "profiles"
+    profiles.mkdir()
+    (profiles / "both.toml").write_text('schema = 1\nname = "both"\ncuda = "13.0"\n[packages]\nstack = "==1.0"\n')
+    env = {"PROVISION_HOME": str(tmp_path / "home"), "PROVISION_PROFILES": str(profiles), "PROVISION_INDEX_DEFAULT": served.url,
+           "UV_CACHE_DIR": str(tmp_path / "uv-cache"), "XDG_CACHE_HOME": str(tmp_path / "xdg")}
+    created = run_provision("create", "both", "--python", PY, "--no-checks", "--no-activate", env=env, timeout=180)
+    assert created.returncode == 0, created.stderr
+    strict = run_provision("check", "both", "--only", "drift", "--strict", "--json", env=env, timeout=120)
+    (result,) = json.loads(strict.stdout)["checks"]
+    assert strict.returncode == 0 and result["status"] == "pass", result
+    assert "build_backend.py is shared by dlpacky and flashy (recorded in the lock when it was made)" in result["reason"]
+    venv = next((tmp_path / "home" / "builds").iterdir()) / "venv"
+    (drift.site_packages(venv) / "build_backend.py").write_text("# edited\n")
+    edited = run_provision("check", "both", "--only", "drift", "--strict", "--json", env=env, timeout=120)
+    (result,) = json.loads(edited.stdout)["checks"]
+    assert edited.returncode == 1 and result["details"]["findings"][0]["kind"] == "shared"
+    assert "restore puts it back" not in result["reason"] and "restore leaves build_backend.py as it is" in result["reason"]

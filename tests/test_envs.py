@@ -67,6 +67,19 @@ def test_the_profiles_own_toolkit_is_laid_out_as_a_cuda_home(tool: Tool, stack) 
     assert os.readlink(home / "lib64" / "libcudart.so").endswith("nvidia/cu13/lib/libcudart.so.13")
     soname = subprocess.run(["readelf", "-d", str(home / "lib64/stubs/libcuda.so")], capture_output=True, text=True).stdout
     assert "libcuda.so.1" in soname
+    # its nvcc comes first on PATH in run and shell-env (issue 36, item 7): `which nvcc` found the system's 12.8
+    system = tool.home.parent / "system-bin"
+    system.mkdir()
+    (system / "nvcc").write_text("#!/bin/sh\necho system nvcc 12.8\n")
+    (system / "nvcc").chmod(0o755)
+    path = {"PATH": f"{system}{os.pathsep}{os.environ['PATH']}"}
+    (home / "bin" / "nvcc").resolve().chmod(0o755)  # NVIDIA's wheel carries the mode; the test's wheel does not
+    found = tool("run", "cu130", "--", "sh", "-c", "command -v nvcc", env=path).stdout.strip()
+    assert found == str(home / "bin" / "nvcc"), found
+    exports = tool("shell-env", "cu130", env=path).stdout
+    evaluated = subprocess.run(["bash", "-c", exports + "\ncommand -v nvcc; command -v python"], capture_output=True,
+                               text=True, env={**os.environ, **path}).stdout.split()
+    assert evaluated[0] == str(home / "bin" / "nvcc") and evaluated[1].endswith("/venv/bin/python"), evaluated
 
 
 def test_run_adds_nothing_and_keeps_exit_code_and_profile_env(tool: Tool, stack) -> None:

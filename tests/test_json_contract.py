@@ -17,8 +17,10 @@ DOC = (ROOT / "docs" / "json.md").read_text()
 # Objects whose keys are data (labels, compute capabilities, variable and index names, per-check details), not schema.
 DATA_KEYED = {"cubin", "ptx", "lto", "require", "variant", "env", "indexes", "unreachable", "details", "modules"}
 # Sections that say "check results as below" or "{drift details}": their keys are the check section's too.
-ALSO = {"`provision create --json`": "`provision check --json`", "`provision restore NAME --json`": "`provision check --json`",
-        "`provision trials --json`": "`provision try NAME LABEL --json`"}
+# `envs` shows each environment's last baseline run, as `baseline --json` documents it (with its drift, as `check`).
+ALSO = {"`provision create --json`": ("`provision check --json`",), "`provision restore NAME --json`": ("`provision check --json`",),
+        "`provision trials --json`": ("`provision try NAME LABEL --json`",),
+        "`provision envs --json`": ("`provision baseline --json`", "`provision check --json`")}
 
 
 def section(heading: str) -> set[str]:
@@ -39,13 +41,14 @@ def keys(document: object, parent: str = "") -> Iterator[str]:
 
 
 def undocumented(document: object, heading: str) -> set[str]:
-    documented = section(heading) | (section(ALSO[heading]) if heading in ALSO else set())
+    documented = section(heading).union(*(section(also) for also in ALSO.get(heading, ())))
     return set(keys(document)) - documented - {"schema_version"}
 
 
 def test_every_key_printed_is_documented(tmp_path: Path, index_server) -> None:
     served = tiny.index(index_server)
     tool = tiny.make_tool(tmp_path, "", served)
+    tiny.profile(tool.profiles, "measured", extra='[baseline]\ncommand = ["python", "-c", "print(1.5)"]\npattern = "([0-9.]+)"\n')
     python = f"{sys.version_info.major}.{sys.version_info.minor}"
     replay = {"PROVISION_NVML_REPLAY": str(DATA / "h200.nvml.json")}
     lock = tmp_path / "pylock.tiny.toml"
@@ -60,6 +63,8 @@ def test_every_key_printed_is_documented(tmp_path: Path, index_server) -> None:
         ("`provision create --json`", ("create", "tiny", "--python", sys.executable, "--lock", str(lock), "--json"), replay),
         ("`provision create --json`", ("create", "tiny", "--name", "two", "--python", sys.executable, "--lock", str(lock),
                                        "--no-checks", "--json"), replay),
+        ("`provision upgrade --json`", ("upgrade", "measured", "--from", "tiny", "--baseline-from", "measured", "--runs", "3",
+                                        "--json"), replay),
         ("`provision envs --json`", ("envs", "--json"), {}),
         ("`provision switch|rollback --json`", ("switch", "tiny", "--json"), {}),
         ("`provision switch|rollback --json`", ("rollback", "--json"), {}),

@@ -1,5 +1,5 @@
 """Wrong answers and leftovers: a cached lock with a flipped hash is dropped (gc, create) rather than reused forever;
-a lock with a package added by hand is refused; a damaged state.json says how to go on; create killed while locking
+a lock with a package added by hand is refused; a damaged state.json is set aside and the history rebuilt; create killed while locking
 leaves nothing in TMPDIR; `scan` of a dangling link says so (exit 2); a METADATA Name that would be an option to uv is
 a finding, never on uv's command line."""
 
@@ -57,15 +57,29 @@ def test_a_lock_with_a_package_added_by_hand_is_refused(made: tiny.Tool, tmp_pat
     assert not (made.home / "builds").exists() or not list((made.home / "builds").glob("*/venv/lib/*/site-packages/beta"))
 
 
-def test_a_damaged_state_json_says_how_to_go_on(made: tiny.Tool) -> None:
+DAMAGED_STATES = {"truncated": '{"schema_version": 1, "history": ["ti', "invalid": "{not json",
+                  "history-a-number": '{"schema_version": 1, "history": 5}',
+                  "history-a-string": '{"schema_version": 1, "history": "tiny"}',
+                  "history-of-objects": '{"schema_version": 1, "history": [{"name": "tiny"}]}',
+                  "a-list": '["tiny", "both"]', "nested-too-deeply": "[" * 100_000}
+
+
+@pytest.mark.parametrize("damage", sorted(DAMAGED_STATES))
+def test_a_damaged_state_json_is_set_aside_and_the_history_rebuilt(made: tiny.Tool, damage: str) -> None:
     made.create("tiny", "--no-checks")
+    made.create("both", "--no-checks")  # active now: the history rebuilt ends with it
     state = made.home / "state.json"
-    state.write_text("{not json")
-    done = made("switch", "tiny", check=False)
-    assert done.returncode == 7 and f"hint: move it aside (mv {state} {state}.damaged)" in done.stderr, done.stderr
-    state.rename(f"{state}.damaged")
-    made("switch", "tiny")
-    assert json.loads(state.read_text())["history"] == ["tiny"]
+    state.write_text(DAMAGED_STATES[damage])
+    done = made("rollback", check=False)
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    assert os.readlink(made.home / "active") == "envs/tiny"
+    (aside,) = made.home.glob("state.json.damaged-*")
+    assert aside.read_text() == DAMAGED_STATES[damage]  # set aside whole, never deleted
+    assert "note: " in done.stderr and str(aside) in done.stderr, done.stderr
+    assert json.loads(state.read_text())["history"] == ["tiny", "both", "tiny"]
+    state.write_text(DAMAGED_STATES[damage])
+    made("switch", "both")  # switch mends it too
+    assert json.loads(state.read_text())["history"][-1] == "both" and len(list(made.home.glob("state.json.damaged-*"))) == 2
 
 
 def test_create_killed_while_locking_leaves_nothing_in_tmpdir(made: tiny.Tool, tmp_path: Path) -> None:

@@ -34,8 +34,8 @@ def made_lock(tool: tiny.Tool, tmp_path: Path, profile: str = "both") -> Path:
     return path
 
 
-def refused(tool: tiny.Tool, profile: str, path: Path, words: str) -> None:
-    done = tool.create(profile, "--lock", str(path), "--no-checks", check=False)
+def refused(tool: tiny.Tool, profile: str, path: Path, words: str, *extra: str) -> None:
+    done = tool.create(profile, "--lock", str(path), "--no-checks", *extra, check=False)
     assert done.returncode == 7 and words in done.stderr and "Traceback" not in done.stderr, done.stderr
     assert not tool.builds()
 
@@ -46,7 +46,7 @@ def test_a_lock_without_its_binding_is_refused(tool: tiny.Tool, tmp_path: Path) 
     path.write_text(re.sub(r'(?m)^profile_hash = .*\n', "", text))
     refused(tool, "both", path, "carries no [tool.provision] binding")
     path.write_text(text.split("[tool.provision]")[0])
-    refused(tool, "both", path, "carries no [tool.provision] binding")
+    refused(tool, "both", path, "carries no [tool.provision] binding", "--allow-unsealed")  # its seal went with it
 
 
 def sealed(document: tomlkit.TOMLDocument) -> str:
@@ -212,3 +212,18 @@ def test_a_package_declared_without_an_index_stays_on_uvs_own_default(tool: tiny
     versions = {p["name"]: (p["version"], p["index"], p["url"].split("/")[3]) for p in locked}
     assert versions == {"alpha": ("1.0", "other", "other2"), "gamma": ("1.0", "other", "other2"),
                         "beta": ("1.0", "default", "tiny")}
+
+
+def test_a_home_whose_path_holds_a_newline_gets_a_cached_lock_create_can_read(tool: tiny.Tool, tmp_path: Path) -> None:
+    """The cached lock's first line (a TOML comment) holds the rebuild command with `-o` in the home: a raw newline
+    there ended the comment, and uv refused the lock (exit 6). The command stays one line and means the same to bash."""
+    import subprocess
+
+    tool.home = tmp_path / "ho\nme"
+    tool.create("tiny", "--no-checks")
+    (cached,) = (tool.home / "locks").glob("pylock.tiny-*.toml")
+    first = cached.read_text().split("\n", 1)[0]
+    rebuild = first.split("Rebuild: ", 1)[1]
+    words = subprocess.run(["bash", "-c", f'printf "%s\\0" {rebuild}'], capture_output=True, text=True, check=True).stdout
+    assert words.split("\0")[-2] == str(cached), words
+    assert lockfile.read(cached)[1].profile == "tiny"

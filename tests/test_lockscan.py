@@ -15,6 +15,7 @@ from pathlib import Path
 import tomlkit
 from conftest import ROOT
 from launch import run_provision
+from locks import sealed
 from stacks import PY3
 
 H200 = ROOT / "docs/machines/h200.probe.json"
@@ -51,7 +52,7 @@ def write_lock(path: Path, default, wheels: list[Path], *, tamper: str = "") -> 
                          "wheels": [{"name": wheel.name, "url": url, "hashes": {"sha256": digest}}]})
     doc = {"lock-version": "1.0", "created-by": "tests", "requires-python": ">=3.10", "packages": packages,
            "tool": {"provision": {"profile": "cu130"}}}
-    path.write_text(tomlkit.dumps(doc))
+    path.write_text(sealed(doc))
     return path
 
 
@@ -135,7 +136,7 @@ def test_hostile_urls_in_a_lock_never_leak_a_password_nor_read_local_files(provi
         doc = {"lock-version": "1.0", "created-by": "tests", "packages": [
             {"name": "nvidia-x", "version": "1.0", "wheels": [{"name": wheel, "url": url, "hashes": {"sha256": "00" * 32}}]}]}
         path = tmp_path / "pylock.toml"
-        path.write_text(tomlkit.dumps(doc))
+        path.write_text(sealed(doc))
         return path
 
     for url in ("http://u:s3cretpw@/x.whl", "http://u:s3cretpw@127.0.0.1:abc/x.whl",
@@ -165,7 +166,7 @@ def test_a_wheel_without_a_sha256_in_the_lock_is_refused_and_nothing_is_download
         doc = tomlkit.parse(lock.read_text())
         doc["packages"][1]["wheels"][0]["hashes"] = hashes
         unhashed = tmp_path / "pylock.unhashed.toml"
-        unhashed.write_text(tomlkit.dumps(doc))
+        unhashed.write_text(sealed(doc))
         before = len(default.requests)
         for extra in ((), ("--no-fetch",)):
             done = report(provision_bin, unhashed, H200, tmp_path / "c", *extra)
@@ -246,3 +247,23 @@ def test_the_report_is_one_operation_and_a_lock_is_scanned_once_for_every_machin
     assert result.summary.machines == 2 and [m.facts.source for m in result.machines] == [str(H200), str(RTX)]
     document = result.to_dict()
     assert list(document) == ["summary", "machines", "knowledge_as_of"] and document["machines"][1]["targets"][0]["kind"] == "lock"
+
+
+def test_two_packages_whose_wheels_share_one_sha256_are_each_judged(index_server, provision_bin: str, tmp_path: Path) -> None:
+    """Two file names, one content: both were fetched into the one folder their sha256 names, and the second found
+    the first's name there and removed it (exit 3, "the wheel just fetched is not there"). Scanned once, judged twice."""
+    import shutil
+
+    default = index_server.index("default")
+    first = default.add("nvidia-x", "1.0", tag=TAG, files={"nvidia/x/lib/k.cubin": cubin(90)})
+    second = first.with_name(f"nvidia_y-1.0-{TAG}.whl")
+    shutil.copy(first, second)
+    lock = write_lock(tmp_path / "pylock.cu130.toml", default, [first, second])
+    for _ in range(2):  # fetched, then from provision's cache
+        done = report(provision_bin, lock, H200, tmp_path / "c")
+        assert done.returncode in (0, 1) and "Traceback" not in done.stderr, done.stderr
+        target = lock_target(done)
+        packages = {p["name"]: p for p in target["packages"]}
+        assert set(packages) == {"nvidia-x", "nvidia-y"}, packages
+        gates = {g["id"]: g["status"] for g in target["gates"]}
+        assert gates["wheel:nvidia-x"] == gates["wheel:nvidia-y"] == "pass", gates

@@ -12,6 +12,7 @@ import stacks
 import tomlkit
 from conftest import ROOT
 from launch import run_provision
+from locks import sealed
 from test_lockscan import TAG, cubin
 
 RTX = ROOT / "docs/machines/rtx-pro-6000-x8.probe.json"
@@ -68,7 +69,7 @@ def without_cuda(lock: Path) -> Path:
     doc = tomlkit.parse(lock.read_text())
     for key in ("cuda", "compiler_cuda", "flashinfer_arch_list"):
         del doc["tool"]["provision"][key]  # a lock from before locks described themselves
-    lock.write_text(tomlkit.dumps(doc))
+    lock.write_text(sealed(doc))
     return lock
 
 

@@ -14,10 +14,10 @@ import zipfile
 from pathlib import Path
 
 import pytest
-import tomlkit
 from conftest import ROOT
 from hostile_http import JSON_TYPE, HostileServer, Route
 from launch import run_provision
+from locks import sealed
 from wheelhouse import build_wheel
 
 SGLANG = "sglang-0.5.23-py3-none-any.whl"
@@ -169,7 +169,7 @@ def lock_of(tmp_path: Path, url: str, wheel: bytes, size: int | None) -> Path:
     doc = {"lock-version": "1.0", "created-by": "tests", "requires-python": ">=3.10",
            "packages": [{"name": "alpha", "version": "1.0", "wheels": [entry]}]}
     path = tmp_path / "pylock.toml"
-    path.write_text(tomlkit.dumps(doc))
+    path.write_text(sealed(doc))
     return path
 
 

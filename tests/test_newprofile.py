@@ -79,12 +79,16 @@ def test_newest_release_and_another_cuda(index_server, provision_bin: str, tmp_p
     assert profile.cuda == "13.1" and profile.indexes["sglang"] == "https://docs.sglang.io/whl/cu131"
     assert {p.name: p.version for p in profile.packages}["cuda-toolkit"] == "==13.1.0"
     assert "sglang 0.5.23" in profile.description  # the newest release when no version is named
+    header = out.read_text().splitlines()[0]  # what the user typed, not what it resolved to (issue 36)
+    assert header == "# Written by `provision profiles new cu131 --from sglang --cuda 13.1 --python 3.12`", header
+    assert ", the newest release on " in out.read_text().splitlines()[1]
 
 
 def test_bad_input_is_one_line(index_server, provision_bin: str, tmp_path: Path) -> None:
     default = serve_sglang(index_server)
     missing = new(provision_bin, default, tmp_path / "x.toml", "--from", "sglang==9.9.9")
-    assert missing.returncode == 5 and "no sglang wheel for ==9.9.9" in missing.stderr and "0.5.23" in missing.stderr
+    # the index answered and has no such release: the user's mistake, exit 2 (it was 5, as if the network failed)
+    assert missing.returncode == 2 and "has no sglang release ==9.9.9" in missing.stderr and "0.5.23" in missing.stderr
     other = new(provision_bin, default, tmp_path / "x.toml", "--from", "torch==2.14.1")
     assert other.returncode == 2 and "SGLang's pins" in other.stderr
     (tmp_path / "y.toml").write_text("keep me")
@@ -268,3 +272,18 @@ def test_sglangs_metadata_is_read_once_by_its_sha256(index_server, provision_bin
     assert done.returncode == 0, done.stderr
     assert damaged.read_text().replace("damaged", "first") == first.read_text()
     assert json.loads(entry.read_text())["data"]["headers"] != document["data"]["headers"]
+
+
+def test_a_version_of_5000_digits_is_one_line_not_an_internal_error(index_server, provision_bin: str, tmp_path: Path) -> None:
+    """packaging takes `==<5000 digits>` as text and fails where it compares it (int() stops at 4300 digits): exit 3,
+    `internal error: ValueError`. In --from it is a usage error; in the Requires-Dist an index serves, an index error."""
+    big = "1" * 5000
+    default = serve_sglang(index_server)
+    given = new(provision_bin, default, tmp_path / "x.toml", "--from", f"sglang=={big}")
+    assert given.returncode == 2 and "internal error" not in given.stderr and len(given.stderr) < 400, given.stderr
+    assert given.stderr.startswith("error: --from 'sglang==1111") and "no version" in given.stderr, given.stderr
+    default.add("sglang", "0.5.24", tag=SGLANG_TAG, requires=(f"torch=={big}",))
+    served = new(provision_bin, default, tmp_path / "y.toml", "--from", "sglang==0.5.24")
+    assert served.returncode == 5 and "internal error" not in served.stderr and len(served.stderr) < 600, served.stderr
+    assert "Requires-Dist torch == a version of 5000 characters" in served.stderr
+    assert not (tmp_path / "x.toml").exists() and not (tmp_path / "y.toml").exists()

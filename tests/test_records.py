@@ -189,12 +189,10 @@ def test_broken_records_through_the_cli_are_one_line_and_change_nothing(provisio
     env_json.write_text(good)
     state = home / "state.json"
     state.write_text(json.dumps({"history": "one"}))
-    done = provision_run(provision_bin, "rollback", "--home", str(home), "--json")
-    assert done.returncode == 7 and f"{state}: key 'history' is str" in done.stderr
-    assert json.loads(done.stdout)["error"]["exit_code"] == 7
-    switched = provision_run(provision_bin, "switch", "two", "--home", str(home))
-    assert switched.returncode == 7 and "state.json" in switched.stderr
-    assert (home / "active").readlink() == Path("envs/one")  # a broken state.json moves nothing
+    done = provision_run(provision_bin, "rollback", "--home", str(home), "--json")  # set aside, rebuilt: [two, one]
+    assert done.returncode == 0 and f"{state}: key 'history' is str" in done.stderr, done.stderr
+    assert json.loads(done.stdout)["active"] == "two" and (home / "active").readlink() == Path("envs/two")
+    assert [p.read_text() for p in home.glob("state.json.damaged-*")] == [json.dumps({"history": "one"})]
 
 
 def test_state_history_is_read_from_an_old_file_and_rewritten_versioned(provision_bin: str, tmp_path: Path) -> None:

@@ -134,7 +134,7 @@ def test_every_source_is_a_url_or_a_file_of_this_repository(machine: Path) -> No
             assert all((ROOT / f).exists() for f in files), gate
 
 
-@pytest.mark.parametrize("table", ["driver", "arch", "toolkit", "torch_wheels", "sm_rule"])
+@pytest.mark.parametrize("table", ["driver", "arch", "toolkit", "torch_wheels", "sm_rule", "feature_wheel"])
 def test_knowledge_sources_can_be_opened(table: str) -> None:
     for row in knowledge.tables()[table]:
         assert "../shared" not in row["source"] and (_URL.search(row["source"]) or "docs/" in row["source"]), row

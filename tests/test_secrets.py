@@ -91,3 +91,20 @@ def test_the_rule_for_secrets_in_urls() -> None:
     assert args == [] and env["UV_INDEX"] == "pytorch=https://h/whl?token=Tok3nValue"  # a variable: only the owner reads it
     assert env["UV_INDEX_PYTORCH_USERNAME"] == "bob" and env["UV_INDEX_PYTORCH_PASSWORD"] == "p/w"
     assert env["UV_DEFAULT_INDEX"] == "default=https://h/simple"
+
+
+def test_a_query_token_in_an_index_option_is_shown_as_stars_in_rebuild_and_the_lock(
+        provision_bin: str, tmp_path: Path, index_server) -> None:
+    token = "T0kenQueryValue"
+    served = tiny.index(index_server)
+    out = tmp_path / "pylock.tiny.toml"
+    done = run(provision_bin, tmp_path, "lock", "tiny", "--json", "--python", PY, "-o", str(out),
+               "--index", f"default={served.url}?token={token}")
+    assert done.returncode == 0, done.stderr
+    import json
+
+    rebuild = json.loads(done.stdout)["rebuild"]
+    header = out.read_text().splitlines()[0]
+    assert token not in rebuild and "token=****" in rebuild, rebuild
+    assert token not in header and "token=****" in header, header
+    assert token not in out.read_text()

@@ -17,7 +17,8 @@ from wheelhouse import build_wheel
 from provision.checks import dummy_model, runner
 from provision.checks.results import CheckResult
 from provision.envs.records import EnvRecord
-from provision.machine.facts import Gpu
+from provision.machine import nvmlstart
+from provision.machine.facts import Driver, Gpu
 from provision.stacks import uvtool
 
 FAKES = Path(__file__).parent / "fakes"
@@ -47,7 +48,7 @@ def serve(build: Path, tmp: Path, mode: str, gpus: list[Gpu] = H200, **variables
     trace = tmp / "trace.json"
     meta = EnvRecord(name="env", cuda="13.0", env={"FAKE_SGLANG": mode, "FAKE_SGLANG_TRACE": str(trace), **variables},
                      packages=["sglang"], venv=str(build / "venv"))
-    (result,) = runner.run(build, meta, only=("sglang-serve",), gpus=gpus, driver_cuda="13.0", notes=[])
+    (result,) = runner.run(build, meta, only=("sglang-serve",), gpus=gpus, driver=Driver(cuda="13.0", nvml=nvmlstart.OK))
     return result, json.loads(trace.read_text()) if trace.exists() else {}
 
 

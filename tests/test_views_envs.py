@@ -62,7 +62,7 @@ def test_adopted_without_a_lock_says_why_and_keeps_lock_null() -> None:
     result = Adopted(name="old", venv=Path("/srv/v"), build=Path("/h/builds/old-adopted-x"),
                      lock_error=LockError("uv named no default index", "set PROVISION_INDEX_DEFAULT"))
     shown = views.adopted(result)
-    assert shown.document == {"adopted": "old", "venv": "/srv/v", "path": "/h/builds/old-adopted-x", "lock": None,
+    assert shown.document == {"adopted": "old", "venv": "/srv/v", "path": "/h/builds/old-adopted-x", "lock": None, "notes": [],
                               "lock_error": {"message": "uv named no default index", "hint": "set PROVISION_INDEX_DEFAULT"}}
     assert shown.exit_code == 0
     assert any("not locked: uv named no default index" in b.text for b in shown.blocks if isinstance(b, Line))

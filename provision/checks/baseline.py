@@ -32,7 +32,7 @@ from provision.envs import records
 from provision.envs.home import Home
 from provision.envs.records import EnvRecord
 from provision.errors import EnvError
-from provision.log import Progress
+from provision.log import Progress, one_line
 from provision.machine import probe
 
 if TYPE_CHECKING:
@@ -132,18 +132,29 @@ def _details(document: dict[str, JSONValue] | None) -> JSONObject | None:
     return kept if isinstance(kept, dict) else None
 
 
-def run(name: str, build: Path, record: EnvRecord, progress: Progress = lambda _: None) -> BaselineRun:
-    """Run the profile's baseline (the built-in one without) in the environment; its checks must have passed."""
-    failed = [r.id for r in record.check_results if r.failed]
-    if failed:
-        raise EnvError(f"{name}: checks {', '.join(failed)} did not pass; the baseline runs only after they do",
-                       f"see provision check {name}")
+def ready(name: str, record: EnvRecord) -> nvml.Reading:
+    """The GPUs a baseline of `name` runs on, once it may run: its checks passed, and a GPU read for the built-in one.
+    Asked before the first of several runs is announced (`baseline --runs 3` said "run 1 of 3", then refused)."""
+    failed = [r for r in record.check_results if r.failed]
+    if failed:  # the first one's reason said: a driver that does not answer is named here, not only in `check`
+        raise EnvError(f"{name}: checks {', '.join(r.id for r in failed)} did not pass ({failed[0].id}: "
+                       f"{one_line(failed[0].reason)}); the baseline runs only after they do", f"see provision check {name}")
     spec = record.baseline or BUILTIN
     reading = probe.gpu_reading()  # once: the built-in baseline needs a GPU, and every run is stamped with the machine
     if spec is BUILTIN and not reading.gpus:
-        why = next((n for n in reading.notes if n.startswith("NVML did not start")), "NVML found none")
+        start = reading.driver.nvml
+        why = f"NVML did not start: {start.reason}; {start.hint}" if start.state not in ("ok", "unknown") else "NVML found none"
         raise EnvError(f"{name}: the built-in baseline times GPUs, and this machine has no NVIDIA GPU ({why})",
                        "run it on the GPU machine, or give the profile a [baseline] command")
+    return reading
+
+
+def run(name: str, build: Path, record: EnvRecord, progress: Progress = lambda _: None,
+        reading: nvml.Reading | None = None) -> BaselineRun:
+    """Run the profile's baseline (the built-in one without) in the environment; its checks must have passed
+    (`reading`: what `ready` gave, else it is asked here)."""
+    reading = reading or ready(name, record)
+    spec = record.baseline or BUILTIN
     result_file = build / f".baseline-result.{os.getpid()}.jsonl"  # {result}: a fresh file each run
     command = _filled(spec.command, build, len(reading.gpus), result_file)
     venv = record.venv_path(build)
@@ -320,8 +331,9 @@ def compare(home: Home, first: str, second: str) -> Comparison:
     """Each environment's latest baseline call (every run of a `baseline --runs N`, else the last run): median and
     spread; the change between the medians, and whether the spreads cover it (within noise)."""
     sides = []
+    read = {name: records.read(home.build_of(name)) for name in (first, second)}  # both exist, before a baseline is asked
     for name in (first, second):
-        record = records.read(home.build_of(name))
+        record = read[name]
         if not record.baselines:
             raise EnvError(f"{name} has no baseline yet", f"run one: provision baseline {name}")
         last = record.baselines[-1]

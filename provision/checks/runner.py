@@ -15,7 +15,7 @@ from provision.envs.records import EnvRecord
 from provision.errors import UsageError
 from provision.log import Progress
 from provision.machine import probe
-from provision.machine.facts import Gpu
+from provision.machine.facts import Driver, Gpu
 from provision.status import Status
 
 
@@ -56,16 +56,19 @@ def inventory(python: Path, env: dict[str, str]) -> dict[str, str]:
 
 
 def run(build: Path, record: EnvRecord, *, only: tuple[str, ...] | None = None, target_sm: str | None = None,
-        gpus: list[Gpu] | None = None, driver_cuda: str | None = None, notes: list[str] | None = None,
-        progress: Progress = lambda _: None) -> list[CheckResult]:
-    """Run the checks that the environment's profile requires (all without one) and return their results."""
+        gpus: list[Gpu] | None = None, driver: Driver | None = None,
+        progress: Progress = lambda _: None, fresh: bool = False) -> list[CheckResult]:
+    """Run the checks that the environment's profile requires (all without one) and return their results. `fresh`:
+    the build was made this minute (create): a file that is not what its lock pins FAILs the drift check."""
     selected = select(only, record.checks_required or None)
     durations.check_timeout()  # before any check runs, not at the first payload
     in_process_only = all(c.id == "drift" for c in selected)  # `--only drift` before a baseline: no NVML, no venv process
     if gpus is None and not in_process_only:
         reading = probe.gpu_reading()  # a driver that never answers: a note after the probe's bound, not a hang
-        gpus, driver_cuda, notes = reading.gpus, reading.driver.cuda, reading.notes
-    gpus = gpus or []
+        gpus, driver = reading.gpus, reading.driver
+    gpus, driver = gpus or [], driver or Driver()
+    if driver.nvml.silent and not only and BY_ID["driver"] not in selected:  # what a profile requires or not, a driver
+        selected = [c for c in CHECKS if c in selected or c.id == "driver"]  # that does not answer is never activated
     venv = record.venv_path(build)
     python = venv / "bin" / "python"
     env = environment(venv, record, gpus, build)
@@ -73,9 +76,7 @@ def run(build: Path, record: EnvRecord, *, only: tuple[str, ...] | None = None, 
 
     blocking = None if in_process_only else home.blocking_file(venv)  # Python would wait on it at start-up: not run
     installed = {} if in_process_only or blocking else inventory(python, env)
-    hung = [n for n in notes or [] if n.startswith("NVML did not start")]
-    no_gpu = f"no NVIDIA GPU read: {hung[0]}" if hung else "no NVIDIA GPU: NVML is not available (no driver)" \
-        if any("NVML not available" in n for n in notes or []) else "no NVIDIA GPU: NVML found none"
+    silent, no_gpu = _without_gpus(driver)
     results = []
     for check in selected:
         progress(f"check {check.id}")
@@ -84,7 +85,9 @@ def run(build: Path, record: EnvRecord, *, only: tuple[str, ...] | None = None, 
         missing = [need for need in check.needs if not any(alt in installed for alt in need.split("|"))]
         if blocking is not None and check.id != "drift":
             result = _said(check, "error", f"{home.blocking_reason(blocking)}; remove it, or provision restore puts it back")
-        elif check.needs_gpu and not gpus:
+        elif check.needs_gpu and not gpus and silent and not missing:
+            result = _said(check, "error", silent)
+        elif check.needs_gpu and not gpus and not silent:
             result = _said(check, "skip", no_gpu)
         elif missing:
             result = _said(check, "skip", f"{missing[0].replace('|', ' / ')} is not installed in this environment")
@@ -93,24 +96,33 @@ def run(build: Path, record: EnvRecord, *, only: tuple[str, ...] | None = None, 
                 drift,  # its readers (packaging's markers, email, importlib.metadata): here only
             )
 
-            result = drift.check(venv, build, record)
+            result = drift.check(venv, build, record, fresh=fresh)
         elif check.payload is None:
-            result = _driver(check, record, driver_cuda)
+            result = _driver(check, record, driver.cuda)
         elif check.id == "sglang-serve":
             result = _payload(check, python, env, {**_arguments(check, record, gpus, installed, target_sm),
-                                                   **_serve_arguments(build, len(gpus), check.timeout)})
+                                                   **_serve_arguments(build, len(gpus), check.timeout)}, progress)
         elif check.id != "flashinfer-jit":
-            result = _payload(check, python, env, _arguments(check, record, gpus, installed, target_sm))
+            result = _payload(check, python, env, _arguments(check, record, gpus, installed, target_sm), progress)
         else:
             # FlashInfer's JIT workspace only: pyelftools reads its libraries
             from provision.checks import staleness
 
             pre = staleness.check(check, record, env, installed)
-            result = pre or _payload(check, python, env, _arguments(check, record, gpus, installed, target_sm))
+            result = pre or _payload(check, python, env, _arguments(check, record, gpus, installed, target_sm), progress)
             if target_sm and result.status in ("pass", "warn"):
                 result = staleness.verify_target_cubins(result, target_sm)
         results.append(dataclasses.replace(result, seconds=round(time.perf_counter() - start, 2)))
     return results
+
+
+def _without_gpus(driver: Driver) -> tuple[str | None, str]:
+    """(why what needs a GPU is an ERROR, or None; why it is a SKIP) when no GPU was read. A driver installed that does
+    not answer (a module of another version, no permission, a hang) is no machine without GPUs: nothing is made active
+    on it."""
+    start = driver.nvml
+    silent = f"the NVIDIA driver does not answer ({start.state}): {start.reason}; {start.hint}" if start.silent else None
+    return silent, "no NVIDIA GPU: no NVIDIA driver on this machine" if start.state == "no_driver" else "no NVIDIA GPU: NVML found none"
 
 
 def _said(check: Check, status: Status, reason: str, output_tail: str | None = None) -> CheckResult:
@@ -147,7 +159,11 @@ TIMEOUT_VARIABLE = durations.CHECK_TIMEOUT
 KEPT_OUTPUT = 8 << 20  # of each of a payload's stdout and stderr, the last characters held: its answer is printed last
 
 
-def _payload(check: Check, python: Path, env: dict[str, str], arguments: dict[str, object]) -> CheckResult:
+PROGRESS_PREFIX = "progress: "  # a payload's stderr line that says what it is doing (check_imports: each module)
+
+
+def _payload(check: Check, python: Path, env: dict[str, str], arguments: dict[str, object],
+             progress: Progress = lambda _: None) -> CheckResult:
     """The payload's answer: the last line of its stdout that is a JSON object, read into a CheckResult here (the one
     place it is a dict). No answer is a crash; an answer of the wrong shape is an ERROR naming the key."""
 
@@ -155,8 +171,12 @@ def _payload(check: Check, python: Path, env: dict[str, str], arguments: dict[st
     limit = min(check.timeout, durations.check_timeout() or check.timeout)
     # its own process group, killed whole: a worker it started (torch's compile pool, nvcc under a JIT build) neither
     # outlives it nor keeps its pipes open (a check of 2 s waited the worker's 66 s, a hung one for ever)
+    def said(line: str) -> None:
+        if line.startswith(PROGRESS_PREFIX):
+            progress(f"check {check.id}: {line.removeprefix(PROGRESS_PREFIX)[:200]}")
+
     done = proc.run([python, str(payload_dir() / check.payload), json.dumps(arguments)], timeout=limit, env=env,
-                    keep=KEPT_OUTPUT, group=True)
+                    keep=KEPT_OUTPUT, group=True, on_stderr_line=said)
     if done.timed_out:
         return _said(check, "error", f"timed out after {limit:g} s", done.tail(20))
     last = next((line for line in reversed(done.stdout.strip().splitlines()) if line.startswith("{")), None)

@@ -74,12 +74,13 @@ def baseline(app: App, name: str | None, runs: int) -> Shown:
         if not record.check_results:
             step("running the checks first")
             record = records.add_checks(build, runner.run(build, record, progress=step), ui.now())
+        reading = baselines.ready(name, record)  # refused before "run 1 of 3" is said
         series = ui.now() if runs > 1 else None
         done = []
         for number in range(1, runs + 1):
             if runs > 1:
                 step(f"run {number} of {runs}")
-            run = dataclasses.replace(baselines.run(name, build, record, step), series=series)
+            run = dataclasses.replace(baselines.run(name, build, record, step, reading), series=series)
             records.add_baseline(build, run)  # each run stored as it ends: an interrupted series keeps what it measured
             done.append(run)
     return views.baseline(name, done)

@@ -10,6 +10,7 @@ import click
 
 from provision.cli.options import (
     App,
+    allow_unsealed_option,
     complete_first_env,
     complete_profile,
     env_argument,
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
 @click.option("--python", help="Python X.Y (as uv finds it, and pyenv's versions), or a path to an interpreter "
                                "(default: a --lock's Python, else the profile's python).")
 @click.option("--lock", "lock_path", type=click.Path(path_type=Path, dir_okay=False, exists=True), help="Install this lock instead of locking.")
+@allow_unsealed_option
 @index_option
 @click.option("--no-activate", is_flag=True, help="Build and check it, but leave the active environment as it is.")
 @click.option("--no-checks", is_flag=True, help="Skip the smoke checks (the environment is still built and named).")
@@ -43,7 +45,7 @@ if TYPE_CHECKING:
 @home_option
 @verbosity_options
 @pass_app
-def create(app: App, profile_name: str, name: str | None, python: str | None, lock_path: Path | None, indexes: tuple[str, ...], no_activate: bool, no_checks: bool, replace: bool, keep_failed: bool) -> Shown:
+def create(app: App, profile_name: str, name: str | None, python: str | None, lock_path: Path | None, allow_unsealed: bool, indexes: tuple[str, ...], no_activate: bool, no_checks: bool, replace: bool, keep_failed: bool) -> Shown:
     """Build an environment for PROFILE beside the others, check it, and make it active."""
     from provision.envs.home import check_name
 
@@ -58,8 +60,8 @@ def create(app: App, profile_name: str, name: str | None, python: str | None, lo
     with app.progress() as step:
         result = lifecycle.create(app.environments(), profile, name=name, python=python, lock_path=lock_path,
                              overrides=lock.parse_overrides(indexes), activate=not no_activate, replace=replace,
-                             run_checks=None if no_checks else (lambda build, meta: runner.run(build, meta, progress=step)),
-                             keep_failed=keep_failed, progress=step)
+                             run_checks=None if no_checks else (lambda build, meta: runner.run(build, meta, progress=step, fresh=True)),
+                             keep_failed=keep_failed, progress=step, allow_unsealed=allow_unsealed)
     return views.created(result)
 
 
@@ -217,8 +219,8 @@ def shell_env(app: App, name: str | None, undo: bool) -> Shown:
     if undo:
         lines = shellenv.undo_lines()
     else:
-        _, venv, variables = venv_environment(app.environments(), name)
-        lines = shellenv.activate_lines(variables, str(venv / "bin"))
+        _, path_head, variables = venv_environment(app.environments(), name)
+        lines = shellenv.activate_lines(variables, path_head)
     return views.shell_lines(lines)
 
 

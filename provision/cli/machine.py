@@ -10,6 +10,7 @@ import click
 
 from provision.cli.options import (
     App,
+    allow_unsealed_option,
     complete_env,
     complete_profile,
     home_option,
@@ -63,13 +64,15 @@ def probe(app: App, venvs: tuple[str, ...], record_nvml: str | None) -> Shown:
 @click.option("--lock", "locks", multiple=True, type=click.Path(dir_okay=False, exists=True),
               help="Judge this PEP 751 lock before installing it: every CUDA wheel scanned (uv's cache, else provision's, else fetched and kept; never unpacked), two wheels installing one path and mixed CUDA majors FAIL.")
 @click.option("--no-fetch", is_flag=True, help="With --lock: scan only the wheels uv's or provision's cache holds; the rest SKIP.")
+@allow_unsealed_option
 @home_option
 @json_option
 @click.option("--markdown", is_flag=True, help="Print Markdown tables to paste into a ticket.")
 @verbosity_options
 @pass_app
 def report(app: App, machines: tuple[str, ...], more_machines: tuple[str, ...], profile_names: tuple[str, ...],
-           env_names: tuple[str, ...], locks: tuple[str, ...], no_fetch: bool, markdown: bool) -> Shown:
+           env_names: tuple[str, ...], locks: tuple[str, ...], no_fetch: bool, allow_unsealed: bool,
+           markdown: bool) -> Shown:
     """Compatibility report: this machine (or recorded ones) against every profile and environment."""
     from pathlib import Path
 
@@ -86,5 +89,5 @@ def report(app: App, machines: tuple[str, ...], more_machines: tuple[str, ...], 
     files = tuple(Path(m) for m in (*machines, *more_machines))
     with app.progress() as step:
         result = assemble.build(files, profile_names, locks=tuple(Path(lock) for lock in locks), env_names=env_names, fetch=not no_fetch,
-                                home=app.home, progress=step)
+                                home=app.home, progress=step, allow_unsealed=allow_unsealed)
     return views.report(result)

@@ -33,6 +33,7 @@ COMMANDS: dict[str, str] = {
     "restore": "envs:restore", "accept": "envs:accept",
     "check": "checks:check", "baseline": "checks:baseline", "compare": "checks:compare", "bench": "checks:bench",
     "try": "trials:try_command", "trials": "trials:trials",
+    "upgrade": "upgrade:upgrade",
 }
 
 

@@ -126,6 +126,13 @@ def index_option(f: F) -> F:
                         help="Use URL for the profile's index NAME (mirrors, air-gapped sites).")(f)
 
 
+def allow_unsealed_option(f: F) -> F:
+    """--allow-unsealed, on every command that reads a lock the user names (report --lock, create --lock, upgrade --lock)."""
+    return click.option("--allow-unsealed", is_flag=True,
+                        help="Read a lock that has no seal ([tool.provision] packages_sha256: an older provision's, or "
+                             "another tool's) as it is, with a warning; re-locking it is the fix.")(f)
+
+
 def compute_capability(value: str) -> str:
     """Return "12.0" for 12.0, 12, sm_120, 120 or sm_120a; a usage error for anything else.
 

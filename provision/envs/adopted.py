@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -62,9 +61,11 @@ class Adopted:
     build: Path  # the build folder that names it
     locked: AdoptLock | None = None
     lock_error: LockError | None = None
+    notes: tuple[str, ...] = ()  # the venv was registered already, under these names
 
     def to_dict(self) -> dict[str, object]:
-        document: dict[str, object] = {"adopted": self.name, "venv": str(self.venv), "path": str(self.build), "lock": None}
+        document: dict[str, object] = {"adopted": self.name, "venv": str(self.venv), "path": str(self.build), "lock": None,
+                                       "notes": list(self.notes)}
         if self.locked is not None:
             document.update(self.locked.to_dict())
         if self.lock_error is not None:
@@ -78,8 +79,11 @@ def adopt(home: Home, name: str, venv: Path, profile: Profile | None, *, lock: b
     registered all the same (provision lock --env NAME does it again later)."""
     from provision.envs import lifecycle
 
+    also = [other for other, _ in lifecycle.registered_as(home, venv)]
     build = lifecycle.register(home, name, venv, profile)
-    adopted = Adopted(name=name, venv=venv.absolute(), build=build)
+    notes = tuple(f"{venv} is registered as {other!r} too: both names share its files (provision remove {other} "
+                  "unregisters that one; the venv's files stay)" for other in also)
+    adopted = Adopted(name=name, venv=venv.absolute(), build=build, notes=notes)
     if not lock:
         return adopted
     try:
@@ -98,7 +102,7 @@ def indexes_for(profile: Profile | None) -> tuple[dict[str, str], dict[str, str]
 
     uv_default = newprofile.default_index()
     if profile is None:
-        return {DEFAULT_INDEX: os.environ.get("PROVISION_INDEX_DEFAULT") or uv_default}, {}, uv_default
+        return {DEFAULT_INDEX: locking.index_variable("PROVISION_INDEX_DEFAULT") or uv_default}, {}, uv_default
     from packaging.utils import canonicalize_name
 
     found = locking.effective_indexes(profile, {})
@@ -146,6 +150,7 @@ def render(result: MatchResult, *, name: str, venv: Path, profile: Profile | Non
     from packaging.version import InvalidVersion
 
     from provision import toml
+    from provision.stacks import lockfile
 
     packages = [{"name": m.name, "version": m.version, "index": m.index_url,
                  "wheels": [{"name": m.filename, "url": m.url, "hashes": {"sha256": m.sha256}}]} for m in result.matched]
@@ -156,13 +161,17 @@ def render(result: MatchResult, *, name: str, venv: Path, profile: Profile | Non
         "unmatched": [u.to_dict() for u in result.unmatched],
         "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "provision_version": __version__,
+        lockfile.SEAL: lockfile.packages_digest(packages),  # its seal, checked by every reader, as `lock` writes it
     }}}
     text = tomlkit.dumps(raw)  # from plain data: a tomlkit document built item by item costs seconds for 200 packages
     try:
         Pylock.from_dict(toml.loads(text)).validate()  # what is written is read back as PEP 751
     except (toml.TOMLDecodeError, PylockValidationError, InvalidVersion) as exc:
         raise EnvError(f"the lock of {name} would not be PEP 751: {exc}", "report this with the venv's distribution list") from exc
-    header = f"# PEP 751 lock of the adopted environment {name!r} ({venv}), written by provision {__version__}.\n" \
+    from provision.log import one_line
+
+    # one line each: a TOML comment ends at a newline, and a venv's path may hold one
+    header = f"# PEP 751 lock of the adopted environment {name!r} ({one_line(str(venv))}), written by provision {__version__}.\n" \
              f"# Rebuild: provision lock --env {name}\n"
     return header + text
 

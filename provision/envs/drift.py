@@ -33,9 +33,10 @@ from provision.stacks import urls
 if TYPE_CHECKING:
     from email.message import Message
 
-    from packaging.pylock import Package
+    from packaging.pylock import Package, Pylock
 
     from provision.envs.records import EnvRecord, KeptFile
+    from provision.stacks.lockfile import Stamp
 
 CACHE_NAME = "drift-cache.json"  # beside the environment, in its build folder
 STARTUP_NAMES = ("sitecustomize.py", "usercustomize.py", "sitecustomize", "usercustomize")
@@ -140,10 +141,12 @@ def scan(venv: Path, *, lock: Path | None = None, cache: Path | None = None, kep
     drift = Drift(venv=venv, site=site, lock=str(lock) if lock else None)
     installed = _installed(site, confinement, drift)
     drift.distributions = len(installed)
-    owned = _files(drift, installed, filehash.Cache(cache, site), confinement, kept or {})
+    locked = _read_lock(lock) if lock is not None else None
+    known = locked[1].known_conflicts if locked else {}
+    owned = _files(drift, installed, filehash.Cache(cache, site), confinement, kept or {}, known)
     drift.findings += _unowned_startup(site, owned, confinement)
     if lock is not None:
-        drift.findings += _against_lock(venv, installed, lock, drift.notes, drift.unmatched)
+        drift.findings += _against_lock(venv, installed, lock, locked, drift.notes, drift.unmatched)
     drift.findings.sort(key=lambda f: (DRIFT_KINDS.index(f.kind), f.distribution or "", f.path))
     drift.seconds = time.perf_counter() - start
     return drift
@@ -256,9 +259,10 @@ def _info_escape(info: Path, confinement: confined.Confinement) -> confined.Esca
 
 
 def _files(drift: Drift, installed: dict[str, Installed], cache: filehash.Cache, confinement: confined.Confinement,
-           kept: Mapping[str, KeptFile]) -> set[str]:
+           kept: Mapping[str, KeptFile], known: Mapping[str, Mapping[str, str]]) -> set[str]:
     """Check every file RECORD lists with a hash, and every kept file; return every path RECORD lists (hashed or
-    not) and every kept path, normalized."""
+    not) and every kept path, normalized. A path two distributions share as the lock recorded when it was made
+    (`known`: the same owners, the same hashes) is no finding while one owner's bytes are on disk: a note."""
     owners: dict[str, dict[str, str]] = {}  # key -> {distribution: the hash its RECORD gives}, in the order read
     wanted: list[filehash.Wanted] = []
     owned: set[str] = set()
@@ -311,7 +315,12 @@ def _files(drift: Drift, installed: dict[str, Installed], cache: filehash.Cache,
     for key, claims in owners.items():
         got = escaped.get(key) or digests.found.get(key)
         if len(set(claims.values())) > 1:  # two distributions install this path with other contents: one finding
-            drift.findings.append(_shared(key, claims, got))
+            finding = _shared(key, claims, got)
+            if finding.on_disk and dict(known.get(key, {})) == claims:
+                drift.notes.append(f"{key} is shared by {' and '.join(finding.distributions)} (recorded in the lock when it was "
+                                   f"made): {finding.on_disk}'s bytes, as installed")
+            else:
+                drift.findings.append(finding)
             continue
         owner, want = next(iter(claims.items()))  # one owner, or several that agree (nvidia/__init__.py)
         if got is None:
@@ -423,14 +432,21 @@ def marker_environment(venv: Path) -> dict[str, str]:
     return environment
 
 
-def _against_lock(venv: Path, installed: dict[str, Installed], lock_path: Path, notes: list[str],
-                  unmatched: set[str]) -> list[Finding]:
+def _read_lock(lock_path: Path) -> tuple[Pylock, Stamp] | None:
+    """The environment's lock and its [tool.provision], read once; None when it cannot be read (a finding)."""
     from provision.stacks import lockfile as locking
 
     try:
-        pylock, stamp = locking.read(lock_path)
+        return locking.read(lock_path)
     except ProvisionError:
+        return None
+
+
+def _against_lock(venv: Path, installed: dict[str, Installed], lock_path: Path, locked: tuple[Pylock, Stamp] | None,
+                  notes: list[str], unmatched: set[str]) -> list[Finding]:
+    if locked is None:
         return [Finding(kind="missing", distribution=None, path=str(lock_path), expected="the environment's lock")]
+    pylock, stamp = locked
     environment = marker_environment(venv)
     findings = []
     locked_names = set()
@@ -559,14 +575,29 @@ def _unrenamed(locked: set[str]) -> set[str]:
     return {re.sub(r"-manylinux[\w]*?_(x86_64|aarch64)$", r"-linux_\1", tag) for tag in locked if "-manylinux" in tag}
 
 
-def check(venv: Path, build: Path, record: EnvRecord) -> CheckResult:
-    """The check's result: PASS when nothing differs, WARN listing each finding with its path and distribution."""
+def check(venv: Path, build: Path, record: EnvRecord, *, fresh: bool = False) -> CheckResult:
+    """The check's result: PASS when nothing differs, WARN listing each finding with its path and distribution. With
+    `fresh` (create, on the build it made this minute) the files are compared with the lock's RECORDs too (fresh.py),
+    and a file that is not what was locked is a FAIL."""
     said = BY_ID["drift"]
     lock = Path(record.lock) if record.lock else None
     try:
         drift = scan_env(venv, build, record)
     except EnvError as exc:  # site-packages leads out of the venv: nothing there is read
         return CheckResult(id=said.id, title=said.title, status="error", reason=f"{exc.message}; {exc.hint}")
+    if fresh and lock is not None:
+        from provision.envs import fresh as freshness
+
+        seen = {(f.distribution, f.path) for f in drift.findings}
+        extra, _ = freshness.against_lock(venv, build, lock, record.kept_files())
+        drift.findings += [f for f in extra if (f.distribution, f.path) not in seen]
+        failing = [f for f in drift.findings if f.kind in freshness.FAILING and not f.known_good]
+        if failing:
+            shown = "; ".join(f.line() for f in failing[:8]) + (f"; and {len(failing) - 8} more" if len(failing) > 8 else "")
+            return CheckResult(id=said.id, title=said.title, status="fail",
+                               details=DriftDetails.parse(Reader(drift.to_dict(), "details")),
+                               reason=f"files of the build made this minute are not what the lock pins: {shown}; uv's "
+                                      "cache may hold an edited copy of a wheel: uv cache clean PACKAGE, then create again")
     details = DriftDetails.parse(Reader(drift.to_dict(), "details"))  # the same JSON as restore's drift_before
     without_lock = "" if lock else "; no lock (adopted): distributions not compared"
     if not drift.findings:
@@ -581,10 +612,20 @@ def check(venv: Path, build: Path, record: EnvRecord) -> CheckResult:
 
 
 def _restore_hint(drift: Drift) -> str:
-    """What `provision restore` will do about these findings: an adopted distribution that matched no wheel when it was
-    locked cannot be reinstalled, and the hint says so rather than promise it."""
+    """What `provision restore` will do about these findings, and nothing it will not: an adopted distribution that
+    matched no wheel when it was locked cannot be reinstalled, and a shared path stays as it is (reinstalling either
+    owner only picks which one wins)."""
     stuck = sorted(set(drift.to_reinstall()) & drift.unmatched)
-    if not stuck:
-        return "provision restore puts it back"
-    return (f"provision restore cannot put back {', '.join(stuck)} (no wheel matched when the environment was locked: "
-            "provision lock --env NAME once an index has them)")
+    shared = [f.path for f in drift.findings if f.kind == "shared"]
+    restorable = [f for f in drift.findings if f.kind != "shared"]
+    said = []
+    if restorable and not stuck:
+        said.append("provision restore puts the rest back" if shared else "provision restore puts it back")
+    if stuck:
+        said.append(f"provision restore cannot put back {', '.join(stuck)} (no wheel matched when the environment was "
+                    "locked: provision lock --env NAME once an index has them)")
+    if shared:
+        said.append(f"restore leaves {shared[0]}{' and the other shared paths' if len(shared) > 1 else ''} as it is "
+                    "(reinstalling either owner only picks which one wins): keep what is there with provision accept "
+                    f"NAME {shared[0]}, or drop one of the two distributions from the profile")
+    return "; ".join(said)

@@ -35,12 +35,14 @@ class EnvRow:
     failed: bool  # a build create --keep-failed kept: never activated
     check_status: Status | None  # the worst of its last checks
     baseline: BaselineRun | None  # its last baseline run
+    upgrade: dict[str, object] | None = None  # the upgrade that built or moved to it (envs/upgrades.py), if any
 
     def to_dict(self) -> dict[str, object]:
         return {"name": self.name, "active": self.active, "path": str(self.path), "venv": self.venv,
                 "profile": self.profile, "cuda": self.cuda, "python": self.python, "size_bytes": self.size_bytes,
                 "created": self.created, "adopted": self.adopted, "failed": self.failed,
-                "check_status": self.check_status, "baseline": self.baseline.to_dict() if self.baseline else None}
+                "check_status": self.check_status, "baseline": self.baseline.to_dict() if self.baseline else None,
+                "upgrade": self.upgrade}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -69,8 +71,19 @@ def listing(home: Home, uv_cache: str = "") -> Listing:
             profile=record.profile, cuda=record.cuda, python=record.python, size_bytes=record.size_bytes,
             created=record.created, adopted=record.adopted, failed=(build / FAILED).exists(),
             check_status=worst_status(record.check_results),
-            baseline=record.baselines[-1] if record.baselines else None))
+            baseline=record.baselines[-1] if record.baselines else None, upgrade=_upgrade(build)))
     return Listing(home=home.root, uv_cache=uv_cache, environments=tuple(rows))
+
+
+def _upgrade(build: Path) -> dict[str, object] | None:
+    """What `envs` shows of the upgrade record kept with `build` (a damaged one: its error, in place of it)."""
+    from provision.envs import upgrades
+
+    try:
+        found = upgrades.read(build / upgrades.UPGRADE_FILE)
+    except EnvError as exc:
+        return {"error": exc.message}
+    return found.summary() if found is not None else None
 
 
 def worst_status(results: list[CheckResult]) -> Status | None:

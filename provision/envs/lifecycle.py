@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from provision import proc
+from provision import log, proc
 from provision.checks.results import CheckResult
 from provision.envs import kept as keeping
 from provision.envs import records, toolkit_home
@@ -35,7 +35,6 @@ from provision.log import Progress
 
 if TYPE_CHECKING:
     from provision.envs.accept import NotCarried
-    from provision.stacks.lock import Target
     from provision.stacks.profiles import Profile
 
 
@@ -51,6 +50,9 @@ class CreateResult:
     checks: list[CheckResult] = field(default_factory=list)
     lock: str = ""
     lock_reused: bool = False
+    lock_origin: str = ""  # given | lockfiles | cached | locked (envs/lockchoice.py)
+    lock_source: str | None = None  # the lock that `lock` is a copy of (given, or the profile's in lockfiles/)
+    lock_note: str | None = None  # why the profile's lock in lockfiles/ was not the one built
     seconds: dict[str, float] = field(default_factory=dict)
     kept_as: str | None = None  # --keep-failed: the name the failed build is kept under
     accepted_reapplied: tuple[str, ...] = ()  # --replace: the old build's accepted files, written again
@@ -58,42 +60,11 @@ class CreateResult:
 
     def to_dict(self) -> dict[str, object]:
         return {"name": self.name, "path": str(self.path), "activated": self.activated, "passed": self.passed,
-                "lock": self.lock, "lock_reused": self.lock_reused, "checks": [r.to_dict() for r in self.checks],
+                "lock": self.lock, "lock_reused": self.lock_reused, "lock_origin": self.lock_origin,
+                "lock_source": self.lock_source, "lock_note": self.lock_note, "checks": [r.to_dict() for r in self.checks],
                 "accepted_reapplied": list(self.accepted_reapplied),
                 "accepted_dropped": [d.to_dict() for d in self.accepted_dropped],
                 "seconds": {k: round(v, 3) for k, v in self.seconds.items()}, "kept_as": self.kept_as}
-
-
-def _lock_python(lock_path: Path | None) -> str | None:
-    """The Python X.Y a given lock was resolved for: the venv must be made with it, or its wheels may not fit."""
-    if lock_path is None:
-        return None
-    from provision.stacks import lockfile
-
-    return lockfile.read(lock_path)[1].python or None
-
-
-def _lock_for(home: Home, profile: Profile, target: Target, overrides: dict[str, str], indexes: dict[str, str | None],
-              given: Path | None, progress: Progress, build: Path) -> tuple[Path, bool]:
-    from provision.errors import ProvisionError
-    from provision.stacks import lock as locking
-    from provision.stacks import lockfile
-
-    if given is not None:
-        lockfile.check_binding(given, profile)
-        return given, False
-    key = locking.lock_key(profile, indexes, target)
-    cached = home.locks / f"pylock.{profile.name}-{key}.toml"
-    if cached.exists():
-        try:
-            lockfile.check_binding(cached, profile)
-            return cached, True
-        except ProvisionError:
-            progress(f"the cached lock {cached.name} cannot be used; locking again")
-            cached.unlink(missing_ok=True)
-    progress(f"locking {profile.name}")
-    locking.lock(profile, target=target, overrides=overrides, output=cached, progress=progress, work=build)
-    return cached, False
 
 
 def _refuse_existing(home: Home, name: str, replace: bool) -> Path | None:
@@ -109,17 +80,22 @@ def _refuse_existing(home: Home, name: str, replace: bool) -> Path | None:
 def create(home: Home, profile: Profile, *, name: str | None = None, python: str | None = None,
            lock_path: Path | None = None, overrides: dict[str, str] | None = None, activate: bool = True,
            replace: bool = False, run_checks: Callable[[Path, EnvRecord], list[CheckResult]] | None = None,
-           keep_failed: bool = False, progress: Progress = lambda _: None) -> CreateResult:
-    """Build, check and name an environment. HOME's lock is held only to start and to finish (the swap), never
+           keep_failed: bool = False, progress: Progress = lambda _: None, allow_unsealed: bool = False) -> CreateResult:
+    """Build, check and name an environment (from `lock_path` when given: refused without its seal unless
+    `allow_unsealed`). HOME's lock is held only to start and to finish (the swap), never
     through the install and the checks: a rollback in an emergency does not wait for a build."""
     import time
 
     from provision.envs import accept as accepting
+    from provision.envs import (
+        lockchoice,  # the lock's readers (packaging): not for adopt, which registers here too
+    )
     from provision.stacks import lock as locking
     from provision.stacks import uvtool
 
     name = check_name(name or profile.name)
-    uvtool.check_link_mode()  # before anything is made: uv venv reads it too
+    uvtool.check_settings()  # before anything is made: uv venv reads them too
+    locking.effective_indexes(profile, overrides or {})  # a PROVISION_INDEX_<NAME> that is no URL: refused before too
     from provision import durations
 
     durations.check_timeout()  # the checks read it after the install: a wrong one is refused before
@@ -134,12 +110,16 @@ def create(home: Home, profile: Profile, *, name: str | None = None, python: str
             with home.writing(f"start building {name}"):
                 build.mkdir(parents=True)
                 (build / BUILDING).write_text(str(os.getpid()))
-        interpreter, version = find_python(python or _lock_python(lock_path) or profile.python
+        found = lockchoice.candidate(profile, lock_path, overrides or {}, allow_unsealed=allow_unsealed)
+        interpreter, version = find_python(python or found.python or profile.python
                                            or f"{sys.version_info[0]}.{sys.version_info[1]}")
+        found = lockchoice.for_python(found, version)
         started = time.perf_counter()
         indexes = locking.effective_indexes(profile, overrides or {})
         target = locking.Target(python=version, platform=None)
-        lock_file, reused = _lock_for(home, profile, target, overrides or {}, indexes, lock_path, progress, build)
+        chosen = lockchoice.lock_for(home, profile, target, overrides or {}, indexes, found, progress, build,
+                                     allow_unsealed=allow_unsealed)
+        lock_file = chosen.path
         timings["lock"] = time.perf_counter() - started
         started = time.perf_counter()
         with home.writing(f"build {name}"):
@@ -161,7 +141,8 @@ def create(home: Home, profile: Profile, *, name: str | None = None, python: str
         else:
             home.delete_build(build)
         return CreateResult(name=name, path=build, activated=passed and activate, passed=passed, checks=results,
-                            lock=str(lock_file), lock_reused=reused, seconds=timings, kept_as=kept_as,
+                            lock=str(lock_file), lock_reused=chosen.reused, lock_origin=chosen.origin,
+                            lock_source=str(chosen.source) if chosen.source else None, lock_note=chosen.note, seconds=timings, kept_as=kept_as,
                             accepted_reapplied=tuple(f.path for f in carried[0]) if carried else (),
                             accepted_dropped=tuple(carried[1]) if carried else ())
     except BaseException as exc:
@@ -199,7 +180,8 @@ def _install(build: Path, profile: Profile, name: str, interpreter: Path, versio
     progress(f"creating the venv with Python {version}")
     uvtool.run(["venv", str(build / "venv"), "--python", str(interpreter), "--quiet", "--no-project"])
     progress("installing the lock (hashes verified)")
-    uvtool.sync(lock_file, build / "venv" / "bin" / "python", indexes, progress=progress)  # what uv installs, as it goes
+    with log.ticking(progress, _installing(build / "venv", uvtool.cache_dir())):  # uv is silent while it downloads
+        uvtool.sync(lock_file, build / "venv" / "bin" / "python", indexes, progress=progress)  # what uv installs, as it goes
     if profile.toolkit:
         progress("laying out the environment's CUDA toolkit")
         toolkit_home.make(build / "cuda", site_packages(build / "venv") / profile.toolkit)
@@ -220,6 +202,24 @@ def _install(build: Path, profile: Profile, name: str, interpreter: Path, versio
     )
     records.write(build, record)
     return record
+
+
+def _installing(venv: Path, cache: str | Path) -> Callable[[float], str]:
+    """What an install under way has done so far: its time, and what more the disks of uv's cache and the venv hold
+    (uv downloads everything into its cache, then links or copies it into the venv)."""
+    import shutil
+
+    def used() -> int:
+        disks = {os.stat(f).st_dev: f for f in (Path(cache), venv) if f.exists()}  # one disk counted once
+        return sum(shutil.disk_usage(f).used for f in disks.values())
+
+    before = used()
+
+    def said(seconds: float) -> str:
+        grown = max(used() - before, 0)
+        return f"installing the lock: {seconds:.0f} s so far, {grown / 2**30:.1f} GiB more on the disks of uv's cache and the venv"
+
+    return said
 
 
 def _commit(home: Home, name: str, build: Path, *, activate: bool, replace: bool, progress: Progress) -> None:
@@ -273,6 +273,26 @@ def torch_cuda(venv: Path, python: Path) -> str | None:
     return None
 
 
+def registered_as(home: Home, venv: Path) -> list[tuple[str, bool]]:
+    """Every environment of `home` whose venv is `venv`, with whether it was adopted (else provision built it). Read
+    from each build's `venv` (a link to an adopted venv, the venv itself in a build), not its record: adopt loads
+    nothing more for it."""
+    target = venv.resolve()
+    found = []
+    for other in home.names():
+        try:
+            link = home.build_of(other) / "venv"
+            if link.resolve() == target:
+                found.append((other, link.is_symlink()))
+        except (ProvisionError, OSError, RuntimeError):  # a damaged or half-removed one is not this venv's
+            continue
+    return found
+
+
+def _inside(path: Path, folder: Path) -> bool:
+    return path.resolve().is_relative_to(folder.resolve()) if folder.exists() else False
+
+
 def register(home: Home, name: str, venv: Path, profile: Profile | None = None) -> Path:
     """Register an existing venv under `name` (`adopt`; its lock: envs/adopted.py); its build folder. The venv's files
     are never deleted by provision."""
@@ -285,6 +305,11 @@ def register(home: Home, name: str, venv: Path, profile: Profile | None = None) 
     with home.locked():
         if name in home.names():
             raise EnvError(f"an environment named {name!r} exists already", "choose another name or provision remove it first")
+        built = [other for other, adopted in registered_as(home, venv) if not adopted]
+        if built or _inside(venv, home.builds):  # its files go when that build is removed: the new name would dangle
+            raise EnvError(f"{venv} was built by provision" + (f" as {built[0]!r}" if built else f" (under {home.builds})")
+                           + ": it is an environment already", f"use it by that name (provision switch {built[0] if built else 'NAME'}), "
+                           "or build another: provision create PROFILE --name " + name)
         stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
         build = home.builds / f"{name}-adopted-{stamp}"
         build.mkdir(parents=True)

@@ -31,9 +31,9 @@ def _before(environ: Mapping[str, str]) -> tuple[dict[str, str], set[str]]:
     return saved, unset & set(keys)
 
 
-def activate_lines(variables: Mapping[str, str], venv_bin: str, environ: Mapping[str, str] = os.environ) -> list[str]:
-    """export lines for `variables` (PATH rebuilt from the shell's PATH before any eval), saving what they replace,
-    and the provision_deactivate function."""
+def activate_lines(variables: Mapping[str, str], path_head: str, environ: Mapping[str, str] = os.environ) -> list[str]:
+    """export lines for `variables` (PATH: `path_head`, the environment's bin folders, before the shell's PATH before any
+    eval), saving what they replace, and the provision_deactivate function."""
     saved, unset = _before(environ)
     earlier = set(_names(environ, KEYS))
     keys = sorted(set(variables) | earlier)
@@ -44,7 +44,7 @@ def activate_lines(variables: Mapping[str, str], venv_bin: str, environ: Mapping
             else:
                 unset.add(key)
     base_path = saved.get("PATH", environ.get("PATH", ""))
-    values = {**variables, "PATH": os.pathsep.join(filter(None, [venv_bin, base_path]))}
+    values = {**variables, "PATH": os.pathsep.join(filter(None, [path_head, base_path]))}
     lines = [f"export {SAVED}{k}={shlex.quote(v)}" for k, v in sorted(saved.items())]
     lines += [f"export {KEYS}={shlex.quote(' '.join(keys))}", f"export {UNSET}={shlex.quote(' '.join(sorted(unset)))}"]
     lines += [f"unset {k}" for k in sorted(earlier - set(values)) if k in unset]  # set by the earlier eval only

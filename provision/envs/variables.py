@@ -52,8 +52,10 @@ def env_template(profile: Profile) -> records.EnvTemplate | None:
     return records.EnvTemplate(env=dict(profile.env), nvcc=profile.compiler_cuda() or profile.cuda)
 
 
-def venv_environment(home: Home, name: str | None) -> tuple[str, Path, dict[str, str]]:
-    """The variables that put environment `name` (the active one by default) first: PATH, VIRTUAL_ENV, its [env]."""
+def venv_environment(home: Home, name: str | None) -> tuple[str, str, dict[str, str]]:
+    """(the name, what goes first on PATH, the variables) that put environment `name` (the active one by default)
+    first: PATH, VIRTUAL_ENV, its [env]. Where its profile laid out a toolkit ({env}/cuda), that bin/ comes first: with
+    CUDA_HOME the environment's, `nvcc` found the system's (12.8 beside the environment's 13.0)."""
     name = name or home.active()
     if name is None:
         raise EnvError("no environment is active", "make one with provision create PROFILE, or name one")
@@ -63,6 +65,8 @@ def venv_environment(home: Home, name: str | None) -> tuple[str, Path, dict[str,
     if not (venv / "bin" / "python").exists():  # else PATH would fall through to the system's python
         raise EnvError(f"environment {name!r} has no python at {venv / 'bin' / 'python'} (its venv is gone)",
                        f"rebuild it: provision create PROFILE --name {name} --replace, or provision remove {name}")
-    variables = {"VIRTUAL_ENV": str(venv), "PATH": f"{venv / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}"}
+    toolkit = build / "cuda" / "bin"  # envs/toolkit_home.py lays it out (create, for a profile's [toolkit])
+    head = os.pathsep.join([*([str(toolkit)] if toolkit.is_dir() else []), str(venv / "bin")])
+    variables = {"VIRTUAL_ENV": str(venv), "PATH": f"{head}{os.pathsep}{os.environ.get('PATH', '')}"}
     variables.update(record.env)
-    return name, venv, variables
+    return name, head, variables

@@ -12,12 +12,29 @@ from typing import Any, NamedTuple, TypeVar
 T = TypeVar("T")
 
 
+class NvmlStart(NamedTuple):
+    """How NVML's start (nvmlInit) went: `ok`, or why no GPU was read and what to do (machine/nvmlstart.py)."""
+
+    # ok | no_driver | library_missing | version_mismatch | no_permission | driver_not_loaded | timeout | failed;
+    # unknown: a probe document from before this was read
+    state: str = "unknown"
+    error: str | None = None  # the NVML error nvidia-ml-py raised, by its constant's name
+    reason: str | None = None  # what it means
+    hint: str | None = None  # what to do
+
+    @property
+    def silent(self) -> bool:
+        """A driver is installed but does not answer: GPU checks are ERROR and the driver gate FAILs, never SKIP."""
+        return self.state not in ("ok", "no_driver", "unknown")
+
+
 class Driver(NamedTuple):
     version: str | None = None
     cuda: str | None = None  # newest CUDA the driver supports, "13.1"
     cuda_raw: int | None = None  # NVML's encoding, 13010
     kernel_module: str | None = None  # "open" | "proprietary"
     nvml_version: str | None = None
+    nvml: NvmlStart = NvmlStart()
 
 
 class Pcie(NamedTuple):
@@ -184,8 +201,9 @@ class MachineFacts(NamedTuple):
     @classmethod
     def from_dict(cls, data: dict[str, Any], source: str) -> MachineFacts:
         """Rebuild facts from a `probe --json` document; unknown keys are ignored so newer files still load."""
+        driver = data.get("driver") or {}
         return cls(
-            driver=_build(Driver, data.get("driver") or {}),
+            driver=_build(Driver, {**driver, "nvml": _build(NvmlStart, driver.get("nvml") or {})}),
             gpus=tuple(
                 _build(Gpu, {**g, "pcie": _build(Pcie, g.get("pcie") or {}),
                              "fabric": _build(Fabric, g["fabric"]) if g.get("fabric") else None})

@@ -13,7 +13,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 from provision import knowledge
-from provision.machine.facts import Driver, Fabric, Gpu, Link, Pcie
+from provision.machine import nvmlstart
+from provision.machine.facts import Driver, Fabric, Gpu, Link, NvmlStart, Pcie
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -94,8 +95,13 @@ def read(lib: Any) -> Reading:
     reading = Reading()
     try:
         lib.nvmlInit()
-    except Exception as exc:  # NVMLError_LibraryNotFound, DriverNotLoaded...
-        reading.notes.append(f"NVML not available ({_name(exc)}): no NVIDIA driver on this machine, no GPUs read")
+    except Exception as exc:  # NVMLError_LibraryNotFound, NVMLError_LibRmVersionMismatch, DriverNotLoaded...
+        code = getattr(exc, "value", None)
+        # the kernel module is this machine's fact, not NVML's: a replay answers only what NVML answered
+        loaded = not getattr(lib, "replaying", False) and os.path.exists(MODULE_VERSION)
+        start = nvmlstart.of_error(code if type(code) is int else None, type(exc).__name__, loaded)
+        reading.driver = Driver(nvml=start, kernel_module=kernel_module_flavour() if loaded else None)
+        reading.notes.append(failed_note(start))
         return reading
     try:
         _read_driver(lib, reading)
@@ -104,6 +110,12 @@ def read(lib: Any) -> Reading:
     finally:
         _try(lambda: lib.nvmlShutdown(), reading, None)
     return reading
+
+
+def failed_note(start: NvmlStart) -> str:
+    """The note of a start that failed: what NVML said, what it means, what to do."""
+    said = f" ({start.error})" if start.error else ""
+    return f"NVML did not start{said}: {start.reason}; no GPUs read; {start.hint}"
 
 
 def _read_driver(lib: Any, reading: Reading) -> None:
@@ -116,6 +128,7 @@ def _read_driver(lib: Any, reading: Reading) -> None:
         cuda_raw=raw,
         kernel_module=kernel_module_flavour(),
         nvml_version=nvml_version,
+        nvml=nvmlstart.OK,
     )
 
 
@@ -268,7 +281,10 @@ def _read_topology(lib: Any, reading: Reading, handles: list[Any], ends: list[li
 P2P_CAPS_INDEX_READ, P2P_CAPS_INDEX_NVLINK = 0, 2  # nvml.h NVML_P2P_CAPS_INDEX_*
 
 
-def kernel_module_flavour(path: str = "/proc/driver/nvidia/version") -> str | None:
+MODULE_VERSION = "/proc/driver/nvidia/version"  # there while NVIDIA's kernel module is loaded
+
+
+def kernel_module_flavour(path: str = MODULE_VERSION) -> str | None:
     """Return "open" or "proprietary" from the loaded kernel module's banner, None when unreadable."""
     try:
         with open(path, errors="replace") as file:

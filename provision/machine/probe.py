@@ -96,7 +96,11 @@ def _nvml_reading(started: Background[Any] | None, record_nvml: Path | None) -> 
 
     limit = _start_timeout() if started is not None else 0.0
     if started is not None and not started.wait(limit):  # a hung driver: pynvml's own nvmlInit would wait too
+        from provision.machine import nvmlstart
+        from provision.machine.facts import Driver
+
         reading = nvml.Reading()
+        reading.driver = Driver(nvml=nvmlstart.started("timeout", detail=f"no answer within {limit:g} s"))
         reading.notes.append(f"NVML did not start within {limit:g} s (the driver does not answer): no GPUs read"
                              + ("; nothing recorded" if record_nvml is not None else "")
                              + f"; {START_VARIABLE} sets the wait")
@@ -113,7 +117,11 @@ def _nvml_reading(started: Background[Any] | None, record_nvml: Path | None) -> 
     except ProvisionError:
         raise
     except Exception as exc:  # a broken binding must not cost the rest of the reading
+        from provision.machine import nvmlstart
+        from provision.machine.facts import Driver
+
         reading = nvml.Reading()
+        reading.driver = Driver(nvml=nvmlstart.started("failed", detail=f"{type(exc).__name__}: {exc}"))
         reading.notes.append(f"NVML reader failed: {type(exc).__name__}: {exc}")
     finally:
         _stop_nvml(early)

@@ -156,6 +156,8 @@ class Replay:
     """Answer pynvml's calls from a recording. Names the installed pynvml lacks raise AttributeError, as the module
     would; arguments its function would not bind raise TypeError; a call the recording lacks is NotSupported."""
 
+    replaying = True  # nvml.read asks nothing of this machine for a replay (its kernel module is not the recording's)
+
     def __init__(self, recording: dict[str, Any]) -> None:
         import pynvml
 

@@ -29,10 +29,11 @@ class ReportResult:
 
 def build(machine_files: Sequence[Path], profile_names: Sequence[str] = (), *, locks: Sequence[Path] = (),
           env_names: Sequence[str] = (), fetch: bool = True, home: str | Path | None = None,
-          progress: Progress = lambda _: None) -> ReportResult:
+          progress: Progress = lambda _: None, allow_unsealed: bool = False) -> ReportResult:
     """Judge the machines of `machine_files` (none: this machine, probed) against the profiles named (none: every
     profile, or none at all when locks are judged), every lock in `locks` and every environment in `env_names` (of
-    `home`). A lock's wheels are scanned once for all machines; with `fetch` false only the cached ones."""
+    `home`). A lock's wheels are scanned once for all machines; with `fetch` false only the cached ones; a lock without
+    its seal is refused unless `allow_unsealed`."""
     from provision.report import fleet, gates
     from provision.stacks import profiles, uvtool
 
@@ -49,7 +50,9 @@ def build(machine_files: Sequence[Path], profile_names: Sequence[str] = (), *, l
         from provision.report import lockscan
 
         for path in locks:
-            scanned, stack = lockscan.read_lock(path, fetch=fetch, uv_cache=uv_cache, progress=progress)
+            # a wheel's code judges nothing where no machine has a GPU: only the RECORDs are read then
+            scanned, stack = lockscan.read_lock(path, fetch=fetch, uv_cache=uv_cache, progress=progress,
+                                                code=any(m.gpus for m in facts), allow_unsealed=allow_unsealed)
             for machine, found in zip(facts, targets, strict=True):
                 found.append(lockscan.judge(machine, scanned, stack, uv_cache))
     if env_names:

@@ -9,7 +9,7 @@ from pathlib import Path
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
-from provision import regular
+from provision import knowledge, regular
 from provision.envs import home as homes
 from provision.envs import records
 from provision.envs.records import EnvRecord
@@ -58,20 +58,34 @@ def versions_gate(versions: dict[str, str]) -> Gate:
     return Gate(id="versions", title=title, status="pass", reason=shown or "nothing to compare", source=source)
 
 
-def scan_gate(venv: Path, ccs: list[str]) -> tuple[Gate, scan.ScanResult | None]:
+def scan_gate(venv: Path, ccs: list[str], served: tuple[str, ...] = ()) -> tuple[Gate, scan.ScanResult | None, list[Gate]]:
+    """The scan's stack gate, its result, and a feature gate per wheel that only some serving paths load and that
+    fails here without the profile serving its feature (report/featurewheels.py)."""
+    from provision.report import featurewheels
+
     title = "every CUDA package carries code for every GPU"
     if not ccs:
-        return Gate(id="scan", title=title, status="skip", reason="no GPUs read"), None
+        return Gate(id="scan", title=title, status="skip", reason="no GPUs read"), None, []
     result = scan.scan([venv], tuple(ccs))
-    failing = [f"{p.name} on {cc}: {r}" for p in result.packages for cc, (s, r) in p.verdicts.items() if s == "fail"]
-    warning = [f"{p.name} on {cc}" for p in result.packages for cc, (s, _) in p.verdicts.items() if s == "warn"]
     source = "fatbin entry headers (docs/fatbin.md); provision/knowledge.toml [[sm_rule]]"
+    by_package: dict[str, list[tuple[str, str]]] = {}
+    for p in result.packages:
+        for cc, (s, r) in p.verdicts.items():
+            if s == "fail":
+                by_package.setdefault(p.name or "?", []).append((cc, r))
+    kept, taken = featurewheels.split(list(by_package), served)
+    features = [featurewheels.judged(Gate(id=f"wheel:{name}", title=f"{name} carries code for every GPU", status="fail", source=source,
+                                          reason="; ".join(f"{knowledge.sm_name(cc)}: {r}" for cc, r in by_package[name])[:400]),
+                                     name, served) for name in taken]
+    failing = [f"{name} on {cc}: {r}" for name in kept for cc, r in by_package[name]]
+    warning = [f"{p.name} on {cc}" for p in result.packages for cc, (s, _) in p.verdicts.items() if s == "warn"]
     if failing:
-        return Gate(id="scan", title=title, status="fail", reason="; ".join(failing)[:600], source=source), result
+        return Gate(id="scan", title=title, status="fail", reason="; ".join(failing)[:600], source=source), result, features
     if warning:
-        return Gate(id="scan", title=title, status="warn", reason="PTX only (JIT at first load): " + ", ".join(warning), source=source), result
+        return Gate(id="scan", title=title, status="warn", reason="PTX only (JIT at first load): " + ", ".join(warning), source=source), result, features
+    others = f" ({', '.join(g.id.removeprefix('wheel:') for g in features)} aside: features)" if features else ""
     return Gate(id="scan", title=title, status="pass", source=source,
-                reason=f"{len(result.packages)} CUDA packages, {len(result.files)} files, all with native code for {', '.join(ccs)}"), result
+                reason=f"{len(result.packages)} CUDA packages, {len(result.files)} files, all with native code for {', '.join(ccs)}{others}"), result, features
 
 
 def torch_build_gate(versions: dict[str, str], result: scan.ScanResult | None) -> Gate:
@@ -150,6 +164,37 @@ def kept_gate(record: EnvRecord) -> Gate | None:
                 reason=shown[:600], source="provision accept; the profile's [files] (docs/profiles.md)")
 
 
+def _served(record: EnvRecord) -> tuple[str, ...]:
+    """The features the environment's profile serves, as its lock recorded them (none without a readable lock)."""
+    from provision.errors import ProvisionError
+    from provision.stacks import lockfile
+
+    try:
+        return lockfile.read(Path(record.lock))[1].serves if record.lock else ()
+    except ProvisionError:
+        return ()  # the drift gate names an unreadable lock
+
+
+def upgrade_gate(build: Path) -> Gate | None:
+    """The upgrade that built or moved to this environment (`provision upgrade`): its decision, why, and its undo."""
+    from provision.envs import upgrades
+    from provision.errors import EnvError
+
+    try:
+        found = upgrades.read(build / upgrades.UPGRADE_FILE)
+    except EnvError as exc:
+        return Gate(id="upgrade", title="the upgrade to it", status="info", kind="feature", reason=exc.message,
+                    source="provision upgrade (envs/upgrades.py)")
+    if found is None:
+        return None
+    s = found.settings
+    decision = found.decision or f"unfinished (last finished step: {found.last_finished()}; provision upgrade --resume)"
+    said = (f"from {s.from_env}, started {found.started}: {decision}" + (f": {found.reason}" if found.reason else "")
+            + (f"; undo: {found.undo}" if found.undo else ""))
+    return Gate(id="upgrade", title="the upgrade to it", status="info", kind="feature", reason=said[:600],
+                source="provision upgrade (envs/upgrades.py)")
+
+
 def judge(where: homes.Home, name: str, facts: MachineFacts, progress: Progress = lambda _: None) -> Target:
     """The environment `name` on the machine of `facts`: its scan, versions, drift, stored checks and baseline."""
     from provision.report import observed
@@ -161,7 +206,7 @@ def judge(where: homes.Home, name: str, facts: MachineFacts, progress: Progress 
     progress(f"{name}: reading the installed versions")
     versions = installed(venv)
     progress(f"{name}: scanning its CUDA binaries for {', '.join(ccs) or 'no GPU'}")
-    scanned_gate, scanned = scan_gate(venv, ccs)
+    scanned_gate, scanned, taken = scan_gate(venv, ccs, _served(record))
     progress(f"{name}: its files against the lock (drift)")
     stack = Versions(found=versions, origin="environment")
     features = machine_gates(facts, stack)
@@ -172,7 +217,7 @@ def judge(where: homes.Home, name: str, facts: MachineFacts, progress: Progress 
         scanned_gate, torch_build_gate(versions, scanned), versions_gate(versions), drift_gate(venv, build, record),
         *filter(None, [fabric_gate(facts), newer_than_known(stack),
                        kernels.flashinfer_kernels(stack, nvcc=_nvcc(versions, facts), offline=_offline(record))]),
-        *stored_gates(record), *filter(None, [kept_gate(record)]),
+        *taken, *stored_gates(record), *filter(None, [kept_gate(record), upgrade_gate(build)]),
         kernels.caches_gate(record.env, build, Path.home()),
         *observed.apply(features, record.latest_results(), len(facts.gpus), facts)))
 

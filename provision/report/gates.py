@@ -148,6 +148,10 @@ def judge(facts: MachineFacts, profile: Profile, uv_cache: Path | None = None, v
 def driver_gate(facts: MachineFacts, cuda: str) -> Gate:
     title = f"driver supports CUDA {cuda}"
     source = knowledge.driver_source(cuda)
+    start = facts.driver.nvml
+    if start.silent:  # installed, not answering: no GPU of it can run this stack until it does
+        return Gate(id="driver", title=title, status="fail", source=source,
+                    reason=f"the NVIDIA driver does not answer ({start.state}): {start.reason}; {start.hint}")
     if facts.driver.cuda is None:
         return Gate(id="driver", title=title, status="skip", reason="no NVIDIA driver read on this machine", source=source)
     if knowledge.driver_supports(facts.driver.cuda, cuda):

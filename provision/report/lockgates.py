@@ -19,12 +19,15 @@ def conflict(wheels: Sequence[WheelScan]) -> Gate:
     source = "the wheels' RECORD files (PEP 376/427); provision/stacks/lockcheck.py"
     records = {w.wheel: w.record for w in wheels if w.record is not None}
     unread = [w.wheel for w in wheels if w.record is None]
-    found = sorted(lockcheck.conflicts(records), key=lambda c: c.loose)
+    found = sorted(lockcheck.conflicts(records), key=lockcheck.Conflict.rank)
     if found:
         more = f"; {len(found) - 1} more pairs" if len(found) > 1 else ""
         if found[0].loose:
             return Gate(id="conflict", title=title, status="warn", source=source,
                         reason=f"{found[0].message()}{more}: only loose top-level files, the one installed last wins; no package is split")
+        if not found[0].comparable:
+            return Gate(id="conflict", title=title, status="warn", source=source,
+                        reason=f"{found[0].message()}{more}: compare the two files, or lock wheels whose RECORDs use one algorithm")
         return Gate(id="conflict", title=title, status="fail", source=source,
                     reason=f"{found[0].message()}{more}: the one installed last overwrites the other; drop one from the profile")
     if unread:

@@ -101,13 +101,15 @@ def _filename(wheel: PackageWheel) -> str:
 
 
 def scan_lock(path: Path, *, fetch: bool = True, cache: Path | None = None,
-              progress: Progress = lambda _: None) -> LockScan:
+              progress: Progress = lambda _: None, code: bool = True, allow_unsealed: bool = False) -> LockScan:
     """Scan every wheel of the lock at `path`: from provision's scans/ cache by its sha256, else from uv's cache in
-    place, else fetched (unless `fetch` is off). uv's cache is looked through only for wheels not scanned before."""
+    place, else fetched (unless `fetch` is off). uv's cache is looked through only for wheels not scanned before.
+    Without `code` (no GPU to judge code for) only the RECORDs are read, as `lock` reads them (by range requests where
+    the wheel is nowhere here), and a wheel is fetched whole only where that fails."""
     from provision.stacks import lockfile, uvtool, wheelcache, wheelrecords
 
     started = time.perf_counter()
-    pylock, stamp = lockfile.read(path)
+    pylock, stamp = lockfile.read(path, allow_unsealed=allow_unsealed)
     jobs = []
     for package in pylock.packages:
         if not package.wheels:
@@ -131,8 +133,16 @@ def scan_lock(path: Path, *, fetch: bool = True, cache: Path | None = None,
         if cached and digests and job.sha256 not in digests:
             cached = None  # uv's copy came from another file of that name: fetch the lock's own
         job.archive = cached.archive if cached else None
+    if not code:
+        return _records_only(path, stamp.profile, jobs, cache, fetch=fetch, progress=progress, started=started)
+    # one scan per content: two packages whose wheels share a sha256 under other file names (one fetch kept under
+    # one name) each get that scan under their own name, where two fetches of one file raced and ended in exit 3
+    first = {job.sha256: job for job in reversed(jobs)}
     with ThreadPoolExecutor(max_workers=WORKERS) as pool:
-        wheels = tuple(pool.map(lambda job: _scan_one(job, fetch=fetch, progress=progress), jobs))
+        scans = dict(zip(first, pool.map(lambda job: _scan_one(job, fetch=fetch, progress=progress), first.values()),
+                         strict=True))
+    wheels = tuple(dataclasses.replace(scans[job.sha256], name=job.name, version=job.version, wheel=job.filename)
+                   for job in jobs)
     return LockScan(path=path, profile=stamp.profile or None, wheels=wheels, seconds=time.perf_counter() - started,
                     cache=str(cache) if cache else "not looked in: every wheel was scanned before")
 
@@ -152,6 +162,29 @@ class _Job:
     archive: Path | None = None  # uv's unpacked copy of it
 
 
+RECORD_ONLY = "RECORD only (no GPU read: its code would judge nothing)"
+
+
+def _records_only(path: Path, profile: str, jobs: list[_Job], cache: Path | None, *, fetch: bool, progress: Progress,
+                  started: float) -> LockScan:
+    """The lock's wheels with their RECORDs and no code scanned: what the conflict gate needs, and all that a machine
+    without a GPU can be told about them (records/ first, then by range requests)."""
+    from provision.stacks import wheelrecords
+
+    unread = [(j.name, j.filename, j.url, j.sha256) for j in jobs if j.record is None]
+    records = wheelrecords.read_all(unread, lambda: cache, progress) if unread else {}
+    wheels = []
+    for job in jobs:
+        record = job.record or records.get(job.filename)
+        if record is None:  # no range requests answered, nothing cached: the whole wheel, its code left unread
+            whole = _scan_one(job, fetch=fetch, progress=progress, code=False)
+            wheels.append(whole if whole.record is None else dataclasses.replace(whole, origin=RECORD_ONLY))
+        else:
+            wheels.append(WheelScan(name=job.name, version=job.version, wheel=job.filename, origin=RECORD_ONLY, record=record))
+    return LockScan(path=path, profile=profile or None, wheels=tuple(wheels), seconds=time.perf_counter() - started,
+                    cache=str(cache) if cache else "not looked in: every RECORD was read before")
+
+
 def _unhashed(path: Path, package: Package, wheel: PackageWheel, named: str) -> ResolveError:
     """The refusal of a wheel the lock gives no sha256 for: packaging.pylock requires `hashes` (PEP 751), but not sha256,
     the one this check and `provision lock` use; scanning the file without it would judge whatever the URL serves. A
@@ -168,7 +201,7 @@ def _unhashed(path: Path, package: Package, wheel: PackageWheel, named: str) -> 
                         f"re-lock it: provision lock {profile} (it records every wheel's sha256)")
 
 
-def _scan_one(job: _Job, *, fetch: bool, progress: Progress) -> WheelScan:
+def _scan_one(job: _Job, *, fetch: bool, progress: Progress, code: bool = True) -> WheelScan:
     from provision.stacks import wheelcache, wheelrecords
 
     started = time.perf_counter()
@@ -183,11 +216,11 @@ def _scan_one(job: _Job, *, fetch: bool, progress: Progress) -> WheelScan:
         elif record is None:  # its RECORD alone, by range requests where the index answers them: never the whole wheel
             record = wheelrecords.read_all([(job.name, job.filename, job.url, job.sha256)], lambda: None)[job.filename]
     elif job.archive is not None:
-        counts = _in_folder(job.archive, job.sha256)
+        counts = _in_folder(job.archive, job.sha256) if code else counts
         record = record or _keep_record(job.sha256, wheelrecords.text_in_folder(job.archive), "uv cache")
     elif kept is not None:
         origin = "provision cache"
-        counts = _in_wheel(kept, job.sha256)
+        counts = _in_wheel(kept, job.sha256) if code else counts
         record = record or _keep_record(job.sha256, wheelrecords.text_in_wheel(kept), "provision cache")
     elif not fetch or not job.url:
         origin = "not in uv's cache (--no-fetch)" if job.url else "no URL in the lock"
@@ -197,7 +230,7 @@ def _scan_one(job: _Job, *, fetch: bool, progress: Progress) -> WheelScan:
         origin = "fetched"
         local = wheelcache.fetch(job.url, job.sha256, job.filename, size=job.size, progress=progress,
                                  hint="the file changed on the index since the lock was made, or the index is down; re-lock and check the index")
-        counts = _in_wheel(local, job.sha256)
+        counts = _in_wheel(local, job.sha256) if code else counts
         record = record or _keep_record(job.sha256, wheelrecords.text_in_wheel(local), "provision cache")
     return WheelScan(name=job.name, version=job.version, wheel=job.filename, origin=origin, counts=counts, record=record,
                      seconds=time.perf_counter() - started)
@@ -237,10 +270,11 @@ def _total_of(files: Sequence[binaries.FileScan]) -> fatbin.Counts:
 def judge(facts: MachineFacts, scanned: LockScan, stack: LockStack, uv_cache: Path | None = None) -> Target:
     """The lock against one machine: the gates of the stack it describes (its own [tool.provision], else its profile,
     else its wheels), each CUDA wheel per GPU, and the torch-wheels gate from the scanned torch wheel."""
-    from provision.report import features, gates, kernels, lockgates
+    from provision.report import features, featurewheels, gates, kernels, lockgates
     from provision.stacks import wheelcache
 
     profile = stack.profile
+    served = profile.serves if profile else ()
     cuda = profile.cuda if profile else "?"
     ccs = sorted({g.compute_capability for g in facts.gpus if g.compute_capability}, key=knowledge.parse_cc)
     torch = scanned.by_name("torch")
@@ -248,8 +282,9 @@ def judge(facts: MachineFacts, scanned: LockScan, stack: LockStack, uv_cache: Pa
                                     scanned=dict(torch.counts.cubin) if torch and torch.origin in SCANNED else None,
                                     wheel=torch.wheel if torch else "")
     versions = gates.Versions(found={w.name: w.version for w in scanned.wheels}, origin="lock")
-    if profile:
-        base = [g if g.id != "torch-wheels" else torch_gate for g in gates.judge(facts, profile, uv_cache, versions).gates]
+    as_profile = gates.judge(facts, profile, uv_cache, versions) if profile else None
+    if as_profile:
+        base = [g if g.id != "torch-wheels" else torch_gate for g in as_profile.gates]
         base[0] = dataclasses.replace(base[0], reason=f"{base[0].reason} (CUDA {cuda} from {stack.source})")
     else:
         base = [_unknown_cuda(scanned), torch_gate, *filter(None, [gates.fabric_gate(facts), features.newer_than_known(versions)]),
@@ -261,15 +296,38 @@ def judge(facts: MachineFacts, scanned: LockScan, stack: LockStack, uv_cache: Pa
     base[3:3] = [found_kernels] if found_kernels else []
     cuda_wheels = [w for w in scanned.wheels if w.cuda]
     origins = {o: sum(w.origin == o for w in scanned.wheels) for o in SCANNED}
+    only = sum(w.origin == RECORD_ONLY for w in scanned.wheels)
     summary = Gate(id="lock-scan", title="wheels scanned", status="info", kind="feature", source="provision/report/lockscan.py",
+                   reason=f"no GPU read: checked the lock's seal and sha256s, its {only} wheels' RECORDs (conflict; read as "
+                          "`provision lock` reads them: by range requests, unchecked against the sha256, where a wheel is nowhere here), their names and "
+                          "versions (cuda-mix), and the driver and compiler gates; their code was not scanned, as it judges "
+                          f"nothing without a GPU (record a GPU machine with probe --json, then --machine); {scanned.seconds:.1f} s"
+                   ) if only else Gate(id="lock-scan", title="wheels scanned", status="info", kind="feature", source="provision/report/lockscan.py",
                    reason=f"{len(scanned.wheels)} wheels, {len(cuda_wheels)} with CUDA code; "
                           f"{origins['scan cache']} scanned before ({wheelfacts.folder('scans')}), "
                           f"{origins['uv cache']} from uv's cache ({scanned.cache}), {origins['provision cache']} from "
                           f"provision's ({wheelcache.folder()}), {origins['fetched']} fetched, "
                           f"{len(scanned.wheels) - sum(origins.values())} not scanned; {scanned.seconds:.1f} s")
-    return Target(kind="lock", name=scanned.path.name, cuda=cuda, packages=tuple(JudgedWheel(scan=w, ccs=tuple(ccs)) for w in cuda_wheels), gates=(
+    target = Target(kind="lock", name=scanned.path.name, cuda=cuda, packages=tuple(JudgedWheel(scan=w, ccs=tuple(ccs)) for w in cuda_wheels), gates=(
         *base[:3], lockgates.conflict(scanned.wheels), lockgates.cuda_mix(scanned.wheels),
-        *(_wheel_gate(w, ccs) for w in scanned.wheels if w.cuda or w.origin not in SCANNED), *base[3:], summary))
+        *(featurewheels.judged(_wheel_gate(w, ccs), w.name, served) for w in scanned.wheels
+          if w.cuda or w.origin not in (*SCANNED, RECORD_ONLY)),
+        *base[3:], summary))
+    return dataclasses.replace(target, gates=(*target.gates, *_versus(target, as_profile)))
+
+
+def _versus(lock: Target, profile: Target | None) -> list[Gate]:
+    """Why `provision report` of the lock's profile and this report of its lock give other verdicts, when they do: the
+    profile is judged from tables, the lock from what its wheels carry."""
+    if profile is None or profile.verdict == lock.verdict:
+        return []
+    theirs = {g.id: g.status for g in profile.gates}
+    differ = [g for g in lock.gates if g.kind == "stack" and g.status == lock.verdict and theirs.get(g.id) != g.status]
+    because = ", ".join(f"{g.id} {g.status.upper()}" for g in differ[:6]) + (" ..." if len(differ) > 6 else "")
+    return [Gate(id="versus-profile", title="why `provision report` of the profile says otherwise", status="info",
+                 source="provision/report/lockscan.py",
+                 reason=f"provision report judges profile {profile.name} {profile.verdict.upper()} from its tables (the "
+                        f"wheels unread); this lock is {lock.verdict.upper()} from what its wheels hold: {because or '-'}")]
 
 
 def _unknown_cuda(scanned: LockScan) -> Gate:
@@ -308,16 +366,18 @@ def _order(label: str) -> tuple[int, str]:
 
 
 def read_lock(path: Path, *, fetch: bool, uv_cache: Path | None,
-              progress: Progress = lambda _: None) -> tuple[LockScan, LockStack]:
-    """Scan a lock's wheels once, and read the stack it describes, to judge it on every machine (`judge`)."""
+              progress: Progress = lambda _: None, code: bool = True,
+              allow_unsealed: bool = False) -> tuple[LockScan, LockStack]:
+    """Scan a lock's wheels once, and read the stack it describes, to judge it on every machine (`judge`); without
+    `code` (no machine has a GPU) only their RECORDs."""
     from provision.errors import ProfileError
     from provision.report import lockself
     from provision.stacks import lockfile, profiles
 
-    scanned = scan_lock(path, fetch=fetch, cache=uv_cache, progress=progress)
+    scanned = scan_lock(path, fetch=fetch, cache=uv_cache, progress=progress, code=code, allow_unsealed=allow_unsealed)
     try:
         found = profiles.load(scanned.profile) if scanned.profile else None
     except ProfileError:
         found = None  # a lock of a profile this machine does not have: it describes itself
-    pylock, stamp = lockfile.read(path)
+    pylock, stamp = lockfile.read(path, allow_unsealed=allow_unsealed)
     return scanned, lockself.describe(path, pylock, stamp, found)

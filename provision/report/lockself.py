@@ -57,7 +57,7 @@ def _own(name: str, path: Path, pylock: Pylock, stamp: Stamp, cuda: str) -> Prof
     if re.fullmatch(r"\d+\.\d+", stamp.compiler_cuda):
         packages.append(Package(name="nvidia-cuda-nvcc", version=f"=={stamp.compiler_cuda}"))
     env = {"FLASHINFER_CUDA_ARCH_LIST": stamp.flashinfer_arch_list} if stamp.flashinfer_arch_list else {}
-    return Profile(name=name, path=path, cuda=cuda, packages=tuple(packages), env=env)
+    return Profile(name=name, path=path, cuda=cuda, packages=tuple(packages), env=env, serves=stamp.serves)
 
 
 def from_wheels(pylock: Pylock) -> tuple[str, str] | None:

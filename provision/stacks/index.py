@@ -170,9 +170,10 @@ def _exchange(session: requests.Session, url: str, method: str, sent: dict[str, 
     import urllib3
 
     try:
-        # the credentials as requests' auth, split by our rule: a password with an unencoded / ? or # is whole
+        # the credentials as requests' auth, split by our rule: a password with an unencoded / ? or # is whole; a URL
+        # without any (a wheel's in a lock) gets those a PROVISION_INDEX_<NAME> variable gives for its host, as uv sends them
         response = session.request(method, strip_credentials(url), headers=sent, timeout=(seconds, seconds), stream=True,
-                                   allow_redirects=True, auth=credentials(url) if userinfo(url) else None)
+                                   allow_redirects=True, auth=credentials(url) if userinfo(url) else urls.host_credentials(url))
         with response:
             content = b""
             if method != "HEAD" and response.status_code in bodies:

@@ -26,7 +26,7 @@ from packaging.version import InvalidVersion, Version
 
 from provision import __version__, proc, toml
 from provision.atomic import write_atomic
-from provision.errors import InputError, ResolveError, UsageError
+from provision.errors import IndexError_, InputError, ResolveError, UsageError
 from provision.log import Progress
 from provision.stacks import earlyrecords, lockfile, relock, urls, uvproject, uvtool
 from provision.stacks.profiles import DEFAULT_INDEX, Package, Profile
@@ -138,8 +138,24 @@ def effective_indexes(profile: Profile, overrides: dict[str, str], environ: dict
     result: dict[str, str | None] = {}
     for name in names:
         variable = INDEX_VARIABLE.format(name.upper().replace("-", "_"))
-        result[name] = overrides.get(name) or environ.get(variable) or profile.indexes.get(name)
+        result[name] = overrides.get(name) or index_variable(variable, environ) or profile.indexes.get(name)
     return result
+
+
+def index_variable(variable: str, environ: dict[str, str] | None = None) -> str | None:
+    """The URL in PROVISION_INDEX_<NAME>, None when it is unset or empty; a value that is not an index URL (a space,
+    `not a url`, `http://[::1`, `:99999`) is an InputError naming the variable (exit 2), before anything runs, where uv
+    failed later in its own words (exit 6)."""
+    from provision.stacks.profiles import index_url_problem
+
+    value = (os.environ if environ is None else environ).get(variable)
+    if not value:
+        return None
+    problem = index_url_problem(urls.strip_credentials(value))  # a password may hold an unencoded / ? or #
+    if problem:
+        raise InputError(f"{variable}: {problem}", f"set {variable} to the index's URL (such as "
+                                                   "https://mirror.example/simple), or unset it")
+    return value
 
 
 def unused_index_variables(profile: Profile, environ: dict[str, str] | None = None) -> list[str]:
@@ -265,7 +281,12 @@ def _project_doc(profile: Profile, pins: dict[str, str], indexes: dict[str, str 
         extras = f"[{','.join(package.extras)}]" if package.extras else ""
         requirements.append(f"{package.name}{extras}{spec}")
     doc["project"] = {"name": "provision-lock", "version": "0", "dependencies": requirements}
-    sources = {p.name: _source(p) for p in profile.packages if p.from_source or p.index != DEFAULT_INDEX or indexes.get(DEFAULT_INDEX)}
+    # a package of the default index is bound to it where a named index could give it too; with the default index
+    # alone (uv gets no other: uvtool.environment) the binding changes nothing uv picks, and made uv's resolution of a
+    # 3-wheel lock 0.16 s instead of 0.09 s (its pages and metadata then asked one after another)
+    named = any(url for name, url in indexes.items() if name != DEFAULT_INDEX)
+    sources = {p.name: _source(p) for p in profile.packages
+               if p.from_source or p.index != DEFAULT_INDEX or (indexes.get(DEFAULT_INDEX) and named)}
     if sources:
         doc["tool"] = {"uv": {"sources": sources}}
     return doc
@@ -356,6 +377,7 @@ def lock(profile: Profile, *, target: Target, overrides: dict[str, str], output:
 
     start = time.perf_counter()
     _writable(output)
+    uvtool.check_settings()
     indexes = effective_indexes(profile, overrides)
     unused = unused_index_variables(profile)
     if unused:
@@ -365,6 +387,13 @@ def lock(profile: Profile, *, target: Target, overrides: dict[str, str], output:
         for variable in unused:
             log.info(f"note: {variable} is set, but profile {profile.name} has no index of that name (its indexes: {names}): "
                      "not used")
+    from provision.stacks import mirrors
+
+    note = mirrors.mirror_note(profile, indexes)
+    if note:  # said before uv resolves: the lock would stop after it otherwise
+        from provision import log
+
+        log.info(f"note: {note}")
     if any(p.prerelease and p.index != DEFAULT_INDEX and indexes.get(p.index) for p in profile.packages):
         progress("finding the newest complete nightly")
     early = earlyrecords.EarlyReads(lambda: Path(uvtool.cache_dir() or "."))
@@ -387,6 +416,13 @@ def _lock(profile: Profile, target: Target, overrides: dict[str, str], output: P
         try:
             uvtool.run(_uv_compile_args(target, "pylock.toml"), cwd=folder, env=uvtool.index_options(indexes)[1],
                        started=before.start)
+        except IndexError_ as exc:
+            from provision.stacks import mirrors
+
+            hint = mirrors.same_build_hint(profile, indexes, exc, target.python, target.platform, folder)
+            if hint:
+                raise IndexError_(exc.message, hint) from exc
+            raise
         finally:
             if before.ident is not None:  # started: uv ran
                 before.join()
@@ -407,10 +443,10 @@ def _lock(profile: Profile, target: Target, overrides: dict[str, str], output: P
                    rebuild=relock.rebuild_command(profile, python=target.python, platform=target.platform,
                                                   overrides=overrides, output=output))
     packages = _packages(raw, indexes, origin, progress)
-    document = _document(raw, profile, indexes, target, stamp, packages, written)
     _check_bindings(profile, packages)
     _check_flashinfer(packages)
-    warnings = _warnings(packages, progress, early)
+    warnings, known = _warnings(packages, progress, early)
+    document = _document(raw, profile, indexes, target, stamp, packages, written, known)
     changes = relock.changes(before.versions(), {p.name: p.version for p in packages})
     try:
         write_atomic(output, document)
@@ -521,7 +557,7 @@ def _packages(raw: dict[str, Any], indexes: dict[str, str | None], origin: dict[
         index_name = origin.get(name, DEFAULT_INDEX)
         url = indexes.get(index_name)
         if url and _files(package):  # a source tree or a repository comes from no index
-            package["index"] = urls.strip_credentials(url)
+            package["index"] = urls.shown(url)
         if "directory" in package or "vcs" in package:
             locked.append(_from_source(name, package))
         for wheel in package.get("wheels", []) + ([package["sdist"]] if "sdist" in package else []):
@@ -538,7 +574,7 @@ def _packages(raw: dict[str, Any], indexes: dict[str, str | None], origin: dict[
 
 
 def _document(raw: dict[str, Any], profile: Profile, indexes: dict[str, str | None], target: Target, stamp: _Stamp,
-              packages: tuple[LockedPackage, ...], written: str = "") -> str:
+              packages: tuple[LockedPackage, ...], written: str = "", known: list[dict[str, object]] | None = None) -> str:
     """The lock's text: `raw` with provision's `created-by` and [tool.provision], validated by packaging.pylock."""
     computed = [urls.filename(p.url) for p in packages if p.hash_source == "computed"]
     raw["created-by"] = "provision (uv pip compile)"
@@ -549,15 +585,18 @@ def _document(raw: dict[str, Any], profile: Profile, indexes: dict[str, str | No
         "cuda": profile.cuda,  # the lock describes itself: report --lock judges it without its profile
         "compiler_cuda": profile.compiler_cuda() or "",
         "flashinfer_arch_list": profile.env.get("FLASHINFER_CUDA_ARCH_LIST", ""),
+        **({"serves": list(profile.serves)} if profile.serves else {}),  # report --lock judges the feature wheels by it
         "python": target.python,
         "platform": target.platform or f"this machine ({host_platform.machine()})",
-        "indexes": {n: urls.strip_credentials(u) for n, u in indexes.items() if u},
+        "indexes": {n: urls.shown(u) for n, u in indexes.items() if u},
         "nightly_date": stamp.nightly or "",
         "computed_hashes": computed,
         "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "provision_version": __version__,
+        # paths two wheels install with different contents, seen now: drift judges an untouched build by them
+        **({"known_conflicts": known} if known else {}),
         # what provision wrote, checked by every reader: a hash flipped or a package added by hand is refused
-        "packages_sha256": lockfile.packages_digest(raw.get("packages", [])),
+        "packages_sha256": lockfile.packages_digest(raw.get("packages", []), known),
     }
     from packaging.pylock import Pylock, PylockValidationError
 
@@ -629,9 +668,10 @@ def _check_bindings(profile: Profile, packages: tuple[LockedPackage, ...]) -> No
 
 
 def _warnings(packages: tuple[LockedPackage, ...], progress: Progress,
-              early: earlyrecords.EarlyReads | None = None) -> tuple[LockWarning, ...]:
+              early: earlyrecords.EarlyReads | None = None) -> tuple[tuple[LockWarning, ...], list[dict[str, object]]]:
     """What `report --lock` would FAIL, said at once: NVIDIA libraries of two CUDA majors, two wheels installing one
-    path (from their RECORDs, read without downloading the wheels; one that cannot be read is said)."""
+    path (from their RECORDs, read without downloading the wheels; one that cannot be read is said); and the paths
+    shared, for the lock to record (`lockcheck.known`)."""
     from provision.stacks import lockcheck, wheelrecords
 
     found: list[LockWarning] = []
@@ -646,7 +686,7 @@ def _warnings(packages: tuple[LockedPackage, ...], progress: Progress,
     if early is not None:
         early.keep_only({p.sha256 for p in first.values()})  # the reads started early for other wheels stop
     records = wheelrecords.read_all(jobs, lambda: Path(uvtool.cache_dir() or "."), progress)
-    conflicts = sorted(lockcheck.conflicts({k: v for k, v in records.items() if v is not None}), key=lambda c: c.loose)
+    conflicts = sorted(lockcheck.conflicts({k: v for k, v in records.items() if v is not None}), key=lockcheck.Conflict.rank)
     if conflicts:
         found.append(LockWarning("conflict-loose" if conflicts[0].loose else "conflict",
                                  conflicts[0].message() + (f"; {len(conflicts) - 1} more pairs" if len(conflicts) > 1 else "")))
@@ -654,7 +694,7 @@ def _warnings(packages: tuple[LockedPackage, ...], progress: Progress,
     if unread:
         found.append(LockWarning("conflict-unread", f"the RECORD of {len(unread)} wheels could not be read without downloading them "
                                                     f"(e.g. {unread[0]}): provision report --lock reads them"))
-    return tuple(found)
+    return tuple(found), lockcheck.known({k: v for k, v in records.items() if v is not None})
 
 
 def _check_flashinfer(packages: tuple[LockedPackage, ...]) -> None:

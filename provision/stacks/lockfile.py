@@ -7,9 +7,9 @@ import hashlib
 import json
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
@@ -44,10 +44,13 @@ class Stamp:
     compiler_cuda: str = ""
     flashinfer_arch_list: str = ""
     python: str = ""  # the Python X.Y it was resolved for
+    serves: tuple[str, ...] = ()  # the profile's `serves`: the optional features its served path needs
     adopted: bool = False  # written by adopt (lock --env) for the environment at `venv`
     environment: str = ""
     venv: str = ""
     unmatched: tuple[Unlisted, ...] = ()
+    # paths two wheels of the lock install with different contents, seen when it was made: path -> {distribution: hash}
+    known_conflicts: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
 
     @classmethod
     def from_table(cls, table: Mapping[str, object]) -> Stamp:
@@ -59,14 +62,44 @@ class Stamp:
         unmatched = tuple(Unlisted(entry["name"], str(entry.get("version") or ""))
                           for entry in (listed if isinstance(listed, list) else [])
                           if isinstance(entry, dict) and isinstance(entry.get("name"), str) and entry["name"])
+        listed = table.get("known_conflicts")
+        known = {entry["path"]: {str(k): str(v) for k, v in entry["installs"].items()}
+                 for entry in (listed if isinstance(listed, list) else [])
+                 if isinstance(entry, dict) and isinstance(entry.get("path"), str) and isinstance(entry.get("installs"), dict)}
         return cls(profile=text("profile"), profile_hash=text("profile_hash"), cuda=text("cuda"),
                    compiler_cuda=text("compiler_cuda"), flashinfer_arch_list=text("flashinfer_arch_list"),
                    python=text("python"), adopted=table.get("adopted") is True, environment=text("environment"),
-                   venv=text("venv"), unmatched=unmatched)
+                   venv=text("venv"), unmatched=unmatched, known_conflicts=known,
+                   serves=tuple(f for f in served if isinstance(f, str)) if isinstance(served := table.get("serves"), list) else ())
 
 
-def read(path: Path) -> tuple[Pylock, Stamp]:
-    """Return a lock (validated by packaging.pylock) and what its [tool.provision] says."""
+SEAL = "packages_sha256"
+UNSEALED_OPTION = "--allow-unsealed"
+
+
+def read(path: Path, *, allow_unsealed: bool = False) -> tuple[Pylock, Stamp]:
+    """Return a lock (validated by packaging.pylock) and what its [tool.provision] says. Its seal (packages_sha256, the
+    digest of its [[packages]] as provision wrote them) must be there and match: a lock without one (the line deleted,
+    [tool.provision] turned into dotted keys of the last package, a lock of an older provision or another tool) is
+    refused, or with `allow_unsealed` (the user's --allow-unsealed) read with a warning that nothing proves its hashes."""
+    raw, pylock, tool = _parse(path)
+    _check_entries(path, raw.get("packages"))
+    recorded = tool.get(SEAL)
+    if not isinstance(recorded, str):
+        _unsealed(path, raw, allow_unsealed)
+    elif recorded != packages_digest(raw.get("packages", []), tool.get("known_conflicts")):
+        raise InputError(f"{path}: its packages were changed after provision locked them (a hash, a URL, a package "
+                         "added or removed: [tool.provision] packages_sha256 no longer matches)",
+                         "lock again with provision lock PROFILE; never edit a lock by hand")
+    stamp = Stamp.from_table(tool)
+    if stamp.python and not re.fullmatch(r"\d+\.\d+(\.\d+)?", stamp.python):  # create makes the venv with it: never a path
+        raise InputError(f"{path}: [tool.provision] python {stamp.python[:60]!r} is not a Python version X.Y",
+                         "lock again with provision lock PROFILE; never edit a lock by hand")
+    return pylock, stamp
+
+
+def _parse(path: Path) -> tuple[dict[str, Any], Pylock, dict[str, Any]]:
+    """(the lock's TOML, it as packaging.pylock reads it, its [tool.provision] table), or an InputError naming the file."""
     # markers and tags: loaded where a lock is read, not where one is named
     from packaging.pylock import Pylock, PylockValidationError
 
@@ -82,17 +115,37 @@ def read(path: Path) -> tuple[Pylock, Stamp]:
     except (OSError, UnicodeDecodeError, RecursionError, toml.TOMLDecodeError, PylockValidationError,
             InvalidVersion, AttributeError) as exc:
         raise InputError(f"{path}: not a readable PEP 751 lock ({exc})", "make one with: provision lock PROFILE") from exc
-    _check_entries(path, raw.get("packages"))
-    recorded = tool.get("packages_sha256")
-    if recorded is not None and recorded != packages_digest(raw.get("packages", [])):
-        raise InputError(f"{path}: its packages were changed after provision locked them (a hash, a URL, a package "
-                         "added or removed: [tool.provision] packages_sha256 no longer matches)",
-                         "lock again with provision lock PROFILE; never edit a lock by hand")
-    stamp = Stamp.from_table(tool)
-    if stamp.python and not re.fullmatch(r"\d+\.\d+(\.\d+)?", stamp.python):  # create makes the venv with it: never a path
-        raise InputError(f"{path}: [tool.provision] python {stamp.python[:60]!r} is not a Python version X.Y",
-                         "lock again with provision lock PROFILE; never edit a lock by hand")
-    return pylock, stamp
+    return raw, pylock, tool
+
+
+def versions(path: Path) -> dict[str, str]:
+    """{package: version} of the lock at `path`, its seal unchecked: what `lock` compares a new lock with (its
+    `changes`), never what anything installs."""
+    _, pylock, _ = _parse(path)
+    return {str(canonicalize_name(p.name)): str(p.version or "") for p in pylock.packages}
+
+
+_warned: set[str] = set()  # the unsealed locks already said in this process (create and report read a lock twice)
+
+
+def _unsealed(path: Path, raw: dict[str, object], allowed: bool) -> None:
+    """Refuse a lock without its seal; with --allow-unsealed, say on stderr (even under -q) that it is read unproven."""
+    from provision import log
+
+    shown = log.one_line(str(path))
+    if allowed:
+        if shown in _warned:
+            return
+        _warned.add(shown)
+        log.say(f"warning: {shown} has no seal ([tool.provision] {SEAL}): read as it is because of {UNSEALED_OPTION}; "
+                "nothing proves its hashes and URLs are the ones a resolver chose\n")
+        return
+    by_provision = str(raw.get("created-by", "")).startswith("provision")
+    why = ("provision writes one into every lock: the line was removed or [tool.provision] moved, or an older provision "
+           "wrote it") if by_provision else "it was not written by this provision"
+    raise InputError(f"{shown}: the lock has no seal ([tool.provision] {SEAL}; {why}), so a changed hash or URL "
+                     "could not be told", f"re-lock it (provision lock PROFILE, or provision lock --env NAME for an adopted "
+                                          f"environment), or read it unproven with {UNSEALED_OPTION}")
 
 
 def _check_entries(path: Path, packages: object) -> None:
@@ -114,15 +167,17 @@ def _check_entries(path: Path, packages: object) -> None:
                              "make one with: provision lock PROFILE")
 
 
-def packages_digest(packages: object) -> str:
-    """The sha256 of a lock's [[packages]] as read (keys sorted): what provision wrote, to be checked on each read."""
-    text = json.dumps(packages, sort_keys=True, default=str, separators=(",", ":"))
+def packages_digest(packages: object, known_conflicts: object = None) -> str:
+    """The sha256 of a lock's [[packages]] as read (keys sorted), and of its `known_conflicts` where it records some
+    (drift forgives what they name, so they are sealed with the packages): what provision wrote, checked on each read."""
+    sealed = packages if not known_conflicts else {"packages": packages, "known_conflicts": known_conflicts}
+    text = json.dumps(sealed, sort_keys=True, default=str, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def check_binding(path: Path, profile: Profile) -> None:
+def check_binding(path: Path, profile: Profile, *, allow_unsealed: bool = False) -> None:
     """Refuse a lock that was not made from `profile` as it is now, or whose packages the profile does not allow."""
-    pylock, stamp = read(path)
+    pylock, stamp = read(path, allow_unsealed=allow_unsealed)
     made_from, made_hash = stamp.profile, stamp.profile_hash
     if not made_from or not made_hash:
         raise EnvError(f"{path} carries no [tool.provision] binding (profile, profile_hash): nothing says which "

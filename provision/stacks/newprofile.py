@@ -4,6 +4,7 @@ binds each to the CUDA index of the chosen release and says, in a comment beside
 
 from __future__ import annotations
 
+import datetime
 import errno
 import os
 import platform as host_platform
@@ -71,6 +72,7 @@ class NewProfile:
     indexes: dict[str, str] = field(default_factory=dict)
     left_out: tuple[LeftOut, ...] = ()
     baseline: sglang_bench.Bench = field(default_factory=sglang_bench.Bench)
+    source: str = ""  # --from as the user typed it ("sglang": the newest release, which `serving` names)
 
     def to_dict(self) -> dict[str, object]:
         return {"name": self.name, "path": str(self.path), "serving": self.serving, "cuda": self.cuda, "python": self.python,
@@ -105,6 +107,13 @@ def parse_from(text: str) -> Requirement:
     pinned = [s for s in requirement.specifier if s.operator in ("==", "===")]
     if requirement.specifier and not pinned:
         raise UsageError(f"--from {text!r}: name one release", "write it as sglang==0.5.23, or sglang for the newest release")
+    for spec in pinned:
+        try:  # packaging accepts the text, and fails only where it compares it: a number past int()'s 4300 digits
+            Version(spec.version.removesuffix(".*"))
+        except ValueError:
+            shown = text if len(text) <= 80 else f"{text[:40]}...({len(text)} characters)"
+            raise UsageError(f"--from {shown!r}: {spec.operator} names no version a release can have",
+                             "write it as sglang==0.5.23, or sglang for the newest release") from None
     return requirement
 
 
@@ -153,7 +162,7 @@ def new(name: str, source: str, *, cuda: str = "13.0", python: str = "3.12", out
     # an index no package is bound to would still be asked for every other package: only those in use are written
     result = NewProfile(baseline=bench, name=name, path=path, serving=serving, cuda=cuda, python=python, metadata_from=how,
                         wheel=wheel.filename, pins=tuple(pins), left_out=tuple(left_out),
-                        indexes={n: u for n, u in indexes.items() if any(p.index == n for p in pins)})
+                        indexes={n: u for n, u in indexes.items() if any(p.index == n for p in pins)}, source=source)
     if overrides:
         unknown = sorted(set(overrides) - set(indexes))
         if unknown:
@@ -210,8 +219,12 @@ def _release(files: list[index.IndexFile], requirement: Requirement, python: str
             continue
         wheels.setdefault(version, []).append(file)
     wanted = [v for v in wheels if requirement.specifier.contains(v, prereleases=bool(requirement.specifier))]
+    if not wanted and wheels:  # the index answered, and has no such release: the user's to change, not the network's
+        newest = ", ".join(str(v) for v in sorted(wheels)[-5:])
+        raise UsageError(f"--from {requirement}: {urls.redact(registry)} has no sglang release {requirement.specifier}",
+                         f"newest releases there: {newest}; or --from sglang for the newest")
     if not wanted:
-        newest = ", ".join(str(v) for v in sorted(wheels)[-5:]) or "none"
+        newest = "none"
         raise IndexError_(f"{urls.redact(registry)}: no sglang wheel for {requirement.specifier or 'any release'}",
                           f"newest releases there: {newest}")
     version = max(wanted)
@@ -378,8 +391,10 @@ def _version_of(filename: str) -> str | None:
 
 def render(result: NewProfile, default_url: str | None) -> str:
     doc = tomlkit.document()
-    doc.add(tomlkit.comment(f"Written by `provision profiles new {result.name} --from {result.serving.replace(' ', '==')} --cuda {result.cuda}`"))
-    doc.add(tomlkit.comment(f"from the pins of {result.serving} (the Requires-Dist of {result.wheel}, read by {result.metadata_from})."))
+    typed = result.source or result.serving.replace(" ", "==")  # what was asked for, not what it resolved to
+    newest = "" if "==" in typed else f", the newest release on {datetime.date.today().isoformat()}"
+    doc.add(tomlkit.comment(f"Written by `provision profiles new {result.name} --from {typed} --cuda {result.cuda} --python {result.python}`"))
+    doc.add(tomlkit.comment(f"from the pins of {result.serving}{newest} (the Requires-Dist of {result.wheel}, read by {result.metadata_from})."))
     doc.add(tomlkit.comment("Edit freely; regenerate to follow a newer SGLang release."))
     doc["schema"] = 1
     doc["name"] = result.name

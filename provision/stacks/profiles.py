@@ -74,6 +74,7 @@ class Profile:
     toolkit: str | None = None  # site-packages folder of NVIDIA's compiler wheels ("nvidia/cu13"): {env}/cuda is laid over it
     files: tuple[ProfileFile, ...] = ()  # [files]: the content of each is covered by content_hash
     offline: bool = False  # its machines reach no network: nothing may be downloaded at first use (report FAILs it)
+    serves: tuple[str, ...] = ()  # the optional features its served path needs (knowledge.toml [[feature_wheel]])
     content_hash: str = ""
 
     def compiler_cuda(self) -> str | None:
@@ -123,6 +124,7 @@ class Found:
 
     profiles: tuple[Profile, ...]
     skipped: tuple[Skipped, ...] = ()
+    folders: tuple[Path, ...] = ()  # where they were read from, in order: PROVISION_PROFILES's, then the shipped ones
 
 
 def available() -> list[Profile]:
@@ -136,7 +138,8 @@ def found() -> Found:
     folder, a pipe, a link loop or a dangling link, with why. A broken profile file is an error, not an omission."""
     seen: dict[str, Profile] = {}
     skipped: list[Skipped] = []
-    for folder in search_dirs():
+    folders = search_dirs()
+    for folder in folders:
         for path in sorted(folder.glob("*.toml")):
             if path.stem in seen or is_lock_name(path.name):
                 continue
@@ -150,7 +153,7 @@ def found() -> Found:
                 skipped.append(Skipped(path=path, reason=f"not a regular file ({what})"))
                 continue
             seen[path.stem] = load_file(path)
-    return Found(profiles=tuple(seen.values()), skipped=tuple(skipped))
+    return Found(profiles=tuple(seen.values()), skipped=tuple(skipped), folders=tuple(folders))
 
 
 def load(name_or_path: str) -> Profile:
@@ -220,8 +223,12 @@ class _Checker:
     def keys(self, table: Mapping[str, object], where: str, allowed: Collection[str], required: Collection[str] = ()) -> None:
         for key in table:
             if key not in allowed:
+                import difflib
+
                 dotted = f"{where}.{key}" if where else key
-                raise self.fail(dotted, f"unknown key (allowed here: {', '.join(sorted(allowed))})")
+                close = difflib.get_close_matches(key, sorted(allowed), n=1, cutoff=0.6)
+                meant = f"did you mean {close[0]!r}? " if close else ""
+                raise self.fail(dotted, f"unknown key ({meant}allowed here: {', '.join(sorted(allowed))})")
         for key in sorted(required):
             if key not in table:
                 dotted = f"{where}.{key}" if where else key
@@ -237,7 +244,7 @@ class _Checker:
 def _validate(path: Path, data: Mapping[str, object], raw: bytes) -> Profile:
     c = _Checker(path)
     top = {"schema", "name", "description", "python", "cuda", "indexes", "packages", "env", "checks", "baseline", "toolkit", "files",
-           "offline"}
+           "offline", "serves"}
     c.keys(data, "", top, {"schema", "name", "cuda", "packages"})
     schema = c.typed(data["schema"], "schema", int, "an integer")
     if schema != SCHEMA:
@@ -283,6 +290,7 @@ def _validate(path: Path, data: Mapping[str, object], raw: bytes) -> Profile:
         toolkit=_toolkit(c, data.get("toolkit")),
         files=files,
         offline=c.typed(data.get("offline", False), "offline", bool, "true or false"),
+        serves=_serves(c, data.get("serves")),
         content_hash=digest.hexdigest(),
     )
 
@@ -401,6 +409,9 @@ def _source(c: _Checker, key: str, spec: Mapping[str, object], profile: Path) ->
     git = c.typed(spec.get("git", ""), f"{key}.git", str, "a git URL")
     editable = c.typed(spec.get("editable", False), f"{key}.editable", bool, "true or false")
     rev = c.typed(spec.get("rev", ""), f"{key}.rev", str, "a branch, tag or commit")
+    for part, value in (("path", path), ("git", git), ("rev", rev)):
+        if "\0" in value:  # no file name, URL or argument can hold one: uv and every path call would fail (exit 3)
+            raise c.fail(f"{key}.{part}", "a NUL byte in its value: no path, URL or git revision can hold one")
     if path and git:
         raise c.fail(key, "give one of path and git, not both")
     if (path or git) and "index" in spec:
@@ -425,6 +436,19 @@ def _toolkit(c: _Checker, written: object) -> str | None:
     if wheels.startswith("/") or ".." in wheels.split("/"):
         raise c.fail("toolkit.wheels", f"{wheels!r} must be a folder inside site-packages, such as nvidia/cu13")
     return wheels
+
+
+def _serves(c: _Checker, written: object) -> tuple[str, ...]:
+    """The features the profile's served path needs: a wheel that carries no code for a GPU FAILs the stack only when
+    it is one of these; else it takes that feature away (report's features to leave off)."""
+    from provision import knowledge
+
+    known = knowledge.feature_names()
+    listed: list[object] = c.typed(written if written is not None else [], "serves", list, f"a list of features ({', '.join(known)})")
+    for feature in listed:
+        if not isinstance(feature, str) or feature not in known:
+            raise c.fail("serves", f"unknown feature {feature!r} (known: {', '.join(known)}; provision/knowledge.toml [[feature_wheel]])")
+    return tuple(dict.fromkeys(str(f) for f in listed))
 
 
 def _checks(c: _Checker, written: object) -> tuple[str, ...] | None:

@@ -7,8 +7,6 @@ import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
-from packaging.utils import canonicalize_name
-
 from provision.errors import ProvisionError
 from provision.stacks import urls
 from provision.stacks.profiles import Profile, search_dirs
@@ -16,13 +14,23 @@ from provision.stacks.profiles import Profile, search_dirs
 
 def rebuild_command(profile: Profile, *, python: str, platform: str | None, overrides: dict[str, str], output: Path) -> str:
     """`provision lock ...` that makes this lock again: the profile by name where lock finds it by name, else by its
-    path; the same Python, platform and --index flags (credentials stripped), and the same output."""
+    path; the same Python, platform and --index flags (credentials stripped, query values and token-like path segments as ****), and the same output."""
     by_name = any((folder / f"{profile.name}.toml").resolve() == profile.path.resolve() for folder in search_dirs())
     argv = ["provision", "lock", profile.name if by_name else str(profile.path), "--python", python]
     if platform:
         argv += ["--platform", platform]
-    argv += [f"--index={name}={urls.strip_credentials(url)}" for name, url in sorted(overrides.items())]
-    return shlex.join([*argv, "-o", str(output)])
+    argv += [f"--index={name}={urls.shown(url)}" for name, url in sorted(overrides.items())]
+    return " ".join(map(quoted, [*argv, "-o", str(output)]))
+
+
+def quoted(word: str) -> str:
+    """`word` quoted for a POSIX shell (shlex.quote), except one holding a control character (a home or -o path with a
+    newline in it), written in bash's $'...' form: the command stays one line (it is the lock's first line, a TOML
+    comment, which a raw newline ended) and means the same to bash."""
+    if not any(ord(c) < 32 or ord(c) == 127 for c in word):
+        return shlex.quote(word)
+    return "$'" + "".join(f"\\x{ord(c):02x}" if ord(c) < 32 or ord(c) == 127 else "\\" + c if c in "\\'" else c
+                          for c in word) + "'"
 
 
 def versions_in(path: Path) -> dict[str, str] | None:
@@ -32,10 +40,9 @@ def versions_in(path: Path) -> dict[str, str] | None:
     if not path.is_file():
         return None
     try:
-        pylock, _ = lockfile.read(path)
+        return lockfile.versions(path)
     except ProvisionError:
         return None
-    return {str(canonicalize_name(p.name)): str(p.version or "") for p in pylock.packages}
 
 
 @dataclass(frozen=True)

@@ -66,6 +66,12 @@ def page_base(asked: str, final: str) -> str:
     return scheme + user + "@" + final[len(scheme):]
 
 
+def shown(url: str) -> str:
+    """`url` as provision writes it where people and files read it (a lock's header and [tool.provision], `rebuild`):
+    no user info, and every secret `redact` hides shown as **** (a query token, a token-like path segment)."""
+    return redact(strip_credentials(url))
+
+
 def credentials(url: str) -> tuple[str, str]:
     """The user name and password in `url` (percent-decoded), empty when there are none."""
     parts = userinfo(url)
@@ -73,6 +79,27 @@ def credentials(url: str) -> tuple[str, str]:
         return "", ""
     user, _, password = parts[1].partition(":")
     return unquote(user), unquote(password)
+
+
+def host_credentials(url: str) -> tuple[str, str] | None:
+    """The user name and password a PROVISION_INDEX_<NAME> variable gives for the scheme, host and port of `url` (a
+    credential-free URL, such as a wheel's in a lock), as uv sends an index's credentials to its host; else None. Never
+    for another host."""
+    import os
+    from urllib.parse import urlsplit
+
+    if userinfo(url) is not None:
+        return None
+    try:
+        wanted = urlsplit(url)
+        for name, value in os.environ.items():
+            if name.startswith("PROVISION_INDEX_") and userinfo(value) is not None:
+                there = urlsplit(strip_credentials(value))
+                if (there.scheme, there.netloc) == (wanted.scheme, wanted.netloc):
+                    return credentials(value)
+    except ValueError:  # a variable that is no URL (an odd port): passed over, as lock passes it over
+        return None
+    return None
 
 
 def filename(url: str) -> str:

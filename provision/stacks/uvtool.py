@@ -11,7 +11,7 @@ from functools import cache
 from pathlib import Path
 
 from provision import proc
-from provision.errors import IndexError_, InputError, ProvisionError, ResolveError, ToolError
+from provision.errors import IndexError_, ProvisionError, ResolveError, ToolError
 from provision.log import Progress
 from provision.stacks import urls
 
@@ -42,12 +42,22 @@ def binary() -> str:
 
 
 def environment(extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The environment uv runs with: its own HTTP timeout bounded like ours; uv's cache (UV_CACHE_DIR) honoured."""
-    env = proc.environment(extra)
+    """The environment uv runs with: the caller's, less every UV_* setting provision does not honour (uvsettings.py:
+    the ones it honours are checked by uv's rules, and -v names them), no uv.toml read, its HTTP timeout bounded like
+    ours unless UV_HTTP_TIMEOUT says otherwise, no interpreter downloaded; then `extra` (the indexes provision gives)."""
+    from provision.stacks import uvsettings
+
+    uvsettings.say_once()
+    env = {name: value for name, value in proc.environment().items() if not name.startswith("UV_")}
+    env.update(uvsettings.honoured())
+    env["UV_NO_CONFIG"] = "1"  # a uv.toml bends resolution as the variables would
     env.setdefault("UV_HTTP_TIMEOUT", str(int(urls.timeout())))
     env.setdefault("UV_HTTP_RETRIES", "2")
     # Never fetch an interpreter behind the user's back: a missing Python is reported with how to get it.
-    env.setdefault("UV_PYTHON_DOWNLOADS", "never")
+    env["UV_PYTHON_DOWNLOADS"] = "never"
+    env.update(extra or {})
+    if "UV_DEFAULT_INDEX" in (extra or {}):
+        env.pop("UV_INDEX_URL", None)  # provision's default index replaces uv's, and uv takes one of the two
     env.pop("VIRTUAL_ENV", None)  # uv must act on the venv we name, never on the caller's
     return env
 
@@ -112,7 +122,6 @@ def sync(lock_file: Path, python: Path, indexes: Mapping[str, str | None], *, ti
                timeout=timeout, env=env, progress=progress)
 
 
-LINK_MODES = ("clone", "copy", "hardlink", "symlink", "reflink")  # reflink: newer uv's name for clone
 FICLONE = 0x40049409  # linux/fs.h: make the target share the source's blocks, copy-on-write
 
 
@@ -121,18 +130,18 @@ def link_mode(python: Path) -> list[str]:
     place never changes uv's cache or another environment built from it (uv hard-links from its cache by default,
     and falls back from clone to hard links). `clone` where the file systems share blocks copy-on-write, else
     `copy`; none where the user chose one in UV_LINK_MODE (uv reads it)."""
-    if check_link_mode():
+    if check_settings().get("UV_LINK_MODE"):
         return []
     return ["--link-mode", "clone" if _reflinks(Path(cache_dir()), python.parent) else "copy"]
 
 
-def check_link_mode() -> str | None:
-    """The user's UV_LINK_MODE, refused when uv does not know it (uv would say so naming --link-mode, not the variable)."""
-    chosen = os.environ.get("UV_LINK_MODE")
-    if chosen and chosen not in LINK_MODES:
-        raise InputError(f"UV_LINK_MODE={chosen!r} is not one of uv's link modes ({', '.join(LINK_MODES)})",
-                         "unset it (provision then copies or clones), or set one of those")
-    return chosen or None
+def check_settings() -> dict[str, str]:
+    """The caller's uv settings provision honours (UV_LINK_MODE, UV_CACHE_DIR, UV_HTTP_TIMEOUT...), each checked by uv's
+    own rule: an InputError naming the variable (exit 2) before anything runs, where uv would fail later naming its
+    option instead (exit 6)."""
+    from provision.stacks import uvsettings
+
+    return uvsettings.honoured()
 
 
 def _reflinks(source_dir: Path, target_dir: Path) -> bool:
@@ -180,10 +189,10 @@ def failure(stderr: str) -> ProvisionError:
 
 def cache_dir() -> str:
     """uv's cache folder, as uv reports it; asked once per process for what decides it here (a `create` asked twice).
-    UV_CACHE_DIR, where set (and UV_NO_CACHE is not), is uv's answer as it stands: uv takes it as its --cache-dir, before
-    any configuration file, and prints it unchanged; no process is started for it."""
+    UV_CACHE_DIR, where set, is uv's answer as it stands: uv takes it as its --cache-dir, before any configuration file,
+    and prints it unchanged (and the uv provision runs gets no UV_NO_CACHE: `environment`); no process is started for it."""
     chosen = os.environ.get("UV_CACHE_DIR")
-    if chosen and not os.environ.get("UV_NO_CACHE"):
+    if chosen:
         return chosen
     try:
         cwd: str | None = os.getcwd()

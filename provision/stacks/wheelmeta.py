@@ -225,7 +225,9 @@ def _parse(raw: bytes, url: str) -> Metadata:
     head = _headers(raw)
     try:
         meta = Metadata.from_email(head, validate=False)
-        meta.requires_dist  # noqa: B018 - parsed now (and kept by packaging), so that a bad one is named here
+        for requirement in meta.requires_dist or []:  # parsed now (and kept by packaging): a bad one is named here
+            for spec in requirement.specifier:  # a version packaging takes as text and fails on where it compares it
+                _check_version(requirement.name, spec.operator, spec.version)
     except Exception as exc:  # noqa: BLE001 - packaging raises an ExceptionGroup of what it could not read
         raise IndexError_(f"{urls.redact(url)}: its METADATA cannot be read ({_one_line(_reason(exc))})",
                           "report it to the package's maintainers; choose another release") from None
@@ -235,6 +237,19 @@ def _parse(raw: bytes, url: str) -> Metadata:
 def _headers(raw: bytes) -> bytes:
     """A METADATA's header fields, without the long description after them: what is parsed, and kept."""
     return re.split(rb"\r?\n\r?\n", raw, maxsplit=1)[0] + b"\n"
+
+
+def _check_version(name: str, operator: str, version: str) -> None:
+    """A ValueError for a Requires-Dist version no release can have (a number past int()'s 4300 digits); `===` compares
+    text, and is left alone."""
+    from packaging.version import Version
+
+    if operator == "===":
+        return
+    try:
+        Version(version.removesuffix(".*"))
+    except ValueError:
+        raise ValueError(f"Requires-Dist {name} {operator} a version of {len(version)} characters that no release can have") from None
 
 
 def _reason(exc: BaseException) -> str:

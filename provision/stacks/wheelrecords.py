@@ -94,6 +94,19 @@ def remembered(sha256: str) -> dict[str, str] | None:
     return found
 
 
+def known(sha256: str, filename: str) -> list[list[str]] | None:
+    """The rows of the RECORD of the wheel with this sha256 from what provision holds of that very file: kept in
+    records/ when read from the index by range or from a kept wheel (never one read from uv's unpacked copy, which is
+    what create's fresh check distrusts), else a kept wheel whose sha256 was checked; None when it holds neither. No
+    network, and uv's cache is not read."""
+    data = wheelfacts.get("records", sha256) if wheelcache.SHA256.match(sha256) else None
+    if isinstance(data, dict) and _rows_shape(data.get("rows")) and data.get("from") != "uv cache":
+        return data["rows"]  # type: ignore[no-any-return]
+    kept = wheelcache.cached(sha256, filename) if wheelcache.SHA256.match(sha256) else None
+    text = text_in_wheel(kept) if kept is not None else None
+    return rows_of(text) if text is not None else None
+
+
 def remembered_rows(sha256: str) -> list[list[str]] | None:
     """The rows of the RECORD of the wheel with this sha256 as kept in records/ (adopt reads them its own way)."""
     data = wheelfacts.get("records", sha256)

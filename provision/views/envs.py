@@ -29,14 +29,25 @@ def created(result: CreateResult) -> Shown:
     blocks += [Info(f"note: the accepted {d.path} was not carried over: {d.reason}") for d in result.accepted_dropped]
     if result.passed:
         state = "and made it active" if result.activated else "(not activated)"
-        blocks.append(Info(f"built {result.name} at {result.path} {state}; lock {result.lock}" + (" (reused)" if result.lock_reused else "")))
+        blocks.append(Info(f"built {result.name} at {result.path} {state}; {_lock_said(result)}"))
     elif result.kept_as:
         blocks.append(Info(f"{result.name}: checks failed; the build is kept as {result.kept_as} ({result.path}: never activated; "
                            f"provision remove {result.kept_as} or provision gc removes it) and the active environment is unchanged"))
     else:
         blocks.append(Info(f"{result.name}: checks failed; the build was removed and the active environment is unchanged "
                            "(create --keep-failed keeps it to look into)"))
+    if result.lock_note:  # the profile's lock in lockfiles/ (what report --lock judged) is not what was built
+        blocks.append(Info(f"note: {result.lock_note}"))
     return Shown(result.to_dict(), blocks, exit_code=0 if result.passed else 1)
+
+
+def _lock_said(result: CreateResult) -> str:
+    """Which lock the build was made from, and why that one."""
+    if result.lock_origin == "given":
+        return f"lock {result.lock_source} (given; copied into the build)"
+    if result.lock_origin == "lockfiles":
+        return f"lock {result.lock_source} (the profile's own, current; copied into the build)"
+    return f"lock {result.lock}" + (" (reused)" if result.lock_reused else "")
 
 
 def environments(listing: Listing) -> Shown:
@@ -49,7 +60,13 @@ def environments(listing: Listing) -> Shown:
         table.add("*" if r.active else "", r.name + (" (adopted)" if r.adopted else "") + (" (failed)" if r.failed else ""),
                   ui.dash(r.profile), ui.dash(r.cuda), ui.dash(r.python), ui.size(r.size_bytes),
                   (r.created or "-")[:16], Verdict(r.check_status) if r.check_status else "-", figure)
-    return Shown(listing.to_dict(), [table.done()])
+    blocks: list[Block] = [table.done()]
+    for r in listing.environments:  # the upgrade that built or moved to it: its decision and its undo
+        if r.upgrade is not None:
+            said = r.upgrade.get("error") or (f"{r.upgrade.get('decision') or 'unfinished'}"
+                                              + (f" (undo: {r.upgrade['undo']})" if r.upgrade.get("undo") else ""))
+            blocks.append(Line(f"{r.name}: upgrade from {r.upgrade.get('from', '?')}: {said}"))
+    return Shown(listing.to_dict(), blocks)
 
 
 def switched(previous: str | None, now_active: str, skipped: list[str]) -> Shown:
@@ -79,6 +96,7 @@ def _size(count: int) -> str:
 
 def adopted(result: Adopted) -> Shown:
     blocks: list[Block] = [Line(f"adopted {result.venv} as {result.name} ({result.build})")]
+    blocks += [Line(f"note: {note}") for note in result.notes]
     if result.locked is not None:
         blocks += _locked_lines(result.locked)
     elif result.lock_error is not None:

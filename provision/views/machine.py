@@ -22,6 +22,9 @@ def probe(facts: MachineFacts) -> Shown:
     summary = TableBuilder("Machine", "field", "value")
     summary.add("driver", ui.dash(d.version) + (f" ({d.kernel_module} kernel module)" if d.kernel_module else ""))
     summary.add("CUDA the driver supports", ui.dash(d.cuda))
+    if d.nvml.state not in ("ok", "unknown"):  # why no GPU was read, and what to do
+        summary.add("NVML", f"{d.nvml.state}{f' ({d.nvml.error})' if d.nvml.error else ''}: {d.nvml.reason}")
+        summary.add("what to do", ui.dash(d.nvml.hint))
     summary.add("OS", f"{ui.dash(h.os)} {ui.dash(h.os_version)}, kernel {ui.dash(h.kernel)}, {ui.dash(h.arch)}")
     summary.add("glibc / Python", f"{ui.dash(h.glibc)} / {ui.dash(h.python)} ({ui.dash(h.python_path)})")
     if h.container or h.virtualization:
@@ -158,8 +161,15 @@ def _machine_blocks(m: MachineReport) -> list[Block]:
                      ", ".join(f"{name} ({how})" for name, how in zip(t.features_on, turn_on, strict=True)) or "-")
     blocks.append(verdicts.done())
     notes = [Line(f"note: {one_line(note)}") for note in f.notes]
-    if not f.gpus:
-        return [*blocks, Line(NO_GPU), Line(f"knowledge as of {knowledge.as_of()}"), *notes]
+    if not f.gpus:  # no gates table follows: each reason a verdict is not a PASS is said here, a line each
+        why = [Line(f"{t.kind} {one_line(t.name)}: {g.status.upper()} {g.id}: {one_line(g.reason)}")
+               for t in m.targets for g in t.gates if g.kind == "stack" and g.status in ("warn", "fail", "error")]
+        why += [Line(f"{t.kind} {one_line(t.name)}: {one_line(g.reason)}") for t in m.targets for g in t.gates if g.id == "lock-scan"]
+        if f.driver.nvml.silent:  # no machine without GPUs: its driver does not answer
+            start = f.driver.nvml
+            return [*blocks, *why, Line(f"The NVIDIA driver does not answer ({start.state}): {start.reason}. "
+                                        f"What to do: {start.hint}"), *notes]
+        return [*blocks, *why, Line(NO_GPU), Line(f"knowledge as of {knowledge.as_of()}"), *notes]
     shown_features: list[tuple[str, Status, str]] = []
     for t in m.targets:
         stack = TableBuilder(f"{t.kind} {t.name}", "gate", "status", "reason")

@@ -121,7 +121,7 @@ def render(shown: Shown, output: Output) -> int:
                 log.info(block.text)  # stderr, as in a table: the ticket gets the result only
             elif not isinstance(block, Problem):
                 blocks.append(block)
-        sys.stdout.write("\n".join(_markdown(b) for b in blocks) + ("\n" if blocks else ""))
+        sys.stdout.write(markdown_text(blocks))
     else:
         _tables(shown.blocks)
     return shown.exit_code
@@ -133,6 +133,11 @@ def warm(output: Output) -> None:
     if output == "table":
         import rich.console
         import rich.table  # noqa: F401
+
+
+def markdown_text(blocks: Sequence[Table | Line | Raw]) -> str:
+    """`blocks` as the Markdown --markdown prints (a page written to a file: `upgrade --markdown FILE`)."""
+    return "\n".join(_markdown(b) for b in blocks) + ("\n" if blocks else "")
 
 
 def _tables(blocks: Sequence[Block]) -> None:

@@ -19,8 +19,14 @@ def profiles(found: Found) -> Shown:
         {"name": p.name, "cuda": p.cuda, "python": p.python, "description": p.description, "path": str(p.path),
          "indexes": list(p.indexes), "packages": [pk.requirement() for pk in p.packages], "content_hash": p.content_hash,
          "files": [{"path": f.path, "source": str(f.source), "sha256": f.sha256} for f in p.files]}
-        for p in found.profiles], "skipped": [{"path": str(s.path), "reason": s.reason} for s in found.skipped]}
-    table = TableBuilder("Profiles", "name", "CUDA", "Python", "description", "path")
+        for p in found.profiles], "skipped": [{"path": str(s.path), "reason": s.reason} for s in found.skipped],
+        "folders": [str(f) for f in found.folders]}
+    # where they are read from: a checkout's profiles/ edited after `pip install .` is not one of these folders
+    shipped = found.folders[-1] if found.folders else None
+    own = [str(f) for f in found.folders[:-1]]
+    caption = (f"read from PROVISION_PROFILES ({', '.join(own)}), then " if own else
+               "read from the folders in PROVISION_PROFILES (none set), then ") + f"the profiles shipped with provision ({shipped})"
+    table = TableBuilder("Profiles", "name", "CUDA", "Python", "description", "path", caption=caption)
     for p in found.profiles:
         table.add(p.name, p.cuda, ui.dash(p.python), p.description, str(p.path))
     problems = [Problem(f"{s.path}: {s.reason}: skipped, it is no profile file",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import re
+import sys
 from importlib import metadata
 
 from _common import arguments, crash_reason, emit
@@ -88,7 +89,9 @@ def main() -> None:
     driver: bool | None = None
     wanted = [(d, n) for d in args.get("packages") or [] for n in _names(d, failed, none)]
     wanted += [("sglang", name) for name in server_entry()]
-    for distribution, name in wanted:
+    for number, (distribution, name) in enumerate(wanted, 1):
+        # what it imports, as it goes (the runner shows it): a whole SGLang stack's imports take minutes
+        print(f"progress: importing {name} ({distribution}), {number} of {len(wanted)}", file=sys.stderr, flush=True)
         try:
             importlib.import_module(name)
             tried.append(name)

@@ -6,7 +6,9 @@ run by the controller's own Python, so that no tar flag differs between GNU and 
 Each member is a regular file (a pipe or a device is refused before it is opened: opening a pipe waits for a writer),
 owned by root in the archive (a host extracting as root owns them as root, any other user as itself), with MODE when
 given, else its own permission bits, never more than rwxr-xr-x (no set-user-ID, set-group-ID or sticky bit, no
-group or world write: root on a host would extract them as they are). Two members of one name are refused (on a host the second would overwrite the
+group or world write: root on a host would extract them as they are). A member list of another shape (not a list, an entry
+not [SOURCE, NAME] or [SOURCE, NAME, MODE], a part not a non-empty string, a mode not octal) is one line, as every
+refusal here is. Two members of one name are refused (on a host the second would overwrite the
 first: a profile named as its lock). OUT is replaced whole or not at all, and two packs at once never share a
 temporary file."""
 
@@ -24,7 +26,25 @@ import tempfile
 SAFE_BITS = 0o755
 
 
+def checked(members: object) -> list[list[str]]:
+    """`members` when it is a list of [SOURCE, NAME] or [SOURCE, NAME, MODE_OCTAL] of non-empty strings (no NUL byte,
+    MODE of one to four octal digits); else a ValueError that says which entry is wrong and how."""
+    if not isinstance(members, list):
+        raise ValueError(f"the member list is {type(members).__name__}, expected [[SOURCE, NAME, MODE_OCTAL?], ...]")
+    for position, member in enumerate(members):
+        shape = isinstance(member, list) and len(member) in (2, 3) and all(isinstance(part, str) and part and "\0" not in part
+                                                                           for part in member)
+        if not shape:
+            raise ValueError(f"member {position} is {json.dumps(member)[:120]}, expected [SOURCE, NAME, MODE_OCTAL?] of "
+                             "non-empty strings")
+        if len(member) == 3 and not (member[2].isascii() and member[2].isdigit() and len(member[2]) <= 4
+                                     and set(member[2]) <= set("01234567")):
+            raise ValueError(f"member {position}: mode {member[2][:20]!r} is not one to four octal digits, such as 644")
+    return members
+
+
 def pack(out: str, members: list[list[str]]) -> None:
+    members = checked(members)
     names = [member[1] for member in members]
     twice = sorted({name for name in names if names.count(name) > 1})
     if twice:
@@ -59,6 +79,8 @@ def _regular(path: str, flags: int) -> int:
 
 if __name__ == "__main__":
     try:
+        if len(sys.argv) != 3:
+            raise ValueError("usage: python pack.py OUT.tar '[[SOURCE, NAME_IN_ARCHIVE, MODE_OCTAL?], ...]'")
         pack(sys.argv[1], json.loads(sys.argv[2]))
-    except (OSError, ValueError, tarfile.TarError) as error:
+    except (OSError, ValueError, RecursionError, tarfile.TarError) as error:  # JSONDecodeError is a ValueError
         sys.exit(f"pack.py: {error}")

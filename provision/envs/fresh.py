@@ -1,0 +1,91 @@
+"""What `create` installed, against the lock's RECORDs: the drift check of a build made this minute.
+
+uv installs from its cache, and trusts what it unpacked there: a file edited in uv's cache (and its RECORD with it)
+reached the new venv, create exited 0, and the drift check, comparing the venv's files with the venv's own RECORD,
+found nothing. Here each installed file is compared with the RECORD of the very wheel the lock pins, as provision
+holds it by that wheel's sha256 (read by range requests when the lock was made, or from a kept wheel; never from uv's
+unpacked copy), and any
+difference at create time is a FAIL. Cheap: the RECORDs are small files read from provision's cache, and the files'
+digests are the ones the drift check has just computed (its memo beside the build).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Iterable
+from pathlib import Path
+
+from packaging.utils import canonicalize_name
+
+from provision.envs import filehash
+from provision.envs.drift import CACHE_NAME, Finding, links_allowed, site_packages
+from provision.errors import ProvisionError
+
+FAILING = ("modified", "missing")  # what makes the drift check of a fresh build FAIL: files not what was locked
+
+
+def against_lock(venv: Path, build: Path, lock: Path, skip: Iterable[str] = ()) -> tuple[list[Finding], int]:
+    """(the installed files that differ from their wheel's RECORD in the lock, how many wheels' RECORDs were known).
+    Paths in `skip` (the profile's [files], written over what a wheel installed) are not compared."""
+    from provision.stacks import lockfile, wheelrecords
+
+    try:
+        pylock, _ = lockfile.read(lock, allow_unsealed=True)  # create read it already, seal and all
+    except ProvisionError:
+        return [], 0
+    site = site_packages(venv)
+    algorithms = {name for name in hashlib.algorithms_available if not name.startswith("shake")}
+    skipped = set(skip)
+    wanted: list[filehash.Wanted] = []
+    expected: dict[str, tuple[str, str]] = {}  # key -> (distribution, the lock's RECORD hash)
+    known = 0
+    for package in pylock.packages:
+        known_rows = [wheelrecords.known((w.hashes or {}).get("sha256", "").lower(), w.name or "") for w in package.wheels or ()]
+        record = _installed_one([_in_site(rows) for rows in known_rows if rows], site)
+        if record is None:
+            continue
+        known += 1
+        name = str(canonicalize_name(package.name))
+        for key, digest in record.items():
+            mode, _, value = digest.partition("=")
+            if not value or mode not in algorithms or key in skipped or key in expected:
+                continue
+            expected[key] = (name, digest)
+            wanted.append(filehash.Wanted(key=key, path=str(site / key), mode=mode))
+    found = filehash.digests(wanted, filehash.Cache(build / CACHE_NAME, site), inside=links_allowed(venv)).found
+    findings = []  # the memo is not saved: it holds the drift check's whole run, and this asked for part of it
+    for key, (name, want) in expected.items():
+        got = found.get(key)
+        if got is None:
+            findings.append(Finding(kind="missing", distribution=name, path=key, expected=f"{want} (the lock's RECORD)"))
+        elif got != want:
+            findings.append(Finding(kind="modified", distribution=name, path=key, expected=f"{want} (the lock's RECORD)",
+                                    found=got))
+    return findings, known
+
+
+def _in_site(rows: list[list[str]]) -> dict[str, str]:
+    """path -> hash of each file a wheel's RECORD puts in site-packages as it is (purelib and platlib included), a plain
+    relative path; its .dist-info (uv adds to RECORD and INSTALLER), scripts (their first line rewritten), headers and
+    data are left out."""
+    found: dict[str, str] = {}
+    for row in rows:
+        if len(row) < 2 or not row[0] or not row[1]:
+            continue
+        parts = row[0].split("/")
+        if parts[0].endswith(".dist-info") or any(part in ("", ".", "..") for part in parts):
+            continue
+        if parts[0].endswith(".data"):
+            if len(parts) < 3 or parts[1] not in ("purelib", "platlib"):
+                continue
+            parts = parts[2:]
+        found["/".join(parts)] = row[1]
+    return found
+
+
+def _installed_one(records: list[dict[str, str]], site: Path) -> dict[str, str] | None:
+    """Of a package's wheels (one per platform), the RECORD of the one installed: the one most of whose files are there."""
+    if len(records) <= 1:
+        return records[0] if records else None
+    return max(records, key=lambda record: sum(os.path.lexists(site / key) for key in record))

@@ -1,0 +1,18 @@
+"""Locks the tests write by hand, sealed as provision seals the locks it writes ([tool.provision] packages_sha256):
+every reader refuses a lock without its seal, so a test about something else gives its lock one."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import tomlkit
+
+from provision import toml
+from provision.stacks import lockfile
+
+
+def sealed(doc: dict[str, Any]) -> str:
+    """`doc` as TOML, with the seal of its packages (as read back) in [tool.provision]."""
+    packages = toml.loads(tomlkit.dumps({"packages": doc.get("packages", [])})).get("packages", [])
+    doc.setdefault("tool", {}).setdefault("provision", {})[lockfile.SEAL] = lockfile.packages_digest(packages)
+    return tomlkit.dumps(doc)

@@ -1,0 +1,61 @@
+"""`create` checks what it installed against the lock's RECORDs: uv installs from its cache and trusts what it
+unpacked there, so a wheel edited in uv's cache (its file, or its file and its RECORD together) reached the new venv
+with exit 0. The drift check of a build made this minute compares each file with the RECORD of the very wheel the lock
+pins (as provision read it by the wheel's sha256 when locking), and a difference is a FAIL: nothing is activated."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+from pathlib import Path
+
+import pytest
+import tiny
+
+EDITED = b"import os  # edited in uv's cache\n"
+
+
+@pytest.fixture
+def tool(tmp_path: Path, provision_bin: str, index_server) -> tiny.Tool:
+    served = tiny.index(index_server)
+    served.ranges = True  # the RECORD of each locked wheel is read by range requests when locking, as on a real index
+    return tiny.make_tool(tmp_path, provision_bin, served)
+
+
+def edit_uv_cache(cache: Path, with_record: bool) -> None:
+    """alpha/__init__.py of each of uv's unpacked copies of alpha 1.0, edited; with its RECORD row made to match when
+    `with_record`."""
+    modules = [p for p in cache.glob("archive-v0/*/alpha/__init__.py") if (p.parent.parent / "alpha-1.0.dist-info").is_dir()]
+    assert modules, list(cache.rglob("*"))
+    for module in modules:
+        module.chmod(0o644)
+        module.write_bytes(EDITED)
+        if with_record:
+            record = module.parent.parent / "alpha-1.0.dist-info" / "RECORD"
+            record.chmod(0o644)
+            digest = base64.urlsafe_b64encode(hashlib.sha256(EDITED).digest()).rstrip(b"=").decode()
+            rows = [f"alpha/__init__.py,sha256={digest},{len(EDITED)}" if row.startswith("alpha/__init__.py,") else row
+                    for row in record.read_text().splitlines()]
+            record.write_text("\n".join(rows) + "\n")
+
+
+@pytest.mark.parametrize("with_record", [False, True], ids=["file", "file-and-record"])
+def test_a_wheel_edited_in_uvs_cache_fails_create(tool: tiny.Tool, tmp_path: Path, isolated, with_record: bool) -> None:
+    env = {"XDG_CACHE_HOME": str(tmp_path / "xdg")}  # where provision keeps the RECORDs it read when locking
+    tool("create", "tiny", "--python", tiny.PY, env=env)
+    edit_uv_cache(isolated.uv_cache, with_record)
+    done = tool("create", "tiny", "--name", "again", "--python", tiny.PY, "--json", env=env, check=False)
+    result = json.loads(done.stdout)
+    drift = next(c for c in result["checks"] if c["id"] == "drift")
+    assert done.returncode == 1 and drift["status"] == "fail", (done.returncode, drift)
+    assert "alpha/__init__.py" in drift["reason"] and "not what the lock pins" in drift["reason"], drift["reason"]
+    assert not result["activated"] and "again" not in tool.envs()
+
+
+def test_a_build_as_locked_passes_its_fresh_drift_check(tool: tiny.Tool, tmp_path: Path) -> None:
+    env = {"XDG_CACHE_HOME": str(tmp_path / "xdg")}
+    done = tool("create", "tiny", "--python", tiny.PY, "--json", env=env)
+    drift = next(c for c in json.loads(done.stdout)["checks"] if c["id"] == "drift")
+    assert drift["status"] == "pass", drift
+    assert list((tmp_path / "xdg" / "provision" / "records").iterdir())  # the lock's RECORDs were there to compare
