@@ -67,3 +67,24 @@ def test_uvs_input_reads_back_as_written() -> None:
     assert toml.loads(uvproject.dumps(doc)) == doc
     assert toml.loads(uvproject.dumps({"project": {"name": "p", "version": "0", "dependencies": []}})) == \
         {"project": {"name": "p", "version": "0", "dependencies": []}}
+
+
+def test_uvs_input_binds_to_the_default_index_only_where_another_could_answer(tmp_path: Path) -> None:
+    """uv resolves a package bound by [tool.uv.sources] one request after another (3 wheels: 0.16 s against 0.09 s):
+    a profile whose only index is the default one gets no binding (uv has no other index to take from), one with a
+    named index keeps it, so that a package of the default index never comes from the named one."""
+    from provision import toml
+    from provision.stacks import lock, profiles
+
+    path = tmp_path / "two.toml"
+    path.write_text('schema = 1\nname = "two"\ncuda = "13.0"\npython = "3.12"\n[indexes]\n'
+                    'pytorch = "https://example.invalid/whl/cu130"\n[packages]\nnumpy = "==2.3.0"\n'
+                    'torch = { version = "==2.11.0", index = "pytorch" }\n')
+    profile = profiles.load_file(path)
+    alone = {"default": "https://example.invalid/simple"}
+    both = {"pytorch": "https://example.invalid/whl/cu130", "default": "https://example.invalid/simple"}
+    bound = toml.loads(lock._project(profile, {}, both))["tool"]["uv"]["sources"]
+    assert bound == {"numpy": {"index": "default"}, "torch": {"index": "pytorch"}}
+    one = tmp_path / "one.toml"
+    one.write_text('schema = 1\nname = "one"\ncuda = "13.0"\npython = "3.12"\n[packages]\nnumpy = "==2.3.0"\n')
+    assert "tool" not in toml.loads(lock._project(profiles.load_file(one), {}, alone))
