@@ -23,6 +23,7 @@ class Confinement:
         self.real = os.path.realpath(self.root)
         self._under_root, self._under_real = os.path.join(self.root, ""), os.path.join(self.real, "")
         self._folders: dict[str, Escape | None] = {self.root: None}
+        self._missing: set[str] = set()  # folders found not to be there: nothing under them is asked of the disk
 
     def inside(self, target: str) -> bool:
         """Whether the resolved `target` is the root or under it."""
@@ -38,10 +39,16 @@ class Confinement:
             return self._folders[path]
         if not path.startswith(self._under_root):
             return None
-        verdict = self.folder(path.rpartition(os.sep)[0])  # under the root, so never "" nor the file system's root
+        parent = path.rpartition(os.sep)[0]
+        verdict = self.folder(parent)  # under the root, so never "" nor the file system's root
+        if verdict is None and parent in self._missing:  # nothing is under a folder that is not there: not remembered,
+            return None  # so that a RECORD's rows in as many folders that are not there cost no memory here
         if verdict is None:
             try:
                 link = stat.S_ISLNK(os.lstat(path).st_mode)
+            except (FileNotFoundError, NotADirectoryError):
+                link = False
+                self._missing.add(path)
             except (OSError, ValueError):  # ValueError: a NUL byte (a damaged RECORD's path)
                 link = False
             if link and not self.inside(target := os.path.realpath(path)):

@@ -79,12 +79,36 @@ def version_at_least(have: str, want: str) -> bool:
 
 
 def driver_supports(driver_cuda: str | None, target: str) -> bool:
-    """Whether a driver that reports CUDA `driver_cuda` runs code built for CUDA `target`.
+    """Whether a driver that reports CUDA `driver_cuda` runs code built for CUDA `target`: it reports `target` or newer
+    (the full feature set), or a CUDA of the same major where minor-version compatibility covers it ([[minor_compat]]:
+    13.x on R580+, 12.x on R525+; a limited feature set, and no newer PTX: `ptx_too_new`)."""
+    return driver_cuda is not None and (version_at_least(driver_cuda, target) or minor_compat(driver_cuda, target) is not None)
 
-    The driver's own report is the authority: a 13.x build needs a driver of the 13.x series that reports at least
-    the same minor for the full feature set (minor-version compatibility covers SASS only, not newer PTX).
-    """
-    return driver_cuda is not None and version_at_least(driver_cuda, target)
+
+def minor_compat(driver_cuda: str | None, target: str) -> dict[str, Any] | None:
+    """The [[minor_compat]] row under which a driver reporting the older CUDA `driver_cuda` of `target`'s major runs
+    it; None where the driver reports `target` or newer, another major, or a major without minor-version compatibility."""
+    if driver_cuda is None or version_at_least(driver_cuda, target):
+        return None
+    major = target.split(".")[0]
+    if driver_cuda.split(".")[0] != major:
+        return None
+    return next((dict(r) for r in tables()["minor_compat"] if r["major"] == major), None)
+
+
+def ptx_too_new(built_cuda: str | None, driver_cuda: str | None) -> bool:
+    """Whether PTX made by CUDA `built_cuda` is newer than a driver reporting `driver_cuda` can JIT
+    (cudaErrorUnsupportedPtxVersion): made by a newer toolkit than the driver's CUDA. Unknown either way: False."""
+    return bool(built_cuda and driver_cuda) and not version_at_least(str(driver_cuda), str(built_cuda))
+
+
+def cuda_of_local(version: str) -> str | None:
+    """The CUDA release a wheel's local version tag names ("13.2" for 0.7.2+cu132, "12.8" for 2.9.1+cu128), else None."""
+    match = re.search(r"\+cu(\d+)(\d)(?!\d)", version)
+    if not match:
+        return None
+    major, minor = match.groups()
+    return f"{int(major)}.{int(minor)}"
 
 
 def toolkit_sms(cuda: str) -> list[str] | None:

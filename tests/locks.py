@@ -13,6 +13,8 @@ from provision.stacks import lockfile
 
 def sealed(doc: dict[str, Any]) -> str:
     """`doc` as TOML, with the seal of its packages (as read back) in [tool.provision]."""
-    packages = toml.loads(tomlkit.dumps({"packages": doc.get("packages", [])})).get("packages", [])
-    doc.setdefault("tool", {}).setdefault("provision", {})[lockfile.SEAL] = lockfile.packages_digest(packages)
+    read_back = toml.loads(tomlkit.dumps({"packages": doc.get("packages", []), "tool": doc.get("tool", {})}))
+    known = read_back.get("tool", {}).get("provision", {}).get("known_conflicts")  # sealed with the packages
+    doc.setdefault("tool", {}).setdefault("provision", {})[lockfile.SEAL] = lockfile.packages_digest(
+        read_back.get("packages", []), known)
     return tomlkit.dumps(doc)

@@ -81,3 +81,23 @@ def test_a_host_without_provision_gets_the_wheel_it_is_given(tmp_path: Path) -> 
     installed = subprocess.run([str(tmp_path / "tool" / "bin" / "provision"), "--version"], capture_output=True, text=True, timeout=60)
     assert installed.stdout.strip().endswith(f"({DISTRIBUTION})")
     assert json.loads((tmp_path / "fleet" / "solo.probe.json").read_text())["schema_version"] == 1
+
+
+def test_a_quote_in_an_inventory_value_never_chooses_the_program_and_the_distribution_is_no_pattern(tmp_path: Path) -> None:
+    """Issue 39, item 3: the role's answer was printed with printf '{"found": "%s", ...}', so provision_venv holding
+    `", "found": "PROGRAM` added a key (from_json keeps the last) and every task ran PROGRAM, its --version unchecked;
+    provision_distribution `.*` was a grep pattern that took any `provision`."""
+    evil = tmp_path / "evil"
+    evil.mkdir()
+    program = evil / "program"
+    program.write_text(f"#!/bin/sh\ntouch {evil}/ran\n")
+    program.chmod(0o755)
+    hostile = f'{tmp_path}/tool", "found": "{program}'
+    done = play(tmp_path, {"provision_venv": hostile})
+    assert done.returncode != 0 and "nothing to install was named" in done.stdout, done.stdout + done.stderr
+    assert not (evil / "ran").exists()
+    fake = decoy(tmp_path / "decoy")
+    fake.write_text(f"#!/bin/sh\necho 'provision, version 0.9.2 (provision)'\ntouch {fake.parent}/ran-$1\n")
+    done = play(tmp_path, {"provision_distribution": ".*"}, path=f"{fake.parent}:/usr/bin:/bin")
+    assert done.returncode != 0 and "nothing to install was named" in done.stdout, done.stdout
+    assert sorted(p.name for p in fake.parent.iterdir()) == ["provision", "ran---version"]  # asked who it is, nothing more

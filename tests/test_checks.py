@@ -71,6 +71,12 @@ def test_driver_too_old_for_the_environment(env: Path) -> None:
     assert result.status == "fail" and "580.65.06" in result.reason
 
 
+def test_driver_of_an_older_minor_runs_the_environment_under_minor_version_compatibility(env: Path) -> None:
+    result = run(env, "driver", driver_cuda="13.0", cuda="13.2")
+    assert result.status == "pass" and "minor-version compatibility" in result.reason
+    assert "cudaErrorUnsupportedPtxVersion" in result.reason
+
+
 @pytest.mark.parametrize(
     ("variables", "status", "words"),
     [

@@ -82,10 +82,35 @@ def test_every_gate_is_cited(name: str) -> None:
 
 @pytest.mark.parametrize(
     ("driver_cuda", "target", "ok"),
-    [("13.1", "13.0", True), ("13.0", "13.0", True), ("12.8", "13.0", False), (None, "12.8", False), ("13.0", "13.1", False)],
+    [("13.1", "13.0", True), ("13.0", "13.0", True), ("12.8", "13.0", False), (None, "12.8", False), ("13.0", "13.1", True),
+     ("13.0", "13.2", True), ("13.0", "13.5", True), ("12.9", "13.2", False), ("13.0", "12.8", True), ("12.2", "12.8", True),
+     ("11.8", "12.1", False)],
 )
 def test_driver_supports(driver_cuda: str | None, target: str, ok: bool) -> None:
+    """Minor-version compatibility: any 13.x on a driver that reports 13.0 (R580), any 12.x on one that reports 12.0
+    (R525); never across majors upwards (a 13.x build on a driver of CUDA 12.x fails to load)."""
     assert knowledge.driver_supports(driver_cuda, target) is ok
+
+
+@pytest.mark.parametrize("row", K["minor_compat"], ids=lambda r: r["major"])
+def test_minor_compat_covers_every_minor_of_its_major_and_only_from_an_older_driver(row: dict) -> None:
+    major = row["major"]
+    assert knowledge.minor_compat(f"{major}.0", f"{major}.9") == row
+    assert knowledge.minor_compat(f"{major}.9", f"{major}.0") is None  # the driver reports it: full support, no note
+    assert knowledge.minor_compat(f"{int(major) - 1}.9", f"{major}.0") is None
+    assert row["ptx_error"] == "cudaErrorUnsupportedPtxVersion" and "minor-version-compatibility" in row["source"]
+
+
+@pytest.mark.parametrize(("built", "driver", "too_new"), [("13.2", "13.0", True), ("13.0", "13.0", False), ("13.0", "13.1", False),
+                                                           (None, "13.0", False), ("13.2", None, False)])
+def test_ptx_too_new(built: str | None, driver: str | None, too_new: bool) -> None:
+    assert knowledge.ptx_too_new(built, driver) is too_new
+
+
+@pytest.mark.parametrize(("version", "cuda"), [("0.7.2+cu132", "13.2"), ("2.9.1+cu128", "12.8"), ("2.16.0.dev20261126+cu130", "13.0"),
+                                               ("2.15.0", None), ("2.9.1+cpu", None)])
+def test_cuda_of_local(version: str, cuda: str | None) -> None:
+    assert knowledge.cuda_of_local(version) == cuda
 
 
 def test_torch_wheels_of_cuda_13_2_are_known_from_a_real_wheel() -> None:
@@ -147,3 +172,4 @@ def test_every_pin_names_what_it_forces(row: dict) -> None:
     version = row["versions"].removeprefix("==")
     assert knowledge.pin_for(row["package"], version) == row
     assert all(part.split("==")[1] in row["why"] for part in row["requires"].split(", ")), "the line names the versions forced"
+    assert row["fix"], "what to do, the hint of the one-line error a lock that cannot resolve it gets (stacks/pinpairs.py)"

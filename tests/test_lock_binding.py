@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 import tiny
 import tomlkit
+from locks import sealed
 
-from provision import toml
 from provision.stacks import lock, lockfile
 
 SECRET = "S3cr3t"
@@ -47,13 +47,6 @@ def test_a_lock_without_its_binding_is_refused(tool: tiny.Tool, tmp_path: Path) 
     refused(tool, "both", path, "carries no [tool.provision] binding")
     path.write_text(text.split("[tool.provision]")[0])
     refused(tool, "both", path, "carries no [tool.provision] binding", "--allow-unsealed")  # its seal went with it
-
-
-def sealed(document: tomlkit.TOMLDocument) -> str:
-    """The edited lock with its packages_sha256 made anew: what the binding check sees past the digest."""
-    text = tomlkit.dumps(document)
-    document["tool"]["provision"]["packages_sha256"] = lockfile.packages_digest(toml.loads(text)["packages"])
-    return tomlkit.dumps(document)
 
 
 def test_a_lock_is_checked_against_the_profile_not_only_its_hash(tool: tiny.Tool, tmp_path: Path) -> None:

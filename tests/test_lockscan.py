@@ -267,3 +267,29 @@ def test_two_packages_whose_wheels_share_one_sha256_are_each_judged(index_server
         assert set(packages) == {"nvidia-x", "nvidia-y"}, packages
         gates = {g["id"]: g["status"] for g in target["gates"]}
         assert gates["wheel:nvidia-x"] == gates["wheel:nvidia-y"] == "pass", gates
+
+
+def test_ptx_only_kernels_made_by_a_newer_cuda_than_the_driver_warn_with_the_driver_to_install(
+        index_server, provision_bin: str, tmp_path: Path) -> None:
+    """A wheel built with CUDA 13.2 (+cu132) that carries only PTX for SM120: on a 590 driver (CUDA 13.1) the driver's
+    JIT of it fails (cudaErrorUnsupportedPtxVersion), though minor-version compatibility runs the rest; where the
+    driver reports 13.2, or the GPU has a cubin (H200's sm_90), there is nothing to say."""
+    from test_scan_hostile import container, elf64
+
+    from provision.scan import fatbin
+
+    code = container(90) + container(120, fatbin.KIND_PTX)
+    library = elf64([(".nv_fatbin", 1, 2, 64, len(code))], payload=code)
+    default = index_server.index("default")
+    wheels = [default.add("flashinfer-jit-cache", "0.7.2+cu132", tag=TAG, files={"flashinfer_jit_cache/libk.so": library})]
+    lock = write_lock(tmp_path / "pylock.cu130.toml", default, wheels)
+    gates = {g["id"]: g for g in lock_target(report(provision_bin, lock, RTX, tmp_path / "cache"))["gates"]}
+    warned = gates["ptx-driver"]
+    assert warned["status"] == "warn" and "cudaErrorUnsupportedPtxVersion" in warned["reason"]
+    assert "flashinfer-jit-cache 0.7.2+cu132 on sm_120: PTX only, made by CUDA 13.2" in warned["reason"]
+    assert "driver 590.48.01 supports CUDA up to 13.1" in warned["reason"] and "supports CUDA 13.2" in warned["reason"]
+    newer = json.loads(RTX.read_text())
+    newer["driver"].update(cuda="13.2", cuda_raw=13020)
+    (tmp_path / "newer.json").write_text(json.dumps(newer))
+    for machine in (tmp_path / "newer.json", H200):
+        assert "ptx-driver" not in {g["id"] for g in lock_target(report(provision_bin, lock, machine, tmp_path / "cache"))["gates"]}

@@ -61,6 +61,22 @@ def test_old_driver_fails_cu130_with_the_minimum() -> None:
     assert target.verdict == "fail" and "580.65.06" in reason
 
 
+@pytest.mark.parametrize(("cuda", "driver", "status"), [(13020, "580.95.05", "pass"), (13000, "580.95.05", "pass"),
+                                                          (12090, "575.57.08", "fail")])
+def test_a_cuda_13_2_stack_runs_on_a_driver_of_cuda_13_0_under_minor_version_compatibility(cuda: int, driver: str, status: str) -> None:
+    """Every 13.x runs on R580+ (a PASS with a note where the driver reports an older 13.x); 12.x drivers still FAIL."""
+    data = json.loads((DATA / "h200.nvml.json").read_text())
+    answers = {"nvmlSystemGetDriverVersion": driver, "nvmlSystemGetCudaDriverVersion_v2": cuda}
+    for call in data["calls"]:
+        call["result"] = answers.get(call["fn"], call.get("result"))
+    r = nvml.read(Replay(data))
+    gate = report.driver_gate(MachineFacts(driver=r.driver, gpus=tuple(r.gpus)), "13.2")
+    assert gate.status == status
+    noted = "minor-version compatibility" in gate.reason and "cudaErrorUnsupportedPtxVersion" in gate.reason
+    assert noted is (cuda == 13000), gate.reason
+    assert ("minor-version-compatibility" in gate.source) is noted
+
+
 def test_no_gpu_machine_skips_gpu_gates() -> None:
     target = report.judge(MachineFacts(), profiles.load("cu130"))
     assert set(gates(target).values()) == {"skip"}
@@ -132,6 +148,41 @@ def test_environment_in_the_report(tmp_path: Path, provision_bin: str) -> None:
     assert by_id["scan"]["status"] == "pass"  # no CUDA code in these wheels: nothing fails
     assert by_id["torch-build"]["status"] == "fail" and "CPU build" in by_id["torch-build"]["reason"]
     assert env["verdict"] == "fail"
+
+
+def test_an_environment_whose_ptx_a_newer_cuda_made_warns_with_the_driver_to_install(tmp_path: Path, provision_bin: str) -> None:
+    """torch 2.15.0 without a local tag, built for CUDA 13.2 (its torch/version.py: adopt reads the environment's CUDA
+    there), carrying only PTX for SM120: on the 590 driver (CUDA 13.1) the driver gate PASSes under minor-version
+    compatibility, and `ptx-driver` WARNs that the JIT of that PTX fails with cudaErrorUnsupportedPtxVersion."""
+    import subprocess
+    import sys
+
+    from test_scan_hostile import container, elf64
+
+    from provision.scan import fatbin
+
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", venv], check=True)
+    site = next(venv.glob("lib/python3*/site-packages"))
+    (site / "torch" / "lib").mkdir(parents=True)
+    (site / "torch" / "version.py").write_text("__version__ = '2.15.0'\ncuda = '13.2'\n")
+    code = container(90) + container(120, fatbin.KIND_PTX)
+    (site / "torch" / "lib" / "libtorch_cuda.so").write_bytes(elf64([(".nv_fatbin", 1, 2, 64, len(code))], payload=code))
+    info = site / "torch-2.15.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: torch\nVersion: 2.15.0\n")
+    (info / "RECORD").write_text("torch/version.py,,\ntorch/lib/libtorch_cuda.so,,\ntorch-2.15.0.dist-info/METADATA,,\n")
+    home = ["--home", str(tmp_path / "home")]
+    run_provision("adopt", "new", str(venv), "--no-lock", *home, check=True)
+    done = run_provision("report", "--machine", str(RTX), "--env", "new", "--json", *home, timeout=120)
+    assert done.returncode in (0, 1), done.stderr
+    env = next(t for t in json.loads(done.stdout)["machines"][0]["targets"] if t["kind"] == "environment")
+    by_id = {g["id"]: g for g in env["gates"]}
+    assert env["cuda"] == "13.2" and by_id["driver"]["status"] == "pass" and "minor-version compatibility" in by_id["driver"]["reason"]
+    assert by_id["scan"]["status"] == "warn"
+    ptx = by_id["ptx-driver"]
+    assert ptx["status"] == "warn" and "torch 2.15.0 on sm_120: PTX only, made by CUDA 13.2" in ptx["reason"]
+    assert "cudaErrorUnsupportedPtxVersion" in ptx["reason"] and "install a driver that supports CUDA 13.2" in ptx["reason"]
 
 
 def test_recorded_h200_probe_document() -> None:

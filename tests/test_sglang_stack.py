@@ -21,7 +21,7 @@ import tomlkit
 from conftest import ROOT
 from cuobjdump import CACHE
 from launch import run_provision
-from test_lock_binding import sealed
+from locks import sealed
 from test_lockself import machine_570
 
 pytestmark = pytest.mark.network

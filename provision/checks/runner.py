@@ -199,6 +199,11 @@ def _driver(check: Check, record: EnvRecord, driver_cuda: str | None) -> CheckRe
     cuda = record.cuda
     if not cuda:
         return _said(check, "skip", "the environment's CUDA release is unknown (adopted without a profile, torch without CUDA)")
+    compat = knowledge.minor_compat(driver_cuda, cuda)
+    if compat:
+        return _said(check, "pass", f"the driver supports CUDA {driver_cuda}; this environment is built for {cuda}, which runs "
+                     f"under minor-version compatibility (CUDA {compat['major']}.x on R{compat['driver_branch']}+; PTX made by "
+                     f"CUDA {cuda} does not JIT on it: {compat['ptx_error']})")
     if knowledge.driver_supports(driver_cuda, cuda):
         return _said(check, "pass", f"the driver supports CUDA {driver_cuda} >= {cuda}")
     minimum = knowledge.driver_minimum(cuda)

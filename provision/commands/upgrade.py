@@ -43,6 +43,7 @@ class Request:
     baseline_from: str | None = None
     activate: bool = True
     resume: bool = False
+    allow_unsealed: bool = False  # --allow-unsealed: a --lock without its seal read with a warning (asked on every run)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -85,7 +86,7 @@ def upgrade(home: Home, request: Request, progress: Progress = lambda _: None) -
             return UpgradeResult(record=found.record, path=found.path)  # finished: its record, shown again
         else:
             path, record = _start(home, request, name)
-        return _Run(home, record, path, progress).go()
+        return _Run(home, record, path, progress, allow_unsealed=request.allow_unsealed).go()
 
 
 def _start(home: Home, request: Request, name: str) -> tuple[Path, UpgradeRecord]:
@@ -114,8 +115,10 @@ def _start(home: Home, request: Request, name: str) -> tuple[Path, UpgradeRecord
 class _Run:
     """One run of the steps (a first one, or a --resume): what the steps share, and the record as it grows."""
 
-    def __init__(self, home: Home, record: UpgradeRecord, path: Path, progress: Progress) -> None:
+    def __init__(self, home: Home, record: UpgradeRecord, path: Path, progress: Progress, *,
+                 allow_unsealed: bool = False) -> None:
         self.home, self.record, self.path, self.progress = home, record, path, progress
+        self.allow_unsealed = allow_unsealed
         self.settings = record.settings
         self._facts: MachineFacts | None = None
 
@@ -194,7 +197,7 @@ class _Run:
         profile = self.profile()
         assert profile is not None
         if self.settings.lock is not None:
-            lockfile.check_binding(Path(self.settings.lock), profile)
+            lockfile.check_binding(Path(self.settings.lock), profile, allow_unsealed=self.allow_unsealed)
             return _step("lock", "pass", f"given: {self.settings.lock}")
         python = locking.check_python(profile.python or f"{sys.version_info[0]}.{sys.version_info[1]}")
         stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
@@ -219,8 +222,10 @@ class _Run:
                 return _step("lock-report", "skip", f"{self.settings.to_env} has no lock to judge")
         assert lock is not None
         cache = Path(uvtool.cache_dir() or ".")
-        scanned, stack = lockscan.read_lock(Path(lock), fetch=True, uv_cache=cache, progress=self.progress)
-        target = lockscan.judge(self.facts(), scanned, stack, cache)
+        facts = self.facts()
+        scanned, stack = lockscan.read_lock(Path(lock), fetch=True, uv_cache=cache, progress=self.progress,
+                                            code=bool(facts.gpus), allow_unsealed=self.allow_unsealed)
+        target = lockscan.judge(facts, scanned, stack, cache)
         return _judged("lock-report", f"lock {Path(lock).name}", target.gates)
 
     def create(self) -> StepRecord:
@@ -239,7 +244,7 @@ class _Run:
             profile = self.profile()
             assert profile is not None and self.settings.lock is not None
             build = lifecycle.create(self.home, profile, name=name, lock_path=Path(self.settings.lock), activate=False,
-                                     run_checks=None, progress=self.progress).path
+                                     run_checks=None, progress=self.progress, allow_unsealed=self.allow_unsealed).path
         pending, self.path = self.path, build / upgrades.UPGRADE_FILE
         upgrades.write(self.path, self.record)
         pending.unlink(missing_ok=True)
@@ -252,7 +257,9 @@ class _Run:
 
         build = self.home.build_of(self.settings.to_env)
         reading = probe.gpu_reading()  # once, for every check: a driver that does not answer fails the step
-        results = runner.run(build, records.read(build), gpus=reading.gpus, driver=reading.driver, progress=self.progress)
+        # a build this upgrade made is fresh: a file that is not what its lock pins FAILs drift, as after create
+        results = runner.run(build, records.read(build), gpus=reading.gpus, driver=reading.driver, progress=self.progress,
+                             fresh=not self.settings.built)
         records.add_checks(build, results, _now())
         start = reading.driver.nvml
         failed = [f"{r.id} {r.status.upper()}: {r.reason}" for r in results if r.failed]

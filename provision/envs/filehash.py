@@ -20,7 +20,7 @@ CACHE_VERSION = 1
 CHUNK = 1 << 20
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True, slots=True)
 class Wanted:
     key: str  # the path as RECORD writes it, relative to site-packages
     path: str  # a string: a Path object per file costs more than its stat

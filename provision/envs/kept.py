@@ -67,31 +67,69 @@ def read_in_venv(venv: Path, path: Path, shown: str) -> tuple[bytes, int]:
     return content, mode
 
 
+# What a kept file's mode may keep in a venv: never set-user-ID, set-group-ID or sticky bits, nor write bits for the
+# group or others (pack.py strips the same from what it ships)
+SAFE_BITS = 0o755
+
+
 def keep(build: Path, content: bytes, mode: int) -> str:
-    """Keep `content` in the build folder (once per content); return its sha256."""
+    """Keep `content` in the build folder (once per content); return its sha256. A copy there that is no longer that
+    content (changed, a link, a folder) is written anew: accepting the file again repairs it."""
     digest = sha256(content)
     escape = confined.Confinement(build).folder(str(build / STORE))
     if escape is not None:  # the copies are written there: never where a link leads
         raise confined.refusal(escape, build, "keeping an accepted file")
     copy = build / STORE / digest
-    if not copy.is_file() or copy.is_symlink():
-        write_atomic(copy, content, mode & 0o755 | 0o644)
+    if _holds(copy, digest) is None:
+        if copy.is_dir() and not copy.is_symlink():
+            import shutil
+
+            shutil.rmtree(copy)
+        write_atomic(copy, content, mode & SAFE_BITS | 0o644)
     return digest
+
+
+def _holds(copy: Path, digest: str) -> tuple[bytes, int] | None:
+    """(content, permission bits) of the regular file `copy` (not through a link) when it is no larger than MAX_BYTES
+    and its sha256 is `digest`; None otherwise. Its size is asked first: a 3 GiB (sparse) file is never read; the rest
+    is read and hashed in blocks, no further than the bound. OSError when it cannot be opened."""
+    try:
+        with os.fdopen(regular.open_fd(copy, follow=False), "rb") as handle:
+            status = os.fstat(handle.fileno())
+            if status.st_size > MAX_BYTES:
+                return None
+            found, blocks, total = hashlib.sha256(), [], 0
+            while (block := handle.read(1 << 20)) and total <= MAX_BYTES:
+                found.update(block)
+                blocks.append(block)
+                total += len(block)
+    except OSError:
+        return None
+    if total > MAX_BYTES or found.hexdigest() != digest:
+        return None
+    return b"".join(blocks), stat.S_IMODE(status.st_mode)
+
+
+def same_file(path: Path, content: bytes) -> bool:
+    """Whether the regular file at `path` (not through a link) holds exactly `content`: sizes compared before a byte
+    is read, so a huge file there is not read."""
+    held = _holds(path, sha256(content))
+    return held is not None and held[0] == content
 
 
 def kept_content(build: Path, kept: KeptFile) -> tuple[bytes, int]:
     """The kept copy of `kept` and its permission bits; an EnvError when it is gone or no longer that content."""
     copy = build / STORE / kept.sha256
     try:
-        with os.fdopen(regular.open_fd(copy, follow=False), "rb") as handle:
-            content, mode = handle.read(), stat.S_IMODE(os.fstat(handle.fileno()).st_mode)
+        os.stat(copy, follow_symlinks=False)
+        held = _holds(copy, kept.sha256)
     except OSError as exc:
         raise EnvError(f"{copy}: the kept copy of {kept.path} cannot be read ({exc.strerror})",
                        "accept the file again (provision accept NAME PATH) or drop it (--drop PATH)") from exc
-    if sha256(content) != kept.sha256:
+    if held is None:
         raise EnvError(f"{copy}: the kept copy of {kept.path} was changed since it was kept",
                        "accept the file again (provision accept NAME PATH) or drop it (--drop PATH)")
-    return content, mode
+    return held
 
 
 def put(venv: Path, site: Path, key: str, content: bytes, mode: int) -> None:
@@ -101,7 +139,7 @@ def put(venv: Path, site: Path, key: str, content: bytes, mode: int) -> None:
     escape = confined.Confinement(venv).folder(str(target.parent))
     if escape is not None:
         raise confined.refusal(escape, venv, f"writing {key}")
-    write_atomic(target, content, mode)
+    write_atomic(target, content, mode & SAFE_BITS)
 
 
 def drop_unused(build: Path, kept: list[KeptFile]) -> None:

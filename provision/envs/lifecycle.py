@@ -181,7 +181,8 @@ def _install(build: Path, profile: Profile, name: str, interpreter: Path, versio
     uvtool.run(["venv", str(build / "venv"), "--python", str(interpreter), "--quiet", "--no-project"])
     progress("installing the lock (hashes verified)")
     with log.ticking(progress, _installing(build / "venv", uvtool.cache_dir())):  # uv is silent while it downloads
-        uvtool.sync(lock_file, build / "venv" / "bin" / "python", indexes, progress=progress)  # what uv installs, as it goes
+        uvtool.sync(lock_file, build / "venv" / "bin" / "python", indexes, progress=progress,  # what uv installs, as it goes
+                    git=[p.git for p in profile.packages if p.git])
     if profile.toolkit:
         progress("laying out the environment's CUDA toolkit")
         toolkit_home.make(build / "cuda", site_packages(build / "venv") / profile.toolkit)

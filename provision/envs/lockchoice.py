@@ -83,8 +83,11 @@ def lock_for(home: Home, profile: Profile, target: Target, overrides: dict[str, 
         unsealed = allow_unsealed and found.origin == "given"  # the user's --allow-unsealed is for the lock they gave
         lockfile.check_binding(found.path, profile, allow_unsealed=unsealed)
         copy = build / COPY_NAME
-        shutil.copyfile(found.path, copy)
-        lockfile.check_binding(copy, profile, allow_unsealed=unsealed)  # the copy is what is built: checked, not its source
+        if unsealed:  # read unproven as the user asked, said on stderr; the build's copy is sealed as what was built
+            lockfile.seal_copy(found.path, copy)
+        else:
+            shutil.copyfile(found.path, copy)
+        lockfile.check_binding(copy, profile)  # the copy is what is built: checked, not the file it came from
         progress(f"building from {found.path} (copied into the build)")
         return Chosen(path=copy, origin=found.origin, source=found.path)
     key = locking.lock_key(profile, indexes, target)

@@ -15,6 +15,7 @@ import errno
 import json
 import os
 import shutil
+import stat
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -254,7 +255,7 @@ def _put_back(staging: Path, site: Path, contents: dict[str, tuple[bytes, int]],
     for path, (content, mode) in contents.items():
         target = kept.location(staging, site, path)
         try:
-            same = target.is_file() and not target.is_symlink() and kept.sha256(target.read_bytes()) == kept.sha256(content)
+            same = kept.same_file(target, content) and stat.S_IMODE(target.stat().st_mode) & ~kept.SAFE_BITS == 0
         except OSError:
             same = False
         if not same:

@@ -15,7 +15,7 @@ from provision.envs import records
 from provision.envs.records import EnvRecord
 from provision.log import Progress
 from provision.machine.facts import MachineFacts
-from provision.report import kernels
+from provision.report import kernels, ptxjit
 from provision.report.features import newer_than_known
 from provision.report.gates import Gate, Target, Versions, driver_gate, fabric_gate, machine_gates
 from provision.scan import binaries as scan
@@ -214,12 +214,18 @@ def judge(where: homes.Home, name: str, facts: MachineFacts, progress: Progress 
                   kept_files=tuple(record.kept_files().values()), gates=(
         driver_gate(facts, record.cuda) if record.cuda else
         Gate(id="driver", title="driver supports the environment's CUDA", status="skip", reason="CUDA release unknown"),
-        scanned_gate, torch_build_gate(versions, scanned), versions_gate(versions), drift_gate(venv, build, record),
+        scanned_gate, *filter(None, [ptxjit.gate(facts, _ptx_only(scanned), record.cuda)]),
+        torch_build_gate(versions, scanned), versions_gate(versions), drift_gate(venv, build, record),
         *filter(None, [fabric_gate(facts), newer_than_known(stack),
                        kernels.flashinfer_kernels(stack, nvcc=_nvcc(versions, facts), offline=_offline(record))]),
         *taken, *stored_gates(record), *filter(None, [kept_gate(record), upgrade_gate(build)]),
         kernels.caches_gate(record.env, build, Path.home()),
         *observed.apply(features, record.latest_results(), len(facts.gpus), facts)))
+
+
+def _ptx_only(result: scan.ScanResult | None) -> list[tuple[str, str | None, str]]:
+    """(package, version, GPU) where the package runs only through PTX (the scan's WARN)."""
+    return [(p.name or "?", p.version, cc) for p in (result.packages if result else []) for cc, (s, _) in p.verdicts.items() if s == "warn"]
 
 
 def _nvcc(versions: dict[str, str], facts: MachineFacts) -> str | None:

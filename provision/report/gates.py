@@ -154,6 +154,12 @@ def driver_gate(facts: MachineFacts, cuda: str) -> Gate:
                     reason=f"the NVIDIA driver does not answer ({start.state}): {start.reason}; {start.hint}")
     if facts.driver.cuda is None:
         return Gate(id="driver", title=title, status="skip", reason="no NVIDIA driver read on this machine", source=source)
+    compat = knowledge.minor_compat(facts.driver.cuda, cuda)
+    if compat:  # a 13.2 stack on a driver that reports 13.0: it runs, PTX of the newer toolkit aside (the ptx-driver gate)
+        return Gate(id="driver", title=title, status="pass", source=f"{compat['source']}; {source}",
+                    reason=f"driver {facts.driver.version} supports CUDA up to {facts.driver.cuda}; note: CUDA {cuda} runs on it "
+                           f"under minor-version compatibility (CUDA {compat['major']}.x on R{compat['driver_branch']}+), with a "
+                           f"limited feature set; PTX made by CUDA {cuda} does not JIT on it ({compat['ptx_error']})")
     if knowledge.driver_supports(facts.driver.cuda, cuda):
         return Gate(id="driver", title=title, status="pass", source=source,
                     reason=f"driver {facts.driver.version} supports CUDA up to {facts.driver.cuda}")

@@ -270,7 +270,7 @@ def _total_of(files: Sequence[binaries.FileScan]) -> fatbin.Counts:
 def judge(facts: MachineFacts, scanned: LockScan, stack: LockStack, uv_cache: Path | None = None) -> Target:
     """The lock against one machine: the gates of the stack it describes (its own [tool.provision], else its profile,
     else its wheels), each CUDA wheel per GPU, and the torch-wheels gate from the scanned torch wheel."""
-    from provision.report import features, featurewheels, gates, kernels, lockgates
+    from provision.report import features, featurewheels, gates, kernels, lockgates, ptxjit
     from provision.stacks import wheelcache
 
     profile = stack.profile
@@ -312,6 +312,7 @@ def judge(facts: MachineFacts, scanned: LockScan, stack: LockStack, uv_cache: Pa
         *base[:3], lockgates.conflict(scanned.wheels), lockgates.cuda_mix(scanned.wheels),
         *(featurewheels.judged(_wheel_gate(w, ccs), w.name, served) for w in scanned.wheels
           if w.cuda or w.origin not in (*SCANNED, RECORD_ONLY)),
+        *filter(None, [ptxjit.gate(facts, ((w.name, w.version, cc) for w in cuda_wheels for cc in ccs if verdict(w, cc)[0] == "warn"), cuda)]),
         *base[3:], summary))
     return dataclasses.replace(target, gates=(*target.gates, *_versus(target, as_profile)))
 

@@ -46,11 +46,9 @@ def named_by(locks: Iterable[Path]) -> set[str]:
     named: set[str] = set()
     for path in locks:
         try:
-            pylock, _ = lockfile.read(path)
+            named |= lockfile.wheel_sha256s(path)
         except (ProvisionError, OSError):
             continue
-        for package in pylock.packages:
-            named.update(str((w.hashes or {}).get("sha256", "")).lower() for w in package.wheels or [])
     return named
 
 

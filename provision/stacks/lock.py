@@ -28,7 +28,7 @@ from provision import __version__, proc, toml
 from provision.atomic import write_atomic
 from provision.errors import IndexError_, InputError, ResolveError, UsageError
 from provision.log import Progress
-from provision.stacks import earlyrecords, lockfile, relock, urls, uvproject, uvtool
+from provision.stacks import earlyrecords, gitauth, lockfile, relock, urls, uvproject, uvtool
 from provision.stacks.profiles import DEFAULT_INDEX, Package, Profile
 
 if TYPE_CHECKING:
@@ -297,7 +297,7 @@ def _source(package: Package) -> dict[str, str | bool]:
     if package.path:
         return {"path": package.path, **({"editable": True} if package.editable else {})}
     if package.git:
-        return {"git": package.git, **({"rev": package.rev} if package.rev else {})}
+        return {"git": gitauth.bare(package.git), **({"rev": package.rev} if package.rev else {})}  # its password: by helper
     return {"index": package.index}
 
 
@@ -319,7 +319,7 @@ def _resolve_explicit(folder: Path, profile: Profile, pins: dict[str, str], inde
                                                        for n, u in named.items()]}}
     (folder / "pyproject.toml").write_text(uvproject.dumps(doc))
     # the named indexes are in pyproject.toml here (explicit): only the default one by variable, and every credential
-    variables = uvtool.index_options(indexes)[1]
+    variables = uvtool.index_options(indexes)[1] | gitauth.variables(p.git for p in profile.packages)
     variables.pop("UV_INDEX", None)
     uvtool.run(_uv_compile_args(target, "pylock.toml"), cwd=folder, env=variables)
     return (folder / "pylock.toml").read_text()
@@ -414,8 +414,8 @@ def _lock(profile: Profile, target: Target, overrides: dict[str, str], output: P
         progress("resolving with uv")
         before = _Meanwhile(output, meanwhile)
         try:
-            uvtool.run(_uv_compile_args(target, "pylock.toml"), cwd=folder, env=uvtool.index_options(indexes)[1],
-                       started=before.start)
+            uvtool.run(_uv_compile_args(target, "pylock.toml"), cwd=folder,
+                       env=uvtool.index_options(indexes)[1] | gitauth.variables(p.git for p in profile.packages), started=before.start)
         except IndexError_ as exc:
             from provision.stacks import mirrors
 

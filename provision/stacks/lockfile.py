@@ -17,6 +17,7 @@ from packaging.version import InvalidVersion
 
 from provision import regular, toml
 from provision.errors import EnvError, InputError
+from provision.stacks import urls
 from provision.stacks.profiles import Profile
 
 if TYPE_CHECKING:
@@ -125,6 +126,25 @@ def versions(path: Path) -> dict[str, str]:
     return {str(canonicalize_name(p.name)): str(p.version or "") for p in pylock.packages}
 
 
+def wheel_sha256s(path: Path) -> set[str]:
+    """The sha256 of every wheel the lock at `path` names, its seal unchecked: what `gc` keeps in provision's wheel
+    cache (an unsealed lock keeps its wheels too: keeping more is safe, and gc says nothing of seals)."""
+    _, pylock, _ = _parse(path)
+    return {str((w.hashes or {}).get("sha256", "")).lower() for p in pylock.packages for w in p.wheels or []}
+
+
+def seal_copy(source: Path, copy: Path) -> None:
+    """Write `source`, a lock read unsealed by the user's --allow-unsealed (said on stderr), to `copy` with its seal:
+    the build's copy is what was built, and drift, restore and check read it later without the option."""
+    import tomlkit
+
+    raw, _, tool = _parse(source)
+    document = tomlkit.parse(regular.read_bytes(source, MAX_BYTES).decode("utf-8"))
+    document.setdefault("tool", tomlkit.table()).setdefault("provision", tomlkit.table())[SEAL] = packages_digest(
+        raw.get("packages", []), tool.get("known_conflicts"))
+    copy.write_text(tomlkit.dumps(document))
+
+
 _warned: set[str] = set()  # the unsealed locks already said in this process (create and report read a lock twice)
 
 
@@ -161,6 +181,12 @@ def _check_entries(path: Path, packages: object) -> None:
                 raise InputError(f"{path}: not a usable PEP 751 lock (packages[{position}]: {name} is listed twice, "
                                  "with no marker to tell the entries apart)", "make one with: provision lock PROFILE")
             unmarked.add(name)
+        vcs = package.get("vcs")
+        if isinstance(vcs, dict) and isinstance(vcs.get("url"), str) and urls.credentials(vcs["url"]) != ("", "") \
+                and vcs["url"].startswith(("http://", "https://")):
+            raise InputError(f"{path}: packages[{position}]: {name}'s git URL holds a user name or password (uv would put "
+                             "it on git's command line, which every local user can read)",
+                             "lock again with provision lock PROFILE: the lock records the URL without them, and git gets them by helper")
         files = [*(package.get("wheels") or []), package.get("sdist") or {}]
         if any(isinstance(f, dict) and isinstance(f.get("size"), int) and f["size"] < 0 for f in files):
             raise InputError(f"{path}: not a usable PEP 751 lock (packages[{position}]: {name} has a file of negative size)",

@@ -11,7 +11,6 @@ import csv
 import io
 import os
 import re
-import tempfile
 import threading
 import time
 import zipfile
@@ -20,7 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from email.parser import HeaderParser
 from pathlib import Path
-from typing import IO, TYPE_CHECKING
+from typing import TYPE_CHECKING
 
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 from packaging.version import InvalidVersion, Version
@@ -28,7 +27,7 @@ from packaging.version import InvalidVersion, Version
 from provision import confined, regular
 from provision.errors import ProvisionError
 from provision.log import Progress
-from provision.stacks import index, urls, uvcache, wheelmeta
+from provision.stacks import index, urls, uvcache, wheelmeta, wheelproof
 
 if TYPE_CHECKING:
     from _typeshed import WriteableBuffer
@@ -63,7 +62,7 @@ class Matched:
     filename: str
     url: str
     sha256: str
-    record_from: str  # where the wheel's RECORD was read: "uv-cache", "range", "download"
+    record_from: str  # where the proven RECORD was read: "uv-cache" (that very file), "download" (the whole wheel)
 
     def to_dict(self) -> dict[str, str]:
         return self.__dict__.copy()
@@ -316,13 +315,12 @@ def _match_one(dist: Installed, index_names: list[str], asker: _Asker,
         listed.append(index_name)
         for file in _candidates(dist, files):
             try:
-                record, how = _record(file, cached.get((dist.name, uvcache.stem_of(file.filename))), dist)
-            except (ProvisionError, zipfile.BadZipFile, OSError, UnicodeDecodeError) as exc:
+                record, how, sha256 = _record(file, cached.get((dist.name, uvcache.stem_of(file.filename))), dist)
+            except (ProvisionError, zipfile.BadZipFile, wheelproof.NotProven, OSError, UnicodeDecodeError) as exc:
                 others.append(f"{file.filename} on {index_name} could not be read ({getattr(exc, 'message', exc)})")
                 continue
             differs = difference(dist.files, wheel_files(record)) if record is not None else how
-            if differs is None:
-                sha256 = file.sha256 or index.sha256_of(file.url)
+            if differs is None and sha256:
                 return Matched(name=dist.name, version=dist.version, index=index_name, index_url=urls.strip_credentials(asker.indexes[index_name]),
                                filename=file.filename, url=urls.strip_credentials(file.url), sha256=sha256, record_from=how)
             others.append(f"{file.filename} on {index_name} is another build ({differs})")
@@ -342,33 +340,39 @@ def _match_one(dist: Installed, index_names: list[str], asker: _Asker,
     return Unmatched(name=dist.name, version=dist.version, reason=reason)
 
 
-def _record(file: index.IndexFile, cached: uvcache.CachedWheel | None, dist: Installed) -> tuple[str | list[list[str]] | None, str]:
-    """The wheel's RECORD (its text, or its rows where read before) and where it was read: provision's records/ cache by
-    the wheel's sha256, uv's unpacked copy of that very file (same sha256), else the remote zip by range requests,
-    else the whole wheel. (None, why) when its PEP 658 metadata already tells it apart."""
+def _record(file: index.IndexFile, cached: uvcache.CachedWheel | None, dist: Installed) -> tuple[str | list[list[str]] | None, str, str]:
+    """(the wheel's RECORD, its text or its rows where read before; where it was read; the sha256 of the bytes it was
+    read from): provision's records/ cache where a proven read kept it by that sha256, uv's unpacked copy of that very
+    file (same sha256), else the whole wheel downloaded and its members checked against its RECORD (wheelproof). Range
+    requests only tell a wheel apart: a RECORD read by them that differs from what is installed needs no download, one
+    that matches proves nothing, and neither is kept by the sha256 the page claims. (None, why, "") when its PEP 658
+    metadata tells it apart."""
     from provision.stacks import wheelrecords
 
+    rows = wheelrecords.proven_rows(file.sha256) if file.sha256 else None
+    if rows is not None and file.sha256:  # read before from those very bytes (provision/wheelfacts.py)
+        return rows, "cache", file.sha256
     rows = wheelrecords.remembered_rows(file.sha256) if file.sha256 else None
-    if rows is not None:  # read before, kept by the wheel's sha256 (provision/wheelfacts.py)
-        return rows, "cache"
+    if rows is not None and difference(dist.files, wheel_files(rows)) is not None:
+        return rows, "cache", ""  # read before by range requests: enough to tell it apart, never to pin it
     if cached is not None and file.sha256 and file.sha256 in cached.sha256s():
         text = _cached_record(cached)
         if text is not None:
-            return _kept(file.sha256, text, "uv cache"), "uv-cache"
+            return _kept(file.sha256, text, "uv cache"), "uv-cache", file.sha256
     metadata_hash = file.core_metadata.get("sha256") if isinstance(file.core_metadata, dict) else None
     installed_metadata = dist.files.get(f"{dist.info.name}/METADATA", "")
     if metadata_hash and installed_metadata.startswith("sha256=") and _hex(installed_metadata) != metadata_hash:
-        return None, "METADATA differs (PEP 658)"
+        return None, "METADATA differs (PEP 658)", ""
     tail = _Tail.open(file.url)
     if tail is not None:
         try:
-            return _kept(file.sha256, _member(io.BufferedReader(tail, wheelmeta.BLOCK)), "range"), "range"
-        except (wheelmeta._NoRanges, zipfile.BadZipFile):  # the server would not after all: read it whole
-            pass
-    with tempfile.TemporaryFile() as spool:
-        index.download(file.url, spool, sha256=file.sha256, hint="check the index; retry if the file changed")
-        spool.seek(0)
-        return _kept(file.sha256, _member(spool), "wheel"), "download"
+            ranged = wheelproof.record_of(io.BufferedReader(tail, wheelmeta.BLOCK), verify=False)
+        except (wheelmeta._NoRanges, wheelproof.NotProven):  # the server would not after all: read it whole
+            ranged = None
+        if ranged is not None and difference(dist.files, wheel_files(ranged)) is not None:
+            return _kept(file.sha256, ranged, "range"), "range", ""
+    record, sha256 = wheelproof.downloaded(file.url, file.sha256)
+    return _kept(sha256, record, wheelrecords.VERIFIED), "download", sha256
 
 
 def _kept(sha256: str | None, text: str, source: str) -> str:
@@ -411,14 +415,6 @@ class _Tail(wheelmeta.RangeFile):
 def _hex(record_hash: str) -> str:
     digest = record_hash.partition("=")[2]
     return base64.urlsafe_b64decode(digest + "=" * (-len(digest) % 4)).hex()
-
-
-def _member(stream: IO[bytes] | io.BufferedReader) -> str:
-    with zipfile.ZipFile(stream) as wheel:
-        names = [n for n in wheel.namelist() if n.count("/") == 1 and n.endswith(".dist-info/RECORD")]
-        if not names:
-            raise zipfile.BadZipFile("no .dist-info/RECORD")
-        return wheel.read(names[0]).decode("utf-8")
 
 
 def _cached_record(cached: uvcache.CachedWheel) -> str | None:

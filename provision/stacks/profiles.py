@@ -20,7 +20,7 @@ from provision import toml
 from provision.checks.results import Baseline
 from provision.errors import ProfileError
 from provision.names import NAME_MAX, NAME_RULE, SHELL_NAME
-from provision.stacks import profile_files
+from provision.stacks import gitauth, profile_files
 from provision.stacks.profile_files import ProfileFile
 from provision.stacks.urls import redact_text
 
@@ -422,6 +422,8 @@ def _source(c: _Checker, key: str, spec: Mapping[str, object], profile: Path) ->
         raise c.fail(f"{key}.rev", "rev needs git (a repository)")
     if git and not git.startswith(("https://", "http://", "ssh://", "git+", "file://", "git@")):
         raise c.fail(f"{key}.git", f"expected a git URL (https://, ssh://, file:// or git@host:...), got {redact_text(git)!r}")
+    if git and gitauth.problem(git):
+        raise c.fail(f"{key}.git", f"{gitauth.problem(git)}; got {redact_text(git)!r}")
     if path and not Path(path).is_absolute():
         path = str((profile.absolute().parent / path).resolve())
     return _Source(path, editable, git, rev)

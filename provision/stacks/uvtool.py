@@ -113,10 +113,14 @@ def index_options(indexes: Mapping[str, str | None]) -> tuple[list[str], dict[st
 
 
 def sync(lock_file: Path, python: Path, indexes: Mapping[str, str | None], *, timeout: float = 1800,
-         progress: Progress | None = None) -> proc.Completed:
+         progress: Progress | None = None, git: Sequence[str] = ()) -> proc.Completed:
     """Install `lock_file` into the venv of `python` exactly (hashes verified); credentials for its files come from
-    the indexes, by variable. With `progress`, what uv downloads and installs, package by package."""
+    the indexes, and for its git sources from the profile's `git` URLs, by variable (gitauth). With `progress`, what
+    uv downloads and installs, package by package."""
+    from provision.stacks import gitauth
+
     args, env = index_options(indexes)
+    env |= gitauth.variables(git)
     quiet = [] if progress is not None else ["--quiet"]
     return run(["pip", "sync", str(lock_file), "--python", str(python), *quiet, *args, *link_mode(python)],
                timeout=timeout, env=env, progress=progress)
@@ -176,6 +180,11 @@ def failure(stderr: str) -> ProvisionError:
         return ResolveError(f"no wheel fits the target Python and platform: {(explanation or detail)[:500]}",
                             hints[0] if hints else "choose --python/--platform that the package publishes wheels for")
     if "No solution found" in text or "unsatisfiable" in text:
+        from provision.stacks import pinpairs
+
+        known = pinpairs.named(text)  # sglang-kernel's exact torch, SGLang beside vLLM: the pair and what to do
+        if known is not None:
+            return known
         explanation = " ".join(line.removeprefix("cause:").strip() for line in body
                                if "Because" in line or "we can conclude" in line or "depends on" in line)
         return ResolveError(f"the pins cannot all hold: {(explanation or detail)[:700]}",

@@ -1,7 +1,14 @@
 """Wheels fetched by provision, kept so that each is read from the network once: `$XDG_CACHE_HOME/provision/wheels/
 <sha256>/<file name>`, stored only after its sha256 was checked against the lock's, and checked again on reuse unless
-its size, mtime and inode are those it had when checked (`checked` beside it). Every download goes through
-`index.download`, the one bounded network read."""
+its stamp is the one it had when checked (`checked` beside it). Every download goes through `index.download`, the one
+bounded network read.
+
+The stamp is what no edit of the file can put back: its size, mtime, inode and device, and its ctime (the kernel sets
+it on every write, chmod, touch or link; utime cannot set it, so an edit in place that restores the size and mtime
+still changes it). A wheel whose stamp differs is hashed again before use, and removed when it is no longer that
+sha256. Nothing in the cache is followed or written through a link: `<sha256>` a link is removed (the link, never what
+it leads to), the wheel and `checked` are opened with O_NOFOLLOW, and `checked` is written by rename (a link there is
+replaced, not written through). The cache folder itself may be a link (a bigger disk): it is the user's."""
 
 from __future__ import annotations
 
@@ -9,11 +16,14 @@ import json
 import os
 import re
 import shutil
+import stat
 import tempfile
 import time
 from pathlib import Path
+from typing import IO
 
 from provision import regular
+from provision.atomic import write_atomic
 from provision.log import Progress
 
 REPORT_EVERY = 64 << 20  # a progress line per this many bytes of one wheel
@@ -25,36 +35,53 @@ def folder() -> Path:
     return Path(base) / "provision" / "wheels"
 
 
+def stamp_of(status: os.stat_result) -> list[int]:
+    """What an edit of a file cannot put back (see the module's note): size, mtime, ctime, inode, device."""
+    return [status.st_size, status.st_mtime_ns, status.st_ctime_ns, status.st_ino, status.st_dev]
+
+
 def _stamp(path: Path) -> list[int]:
-    status = path.stat()
-    return [status.st_size, status.st_mtime_ns, status.st_ino]
+    return stamp_of(os.stat(path, follow_symlinks=False))
 
 
 def cached(sha256: str, filename: str) -> Path | None:
-    """The kept wheel of that sha256, checked; None when there is none (a damaged one is removed)."""
+    """The kept wheel of that sha256, checked; None when there is none (a damaged one, or a link, is removed)."""
     if not SHA256.match(sha256) or "/" in filename or filename in ("", ".", ".."):
         return None
     place = folder() / sha256
     wheel, checked = place / filename, place / "checked"
     try:
-        if json.loads(regular.read_bytes(checked, 4096)) == _stamp(wheel):
-            return wheel
-        if _sha256(wheel) == sha256:
-            checked.write_text(json.dumps(_stamp(wheel)))
-            return wheel
+        if stat.S_ISLNK(os.lstat(place).st_mode):
+            os.unlink(place)  # the link itself: what it leads to is never read, written or removed
+            return None
+        with os.fdopen(regular.open_fd(wheel, follow=False), "rb") as handle:
+            now = stamp_of(os.fstat(handle.fileno()))
+            if _checked(checked) == now:
+                return wheel
+            if _sha256(handle) == sha256 and stamp_of(os.fstat(handle.fileno())) == now:  # not changed while hashed
+                write_atomic(checked, json.dumps(now), 0o644)
+                return wheel
     except (OSError, ValueError, RecursionError):  # RecursionError: a stamp nested past the limit
         pass
-    shutil.rmtree(place, ignore_errors=True)
+    if os.path.lexists(place) and not os.path.islink(place):
+        shutil.rmtree(place, ignore_errors=True)
     return None
 
 
-def _sha256(path: Path) -> str:
+def _checked(checked: Path) -> object:
+    """The stamp `checked` holds; None when it holds none (gone, damaged, a link: never followed)."""
+    try:
+        return json.loads(regular.read_bytes(checked, 4096, follow=False))
+    except (OSError, ValueError, RecursionError):  # RecursionError: a stamp nested past the limit
+        return None
+
+
+def _sha256(handle: IO[bytes]) -> str:
     import hashlib
 
     digest = hashlib.sha256()
-    with open(regular.open_fd(path), "rb") as handle:
-        while chunk := handle.read(1 << 20):
-            digest.update(chunk)
+    while chunk := handle.read(1 << 20):
+        digest.update(chunk)
     return digest.hexdigest()
 
 
@@ -84,6 +111,8 @@ def fetch(url: str, sha256: str, filename: str, *, hint: str, size: int | None =
 
     place = folder() / sha256
     place.parent.mkdir(parents=True, exist_ok=True)
+    if os.path.islink(place):
+        os.unlink(place)  # a link where the kept wheel's folder belongs: the rename below must not land through it
     started = time.perf_counter()
     progress(f"fetching {filename}")
     with tempfile.TemporaryDirectory(prefix=f".{sha256[:12]}-", dir=place.parent) as work:

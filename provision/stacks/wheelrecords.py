@@ -117,6 +117,21 @@ def remembered_rows(sha256: str) -> list[list[str]] | None:
     return None
 
 
+# Where a kept RECORD was read from that proves it is the RECORD of the bytes its sha256 names (what adopt may pin):
+# uv's unpacked copy of that very file, or the whole wheel downloaded, its sha256 checked and every member hashed
+# against that RECORD (wheelproof). Range requests prove nothing (nothing ties the ranges to the bytes a full GET gives).
+VERIFIED = "verified wheel"
+PROVEN = ("uv cache", VERIFIED)
+
+
+def proven_rows(sha256: str) -> list[list[str]] | None:
+    """remembered_rows, for a RECORD kept from a proven read only (PROVEN): what adopt may pin."""
+    data = wheelfacts.get("records", sha256)
+    if isinstance(data, dict) and data.get("from") in PROVEN and _rows_shape(data.get("rows")):
+        return data["rows"]  # type: ignore[no-any-return]
+    return None
+
+
 def _rows_shape(rows: object) -> bool:
     return isinstance(rows, list) and all(isinstance(r, list) and all(isinstance(f, str) for f in r) for r in rows)
 
@@ -181,11 +196,16 @@ def text_in_wheel(wheel: Path) -> str | None:
     import zipfile
     import zlib
 
+    from provision.stacks import wheelproof  # a wheel is read
+
     try:
         with zipfile.ZipFile(wheel) as archive:
-            names = [n for n in archive.namelist() if n.count("/") == 1 and n.endswith(".dist-info/RECORD")]
-            return archive.read(names[0]).decode("utf-8", "replace") if names else None
-    except (OSError, zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError):  # as scan reads a damaged wheel
+            infos = [i for i in archive.infolist() if i.filename.count("/") == 1 and i.filename.endswith(".dist-info/RECORD")]
+            if not infos:
+                return None
+            # inflated no further than the bound, as a METADATA is: a 2 MB wheel's RECORD may inflate to 1.2 GB
+            return wheelproof.bounded_member(archive, infos[0], wheelproof.RECORD_LIMIT).decode("utf-8", "replace")
+    except (OSError, zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError, wheelproof.NotProven):  # as scan reads a damaged wheel
         return None
 
 

@@ -1,0 +1,99 @@
+"""A wheel's RECORD proven to be the RECORD of the bytes a lock pins. Range requests are a cheap way to tell a wheel
+apart, never to tell it is the one: nothing ties the ranges a server answers to the sha256 its page lists, or to what
+its full GET gives. So what `adopt` pins is downloaded whole, once: its sha256 is the sha256 of those bytes (checked
+against the index's where it gives one), and its RECORD is read out of those same bytes, with every member hashed
+against it (a wheel of other content carrying a copy of the genuine RECORD is not that wheel). Every member is read
+streaming and bounded, a RECORD no further than RECORD_LIMIT."""
+
+from __future__ import annotations
+
+import base64
+import csv
+import hashlib
+import io
+import tempfile
+import zipfile
+import zlib
+from typing import IO
+
+RECORD_LIMIT = 64 << 20  # a RECORD (torch's, among the largest, is a few MB)
+INFLATE_RATIO = 64  # what all members may inflate to, as a multiple of the wheel's size (plus INFLATE_SLACK)
+INFLATE_SLACK = 256 << 20
+_SIGNATURES = ("RECORD", "RECORD.jws", "RECORD.p7s")  # the RECORD does not hash itself or its signatures
+
+
+class NotProven(Exception):
+    """The wheel's bytes and its RECORD do not agree (or it has no readable RECORD)."""
+
+
+def bounded_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo, limit: int) -> bytes:
+    """The member `info` of `archive`, read no further than `limit` bytes inflated; NotProven for a larger one (a
+    2 MB wheel whose RECORD inflates to 1.2 GB is never held whole)."""
+    try:
+        with archive.open(info) as opened:
+            data = opened.read(limit + 1)
+    except (OSError, ValueError, EOFError, NotImplementedError, zlib.error, zipfile.BadZipFile) as exc:
+        raise NotProven(f"its {info.filename} cannot be read ({type(exc).__name__})") from None
+    if len(data) > limit:
+        raise NotProven(f"its {info.filename} is larger than {limit:,} bytes")
+    return data
+
+
+def record_of(stream: IO[bytes], *, verify: bool) -> str:
+    """The .dist-info/RECORD of the wheel in `stream`; with `verify`, every member hashed against it first."""
+    try:
+        with zipfile.ZipFile(stream) as archive:
+            infos = [i for i in archive.infolist() if i.filename.count("/") == 1 and i.filename.endswith(".dist-info/RECORD")]
+            if not infos:
+                raise NotProven("it has no .dist-info/RECORD")
+            text = bounded_member(archive, infos[0], RECORD_LIMIT).decode("utf-8", "replace")
+            if verify:
+                _verify(archive, infos[0].filename.rpartition("/")[0], text, stream)
+            return text
+    except (zipfile.BadZipFile, OSError, ValueError, EOFError) as exc:
+        raise NotProven(f"not a readable wheel ({type(exc).__name__}: {exc})") from None
+
+
+def _verify(archive: zipfile.ZipFile, info_dir: str, record: str, stream: IO[bytes]) -> None:
+    hashes: dict[str, str] = {}
+    for row in csv.reader(record.splitlines()):
+        if len(row) >= 2 and row[0]:
+            hashes[row[0]] = row[1]
+    size = stream.seek(0, io.SEEK_END)
+    budget = INFLATE_RATIO * size + INFLATE_SLACK
+    names = [i.filename for i in archive.infolist()]
+    if len(set(names)) != len(names):  # which copy an installer keeps is its own choice: neither is proven
+        raise NotProven("a member is in the wheel twice")
+    members = {i.filename for i in archive.infolist() if not i.is_dir()}
+    for path, recorded in hashes.items():
+        if recorded and path not in members:
+            raise NotProven(f"{path} is in its RECORD but not in the wheel")
+    for info in archive.infolist():
+        if info.is_dir() or info.filename in {f"{info_dir}/{name}" for name in _SIGNATURES}:
+            continue
+        algorithm, _, digest = hashes.get(info.filename, "").partition("=")
+        if algorithm not in ("sha256", "sha384", "sha512"):
+            raise NotProven(f"{info.filename} is in the wheel without a hash in its RECORD")
+        found = hashlib.new(algorithm)
+        try:
+            with archive.open(info) as opened:
+                while chunk := opened.read(1 << 20):
+                    budget -= len(chunk)
+                    if budget < 0:
+                        raise NotProven(f"its members inflate to more than {INFLATE_RATIO} times its size")
+                    found.update(chunk)
+        except (OSError, ValueError, EOFError, NotImplementedError, zlib.error, zipfile.BadZipFile) as exc:
+            raise NotProven(f"{info.filename} cannot be read ({type(exc).__name__})") from None
+        if base64.urlsafe_b64encode(found.digest()).rstrip(b"=").decode() != digest.rstrip("="):
+            raise NotProven(f"{info.filename} does not match its RECORD")
+
+
+def downloaded(url: str, sha256: str | None) -> tuple[str, str]:
+    """(RECORD, sha256) of the wheel at `url`, downloaded whole once (its sha256 checked against `sha256`, the
+    index's, where given) and every member checked against that RECORD; NotProven where they disagree."""
+    from provision.stacks import index  # a wheel is downloaded: the index client is loaded
+
+    with tempfile.TemporaryFile() as spool:
+        found = index.download(url, spool, sha256=sha256, hint="check the index; retry if the file changed")
+        spool.seek(0)
+        return record_of(spool, verify=True), found
