@@ -5,8 +5,8 @@
                                         [--before CHECKOUT] [--lock-only] [--json OUT]
 
 1. `uv pip compile` of the packages (bare, the same index) beside `provision lock` of a profile of the same packages,
-   interleaved run by run: first time (uv's cache and provision's emptied before each process: every RECORD read by
-   range requests), then again (both warm);
+   interleaved run by run: first time (uv's cache and provision's emptied and the earlier output removed before each
+   process: every RECORD read by range requests), then again (both warm);
 2. `provision report --lock` of that lock three times: first (every wheel fetched and scanned), again (scans/ and
    records/ answer), again with scans/ removed (every wheel scanned again from provision's wheel cache).
 --before CHECKOUT (say `git archive` of main) runs the same `provision lock` from another checkout in the same
@@ -54,14 +54,15 @@ def timed(argv: list[str], env: dict[str, str], cwd: Path) -> tuple[float, float
 class Tool:
     """One command measured under a label, on caches of its own (`cold` empties them before a first-time run)."""
 
-    def __init__(self, label: str, argv: list[str], env: dict[str, str], caches: list[Path]) -> None:
-        self.label, self.argv, self.env, self.caches = label, argv, env, caches
+    def __init__(self, label: str, argv: list[str], env: dict[str, str], caches: list[Path], output: Path) -> None:
+        self.label, self.argv, self.env, self.caches, self.output = label, argv, env, caches, output
         self.samples: dict[str, list[tuple[float, float]]] = {}
 
     def run(self, kind: str, cwd: Path, cold: bool = False) -> None:
-        if cold:
+        if cold:  # the caches emptied and no earlier lock: a lock made the first time, as on a fresh clone
             for cache in self.caches:
                 shutil.rmtree(cache, ignore_errors=True)
+            self.output.unlink(missing_ok=True)
         self.samples.setdefault(kind, []).append(timed(self.argv, self.env, cwd))
 
     def medians(self) -> dict[str, dict[str, float]]:
@@ -101,10 +102,11 @@ def main() -> None:
 
     compile_ = [uv, "pip", "compile", "pyproject.toml", "--no-config", "--quiet", "--format", "pylock.toml", "-o", "pylock.uv.toml",
                 "--python-version", "3.12", "--default-index", args.index, "--no-header", "--python", sys.executable]
-    tools = [Tool("uv pip compile", compile_, *caches("uv"))]
+    tools = [Tool("uv pip compile", compile_, *caches("uv"), work / "pylock.uv.toml")]
     for number, (label, checkout) in enumerate(checkouts.items()):
         tools.append(Tool(label, [sys.executable, "-c", RUN, str(checkout), "lock", str(work / "bench.toml"), "--python", "3.12",
-                                  "-o", str(work / f"pylock.bench{number}.toml")], *caches(f"c{number}")))
+                                  "-o", str(work / f"pylock.bench{number}.toml")], *caches(f"c{number}"),
+                          work / f"pylock.bench{number}.toml"))
     for _ in range(args.runs):  # first time: each from its own empty caches, interleaved
         for tool in tools:
             tool.run("first", work, cold=True)

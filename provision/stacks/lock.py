@@ -515,6 +515,8 @@ class _Meanwhile(threading.Thread):
             for module in ("packaging.pylock", "tomlkit", "provision.stacks.lockcheck", "provision.stacks.wheelrecords"):
                 importlib.import_module(module)
             self.meanwhile()
+            if not self.output.exists():  # a first lock: its RECORDs are read by HTTP once uv answers (0.03-0.05 s of import)
+                importlib.import_module("requests")
         try:
             self._versions = relock.versions_in(self.output)
         except BaseException as exc:  # noqa: BLE001 - raised in the main thread, where it was raised before
