@@ -94,6 +94,7 @@ def run(
     on_stderr_line: Callable[[str], None] | None = None,
     keep: int | None = None,
     group: bool = False,
+    started: Callable[[], None] | None = None,
 ) -> Completed:
     """Run argv to completion within `timeout` seconds; never raises for a non-zero exit unless `check`. With `keep`,
     of each of stdout and stderr only the last `keep` characters are held (a command of the user's, such as a profile's
@@ -103,6 +104,7 @@ def run(
 
     The child dies with provision (a kill -9 leaves no installer or check payload running on), unless
     `die_with_parent` is False. Linux ties that to the forking thread, so it applies from the main thread only.
+    `started` is called once the child runs, before it is waited for (what the caller does meanwhile, in a thread).
     """
     args = tuple(str(a) for a in argv)
     if log.level() >= log.VERBOSE:
@@ -140,6 +142,8 @@ def run(
         _restore(previous)  # from here on a Ctrl-C reaps the child (below)
         if deferred:
             raise KeyboardInterrupt
+        if started is not None:
+            started()
         if keep is not None:
             stdout, stderr = _communicate_kept(child, timeout, keep, late, group, on_stderr_line)
         elif on_stderr_line is not None:

@@ -1,5 +1,6 @@
 """What a wheel's bytes determine, kept by the wheel's sha256 under `$XDG_CACHE_HOME/provision/`: `scans/` (the SMs
-and PTX of each CUDA member), `records/` (the rows of its RECORD), `metadata/` (its Requires-Dist). A wheel named by
+and PTX of each CUDA member), `records/` (the rows of its RECORD), `metadata/` (its METADATA's header
+fields, Requires-Dist among them: `profiles new`). A wheel named by
 its sha256 never changes, so what was read of it once is read from here after: `report --lock`, `lock`'s gates,
 `adopt` and `scan` of a wheel ask here first.
 

@@ -3,11 +3,15 @@ the SGLang stack, beside what a user would run instead to get a lock of the same
 `uv pip compile --format pylock.toml` of what it printed. Same venv, same index, same run.
 
     python scripts/bench_adopt.py [--dists 200] [--files 30] [--runs 3] [--delay 0.02] [--json OUT]
+    python scripts/bench_adopt.py --index URL --requirements "jupyterlab sphinx ..." [--runs 3] [--json OUT]
 
 A synthetic index (tests/wheelhouse.py: PEP 691 JSON, PEP 658 metadata, range requests) is served on 127.0.0.1 with
 `--delay` seconds before each answer (a remote index's round trip); the venv is built from it by uv. Cold: an empty
 uv cache for both tools (adopt reads each wheel's RECORD by range requests, uv fetches each page and metadata file);
 warm: the uv cache the venv was built with (adopt reads the RECORDs there; uv revalidates its pages).
+With --index and --requirements the venv is built by uv from that real index instead (the default registry's simple
+URL, given on the command line, never written here), with what those requirements pull in: real wheels, real
+network. Bytecode is compiled first for provision and its dependencies, as pip does at install time.
 """
 
 from __future__ import annotations
@@ -59,8 +63,14 @@ def main() -> None:
     parser.add_argument("--files", type=int, default=30, help="files per wheel")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--delay", type=float, default=0.02, help="seconds the index waits before each answer")
+    parser.add_argument("--index", help="a real index to build the venv from (with --requirements)")
+    parser.add_argument("--requirements", help="what the venv holds, space-separated, from --index")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
+    import compileall
+
+    for site in {ROOT / "provision", *(Path(p) for p in sys.path if p.endswith("site-packages"))}:
+        compileall.compile_dir(str(site), quiet=1, workers=2)
     provision = provision_binary()
     uv = uvtool.binary()
     base = Path(tempfile.mkdtemp(prefix="bench-adopt-"))
@@ -68,20 +78,25 @@ def main() -> None:
     try:
         served = server.index("bench")
         served.pep658 = served.ranges = True
-        names = [f"bench-pkg-{n:03d}" for n in range(args.dists)]
-        for name in names:
+        names = [f"bench-pkg-{n:03d}" for n in range(args.dists)] if not args.requirements else args.requirements.split()
+        for name in names if not args.requirements else []:
             module = name.replace("-", "_")
             served.add(name, "1.0", files={f"{module}/part_{i}.py": (f"# {name} {i}\n" + "x = 1\n" * 200).encode()
                                            for i in range(args.files)})
+        url = args.index if args.requirements else served.url
         venv = base / "venv"
         built_cache = base / "uv-cache-built"
         env = {**os.environ, "UV_CACHE_DIR": str(built_cache)}
         env.pop("UV_LINK_MODE", None)
         subprocess.run([uv, "venv", str(venv), "--python", sys.executable, "--quiet"], check=True, env=env)
         subprocess.run([uv, "pip", "install", "--python", str(venv / "bin" / "python"), "--quiet", "--default-index",
-                        served.url, *[f"{n}==1.0" for n in names]], check=True, env=env)
+                        url, *(names if args.requirements else [f"{n}==1.0" for n in names])], check=True, env=env)
+        frozen = subprocess.run([uv, "pip", "freeze", "--python", str(venv / "bin" / "python")], check=True, env=env,
+                                capture_output=True, text=True).stdout.split()
+        args.dists = len(frozen)
         served.delay = args.delay
-        results: dict[str, Any] = {"distributions": args.dists, "files_per_wheel": args.files, "index_delay_s": args.delay,
+        results: dict[str, Any] = {"index": "real (--index)" if args.requirements else "synthetic, 127.0.0.1",
+                                   "requirements": args.requirements or "", "distributions": args.dists, "files_per_wheel": args.files, "index_delay_s": args.delay,
                                    "runs": args.runs, "python": sys.version.split()[0]}
         for state in ("cold", "warm"):
             adopt_wall, adopt_lookup, freeze_s, compile_s, both = [], [], [], [], []
@@ -89,13 +104,17 @@ def main() -> None:
             for run in range(args.runs):
                 cache = built_cache if state == "warm" else base / f"uv-cache-empty-{state}-{run}"
                 cache_uv = base / f"uv-cache-empty-uv-{run}" if state == "cold" else built_cache
+                # provision's own caches (records/ by sha256) as cold or warm as uv's: a fresh XDG cache each cold run
+                xdg = base / (f"xdg-cold-{run}" if state == "cold" else "xdg-warm")
                 variables = {**env, "UV_CACHE_DIR": str(cache), "PROVISION_HOME": str(base / f"home-{state}-{run}"),
-                             "PROVISION_INDEX_DEFAULT": served.url}
+                             "XDG_CACHE_HOME": str(xdg),
+                             "PROVISION_INDEX_DEFAULT": url}
                 before = len(served.requests)
                 seconds, done = timed([provision, "adopt", "bench", str(venv), "--json"], variables)
                 document = json.loads(done.stdout)
-                assert len(document["matched"]) == args.dists, document["unmatched"][:3]
-                requests = {"adopt_requests": len(served.requests) - before, "records": document["records"]}
+                assert len(document["matched"]) == args.dists or args.requirements, document["unmatched"][:3]
+                requests = {"adopt_requests": len(served.requests) - before, "records": document["records"],
+                            "matched": len(document["matched"]), "unmatched": len(document["unmatched"])}
                 adopt_wall.append(seconds)
                 adopt_lookup.append(float(document["seconds"]))
                 uv_env = {**env, "UV_CACHE_DIR": str(cache_uv)}
@@ -105,7 +124,7 @@ def main() -> None:
                 (work / "requirements.txt").write_text(frozen.stdout)
                 before = len(served.requests)
                 compiled, _ = timed([uv, "pip", "compile", "requirements.txt", "--format", "pylock.toml", "-o", "pylock.toml",
-                                     "--default-index", served.url, "--python", str(venv / "bin" / "python"), "--quiet",
+                                     "--default-index", url, "--python", str(venv / "bin" / "python"), "--quiet",
                                      "--no-header"], uv_env, cwd=work)
                 requests["uv_compile_requests"] = len(served.requests) - before
                 freeze_s.append(freeze)
@@ -117,6 +136,10 @@ def main() -> None:
     finally:
         server.close()
         shutil.rmtree(base, ignore_errors=True)
+    results["load_average"] = [round(x, 1) for x in os.getloadavg()]
+    for state in ("cold", "warm"):
+        results[state]["adopt_process/uv_freeze_plus_compile"] = round(
+            results[state]["provision_adopt_process"]["median_s"] / results[state]["uv_freeze_plus_compile"]["median_s"], 2)
     text = json.dumps(results, indent=2)
     print(text)
     if args.json:

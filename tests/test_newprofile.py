@@ -241,6 +241,39 @@ def test_an_output_that_cannot_be_written_is_one_line_naming_it(index_server, pr
     assert unwritable.returncode == 2 and len(lines) == 2 and "/proc/x.toml" in lines[0], unwritable.stderr
 
 
+@pytest.mark.parametrize(("pep658", "ranges", "how"), [(True, False, "pep658"), (False, True, "range")])
+def test_sglangs_metadata_is_read_once_by_its_sha256(index_server, provision_bin: str, tmp_path: Path, pep658: bool,
+                                                     ranges: bool, how: str) -> None:
+    """The wheel's METADATA headers are kept in provision's metadata/ by the wheel's sha256 (the index gives it):
+    `profiles new` again reads neither its .metadata nor a range of it, and writes the same profile; an entry that is
+    damaged, or names another wheel's sha256, is read again from the index, never trusted."""
+    import os
+
+    default = serve_sglang(index_server, pep658=pep658, ranges=ranges)
+    first, again = tmp_path / "first.toml", tmp_path / "again.toml"
+    done = new(provision_bin, default, first, "--from", "sglang==0.5.23", "--cuda", "13.0", "--json")
+    assert done.returncode == 0 and json.loads(done.stdout)["metadata_from"] == how, done.stderr
+    kept = Path(os.environ["XDG_CACHE_HOME"]) / "provision" / "metadata"
+    (entry,) = [p for p in kept.iterdir() if "Name: sglang" in p.read_text()]
+    assert json.loads(entry.read_text())["data"]["source"] == how
+    first_reads = [r for r in default.requests if "sglang-0.5.23" in r]  # its METADATA, then its benchmark's sources
+    done = new(provision_bin, default, again, "--from", "sglang==0.5.23", "--cuda", "13.0", "--json")
+    assert done.returncode == 0 and json.loads(done.stdout)["metadata_from"] == how, done.stderr
+    second_reads = [r for r in default.requests if "sglang-0.5.23" in r][len(first_reads):]
+    metadata_reads = 1 if how == "pep658" else 2  # its .metadata file; else a HEAD and the zip's tail by one range
+    assert len(second_reads) == len(first_reads) - metadata_reads and not any(r.endswith(".metadata") for r in second_reads)
+    assert again.read_text().replace("again", "first") == first.read_text()
+    # damaged (a Requires-Dist that does not parse): removed, read from the index again, the same profile written
+    document = json.loads(entry.read_text())
+    document["data"]["headers"] = "Metadata-Version: 2.1\nName: sglang\nVersion: 0.5.23\nRequires-Dist: torch ((>= ;;\n"
+    entry.write_text(json.dumps(document))
+    damaged = tmp_path / "damaged.toml"
+    done = new(provision_bin, default, damaged, "--from", "sglang==0.5.23", "--cuda", "13.0", "--json")
+    assert done.returncode == 0, done.stderr
+    assert damaged.read_text().replace("damaged", "first") == first.read_text()
+    assert json.loads(entry.read_text())["data"]["headers"] != document["data"]["headers"]
+
+
 def test_a_version_of_5000_digits_is_one_line_not_an_internal_error(index_server, provision_bin: str, tmp_path: Path) -> None:
     """packaging takes `==<5000 digits>` as text and fails where it compares it (int() stops at 4300 digits): exit 3,
     `internal error: ValueError`. In --from it is a usage error; in the Requires-Dist an index serves, an index error."""

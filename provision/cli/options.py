@@ -48,6 +48,12 @@ class App:
 
         return links.resolve(self.home)
 
+    def warm(self) -> None:
+        """Load what rendering this command's result needs (views.render.warm): for a thread while the command waits."""
+        from provision.views import render
+
+        render.warm(self.output)
+
     def progress(self) -> progress:
         """Long steps shown on stderr (never under --json, never with -q)."""
         from provision.views import ui

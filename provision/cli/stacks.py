@@ -83,8 +83,6 @@ def lock_command(app: App, profile_name: str | None, python: str | None, platfor
                  output: Path | None, env_name: str | None) -> Shown:
     """Resolve PROFILE into a PEP 751 lockfile: exact URLs and sha256 for every file. With --env NAME, lock what the
     adopted environment NAME holds (what adopt does unless --no-lock): on its profile's indexes, else the default one."""
-    from packaging.pylock import is_valid_pylock_path
-
     from provision.stacks import lock, lockfile, profiles
     from provision.views import stacks as views
 
@@ -96,12 +94,13 @@ def lock_command(app: App, profile_name: str | None, python: str | None, platfor
         raise click.UsageError("give a PROFILE to lock, or --env NAME for an adopted environment")
     profile = profiles.load(profile_name)
     path = output or lockfile.default_output(profile)
-    if not is_valid_pylock_path(path):
+    if not lockfile.is_lock_name(path):
         raise click.BadParameter(f"{path.name}: PEP 751 names a lock pylock.toml or pylock.NAME.toml", param_hint="-o")
     target = lock.Target(python=lock.check_python(python or profile.python or f"{sys.version_info.major}.{sys.version_info.minor}"),
                          platform=platform_name)
     with app.progress() as step:
-        result = lock.lock(profile, target=target, overrides=lock.parse_overrides(indexes), output=path, progress=step)
+        result = lock.lock(profile, target=target, overrides=lock.parse_overrides(indexes), output=path, progress=step,
+                           meanwhile=app.warm)
     return views.locked(result)
 
 

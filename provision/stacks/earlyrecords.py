@@ -24,6 +24,7 @@ class EarlyReads:
         self.uv_cache = uv_cache
         self.futures: dict[str, Future[object]] = {}
         self.wanted: set[str] | None = None
+        self.closed = False  # keep_only shut the pool: nothing more is submitted
         self.guard = threading.Lock()
         self.pool = ThreadPoolExecutor(max_workers=wheelrecords.WORKERS, thread_name_prefix="early-record")
 
@@ -39,14 +40,23 @@ class EarlyReads:
         except (OSError, ValueError):  # no lock there yet, or not one this can read: lock reads what it needs later
             return
         packages = document.get("packages")
-        self.add(jobs_of(packages if isinstance(packages, list) else []))
+        self._start(self._claim(jobs_of(packages if isinstance(packages, list) else [])))
 
     def add(self, jobs: list[wheelrecords.Job]) -> None:
-        """Start reading these wheels' RECORDs, but for those read before or started already."""
+        """Start reading these wheels' RECORDs, but for those read before or started already: the main thread only
+        claims them; what was kept in records/ is looked up, and uv's cache searched, in a thread of its own."""
+        claimed = self._claim(jobs)
+        if claimed:
+            threading.Thread(target=self._start, args=(claimed,), name="early-records", daemon=True).start()
+
+    def _claim(self, jobs: list[wheelrecords.Job]) -> list[wheelrecords.Job]:
         with self.guard:
             jobs = [job for job in jobs if job[3] not in self.futures and (self.wanted is None or job[3] in self.wanted)]
             for job in jobs:  # claimed before the slow part below: another batch does not start them again
                 self.futures[job[3]] = Future()
+        return jobs
+
+    def _start(self, jobs: list[wheelrecords.Job]) -> None:
         jobs = [job for job in jobs if wheelrecords.remembered(job[3]) is None]
         if not jobs:
             return
@@ -56,13 +66,14 @@ class EarlyReads:
             return
         with self.guard:
             for job in jobs:
-                if self.wanted is None or job[3] in self.wanted:
+                if not self.closed:  # keep_only comes once the lock is known: what it wants was started before
                     self.futures[job[3]] = self.pool.submit(wheelrecords.read_one, job, unpacked)
 
     def keep_only(self, sha256s: set[str]) -> None:
         """Stop the reads not yet started of wheels outside `sha256s`; the started ones end in their threads."""
         with self.guard:
             self.wanted = sha256s
+            self.closed = True
             for sha256, future in self.futures.items():
                 if sha256 not in sha256s:
                     future.cancel()

@@ -14,13 +14,12 @@ import re
 import shutil
 import sys
 import tempfile
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from packaging import tags
-from packaging.pylock import Pylock, PylockValidationError
 from packaging.specifiers import SpecifierSet
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 from packaging.version import InvalidVersion, Version
@@ -29,8 +28,11 @@ from provision import __version__, proc, toml
 from provision.atomic import write_atomic
 from provision.errors import IndexError_, InputError, ResolveError, UsageError
 from provision.log import Progress
-from provision.stacks import earlyrecords, gitauth, lockfile, relock, urls, uvtool
+from provision.stacks import earlyrecords, gitauth, lockfile, relock, urls, uvproject, uvtool
 from provision.stacks.profiles import DEFAULT_INDEX, Package, Profile
+
+if TYPE_CHECKING:
+    from packaging import tags
 
 INDEX_VARIABLE = "PROVISION_INDEX_{}"
 FLASHINFER_FAMILY = ("flashinfer-python", "flashinfer-cubin", "flashinfer-jit-cache")
@@ -179,6 +181,8 @@ def check_python(version: str) -> str:
 
 def target_tags(target: Target) -> frozenset[tags.Tag]:
     """Every wheel tag the target accepts (packaging.tags), most specific first as packaging orders them."""
+    from packaging import tags  # a nightly is pinned, or adopt matches wheels: a plain lock reads no tags
+
     version = tuple(int(part) for part in target.python.split(".")[:2])
     platforms = _platforms(target)
     return frozenset(itertools.chain(tags.cpython_tags(version, platforms=platforms),
@@ -187,6 +191,8 @@ def target_tags(target: Target) -> frozenset[tags.Tag]:
 
 def _platforms(target: Target) -> list[str]:
     """Platform tags of a uv --python-platform name; this machine's own when there is none."""
+    from packaging import tags
+
     if target.platform is None:
         return list(tags.platform_tags())
     name, arch = target.platform, target.arch
@@ -219,14 +225,16 @@ def _compatible(filename: str, accepted: frozenset[tags.Tag]) -> bool:
 
 def nightly_pins(profile: Profile, indexes: dict[str, str | None], target: Target) -> tuple[dict[str, str], str | None]:
     """Pin every nightly package of one index to the newest date that all of them have a wheel for."""
-    from provision.stacks import index  # asked when a lock is made: create --lock reads none
-
     pins: dict[str, str] = {}
     chosen: str | None = None
     groups: dict[str, list[Package]] = {}
     for package in profile.packages:
         if package.prerelease and package.index != DEFAULT_INDEX and indexes.get(package.index):
             groups.setdefault(package.index, []).append(package)
+    if not groups:  # no nightly: neither the index client nor the target's tags are loaded before uv starts
+        return pins, chosen
+    from provision.stacks import index  # asked when a lock is made: create --lock reads none
+
     accepted = target_tags(target)
     for index_name, packages in groups.items():
         by_package: dict[str, dict[str, Version]] = {}
@@ -260,9 +268,11 @@ def _project(profile: Profile, pins: dict[str, str], indexes: dict[str, str | No
     """The pyproject.toml uv resolves: dependencies, plus sources binding each package to its named index (and a
     package declared without one to the default index, when its URL is known). No URL is written here: the index
     options carry them, and their credentials travel by variable."""
-    import tomlkit  # a lock is written: create --lock reads one and writes none
+    return uvproject.dumps(_project_doc(profile, pins, indexes))
 
-    doc = tomlkit.document()
+
+def _project_doc(profile: Profile, pins: dict[str, str], indexes: dict[str, str | None]) -> dict[str, Any]:
+    doc: dict[str, Any] = {}
     requirements = []
     for package in profile.packages:
         spec = f"=={pins[package.name]}" if package.name in pins else package.version
@@ -271,10 +281,15 @@ def _project(profile: Profile, pins: dict[str, str], indexes: dict[str, str | No
         extras = f"[{','.join(package.extras)}]" if package.extras else ""
         requirements.append(f"{package.name}{extras}{spec}")
     doc["project"] = {"name": "provision-lock", "version": "0", "dependencies": requirements}
-    sources = {p.name: _source(p) for p in profile.packages if p.from_source or p.index != DEFAULT_INDEX or indexes.get(DEFAULT_INDEX)}
+    # a package of the default index is bound to it where a named index could give it too; with the default index
+    # alone (uv gets no other: uvtool.environment) the binding changes nothing uv picks, and made uv's resolution of a
+    # 3-wheel lock 0.16 s instead of 0.09 s (its pages and metadata then asked one after another)
+    named = any(url for name, url in indexes.items() if name != DEFAULT_INDEX)
+    sources = {p.name: _source(p) for p in profile.packages
+               if p.from_source or p.index != DEFAULT_INDEX or (indexes.get(DEFAULT_INDEX) and named)}
     if sources:
         doc["tool"] = {"uv": {"sources": sources}}
-    return tomlkit.dumps(doc)
+    return doc
 
 
 def _source(package: Package) -> dict[str, str | bool]:
@@ -287,30 +302,27 @@ def _source(package: Package) -> dict[str, str | bool]:
 
 
 def _resolve_explicit(folder: Path, profile: Profile, pins: dict[str, str], indexes: dict[str, str | None], target: Target,
-                      first: dict[str, Any], origin: dict[str, str]) -> dict[str, Any]:
+                      first: dict[str, Any], origin: dict[str, str]) -> str:
     """Resolve again with every named index explicit (uv takes from it only what a source names): the profile's bound
     packages, and each dependency the first pass found on a named index, pinned to the version found there. A package
-    declared without an index can then come from the default index only."""
-    import tomlkit  # a lock is written: create --lock reads one and writes none
-
+    declared without an index can then come from the default index only. Returns uv's lock text."""
     declared = {str(canonicalize_name(p.name)) for p in profile.packages}
     carried = {str(canonicalize_name(p["name"])): (str(p.get("version", "")), origin[str(canonicalize_name(p["name"]))])
                for p in first.get("packages", []) if str(canonicalize_name(p["name"])) not in declared
                and origin.get(str(canonicalize_name(p["name"])), DEFAULT_INDEX) != DEFAULT_INDEX}
-    doc = tomlkit.parse(_project(profile, pins, indexes))
+    doc = _project_doc(profile, pins, indexes)
     doc["project"]["dependencies"].extend(f"{name}=={version}" for name, (version, _) in sorted(carried.items()))
     sources = {p.name: _source(p) for p in profile.packages if p.from_source or p.index != DEFAULT_INDEX}
     sources.update({name: {"index": where} for name, (_, where) in carried.items()})
     named = {n: u for n, u in indexes.items() if n != DEFAULT_INDEX and u}
     doc["tool"] = {"uv": {"sources": sources, "index": [{"name": n, "url": urls.strip_credentials(str(u)), "explicit": True}
                                                        for n, u in named.items()]}}
-    (folder / "pyproject.toml").write_text(tomlkit.dumps(doc))
+    (folder / "pyproject.toml").write_text(uvproject.dumps(doc))
     # the named indexes are in pyproject.toml here (explicit): only the default one by variable, and every credential
     variables = uvtool.index_options(indexes)[1] | gitauth.variables(p.git for p in profile.packages)
     variables.pop("UV_INDEX", None)
     uvtool.run(_uv_compile_args(target, "pylock.toml"), cwd=folder, env=variables)
-    again: dict[str, Any] = toml.loads((folder / "pylock.toml").read_text())
-    return again
+    return (folder / "pylock.toml").read_text()
 
 
 def _uv_compile_args(target: Target, output: str) -> list[str]:
@@ -328,8 +340,6 @@ def attribution(packages: list[dict[str, Any]], profile: Profile, indexes: dict[
     are read in parallel over kept-alive connections; a lock that involves only the default index reads none."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from provision.stacks import index
-
     bound = {str(canonicalize_name(p.name)): p.index for p in profile.packages
              if p.index != DEFAULT_INDEX or indexes.get(DEFAULT_INDEX)}
     # an index whose URL an earlier one (or the default index) already has adds nothing to ask: each URL is read once
@@ -343,6 +353,8 @@ def attribution(packages: list[dict[str, Any]], profile: Profile, indexes: dict[
     asked = [(name, index_name) for name in locked if name not in bound for index_name in named]
 
     def listed(pair: tuple[str, str]) -> bool:
+        from provision.stacks import index  # loaded where a page is read
+
         files = index.project_files(str(indexes[pair[1]]), pair[0])
         return not locked[pair[0]].isdisjoint(urls.strip_credentials(f.url) for f in files)
 
@@ -356,9 +368,11 @@ def _files(package: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def lock(profile: Profile, *, target: Target, overrides: dict[str, str], output: Path,
-         progress: Progress = lambda _: None, work: Path | None = None) -> LockResult:
+         progress: Progress = lambda _: None, work: Path | None = None, meanwhile: Callable[[], object] = lambda: None) -> LockResult:
     """Resolve `profile` with uv into a PEP 751 lock at `output`. uv works in a private folder: under `work` when
-    given (create's build folder, which gc removes whole after a kill -9), else in TMPDIR."""
+    given (create's build folder, which gc removes whole after a kill -9), else in TMPDIR. While uv resolves, what
+    the rest needs is loaded off the main thread (the main thread only waits for uv): this module's later imports,
+    the lock `output` replaces, and the caller's `meanwhile` (the CLI's rendering)."""
     import time
 
     start = time.perf_counter()
@@ -385,21 +399,23 @@ def lock(profile: Profile, *, target: Target, overrides: dict[str, str], output:
     early = earlyrecords.EarlyReads(lambda: Path(uvtool.cache_dir() or "."))
     try:
         early.start_from(output)  # the wheels of the lock this one replaces: their RECORDs read while uv resolves
-        return _lock(profile, target, overrides, output, progress, work, indexes, early, start)
+        return _lock(profile, target, overrides, output, progress, work, indexes, early, start, meanwhile)
     finally:
         early.keep_only(set())  # what the gate needed was read; nothing more is started
 
 
 def _lock(profile: Profile, target: Target, overrides: dict[str, str], output: Path, progress: Progress, work: Path | None,
-          indexes: dict[str, str | None], early: earlyrecords.EarlyReads, start: float) -> LockResult:
+          indexes: dict[str, str | None], early: earlyrecords.EarlyReads, start: float, meanwhile: Callable[[], object]) -> LockResult:
     import time
 
     pins, nightly = nightly_pins(profile, indexes, target)
     with _work_folder(work) as folder:
         (folder / "pyproject.toml").write_text(_project(profile, pins, indexes))
         progress("resolving with uv")
+        before = _Meanwhile(output, meanwhile)
         try:
-            uvtool.run(_uv_compile_args(target, "pylock.toml"), cwd=folder, env=uvtool.index_options(indexes)[1] | gitauth.variables(p.git for p in profile.packages))
+            uvtool.run(_uv_compile_args(target, "pylock.toml"), cwd=folder,
+                       env=uvtool.index_options(indexes)[1] | gitauth.variables(p.git for p in profile.packages), started=before.start)
         except IndexError_ as exc:
             from provision.stacks import mirrors
 
@@ -407,7 +423,11 @@ def _lock(profile: Profile, target: Target, overrides: dict[str, str], output: P
             if hint:
                 raise IndexError_(exc.message, hint) from exc
             raise
-        raw = toml.loads((folder / "pylock.toml").read_text())
+        finally:
+            if before.ident is not None:  # started: uv ran
+                before.join()
+        written = (folder / "pylock.toml").read_text()  # uv's own text: kept where provision changes no package
+        raw = toml.loads(written)
         early.add(earlyrecords.jobs_of(raw.get("packages", [])))  # read while the packages are attributed
         progress("attributing each package to its index")
         origin = attribution(raw.get("packages", []), profile, indexes)
@@ -415,10 +435,10 @@ def _lock(profile: Profile, target: Target, overrides: dict[str, str], output: P
                   if p.index == DEFAULT_INDEX and origin.get(str(canonicalize_name(p.name)), DEFAULT_INDEX) != DEFAULT_INDEX]
         if strays:  # uv's own default index has no name to bind them to: resolve again with the named ones explicit
             progress(f"{', '.join(strays)} came from a named index; resolving again with the named indexes explicit")
-            raw = _resolve_explicit(folder, profile, pins, indexes, target, raw, origin)
+            written = _resolve_explicit(folder, profile, pins, indexes, target, raw, origin)
+            raw = toml.loads(written)
             early.add(earlyrecords.jobs_of(raw.get("packages", [])))
             origin = attribution(raw.get("packages", []), profile, indexes)
-        written = (folder / "pylock.toml").read_text()  # uv's own text: kept where provision changes no package
     stamp = _Stamp(key=lock_key(profile, indexes, target), nightly=nightly,
                    rebuild=relock.rebuild_command(profile, python=target.python, platform=target.platform,
                                                   overrides=overrides, output=output))
@@ -427,7 +447,7 @@ def _lock(profile: Profile, target: Target, overrides: dict[str, str], output: P
     _check_flashinfer(packages)
     warnings, known = _warnings(packages, progress, early)
     document = _document(raw, profile, indexes, target, stamp, packages, written, known)
-    changes = relock.changes(relock.versions_in(output), {p.name: p.version for p in packages})
+    changes = relock.changes(before.versions(), {p.name: p.version for p in packages})
     try:
         write_atomic(output, document)
     except OSError as exc:
@@ -477,6 +497,38 @@ def _work_folder(parent: Path | None = None) -> Iterator[Path]:
         shutil.rmtree(folder, ignore_errors=True)
 
 
+class _Meanwhile(threading.Thread):
+    """What the lock needs after uv, done while uv resolves (started once uv runs: the main thread then waits in poll,
+    holding no GIL): the modules imported that write and check the lock, the caller's `meanwhile`, and the versions of
+    the lock `output` replaces (read before it is replaced: `join` comes first)."""
+
+    def __init__(self, output: Path, meanwhile: Callable[[], object]) -> None:
+        super().__init__(name="lock-meanwhile")
+        self.output, self.meanwhile = output, meanwhile
+        self._versions: dict[str, str] | None = None
+        self._failed: BaseException | None = None
+
+    def run(self) -> None:
+        import importlib
+
+        with contextlib.suppress(Exception):
+            for module in ("packaging.pylock", "tomlkit", "provision.stacks.lockcheck", "provision.stacks.wheelrecords"):
+                importlib.import_module(module)
+            self.meanwhile()
+            if not self.output.exists():  # a first lock: its RECORDs are read by HTTP once uv answers (0.03-0.05 s of import)
+                importlib.import_module("requests")
+        try:
+            self._versions = relock.versions_in(self.output)
+        except BaseException as exc:  # noqa: BLE001 - raised in the main thread, where it was raised before
+            self._failed = exc
+
+    def versions(self) -> dict[str, str] | None:
+        """{package: version} of the lock replaced (relock.versions_in), once joined."""
+        if self._failed is not None:
+            raise self._failed
+        return self._versions
+
+
 @dataclass(frozen=True, kw_only=True)
 class _Stamp:
     """What a lock says of itself beside its packages: its key, its nightly date, the command that makes it again."""
@@ -490,16 +542,18 @@ def _packages(raw: dict[str, Any], indexes: dict[str, str | None], origin: dict[
               progress: Progress) -> tuple[LockedPackage, ...]:
     """Every file uv locked, each with its index and a sha256 (computed where its index gives none), put into `raw`
     too (each package's `index`, each file's URL without credentials and its hashes): what is written."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    from provision.stacks import index
-
     locked: list[LockedPackage] = []
     unhashed = [urls.strip_credentials(w.get("url", "")) for p in raw.get("packages", []) for w in _files(p) if not w.get("hashes")]
     for file_url in unhashed:
         progress(f"hashing {urls.filename(file_url)} (its index gives no hash)")
-    with ThreadPoolExecutor(max_workers=8) as pool:  # downloads of one file each: in parallel, not one after another
-        digests = dict(zip(unhashed, pool.map(index.sha256_of, unhashed), strict=True)) if unhashed else {}
+    digests: dict[str, str] = {}
+    if unhashed:  # the index client is loaded where a file is downloaded
+        from concurrent.futures import ThreadPoolExecutor
+
+        from provision.stacks import index
+
+        with ThreadPoolExecutor(max_workers=8) as pool:  # downloads of one file each: in parallel, not one after another
+            digests = dict(zip(unhashed, pool.map(index.sha256_of, unhashed), strict=True))
     for package in raw.get("packages", []):
         name = str(canonicalize_name(package["name"]))
         index_name = origin.get(name, DEFAULT_INDEX)
@@ -546,6 +600,8 @@ def _document(raw: dict[str, Any], profile: Profile, indexes: dict[str, str | No
         # what provision wrote, checked by every reader: a hash flipped or a package added by hand is refused
         "packages_sha256": lockfile.packages_digest(raw.get("packages", []), known),
     }
+    from packaging.pylock import Pylock, PylockValidationError
+
     try:
         Pylock.from_dict(raw).validate()
     except (PylockValidationError, InvalidVersion) as exc:

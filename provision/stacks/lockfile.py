@@ -9,9 +9,8 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from packaging.pylock import Pylock, PylockValidationError
 from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion
@@ -20,6 +19,9 @@ from provision import regular, toml
 from provision.errors import EnvError, InputError
 from provision.stacks import urls
 from provision.stacks.profiles import Profile
+
+if TYPE_CHECKING:
+    from packaging.pylock import Pylock
 
 MAX_BYTES = 64 << 20  # a lock of a large CUDA stack is well under 1 MiB
 
@@ -99,6 +101,9 @@ def read(path: Path, *, allow_unsealed: bool = False) -> tuple[Pylock, Stamp]:
 
 def _parse(path: Path) -> tuple[dict[str, Any], Pylock, dict[str, Any]]:
     """(the lock's TOML, it as packaging.pylock reads it, its [tool.provision] table), or an InputError naming the file."""
+    # markers and tags: loaded where a lock is read, not where one is named
+    from packaging.pylock import Pylock, PylockValidationError
+
     try:
         data = regular.read_bytes(path, MAX_BYTES + 1)
         if len(data) > MAX_BYTES:  # read whole, an 8 GB file (a sparse one, a wrong path) took the machine's memory
@@ -219,6 +224,15 @@ def check_binding(path: Path, profile: Profile, *, allow_unsealed: bool = False)
         if package.version and (version is None or not SpecifierSet(package.version).contains(version, prereleases=True)):
             raise EnvError(f"{path} has {name} {version or '(no version)'}, which the profile's {package.version!r} does not allow",
                            f"re-lock it: provision lock {profile.name}")
+
+
+_NAMED = re.compile(r"pylock\.[^.]+\.toml")
+
+
+def is_lock_name(path: Path) -> bool:
+    """Whether PEP 751 names a lock `path` (pylock.toml or pylock.NAME.toml): packaging.pylock's is_valid_pylock_path
+    (tests/test_lock_arguments.py holds them equal), asked before a lock is made without loading packaging.pylock."""
+    return path.name == "pylock.toml" or _NAMED.fullmatch(path.name) is not None
 
 
 def default_output(profile: Profile) -> Path:

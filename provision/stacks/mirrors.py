@@ -20,14 +20,15 @@ def mirror_note(profile: Profile, indexes: Mapping[str, str | None]) -> str:
     """One line when an index is given another URL than the profile's (a mirror, by --index or PROVISION_INDEX_NAME)
     and that mirror also lists a package the profile takes from the default index, whose URL is not named: uv would take
     it from the mirror, and provision could not bind it to the default index after resolving. "" otherwise."""
-    from provision.stacks import index
-
     if indexes.get(DEFAULT_INDEX):
         return ""
     plain = [p.name for p in profile.packages if p.index == DEFAULT_INDEX and not p.from_source]
     for name, url in indexes.items():
         if name == DEFAULT_INDEX or not url or not plain or url == profile.indexes.get(name):
             continue
+        # loaded where a mirror is asked: a lock loads it after uv starts, if at all
+        from provision.stacks import index
+
         try:
             listed = bool(index.project_files(url, plain[0]))
         except ProvisionError:

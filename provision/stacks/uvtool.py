@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping, Sequence
+import threading
+from collections.abc import Callable, Mapping, Sequence
 from functools import cache
 from pathlib import Path
 
@@ -62,11 +63,13 @@ def environment(extra: Mapping[str, str] | None = None) -> dict[str, str]:
 
 
 def run(args: Sequence[str | Path], *, timeout: float = 1800, cwd: Path | None = None,
-        env: Mapping[str, str] | None = None, progress: Progress | None = None) -> proc.Completed:
+        env: Mapping[str, str] | None = None, progress: Progress | None = None,
+        started: Callable[[], None] | None = None) -> proc.Completed:
     """Run uv from the main thread; it dies with provision (a kill -9 leaves no install writing on). With
-    `progress`, each line uv writes on stderr (what it downloads, installs) is handed to it as it comes."""
+    `progress`, each line uv writes on stderr (what it downloads, installs) is handed to it as it comes; `started`
+    is called once uv runs (proc.run)."""
     done = proc.run([binary(), *args], timeout=timeout, cwd=cwd, env=environment(env),
-                    on_stderr_line=None if progress is None else (lambda line: _say(line, progress)))
+                    on_stderr_line=None if progress is None else (lambda line: _say(line, progress)), started=started)
     if done.timed_out:
         raise ToolError(f"uv {args[0]} {args[1] if len(args) > 1 else ''} took longer than {timeout:g} s", "retry; check the indexes")
     if not done.ok:
@@ -194,13 +197,22 @@ def failure(stderr: str) -> ProvisionError:
 
 
 def cache_dir() -> str:
-    """uv's cache folder, as uv reports it; asked once per process for what decides it here (a `create` asked twice)."""
+    """uv's cache folder, as uv reports it; asked once per process for what decides it here (a `create` asked twice).
+    UV_CACHE_DIR, where set, is uv's answer as it stands: uv takes it as its --cache-dir, before any configuration file,
+    and prints it unchanged (and the uv provision runs gets no UV_NO_CACHE: `environment`); no process is started for it."""
+    chosen = os.environ.get("UV_CACHE_DIR")
+    if chosen:
+        return chosen
     try:
         cwd: str | None = os.getcwd()
     except OSError:  # the shell's folder was removed (a build `provision remove` took): uv is asked all the same
         cwd = None
-    return _cache_dir(cwd, *(os.environ.get(name) for name in ("UV_CACHE_DIR", "XDG_CACHE_HOME", "HOME",
-                                                               "UV_NO_CACHE", "UV_CONFIG_FILE", "XDG_CONFIG_HOME")))
+    with _ASKING:  # lock's early RECORD reads ask from a thread of their own, beside the main thread: uv once
+        return _cache_dir(cwd, *(os.environ.get(name) for name in ("UV_CACHE_DIR", "XDG_CACHE_HOME", "HOME",
+                                                                   "UV_NO_CACHE", "UV_CONFIG_FILE", "XDG_CONFIG_HOME")))
+
+
+_ASKING = threading.Lock()
 
 
 @cache

@@ -1,10 +1,13 @@
 """A wheel's METADATA from its index without installing it: the PEP 658 `.metadata` file where the index serves one,
 else the METADATA member read out of the remote zip with HTTP range requests (the central directory and one member,
 a few hundred KiB of a 40 MB wheel), else the whole wheel, streamed. All through `index.get`: every request within
-its deadline and byte bound, the METADATA read no further than METADATA_LIMIT and parsed only as far as its headers."""
+its deadline and byte bound, the METADATA read no further than METADATA_LIMIT and parsed only as far as its headers.
+A wheel whose index gives its sha256 has its METADATA's headers kept by that sha256 in provision's `metadata/` cache
+(provision/wheelfacts.py): read once, then from there, checked on every read as when it was fetched."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import io
 import re
@@ -14,6 +17,7 @@ import zlib
 from collections.abc import Callable
 from typing import IO, TYPE_CHECKING, Literal
 
+from provision import wheelfacts
 from provision.errors import IndexError_
 from provision.stacks import index, urls
 
@@ -85,23 +89,59 @@ class _NoRanges(Exception):
     pass
 
 
+SOURCES: tuple[Source, ...] = ("pep658", "range", "download")
+
+
 def metadata(url: str, *, core_metadata: bool | dict[str, str] = False, sha256: str | None = None,
              size: int | None = None) -> tuple[Metadata, Source]:
     """Return the wheel's core metadata and how it was read: "pep658", "range" or "download" (no more than `size`
-    bytes, the index's, else what the server says, else index.DOWNLOAD_LIMIT)."""
+    bytes, the index's, else what the server says, else index.DOWNLOAD_LIMIT). With the wheel's `sha256` (the
+    index's), what was read of it before is taken from `metadata/` with how it was read then; what is read now is
+    kept there."""
+    key = sha256.lower() if sha256 else ""
+    kept = _kept(key, url) if key else None
+    if kept is not None:
+        return kept
+    raw, how = _read(url, core_metadata=core_metadata, sha256=sha256, size=size)
+    meta = _parse(raw, url)
+    if key:
+        with contextlib.suppress(UnicodeDecodeError):
+            wheelfacts.put("metadata", key, {"headers": _headers(raw).decode("utf-8"), "source": how})
+    return meta, how
+
+
+def _kept(key: str, url: str) -> tuple[Metadata, Source] | None:
+    """The metadata kept for the wheel of sha256 `key`, parsed and checked as a fetched one; an entry of another
+    shape, or one that does not parse, is removed (and the METADATA read again), never trusted."""
+    data = wheelfacts.get("metadata", key)
+    if data is None:
+        return None
+    source = data.get("source") if isinstance(data, dict) else None
+    headers = data.get("headers") if isinstance(data, dict) else None
+    if isinstance(headers, str) and source in SOURCES:
+        try:
+            return _parse(headers.encode("utf-8"), url), source
+        except IndexError_:
+            pass
+    wheelfacts.discard("metadata", key)
+    return None
+
+
+def _read(url: str, *, core_metadata: bool | dict[str, str], sha256: str | None, size: int | None) -> tuple[bytes, Source]:
+    """The wheel's METADATA, read the cheapest way the index allows, and how."""
     if core_metadata:
         response = index.get(url + ".metadata", limit=METADATA_LIMIT, what="the metadata")
         if response.status_code == 200:
             expected = core_metadata.get("sha256") if isinstance(core_metadata, dict) else None
             if expected and hashlib.sha256(response.content).hexdigest() != expected:
                 raise IndexError_(f"{urls.redact(url)}.metadata: its sha256 does not match the index", "the index is inconsistent; retry or use a mirror")
-            return _parse(response.content, url), "pep658"
+            return response.content, "pep658"
     head = index.get(url, method="HEAD", headers={"Accept-Encoding": "identity"})
     length = head.headers.get("Content-Length") or ""
     length_said = int(length) if length.isdigit() and head.status_code < 400 else 0
     if length_said and head.headers.get("Accept-Ranges", "").lower() == "bytes":
         try:
-            return _parse(_member(io.BufferedReader(RangeFile(url, length_said), BLOCK)), url), "range"
+            return _member(io.BufferedReader(RangeFile(url, length_said), BLOCK)), "range"
         except (_NoRanges, zipfile.BadZipFile):
             pass
     with tempfile.TemporaryFile() as spool:
@@ -109,7 +149,7 @@ def metadata(url: str, *, core_metadata: bool | dict[str, str] = False, sha256: 
                        size=size or length_said or None)
         spool.seek(0)
         try:
-            return _parse(_member(spool), url), "download"
+            return _member(spool), "download"
         except zipfile.BadZipFile as exc:
             raise IndexError_(f"{urls.redact(url)}: not a wheel with a METADATA ({_one_line(str(exc))})",
                               "the index serves something other than a wheel there; report it, or use a mirror") from None
@@ -182,7 +222,7 @@ def _parse(raw: bytes, url: str) -> Metadata:
 
     if len(raw) > METADATA_LIMIT:
         raise IndexError_(f"{urls.redact(url)}: its METADATA is larger than {METADATA_LIMIT:,} bytes", "report it to the package's maintainers")
-    head = re.split(rb"\r?\n\r?\n", raw, maxsplit=1)[0] + b"\n"
+    head = _headers(raw)
     try:
         meta = Metadata.from_email(head, validate=False)
         for requirement in meta.requires_dist or []:  # parsed now (and kept by packaging): a bad one is named here
@@ -192,6 +232,11 @@ def _parse(raw: bytes, url: str) -> Metadata:
         raise IndexError_(f"{urls.redact(url)}: its METADATA cannot be read ({_one_line(_reason(exc))})",
                           "report it to the package's maintainers; choose another release") from None
     return meta
+
+
+def _headers(raw: bytes) -> bytes:
+    """A METADATA's header fields, without the long description after them: what is parsed, and kept."""
+    return re.split(rb"\r?\n\r?\n", raw, maxsplit=1)[0] + b"\n"
 
 
 def _check_version(name: str, operator: str, version: str) -> None:

@@ -127,6 +127,14 @@ def render(shown: Shown, output: Output) -> int:
     return shown.exit_code
 
 
+def warm(output: Output) -> None:
+    """Import what `render` will need for `output` (rich, for tables), called off the main thread while a command
+    waits on a child (`lock` while uv resolves): the import is then paid in time the process spends waiting anyway."""
+    if output == "table":
+        import rich.console
+        import rich.table  # noqa: F401
+
+
 def markdown_text(blocks: Sequence[Table | Line | Raw]) -> str:
     """`blocks` as the Markdown --markdown prints (a page written to a file: `upgrade --markdown FILE`)."""
     return "\n".join(_markdown(b) for b in blocks) + ("\n" if blocks else "")
