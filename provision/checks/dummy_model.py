@@ -1,5 +1,5 @@
 """A weight-free model folder that provision writes itself (never downloaded): the config of a small Llama and a
-byte-level tokenizer, about 20 KB. SGLang builds the model from `config.json` alone with random weights
+byte-level tokenizer, five files of 5 KB. SGLang builds the model from `config.json` alone with random weights
 (`--load-format dummy`), so the `sglang-serve` check and the SGLang baseline need no download.
 
 Sized for tensor parallelism of 1, 2, 4 and 8: 8 attention heads and 8 KV heads, an intermediate size of 2816
