@@ -168,13 +168,14 @@ def run(name: str, build: Path, record: EnvRecord, progress: Progress = lambda _
         done = proc.run(command, timeout=spec.timeout or 1800.0, env=env, cwd=Path(spec.cwd or "."), keep=KEPT_OUTPUT,
                         group=True)
         seconds = time.perf_counter() - start
-        figure, document = extract(spec, _result_text(result_file) if "{result}" in " ".join(spec.command) else done.stdout)
+        written, unread = _result_text(result_file) if "{result}" in " ".join(spec.command) else (done.stdout, "")
+        figure, document = extract(spec, written)
     finally:
         result_file.unlink(missing_ok=True)
     if done.timed_out or not done.ok or not isinstance(figure, float) or not math.isfinite(figure):
         shown = figure if isinstance(figure, float) else repr(figure if figure is None or len(figure) <= 40 else figure[:40] + "...")
         why = ("timed out" if done.timed_out else f"exit code {done.returncode}" if not done.ok
-               else "no figure in its output" if figure is None
+               else f"no figure in its output{unread}" if figure is None
                # NaN or an infinity (0/0, x/0) measured nothing, and JSON has no such number: nothing is stored
                else f"its figure{' ' + spec.json_key if spec.json_key else ''} is {shown}, not a number")
         raise BaselineFailed(f"{name}: the baseline failed ({why}): {done.tail(3)}",
@@ -214,14 +215,21 @@ def _filled(command: tuple[str, ...], build: Path, gpus: int, result_file: Path)
     return filled
 
 
-def _result_text(path: Path) -> str:
-    """What the command wrote to {result} (its last 8 M characters, as of its output), or nothing."""
+def _result_text(path: Path) -> tuple[str, str]:
+    """What the command wrote to {result} (its last 8 M characters, as of its output), or nothing; and, when what the
+    command left there is no regular file, why it was not read. The path is the command's to make: a FIFO there hung
+    the read, a link to /dev/zero read without end, a link elsewhere passed off another file: none is opened."""
+    from provision import regular
+
     try:
-        with open(path, "rb") as written:
-            written.seek(max(0, os.path.getsize(path) - KEPT_OUTPUT))
-            return written.read().decode("utf-8", "replace")
-    except OSError:
-        return ""
+        with regular.open_file(path, follow=False) as written:
+            size = os.fstat(written.fileno()).st_size
+            written.seek(max(0, size - KEPT_OUTPUT))
+            return written.read(KEPT_OUTPUT).decode("utf-8", "replace"), ""
+    except OSError as exc:
+        if regular.refusal(exc):
+            return "", f" ({path.name} is not a regular file: a link, a FIFO or a device, not read)"
+        return "", ""
 
 
 def drift_status(venv: Path, build: Path, record: EnvRecord) -> DriftStamp:
