@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
@@ -24,6 +25,9 @@ STEPS = ("gates", "lock", "lock-report", "create", "checks", "baseline", "decide
 StepStatus = Literal["pass", "fail", "skip", "error"]
 Decision = Literal["activated", "kept"]
 MAX_BYTES = 1 << 20  # a record is a few kilobytes: a larger file is not one
+MAX_RUNS = 1000  # --runs: baseline runs a side (a record asking more is damaged: 10**9 ran without end)
+MAX_SLOWDOWN = 1000.0  # --max-slowdown, percent (a record's Infinity let any slower stack through)
+VERDICTS = ("better", "worse", "within-noise", "cannot-tell")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -195,9 +199,13 @@ def _parse(data: dict[str, object]) -> UpgradeRecord:
     if not isinstance(data, dict) or data.get("schema_version") != SCHEMA_VERSION:
         raise ValueError(f"schema_version is {data.get('schema_version') if isinstance(data, dict) else None!r}, expected 1")
     s = _mapping(data, "settings")
+    runs, max_slowdown = s["runs"], s["max_slowdown"]
+    if not isinstance(runs, int) or isinstance(runs, bool) or not 3 <= runs <= MAX_RUNS:
+        raise ValueError(f"settings.runs is {runs!r}, not 3 to {MAX_RUNS}")
+    if not isinstance(max_slowdown, (int, float)) or isinstance(max_slowdown, bool) or not 0 <= max_slowdown <= MAX_SLOWDOWN:
+        raise ValueError(f"settings.max_slowdown is {max_slowdown!r}, not 0 to {MAX_SLOWDOWN:g}")
     settings = Settings(profile=_text(s, "profile"), from_env=str(s["from"]), to_env=str(s["to"]), built=bool(s["built"]),
-                        lock=_text(s, "lock"), runs=int(s["runs"]),  # type: ignore[call-overload]
-                        max_slowdown=float(s["max_slowdown"]),  # type: ignore[arg-type]
+                        lock=_text(s, "lock"), runs=runs, max_slowdown=float(max_slowdown),
                         baseline_from=_text(s, "baseline_from"), activate=bool(s["activate"]))
     steps = []
     for item in data.get("steps") or []:  # type: ignore[attr-defined]
@@ -209,10 +217,15 @@ def _parse(data: dict[str, object]) -> UpgradeRecord:
         b = _mapping(data, "baseline")
         sides = [_mapping(b, key) for key in ("from", "to")]
         better: Literal["higher", "lower"] = "lower" if b.get("better") == "lower" else "higher"
+        figures = [tuple(map(float, side["figures"])) for side in sides]  # type: ignore[call-overload]
+        if b.get("verdict") not in VERDICTS or not all(map(math.isfinite, figures[0] + figures[1])):
+            raise ValueError(f"baseline verdict {b.get('verdict')!r} with figures {figures}")
         measured = Measured(command=tuple(map(str, b["command"])), unit=str(b["unit"]), better=better,  # type: ignore[call-overload]
                             series=str(b["series"]), verdict=str(b["verdict"]),
-                            old=Side(name=str(sides[0]["name"]), figures=tuple(map(float, sides[0]["figures"]))),  # type: ignore[call-overload]
-                            new=Side(name=str(sides[1]["name"]), figures=tuple(map(float, sides[1]["figures"]))))  # type: ignore[call-overload]
+                            old=Side(name=str(sides[0]["name"]), figures=figures[0]),
+                            new=Side(name=str(sides[1]["name"]), figures=figures[1]))
+    if measured is None and any(step.step == "baseline" and step.finished for step in steps):
+        raise ValueError("the baseline step finished, and its figures are missing")
     decision = data.get("decision")
     if decision not in (None, "activated", "kept"):
         raise ValueError(f"decision {decision!r}")
