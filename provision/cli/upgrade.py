@@ -17,6 +17,7 @@ from provision.cli.options import (
     pass_app,
     verbosity_options,
 )
+from provision.envs import upgrades
 
 if TYPE_CHECKING:
     from provision.views.render import Shown
@@ -30,10 +31,12 @@ if TYPE_CHECKING:
 @click.option("--lock", "lock_path", type=click.Path(path_type=Path, dir_okay=False, exists=True),
               help="Install this lock (judged first, as report --lock judges it) instead of locking now.")
 @allow_unsealed_option
-@click.option("--runs", type=click.IntRange(min=3), default=5, show_default=True,
-              help="Baseline runs a side, interleaved old, new, old, new (3 or more: fewer cannot tell noise from a change).")
-@click.option("--max-slowdown", "max_slowdown", type=click.FloatRange(min=0), default=0.0, show_default=True, metavar="PCT",
-              help="Activate a new environment worse beyond noise by at most this many percent.")
+@click.option("--runs", type=click.IntRange(min=3, max=upgrades.MAX_RUNS), default=None,
+              help="Baseline runs a side, interleaved old, new, old, new (3 or more: fewer cannot tell noise from a change; "
+                   "default 5; --resume: as started).")
+@click.option("--max-slowdown", "max_slowdown", type=click.FloatRange(min=0, max=upgrades.MAX_SLOWDOWN), default=None,
+              metavar="PCT", help="Activate a new environment worse beyond noise by at most this many percent (default 0; "
+                                  "--resume: as started).")
 @click.option("--baseline-from", "baseline_from", shell_complete=complete_env,
               help="When the two profiles' [baseline] differ: run this environment's on both.")
 @click.option("--no-activate", is_flag=True, help="Decide, but leave the --from environment active.")
@@ -45,7 +48,7 @@ if TYPE_CHECKING:
 @verbosity_options
 @pass_app
 def upgrade(app: App, profile_name: str | None, to_env: str | None, from_env: str | None, name: str | None,
-            lock_path: Path | None, allow_unsealed: bool, runs: int, max_slowdown: float, baseline_from: str | None, no_activate: bool,
+            lock_path: Path | None, allow_unsealed: bool, runs: int | None, max_slowdown: float | None, baseline_from: str | None, no_activate: bool,
             resume: bool, markdown: Path | None) -> Shown:
     """Move from the active environment (or --from) to PROFILE, built beside it, in one step: judge the machine and the
     lock, build, check, measure both with the same baseline interleaved, and activate the new one only when its checks
@@ -55,7 +58,7 @@ def upgrade(app: App, profile_name: str | None, to_env: str | None, from_env: st
     from provision.views import upgrade as views
 
     request = upgrading.Request(profile=profile_name, to_env=to_env, from_env=from_env, name=name, lock=lock_path, runs=runs,
-                                max_slowdown=max_slowdown, baseline_from=baseline_from, activate=not no_activate, resume=resume,
+                                max_slowdown=max_slowdown, baseline_from=baseline_from, activate=False if no_activate else None, resume=resume,
                                 allow_unsealed=allow_unsealed)
     with app.progress() as step:
         result = upgrading.upgrade(app.environments(), request, step)

@@ -38,10 +38,10 @@ class Request:
     from_env: str | None = None
     name: str | None = None
     lock: Path | None = None
-    runs: int = 5
-    max_slowdown: float = 0.0
+    runs: int | None = None  # None: not asked (5 for a new upgrade; --resume: the record's)
+    max_slowdown: float | None = None  # None: not asked (0 for a new upgrade; --resume: the record's)
     baseline_from: str | None = None
-    activate: bool = True
+    activate: bool | None = None  # None: not asked (True for a new upgrade); False: --no-activate
     resume: bool = False
     allow_unsealed: bool = False  # --allow-unsealed: a --lock without its seal read with a warning (asked on every run)
 
@@ -79,6 +79,7 @@ def upgrade(home: Home, request: Request, progress: Progress = lambda _: None) -
                 last = found.record.last_finished() or "none"
                 raise EnvError(f"an upgrade to {name} is unfinished (last finished step: {last}; its record: {found.path})",
                                "go on with it: the same command with --resume")
+            _same_rule(request, found.record.settings, found.path)
             path, record = found.path, found.record
         elif request.resume:
             if found is None:
@@ -87,6 +88,31 @@ def upgrade(home: Home, request: Request, progress: Progress = lambda _: None) -
         else:
             path, record = _start(home, request, name)
         return _Run(home, record, path, progress, allow_unsealed=request.allow_unsealed).go()
+
+
+DEFAULT_RUNS = 5
+
+
+def _same_rule(request: Request, kept: Settings, path: Path) -> None:
+    """--resume goes on by the record's settings: an option given on this command line that says otherwise (resumed
+    with --max-slowdown 0, started with 20) is refused, never silently outvoted by the record."""
+    asked = {"--from": (request.from_env, kept.from_env), "--runs": (request.runs, kept.runs),
+             "--max-slowdown": (request.max_slowdown, kept.max_slowdown),
+             "--baseline-from": (request.baseline_from, kept.baseline_from),
+             "--no-activate": (None if request.activate is None else not request.activate, not kept.activate),
+             "--lock": (str(request.lock.absolute()) if request.lock else None, kept.lock)}
+    differ = [f"{option} {_shown(given)} (the record: {_shown(was)})" for option, (given, was) in asked.items()
+              if given is not None and given != was]
+    if differ:
+        raise UsageError(f"--resume goes on by the settings the upgrade started with ({path}), and this command asks "
+                         f"otherwise: {'; '.join(differ)}",
+                         "drop those options to go on as started, or remove the record and start again")
+
+
+def _shown(value: object) -> str:
+    if value is None or isinstance(value, bool):
+        return {True: "given", False: "not given", None: "none"}[value]
+    return f"{value:g}" if isinstance(value, float) else str(value)
 
 
 def _start(home: Home, request: Request, name: str) -> tuple[Path, UpgradeRecord]:
@@ -104,8 +130,9 @@ def _start(home: Home, request: Request, name: str) -> tuple[Path, UpgradeRecord
     if request.to_env is not None and home.active() == name:
         raise UsageError(f"{name} is the active environment already", "name another: --to-env NAME")
     settings = Settings(profile=request.profile, from_env=from_env, to_env=name, built=request.to_env is not None,
-                        lock=str(request.lock.absolute()) if request.lock else None, runs=request.runs,
-                        max_slowdown=request.max_slowdown, baseline_from=request.baseline_from, activate=request.activate)
+                        lock=str(request.lock.absolute()) if request.lock else None, runs=request.runs or DEFAULT_RUNS,
+                        max_slowdown=request.max_slowdown or 0.0, baseline_from=request.baseline_from,
+                        activate=request.activate is not False)
     path = home.build_of(name) / upgrades.UPGRADE_FILE if settings.built else upgrades.pending_path(home.root, name)
     record = UpgradeRecord(settings=settings, started=_now())
     upgrades.write(path, record)
