@@ -60,6 +60,8 @@ def upgrade(app: App, profile_name: str | None, to_env: str | None, from_env: st
     request = upgrading.Request(profile=profile_name, to_env=to_env, from_env=from_env, name=name, lock=lock_path, runs=runs,
                                 max_slowdown=max_slowdown, baseline_from=baseline_from, activate=False if no_activate else None, resume=resume,
                                 allow_unsealed=allow_unsealed)
+    if markdown is not None:  # before the upgrade: found after it, an upgrade that activated ended in exit 2
+        _writable(markdown)
     with app.progress() as step:
         result = upgrading.upgrade(app.environments(), request, step)
     if markdown is not None:
@@ -72,3 +74,23 @@ def upgrade(app: App, profile_name: str | None, to_env: str | None, from_env: st
             raise InputError(f"cannot write the page to {markdown}: {exc.strerror or exc}",
                              f"choose --markdown in a folder you can write; the upgrade's record is {result.path}") from exc
     return views.upgraded(result)
+
+
+def _writable(page: Path) -> None:
+    """An InputError (exit 2) unless the page can be written where it is asked: a regular file there or none, in a
+    folder that is one (made if missing) and may be written. A FIFO, a device, a path under a file are named."""
+    import os
+
+    from provision import regular
+    from provision.errors import InputError
+
+    try:
+        if os.path.lexists(page):
+            os.close(regular.open_fd(page, os.O_WRONLY))
+        else:
+            page.parent.mkdir(parents=True, exist_ok=True)
+            if not os.access(page.parent, os.W_OK):
+                raise PermissionError(13, "Permission denied")
+    except OSError as exc:
+        raise InputError(f"--markdown {page}: cannot write the page there ({exc.strerror or exc})",
+                         "choose a regular file in a folder you can write; nothing was run") from exc
