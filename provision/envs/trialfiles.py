@@ -20,6 +20,7 @@ from provision import regular
 from provision.atomic import write_atomic
 from provision.envs import kept
 from provision.errors import EnvError
+from provision.stacks.profile_files import MAX_BYTES
 
 MADE = ".trial-made"  # in the build folder: what a trial under way wrote, and where its content was before
 LOCK = ".trial.lock"  # held by the trial under way: a leftover journal is one whose trial holds no lock
@@ -71,26 +72,43 @@ def write(build: Path, venv: Path, site: Path, files: list[Written]) -> None:
 
 def put_back(build: Path, venv: Path, site: Path) -> list[str]:
     """Write back what every file of MADE held before the trial (remove one that was not there), byte for byte; the
-    paths put back. MADE and the saved copies go once all are back."""
+    paths put back. MADE and the saved copies go once all are back. A damaged entry (a mode that is no permission
+    bits, a saved copy gone) is an EnvError naming MADE; a file to remove under a link out of the venv is refused,
+    never deleted where the link leads."""
+    from provision import confined
+
+    damaged = EnvError(f"{build / MADE}: the record of a trial's files is damaged",
+                       f"remove it (rm {build / MADE}), then put the venv back: provision restore NAME")
     try:
         data = json.loads(regular.read_bytes(build / MADE, 1 << 20, follow=False))
         entries = [e for e in data["files"] if isinstance(e, dict) and isinstance(e.get("path"), str)]
     except FileNotFoundError:
         return []
     except (OSError, ValueError, TypeError, KeyError, RecursionError):
-        raise EnvError(f"{build / MADE}: the record of a trial's files is damaged",
-                       f"remove it (rm {build / MADE}), then put the venv back: provision restore NAME") from None
+        raise damaged from None
+    for entry in entries:
+        mode = entry.get("mode")
+        if not (mode is None or (isinstance(mode, int) and not isinstance(mode, bool) and 0 <= mode <= 0o7777)):
+            raise damaged
+    outside = confined.Confinement(venv)
     done = []
     for entry in entries:
         target = kept.location(venv, site, entry["path"])
         saved = entry.get("saved")
         if isinstance(saved, str):
-            content = regular.read_bytes(build / SAVED / saved, follow=False)
+            try:
+                content = regular.read_bytes(build / SAVED / saved, MAX_BYTES + 1, follow=False)
+            except OSError as exc:
+                raise EnvError(f"{build / SAVED / saved}: the saved copy of {entry['path']} cannot be read "
+                               f"({exc.strerror or exc})", "put the venv back from its lock: provision restore NAME") from None
             if kept.sha256(content) != saved:
                 raise EnvError(f"{build / SAVED / saved}: the saved copy of {entry['path']} was changed",
                                "put the venv back from its lock: provision restore NAME")
             kept.put(venv, site, entry["path"], content, int(entry.get("mode") or 0o644))
         elif target.is_file() or target.is_symlink():
+            escape = outside.folder(str(target.parent))
+            if escape is not None:
+                raise confined.refusal(escape, venv, f"removing the trial's {entry['path']}")
             target.unlink()
         done.append(entry["path"])
     (build / MADE).unlink(missing_ok=True)
