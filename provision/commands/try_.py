@@ -128,8 +128,8 @@ def replay(home: Home, new: str, old: str, *, runs: int = DEFAULT_RUNS, force: b
     earlier = ledger.read(old_build)
     if not earlier:
         raise EnvError(f"{old} has no trials to replay", f"try a change on it first: provision try {old} LABEL --env K=V")
-    for trial in earlier:
-        contents = {f.source: regular.read_bytes(old_build / ledger.FILES / f.sha256, MAX_BYTES) for f in trial.change.files}
+    kept = [{f.source: ledger.content(old_build, f) for f in trial.change.files} for trial in earlier]  # all, first
+    for trial, contents in zip(earlier, kept, strict=True):
         asked = Asked(env={} if trial.recipe else trial.change.env, args=() if trial.recipe else trial.change.args,
                       files=[(f.path, f.source) for f in trial.change.files], contents=contents)
         progress(f"replaying {trial.label} of {old} on {new}")

@@ -147,6 +147,30 @@ def _series(fields: Fields, key: str) -> Series:
     return Series(figures=[float(v) for v in values if _number(v) is not None] if isinstance(values, list) else [])
 
 
+def content(build: Path, file: TrialFile) -> bytes:
+    """The content `file` wrote, as kept in the build folder (FILES/<sha256>): a regular file (never through a link)
+    whose sha256 is the ledger's; else an EnvError naming it (an edited copy was replayed as what was tried)."""
+    import hashlib
+    import re
+
+    from provision import regular
+    from provision.errors import EnvError
+    from provision.stacks.profile_files import MAX_BYTES
+
+    copy = build / FILES / file.sha256
+    try:
+        if not re.fullmatch(r"[0-9a-f]{64}", file.sha256):
+            raise ValueError(f"its sha256 {file.sha256[:80]!r} is no sha256")
+        data = regular.read_bytes(copy, MAX_BYTES + 1, follow=False)
+        if hashlib.sha256(data).hexdigest() != file.sha256:
+            raise ValueError("its content is not that sha256 any more: changed since the trial")
+    except (OSError, ValueError) as exc:
+        why = exc if isinstance(exc, ValueError) else f"it cannot be read: {exc.strerror or exc}"
+        raise EnvError(f"{copy}: the kept copy of {file.path} is not what the trial wrote ({why})",
+                       "try the file again from its source: provision try NAME LABEL --file PATH=SOURCE") from None
+    return data
+
+
 def read(build: Path) -> list[Trial]:
     """Every trial recorded on the environment built in `build`, oldest first (none without a ledger)."""
     path = build / LEDGER
