@@ -50,3 +50,13 @@ def test_a_damaged_entry_is_named_not_an_internal_error(tmp_path: Path, index_se
     assert (".trial-made" if damage == "mode" else "cannot be read") in done.stderr, done.stderr
     assert (site / "alpha" / "__init__.py").read_bytes() == original
     assert (build / ".trial-made").exists()
+
+
+def test_an_environment_whose_trial_cannot_be_put_back_is_still_listed(tmp_path: Path, index_server, provision_bin: str) -> None:
+    """`envs` skipped an environment whose leftover trial could not be put back: it vanished from the list without a
+    word, as if removed. Now it is listed and the reason said on stderr."""
+    tool, _ = tool_with_baseline(tmp_path, index_server, provision_bin)
+    journal(tool, {"path": "alpha/__init__.py", "saved": "0" * 64, "mode": 0o644})
+    done = tool("envs", "--json", check=False)
+    assert done.returncode == 0 and [e["name"] for e in json.loads(done.stdout)["environments"]] == ["tiny"], done.stdout
+    assert "warning: tiny:" in done.stderr and "cannot be read" in done.stderr, done.stderr

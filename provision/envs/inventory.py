@@ -63,8 +63,15 @@ def listing(home: Home, uv_cache: str = "") -> Listing:
     for name in home.names():
         try:
             build = home.build_of(name)
-        except EnvError:
-            continue
+        except EnvError as exc:  # a trial's leftovers that cannot be put back: listed, and said (it vanished before)
+            from provision import log
+            from provision.envs import links
+
+            try:
+                build = Path(links.build_of(str(home.root), name))
+            except EnvError:  # removed meanwhile
+                continue
+            log.say(f"warning: {name}: {exc.message}\n")
         record = records.read(build)
         rows.append(EnvRow(
             name=name, active=name == active, path=build, venv=record.venv or str(build / "venv"),
