@@ -1,7 +1,9 @@
 """A stand-in for `python -m sglang.launch_server` that behaves as SGLang's does where the sglang-serve check looks:
 it parses its flags, starts a worker process (as SGLang starts its scheduler and detokenizer) in its process group,
 answers /health after a delay, and /generate by token ids. FAKE_SGLANG chooses a failure: dies, hangs, short,
-canary. It writes its argv and its workers' pids to FAKE_SGLANG_TRACE."""
+canary; escapes (a worker in a session of its own, out of the payload's process group, double-forked so that it is
+no child of the server either); nested (/generate answers a JSON array nested 100,000 deep). It writes its argv and
+its workers' pids to FAKE_SGLANG_TRACE."""
 
 import argparse
 import json
@@ -20,8 +22,14 @@ parser.add_argument("--cuda-graph-backend-prefill")
 args = parser.parse_args()
 mode = os.environ.get("FAKE_SGLANG", "ok")
 worker = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3600)"])  # the scheduler, say
+workers = [os.getpid(), worker.pid]
+if mode == "escapes":  # setsid, then fork again and leave: the grandchild is nobody's child and in no group of ours
+    escaped = subprocess.run([sys.executable, "-c", "import os, subprocess, sys, time\n"
+                              "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(3600)'], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\n"
+                              "print(child.pid)"], start_new_session=True, capture_output=True, text=True, check=True)
+    workers.append(int(escaped.stdout))
 with open(os.environ["FAKE_SGLANG_TRACE"], "w") as trace:
-    json.dump({"argv": sys.argv[1:], "workers": [os.getpid(), worker.pid], "env": {
+    json.dump({"argv": sys.argv[1:], "workers": workers, "env": {
         k: v for k, v in os.environ.items() if k.startswith("SGLANG_")}}, trace)
 with open(os.path.join(args.model_path, "config.json")) as file:
     config = json.load(file)
@@ -49,7 +57,7 @@ class Handler(BaseHTTPRequestHandler):
                     "meta_info": {"completion_tokens": wanted}} for p in body["input_ids"]]
         if mode == "canary":
             print("kv_canary violation: slot 3 expected 17 got 0", flush=True)
-        data = json.dumps(answers).encode()
+        data = json.dumps(answers).encode() if mode != "nested" else b"[" * 100000 + b"]" * 100000
         self.send_response(200)
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()

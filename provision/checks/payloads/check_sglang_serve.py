@@ -42,26 +42,49 @@ def tail(path: Path, lines: int = 25) -> str:
         return ""
 
 
+def adopt_orphans() -> None:
+    """Make this payload the subreaper of what it starts (PR_SET_CHILD_SUBREAPER): a server process that leaves the
+    process group (setsid) and double-forks is reparented here, not to init, so that `stop` still finds it."""
+    import ctypes
+
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
+
+
 def stop(process: subprocess.Popen[bytes]) -> None:
     """SIGTERM to the server and every process it started (its scheduler and detokenizer, one per TP rank), then
     SIGKILL. They share this payload's process group, so that the runner's timeout, which kills that group whole,
-    stops them too; this process ignores the SIGTERM it sends there, and SIGKILLs the others one by one."""
+    stops them too; this process ignores the SIGTERM it sends there, and SIGKILLs the others one by one. A process
+    that left the group (a session of its own) is found as a descendant of this one (adopt_orphans) and goes too."""
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     group = os.getpgid(0)
     os.killpg(group, signal.SIGTERM)
+    for pid in others(group):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGTERM)
     deadline = time.monotonic() + 20.0
     while time.monotonic() < deadline and others(group):
         process.poll()
+        reap()
         time.sleep(0.2)
     for pid in others(group):
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
     process.poll()
+    reap()
+
+
+def reap() -> None:
+    """Wait for the adopted processes that ended (zombies whose parent is now this one)."""
+    with contextlib.suppress(ChildProcessError):
+        while os.waitpid(-1, os.WNOHANG)[0]:
+            pass
 
 
 def others(group: int) -> list[int]:
-    """The live processes of `group` other than this one (zombies are dead: their parent reaps them)."""
-    found = []
+    """The live processes of `group`, and every live descendant of this one, other than this one (zombies are dead:
+    their parent reaps them)."""
+    parents, found = {}, set()
     for entry in os.listdir("/proc"):
         if not entry.isdigit() or int(entry) == os.getpid():
             continue
@@ -70,9 +93,19 @@ def others(group: int) -> list[int]:
                 fields = stat.read().rsplit(")", 1)[1].split()
         except OSError:
             continue
-        if int(fields[2]) == group and fields[0] != "Z":
-            found.append(int(entry))
-    return found
+        if fields[0] == "Z":
+            continue
+        parents[int(entry)] = int(fields[1])
+        if int(fields[2]) == group:
+            found.add(int(entry))
+    mine, grew = {os.getpid()}, True
+    while grew:  # descendants, whatever their group or session
+        grew = False
+        for pid, parent in parents.items():
+            if parent in mine and pid not in mine:
+                mine.add(pid)
+                grew = True
+    return sorted(found | (mine - {os.getpid()}))
 
 
 def post(url: str, body: dict[str, object], timeout: float) -> object:
@@ -100,6 +133,7 @@ def main() -> None:
     log_path.parent.mkdir(parents=True, exist_ok=True)
     details = {"command": command, "tp_size": tp, "mock_mode": mock, "log": str(log_path), "port": port}
     started = time.monotonic()
+    adopt_orphans()
     with open(log_path, "wb") as log:
         # in this payload's process group, which the runner kills whole at the check's timeout
         process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env)

@@ -1,0 +1,25 @@
+"""Attacks on the sglang-serve check's payload, through the real runner and the stand-in server: a worker that leaves
+the payload's process group (setsid, then a double fork: no child of the server, in a session of its own) ran on
+after the check, holding what it held (on a GPU machine, the GPU); a /generate answer nested 100,000 deep ended the
+payload in a RecursionError (an ERROR with a traceback, not the FAIL the check owes a server that answers garbage)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from test_sglang_serve import env, gone, serve  # noqa: F401  (env: the fixture)
+
+
+def test_a_worker_that_escapes_the_process_group_is_stopped_too(env: Path, tmp_path: Path) -> None:  # noqa: F811
+    result, trace = serve(env, tmp_path, "escapes")
+    assert result.status == "pass", result
+    escaped = trace["workers"][-1]
+    try:
+        assert gone(trace["workers"]), f"the escaped worker {escaped} runs on"
+    finally:
+        import contextlib
+        import os
+        import signal
+
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(escaped, signal.SIGKILL)
