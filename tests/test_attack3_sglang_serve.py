@@ -23,3 +23,9 @@ def test_a_worker_that_escapes_the_process_group_is_stopped_too(env: Path, tmp_p
 
         with contextlib.suppress(ProcessLookupError):
             os.kill(escaped, signal.SIGKILL)
+
+
+def test_an_answer_nested_without_end_is_a_fail(env: Path, tmp_path: Path) -> None:  # noqa: F811
+    result, trace = serve(env, tmp_path, "nested")
+    assert result.status == "fail" and "POST /generate" in result.reason, result
+    assert gone(trace["workers"])

@@ -157,8 +157,8 @@ def main() -> None:
         sampling = {"max_new_tokens": MAX_NEW_TOKENS, "temperature": 0.0, "ignore_eos": True}
         try:
             answers = post(base + "/generate", {"input_ids": PROMPTS, "sampling_params": sampling}, timeout=bound)
-        except (urllib.error.URLError, OSError, ValueError) as exc:
-            emit("fail", f"POST /generate failed: {str(exc)[:300]}", log_tail=tail(log_path), **details)
+        except (urllib.error.URLError, OSError, ValueError, RecursionError) as exc:  # nested past the limit: garbage
+            emit("fail", f"POST /generate failed: {type(exc).__name__}: {str(exc)[:300]}", log_tail=tail(log_path), **details)
         if not isinstance(answers, list) or len(answers) != len(PROMPTS):
             emit("fail", f"POST /generate: expected {len(PROMPTS)} answers, got {str(answers)[:200]}", **details)
         counts = [len(a.get("output_ids") or []) if isinstance(a, dict) else -1 for a in answers]
