@@ -14,13 +14,12 @@ from provision.report.environments import installed
 from provision.stacks.sglang_flags import (
     ARG_GROUPS,
     ENVIRON,
+    MAX_SOURCE,
     SERVER_ARGS,
     parse,
     parser_flags,
     table_variables,
 )
-
-SOURCE_BYTES = 8 << 20  # sglang 0.5.23's largest of these files is 131 KB
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -55,6 +54,6 @@ def _parse(path: Path, confinement: confined.Confinement) -> ast.Module | None:
     if confinement.path(str(path)) is not None:
         return None
     try:
-        return parse(regular.read_bytes(path, SOURCE_BYTES))
+        return parse(regular.read_bytes(path, MAX_SOURCE + 1))
     except OSError:
         return None
