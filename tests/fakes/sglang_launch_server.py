@@ -2,7 +2,8 @@
 it parses its flags, starts a worker process (as SGLang starts its scheduler and detokenizer) in its process group,
 answers /health after a delay, and /generate by token ids. FAKE_SGLANG chooses a failure: dies, hangs, short,
 canary; escapes (a worker in a session of its own, out of the payload's process group, double-forked so that it is
-no child of the server either); nested (/generate answers a JSON array nested 100,000 deep). It writes its argv and
+no child of the server either); nested (/generate answers a JSON array nested 100,000 deep); redirect (/health
+answers 302 to FAKE_SGLANG_REDIRECT, another server). It writes its argv and
 its workers' pids to FAKE_SGLANG_TRACE."""
 
 import argparse
@@ -47,6 +48,11 @@ class Handler(BaseHTTPRequestHandler):
         pass
 
     def do_GET(self):
+        if mode == "redirect":
+            self.send_response(302)
+            self.send_header("Location", os.environ["FAKE_SGLANG_REDIRECT"])
+            self.end_headers()
+            return
         self.send_response(200 if self.path == "/health" else 404)
         self.end_headers()
 

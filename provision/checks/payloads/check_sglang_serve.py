@@ -108,9 +108,19 @@ def others(group: int) -> list[int]:
     return sorted(found | (mine - {os.getpid()}))
 
 
+class _Stay(urllib.request.HTTPRedirectHandler):
+    """No redirect is followed: the check speaks to the server it started, and to no other (a 3xx is an HTTPError)."""
+
+    def redirect_request(self, *_args: object, **_kwargs: object) -> None:
+        return None
+
+
+OPENER = urllib.request.build_opener(_Stay)
+
+
 def post(url: str, body: dict[str, object], timeout: float) -> object:
     request = urllib.request.Request(url, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"})
-    with urllib.request.urlopen(request, timeout=timeout) as answer:  # noqa: S310 - 127.0.0.1, the server we started
+    with OPENER.open(request, timeout=timeout) as answer:  # 127.0.0.1, the server we started
         return json.loads(answer.read(16 << 20))
 
 
@@ -144,7 +154,7 @@ def main() -> None:
                 emit("fail", f"the SGLang server exited with code {process.returncode} before it answered",
                      log_tail=tail(log_path), **details)
             try:
-                with urllib.request.urlopen(base + "/health", timeout=5) as answer:  # noqa: S310 - our own server
+                with OPENER.open(base + "/health", timeout=5) as answer:  # our own server, no redirect followed
                     if answer.status == 200:
                         break
             except (urllib.error.URLError, OSError, ValueError):
