@@ -65,3 +65,16 @@ def test_a_wheel_planted_with_its_own_stamp_in_a_world_writable_wheel_cache_is_n
     assert wheelcache.cached(genuine, planted.name) is None
     with pytest.raises(EnvError, match="writable by other users"):
         wheelcache.fetch("http://127.0.0.1:9/x-1-py3-none-any.whl", genuine, planted.name, hint="")
+
+
+def test_nvccs_remembered_targets_in_a_world_writable_cache_folder_are_not_trusted(cache: Path) -> None:
+    from provision.report import compiler
+
+    cache.mkdir(parents=True)
+    compiler.memory_file().write_text(json.dumps({KEY: ["sm_120", "sm_121"]}))
+    assert compiler._remembered(KEY) == ["sm_120", "sm_121"]  # ours: read
+    cache.chmod(0o777)
+    assert compiler._remembered(KEY) is None
+    cache.chmod(0o700)
+    compiler.memory_file().write_text(json.dumps({KEY: ["sm_120", {"not": "an sm"}]}))  # parses, but is no answer of nvcc
+    assert compiler._remembered(KEY) is None
