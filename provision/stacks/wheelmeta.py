@@ -3,7 +3,9 @@ else the METADATA member read out of the remote zip with HTTP range requests (th
 a few hundred KiB of a 40 MB wheel), else the whole wheel, streamed. All through `index.get`: every request within
 its deadline and byte bound, the METADATA read no further than METADATA_LIMIT and parsed only as far as its headers.
 A wheel whose index gives its sha256 has its METADATA's headers kept by that sha256 in provision's `metadata/` cache
-(provision/wheelfacts.py): read once, then from there, checked on every read as when it was fetched."""
+(provision/wheelfacts.py): read once, then from there, checked on every read as when it was fetched. That sha256 is the
+index's word, which only a whole download checks: headers read from a .metadata file or by range requests answer only
+for the URL they were read from (the entry holds its sha256), never for the same sha256 another index lists."""
 
 from __future__ import annotations
 
@@ -105,9 +107,15 @@ def metadata(url: str, *, core_metadata: bool | dict[str, str] = False, sha256: 
     raw, how = _read(url, core_metadata=core_metadata, sha256=sha256, size=size)
     meta = _parse(raw, url)
     if key:
+        bound = {} if how == "download" else {"url": _url_digest(url)}  # what the sha256 does not prove
         with contextlib.suppress(UnicodeDecodeError):
-            wheelfacts.put("metadata", key, {"headers": _headers(raw).decode("utf-8"), "source": how})
+            wheelfacts.put("metadata", key, {"headers": _headers(raw).decode("utf-8"), "source": how, **bound})
     return meta, how
+
+
+def _url_digest(url: str) -> str:
+    """The sha256 of the URL a METADATA was read from (kept instead of the URL: it may carry a token)."""
+    return hashlib.sha256(url.encode("utf-8", "surrogateescape")).hexdigest()
 
 
 def _kept(key: str, url: str) -> tuple[Metadata, Source] | None:
@@ -118,6 +126,8 @@ def _kept(key: str, url: str) -> tuple[Metadata, Source] | None:
         return None
     source = data.get("source") if isinstance(data, dict) else None
     headers = data.get("headers") if isinstance(data, dict) else None
+    if source != "download" and isinstance(data, dict) and data.get("url") != _url_digest(url):
+        return None  # read by another URL's word of this sha256: read again here (and kept for this URL)
     if isinstance(headers, str) and source in SOURCES:
         try:
             return _parse(headers.encode("utf-8"), url), source
