@@ -122,7 +122,7 @@ def scan_lock(path: Path, *, fetch: bool = True, cache: Path | None = None,
             raise _unhashed(path, package, wheel, stamp.profile)
         size = wheel.size if isinstance(wheel.size, int) and wheel.size >= 0 else None  # the most a fetch of it reads
         jobs.append(_Job(name=name, version=str(package.version or ""), filename=filename, url=wheel.url or "", sha256=sha256,
-                         size=size, kept=remembered.load(sha256), record=wheelrecords.remembered(sha256)))
+                         size=size, kept=remembered.load(sha256), record=wheelrecords.remembered(sha256, wheel.url or "")))
     unknown = {job.name for job in jobs if job.kept is None or job.record is None}
     if unknown or cache is not None:
         cache = cache or Path(uvtool.cache_dir())

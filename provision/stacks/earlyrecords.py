@@ -57,7 +57,7 @@ class EarlyReads:
         return jobs
 
     def _start(self, jobs: list[wheelrecords.Job]) -> None:
-        jobs = [job for job in jobs if wheelrecords.remembered(job[3]) is None]
+        jobs = [job for job in jobs if wheelrecords.remembered(job[3], job[2]) is None]
         if not jobs:
             return
         try:

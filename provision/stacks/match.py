@@ -352,7 +352,7 @@ def _record(file: index.IndexFile, cached: uvcache.CachedWheel | None, dist: Ins
     rows = wheelrecords.proven_rows(file.sha256) if file.sha256 else None
     if rows is not None and file.sha256:  # read before from those very bytes (provision/wheelfacts.py)
         return rows, "cache", file.sha256
-    rows = wheelrecords.remembered_rows(file.sha256) if file.sha256 else None
+    rows = wheelrecords.remembered_rows(file.sha256, file.url) if file.sha256 else None
     if rows is not None and difference(dist.files, wheel_files(rows)) is not None:
         return rows, "cache", ""  # read before by range requests: enough to tell it apart, never to pin it
     if cached is not None and file.sha256 and file.sha256 in cached.sha256s():
@@ -370,17 +370,17 @@ def _record(file: index.IndexFile, cached: uvcache.CachedWheel | None, dist: Ins
         except (wheelmeta._NoRanges, wheelproof.NotProven):  # the server would not after all: read it whole
             ranged = None
         if ranged is not None and difference(dist.files, wheel_files(ranged)) is not None:
-            return _kept(file.sha256, ranged, "range"), "range", ""
+            return _kept(file.sha256, ranged, "range", file.url), "range", ""
     record, sha256 = wheelproof.downloaded(file.url, file.sha256)
     return _kept(sha256, record, wheelrecords.VERIFIED), "download", sha256
 
 
-def _kept(sha256: str | None, text: str, source: str) -> str:
+def _kept(sha256: str | None, text: str, source: str, url: str = "") -> str:
     """`text`, a wheel's RECORD, kept by its sha256 in records/ for the next reader."""
     from provision.stacks import wheelrecords
 
     if sha256:
-        wheelrecords.keep(sha256.lower(), text, source)
+        wheelrecords.keep(sha256.lower(), text, source, url)
     return text
 
 

@@ -107,15 +107,11 @@ def metadata(url: str, *, core_metadata: bool | dict[str, str] = False, sha256: 
     raw, how = _read(url, core_metadata=core_metadata, sha256=sha256, size=size)
     meta = _parse(raw, url)
     if key:
-        bound = {} if how == "download" else {"url": _url_digest(url)}  # what the sha256 does not prove
+        bound = {} if how == "download" else {"url": urls.digest(url)}  # what the sha256 does not prove
         with contextlib.suppress(UnicodeDecodeError):
             wheelfacts.put("metadata", key, {"headers": _headers(raw).decode("utf-8"), "source": how, **bound})
     return meta, how
 
-
-def _url_digest(url: str) -> str:
-    """The sha256 of the URL a METADATA was read from (kept instead of the URL: it may carry a token)."""
-    return hashlib.sha256(url.encode("utf-8", "surrogateescape")).hexdigest()
 
 
 def _kept(key: str, url: str) -> tuple[Metadata, Source] | None:
@@ -126,7 +122,7 @@ def _kept(key: str, url: str) -> tuple[Metadata, Source] | None:
         return None
     source = data.get("source") if isinstance(data, dict) else None
     headers = data.get("headers") if isinstance(data, dict) else None
-    if source != "download" and isinstance(data, dict) and data.get("url") != _url_digest(url):
+    if source != "download" and isinstance(data, dict) and data.get("url") != urls.digest(url):
         return None  # read by another URL's word of this sha256: read again here (and kept for this URL)
     if isinstance(headers, str) and source in SOURCES:
         try:
