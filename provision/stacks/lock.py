@@ -287,9 +287,15 @@ def _project_doc(profile: Profile, pins: dict[str, str], indexes: dict[str, str 
     named = any(url for name, url in indexes.items() if name != DEFAULT_INDEX)
     sources = {p.name: _source(p) for p in profile.packages
                if p.from_source or p.index != DEFAULT_INDEX or (indexes.get(DEFAULT_INDEX) and named)}
-    if sources:
-        doc["tool"] = {"uv": {"sources": sources}}
+    doc["tool"] = {"uv": {**({"sources": sources} if sources else {}), "workspace": OWN_WORKSPACE}}
     return doc
+
+
+# uv looks for a workspace root in every folder above the project, and a root listing it as a member brings its own
+# [tool.uv] sources, indexes and overrides (UV_NO_CONFIG does not stop that): the project is its own workspace's root,
+# so uv looks no further up. Its folder is under $TMPDIR, which every local user can write (a planted
+# /tmp/pyproject.toml with `members = ["*"]` bound a profile's package to another index).
+OWN_WORKSPACE: dict[str, list[str]] = {"members": []}
 
 
 def _source(package: Package) -> dict[str, str | bool]:
@@ -316,7 +322,7 @@ def _resolve_explicit(folder: Path, profile: Profile, pins: dict[str, str], inde
     sources.update({name: {"index": where} for name, (_, where) in carried.items()})
     named = {n: u for n, u in indexes.items() if n != DEFAULT_INDEX and u}
     doc["tool"] = {"uv": {"sources": sources, "index": [{"name": n, "url": urls.strip_credentials(str(u)), "explicit": True}
-                                                       for n, u in named.items()]}}
+                                                       for n, u in named.items()], "workspace": OWN_WORKSPACE}}
     (folder / "pyproject.toml").write_text(uvproject.dumps(doc))
     # the named indexes are in pyproject.toml here (explicit): only the default one by variable, and every credential
     variables = uvtool.index_options(indexes)[1] | gitauth.variables(p.git for p in profile.packages)

@@ -10,13 +10,16 @@ from typing import Any
 
 
 def dumps(doc: Mapping[str, Any]) -> str:
-    """`doc` ({"project": ..., "tool": {"uv": {"sources": ..., "index": [...]}}}) as TOML that reads back equal."""
+    """`doc` ({"project": ..., "tool": {"uv": {"sources": ..., "index": [...], "workspace": {...}}}}) as TOML that
+    reads back equal."""
     lines = ["[project]", *(f"{_key(k)} = {_value(v)}" for k, v in doc["project"].items())]
     uv = doc.get("tool", {}).get("uv", {})
     if uv.get("sources"):
         lines += ["", "[tool.uv.sources]", *(f"{_key(name)} = {_value(source)}" for name, source in uv["sources"].items())]
     for index in uv.get("index", []):
         lines += ["", "[[tool.uv.index]]", *(f"{_key(k)} = {_value(v)}" for k, v in index.items())]
+    if "workspace" in uv:
+        lines += ["", "[tool.uv.workspace]", *(f"{_key(k)} = {_value(v)}" for k, v in uv["workspace"].items())]
     return "\n".join(lines) + "\n"
 
 
