@@ -18,8 +18,14 @@ from typing import TYPE_CHECKING, Literal
 from provision import proc
 from provision.checks import dummy_model, payload_dir
 from provision.checks import runner as check_runner
-from provision.checks.allreduce_runs import AllreduceRun
-from provision.checks.results import (
+from provision.envs import records
+from provision.envs.home import Home
+from provision.envs.records import EnvRecord
+from provision.errors import EnvError
+from provision.log import Progress, one_line
+from provision.machine import probe
+from provision.records.allreduce_runs import AllreduceRun
+from provision.records.results import (
     Baseline,
     BaselineRun,
     Better,
@@ -28,12 +34,6 @@ from provision.checks.results import (
     JSONValue,
     MachineStamp,
 )
-from provision.envs import records
-from provision.envs.home import Home
-from provision.envs.records import EnvRecord
-from provision.errors import EnvError
-from provision.log import Progress, one_line
-from provision.machine import probe
 
 if TYPE_CHECKING:
     from provision.machine import nvml

@@ -10,12 +10,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from provision import knowledge, regular
-from provision.checks.details import FlashinferJitDetails, of
-from provision.checks.results import CheckResult
+from provision.records.details import FlashinferJitDetails, of
+from provision.records.results import CheckResult
 
 if TYPE_CHECKING:
-    from provision.checks import Check
     from provision.envs.records import EnvRecord
+    from provision.records.checks import Check
 
 LIMIT = 200  # modules read at most: enough to judge a workspace, bounded in time
 

@@ -23,7 +23,7 @@ from provision.cli.options import (
 )
 
 if TYPE_CHECKING:
-    from provision.checks.results import BaselineRun
+    from provision.records.results import BaselineRun
     from provision.views.render import Shown
 
 

@@ -24,8 +24,8 @@ from provision.errors import EnvError, ProvisionError, UsageError
 from provision.log import Progress
 
 if TYPE_CHECKING:
-    from provision.checks.results import Baseline
     from provision.machine.facts import MachineFacts
+    from provision.records.results import Baseline
     from provision.stacks.profiles import Profile
 
 

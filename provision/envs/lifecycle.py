@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from provision import log, proc
-from provision.checks.results import CheckResult
 from provision.envs import kept as keeping
 from provision.envs import records, toolkit_home
 from provision.envs.cleanup import gc
@@ -32,6 +31,7 @@ from provision.envs.records import EnvRecord, KeptFile
 from provision.envs.variables import env_template, resolve_env
 from provision.errors import EnvError, InputError, ProvisionError
 from provision.log import Progress
+from provision.records.results import CheckResult
 
 if TYPE_CHECKING:
     from provision.envs.accept import NotCarried

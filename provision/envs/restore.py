@@ -21,7 +21,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from provision import confined, proc, regular, toml
-from provision.checks.results import BaselineRun, CheckResult
 from provision.envs import drift as drifting
 from provision.envs import kept, records, relocate
 from provision.envs.home import Home, blocking_file, blocking_reason, write_atomic
@@ -29,6 +28,7 @@ from provision.envs.leftovers import MADE, remove_stale
 from provision.envs.records import EnvRecord
 from provision.errors import EnvError, ProvisionError
 from provision.log import Progress
+from provision.records.results import BaselineRun, CheckResult
 from provision.stacks import uvtool
 
 STAGING = ".{name}.restore-"  # beside the venv: hard links need the same file system, the swap the same folder
