@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from provision.commands.create import CreateResult
 from provision.envs.adopted import Adopted, LockError
 from provision.envs.cleanup import Removed
 from provision.envs.drift import Drift, Finding
-from provision.envs.lifecycle import CreateResult
 from provision.envs.restore import RestoreResult
 from provision.records.results import CheckResult
 from provision.views import envs as views

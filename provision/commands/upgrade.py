@@ -229,7 +229,8 @@ class _Run:
         return _judged("lock-report", f"lock {Path(lock).name}", target.gates)
 
     def create(self) -> StepRecord:
-        from provision.envs import lifecycle, records
+        from provision.commands import create as creating
+        from provision.envs import records
 
         name = self.settings.to_env
         if self.settings.built:
@@ -243,8 +244,8 @@ class _Run:
         else:
             profile = self.profile()
             assert profile is not None and self.settings.lock is not None
-            build = lifecycle.create(self.home, profile, name=name, lock_path=Path(self.settings.lock), activate=False,
-                                     run_checks=None, progress=self.progress, allow_unsealed=self.allow_unsealed).path
+            build = creating.create(self.home, profile, name=name, lock_path=Path(self.settings.lock), checks=False,
+                                    activate=False, progress=self.progress, allow_unsealed=self.allow_unsealed).path
         pending, self.path = self.path, build / upgrades.UPGRADE_FILE
         upgrades.write(self.path, self.record)
         pending.unlink(missing_ok=True)

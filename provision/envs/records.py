@@ -272,6 +272,13 @@ def _gone(build: Path) -> EnvError:
                     "run it again on the environment as it is now (provision envs lists them)")
 
 
+def now() -> str:
+    """The time a run is stored with: UTC, to the second."""
+    import datetime
+
+    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+
+
 def add_checks(build: Path, results: list[CheckResult], at: str, only: tuple[str, ...] | None = None) -> EnvRecord:
     """Store a check run: a full run as the last one, which drops an older --only run; an --only run beside it."""
     if only:

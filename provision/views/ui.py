@@ -120,11 +120,6 @@ class progress:  # noqa: N801 - used as a context manager like a function
             self.status.__exit__(kind, value, trace)
 
 
-def now() -> str:
-    import datetime
-
-    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
-
 
 def size(value: object) -> str:
     if not isinstance(value, int):
