@@ -120,7 +120,7 @@ def debug(message: str) -> None:
         say(redact(_masked(message).rstrip("\n")) + "\n")
 
 
-class ticking:  # noqa: N801 - used as a context manager like a function
+class ticking:
     """While the block runs, `progress(said(seconds so far))` every `every` seconds from a thread: a step that prints
     nothing for a minute (uv downloading a 9 GB stack says nothing until it has all of it) still shows it is working."""
 

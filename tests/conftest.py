@@ -44,9 +44,9 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-import launch  # noqa: E402
-from hostile_http import HostileServer  # noqa: E402
-from wheelhouse import IndexServer  # noqa: E402
+import launch
+from hostile_http import HostileServer
+from wheelhouse import IndexServer
 
 # A run started in the background (`.ci/run &`, nohup) inherits SIGINT ignored, and so would every provision the tests
 # start: the Ctrl-C tests would then see it finish instead of stop. Tests start children with SIGINT at its default,

@@ -158,14 +158,14 @@ class CheckResult:
     @classmethod
     def parse(cls, fields: Reader) -> CheckResult:
         """A stored result (env.json): id and status required."""
-        id = fields.text("id", required=True) or ""  # noqa: A001 - the JSON key
+        id = fields.text("id", required=True) or ""
         return cls(id=id, title=fields.text("title") or "", status=fields.status(),
                    reason=fields.text("reason") or "", details=_details(id, fields),
                    output_tail=fields.text("output_tail"), seconds=fields.number("seconds") or 0.0,
                    extra=fields.rest(KNOWN_CHECK_KEYS), absent=fields.absent(cls.ALWAYS))
 
     @classmethod
-    def answer(cls, id: str, title: str, data: object) -> CheckResult:  # noqa: A002 - the JSON key
+    def answer(cls, id: str, title: str, data: object) -> CheckResult:
         """A payload's answer, the last JSON line it printed ({"status", "reason", "details"}), as check `id`'s result."""
         fields = Reader(data)
         return cls(id=id, title=title, status=fields.status(), reason=fields.text("reason") or "",

@@ -234,7 +234,7 @@ def _safe(fn: Any, path: str | Path, notes: list[str]) -> fatbin.Code | None:
     try:
         result: fatbin.Code = fn(path)
         return result
-    except Exception as exc:  # noqa: BLE001 - pyelftools and mmap raise many kinds on damaged input
+    except Exception as exc:
         notes.append(f"{path}: not read ({type(exc).__name__}: {exc})"[:400])
         return None
 

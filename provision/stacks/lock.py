@@ -26,7 +26,7 @@ from packaging.version import InvalidVersion, Version
 
 from provision import __version__, proc, toml
 from provision.atomic import write_atomic
-from provision.errors import IndexError_, InputError, ResolveError, UsageError
+from provision.errors import IndexUnreachable, InputError, ResolveError, UsageError
 from provision.log import Progress
 from provision.stacks import earlyrecords, gitauth, lockfile, relock, urls, uvproject, uvtool
 from provision.stacks.profiles import DEFAULT_INDEX, Package, Profile
@@ -416,12 +416,12 @@ def _lock(profile: Profile, target: Target, overrides: dict[str, str], output: P
         try:
             uvtool.run(_uv_compile_args(target, "pylock.toml"), cwd=folder,
                        env=uvtool.index_options(indexes)[1] | gitauth.variables(p.git for p in profile.packages), started=before.start)
-        except IndexError_ as exc:
+        except IndexUnreachable as exc:
             from provision.stacks import mirrors
 
             hint = mirrors.same_build_hint(profile, indexes, exc, target.python, target.platform, folder)
             if hint:
-                raise IndexError_(exc.message, hint) from exc
+                raise IndexUnreachable(exc.message, hint) from exc
             raise
         finally:
             if before.ident is not None:  # started: uv ran
@@ -519,7 +519,7 @@ class _Meanwhile(threading.Thread):
                 importlib.import_module("requests")
         try:
             self._versions = relock.versions_in(self.output)
-        except BaseException as exc:  # noqa: BLE001 - raised in the main thread, where it was raised before
+        except BaseException as exc:
             self._failed = exc
 
     def versions(self) -> dict[str, str] | None:

@@ -91,7 +91,7 @@ def dash(value: object) -> str:
     return "-" if value is None or value == "" else str(value)
 
 
-class progress:  # noqa: N801 - used as a context manager like a function
+class progress:
     """Show long steps as a spinner on stderr (never on stdout, never under --json or when not a terminal)."""
 
     def __init__(self, quiet: bool) -> None:
