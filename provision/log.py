@@ -1,7 +1,8 @@
 """Diagnostics on stderr: what provision is doing (hidden by -q) and the commands it runs (shown by -v).
 
 The CLI sets the level once per process; core code only calls `info` and `debug`. Kept free of the `logging`
-package on purpose: `switch` and `rollback` must start in well under 0.1 s, and logging alone costs a good part of it.
+package on purpose: `switch` and `rollback` must start in about the time of `import click`, and logging alone costs a good
+part of it.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """`provision scan`: which SMs and PTX every CUDA binary carries, per file and per installed distribution version.
 
-Imports are kept to what a one-file scan needs (a whole `provision scan --json FILE` process has 0.1 s): packaging,
+Imports are kept to what a one-file scan needs (a whole `provision scan --json FILE` is a short process): packaging,
 csv, zipfile and the knowledge tables load only when a folder, a wheel or `--require` asks for them.
 """
 

@@ -282,8 +282,8 @@ def _project_doc(profile: Profile, pins: dict[str, str], indexes: dict[str, str 
         requirements.append(f"{package.name}{extras}{spec}")
     doc["project"] = {"name": "provision-lock", "version": "0", "dependencies": requirements}
     # a package of the default index is bound to it where a named index could give it too; with the default index
-    # alone (uv gets no other: uvtool.environment) the binding changes nothing uv picks, and made uv's resolution of a
-    # 3-wheel lock 0.16 s instead of 0.09 s (its pages and metadata then asked one after another)
+    # alone (uv gets no other: uvtool.environment) the binding changes nothing uv picks, and made uv ask its pages and
+    # metadata one after another (docs/performance.md, figures taken out of the code)
     named = any(url for name, url in indexes.items() if name != DEFAULT_INDEX)
     sources = {p.name: _source(p) for p in profile.packages
                if p.from_source or p.index != DEFAULT_INDEX or (indexes.get(DEFAULT_INDEX) and named)}
@@ -515,7 +515,7 @@ class _Meanwhile(threading.Thread):
             for module in ("packaging.pylock", "tomlkit", "provision.stacks.lockcheck", "provision.stacks.wheelrecords"):
                 importlib.import_module(module)
             self.meanwhile()
-            if not self.output.exists():  # a first lock: its RECORDs are read by HTTP once uv answers (0.03-0.05 s of import)
+            if not self.output.exists():  # a first lock: its RECORDs are read by HTTP once uv answers
                 importlib.import_module("requests")
         try:
             self._versions = relock.versions_in(self.output)
