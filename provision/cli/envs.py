@@ -252,6 +252,9 @@ def accept(app: App, name: str, paths: tuple[str, ...], drops: tuple[str, ...]) 
     venv; without PATH, every file drift finds changed or unowned) as known-good: drift judges it by that content,
     restore puts that content back."""
     from provision.envs import accept as accepting
+    from provision.errors import UsageError
     from provision.views import envs as views
 
+    if paths and drops:
+        raise UsageError("give PATHs to accept or --drop PATH, not both", "run provision accept twice")
     return views.accepted(accepting.accept(app.environments(), name, paths, drops))

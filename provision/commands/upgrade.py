@@ -66,10 +66,7 @@ def upgrade(home: Home, request: Request, progress: Progress = lambda _: None) -
     """Run the upgrade `request` asks for (or go on with an unfinished one, with --resume)."""
     from provision.stacks import profiles
 
-    if (request.profile is None) == (request.to_env is None):
-        raise UsageError("give a PROFILE to build, or --to-env NAME for an environment built already", "not both, not neither")
-    if request.to_env is not None and (request.lock is not None or request.name is not None):
-        raise UsageError("--to-env NAME is built already: it takes no --lock and no --name", "drop them")
+    assert (request.profile is None) != (request.to_env is None)  # the command line gave one (cli/upgrade.py)
     name = check_name(request.to_env or request.name or profiles.load(str(request.profile)).name)
     with upgrades.running(home.root, name):
         built = home.build_of(name) if name in home.names() else None
