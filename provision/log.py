@@ -1,7 +1,8 @@
 """Diagnostics on stderr: what provision is doing (hidden by -q) and the commands it runs (shown by -v).
 
 The CLI sets the level once per process; core code only calls `info` and `debug`. Kept free of the `logging`
-package on purpose: `switch` and `rollback` must start in well under 0.1 s, and logging alone costs a good part of it.
+package on purpose: `switch` and `rollback` must start in about the time of `import click`, and logging alone costs a good
+part of it.
 """
 
 from __future__ import annotations
@@ -121,7 +122,7 @@ def debug(message: str) -> None:
         say(redact(_masked(message).rstrip("\n")) + "\n")
 
 
-class ticking:  # noqa: N801 - used as a context manager like a function
+class ticking:
     """While the block runs, `progress(said(seconds so far))` every `every` seconds from a thread: a step that prints
     nothing for a minute (uv downloading a 9 GB stack says nothing until it has all of it) still shows it is working."""
 

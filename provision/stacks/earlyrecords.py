@@ -62,7 +62,7 @@ class EarlyReads:
             return
         try:
             unpacked = wheelrecords.in_uv_cache(jobs, self.uv_cache)
-        except Exception:  # noqa: BLE001 - an early read is an optimisation: lock reads what it needs afterwards
+        except Exception:
             return
         with self.guard:
             for job in jobs:

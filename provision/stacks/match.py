@@ -32,9 +32,8 @@ from provision.stacks import index, urls, uvcache, wheelmeta, wheelproof
 if TYPE_CHECKING:
     from _typeshed import WriteableBuffer
 
-# Pages and RECORDs read at once, each thread over its own kept-alive connections. A slow index wants many (200
-# wheels behind 20 ms answers: 6.2 s with 16 threads, 12.6 s with 4); a loaded machine fewer, each thread paying its
-# own TLS handshakes (36 pages and RECORDs from the public registry on 2 busy cores: 4.6 s with 4, 6-7 s with 8, 9-11 s with 16).
+# Pages and RECORDs read at once, each thread over its own kept-alive connections. A slow index wants many; a loaded
+# machine fewer, each thread paying its own TLS handshakes (the figures: docs/performance.md).
 WORKERS = max(8, min(16, 2 * (os.cpu_count() or 1)))
 RECORD_LIMIT = 64 << 20  # as the drift check reads them: torch's RECORD, among the largest, is a few MB
 HEADERS_LIMIT = 1 << 20  # of a METADATA, WHEEL or direct_url.json: the header fields come first

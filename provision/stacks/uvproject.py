@@ -1,4 +1,4 @@
-"""The pyproject.toml `provision lock` hands uv, written as text: tomlkit (0.04-0.1 s of imports) is then not loaded
+"""The pyproject.toml `provision lock` hands uv, written as text: tomlkit (its imports are slow) is then not loaded
 before uv starts. The document has one shape: [project] of strings and a list of strings, [tool.uv.sources] of inline
 tables of strings and booleans, [[tool.uv.index]] tables; every key and string is written as a TOML basic string."""
 
