@@ -35,7 +35,7 @@ class ProfileError(ProvisionError):
     exit_code = 4
 
 
-class IndexError_(ProvisionError):
+class IndexUnreachable(ProvisionError):
     """An index could not be read (down, slow, 404, no file for this platform)."""
 
     code = "index"

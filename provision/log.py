@@ -1,7 +1,8 @@
 """Diagnostics on stderr: what provision is doing (hidden by -q) and the commands it runs (shown by -v).
 
 The CLI sets the level once per process; core code only calls `info` and `debug`. Kept free of the `logging`
-package on purpose: `switch` and `rollback` must start in well under 0.1 s, and logging alone costs a good part of it.
+package on purpose: `switch` and `rollback` must start in about the time of `import click`, and logging alone costs a good
+part of it.
 """
 
 from __future__ import annotations
@@ -55,8 +56,9 @@ _PREFIXES = ("ghp_", "gho_", "ghs_", "github_pat_", "glpat-", "hf_", "npm_", "py
 @functools.cache
 def _patterns() -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str], re.Pattern[str]]:
     """(a URL, its user info, a query value, a path segment): compiled when a line is first redacted, not at import."""
-    return (re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"<>]*"),
-            re.compile(r"([A-Za-z][A-Za-z0-9+.-]*://)(?:[^\s@/?#:]*:[^\s@]*|[^\s@/?#:]+)@"),
+    # scheme:/ and scheme:/// too: a WHATWG parser (uv's) reads them as scheme:// (and a \ as a /)
+    return (re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:[/\\]+[^\s'\"<>]*"),
+            re.compile(r"([A-Za-z][A-Za-z0-9+.-]*:[/\\]+)(?:[^\s@/?#:\\]*:[^\s@]*|[^\s@/?#:\\]+)@"),
             re.compile(r"([?&;][^=\s&;#?/'\"]+=)[^&;\s#'\"]+"),
             re.compile(r"(?<=/)([A-Za-z0-9_~-]{4,})(?=[/?#\s'\"]|$)"))
 
@@ -120,7 +122,7 @@ def debug(message: str) -> None:
         say(redact(_masked(message).rstrip("\n")) + "\n")
 
 
-class ticking:  # noqa: N801 - used as a context manager like a function
+class ticking:
     """While the block runs, `progress(said(seconds so far))` every `every` seconds from a thread: a step that prints
     nothing for a minute (uv downloading a 9 GB stack says nothing until it has all of it) still shows it is working."""
 

@@ -127,7 +127,7 @@ def run(
             errors="replace",
             env=dict(env) if env is not None else environment(),
             cwd=cwd,
-            preexec_fn=_death_signal(os.getpid()) if die_with_parent else None,  # noqa: PLW1509
+            preexec_fn=_death_signal(os.getpid()) if die_with_parent else None,
             start_new_session=group,
         )
     except BaseException as exc:
@@ -286,7 +286,7 @@ def run_watched(argv: Sequence[str | Path], *, env: Mapping[str, str], first_bou
     try:
         child = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=slave, stderr=subprocess.PIPE, env=dict(env),
                                  start_new_session=True,  # its own process group: a kill takes its helpers too
-                                 preexec_fn=_death_signal(os.getpid()) if main_thread else None)  # noqa: PLW1509
+                                 preexec_fn=_death_signal(os.getpid()) if main_thread else None)
     except OSError as exc:
         os.close(master)
         raise ToolError(f"{args[0]}: cannot run it ({exc.strerror or exc})", "give the path of an executable program") from exc

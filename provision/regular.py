@@ -62,3 +62,14 @@ def write_text(path: Path, text: str) -> None:
     if os.path.lexists(path):
         os.close(open_fd(path, os.O_WRONLY))
     write_atomic(path, text)
+
+
+def foreign(status: os.stat_result) -> str | None:
+    """Why a cache's folder or entry with this status could hold what another local user wrote (owned by another
+    user, or writable by group or others), else None: what provision keeps to read back unchecked lives only where no
+    one else can write."""
+    if status.st_uid != os.geteuid():
+        return "owned by another user"
+    if status.st_mode & 0o022:
+        return "writable by other users (group or others)"
+    return None

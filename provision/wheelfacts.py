@@ -23,7 +23,7 @@ import threading
 import time
 from typing import Any
 
-from provision import atomic
+from provision import atomic, regular
 
 VERSION = 1
 KINDS = ("scans", "records", "metadata")
@@ -62,7 +62,7 @@ def get(kind: str, key: str) -> Any:
             _discard(held, kind, key)
             return None
         raw = b""
-        if stat.S_ISREG(os.fstat(fd).st_mode):  # a folder or a pipe in its place is no entry
+        if stat.S_ISREG(os.fstat(fd).st_mode) and _trusted(fd, key):  # a folder, a pipe, another user's: no entry
             with os.fdopen(fd, "rb") as handle:
                 raw = handle.read(ENTRY_MAX[kind] + 1)
         else:
@@ -130,25 +130,69 @@ def discard(kind: str, key: str) -> None:
 
 def _open_folder(kind: str, *, create: bool) -> int | None:
     """A descriptor of the kind's folder, opened without following a link; a link or a file there is removed (and,
-    with `create`, a folder made in its place)."""
-    path = folder(kind)
-    for _ in range(3):
-        try:
-            return os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
-        except FileNotFoundError:
-            if not create:
+    with `create`, a folder made in its place). None where there is none, or where the cache's folder or the kind's is
+    another user's or writable by others (`untrusted`): nothing there is read or written."""
+    base = _open_root(create=create)
+    if base is None:
+        return None
+    try:
+        for _ in range(3):
+            try:
+                held = os.open(kind, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=base)
+            except FileNotFoundError:
+                if not create:
+                    return None
+            except OSError as exc:
+                if exc.errno not in (errno.ELOOP, errno.ENOTDIR):
+                    raise
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(kind, dir_fd=base)  # a link or a file named like the folder: never followed, never written through
+                if not create:
+                    return None
+            else:
+                if _trusted(held, folder(kind)):
+                    return held
+                os.close(held)
                 return None
-        except OSError as exc:
-            if exc.errno not in (errno.ELOOP, errno.ENOTDIR):
-                raise
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(path)  # a link or a file named like the folder: never followed, never written through
-            if not create:
-                return None
-        os.makedirs(root(), mode=0o700, exist_ok=True)
-        with contextlib.suppress(FileExistsError):  # a concurrent writer made it
-            os.mkdir(path, 0o700)
+            with contextlib.suppress(FileExistsError):  # a concurrent writer made it
+                os.mkdir(kind, 0o700, dir_fd=base)
+        return None
+    finally:
+        os.close(base)
+
+
+def _open_root(*, create: bool) -> int | None:
+    """A descriptor of provision's cache folder (it may be a link: a bigger disk is the user's), None where there is
+    none or it is not trusted."""
+    path = root()
+    try:
+        base = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    except FileNotFoundError:
+        if not create:
+            return None
+        os.makedirs(path, mode=0o700, exist_ok=True)
+        base = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    if _trusted(base, path):
+        return base
+    os.close(base)
     return None
+
+
+_warned: set[str] = set()  # the untrusted folders already said in this process
+
+
+def _trusted(fd: int, path: str) -> bool:
+    """Whether the folder or entry open at `fd` is this user's alone; a folder that is not is said once, on stderr."""
+    why = regular.foreign(os.fstat(fd))
+    if why is None:
+        return True
+    if path not in _warned and stat.S_ISDIR(os.fstat(fd).st_mode):
+        _warned.add(path)
+        from provision import log
+
+        log.say(f"warning: {path} is {why}: provision's cache there is neither read nor written (what it would answer "
+                f"is computed again); make it yours alone (chown, chmod go-w) or remove it\n")
+    return False
 
 
 def _discard(held: int, kind: str, name: str) -> None:

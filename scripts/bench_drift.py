@@ -108,7 +108,7 @@ def main() -> None:
         from provision.stacks import uvtool
 
         uv = uvtool.binary()
-    except Exception:  # noqa: BLE001 - the comparison is optional where uv is absent
+    except Exception:
         pass
     pip_argv = [python, "-m", "pip", "check"] if (venv / "bin" / "pip").exists() else [sys.executable, "-m", "pip", "--python", python, "check"]
     result = {

@@ -21,7 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from provision.machine import nvml, pci, sysfs  # noqa: E402
+from provision.machine import nvml, pci, sysfs
 
 
 def targets() -> list[tuple[int, str | None]]:

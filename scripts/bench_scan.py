@@ -35,10 +35,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from cuobjdump import as_cuobjdump, fatbin_sections_only, listing  # noqa: E402
+from cuobjdump import as_cuobjdump, fatbin_sections_only, listing
 
-from provision.scan import binaries as scan  # noqa: E402
-from provision.scan import wheels  # noqa: E402
+from provision.scan import binaries as scan
+from provision.scan import wheels
 
 PROVISION = [sys.executable, "-m", "provision"]
 

@@ -44,9 +44,9 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-import launch  # noqa: E402
-from hostile_http import HostileServer  # noqa: E402
-from wheelhouse import IndexServer  # noqa: E402
+import launch
+from hostile_http import HostileServer
+from wheelhouse import IndexServer
 
 # A run started in the background (`.ci/run &`, nohup) inherits SIGINT ignored, and so would every provision the tests
 # start: the Ctrl-C tests would then see it finish instead of stop. Tests start children with SIGINT at its default,
@@ -145,7 +145,22 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         shutil.rmtree(own, ignore_errors=True)
 
 
+SLOW = Path(__file__).with_name("slow_tests.txt")  # measured: scripts/slow_tests.py writes it from a --durations run
+
+
+def _measured_slow() -> set[str]:
+    """The tests (file::function, parameters aside) measured at 0.8 s or more: the quick tier leaves them out."""
+    try:
+        return {line.strip() for line in SLOW.read_text().splitlines() if line.strip() and not line.startswith("#")}
+    except OSError:
+        return set()
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    measured = _measured_slow()
+    for item in items:  # `pytest -m "not slow and not network"`: the quick tier (README)
+        if item.nodeid.split("[", 1)[0] in measured and not item.get_closest_marker("slow"):
+            item.add_marker(pytest.mark.slow)
     # the long tests first, so that the processes of pytest-xdist finish together instead of waiting on one of them
     items.sort(key=lambda item: not (item.get_closest_marker("slow") or item.get_closest_marker("network")))
     if any(item.get_closest_marker("gpu") for item in items) and not _nvidia_gpu():

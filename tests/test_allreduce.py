@@ -183,7 +183,7 @@ def test_nccl_tests_output_is_read_and_joined_beside_provision_rows(tmp_path: Pa
     version, rows = nccl_tests.parse((DATA / "nccl-tests-h200-x2-graph-G20.txt").read_text())  # 2 x H200, 2026-11-30
     assert version == "2.28.3" and len(rows) == 25
     assert (rows[0].size, rows[0].time_us, rows[-1].busbw) == (8, 5.87, 285.81)  # the in-place columns
-    from provision.checks.allreduce_runs import AllreduceRow, NcclTestsFigures
+    from provision.records.allreduce_runs import AllreduceRow, NcclTestsFigures
 
     mine = [AllreduceRow(size=size, count=size // 4, wrong=0, graph_us=us) for size, us in ((8, 8.8), (134217728, 480.0), (3, 1.0))]
     anchor = NcclTestsFigures(path="all_reduce_perf", nccl_library=version, eager=[], graph=rows, pattern={})
@@ -233,7 +233,7 @@ def test_nccl_env_takes_nccl_variables_only_and_never_nvls() -> None:
 
 
 def test_the_graph_mixing_note_follows_the_measured_ratio() -> None:
-    from provision.checks.allreduce_runs import AllreduceRow
+    from provision.records.allreduce_runs import AllreduceRow
 
     slow = [AllreduceRow(size=size, count=size // 4, wrong=0, graph_ratio=ratio) for size, ratio in ((8, 1.6), (65536, 1.4), (2**27, 1.0))]
     assert "NCCL_GRAPH_MIXING_SUPPORT=0" in allreduce.notes_for(slow, {})[0]
@@ -442,7 +442,7 @@ def test_an_all_reduce_perf_that_exits_while_its_helper_holds_the_terminal_is_a_
 def test_provision_figures_are_kept_beside_a_hung_all_reduce_perf(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """The hang is one line in the run's nccl_tests.error; provision's own rows stay as measured, the table says it,
     and the command exits 1 (anchor_failures)."""
-    from provision.checks.allreduce_runs import AllreduceRow, AllreduceRun, NcclTestsFailure, VariantRun
+    from provision.records.allreduce_runs import AllreduceRow, AllreduceRun, NcclTestsFailure, VariantRun
     from provision.views import checks as check_views
     from provision.views.render import render
 

@@ -1,4 +1,4 @@
-"""Each check's details are typed where a payload's answer or env.json is read (checks/details.py) and written back
+"""Each check's details are typed where a payload's answer or env.json is read (records/details.py) and written back
 key for key: the answers the checks gave on the H200 come out of a result, and out of env.json, byte for byte; a key a
 payload adds is kept, never dropped; a detail of the wrong type is an error naming the key, never a traceback later."""
 
@@ -16,10 +16,10 @@ from test_baseline_runs import with_baseline
 from test_records import OLD_ENV_JSON
 
 from provision.atomic import json_text
-from provision.checks import details as typed
-from provision.checks.results import CheckResult, MalformedResult, Reader
 from provision.envs import records
 from provision.envs.records import RecordError
+from provision.records import details as typed
+from provision.records.results import CheckResult, MalformedResult, Reader
 
 EVIDENCE = ROOT / "docs" / "evidence"
 # `check --json` as printed on the H200: every check, and FlashInfer's build for an absent SM (target, target_cubins)

@@ -15,10 +15,10 @@ import pytest
 from wheelhouse import build_wheel
 
 from provision.checks import runner
-from provision.checks.results import CheckResult
 from provision.envs.records import EnvRecord
 from provision.machine import nvmlstart
 from provision.machine.facts import Driver
+from provision.records.results import CheckResult
 from provision.stacks import uvtool
 
 NEEDS_DRIVER = b"import ctypes\nctypes.CDLL('libcuda.so.1')  # what an extension linked to libcuda meets at import\n"

@@ -14,11 +14,11 @@ from launch import run_provision
 from wheelhouse import build_wheel
 
 from provision.checks import runner, staleness
-from provision.checks.details import FlashinferJitDetails, FlashinferTarget
-from provision.checks.results import CheckResult, overall
 from provision.envs.records import EnvRecord
 from provision.machine import nvmlstart
 from provision.machine.facts import Driver, Gpu
+from provision.records.details import FlashinferJitDetails, FlashinferTarget
+from provision.records.results import CheckResult, overall
 from provision.stacks import uvtool
 
 FAKES = Path(__file__).parent / "fakes"

@@ -47,6 +47,6 @@ def test_hopper_is_90a_never_90f() -> None:
 
 
 def compat_check():  # type: ignore[no-untyped-def]
-    from provision.checks import BY_ID
+    from provision.records.checks import BY_ID
 
     return BY_ID["flashinfer-jit"]

@@ -97,25 +97,25 @@ def test_a_cycle_is_found(tmp_path: Path) -> None:
     assert "partially initialized module 'cycle.b'" in failures["cycle.b"]
 
 
-# Higher imports lower, never the other way (docs/architecture.md). The check registry (provision.checks itself) is
-# data: a table of ids, titles and payloads that profiles validate against; so are the typed results checks answer
-# (checks/results.py, checks/details.py, checks/allreduce_runs.py), which envs/records.py stores.
+# Higher imports lower, never the other way (docs/architecture.md), with no exception: the records every layer reads
+# (the check registry, what checks answer, the bench's runs) are a room of their own, provision/records/, below them all.
 LAYERS = {
-    "provision.cli": 9, "provision.views": 8, "provision.commands": 7, "provision.report": 6, "provision.checks": 5, "provision.envs": 4,
-    "provision.stacks": 3, "provision.scan": 2, "provision.machine": 2,
+    "provision.__main__": 10, "provision.cli": 9, "provision.views": 8, "provision.commands": 7, "provision.report": 6,
+    "provision.checks": 5, "provision.envs": 4, "provision.stacks": 3, "provision.scan": 2, "provision.machine": 2,
     "provision.proc": 1, "provision.log": 1, "provision.atomic": 1, "provision.regular": 1, "provision.wheelfacts": 1,
+    "provision.records": 1,
     "provision.errors": 0, "provision.knowledge": 0, "provision.toml": 0, "provision.status": 0, "provision": 0,
 }
-DATA = {"provision.checks": 0, "provision.checks.results": 0, "provision.checks.details": 0, "provision.checks.allreduce_runs": 0,
-        "provision.machine.facts": 0, "provision.__main__": 10}
+
+
+def room(module: str) -> str:
+    while module not in LAYERS:
+        module = module.rpartition(".")[0]
+    return module
 
 
 def layer(module: str) -> int:
-    if module in DATA:
-        return DATA[module]
-    while module not in LAYERS:
-        module = module.rpartition(".")[0]
-    return LAYERS[module]
+    return LAYERS[room(module)]
 
 
 def imported(path: Path) -> set[str]:
@@ -142,6 +142,23 @@ def test_imports_point_down_the_layers(path: Path) -> None:
     upward = [f"{importer} (layer {layer(importer)}) imports {target} (layer {layer(target)})"
               for target in sorted(imported(path)) if layer(target) > layer(importer)]
     assert not upward, upward
+
+
+def test_no_circle_between_rooms() -> None:
+    """Rooms of one floor (scan and machine; proc, log, records...) may import each other only one way: the rooms'
+    graph, every import counted (at the top or inside a function), has no circle."""
+    arrows: dict[str, set[str]] = {}
+    for path in PACKAGE.rglob("*.py"):
+        if "payloads" not in path.parts:
+            importer = room(module_name(path))
+            arrows.setdefault(importer, set()).update(room(t) for t in imported(path) if room(t) != importer)
+
+    def reaches(start: str, goal: str, seen: set[str]) -> bool:
+        return any(step == goal or (step not in seen and not seen.add(step) and reaches(step, goal, seen))
+                   for step in arrows.get(start, ()))
+
+    circles = sorted(f"{a} -> {b} -> ... -> {a}" for a in arrows for b in arrows[a] if reaches(b, a, set()))
+    assert not circles, circles
 
 
 def test_the_command_families_do_not_import_each_other() -> None:
@@ -196,7 +213,7 @@ HEAVY = {"dataclasses", "rich", "requests", "packaging", "tomlkit", "elftools", 
     (["envs", "--json", "--home", "HOME"], 0, {"provision.checks.runner", "provision.scan"}),
     (["check", "nope", "--home", "HOME"], 7, {"provision.envs.drift", "provision.checks.staleness"}),
     (["create", "tiny", "--name", "../x", "--home", "HOME"], 2, {"provision.envs.lifecycle", "provision.stacks",
-                                                                "provision.checks", "provision.views.envs"}),
+                                                                "provision.checks", "provision.records", "provision.views.envs"}),
 ], ids=["scan", "probe", "envs", "check", "create-refused"])
 def test_a_command_loads_what_it_runs(argv: list[str], code: int, also_forbidden: set[str], tmp_path: Path) -> None:
     argv = [str(tmp_path / "home") if word == "HOME" else word for word in argv]

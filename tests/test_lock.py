@@ -14,7 +14,7 @@ from launch import run_provision
 from packaging.pylock import Pylock
 
 from provision import toml
-from provision.errors import IndexError_, ProvisionError, ResolveError, UsageError
+from provision.errors import IndexUnreachable, ProvisionError, ResolveError, UsageError
 from provision.stacks import lock, profiles, uvtool
 
 
@@ -60,7 +60,7 @@ def test_lock_installs_with_uv_pip_sync(index_server, tmp_path: Path) -> None:
     assert (tmp_path / "site" / "torch" / "__init__.py").read_text().count("2.16.0.dev20261126") == 1
 
 
-def nightly_profile(tmp_path: Path, vision_dates: tuple[str, ...]) -> Path:  # noqa: ARG001
+def nightly_profile(tmp_path: Path, vision_dates: tuple[str, ...]) -> Path:
     path = tmp_path / "nightly.toml"
     path.write_text("""schema = 1
 name = "nightly"
@@ -190,5 +190,5 @@ def test_index_client_reads_pep691_json_and_pep503_html(index_server) -> None:
     assert files[0].filename == f"torch-2.16.0.dev20261126+cu130-{stacks.CP312}.whl" and files[0].sha256
     assert index.project_files(idx.url, "nothing-here") == []
     assert urls.redact("https://u:p@h.example/x") == "https://****@h.example/x"
-    with pytest.raises(IndexError_):
+    with pytest.raises(IndexUnreachable):
         index.project_files("http://127.0.0.1:9/simple", "torch")

@@ -87,4 +87,4 @@ def test_uvs_input_binds_to_the_default_index_only_where_another_could_answer(tm
     assert bound == {"numpy": {"index": "default"}, "torch": {"index": "pytorch"}}
     one = tmp_path / "one.toml"
     one.write_text('schema = 1\nname = "one"\ncuda = "13.0"\npython = "3.12"\n[packages]\nnumpy = "==2.3.0"\n')
-    assert "tool" not in toml.loads(lock._project(profiles.load_file(one), {}, alone))
+    assert "sources" not in toml.loads(lock._project(profiles.load_file(one), {}, alone))["tool"]["uv"]

@@ -241,8 +241,14 @@ def test_the_report_is_one_operation_and_a_lock_is_scanned_once_for_every_machin
     scans: list[Path] = []
     scan_lock = lockscan.scan_lock
     monkeypatch.setattr(lockscan, "scan_lock", lambda path, **kw: scans.append(path) or scan_lock(path, **kw))
+    from provision.stacks import lockfile
+
+    reads: list[Path] = []
+    read = lockfile.read
+    monkeypatch.setattr(lockfile, "read", lambda path, **kw: reads.append(path) or read(path, **kw))
     result = assemble.build([H200, RTX], locks=[lock], fetch=False)
     assert scans == [lock]
+    assert reads == [lock]  # read and validated once: the scan and the stack it describes read one and the same lock
     assert [[(t.kind, t.name) for t in m.targets] for m in result.machines] == [[("lock", lock.name)]] * 2
     assert result.summary.machines == 2 and [m.facts.source for m in result.machines] == [str(H200), str(RTX)]
     document = result.to_dict()

@@ -13,11 +13,11 @@ import pytest
 from conftest import DATA, ROOT
 from launch import run_provision
 
-from provision.checks.details import NcclAllreduceDetails
-from provision.checks.results import CheckResult
 from provision.errors import InputError
 from provision.machine import facts as machine
 from provision.machine import nvml, pci, pciconfig, probe, sysfs
+from provision.records.details import NcclAllreduceDetails
+from provision.records.results import CheckResult
 from provision.report import documents, gates, observed
 
 NCCL_ACS = "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/troubleshooting.html#pci-access-control-services-acs"

@@ -11,10 +11,10 @@ import pytest
 from launch import run_provision
 from test_cli import adopted_home, provision_run
 
-from provision.checks.allreduce_runs import AllreduceRun
-from provision.checks.results import BaselineRun, CheckResult, MachineStamp
 from provision.envs import records
 from provision.envs.records import EnvRecord, RecordError
+from provision.records.allreduce_runs import AllreduceRun
+from provision.records.results import BaselineRun, CheckResult, MachineStamp
 
 # env.json as provision wrote it before records were versioned (keys as `create` wrote them, no schema_version)
 OLD_ENV_JSON = {
@@ -212,7 +212,7 @@ def test_two_commands_storing_runs_at_once_both_keep_theirs(tmp_path: Path) -> N
     build = tmp_path / "build"
     records.write(build, EnvRecord(name="cu130"))
     script = ("import sys\nfrom pathlib import Path\nfrom provision.envs import records\n"
-              "from provision.checks.allreduce_runs import AllreduceRun\n"
+              "from provision.records.allreduce_runs import AllreduceRun\n"
               "for i in range(15):\n"
               "    records.add_allreduce(Path(sys.argv[1]), AllreduceRun(at=sys.argv[2] + str(i), backend='gloo',"
               " world_size=2, runs=[]))\n")

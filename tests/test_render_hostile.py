@@ -242,7 +242,7 @@ def test_a_baseline_pattern_that_matches_no_number_is_the_runs_failure() -> None
 def test_what_a_failing_all_reduce_perf_printed_never_drives_the_terminal(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """bench allreduce's table is Raw text (never folded): nccl-tests' own last lines reach it in its error, escapes too."""
     from provision.checks import allreduce
-    from provision.checks.allreduce_runs import AllreduceRow, AllreduceRun, VariantRun
+    from provision.records.allreduce_runs import AllreduceRow, AllreduceRun, VariantRun
     from provision.views import checks as views
 
     binary = tmp_path / "all_reduce_perf"

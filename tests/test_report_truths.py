@@ -10,11 +10,11 @@ import pytest
 from conftest import DATA, ROOT
 
 from provision import knowledge
-from provision.checks.details import NcclAllreduceDetails, SymmetricMemoryDetails
-from provision.checks.results import CheckResult
 from provision.envs import variables
 from provision.machine import nvml
 from provision.machine.facts import MachineFacts
+from provision.records.details import NcclAllreduceDetails, SymmetricMemoryDetails
+from provision.records.results import CheckResult
 from provision.report import environments, observed
 from provision.report import gates as report
 from provision.stacks import profiles

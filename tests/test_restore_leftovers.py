@@ -115,7 +115,7 @@ def test_ctrl_c_while_start_up_files_are_moved_aside_leaves_no_copy(tool: tiny.T
     monkeypatch.setattr(shutil, "move", interrupted_move)
     monkeypatch.setenv("PROVISION_HOME", str(tool.home))
     with pytest.raises(KeyboardInterrupt):
-        restore.restore(Home(tool.home), "tiny")
+        restore.restore(Home(tool.home), "tiny")  # envs/restore.py: the venv put back, no checks after it
     assert moved
     assert (site / "sitecustomize.py").exists() and (site / "zz-experiment.pth").exists()
     leftovers = [p for p in (build / restore.ASIDE).rglob("*") if p.is_file()] if (build / restore.ASIDE).exists() else []

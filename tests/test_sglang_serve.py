@@ -15,10 +15,10 @@ import pytest
 from wheelhouse import build_wheel
 
 from provision.checks import dummy_model, runner
-from provision.checks.results import CheckResult
 from provision.envs.records import EnvRecord
 from provision.machine import nvmlstart
 from provision.machine.facts import Driver, Gpu
+from provision.records.results import CheckResult
 from provision.stacks import uvtool
 
 FAKES = Path(__file__).parent / "fakes"

@@ -7,8 +7,8 @@ import itertools
 import pytest
 
 from provision import status
-from provision.checks.results import CheckResult, overall
 from provision.envs import inventory
+from provision.records.results import CheckResult, overall
 from provision.report.gates import Gate, Target
 from provision.status import Status
 

@@ -153,19 +153,26 @@ def test_kill_9_mid_trial_then_any_command_puts_the_file_back(tmp_path: Path, in
     assert json.loads(tool("trials", "tiny", "--json").stdout)["trials"] == []  # a killed trial is no row
 
 
-@pytest.mark.slow
-def test_restore_puts_back_a_killed_trial_and_a_second_trial_waits_for_none(tmp_path: Path, index_server,
-                                                                            provision_bin: str) -> None:
+def held_trial(tmp_path: Path, index_server, provision_bin: str, label: str):
+    """A trial of a patched file that sleeps in its runs, started and waited for until its file is in the venv:
+    (the tool, the file, its content before, the patch, the running `provision try`)."""
     tool, _ = tool_with_baseline(tmp_path, index_server, provision_bin)
     tool("baseline", "tiny", "--runs", "3")
     target = site_of(tool) / "alpha" / "__init__.py"
     original = target.read_bytes()
     patched = tmp_path / "patched.py"
     patched.write_text("FACTOR = 0.5\n")
-    running = tool.popen("try", "tiny", "held", "--file", f"alpha/__init__.py={patched}", "--env", "TRY_SLEEP=30", "--runs", "3")
+    running = tool.popen("try", "tiny", label, "--file", f"alpha/__init__.py={patched}", "--env", "TRY_SLEEP=30", "--runs", "3")
     deadline = time.time() + 60
     while time.time() < deadline and target.read_bytes() == original:
         time.sleep(0.1)
+    return tool, target, original, patched, running
+
+
+@pytest.mark.slow
+def test_restore_puts_back_a_killed_trial_and_a_second_trial_waits_for_none(tmp_path: Path, index_server,
+                                                                            provision_bin: str) -> None:
+    tool, target, original, patched, running = held_trial(tmp_path, index_server, provision_bin, "held")
     second = tool("try", "tiny", "second", "--env", "TRY_FACTOR=2", "--runs", "3", check=False)
     assert second.returncode == 7 and "a trial is under way on tiny" in second.stderr
     assert target.read_bytes() == patched.read_bytes()  # the running trial's file is not taken for a leftover
@@ -192,16 +199,7 @@ def test_what_the_command_line_gets_wrong_is_refused_first(tmp_path: Path, index
 
 @pytest.mark.slow
 def test_ctrl_c_mid_trial_puts_the_file_back_before_it_exits(tmp_path: Path, index_server, provision_bin: str) -> None:
-    tool, _ = tool_with_baseline(tmp_path, index_server, provision_bin)
-    tool("baseline", "tiny", "--runs", "3")
-    target = site_of(tool) / "alpha" / "__init__.py"
-    original = target.read_bytes()
-    patched = tmp_path / "patched.py"
-    patched.write_text("FACTOR = 0.5\n")
-    running = tool.popen("try", "tiny", "stopped", "--file", f"alpha/__init__.py={patched}", "--env", "TRY_SLEEP=30", "--runs", "3")
-    deadline = time.time() + 60
-    while time.time() < deadline and target.read_bytes() == original:
-        time.sleep(0.1)
+    tool, target, original, _, running = held_trial(tmp_path, index_server, provision_bin, "stopped")
     running.send_signal(signal.SIGINT)
     _, err = running.communicate(timeout=60)
     assert running.returncode == 130 and "interrupted" in err

@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from provision.checks.results import CheckResult
+from provision.commands.create import CreateResult
 from provision.envs.adopted import Adopted, LockError
 from provision.envs.cleanup import Removed
 from provision.envs.drift import Drift, Finding
-from provision.envs.lifecycle import CreateResult
 from provision.envs.restore import RestoreResult
+from provision.records.results import CheckResult
 from provision.views import envs as views
 from provision.views import render
 from provision.views.render import Info, Line, Raw, Table

@@ -21,6 +21,8 @@ import pytest
 from conftest import ROOT
 from cuobjdump import wheel
 
+from provision.stacks import wheelcache
+
 pytestmark = pytest.mark.network
 PINS = {"nvidia-cuda-runtime": "13.0.96", "nvidia-nvjitlink": "13.0.88", "nvidia-cuda-nvrtc": "13.0.88"}
 MACHINE = ROOT / "docs/machines/h200.probe.json"
@@ -32,6 +34,14 @@ def timed(*args: str) -> tuple[subprocess.CompletedProcess[str], float, float]:
     done = subprocess.run(launch.argv(args), capture_output=True, text=True, timeout=900, env=launch.environment())
     after, wall = resource.getrusage(resource.RUSAGE_CHILDREN), time.perf_counter() - started
     return done, after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime, wall
+
+
+def read_here(reason: str) -> int:
+    """The wheels scanned from uv's cache and from provision's: the tests' uv cache is shared by the run, so a wheel
+    another test installed is read from there, the rest from provision's (none fetched either way)."""
+    import re
+
+    return sum(int(n) for n in re.findall(r"(\d+) from (?:uv's|provision's)", reason))
 
 
 def test_a_lock_judged_again_reads_its_scans_from_the_cache(tmp_path: Path) -> None:
@@ -51,8 +61,7 @@ def test_a_lock_judged_again_reads_its_scans_from_the_cache(tmp_path: Path) -> N
         place = kept / "wheels" / wheels[name]["sha256"]
         place.mkdir(parents=True)
         shutil.copyfile(real, place / real.name)
-        status = (place / real.name).stat()
-        (place / "checked").write_text(json.dumps([status.st_size, status.st_mtime_ns, status.st_ino]))
+        (place / "checked").write_text(json.dumps(wheelcache.stamp_of((place / real.name).stat())))
     judge = ("report", "--lock", str(lock), "--machine", str(MACHINE), "--json")
 
     def scanned(done: subprocess.CompletedProcess[str]) -> str:
@@ -62,12 +71,12 @@ def test_a_lock_judged_again_reads_its_scans_from_the_cache(tmp_path: Path) -> N
 
     first, first_cpu, first_wall = timed(*judge)
     assert "3 wheels, " in scanned(first) and "0 scanned before" in scanned(first), scanned(first)
-    assert "3 from provision's" in scanned(first) and "0 fetched" in scanned(first), scanned(first)
+    assert read_here(scanned(first)) == 3 and "0 fetched" in scanned(first), scanned(first)
     again, again_cpu, again_wall = timed(*judge)
     assert "3 scanned before" in scanned(again) and "0 fetched" in scanned(again), scanned(again)
     shutil.rmtree(kept / "scans")
     rescanned, rescanned_cpu, rescanned_wall = timed(*judge)
-    assert "0 scanned before" in scanned(rescanned) and "3 from provision's" in scanned(rescanned), scanned(rescanned)
+    assert "0 scanned before" in scanned(rescanned) and read_here(scanned(rescanned)) == 3, scanned(rescanned)
     def judged(done: subprocess.CompletedProcess[str]) -> list[tuple[str, str]]:
         target = next(t for t in json.loads(done.stdout)["machines"][0]["targets"] if t["kind"] == "lock")
         return [(target["verdict"], "")] + [(g["id"], g["status"]) for g in target["gates"] if g["id"] != "lock-scan"]

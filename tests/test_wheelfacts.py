@@ -137,7 +137,7 @@ def test_an_entry_past_its_kinds_bound_is_not_kept(cache: Path, monkeypatch: pyt
 
 def test_a_record_entry_of_the_wrong_shape_is_read_again(cache: Path) -> None:
     wheelfacts.put("records", KEY, {"rows": [["a.py", 5]]})
-    assert wheelrecords.remembered(KEY) is None and wheelfacts.get("records", KEY) is None
+    assert wheelrecords.remembered(KEY, "") is None and wheelfacts.get("records", KEY) is None
 
 
 def wheel_with_cubin(path: Path) -> Path:

@@ -32,7 +32,7 @@ def test_a_remembered_record_past_csvs_limit_is_read_as_none(tmp_path: Path, mon
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))  # where earlier reads were kept: this test's folder
     wheelrecords.folder().mkdir(parents=True)
     (wheelrecords.folder() / sha256).write_text(RECORD)
-    assert wheelrecords.remembered(sha256) is None
+    assert wheelrecords.remembered(sha256, "") is None
 
 
 def test_a_wheel_whose_record_is_compressed_by_an_unknown_method_has_no_readable_record(tmp_path: Path) -> None:

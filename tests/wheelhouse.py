@@ -93,10 +93,10 @@ class IndexServer:
             def log_message(self, *args: object) -> None:
                 pass
 
-            def do_GET(self) -> None:  # noqa: N802
+            def do_GET(self) -> None:
                 server._serve(self, body=True)
 
-            def do_HEAD(self) -> None:  # noqa: N802
+            def do_HEAD(self) -> None:
                 server._serve(self, body=False)
 
         self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)

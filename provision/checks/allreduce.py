@@ -14,11 +14,11 @@ from pathlib import Path
 from provision import proc
 from provision.checks import payload_dir
 from provision.checks import runner as check_runner
-from provision.checks.allreduce_runs import AllreduceRow, AllreduceRun, NcclTestsFailure, VariantRun
-from provision.checks.results import MalformedResult, Reader
 from provision.envs.records import EnvRecord
 from provision.errors import EnvError, ProvisionError, UsageError
 from provision.log import Progress
+from provision.records.allreduce_runs import AllreduceRow, AllreduceRun, NcclTestsFailure, VariantRun
+from provision.records.results import MalformedResult, Reader
 from provision.stacks.urls import redact_text
 
 FORBIDDEN_ALGOS = ("nvls", "nvlstree")

@@ -18,8 +18,12 @@ from typing import TYPE_CHECKING, Literal
 from provision import proc
 from provision.checks import dummy_model, payload_dir
 from provision.checks import runner as check_runner
-from provision.checks.allreduce_runs import AllreduceRun
-from provision.checks.results import (
+from provision.envs.records import EnvRecord
+from provision.errors import EnvError
+from provision.log import Progress, one_line
+from provision.machine import probe
+from provision.records.allreduce_runs import AllreduceRun
+from provision.records.results import (
     Baseline,
     BaselineRun,
     Better,
@@ -28,12 +32,6 @@ from provision.checks.results import (
     JSONValue,
     MachineStamp,
 )
-from provision.envs import records
-from provision.envs.home import Home
-from provision.envs.records import EnvRecord
-from provision.errors import EnvError
-from provision.log import Progress, one_line
-from provision.machine import probe
 
 if TYPE_CHECKING:
     from provision.machine import nvml
@@ -333,23 +331,6 @@ class Comparison:
         return {"environments": [self.first.to_dict(), self.second.to_dict()], "change_percent": self.change_percent,
                 "verdict": self.verdict, "improved": self.improved, "within_noise": self.within_noise, "same_machine": self.same_machine,
                 "drifted": self.drifted}
-
-
-def compare(home: Home, first: str, second: str) -> Comparison:
-    """Each environment's latest baseline call (every run of a `baseline --runs N`, else the last run): median and
-    spread; the change between the medians, and whether the spreads cover it (within noise)."""
-    sides = []
-    read = {name: records.read(home.build_of(name)) for name in (first, second)}  # both exist, before a baseline is asked
-    for name in (first, second):
-        record = read[name]
-        if not record.baselines:
-            raise EnvError(f"{name} has no baseline yet", f"run one: provision baseline {name}")
-        last = record.baselines[-1]
-        series = [r for r in record.baselines if r.series == last.series] if last.series else [last]
-        sides.append(Compared(name=name, unit=last.unit, better=last.better, at=last.at, machine=last.machine.summary,
-                              runs=len(record.baselines), figures=[r.figure for r in series if r.figure is not None],
-                              multi_gpu_allreduce=record.allreduce[-1] if record.allreduce else None, drift=last.drift))
-    return Comparison(first=sides[0], second=sides[1])
 
 
 def _now() -> str:

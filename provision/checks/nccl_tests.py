@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import Any
 
 from provision import proc
-from provision.checks.allreduce_runs import KINDS, AllreduceRow, AnchorRow, NcclTestsFigures
 from provision.checks.payloads._hangs import ALLOWANCE_S, HANG_HINT, START_BOUND_S, step_bound_s
 from provision.errors import EnvError, InputError
+from provision.records.allreduce_runs import KINDS, AllreduceRow, AnchorRow, NcclTestsFigures
 
 BINARY = "all_reduce_perf"
 WARMUP_ITERS = 5

@@ -9,13 +9,14 @@ import time
 from pathlib import Path
 
 from provision import durations, knowledge, proc
-from provision.checks import BY_ID, CHECKS, Check, payload_dir
-from provision.checks.results import CheckResult, MalformedResult
+from provision.checks import payload_dir
 from provision.envs.records import EnvRecord
 from provision.errors import UsageError
 from provision.log import Progress
 from provision.machine import probe
 from provision.machine.facts import Driver, Gpu
+from provision.records.checks import BY_ID, CHECKS, Check
+from provision.records.results import CheckResult, MalformedResult
 from provision.status import Status
 
 

@@ -10,12 +10,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from provision import knowledge, regular
-from provision.checks.details import FlashinferJitDetails, of
-from provision.checks.results import CheckResult
+from provision.records.details import FlashinferJitDetails, of
+from provision.records.results import CheckResult
 
 if TYPE_CHECKING:
-    from provision.checks import Check
     from provision.envs.records import EnvRecord
+    from provision.records.checks import Check
 
 LIMIT = 200  # modules read at most: enough to judge a workspace, bounded in time
 
@@ -80,7 +80,7 @@ def verify_target_cubins(result: CheckResult, target_sm: str) -> CheckResult:
     for path in built:
         try:
             counts = scan.counts_in_file(Path(path))
-        except Exception as exc:  # noqa: BLE001 - a truncated module (or one gone) raises many kinds, as in scan
+        except Exception as exc:
             return dataclasses.replace(result, status="fail", details=dataclasses.replace(details, target_cubins=labels),
                                        reason=f"the build for {target_sm}: {path} not read ({type(exc).__name__}: {exc})"[:400])
         for label, number in counts.cubin.items():

@@ -32,18 +32,13 @@ if TYPE_CHECKING:
 @pass_app
 def check(app: App, name: str | None, only: str | None, target_sm: str | None, strict: bool) -> Shown:
     """Run the smoke checks against an environment (the active one by default); exit 1 on FAIL or ERROR (--strict: WARN too)."""
-    from provision.checks import runner
-    from provision.envs import records
+    from provision.commands import check as checking
     from provision.views import checks as views
-    from provision.views import ui
 
-    name, build = app.environments().named_or_active(name, "provision check")
     ids = tuple(i.strip() for i in only.split(",") if i.strip()) if only else None
     with app.progress() as step:
-        results = runner.run(build, records.read(build), only=ids, target_sm=compute_capability(target_sm) if target_sm else None,
-                             progress=step)
-    # the report's "last smoke checks" is the last full run; a narrower --only run is kept beside it
-    records.add_checks(build, results, ui.now(), only=ids)
+        name, results = checking.check(app.environments(), name, only=ids,
+                                       target_sm=compute_capability(target_sm) if target_sm else None, progress=step)
     return views.checks(name, results, strict=strict)
 
 
@@ -60,29 +55,11 @@ def baseline(app: App, name: str | None, runs: int) -> Shown:
 
     With --runs N every run is stored; compare then shows the median and the spread of each side, and says "within
     noise" when the spreads cover the difference."""
-    import dataclasses
-
-    from provision.checks import baseline as baselines
-    from provision.checks import runner
-    from provision.envs import records
+    from provision.commands import baseline as measuring
     from provision.views import checks as views
-    from provision.views import ui
 
-    name, build = app.environments().named_or_active(name, "provision baseline")
-    record = records.read(build)
     with app.progress() as step:
-        if not record.check_results:
-            step("running the checks first")
-            record = records.add_checks(build, runner.run(build, record, progress=step), ui.now())
-        reading = baselines.ready(name, record)  # refused before "run 1 of 3" is said
-        series = ui.now() if runs > 1 else None
-        done = []
-        for number in range(1, runs + 1):
-            if runs > 1:
-                step(f"run {number} of {runs}")
-            run = dataclasses.replace(baselines.run(name, build, record, step, reading), series=series)
-            records.add_baseline(build, run)  # each run stored as it ends: an interrupted series keeps what it measured
-            done.append(run)
+        name, done = measuring.baseline(app.environments(), name, runs=runs, progress=step)
     return views.baseline(name, done)
 
 
@@ -95,10 +72,10 @@ def baseline(app: App, name: str | None, runs: int) -> Shown:
 @pass_app
 def compare(app: App, first: str, second: str) -> Shown:
     """Two environments' latest baselines side by side, with the change in percent."""
-    from provision.checks import baseline as baselines
+    from provision.commands import compare as comparing
     from provision.views import checks as views
 
-    return views.comparison(baselines.compare(app.environments(), first, second))
+    return views.comparison(comparing.compare(app.environments(), first, second))
 
 
 @click.group(short_help="Benchmarks stored with an environment.")

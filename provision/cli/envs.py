@@ -23,7 +23,6 @@ from provision.cli.options import (
 )
 
 if TYPE_CHECKING:
-    from provision.checks.results import BaselineRun
     from provision.views.render import Shown
 
 
@@ -51,17 +50,15 @@ def create(app: App, profile_name: str, name: str | None, python: str | None, lo
 
     if name is not None:
         check_name(name)  # before anything is read, built or imported for it
-    from provision.checks import runner
-    from provision.envs import lifecycle
+    from provision.commands import create as creating
     from provision.stacks import lock, profiles
     from provision.views import envs as views
 
     profile = profiles.load(profile_name)
     with app.progress() as step:
-        result = lifecycle.create(app.environments(), profile, name=name, python=python, lock_path=lock_path,
-                             overrides=lock.parse_overrides(indexes), activate=not no_activate, replace=replace,
-                             run_checks=None if no_checks else (lambda build, meta: runner.run(build, meta, progress=step, fresh=True)),
-                             keep_failed=keep_failed, progress=step, allow_unsealed=allow_unsealed)
+        result = creating.create(app.environments(), profile, name=name, python=python, lock_path=lock_path,
+                                 overrides=lock.parse_overrides(indexes), checks=not no_checks, activate=not no_activate,
+                                 replace=replace, keep_failed=keep_failed, progress=step, allow_unsealed=allow_unsealed)
     return views.created(result)
 
 
@@ -234,23 +231,11 @@ def shell_env(app: App, name: str | None, undo: bool) -> Shown:
 @pass_app
 def restore(app: App, name: str, dry_run: bool, no_checks: bool) -> Shown:
     """Put NAME back to its lock: reinstall drifted distributions, set unowned start-up files aside, re-check."""
-    from provision.checks import baseline, runner
-    from provision.envs import records
-    from provision.envs import restore as restoring
+    from provision.commands import restore as restoring
     from provision.views import restore as restore_view
 
-    where = app.environments()
-
-    def run_baseline() -> BaselineRun:
-        build = where.build_of(name)
-        run = baseline.run(name, build, records.read(build), step)
-        records.add_baseline(build, run)
-        return run
-
     with app.progress() as step:
-        result = restoring.restore(where, name, dry_run=dry_run, progress=step,
-                                   run_checks=None if no_checks else (lambda build, record: runner.run(build, record, progress=step)),
-                                   run_baseline=None if no_checks else run_baseline)
+        result = restoring.restore(app.environments(), name, dry_run=dry_run, checks=not no_checks, progress=step)
     return restore_view.restored(result)
 
 
@@ -267,6 +252,9 @@ def accept(app: App, name: str, paths: tuple[str, ...], drops: tuple[str, ...]) 
     venv; without PATH, every file drift finds changed or unowned) as known-good: drift judges it by that content,
     restore puts that content back."""
     from provision.envs import accept as accepting
+    from provision.errors import UsageError
     from provision.views import envs as views
 
+    if paths and drops:
+        raise UsageError("give PATHs to accept or --drop PATH, not both", "run provision accept twice")
     return views.accepted(accepting.accept(app.environments(), name, paths, drops))

@@ -1,6 +1,6 @@
 """Commands that read machines: probe, report (operations in provision/machine and provision/report; scan has
-its own family, cli/scan.py). Their paths come as strings and become Paths in the body: probe --json has 0.15 s on
-the GPU machine, and loads no pathlib (7 ms there) unless a path is given."""
+its own family, cli/scan.py). Their paths come as strings and become Paths in the body: probe --json loads no
+pathlib unless a path is given."""
 
 from __future__ import annotations
 

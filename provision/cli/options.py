@@ -81,7 +81,7 @@ def _home_value(ctx: click.Context, _param: click.Parameter, value: str | None) 
         app(ctx).home = value
 
 
-def home_option(f: F, help: str = HOME_HELP) -> F:  # noqa: A002 - click's own word
+def home_option(f: F, help: str = HOME_HELP) -> F:
     """--home, before the command's name (on the group) or after it: both set the app's home."""
     return click.option("--home", type=click.Path(), callback=_home_value, expose_value=False, help=help)(f)
 

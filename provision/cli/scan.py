@@ -1,7 +1,7 @@
 """`provision scan` (operation in provision/scan/binaries.py): a family of its own, whose paths stay strings.
 
-A whole `scan --json FILE` process has 0.1 s on the GPU machine, and pathlib (with urllib.parse and ipaddress, which
-it imports) is 7 ms of it there: this module, the group's options and a one-file scan load none of it (a folder or a
+pathlib (with urllib.parse and ipaddress, which it imports) is a good part of a whole `scan --json FILE` process:
+this module, the group's options and a one-file scan load none of it (a folder or a
 wheel does).
 """
 

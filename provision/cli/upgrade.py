@@ -55,8 +55,13 @@ def upgrade(app: App, profile_name: str | None, to_env: str | None, from_env: st
     pass and it is not worse beyond noise. Exit 0 when the rule said yes, 1 when the old one stays (the JSON says why).
     Interrupted, the old one stays active; --resume goes on from the last finished step."""
     from provision.commands import upgrade as upgrading
+    from provision.errors import UsageError
     from provision.views import upgrade as views
 
+    if (profile_name is None) == (to_env is None):
+        raise UsageError("give a PROFILE to build, or --to-env NAME for an environment built already", "not both, not neither")
+    if to_env is not None and (lock_path is not None or name is not None):
+        raise UsageError("--to-env NAME is built already: it takes no --lock and no --name", "drop them")
     request = upgrading.Request(profile=profile_name, to_env=to_env, from_env=from_env, name=name, lock=lock_path, runs=runs,
                                 max_slowdown=max_slowdown, baseline_from=baseline_from, activate=False if no_activate else None, resume=resume,
                                 allow_unsealed=allow_unsealed)

@@ -20,7 +20,6 @@ from provision import regular
 from provision.atomic import write_atomic
 from provision.checks import baseline as baselines
 from provision.checks.baseline import BaselineFailed, judge
-from provision.checks.results import BaselineRun
 from provision.commands import recipes
 from provision.envs import drift, kept, ledger, records, trialfiles
 from provision.envs.home import Home, deferred_interrupt
@@ -29,6 +28,7 @@ from provision.envs.records import EnvRecord
 from provision.errors import EnvError, InputError, UsageError
 from provision.log import Progress
 from provision.names import SHELL_NAME
+from provision.records.results import BaselineRun
 from provision.stacks.profile_files import MAX_BYTES
 
 DEFAULT_RUNS = 5

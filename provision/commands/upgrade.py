@@ -24,8 +24,8 @@ from provision.errors import EnvError, ProvisionError, UsageError
 from provision.log import Progress
 
 if TYPE_CHECKING:
-    from provision.checks.results import Baseline
     from provision.machine.facts import MachineFacts
+    from provision.records.results import Baseline
     from provision.stacks.profiles import Profile
 
 
@@ -66,10 +66,7 @@ def upgrade(home: Home, request: Request, progress: Progress = lambda _: None) -
     """Run the upgrade `request` asks for (or go on with an unfinished one, with --resume)."""
     from provision.stacks import profiles
 
-    if (request.profile is None) == (request.to_env is None):
-        raise UsageError("give a PROFILE to build, or --to-env NAME for an environment built already", "not both, not neither")
-    if request.to_env is not None and (request.lock is not None or request.name is not None):
-        raise UsageError("--to-env NAME is built already: it takes no --lock and no --name", "drop them")
+    assert (request.profile is None) != (request.to_env is None)  # the command line gave one (cli/upgrade.py)
     name = check_name(request.to_env or request.name or profiles.load(str(request.profile)).name)
     with upgrades.running(home.root, name):
         built = home.build_of(name) if name in home.names() else None
@@ -256,7 +253,8 @@ class _Run:
         return _judged("lock-report", f"lock {Path(lock).name}", target.gates)
 
     def create(self) -> StepRecord:
-        from provision.envs import lifecycle, records
+        from provision.commands import create as creating
+        from provision.envs import records
 
         name = self.settings.to_env
         if self.settings.built:
@@ -270,8 +268,8 @@ class _Run:
         else:
             profile = self.profile()
             assert profile is not None and self.settings.lock is not None
-            build = lifecycle.create(self.home, profile, name=name, lock_path=Path(self.settings.lock), activate=False,
-                                     run_checks=None, progress=self.progress, allow_unsealed=self.allow_unsealed).path
+            build = creating.create(self.home, profile, name=name, lock_path=Path(self.settings.lock), checks=False,
+                                    activate=False, progress=self.progress, allow_unsealed=self.allow_unsealed).path
         pending, self.path = self.path, build / upgrades.UPGRADE_FILE
         upgrades.write(self.path, self.record)
         pending.unlink(missing_ok=True)

@@ -13,7 +13,7 @@ from provision.envs import drift as drifting
 from provision.envs import kept, records, trialfiles
 from provision.envs.home import Home
 from provision.envs.records import KeptFile
-from provision.errors import EnvError, InputError, UsageError
+from provision.errors import EnvError, InputError
 
 # What a drift finding of these kinds names is a file whose present content can be kept (a `shared` path's too: which
 # distribution's bytes are known-good is then said once); the other kinds name a distribution (its version, its
@@ -67,8 +67,6 @@ class AcceptResult:
 
 def accept(home: Home, name: str, paths: tuple[str, ...] = (), drops: tuple[str, ...] = ()) -> AcceptResult:
     """Accept `paths` (every file drift finds changed or unowned, when none are given), or forget `drops`."""
-    if paths and drops:
-        raise UsageError("give PATHs to accept or --drop PATH, not both", "run provision accept twice")
     with home.locked():
         build = home.build_of(name)
     with home.restoring(build, name):  # what a restore would swap in meanwhile is not what was read

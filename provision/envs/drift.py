@@ -21,13 +21,13 @@ from packaging.utils import InvalidName, InvalidWheelFilename, canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from provision import confined, regular
-from provision.checks import BY_ID
-from provision.checks.details import DriftDetails
-from provision.checks.results import DRIFT_KINDS, CheckResult, Reader
 from provision.envs import filehash
 from provision.envs.home import present_site_packages
 from provision.envs.home import site_packages as site_packages  # one definition, used here and by restore
 from provision.errors import EnvError, ProvisionError
+from provision.records.checks import BY_ID
+from provision.records.details import DriftDetails
+from provision.records.results import DRIFT_KINDS, CheckResult, Reader
 from provision.stacks import urls
 
 if TYPE_CHECKING:

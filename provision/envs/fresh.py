@@ -41,7 +41,7 @@ def against_lock(venv: Path, build: Path, lock: Path, skip: Iterable[str] = ()) 
     expected: dict[str, tuple[str, str]] = {}  # key -> (distribution, the lock's RECORD hash)
     known = 0
     for package in pylock.packages:
-        known_rows = [wheelrecords.known((w.hashes or {}).get("sha256", "").lower(), w.name or "") for w in package.wheels or ()]
+        known_rows = [wheelrecords.known((w.hashes or {}).get("sha256", "").lower(), w.name or "", w.url or "") for w in package.wheels or ()]
         record = _installed_one([_in_site(rows) for rows in known_rows if rows], site)
         if record is None:
             continue

@@ -15,7 +15,7 @@ from provision.errors import EnvError
 from provision.status import Status
 
 if TYPE_CHECKING:
-    from provision.checks.results import BaselineRun, CheckResult
+    from provision.records.results import BaselineRun, CheckResult
 
 
 @dataclass(frozen=True, kw_only=True)

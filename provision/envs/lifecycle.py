@@ -1,5 +1,6 @@
-"""Environments are made here: built beside the others from a lock, checked, then named in one atomic step
-(`provision create`), or registered from a venv provision did not build (`provision adopt`)."""
+"""The steps an environment is made of: a build folder started beside the others, the lock installed into it, its
+checks recorded, then named in one atomic step (`provision create` composes them: commands/create.py), or a venv
+provision did not build registered (`provision adopt`)."""
 
 from __future__ import annotations
 
@@ -8,15 +9,13 @@ import datetime
 import os
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from provision import log, proc
-from provision.checks.results import CheckResult
 from provision.envs import kept as keeping
 from provision.envs import records, toolkit_home
-from provision.envs.cleanup import gc
 from provision.envs.home import (
     BUILDING,
     FAILED,
@@ -32,39 +31,13 @@ from provision.envs.records import EnvRecord, KeptFile
 from provision.envs.variables import env_template, resolve_env
 from provision.errors import EnvError, InputError, ProvisionError
 from provision.log import Progress
+from provision.records.results import CheckResult
 
 if TYPE_CHECKING:
     from provision.envs.accept import NotCarried
+    from provision.envs.lockchoice import Chosen
     from provision.stacks.profiles import Profile
 
-
-
-@dataclass(frozen=True, kw_only=True)
-class CreateResult:
-    """What `create` built: where, whether its checks passed and it became active, or the name it is kept under."""
-
-    name: str
-    path: Path
-    activated: bool
-    passed: bool
-    checks: list[CheckResult] = field(default_factory=list)
-    lock: str = ""
-    lock_reused: bool = False
-    lock_origin: str = ""  # given | lockfiles | cached | locked (envs/lockchoice.py)
-    lock_source: str | None = None  # the lock that `lock` is a copy of (given, or the profile's in lockfiles/)
-    lock_note: str | None = None  # why the profile's lock in lockfiles/ was not the one built
-    seconds: dict[str, float] = field(default_factory=dict)
-    kept_as: str | None = None  # --keep-failed: the name the failed build is kept under
-    accepted_reapplied: tuple[str, ...] = ()  # --replace: the old build's accepted files, written again
-    accepted_dropped: tuple[NotCarried, ...] = ()  # --replace: those left out, each with why
-
-    def to_dict(self) -> dict[str, object]:
-        return {"name": self.name, "path": str(self.path), "activated": self.activated, "passed": self.passed,
-                "lock": self.lock, "lock_reused": self.lock_reused, "lock_origin": self.lock_origin,
-                "lock_source": self.lock_source, "lock_note": self.lock_note, "checks": [r.to_dict() for r in self.checks],
-                "accepted_reapplied": list(self.accepted_reapplied),
-                "accepted_dropped": [d.to_dict() for d in self.accepted_dropped],
-                "seconds": {k: round(v, 3) for k, v in self.seconds.items()}, "kept_as": self.kept_as}
 
 
 def _refuse_existing(home: Home, name: str, replace: bool) -> Path | None:
@@ -77,13 +50,49 @@ def _refuse_existing(home: Home, name: str, replace: bool) -> Path | None:
     return home.build_of(name)
 
 
-def create(home: Home, profile: Profile, *, name: str | None = None, python: str | None = None,
-           lock_path: Path | None = None, overrides: dict[str, str] | None = None, activate: bool = True,
-           replace: bool = False, run_checks: Callable[[Path, EnvRecord], list[CheckResult]] | None = None,
-           keep_failed: bool = False, progress: Progress = lambda _: None, allow_unsealed: bool = False) -> CreateResult:
-    """Build, check and name an environment (from `lock_path` when given: refused without its seal unless
-    `allow_unsealed`). HOME's lock is held only to start and to finish (the swap), never
-    through the install and the checks: a rollback in an emergency does not wait for a build."""
+def refuse_early(profile: Profile, overrides: dict[str, str]) -> None:
+    """What `create` refuses before anything is made: uv's settings (uv venv reads them too), a PROVISION_INDEX_<NAME>
+    that is no URL, a check timeout that is no number (the checks read it after the install)."""
+    from provision import durations
+    from provision.stacks import lock as locking
+    from provision.stacks import uvtool
+
+    uvtool.check_settings()
+    locking.effective_indexes(profile, overrides)
+    durations.check_timeout()
+
+
+def start(home: Home, name: str, *, replace: bool) -> tuple[Path, Path | None]:
+    """A new build folder for `name`, marked as building with this pid, and the build `name` points at now (refused
+    unless `replace`). Called with HOME's lock held; a failure or Ctrl-C after the mkdir removes the folder."""
+    previous = _refuse_existing(home, name, replace)
+    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    build = home.builds / f"{name}-{stamp}-{os.urandom(3).hex()}"
+    try:
+        with home.writing(f"start building {name}"):
+            build.mkdir(parents=True)
+            (build / BUILDING).write_text(str(os.getpid()))
+    except BaseException:
+        if build.exists():
+            remove_tree(build)
+        raise
+    return build, previous
+
+
+@dataclass(frozen=True, kw_only=True)
+class Installed:
+    """A build's venv made from its lock: the record written, the lock chosen, what --replace carried over."""
+
+    record: EnvRecord
+    chosen: Chosen
+    carried: tuple[list[KeptFile], list[NotCarried]] | None
+    seconds: dict[str, float]
+
+
+def install(home: Home, profile: Profile, name: str, build: Path, previous: Path | None, *, python: str | None,
+            lock_path: Path | None, overrides: dict[str, str], allow_unsealed: bool, progress: Progress) -> Installed:
+    """Choose or make the lock (`lock_path` when given: refused without its seal unless `allow_unsealed`), make the
+    venv and install it, write the record; with a `previous` build, carry its accepted files over."""
     import time
 
     from provision.envs import accept as accepting
@@ -91,69 +100,43 @@ def create(home: Home, profile: Profile, *, name: str | None = None, python: str
         lockchoice,  # the lock's readers (packaging): not for adopt, which registers here too
     )
     from provision.stacks import lock as locking
-    from provision.stacks import uvtool
 
-    name = check_name(name or profile.name)
-    uvtool.check_settings()  # before anything is made: uv venv reads them too
-    locking.effective_indexes(profile, overrides or {})  # a PROVISION_INDEX_<NAME> that is no URL: refused before too
-    from provision import durations
-
-    durations.check_timeout()  # the checks read it after the install: a wrong one is refused before
     timings: dict[str, float] = {}
-    build: Path | None = None  # named before it is made: a Ctrl-C at any point after the mkdir removes it (below)
-    try:
-        with home.locked():
-            gc(home)
-            previous = _refuse_existing(home, name, replace)
-            stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-            build = home.builds / f"{name}-{stamp}-{os.urandom(3).hex()}"
-            with home.writing(f"start building {name}"):
-                build.mkdir(parents=True)
-                (build / BUILDING).write_text(str(os.getpid()))
-        found = lockchoice.candidate(profile, lock_path, overrides or {}, allow_unsealed=allow_unsealed)
-        interpreter, version = find_python(python or found.python or profile.python
-                                           or f"{sys.version_info[0]}.{sys.version_info[1]}")
-        found = lockchoice.for_python(found, version)
-        started = time.perf_counter()
-        indexes = locking.effective_indexes(profile, overrides or {})
-        target = locking.Target(python=version, platform=None)
-        chosen = lockchoice.lock_for(home, profile, target, overrides or {}, indexes, found, progress, build,
-                                     allow_unsealed=allow_unsealed)
-        lock_file = chosen.path
-        timings["lock"] = time.perf_counter() - started
-        started = time.perf_counter()
-        with home.writing(f"build {name}"):
-            record = _install(build, profile, name, interpreter, version, lock_file, indexes, progress)
-            carried = accepting.carry_over(previous, build, Path(record.venv or build / "venv")) if previous else None
-            record = records.read(build) if carried else record
-        timings["install"] = time.perf_counter() - started
-        started = time.perf_counter()
-        results = run_checks(build, record) if run_checks else []
-        timings["checks"] = time.perf_counter() - started
-        with home.writing(f"record {name}'s checks"):
-            records.add_checks(build, results, record.created or "")
-        passed = not any(r.failed for r in results)
-        kept_as = None
-        if passed:
-            _commit(home, name, build, activate=activate, replace=replace, progress=progress)
-        elif keep_failed:
-            kept_as = keep(home, name, profile, build)
-        else:
-            home.delete_build(build)
-        return CreateResult(name=name, path=build, activated=passed and activate, passed=passed, checks=results,
-                            lock=str(lock_file), lock_reused=chosen.reused, lock_origin=chosen.origin,
-                            lock_source=str(chosen.source) if chosen.source else None, lock_note=chosen.note, seconds=timings, kept_as=kept_as,
-                            accepted_reapplied=tuple(f.path for f in carried[0]) if carried else (),
-                            accepted_dropped=tuple(carried[1]) if carried else ())
-    except BaseException as exc:
-        if (keep_failed and isinstance(exc, ProvisionError) and build is not None and (build / "venv").is_dir()
-                and not _is_live(home, name, build)):
-            kept = keep(home, name, profile, build)
-            exc.hint = f"the failed build is kept as {kept} (provision remove {kept}); " + exc.hint
-            raise
-        if build is not None and build.exists() and not _is_live(home, name, build):
-            remove_tree(build)  # Ctrl-C or a failure: nothing half-made stays; kill -9 is cleaned by the next gc
-        raise
+    found = lockchoice.candidate(profile, lock_path, overrides, allow_unsealed=allow_unsealed)
+    interpreter, version = find_python(python or found.python or profile.python
+                                       or f"{sys.version_info[0]}.{sys.version_info[1]}")
+    found = lockchoice.for_python(found, version)
+    started = time.perf_counter()
+    indexes = locking.effective_indexes(profile, overrides)
+    target = locking.Target(python=version, platform=None)
+    chosen = lockchoice.lock_for(home, profile, target, overrides, indexes, found, progress, build,
+                                 allow_unsealed=allow_unsealed)
+    timings["lock"] = time.perf_counter() - started
+    started = time.perf_counter()
+    with home.writing(f"build {name}"):
+        record = _install(build, profile, name, interpreter, version, chosen.path, indexes, progress)
+        carried = accepting.carry_over(previous, build, Path(record.venv or build / "venv")) if previous else None
+        record = records.read(build) if carried else record
+    timings["install"] = time.perf_counter() - started
+    return Installed(record=record, chosen=chosen, carried=carried, seconds=timings)
+
+
+def record_checks(home: Home, name: str, build: Path, results: list[CheckResult], record: EnvRecord) -> None:
+    """Store the checks a new build ran, as of its creation."""
+    with home.writing(f"record {name}'s checks"):
+        records.add_checks(build, results, record.created or "")
+
+
+def abandon(home: Home, name: str, profile: Profile, build: Path | None, error: BaseException, *, keep_failed: bool) -> None:
+    """After a failure or Ctrl-C while `build` was made: keep it as NAME-failed-STAMP (`keep_failed`, a venv there,
+    a provision error), else remove it; never one `name` already points at. The caller raises `error` again."""
+    if build is None or not build.exists() or _is_live(home, name, build):
+        return
+    if keep_failed and isinstance(error, ProvisionError) and (build / "venv").is_dir():
+        kept = keep(home, name, profile, build)
+        error.hint = f"the failed build is kept as {kept} (provision remove {kept}); " + error.hint
+        return
+    remove_tree(build)  # nothing half-made stays; kill -9 is cleaned by the next gc
 
 
 def keep(home: Home, name: str, profile: Profile, build: Path) -> str:
@@ -223,7 +206,7 @@ def _installing(venv: Path, cache: str | Path) -> Callable[[float], str]:
     return said
 
 
-def _commit(home: Home, name: str, build: Path, *, activate: bool, replace: bool, progress: Progress) -> None:
+def commit(home: Home, name: str, build: Path, *, activate: bool, replace: bool, progress: Progress) -> None:
     """Let `name` point at the checked build (and make it active): begun, this step is finished, Ctrl-C or not."""
     with home.locked(), deferred_interrupt() as interrupted:
         previous = _refuse_existing(home, name, replace)  # another create may have taken the name meanwhile

@@ -30,8 +30,8 @@ from provision.errors import EnvError
 from provision.names import SHELL_NAME
 
 if TYPE_CHECKING:  # read when a record holds runs (switch and rollback load no record: envs/state.py)
-    from provision.checks.allreduce_runs import AllreduceRun
-    from provision.checks.results import Baseline, BaselineRun, CheckResult, Reader
+    from provision.records.allreduce_runs import AllreduceRun
+    from provision.records.results import Baseline, BaselineRun, CheckResult, Reader
 
 ENV_FILE = "env.json"
 
@@ -43,14 +43,14 @@ def _allreduce_runs(stored: list[Fields]) -> list[AllreduceRun]:
     """The all-reduce runs env.json keeps; their classes (a dozen dataclasses) load only where one is stored."""
     if not stored:
         return []
-    from provision.checks.allreduce_runs import AllreduceRun
+    from provision.records.allreduce_runs import AllreduceRun
 
     return [_typed(run, AllreduceRun.parse) for run in stored]
 
 
 def _typed(fields: Fields, parse: Callable[[Reader], T]) -> T:
-    """A record of checks/results.py read from `fields`: a key of the wrong type is a RecordError naming the file."""
-    from provision.checks.results import MalformedResult, Reader
+    """A record of records/results.py read from `fields`: a key of the wrong type is a RecordError naming the file."""
+    from provision.records.results import MalformedResult, Reader
 
     try:
         return parse(Reader(fields.data, fields.where))
@@ -68,7 +68,7 @@ class CheckRun:
 
     @classmethod
     def parse(cls, fields: Fields) -> CheckRun:
-        from provision.checks.results import CheckResult
+        from provision.records.results import CheckResult
 
         results = [_typed(result, CheckResult.parse) for result in fields.objects("results")]
         return cls(results=results, at=fields.text("at") or "", only=fields.strings("only"))
@@ -213,7 +213,7 @@ class EnvRecord:
                 raise RecordError(f"{path}: key 'env' holds {shown}, not a variable name", fix_hint(path))
             if "\0" in value:  # no process can be given it: run's exec would fail with a traceback
                 raise RecordError(f"{path}: key 'env' holds {key} with a NUL byte in its value", fix_hint(path))
-        from provision.checks.results import Baseline, BaselineRun
+        from provision.records.results import Baseline, BaselineRun
 
         checks, subset, spec = fields.mapping("checks"), fields.mapping("checks_subset"), fields.mapping("baseline")
         template = fields.mapping("env_template")
@@ -270,6 +270,13 @@ def _update(build: Path, change: Callable[[EnvRecord], EnvRecord]) -> EnvRecord:
 def _gone(build: Path) -> EnvError:
     return EnvError(f"{build}: the environment was removed or replaced while this ran; nothing was stored",
                     "run it again on the environment as it is now (provision envs lists them)")
+
+
+def now() -> str:
+    """The time a run is stored with: UTC, to the second."""
+    import datetime
+
+    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
 
 
 def add_checks(build: Path, results: list[CheckResult], at: str, only: tuple[str, ...] | None = None) -> EnvRecord:

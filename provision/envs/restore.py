@@ -16,12 +16,11 @@ import json
 import os
 import shutil
 import stat
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from provision import confined, proc, regular, toml
-from provision.checks.results import BaselineRun, CheckResult
 from provision.envs import drift as drifting
 from provision.envs import kept, records, relocate
 from provision.envs.home import Home, blocking_file, blocking_reason, write_atomic
@@ -29,6 +28,7 @@ from provision.envs.leftovers import MADE, remove_stale
 from provision.envs.records import EnvRecord
 from provision.errors import EnvError, ProvisionError
 from provision.log import Progress
+from provision.records.results import BaselineRun, CheckResult
 from provision.stacks import uvtool
 
 STAGING = ".{name}.restore-"  # beside the venv: hard links need the same file system, the swap the same folder
@@ -165,9 +165,9 @@ def _refuse_links_out(name: str, build: Path, result: RestoreResult) -> None:
             raise confined.refusal(escape, venv, f"restore {name}", f"provision restore {name} again")
 
 
-def restore(home: Home, name: str, *, dry_run: bool = False, run_checks: Callable[[Path, EnvRecord], list[CheckResult]] | None = None,
-            run_baseline: Callable[[], BaselineRun] | None = None, progress: Progress = lambda _: None) -> RestoreResult:
-    """Plan, and unless `dry_run` apply: the venv changes in one swap, then the checks and the profile's baseline."""
+def restore(home: Home, name: str, *, dry_run: bool = False, progress: Progress = lambda _: None) -> tuple[Path, RestoreResult]:
+    """Plan, and unless `dry_run` apply, the venv's changes in one swap; the build restored, and the result (the checks
+    and the baseline after it are `provision restore`'s next steps: commands/restore.py)."""
     with home.locked():
         build = home.build_of(name)
     # The build's own lock, not HOME's, is held through the plan and the reinstall (a download can take minutes):
@@ -178,23 +178,9 @@ def restore(home: Home, name: str, *, dry_run: bool = False, run_checks: Callabl
             raise EnvError(f"{name} was rebuilt while its restore started", f"run provision restore {name} again")
         result = dataclasses.replace(result, dry_run=dry_run)
         if dry_run or not result.changed:
-            return result
+            return build, result
         remove_stale(build)
-        result = _apply(build, record, result, progress)
-    if run_checks is not None:
-        progress("running the checks")
-        result = dataclasses.replace(result, checks=run_checks(build, records.read(build)))
-        record = records.add_checks(build, result.checks, _now())
-    failed = any(r.failed for r in result.checks)
-    if run_baseline is not None and record.baseline and not failed:
-        result = dataclasses.replace(result, baseline_before=next(
-            (b for b in reversed(record.baselines) if b.drift is None or not b.drift.drifted), None))
-        progress("running the baseline")
-        try:
-            result = dataclasses.replace(result, baseline=run_baseline())
-        except ProvisionError as exc:
-            result = dataclasses.replace(result, baseline_error=exc.message)
-    return result
+        return build, _apply(build, record, result, progress)
 
 
 def _apply(build: Path, record: EnvRecord, result: RestoreResult, progress: Progress) -> RestoreResult:
@@ -384,6 +370,3 @@ def _aside_folder(build: Path, stamp: str) -> Path:
             continue
     raise EnvError(f"{parent} holds too many set-aside folders", f"move the old ones in {parent} away, then restore again")
 
-
-def _now() -> str:
-    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")

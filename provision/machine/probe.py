@@ -113,7 +113,9 @@ def _nvml_reading(started: Background[Any] | None, record_nvml: Path | None) -> 
             from provision.machine.recording import Recorder
 
             lib = recorder = Recorder(lib)
-        reading = nvml.read(lib)
+        reading, answered = _read_within(lib, limit) if started is not None else (nvml.read(lib), True)
+        if not answered:
+            early, recorder = None, None  # its shutdown could hang as well; nothing whole was recorded
     except ProvisionError:
         raise
     except Exception as exc:  # a broken binding must not cost the rest of the reading
@@ -126,6 +128,25 @@ def _nvml_reading(started: Background[Any] | None, record_nvml: Path | None) -> 
     finally:
         _stop_nvml(early)
     return reading, recorder
+
+
+def _read_within(lib: Any, limit: float) -> tuple[nvml.Reading, bool]:
+    """nvml.read(lib) on its thread, and whether it ended within `limit` seconds: a driver that started and then
+    stopped answering (a later call that never returns) is a note, never a hang (the thread is left to the process's
+    end)."""
+    from provision.machine import nvml
+
+    job = Background(nvml.read, lib)
+    if job.wait(limit):
+        return job.result(), True
+    from provision.machine import nvmlstart
+    from provision.machine.facts import Driver
+
+    reading = nvml.Reading()
+    reading.driver = Driver(nvml=nvmlstart.started("timeout", detail=f"it started, then stopped answering within {limit:g} s"))
+    reading.notes.append(f"NVML stopped answering after its start (no reading within {limit:g} s): no GPUs read; "
+                         f"{START_VARIABLE} sets the wait")
+    return reading, False
 
 
 def _start_timeout() -> float:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -78,10 +79,21 @@ def _from_wheel(cuda: str, cache: Path) -> CompilerTargets | None:
 def _remembered(key: str) -> list[str] | None:
     """The SMs remembered for a wheel: a list (empty when its nvcc gave no answer), None when never asked."""
     try:
-        value = json.loads(regular.read_bytes(memory_file(), 16 << 20)).get(key)
-    except (OSError, ValueError, AttributeError, RecursionError):  # damaged: asked again
+        value = json.loads(_own_bytes(memory_file())).get(key)
+    except (OSError, ValueError, AttributeError, RecursionError):  # damaged, or another user's: asked again
         return None
-    return list(value) if isinstance(value, list) else None
+    if not isinstance(value, list) or not all(isinstance(v, str) and re.fullmatch(r"sm_\d+[a-z]?", v) for v in value):
+        return None
+    return value
+
+
+def _own_bytes(path: Path) -> bytes:
+    """The file at `path` (not through a link), an OSError where it or its folder is another user's or writable by
+    others (regular.foreign): what could have been planted there is asked again, never trusted."""
+    with regular.open_file(path, follow=False) as handle:
+        if regular.foreign(os.fstat(handle.fileno())) or regular.foreign(os.stat(path.parent)):
+            raise OSError(f"{path}: another user could have written it")
+        return handle.read(16 << 20)  # type: ignore[no-any-return]
 
 
 def _ask(nvcc: Path, key: str) -> list[str] | None:
@@ -101,14 +113,16 @@ def _ask(nvcc: Path, key: str) -> list[str] | None:
 
     path = memory_file()
     try:
-        known = json.loads(regular.read_bytes(path, 16 << 20))
+        known = json.loads(_own_bytes(path))
     except (OSError, ValueError, RecursionError):
         known = {}
     if not isinstance(known, dict):  # another shape: forgotten, as a damaged file is
         known = {}
     known[key] = sms
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        if regular.foreign(os.stat(path.parent)):
+            return sms  # not written where another user could swap it
         write_atomic(path, json.dumps(known, indent=1, sort_keys=True))
     except OSError:
         pass  # remembering is an optimisation: a read-only home still gets the answer

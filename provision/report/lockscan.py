@@ -28,7 +28,9 @@ from provision.scan import binaries, fatbin, remembered
 from provision.stacks import urls, uvcache
 
 if TYPE_CHECKING:
-    from packaging.pylock import Package, PackageWheel
+    from packaging.pylock import Package, PackageWheel, Pylock
+
+    from provision.stacks.lockfile import Stamp
 
 WORKERS = 4  # downloads overlap with scans; zlib and the fatbin walk release the GIL for the large members
 
@@ -100,16 +102,17 @@ def _filename(wheel: PackageWheel) -> str:
     return wheel.name or urls.filename(wheel.url or "")
 
 
-def scan_lock(path: Path, *, fetch: bool = True, cache: Path | None = None,
-              progress: Progress = lambda _: None, code: bool = True, allow_unsealed: bool = False) -> LockScan:
+def scan_lock(path: Path, *, fetch: bool = True, cache: Path | None = None, progress: Progress = lambda _: None,
+              code: bool = True, allow_unsealed: bool = False, read: tuple[Pylock, Stamp] | None = None) -> LockScan:
     """Scan every wheel of the lock at `path`: from provision's scans/ cache by its sha256, else from uv's cache in
     place, else fetched (unless `fetch` is off). uv's cache is looked through only for wheels not scanned before.
     Without `code` (no GPU to judge code for) only the RECORDs are read, as `lock` reads them (by range requests where
-    the wheel is nowhere here), and a wheel is fetched whole only where that fails."""
+    the wheel is nowhere here), and a wheel is fetched whole only where that fails. `read`: the lock as
+    `lockfile.read` gave it already (read and validated once), else it is read here."""
     from provision.stacks import lockfile, uvtool, wheelcache, wheelrecords
 
     started = time.perf_counter()
-    pylock, stamp = lockfile.read(path, allow_unsealed=allow_unsealed)
+    pylock, stamp = read or lockfile.read(path, allow_unsealed=allow_unsealed)
     jobs = []
     for package in pylock.packages:
         if not package.wheels:
@@ -122,7 +125,7 @@ def scan_lock(path: Path, *, fetch: bool = True, cache: Path | None = None,
             raise _unhashed(path, package, wheel, stamp.profile)
         size = wheel.size if isinstance(wheel.size, int) and wheel.size >= 0 else None  # the most a fetch of it reads
         jobs.append(_Job(name=name, version=str(package.version or ""), filename=filename, url=wheel.url or "", sha256=sha256,
-                         size=size, kept=remembered.load(sha256), record=wheelrecords.remembered(sha256)))
+                         size=size, kept=remembered.load(sha256), record=wheelrecords.remembered(sha256, wheel.url or "")))
     unknown = {job.name for job in jobs if job.kept is None or job.record is None}
     if unknown or cache is not None:
         cache = cache or Path(uvtool.cache_dir())
@@ -375,10 +378,10 @@ def read_lock(path: Path, *, fetch: bool, uv_cache: Path | None,
     from provision.report import lockself
     from provision.stacks import lockfile, profiles
 
-    scanned = scan_lock(path, fetch=fetch, cache=uv_cache, progress=progress, code=code, allow_unsealed=allow_unsealed)
+    pylock, stamp = lockfile.read(path, allow_unsealed=allow_unsealed)  # once: the scan and the stack read the same
+    scanned = scan_lock(path, fetch=fetch, cache=uv_cache, progress=progress, code=code, read=(pylock, stamp))
     try:
         found = profiles.load(scanned.profile) if scanned.profile else None
     except ProfileError:
         found = None  # a lock of a profile this machine does not have: it describes itself
-    pylock, stamp = lockfile.read(path, allow_unsealed=allow_unsealed)
     return scanned, lockself.describe(path, pylock, stamp, found)

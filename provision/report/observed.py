@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from provision.checks.details import NcclAllreduceDetails, SymmetricMemoryDetails, of
-from provision.checks.results import CheckResult
 from provision.machine.facts import MachineFacts
+from provision.records.details import NcclAllreduceDetails, SymmetricMemoryDetails, of
+from provision.records.results import CheckResult
 from provision.report.gates import Gate
 
 

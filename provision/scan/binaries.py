@@ -1,6 +1,6 @@
 """`provision scan`: which SMs and PTX every CUDA binary carries, per file and per installed distribution version.
 
-Imports are kept to what a one-file scan needs (a whole `provision scan --json FILE` process has 0.1 s): packaging,
+Imports are kept to what a one-file scan needs (a whole `provision scan --json FILE` is a short process): packaging,
 csv, zipfile and the knowledge tables load only when a folder, a wheel or `--require` asks for them.
 """
 
@@ -234,7 +234,7 @@ def _safe(fn: Any, path: str | Path, notes: list[str]) -> fatbin.Code | None:
     try:
         result: fatbin.Code = fn(path)
         return result
-    except Exception as exc:  # noqa: BLE001 - pyelftools and mmap raise many kinds on damaged input
+    except Exception as exc:
         notes.append(f"{path}: not read ({type(exc).__name__}: {exc})"[:400])
         return None
 

@@ -1,8 +1,8 @@
 """The device code of one ELF image (shared object, executable, object, bare cubin) held in a buffer.
 
 The ELF header and section table of a 64-bit little-endian file (every CUDA binary of CUDA 12 and 13) are read with
-`struct`, as the System V ABI lays them out: importing pyelftools costs 30-50 ms, a third of the 0.1 s that
-`provision scan FILE` may take as a whole process. Every other ELF (32-bit, big-endian) goes through pyelftools, and
+`struct`, as the System V ABI lays them out: importing pyelftools costs a third of what
+`provision scan FILE` takes as a whole process. Every other ELF (32-bit, big-endian) goes through pyelftools, and
 tests/test_scan_elf.py checks that both readers give the same table on real files.
 """
 

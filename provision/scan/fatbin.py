@@ -33,8 +33,7 @@ RELOCATABLE_SECTION = "__nv_relfatbin"
 
 class Counts:
     """Entries by label, and how many were compressed, in how many containers. (Counts and Code are plain classes, as
-    render's blocks are named tuples: a dataclass is generated at import, 1-4 ms each, of the 0.1 s a one-file
-    `scan --json` has as a whole process.)"""
+    render's blocks are named tuples: a dataclass is generated at import, a cost a one-file `scan --json` feels.)"""
 
     __slots__ = ("cubin", "ptx", "lto", "compressed", "containers")
 

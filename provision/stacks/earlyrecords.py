@@ -57,12 +57,12 @@ class EarlyReads:
         return jobs
 
     def _start(self, jobs: list[wheelrecords.Job]) -> None:
-        jobs = [job for job in jobs if wheelrecords.remembered(job[3]) is None]
+        jobs = [job for job in jobs if wheelrecords.remembered(job[3], job[2]) is None]
         if not jobs:
             return
         try:
             unpacked = wheelrecords.in_uv_cache(jobs, self.uv_cache)
-        except Exception:  # noqa: BLE001 - an early read is an optimisation: lock reads what it needs afterwards
+        except Exception:
             return
         with self.guard:
             for job in jobs:

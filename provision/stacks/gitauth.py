@@ -27,9 +27,16 @@ def bare(url: str) -> str:
 
 
 def problem(url: str) -> str | None:
-    """Why a git URL's secrets could not be kept off command lines and out of the lock, else None: a query (git and
-    uv pass it on as it is), a password in an ssh URL (ssh takes none from a URL), a line break in the user info (the
-    helper's answer is one line a key)."""
+    """Why a git URL's secrets could not be kept off command lines and out of the lock, else None: an http(s) URL
+    spelled other than scheme://host (uv's parser reads http:/ and http:/// as http://, which `bare` would not strip),
+    a / ? # @ or \\ left unencoded in the user info (where the host begins is then a guess, and the helper would give
+    the password to the host guessed), a query (git and uv pass it on as it is), a password in an ssh URL (ssh takes
+    none from a URL), a line break in the user info (the helper's answer is one line a key)."""
+    if re.match(r"(?i)(?:git\+)?https?:", url) and not re.match(r"(?:git\+)?https?://[^/\\]", url) or "\\" in url:
+        return "an http(s) git URL not spelled scheme://host/... (uv reads http:/ and http:/// as http://, and a \\ as a /): write it so"
+    user_info = urls.userinfo(url)
+    if user_info is not None and re.search(r"[/?#@\\]", user_info[1]):
+        return "a / ? # or @ in a git URL's user name or password (it could end the host part, and the password go to another host): percent-encode it (%2F %3F %23 %40)"
     if re.search(r"[?#]", bare(url).split("://", 1)[-1]):
         return "a git URL with a query or fragment (a token there reaches git's command line and the lock): give the token as the password, https://USER:TOKEN@host/..."
     user, password = urls.credentials(url)

@@ -15,7 +15,7 @@ from urllib.parse import urljoin
 
 from packaging.utils import canonicalize_name
 
-from provision.errors import IndexError_, InputError
+from provision.errors import IndexUnreachable, InputError
 from provision.stacks import urls
 from provision.stacks.urls import TIMEOUT_VARIABLE, credentials, redact, strip_credentials, timeout, userinfo
 
@@ -121,7 +121,7 @@ def get(url: str, *, accept: str | None = None, headers: Mapping[str, str] | Non
     """GET (or HEAD) `url` and read its body: the one way provision reads the network. The whole request has a
     deadline (twice PROVISION_HTTP_TIMEOUT seconds, plus one per MIN_RATE bytes that arrived: a server trickling a
     byte a second fails then, a large wheel arriving at any useful speed does not) and the body a byte bound
-    (`limit`: more is an IndexError_, never read on). The body is read only for statuses in `bodies`, into the answer
+    (`limit`: more is an IndexUnreachable, never read on). The body is read only for statuses in `bodies`, into the answer
     or, given a `sink`, handed to it chunk by chunk. Connection errors and 5xx are retried a bounded number of times;
     every error names the URL, credentials redacted."""
     last = ""
@@ -141,7 +141,7 @@ def get(url: str, *, accept: str | None = None, headers: Mapping[str, str] | Non
                     transfer.cancelled = True
                 _local.session = None  # the stalled thread keeps that session's connection: never reused
                 got = f"; {transfer.received:,} bytes of {what} had come" if transfer.received else ""
-                raise IndexError_(f"{redact(url)}: no complete answer within {transfer.deadline(seconds) - transfer.started:.3g} s{got}",
+                raise IndexUnreachable(f"{redact(url)}: no complete answer within {transfer.deadline(seconds) - transfer.started:.3g} s{got}",
                                   f"the server is too slow or stalled; retry, use a mirror, or raise {TIMEOUT_VARIABLE} (now {seconds:g})")
         if transfer.error is None and transfer.answer is not None:
             if transfer.answer.status_code < 500:
@@ -150,12 +150,12 @@ def get(url: str, *, accept: str | None = None, headers: Mapping[str, str] | Non
         elif isinstance(transfer.error, _Retry) and not (sink is not None and transfer.received):
             last = str(transfer.error)  # a sink that was handed bytes cannot take them again: no retry then
         elif isinstance(transfer.error, _Retry):
-            raise IndexError_(f"{redact(url)}: {transfer.error} after {transfer.received:,} bytes", "retry; check the index") from None
+            raise IndexUnreachable(f"{redact(url)}: {transfer.error} after {transfer.received:,} bytes", "retry; check the index") from None
         else:
-            raise transfer.error or IndexError_(f"{redact(url)}: no answer", "retry")
+            raise transfer.error or IndexUnreachable(f"{redact(url)}: no answer", "retry")
         if attempt < RETRIES:
             time.sleep(0.2 * (attempt + 1))
-    raise IndexError_(f"{redact(url)}: {last} after {RETRIES + 1} tries",
+    raise IndexUnreachable(f"{redact(url)}: {last} after {RETRIES + 1} tries",
                       "check the index is up, or point --index NAME=URL (or PROVISION_INDEX_NAME) at a mirror")
 
 
@@ -181,7 +181,7 @@ def _exchange(session: requests.Session, url: str, method: str, sent: dict[str, 
             where = urls.page_base(url, response.url) if response.history else url  # redirected: where it came from
             transfer.answer = Answer(url=where, status_code=response.status_code, headers=response.headers, content=content)
     except requests.TooManyRedirects:  # a loop of redirects: the index's fault, and no retry mends it
-        transfer.error = IndexError_(f"{redact(url)}: more than {session.max_redirects} redirects", "check the index URL, or use a mirror")
+        transfer.error = IndexUnreachable(f"{redact(url)}: more than {session.max_redirects} redirects", "check the index URL, or use a mirror")
     except (requests.Timeout, urllib3.exceptions.TimeoutError):
         transfer.error = _Retry(f"no answer within {seconds:g} s")
     except (requests.ConnectionError, urllib3.exceptions.HTTPError, requests.exceptions.ChunkedEncodingError) as exc:
@@ -190,12 +190,12 @@ def _exchange(session: requests.Session, url: str, method: str, sent: dict[str, 
         # URL parsing ("Invalid IPv6 URL", a bad port) in some versions: no retry mends the URL
         why = type(exc).__name__ if isinstance(exc, requests.RequestException) else str(exc)
         if _fetchable(url):  # the URL asked is one: a redirect led where no fetch goes (file://, a port that is no number)
-            transfer.error = IndexError_(f"{redact(url)}: the index redirected to a URL provision does not fetch ({why})",
+            transfer.error = IndexUnreachable(f"{redact(url)}: the index redirected to a URL provision does not fetch ({why})",
                                          "check the index URL, or use a mirror; only http:// and https:// URLs are fetched")
         else:
             transfer.error = InputError(f"{redact(url)}: not a URL provision can fetch ({why})",
                                         "give an http:// or https:// URL with a host (and a port that is a number)")
-    except BaseException as exc:  # noqa: BLE001 - an IndexError_ of the bound, an OSError of the sink: the caller's
+    except BaseException as exc:
         transfer.error = exc
     finally:
         transfer.done.set()
@@ -233,8 +233,8 @@ def _body(response: requests.Response, url: str, limit: int, sink: Callable[[byt
     return b"".join(chunks)
 
 
-def _too_large(url: str, limit: int, why: str) -> IndexError_:
-    return IndexError_(f"{redact(url)}: larger than the {limit:,} bytes provision reads of it ({why}); nothing more was read",
+def _too_large(url: str, limit: int, why: str) -> IndexUnreachable:
+    return IndexUnreachable(f"{redact(url)}: larger than the {limit:,} bytes provision reads of it ({why}); nothing more was read",
                        "the index serves something other than what it lists; check the URL, or use a mirror")
 
 
@@ -246,7 +246,7 @@ def project_files(index_url: str, project: str, keep: Callable[[str], bool] | No
     if response.status_code == 404:
         return []
     if response.status_code >= 400:
-        raise IndexError_(f"{redact(url)}: HTTP {response.status_code}", "check the index URL and its credentials")
+        raise IndexUnreachable(f"{redact(url)}: HTTP {response.status_code}", "check the index URL and its credentials")
     if response.headers.get("Content-Type", "").startswith(JSON_TYPE):
         return _json_files(url, response.url, response.content, keep)
     parser = _Links()
@@ -264,7 +264,7 @@ def project_files(index_url: str, project: str, keep: Callable[[str], bool] | No
 
 def _json_files(url: str, base: str, content: bytes, keep: Callable[[str], bool] | None = None) -> list[IndexFile]:
     """The files of the PEP 691 page asked at `url` (their URLs relative to `base`, where it came from after
-    redirects); a page of another shape is an IndexError_ naming `url`, whatever it holds."""
+    redirects); a page of another shape is an IndexUnreachable naming `url`, whatever it holds."""
     import json
 
     try:
@@ -290,8 +290,8 @@ def _json_files(url: str, base: str, content: bytes, keep: Callable[[str], bool]
     return files
 
 
-def _bad_page(url: str, why: str) -> IndexError_:
-    return IndexError_(f"{redact(url)}: not a PEP 691 project page ({why})", "check the index URL; report it to the index's operators")
+def _bad_page(url: str, why: str) -> IndexUnreachable:
+    return IndexUnreachable(f"{redact(url)}: not a PEP 691 project page ({why})", "check the index URL; report it to the index's operators")
 
 
 def download(url: str, sink: BinaryIO | None = None, *, sha256: str | None = None, expected_from: str = "the index's",
@@ -309,10 +309,10 @@ def download(url: str, sink: BinaryIO | None = None, *, sha256: str | None = Non
 
     response = get(url, sink=take, limit=DOWNLOAD_LIMIT if size is None else min(size, DOWNLOAD_LIMIT), what="the file")
     if response.status_code >= 400:
-        raise IndexError_(f"{redact(url)}: HTTP {response.status_code}", hint)
+        raise IndexUnreachable(f"{redact(url)}: HTTP {response.status_code}", hint)
     found = digest.hexdigest()
     if sha256 and found != sha256:
-        raise IndexError_(f"{redact(url)}: sha256 {found[:16]}... is not {expected_from} {sha256[:16]}...", hint)
+        raise IndexUnreachable(f"{redact(url)}: sha256 {found[:16]}... is not {expected_from} {sha256[:16]}...", hint)
     return found
 
 

@@ -26,7 +26,7 @@ from packaging.version import InvalidVersion, Version
 
 from provision import __version__, proc, toml
 from provision.atomic import write_atomic
-from provision.errors import IndexError_, InputError, ResolveError, UsageError
+from provision.errors import IndexUnreachable, InputError, ResolveError, UsageError
 from provision.log import Progress
 from provision.stacks import earlyrecords, gitauth, lockfile, relock, urls, uvproject, uvtool
 from provision.stacks.profiles import DEFAULT_INDEX, Package, Profile
@@ -282,14 +282,20 @@ def _project_doc(profile: Profile, pins: dict[str, str], indexes: dict[str, str 
         requirements.append(f"{package.name}{extras}{spec}")
     doc["project"] = {"name": "provision-lock", "version": "0", "dependencies": requirements}
     # a package of the default index is bound to it where a named index could give it too; with the default index
-    # alone (uv gets no other: uvtool.environment) the binding changes nothing uv picks, and made uv's resolution of a
-    # 3-wheel lock 0.16 s instead of 0.09 s (its pages and metadata then asked one after another)
+    # alone (uv gets no other: uvtool.environment) the binding changes nothing uv picks, and made uv ask its pages and
+    # metadata one after another (docs/performance.md, figures taken out of the code)
     named = any(url for name, url in indexes.items() if name != DEFAULT_INDEX)
     sources = {p.name: _source(p) for p in profile.packages
                if p.from_source or p.index != DEFAULT_INDEX or (indexes.get(DEFAULT_INDEX) and named)}
-    if sources:
-        doc["tool"] = {"uv": {"sources": sources}}
+    doc["tool"] = {"uv": {**({"sources": sources} if sources else {}), "workspace": OWN_WORKSPACE}}
     return doc
+
+
+# uv looks for a workspace root in every folder above the project, and a root listing it as a member brings its own
+# [tool.uv] sources, indexes and overrides (UV_NO_CONFIG does not stop that): the project is its own workspace's root,
+# so uv looks no further up. Its folder is under $TMPDIR, which every local user can write (a planted
+# /tmp/pyproject.toml with `members = ["*"]` bound a profile's package to another index).
+OWN_WORKSPACE: dict[str, list[str]] = {"members": []}
 
 
 def _source(package: Package) -> dict[str, str | bool]:
@@ -316,7 +322,7 @@ def _resolve_explicit(folder: Path, profile: Profile, pins: dict[str, str], inde
     sources.update({name: {"index": where} for name, (_, where) in carried.items()})
     named = {n: u for n, u in indexes.items() if n != DEFAULT_INDEX and u}
     doc["tool"] = {"uv": {"sources": sources, "index": [{"name": n, "url": urls.strip_credentials(str(u)), "explicit": True}
-                                                       for n, u in named.items()]}}
+                                                       for n, u in named.items()], "workspace": OWN_WORKSPACE}}
     (folder / "pyproject.toml").write_text(uvproject.dumps(doc))
     # the named indexes are in pyproject.toml here (explicit): only the default one by variable, and every credential
     variables = uvtool.index_options(indexes)[1] | gitauth.variables(p.git for p in profile.packages)
@@ -416,12 +422,12 @@ def _lock(profile: Profile, target: Target, overrides: dict[str, str], output: P
         try:
             uvtool.run(_uv_compile_args(target, "pylock.toml"), cwd=folder,
                        env=uvtool.index_options(indexes)[1] | gitauth.variables(p.git for p in profile.packages), started=before.start)
-        except IndexError_ as exc:
+        except IndexUnreachable as exc:
             from provision.stacks import mirrors
 
             hint = mirrors.same_build_hint(profile, indexes, exc, target.python, target.platform, folder)
             if hint:
-                raise IndexError_(exc.message, hint) from exc
+                raise IndexUnreachable(exc.message, hint) from exc
             raise
         finally:
             if before.ident is not None:  # started: uv ran
@@ -515,11 +521,11 @@ class _Meanwhile(threading.Thread):
             for module in ("packaging.pylock", "tomlkit", "provision.stacks.lockcheck", "provision.stacks.wheelrecords"):
                 importlib.import_module(module)
             self.meanwhile()
-            if not self.output.exists():  # a first lock: its RECORDs are read by HTTP once uv answers (0.03-0.05 s of import)
+            if not self.output.exists():  # a first lock: its RECORDs are read by HTTP once uv answers
                 importlib.import_module("requests")
         try:
             self._versions = relock.versions_in(self.output)
-        except BaseException as exc:  # noqa: BLE001 - raised in the main thread, where it was raised before
+        except BaseException as exc:
             self._failed = exc
 
     def versions(self) -> dict[str, str] | None:

@@ -32,9 +32,8 @@ from provision.stacks import index, urls, uvcache, wheelmeta, wheelproof
 if TYPE_CHECKING:
     from _typeshed import WriteableBuffer
 
-# Pages and RECORDs read at once, each thread over its own kept-alive connections. A slow index wants many (200
-# wheels behind 20 ms answers: 6.2 s with 16 threads, 12.6 s with 4); a loaded machine fewer, each thread paying its
-# own TLS handshakes (36 pages and RECORDs from the public registry on 2 busy cores: 4.6 s with 4, 6-7 s with 8, 9-11 s with 16).
+# Pages and RECORDs read at once, each thread over its own kept-alive connections. A slow index wants many; a loaded
+# machine fewer, each thread paying its own TLS handshakes (the figures: docs/performance.md).
 WORKERS = max(8, min(16, 2 * (os.cpu_count() or 1)))
 RECORD_LIMIT = 64 << 20  # as the drift check reads them: torch's RECORD, among the largest, is a few MB
 HEADERS_LIMIT = 1 << 20  # of a METADATA, WHEEL or direct_url.json: the header fields come first
@@ -352,7 +351,7 @@ def _record(file: index.IndexFile, cached: uvcache.CachedWheel | None, dist: Ins
     rows = wheelrecords.proven_rows(file.sha256) if file.sha256 else None
     if rows is not None and file.sha256:  # read before from those very bytes (provision/wheelfacts.py)
         return rows, "cache", file.sha256
-    rows = wheelrecords.remembered_rows(file.sha256) if file.sha256 else None
+    rows = wheelrecords.remembered_rows(file.sha256, file.url) if file.sha256 else None
     if rows is not None and difference(dist.files, wheel_files(rows)) is not None:
         return rows, "cache", ""  # read before by range requests: enough to tell it apart, never to pin it
     if cached is not None and file.sha256 and file.sha256 in cached.sha256s():
@@ -370,17 +369,17 @@ def _record(file: index.IndexFile, cached: uvcache.CachedWheel | None, dist: Ins
         except (wheelmeta._NoRanges, wheelproof.NotProven):  # the server would not after all: read it whole
             ranged = None
         if ranged is not None and difference(dist.files, wheel_files(ranged)) is not None:
-            return _kept(file.sha256, ranged, "range"), "range", ""
+            return _kept(file.sha256, ranged, "range", file.url), "range", ""
     record, sha256 = wheelproof.downloaded(file.url, file.sha256)
     return _kept(sha256, record, wheelrecords.VERIFIED), "download", sha256
 
 
-def _kept(sha256: str | None, text: str, source: str) -> str:
+def _kept(sha256: str | None, text: str, source: str, url: str = "") -> str:
     """`text`, a wheel's RECORD, kept by its sha256 in records/ for the next reader."""
     from provision.stacks import wheelrecords
 
     if sha256:
-        wheelrecords.keep(sha256.lower(), text, source)
+        wheelrecords.keep(sha256.lower(), text, source, url)
     return text
 
 

@@ -20,7 +20,7 @@ from packaging.utils import canonicalize_name, parse_wheel_filename
 from packaging.version import InvalidVersion, Version
 
 from provision import regular
-from provision.errors import IndexError_, InputError, ProfileError, ProvisionError, UsageError
+from provision.errors import IndexUnreachable, InputError, ProfileError, ProvisionError, UsageError
 from provision.names import NAME_MAX, NAME_RULE
 from provision.stacks import index, sglang_bench, urls, uvtool, wheelmeta
 from provision.stacks.profiles import PROFILE_PATH_VARIABLE, parse
@@ -88,13 +88,13 @@ class NewProfile:
 def default_index() -> str:
     """The registry uv uses by default (UV_DEFAULT_INDEX, uv.toml ... or its built-in), as uv itself reports it."""
     empty = Path(os.devnull)
-    # --python: this interpreter, so that uv does not look through every Python on the machine (1.5 s of 1.7 here)
+    # --python: this interpreter, so that uv does not look through every Python on the machine (most of its time)
     done = uvtool.run(["pip", "compile", str(empty), "--emit-index-url", "--no-header", "--quiet", "--python", sys.executable],
                       timeout=60)
     for line in done.stdout.splitlines():
         if line.startswith(("--index-url ", "--default-index ")):
             return line.split(maxsplit=1)[1].strip()
-    raise IndexError_("uv did not say which index it uses by default", "pass --index default=URL")
+    raise IndexUnreachable("uv did not say which index it uses by default", "pass --index default=URL")
 
 
 def parse_from(text: str) -> Requirement:
@@ -225,7 +225,7 @@ def _release(files: list[index.IndexFile], requirement: Requirement, python: str
                          f"newest releases there: {newest}; or --from sglang for the newest")
     if not wanted:
         newest = "none"
-        raise IndexError_(f"{urls.redact(registry)}: no sglang wheel for {requirement.specifier or 'any release'}",
+        raise IndexUnreachable(f"{urls.redact(registry)}: no sglang wheel for {requirement.specifier or 'any release'}",
                           f"newest releases there: {newest}")
     version = max(wanted)
     return version, _best_wheel(wheels[version], python)
@@ -261,12 +261,12 @@ def _pins(requires: list[Requirement], python: str, serving: str, url: str) -> l
 
 def _holds(requirement: Requirement, environment: dict[str, str], url: str) -> bool:
     """Whether the requirement's marker holds on the target; a marker that cannot be evaluated (a version compared
-    with `x`) is an IndexError_ naming the wheel, not a traceback."""
+    with `x`) is an IndexUnreachable naming the wheel, not a traceback."""
     assert requirement.marker is not None
     try:
         return requirement.marker.evaluate(environment)
     except (ValueError, TypeError, LookupError) as exc:  # InvalidVersion, UndefinedComparison, UndefinedEnvironmentName
-        raise IndexError_(f"{urls.redact(url)}: Requires-Dist {str(requirement)[:200]!r}: its marker cannot be evaluated ({exc})"[:400],
+        raise IndexUnreachable(f"{urls.redact(url)}: Requires-Dist {str(requirement)[:200]!r}: its marker cannot be evaluated ({exc})"[:400],
                           "report it to the package's maintainers; choose another release") from None
 
 

@@ -17,9 +17,9 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import InvalidName, canonicalize_name
 
 from provision import toml
-from provision.checks.results import Baseline
 from provision.errors import ProfileError
 from provision.names import NAME_MAX, NAME_RULE, SHELL_NAME
+from provision.records.results import Baseline
 from provision.stacks import gitauth, profile_files
 from provision.stacks.profile_files import ProfileFile
 from provision.stacks.urls import redact_text
@@ -458,7 +458,7 @@ def _checks(c: _Checker, written: object) -> tuple[str, ...] | None:
         return None
     table: dict[str, object] = c.typed(written, "checks", dict, "a table with required = [...]")
     c.keys(table, "checks", {"required"})
-    from provision.checks import BY_ID
+    from provision.records.checks import BY_ID
 
     required: list[object] = c.typed(table.get("required", []), "checks.required", list, "a list of check ids")
     for check in required:

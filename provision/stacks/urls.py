@@ -102,6 +102,13 @@ def host_credentials(url: str) -> tuple[str, str] | None:
     return None
 
 
+def digest(url: str) -> str:
+    """The sha256 of `url`: what a cache keeps of the URL something was read from (never the URL: it may hold a token)."""
+    import hashlib
+
+    return hashlib.sha256(url.encode("utf-8", "surrogateescape")).hexdigest()
+
+
 def filename(url: str) -> str:
     """The file name a URL (or an href) names: the last part of its path, without its query or fragment,
     percent-decoded. A signed URL's `?X-Amz-Signature=...` is no part of a wheel's name, nor a secret to show with it,

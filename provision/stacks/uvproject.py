@@ -1,4 +1,4 @@
-"""The pyproject.toml `provision lock` hands uv, written as text: tomlkit (0.04-0.1 s of imports) is then not loaded
+"""The pyproject.toml `provision lock` hands uv, written as text: tomlkit (its imports are slow) is then not loaded
 before uv starts. The document has one shape: [project] of strings and a list of strings, [tool.uv.sources] of inline
 tables of strings and booleans, [[tool.uv.index]] tables; every key and string is written as a TOML basic string."""
 
@@ -10,13 +10,16 @@ from typing import Any
 
 
 def dumps(doc: Mapping[str, Any]) -> str:
-    """`doc` ({"project": ..., "tool": {"uv": {"sources": ..., "index": [...]}}}) as TOML that reads back equal."""
+    """`doc` ({"project": ..., "tool": {"uv": {"sources": ..., "index": [...], "workspace": {...}}}}) as TOML that
+    reads back equal."""
     lines = ["[project]", *(f"{_key(k)} = {_value(v)}" for k, v in doc["project"].items())]
     uv = doc.get("tool", {}).get("uv", {})
     if uv.get("sources"):
         lines += ["", "[tool.uv.sources]", *(f"{_key(name)} = {_value(source)}" for name, source in uv["sources"].items())]
     for index in uv.get("index", []):
         lines += ["", "[[tool.uv.index]]", *(f"{_key(k)} = {_value(v)}" for k, v in index.items())]
+    if "workspace" in uv:
+        lines += ["", "[tool.uv.workspace]", *(f"{_key(k)} = {_value(v)}" for k, v in uv["workspace"].items())]
     return "\n".join(lines) + "\n"
 
 

@@ -11,7 +11,7 @@ from functools import cache
 from pathlib import Path
 
 from provision import proc
-from provision.errors import IndexError_, ProvisionError, ResolveError, ToolError
+from provision.errors import IndexUnreachable, ProvisionError, ResolveError, ToolError
 from provision.log import Progress
 from provision.stacks import urls
 
@@ -192,7 +192,7 @@ def failure(stderr: str) -> ProvisionError:
     if "ash mismatch" in text:
         return ResolveError(f"hash mismatch: {detail[:500]}", "the file changed on the index since it was hashed; re-lock, and check the index")
     if any(marker in text for marker in ("Failed to fetch", "Request failed", "error sending request", "HTTP status", "timed out", "operation timed out")):
-        return IndexError_(f"index request failed: {message[:500]}", hints[0] if hints else "check that the index is up, or use --index NAME=URL for a mirror")
+        return IndexUnreachable(f"index request failed: {message[:500]}", hints[0] if hints else "check that the index is up, or use --index NAME=URL for a mirror")
     return ResolveError(message[:700], hints[0] if hints else "run again with -v to see uv's command and its full message")
 
 

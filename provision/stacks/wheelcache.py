@@ -8,7 +8,9 @@ it on every write, chmod, touch or link; utime cannot set it, so an edit in plac
 still changes it). A wheel whose stamp differs is hashed again before use, and removed when it is no longer that
 sha256. Nothing in the cache is followed or written through a link: `<sha256>` a link is removed (the link, never what
 it leads to), the wheel and `checked` are opened with O_NOFOLLOW, and `checked` is written by rename (a link there is
-replaced, not written through). The cache folder itself may be a link (a bigger disk): it is the user's."""
+replaced, not written through). The cache folder itself may be a link (a bigger disk): it is the user's. A cache
+folder, kept wheel or its folder that is another user's or writable by others (regular.foreign) is never used: another
+user could have put a wheel of other content there beside a stamp read off it; fetch refuses to keep a wheel there."""
 
 from __future__ import annotations
 
@@ -35,6 +37,19 @@ def folder() -> Path:
     return Path(base) / "provision" / "wheels"
 
 
+def untrusted() -> tuple[Path, str] | None:
+    """The folder of the cache (provision's, or its wheels/) another local user could write, and why; None when both
+    are this user's alone (or not there yet)."""
+    for place in (folder().parent, folder()):
+        try:
+            why = regular.foreign(os.stat(place))
+        except OSError:
+            continue
+        if why is not None:
+            return place, why
+    return None
+
+
 def stamp_of(status: os.stat_result) -> list[int]:
     """What an edit of a file cannot put back (see the module's note): size, mtime, ctime, inode, device."""
     return [status.st_size, status.st_mtime_ns, status.st_ctime_ns, status.st_ino, status.st_dev]
@@ -50,11 +65,16 @@ def cached(sha256: str, filename: str) -> Path | None:
         return None
     place = folder() / sha256
     wheel, checked = place / filename, place / "checked"
+    if untrusted() is not None:
+        return None
     try:
-        if stat.S_ISLNK(os.lstat(place).st_mode):
+        status = os.lstat(place)
+        if stat.S_ISLNK(status.st_mode):
             os.unlink(place)  # the link itself: what it leads to is never read, written or removed
             return None
         with os.fdopen(regular.open_fd(wheel, follow=False), "rb") as handle:
+            if regular.foreign(status) or regular.foreign(os.fstat(handle.fileno())):
+                raise OSError("another user's")  # removed below: a wheel this user did not keep is fetched again
             now = stamp_of(os.fstat(handle.fileno()))
             if _checked(checked) == now:
                 return wheel
@@ -110,7 +130,14 @@ def fetch(url: str, sha256: str, filename: str, *, hint: str, size: int | None =
     from provision.stacks import index  # a wheel is fetched
 
     place = folder() / sha256
-    place.parent.mkdir(parents=True, exist_ok=True)
+    place.parent.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    place.parent.mkdir(mode=0o700, exist_ok=True)
+    shared = untrusted()
+    if shared is not None:
+        from provision.errors import EnvError
+
+        raise EnvError(f"{shared[0]} is {shared[1]}: a wheel kept there could be replaced by another user",
+                       "make it yours alone (chown, chmod go-w), or remove it; or set XDG_CACHE_HOME to a folder of your own")
     if os.path.islink(place):
         os.unlink(place)  # a link where the kept wheel's folder belongs: the rename below must not land through it
     started = time.perf_counter()

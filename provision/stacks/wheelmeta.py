@@ -3,7 +3,9 @@ else the METADATA member read out of the remote zip with HTTP range requests (th
 a few hundred KiB of a 40 MB wheel), else the whole wheel, streamed. All through `index.get`: every request within
 its deadline and byte bound, the METADATA read no further than METADATA_LIMIT and parsed only as far as its headers.
 A wheel whose index gives its sha256 has its METADATA's headers kept by that sha256 in provision's `metadata/` cache
-(provision/wheelfacts.py): read once, then from there, checked on every read as when it was fetched."""
+(provision/wheelfacts.py): read once, then from there, checked on every read as when it was fetched. That sha256 is the
+index's word, which only a whole download checks: headers read from a .metadata file or by range requests answer only
+for the URL they were read from (the entry holds its sha256), never for the same sha256 another index lists."""
 
 from __future__ import annotations
 
@@ -18,7 +20,7 @@ from collections.abc import Callable
 from typing import IO, TYPE_CHECKING, Literal
 
 from provision import wheelfacts
-from provision.errors import IndexError_
+from provision.errors import IndexUnreachable
 from provision.stacks import index, urls
 
 if TYPE_CHECKING:
@@ -105,9 +107,11 @@ def metadata(url: str, *, core_metadata: bool | dict[str, str] = False, sha256: 
     raw, how = _read(url, core_metadata=core_metadata, sha256=sha256, size=size)
     meta = _parse(raw, url)
     if key:
+        bound = {} if how == "download" else {"url": urls.digest(url)}  # what the sha256 does not prove
         with contextlib.suppress(UnicodeDecodeError):
-            wheelfacts.put("metadata", key, {"headers": _headers(raw).decode("utf-8"), "source": how})
+            wheelfacts.put("metadata", key, {"headers": _headers(raw).decode("utf-8"), "source": how, **bound})
     return meta, how
+
 
 
 def _kept(key: str, url: str) -> tuple[Metadata, Source] | None:
@@ -118,10 +122,12 @@ def _kept(key: str, url: str) -> tuple[Metadata, Source] | None:
         return None
     source = data.get("source") if isinstance(data, dict) else None
     headers = data.get("headers") if isinstance(data, dict) else None
+    if source != "download" and isinstance(data, dict) and data.get("url") != urls.digest(url):
+        return None  # read by another URL's word of this sha256: read again here (and kept for this URL)
     if isinstance(headers, str) and source in SOURCES:
         try:
             return _parse(headers.encode("utf-8"), url), source
-        except IndexError_:
+        except IndexUnreachable:
             pass
     wheelfacts.discard("metadata", key)
     return None
@@ -134,7 +140,7 @@ def _read(url: str, *, core_metadata: bool | dict[str, str], sha256: str | None,
         if response.status_code == 200:
             expected = core_metadata.get("sha256") if isinstance(core_metadata, dict) else None
             if expected and hashlib.sha256(response.content).hexdigest() != expected:
-                raise IndexError_(f"{urls.redact(url)}.metadata: its sha256 does not match the index", "the index is inconsistent; retry or use a mirror")
+                raise IndexUnreachable(f"{urls.redact(url)}.metadata: its sha256 does not match the index", "the index is inconsistent; retry or use a mirror")
             return response.content, "pep658"
     head = index.get(url, method="HEAD", headers={"Accept-Encoding": "identity"})
     length = head.headers.get("Content-Length") or ""
@@ -151,7 +157,7 @@ def _read(url: str, *, core_metadata: bool | dict[str, str], sha256: str | None,
         try:
             return _member(spool), "download"
         except zipfile.BadZipFile as exc:
-            raise IndexError_(f"{urls.redact(url)}: not a wheel with a METADATA ({_one_line(str(exc))})",
+            raise IndexUnreachable(f"{urls.redact(url)}: not a wheel with a METADATA ({_one_line(str(exc))})",
                               "the index serves something other than a wheel there; report it, or use a mirror") from None
 
 
@@ -217,19 +223,19 @@ def _member(stream: IO[bytes] | io.BufferedReader, member: str = "METADATA", lim
 
 def _parse(raw: bytes, url: str) -> Metadata:
     """The METADATA's header fields (the long description after them is never parsed), Requires-Dist checked
-    here: a requirement that does not parse is an IndexError_ naming the URL, not a traceback later."""
+    here: a requirement that does not parse is an IndexUnreachable naming the URL, not a traceback later."""
     from packaging.metadata import Metadata  # email's parser with it: a RECORD alone is read without them
 
     if len(raw) > METADATA_LIMIT:
-        raise IndexError_(f"{urls.redact(url)}: its METADATA is larger than {METADATA_LIMIT:,} bytes", "report it to the package's maintainers")
+        raise IndexUnreachable(f"{urls.redact(url)}: its METADATA is larger than {METADATA_LIMIT:,} bytes", "report it to the package's maintainers")
     head = _headers(raw)
     try:
         meta = Metadata.from_email(head, validate=False)
         for requirement in meta.requires_dist or []:  # parsed now (and kept by packaging): a bad one is named here
             for spec in requirement.specifier:  # a version packaging takes as text and fails on where it compares it
                 _check_version(requirement.name, spec.operator, spec.version)
-    except Exception as exc:  # noqa: BLE001 - packaging raises an ExceptionGroup of what it could not read
-        raise IndexError_(f"{urls.redact(url)}: its METADATA cannot be read ({_one_line(_reason(exc))})",
+    except Exception as exc:
+        raise IndexUnreachable(f"{urls.redact(url)}: its METADATA cannot be read ({_one_line(_reason(exc))})",
                           "report it to the package's maintainers; choose another release") from None
     return meta
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from provision import regular, wheelfacts
 from provision.errors import ProvisionError
 from provision.log import Progress
-from provision.stacks import lockcheck, uvcache, wheelcache
+from provision.stacks import lockcheck, urls, uvcache, wheelcache
 
 WORKERS = 16
 
@@ -36,7 +36,7 @@ def read_all(wheels: list[Job], uv_cache: Callable[[], Path | None],
              progress: Progress = lambda _: None) -> dict[str, dict[str, str] | None]:
     """wheel file name -> what its RECORD installs (None: not read) for each (project, file name, url, sha256);
     `uv_cache` says where uv's cache is, asked only when some RECORD was not read before."""
-    found = {filename: remembered(sha256) for _, filename, _, sha256 in wheels}
+    found = {filename: remembered(sha256, url) for _, filename, url, sha256 in wheels}
     wheels = [job for job in wheels if found[job[1]] is None]  # a RECORD read before is not looked for again
     if wheels:  # every RECORD read before (a lock made again): no thread, no zip or HTTP reader is loaded
         from concurrent.futures import ThreadPoolExecutor
@@ -81,8 +81,9 @@ def read_one(job: Job, unpacked: Unpacked) -> dict[str, str] | None:
             _reading.pop(key).set()
 
 
-def remembered(sha256: str) -> dict[str, str] | None:
-    """What the RECORD of the wheel with this sha256 installs, as read before (in this run, or kept in records/)."""
+def remembered(sha256: str, url: str) -> dict[str, str] | None:
+    """What the RECORD of the wheel with this sha256 at `url` installs, as read before (in this run, or kept in
+    records/: one read by range requests only where it was read from `url`, see `answers`)."""
     if (wheelfacts.root(), sha256) in _read:
         return _read[wheelfacts.root(), sha256]
     data = wheelfacts.get("records", sha256)
@@ -90,27 +91,31 @@ def remembered(sha256: str) -> dict[str, str] | None:
         if data is not None:
             wheelfacts.discard("records", sha256)
         return None
+    if not answers(data, url):
+        return None
     found = _read[wheelfacts.root(), sha256] = lockcheck.installed(data["rows"])
     return found
 
 
-def known(sha256: str, filename: str) -> list[list[str]] | None:
+def known(sha256: str, filename: str, url: str) -> list[list[str]] | None:
     """The rows of the RECORD of the wheel with this sha256 from what provision holds of that very file: kept in
     records/ when read from the index by range or from a kept wheel (never one read from uv's unpacked copy, which is
     what create's fresh check distrusts), else a kept wheel whose sha256 was checked; None when it holds neither. No
     network, and uv's cache is not read."""
     data = wheelfacts.get("records", sha256) if wheelcache.SHA256.match(sha256) else None
-    if isinstance(data, dict) and _rows_shape(data.get("rows")) and data.get("from") != "uv cache":
+    if isinstance(data, dict) and _rows_shape(data.get("rows")) and data.get("from") != "uv cache" and answers(data, url):
         return data["rows"]  # type: ignore[no-any-return]
     kept = wheelcache.cached(sha256, filename) if wheelcache.SHA256.match(sha256) else None
     text = text_in_wheel(kept) if kept is not None else None
     return rows_of(text) if text is not None else None
 
 
-def remembered_rows(sha256: str) -> list[list[str]] | None:
-    """The rows of the RECORD of the wheel with this sha256 as kept in records/ (adopt reads them its own way)."""
+def remembered_rows(sha256: str, url: str) -> list[list[str]] | None:
+    """The rows of the RECORD of the wheel with this sha256 at `url` as kept in records/ (adopt reads them its own way)."""
     data = wheelfacts.get("records", sha256)
     if isinstance(data, dict) and _rows_shape(data.get("rows")):
+        if not answers(data, url):
+            return None
         return data["rows"]  # type: ignore[no-any-return]
     if data is not None:
         wheelfacts.discard("records", sha256)
@@ -132,6 +137,16 @@ def proven_rows(sha256: str) -> list[list[str]] | None:
     return None
 
 
+RANGE = "range"  # read by range requests: the sha256 the index gave proves nothing of it
+
+
+def answers(data: dict[str, object], url: str) -> bool:
+    """Whether a kept RECORD answers for the wheel at `url`: one read from that wheel's bytes (uv's copy, a kept or
+    downloaded wheel, its sha256 checked) anywhere; one read by range requests only where it was read from `url`
+    (another index listing the same sha256 could have answered ranges from a wheel of another RECORD)."""
+    return data.get("from") != RANGE or data.get("url") == urls.digest(url)
+
+
 def _rows_shape(rows: object) -> bool:
     return isinstance(rows, list) and all(isinstance(r, list) and all(isinstance(f, str) for f in r) for r in rows)
 
@@ -144,14 +159,14 @@ def rows_of(text: str) -> list[list[str]] | None:
         return None
 
 
-def keep(sha256: str, text: str, source: str) -> dict[str, str] | None:
+def keep(sha256: str, text: str, source: str, url: str = "") -> dict[str, str] | None:
     """What the RECORD `text` of the wheel with this sha256 installs, kept in records/ (with where it was read) and for
     this run. A RECORD csv cannot read is not kept: nothing is said of it, and it is read again next time."""
     rows = rows_of(text)
     if rows is None:
         return None
     if wheelcache.SHA256.match(sha256):
-        wheelfacts.put("records", sha256, {"rows": rows, "from": source})
+        wheelfacts.put("records", sha256, {"rows": rows, "from": source, **({"url": urls.digest(url)} if source == RANGE else {})})
     found = _read[wheelfacts.root(), sha256] = lockcheck.installed(rows)
     return found
 
@@ -172,7 +187,7 @@ def _elsewhere(filename: str, url: str, sha256: str) -> dict[str, str] | None:
     if raw is None:
         return None
     # by the lock's sha256: read from that URL for that lock, as the lock's own file
-    return keep(sha256, raw.decode("utf-8", "replace"), "range")
+    return keep(sha256, raw.decode("utf-8", "replace"), RANGE, url)
 
 
 def text_in_folder(archive: Path) -> str | None:

@@ -6,14 +6,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from provision import status as statuses
-from provision.checks.results import overall
 from provision.log import printable
+from provision.records.results import overall
 from provision.views.render import Block, Line, Raw, Shown, TableBuilder, Verdict
 
 if TYPE_CHECKING:  # annotations only: rendering one result must not import every operation
-    from provision.checks.allreduce_runs import AllreduceRow, AllreduceRun, VariantRun
     from provision.checks.baseline import Comparison
-    from provision.checks.results import BaselineRun, CheckResult
+    from provision.records.allreduce_runs import AllreduceRow, AllreduceRun, VariantRun
+    from provision.records.results import BaselineRun, CheckResult
 
 COUNTED = ("pass", "warn", "fail", "skip", "error")
 
@@ -91,7 +91,7 @@ def allreduce(name: str, run: AllreduceRun) -> Shown:
 
 
 def _variant_lines(name: str, run: AllreduceRun, measured: VariantRun) -> list[str]:
-    from provision.checks.allreduce_runs import KINDS, NcclTestsFigures
+    from provision.records.allreduce_runs import KINDS, NcclTestsFigures
 
     variant = " ".join(f"{k}={v}" for k, v in measured.variant.items()) or "NCCL defaults"
     lines = [f"# {name}: all_reduce sum float, {run.world_size} rank(s), {run.backend}, {variant}"]
@@ -122,7 +122,7 @@ def _variant_lines(name: str, run: AllreduceRun, measured: VariantRun) -> list[s
 
 
 def _row_line(row: AllreduceRow, anchored: bool) -> str:
-    from provision.checks.allreduce_runs import KINDS
+    from provision.records.allreduce_runs import KINDS
 
     line = f"  {row.size:>10} {row.count:>11}"
     for kind in KINDS:

@@ -9,12 +9,12 @@ from provision.views import ui
 from provision.views.render import Block, Info, Line, Raw, Shown, TableBuilder, Verdict
 
 if TYPE_CHECKING:  # annotations only: rendering one result must not import every operation
+    from provision.commands.create import CreateResult
     from provision.commands.gc import GcResult
     from provision.envs.accept import AcceptResult
     from provision.envs.adopted import Adopted, AdoptLock
     from provision.envs.cleanup import Removed
     from provision.envs.inventory import Listing
-    from provision.envs.lifecycle import CreateResult
 
 
 def created(result: CreateResult) -> Shown:

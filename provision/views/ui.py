@@ -91,7 +91,7 @@ def dash(value: object) -> str:
     return "-" if value is None or value == "" else str(value)
 
 
-class progress:  # noqa: N801 - used as a context manager like a function
+class progress:
     """Show long steps as a spinner on stderr (never on stdout, never under --json or when not a terminal)."""
 
     def __init__(self, quiet: bool) -> None:
@@ -119,11 +119,6 @@ class progress:  # noqa: N801 - used as a context manager like a function
         if self.status is not None:
             self.status.__exit__(kind, value, trace)
 
-
-def now() -> str:
-    import datetime
-
-    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
 
 
 def size(value: object) -> str:

@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests"))
-from wheelhouse import IndexServer  # noqa: E402
+from wheelhouse import IndexServer
 
 server = IndexServer(Path(sys.argv[1]))
 index = server.index("tiny")

@@ -19,7 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path("tests").resolve()))
 
-from wheelhouse import IndexServer, build_wheel  # noqa: E402
+from wheelhouse import IndexServer, build_wheel
 
 TAG = "py3-none-manylinux_2_28_x86_64"
 

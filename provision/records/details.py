@@ -1,5 +1,5 @@
 """Each check's own findings (its `details`), typed: the keys provision reads are attributes, checked once where a
-payload's answer or a stored result is read (checks/results.py); every other key is kept as it came, in its order, so
+payload's answer or a stored result is read (records/results.py); every other key is kept as it came, in its order, so
 that `to_json()` writes back what was read, key for key. The shapes: docs/json.md ("Check ids") and docs/checks.md.
 
 Only what provision reads is typed (the report's gates read symmetric-memory's and nccl-allreduce's, the runner
@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import ClassVar, TypeVar
 
-from provision.checks.results import JSONValue, MalformedResult, Reader, drift_counts
+from provision.records.results import JSONValue, MalformedResult, Reader, drift_counts
 from provision.status import Status
 
 D = TypeVar("D", bound="Details")

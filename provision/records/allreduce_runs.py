@@ -11,7 +11,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import ClassVar, Literal, NamedTuple
 
-from provision.checks.results import JSONObject, Reader, written
+from provision.records.results import JSONObject, Reader, written
 
 Kind = Literal["eager", "graph"]
 KINDS: tuple[Kind, ...] = ("eager", "graph")

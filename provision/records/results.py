@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeAlias
 from provision import status as statuses
 from provision.status import Status
 
-if TYPE_CHECKING:  # checks/details.py reads with Reader below; loaded where a result has details
-    from provision.checks.details import Details
+if TYPE_CHECKING:  # records/details.py reads with Reader below; loaded where a result has details
+    from provision.records.details import Details
 
 JSONObject = dict[str, Any]
 JSONValue: TypeAlias = "None | bool | int | float | str | list[JSONValue] | dict[str, JSONValue]"  # JSON as read
@@ -142,7 +142,7 @@ class CheckResult:
     title: str = ""
     status: Status
     reason: str = ""
-    details: Details | None = None  # the check's own findings, typed per check (checks/details.py); None: none
+    details: Details | None = None  # the check's own findings, typed per check (records/details.py); None: none
     output_tail: str | None = None  # the last lines a failed or crashed payload printed
     seconds: float = 0.0
     extra: JSONObject = field(default_factory=dict)  # keys this version does not know, kept as they were
@@ -158,14 +158,14 @@ class CheckResult:
     @classmethod
     def parse(cls, fields: Reader) -> CheckResult:
         """A stored result (env.json): id and status required."""
-        id = fields.text("id", required=True) or ""  # noqa: A001 - the JSON key
+        id = fields.text("id", required=True) or ""
         return cls(id=id, title=fields.text("title") or "", status=fields.status(),
                    reason=fields.text("reason") or "", details=_details(id, fields),
                    output_tail=fields.text("output_tail"), seconds=fields.number("seconds") or 0.0,
                    extra=fields.rest(KNOWN_CHECK_KEYS), absent=fields.absent(cls.ALWAYS))
 
     @classmethod
-    def answer(cls, id: str, title: str, data: object) -> CheckResult:  # noqa: A002 - the JSON key
+    def answer(cls, id: str, title: str, data: object) -> CheckResult:
         """A payload's answer, the last JSON line it printed ({"status", "reason", "details"}), as check `id`'s result."""
         fields = Reader(data)
         return cls(id=id, title=title, status=fields.status(), reason=fields.text("reason") or "",
@@ -186,7 +186,7 @@ def _details(check_id: str, fields: Reader) -> Details | None:
     found = fields.mapping("details")
     if found is None:
         return None
-    from provision.checks import details
+    from provision.records import details
 
     return details.parse(check_id, Reader(found, fields.name("details")))
 
