@@ -8,7 +8,9 @@ import os
 
 from provision.errors import InputError
 
-LONGEST = 7 * 24 * 3600.0  # a week: past it a socket's or a thread's wait overflows (1e308 was an internal error)
+LONGEST = (
+    7 * 24 * 3600.0
+)  # a week: past it a socket's or a thread's wait overflows (1e308 was an internal error)
 
 
 def seconds(variable: str, default: float, example: str) -> float:
@@ -20,8 +22,10 @@ def seconds(variable: str, default: float, example: str) -> float:
     except ValueError:
         value = math.nan
     if not math.isfinite(value) or value <= 0 or value > LONGEST:
-        raise InputError(f"{variable}={text!r} is not a number of seconds",
-                         f"set it to a positive number such as {example} (at most {LONGEST:g}, a week), or unset it")
+        raise InputError(
+            f"{variable}={text!r} is not a number of seconds",
+            f"set it to a positive number such as {example} (at most {LONGEST:g}, a week), or unset it",
+        )
     return value
 
 

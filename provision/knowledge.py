@@ -82,7 +82,9 @@ def driver_supports(driver_cuda: str | None, target: str) -> bool:
     """Whether a driver that reports CUDA `driver_cuda` runs code built for CUDA `target`: it reports `target` or newer
     (the full feature set), or a CUDA of the same major where minor-version compatibility covers it ([[minor_compat]]:
     13.x on R580+, 12.x on R525+; a limited feature set, and no newer PTX: `ptx_too_new`)."""
-    return driver_cuda is not None and (version_at_least(driver_cuda, target) or minor_compat(driver_cuda, target) is not None)
+    return driver_cuda is not None and (
+        version_at_least(driver_cuda, target) or minor_compat(driver_cuda, target) is not None
+    )
 
 
 def minor_compat(driver_cuda: str | None, target: str) -> dict[str, Any] | None:

@@ -57,17 +57,23 @@ _PREFIXES = ("ghp_", "gho_", "ghs_", "github_pat_", "glpat-", "hf_", "npm_", "py
 def _patterns() -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str], re.Pattern[str]]:
     """(a URL, its user info, a query value, a path segment): compiled when a line is first redacted, not at import."""
     # scheme:/ and scheme:/// too: a WHATWG parser (uv's) reads them as scheme:// (and a \ as a /)
-    return (re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:[/\\]+[^\s'\"<>]*"),
-            re.compile(r"([A-Za-z][A-Za-z0-9+.-]*:[/\\]+)(?:[^\s@/?#:\\]*:[^\s@]*|[^\s@/?#:\\]+)@"),
-            re.compile(r"([?&;][^=\s&;#?/'\"]+=)[^&;\s#'\"]+"),
-            re.compile(r"(?<=/)([A-Za-z0-9_~-]{4,})(?=[/?#\s'\"]|$)"))
+    return (
+        re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:[/\\]+[^\s'\"<>]*"),
+        re.compile(r"([A-Za-z][A-Za-z0-9+.-]*:[/\\]+)(?:[^\s@/?#:\\]*:[^\s@]*|[^\s@/?#:\\]+)@"),
+        re.compile(r"([?&;][^=\s&;#?/'\"]+=)[^&;\s#'\"]+"),
+        re.compile(r"(?<=/)([A-Za-z0-9_~-]{4,})(?=[/?#\s'\"]|$)"),
+    )
 
 
 def _token_like(segment: str) -> bool:
     if segment.startswith(_PREFIXES):
         return True
-    return len(segment) >= 20 and any(c.isupper() for c in segment) and any(c.islower() for c in segment) and \
-        any(c.isdigit() for c in segment)
+    return (
+        len(segment) >= 20
+        and any(c.isupper() for c in segment)
+        and any(c.islower() for c in segment)
+        and any(c.isdigit() for c in segment)
+    )
 
 
 def _url_secrets(match: re.Match[str]) -> str:
@@ -90,7 +96,9 @@ def say(text: str) -> None:
     except OSError:
         import os
 
-        null = os.open(os.devnull, os.O_WRONLY)  # what it still holds goes nowhere, never a second error at exit
+        null = os.open(
+            os.devnull, os.O_WRONLY
+        )  # what it still holds goes nowhere, never a second error at exit
         try:
             os.dup2(null, sys.stderr.fileno())
         except (OSError, ValueError):  # not a file (a test's capture)
@@ -139,7 +147,9 @@ class ticking:
 
         started = time.monotonic()
         while not self._stop.wait(self._every):
-            with contextlib.suppress(Exception):  # a line that cannot be made costs the line, never the install
+            with contextlib.suppress(
+                Exception
+            ):  # a line that cannot be made costs the line, never the install
                 self._progress(self._said(time.monotonic() - started))
 
     def __enter__(self) -> ticking:

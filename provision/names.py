@@ -21,6 +21,8 @@ def check_name(name: str, what: str = "environment name") -> str:
     """Return `name` if it follows the rule; a UsageError (exit 2) naming the rule otherwise."""
     if not NAME_RULE.match(name):
         shown = name if len(name) <= 80 else name[:77] + "..."
-        raise UsageError(f"{what} {shown!r} is not allowed",
-                         f"use letters, digits, '.', '_' and '-', starting with a letter or digit, at most {NAME_MAX} characters")
+        raise UsageError(
+            f"{what} {shown!r} is not allowed",
+            f"use letters, digits, '.', '_' and '-', starting with a letter or digit, at most {NAME_MAX} characters",
+        )
     return name

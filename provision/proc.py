@@ -43,10 +43,14 @@ class Completed(NamedTuple):
         return kept if len(kept) <= TAIL_CHARS else "..." + kept[-TAIL_CHARS:]
 
 
-TAIL_CHARS = 4000  # 20 lines of 200 characters; a benchmark printing one 600 KB line was shown (and stored) whole
+TAIL_CHARS = (
+    4000  # 20 lines of 200 characters; a benchmark printing one 600 KB line was shown (and stored) whole
+)
 
 
-def environment(extra: Mapping[str, str] | None = None, *, base: Mapping[str, str] | None = None) -> dict[str, str]:
+def environment(
+    extra: Mapping[str, str] | None = None, *, base: Mapping[str, str] | None = None
+) -> dict[str, str]:
     """Return a copy of the process environment with `extra` laid over it and the safety variables kept."""
     env = dict(os.environ if base is None else base)
     env.update(extra or {})
@@ -135,7 +139,9 @@ def run(
         if isinstance(exc, FileNotFoundError):
             raise ToolError(f"{args[0]}: not found", "install it or put it on PATH") from exc
         if isinstance(exc, OSError):  # a folder, a file without the execute bit, a binary for another machine
-            raise ToolError(f"{args[0]}: cannot run it ({exc.strerror or exc})", "give the path of an executable program") from exc
+            raise ToolError(
+                f"{args[0]}: cannot run it ({exc.strerror or exc})", "give the path of an executable program"
+            ) from exc
         raise
     late: list[str] = []  # what `keep` held when the deadline came
     try:
@@ -172,7 +178,9 @@ def run(
     return result
 
 
-def _communicate_lines(child: subprocess.Popen[str], timeout: float, on_line: Callable[[str], None]) -> tuple[str, str]:
+def _communicate_lines(
+    child: subprocess.Popen[str], timeout: float, on_line: Callable[[str], None]
+) -> tuple[str, str]:
     """communicate(), with each stderr line handed to `on_line` as it comes (what an installer says it is doing)."""
     collected: dict[str, list[str]] = {"out": [], "err": []}
 
@@ -195,8 +203,14 @@ def _communicate_lines(child: subprocess.Popen[str], timeout: float, on_line: Ca
     return "".join(collected["out"]), "".join(collected["err"])
 
 
-def _communicate_kept(child: subprocess.Popen[str], timeout: float, keep: int, late: list[str],
-                      group: bool, on_stderr_line: Callable[[str], None] | None = None) -> tuple[str, str]:
+def _communicate_kept(
+    child: subprocess.Popen[str],
+    timeout: float,
+    keep: int,
+    late: list[str],
+    group: bool,
+    on_stderr_line: Callable[[str], None] | None = None,
+) -> tuple[str, str]:
     """communicate(), holding of each stream only its last `keep` characters; on the deadline the child is killed,
     what was kept of stdout and stderr put in `late`, and subprocess.TimeoutExpired raised. With `on_stderr_line`,
     each line of stderr is also handed to it as it comes."""
@@ -218,8 +232,10 @@ def _communicate_kept(child: subprocess.Popen[str], timeout: float, keep: int, l
             while size - len(chunks[0]) >= keep:
                 size -= len(chunks.popleft())
 
-    readers = [threading.Thread(target=read, args=(child.stdout, kept["out"]), daemon=True),
-               threading.Thread(target=read, args=(child.stderr, kept["err"]), daemon=True)]
+    readers = [
+        threading.Thread(target=read, args=(child.stdout, kept["out"]), daemon=True),
+        threading.Thread(target=read, args=(child.stderr, kept["err"]), daemon=True),
+    ]
     for reader in readers:
         reader.start()
 
@@ -262,8 +278,13 @@ def wait(child: subprocess.Popen[str], timeout: float) -> None:
     child.wait()  # ended: reaped at once
 
 
-def run_watched(argv: Sequence[str | Path], *, env: Mapping[str, str], first_bound_s: float,
-                on_line: Callable[[str], float | None]) -> Completed:
+def run_watched(
+    argv: Sequence[str | Path],
+    *,
+    env: Mapping[str, str],
+    first_bound_s: float,
+    on_line: Callable[[str], float | None],
+) -> Completed:
     """Run argv, reading its stdout line by line as it comes; `on_line` answers a line that shows progress with the
     bound for the next one (seconds from now), any other with None. No progress within the bound: the whole process
     group is killed and the result has timed_out=True with what was printed so far.
@@ -276,24 +297,38 @@ def run_watched(argv: Sequence[str | Path], *, env: Mapping[str, str], first_bou
 
     args = tuple(str(a) for a in argv)
     log.debug(f"$ {' '.join(args)}  (watched)")
-    main_thread = threading.current_thread() is threading.main_thread()  # Linux ties the death signal to that thread
+    main_thread = (
+        threading.current_thread() is threading.main_thread()
+    )  # Linux ties the death signal to that thread
     try:
         master, slave = pty.openpty()
     except OSError as exc:  # a container without /dev/pts
-        raise ToolError(f"no pseudo-terminal to read {args[0]}'s lines as they come ({exc.strerror or exc})",
-                        "mount /dev/pts (devpts) in this container") from exc
+        raise ToolError(
+            f"no pseudo-terminal to read {args[0]}'s lines as they come ({exc.strerror or exc})",
+            "mount /dev/pts (devpts) in this container",
+        ) from exc
     stderr_chunks: list[bytes] = []
     try:
-        child = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=slave, stderr=subprocess.PIPE, env=dict(env),
-                                 start_new_session=True,  # its own process group: a kill takes its helpers too
-                                 preexec_fn=_death_signal(os.getpid()) if main_thread else None)
+        child = subprocess.Popen(
+            args,
+            stdin=subprocess.DEVNULL,
+            stdout=slave,
+            stderr=subprocess.PIPE,
+            env=dict(env),
+            start_new_session=True,  # its own process group: a kill takes its helpers too
+            preexec_fn=_death_signal(os.getpid()) if main_thread else None,
+        )
     except OSError as exc:
         os.close(master)
-        raise ToolError(f"{args[0]}: cannot run it ({exc.strerror or exc})", "give the path of an executable program") from exc
+        raise ToolError(
+            f"{args[0]}: cannot run it ({exc.strerror or exc})", "give the path of an executable program"
+        ) from exc
     finally:
         os.close(slave)
     assert child.stderr is not None
-    drain = threading.Thread(target=lambda: stderr_chunks.append(child.stderr.read() if child.stderr else b""), daemon=True)
+    drain = threading.Thread(
+        target=lambda: stderr_chunks.append(child.stderr.read() if child.stderr else b""), daemon=True
+    )
     drain.start()
     lines: list[str] = []
     pending, deadline, stalled = b"", time.monotonic() + first_bound_s, False
@@ -336,8 +371,13 @@ def run_watched(argv: Sequence[str | Path], *, env: Mapping[str, str], first_bou
         drain.join(5)
     if pending:
         lines.append(pending.decode(errors="replace").rstrip("\r"))
-    return Completed(argv=args, returncode=-1 if stalled else child.returncode, stdout="\n".join(lines) + "\n",
-                     stderr=b"".join(stderr_chunks).decode(errors="replace"), timed_out=stalled)
+    return Completed(
+        argv=args,
+        returncode=-1 if stalled else child.returncode,
+        stdout="\n".join(lines) + "\n",
+        stderr=b"".join(stderr_chunks).decode(errors="replace"),
+        timed_out=stalled,
+    )
 
 
 def _hold_interrupts(deferred: list[int]) -> _HANDLER:

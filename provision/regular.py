@@ -22,8 +22,15 @@ def open_fd(path: str | os.PathLike[str], flags: int = os.O_RDONLY, *, follow: b
     return fd
 
 
-def open_file(path: str | os.PathLike[str], flags: int = os.O_RDONLY, mode: str = "rb", *, follow: bool = True,
-              errors: str | None = None, newline: str | None = None) -> IO[Any]:
+def open_file(
+    path: str | os.PathLike[str],
+    flags: int = os.O_RDONLY,
+    mode: str = "rb",
+    *,
+    follow: bool = True,
+    errors: str | None = None,
+    newline: str | None = None,
+) -> IO[Any]:
     """`open_fd(path, flags, follow=follow)` as a file object of `mode` (text modes decode UTF-8, with `errors`)."""
     fd = open_fd(path, flags, follow=follow)
     try:
@@ -43,7 +50,9 @@ def read_bytes(path: str | os.PathLike[str], limit: int = -1, *, follow: bool = 
         return data
 
 
-def read_text(path: str | os.PathLike[str], limit: int = -1, *, follow: bool = True, errors: str = "strict") -> str:
+def read_text(
+    path: str | os.PathLike[str], limit: int = -1, *, follow: bool = True, errors: str = "strict"
+) -> str:
     """`read_bytes` decoded as UTF-8 (UnicodeDecodeError unless `errors` says otherwise)."""
     return read_bytes(path, limit, follow=follow).decode("utf-8", errors)
 

@@ -28,18 +28,28 @@ from provision import atomic, regular
 VERSION = 1
 KINDS = ("scans", "records", "metadata")
 LIMITS = {"scans": 64 << 20, "records": 512 << 20, "metadata": 64 << 20}  # the most each kind's folder holds
-ENTRY_MAX = {"scans": 8 << 20, "records": 160 << 20, "metadata": 8 << 20}  # one entry: a RECORD may be 64 MiB of CSV
+ENTRY_MAX = {
+    "scans": 8 << 20,
+    "records": 160 << 20,
+    "metadata": 8 << 20,
+}  # one entry: a RECORD may be 64 MiB of CSV
 SHA256 = re.compile(r"[0-9a-f]{64}")
-TEMP = re.compile(r"\.[0-9a-f]{64}\.\d+\.\d+\.tmp")  # atomic.write_atomic_at's names for an entry being written
+TEMP = re.compile(
+    r"\.[0-9a-f]{64}\.\d+\.\d+\.tmp"
+)  # atomic.write_atomic_at's names for an entry being written
 TEMP_AGE = 3600.0  # a temp file older than this was left by a writer that was killed
 
-_held: dict[str, int] = {}  # kind -> bytes its folder holds, counted at this process's first write of that kind
+_held: dict[
+    str, int
+] = {}  # kind -> bytes its folder holds, counted at this process's first write of that kind
 _lock = threading.Lock()
 
 
 def root() -> str:
     """provision's cache folder: `$XDG_CACHE_HOME/provision`, else `~/.cache/provision`."""
-    return os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "provision")
+    return os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "provision"
+    )
 
 
 def folder(kind: str) -> str:
@@ -62,7 +72,9 @@ def get(kind: str, key: str) -> Any:
             _discard(held, kind, key)
             return None
         raw = b""
-        if stat.S_ISREG(os.fstat(fd).st_mode) and _trusted(fd, key):  # a folder, a pipe, another user's: no entry
+        if stat.S_ISREG(os.fstat(fd).st_mode) and _trusted(
+            fd, key
+        ):  # a folder, a pipe, another user's: no entry
             with os.fdopen(fd, "rb") as handle:
                 raw = handle.read(ENTRY_MAX[kind] + 1)
         else:
@@ -72,7 +84,9 @@ def get(kind: str, key: str) -> Any:
             _discard(held, kind, key)
             return None
         with contextlib.suppress(OSError):
-            os.utime(key, dir_fd=held, follow_symlinks=False)  # used now: the last to go when the kind is bounded
+            os.utime(
+                key, dir_fd=held, follow_symlinks=False
+            )  # used now: the last to go when the kind is bounded
         return entry
     finally:
         os.close(held)
@@ -85,7 +99,12 @@ def _parsed(raw: bytes, kind: str, key: str) -> Any:
         entry = json.loads(raw)
     except (ValueError, RecursionError):  # RecursionError: nested past the limit
         return None
-    if not isinstance(entry, dict) or entry.get("kind") != kind or entry.get("key") != key or entry.get("version") != VERSION:
+    if (
+        not isinstance(entry, dict)
+        or entry.get("kind") != kind
+        or entry.get("key") != key
+        or entry.get("version") != VERSION
+    ):
         return None
     return entry.get("data")
 
@@ -94,7 +113,9 @@ def put(kind: str, key: str, data: Any) -> None:
     """Keep `data` for the wheel of sha256 `key`; a cache that cannot be written is no error (it is computed again)."""
     if kind not in LIMITS or not SHA256.fullmatch(key):
         return
-    text = json.dumps({"kind": kind, "key": key, "version": VERSION, "data": data}, separators=(",", ":")).encode()
+    text = json.dumps(
+        {"kind": kind, "key": key, "version": VERSION, "data": data}, separators=(",", ":")
+    ).encode()
     if len(text) > ENTRY_MAX[kind]:
         return
     try:
@@ -105,7 +126,9 @@ def put(kind: str, key: str, data: Any) -> None:
         return
     try:
         try:
-            atomic.write_atomic_at(held, key, text, sync=False)  # checked on every read: a torn entry is recomputed
+            atomic.write_atomic_at(
+                held, key, text, sync=False
+            )  # checked on every read: a torn entry is recomputed
         except OSError as exc:
             if exc.errno not in (errno.EISDIR, errno.ENOTEMPTY, errno.EEXIST):
                 raise
@@ -146,7 +169,9 @@ def _open_folder(kind: str, *, create: bool) -> int | None:
                 if exc.errno not in (errno.ELOOP, errno.ENOTDIR):
                     raise
                 with contextlib.suppress(FileNotFoundError):
-                    os.unlink(kind, dir_fd=base)  # a link or a file named like the folder: never followed, never written through
+                    os.unlink(
+                        kind, dir_fd=base
+                    )  # a link or a file named like the folder: never followed, never written through
                 if not create:
                     return None
             else:
@@ -190,8 +215,10 @@ def _trusted(fd: int, path: str) -> bool:
         _warned.add(path)
         from provision import log
 
-        log.say(f"warning: {path} is {why}: provision's cache there is neither read nor written (what it would answer "
-                f"is computed again); make it yours alone (chown, chmod go-w) or remove it\n")
+        log.say(
+            f"warning: {path} is {why}: provision's cache there is neither read nor written (what it would answer "
+            f"is computed again); make it yours alone (chown, chmod go-w) or remove it\n"
+        )
     return False
 
 

@@ -38,13 +38,17 @@ from provision.stacks import uvtool  # noqa: E402
 
 
 def provision_binary() -> str:
-    found = shutil.which("provision", path=os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""))
+    found = shutil.which(
+        "provision", path=os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")
+    )
     if not found:
         raise SystemExit("provision is not installed in this Python: pip install -e .")
     return found
 
 
-def timed(argv: list[str], env: dict[str, str], cwd: Path | None = None) -> tuple[float, subprocess.CompletedProcess[str]]:
+def timed(
+    argv: list[str], env: dict[str, str], cwd: Path | None = None
+) -> tuple[float, subprocess.CompletedProcess[str]]:
     start = time.perf_counter()
     done = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=cwd, timeout=1800)
     seconds = time.perf_counter() - start
@@ -62,7 +66,9 @@ def main() -> None:
     parser.add_argument("--dists", type=int, default=200)
     parser.add_argument("--files", type=int, default=30, help="files per wheel")
     parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--delay", type=float, default=0.02, help="seconds the index waits before each answer")
+    parser.add_argument(
+        "--delay", type=float, default=0.02, help="seconds the index waits before each answer"
+    )
     parser.add_argument("--index", help="a real index to build the venv from (with --requirements)")
     parser.add_argument("--requirements", help="what the venv holds, space-separated, from --index")
     parser.add_argument("--json", type=Path)
@@ -78,26 +84,60 @@ def main() -> None:
     try:
         served = server.index("bench")
         served.pep658 = served.ranges = True
-        names = [f"bench-pkg-{n:03d}" for n in range(args.dists)] if not args.requirements else args.requirements.split()
+        names = (
+            [f"bench-pkg-{n:03d}" for n in range(args.dists)]
+            if not args.requirements
+            else args.requirements.split()
+        )
         for name in names if not args.requirements else []:
             module = name.replace("-", "_")
-            served.add(name, "1.0", files={f"{module}/part_{i}.py": (f"# {name} {i}\n" + "x = 1\n" * 200).encode()
-                                           for i in range(args.files)})
+            served.add(
+                name,
+                "1.0",
+                files={
+                    f"{module}/part_{i}.py": (f"# {name} {i}\n" + "x = 1\n" * 200).encode()
+                    for i in range(args.files)
+                },
+            )
         url = args.index if args.requirements else served.url
         venv = base / "venv"
         built_cache = base / "uv-cache-built"
         env = {**os.environ, "UV_CACHE_DIR": str(built_cache)}
         env.pop("UV_LINK_MODE", None)
         subprocess.run([uv, "venv", str(venv), "--python", sys.executable, "--quiet"], check=True, env=env)
-        subprocess.run([uv, "pip", "install", "--python", str(venv / "bin" / "python"), "--quiet", "--default-index",
-                        url, *(names if args.requirements else [f"{n}==1.0" for n in names])], check=True, env=env)
-        frozen = subprocess.run([uv, "pip", "freeze", "--python", str(venv / "bin" / "python")], check=True, env=env,
-                                capture_output=True, text=True).stdout.split()
+        subprocess.run(
+            [
+                uv,
+                "pip",
+                "install",
+                "--python",
+                str(venv / "bin" / "python"),
+                "--quiet",
+                "--default-index",
+                url,
+                *(names if args.requirements else [f"{n}==1.0" for n in names]),
+            ],
+            check=True,
+            env=env,
+        )
+        frozen = subprocess.run(
+            [uv, "pip", "freeze", "--python", str(venv / "bin" / "python")],
+            check=True,
+            env=env,
+            capture_output=True,
+            text=True,
+        ).stdout.split()
         args.dists = len(frozen)
         served.delay = args.delay
-        results: dict[str, Any] = {"index": "real (--index)" if args.requirements else "synthetic, 127.0.0.1",
-                                   "requirements": args.requirements or "", "distributions": args.dists, "files_per_wheel": args.files, "index_delay_s": args.delay,
-                                   "runs": args.runs, "python": sys.version.split()[0]}
+        results: dict[str, Any] = {
+            "index": "real (--index)" if args.requirements else "synthetic, 127.0.0.1",
+            "requirements": args.requirements or "",
+            "distributions": args.dists,
+            "files_per_wheel": args.files,
+            "index_delay_s": args.delay,
+            "runs": args.runs,
+            "python": sys.version.split()[0],
+        }
         for state in ("cold", "warm"):
             adopt_wall, adopt_lookup, freeze_s, compile_s, both = [], [], [], [], []
             requests = {}
@@ -106,40 +146,75 @@ def main() -> None:
                 cache_uv = base / f"uv-cache-empty-uv-{run}" if state == "cold" else built_cache
                 # provision's own caches (records/ by sha256) as cold or warm as uv's: a fresh XDG cache each cold run
                 xdg = base / (f"xdg-cold-{run}" if state == "cold" else "xdg-warm")
-                variables = {**env, "UV_CACHE_DIR": str(cache), "PROVISION_HOME": str(base / f"home-{state}-{run}"),
-                             "XDG_CACHE_HOME": str(xdg),
-                             "PROVISION_INDEX_DEFAULT": url}
+                variables = {
+                    **env,
+                    "UV_CACHE_DIR": str(cache),
+                    "PROVISION_HOME": str(base / f"home-{state}-{run}"),
+                    "XDG_CACHE_HOME": str(xdg),
+                    "PROVISION_INDEX_DEFAULT": url,
+                }
                 before = len(served.requests)
                 seconds, done = timed([provision, "adopt", "bench", str(venv), "--json"], variables)
                 document = json.loads(done.stdout)
                 assert len(document["matched"]) == args.dists or args.requirements, document["unmatched"][:3]
-                requests = {"adopt_requests": len(served.requests) - before, "records": document["records"],
-                            "matched": len(document["matched"]), "unmatched": len(document["unmatched"])}
+                requests = {
+                    "adopt_requests": len(served.requests) - before,
+                    "records": document["records"],
+                    "matched": len(document["matched"]),
+                    "unmatched": len(document["unmatched"]),
+                }
                 adopt_wall.append(seconds)
                 adopt_lookup.append(float(document["seconds"]))
                 uv_env = {**env, "UV_CACHE_DIR": str(cache_uv)}
                 work = base / f"compile-{state}-{run}"
                 work.mkdir()
-                freeze, frozen = timed([uv, "pip", "freeze", "--python", str(venv / "bin" / "python")], uv_env)
+                freeze, frozen = timed(
+                    [uv, "pip", "freeze", "--python", str(venv / "bin" / "python")], uv_env
+                )
                 (work / "requirements.txt").write_text(frozen.stdout)
                 before = len(served.requests)
-                compiled, _ = timed([uv, "pip", "compile", "requirements.txt", "--format", "pylock.toml", "-o", "pylock.toml",
-                                     "--default-index", url, "--python", str(venv / "bin" / "python"), "--quiet",
-                                     "--no-header"], uv_env, cwd=work)
+                compiled, _ = timed(
+                    [
+                        uv,
+                        "pip",
+                        "compile",
+                        "requirements.txt",
+                        "--format",
+                        "pylock.toml",
+                        "-o",
+                        "pylock.toml",
+                        "--default-index",
+                        url,
+                        "--python",
+                        str(venv / "bin" / "python"),
+                        "--quiet",
+                        "--no-header",
+                    ],
+                    uv_env,
+                    cwd=work,
+                )
                 requests["uv_compile_requests"] = len(served.requests) - before
                 freeze_s.append(freeze)
                 compile_s.append(compiled)
                 both.append(freeze + compiled)
-            results[state] = {"provision_adopt_process": summary(adopt_wall), "provision_adopt_lookup": summary(adopt_lookup),
-                              "uv_pip_freeze": summary(freeze_s), "uv_pip_compile": summary(compile_s),
-                              "uv_freeze_plus_compile": summary(both), **requests}
+            results[state] = {
+                "provision_adopt_process": summary(adopt_wall),
+                "provision_adopt_lookup": summary(adopt_lookup),
+                "uv_pip_freeze": summary(freeze_s),
+                "uv_pip_compile": summary(compile_s),
+                "uv_freeze_plus_compile": summary(both),
+                **requests,
+            }
     finally:
         server.close()
         shutil.rmtree(base, ignore_errors=True)
     results["load_average"] = [round(x, 1) for x in os.getloadavg()]
     for state in ("cold", "warm"):
         results[state]["adopt_process/uv_freeze_plus_compile"] = round(
-            results[state]["provision_adopt_process"]["median_s"] / results[state]["uv_freeze_plus_compile"]["median_s"], 2)
+            results[state]["provision_adopt_process"]["median_s"]
+            / results[state]["uv_freeze_plus_compile"]["median_s"],
+            2,
+        )
     text = json.dumps(results, indent=2)
     print(text)
     if args.json:

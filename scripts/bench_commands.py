@@ -51,7 +51,9 @@ MACHINE = str(ROOT / "docs/machines/rtx-pro-6000-x8.probe.json")
 def once(argv: list[str], env: dict[str, str], cwd: Path, own_file: Path) -> tuple[float, float]:
     """(own CPU, CPU with children) of one provision process."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    done = subprocess.run(argv, capture_output=True, text=True, env={**env, "OWN_CPU": str(own_file)}, cwd=cwd, check=False)
+    done = subprocess.run(
+        argv, capture_output=True, text=True, env={**env, "OWN_CPU": str(own_file)}, cwd=cwd, check=False
+    )
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode != 0 and "import click" not in argv[-1]:
         raise SystemExit(f"{argv[3:]} exited {done.returncode}: {done.stderr[-800:]}")
@@ -66,8 +68,13 @@ class Checkout:
 
     def __init__(self, checkout: Path, folder: Path, served_url: str, profiles: Path, label: str) -> None:
         self.checkout, self.folder, self.label = checkout, folder, label
-        self.env = {**os.environ, "PROVISION_HOME": str(folder / "home"), "PROVISION_PROFILES": str(profiles),
-                    "PROVISION_INDEX_DEFAULT": served_url, "UV_CACHE_DIR": str(folder.parent / "uv-cache")}
+        self.env = {
+            **os.environ,
+            "PROVISION_HOME": str(folder / "home"),
+            "PROVISION_PROFILES": str(profiles),
+            "PROVISION_INDEX_DEFAULT": served_url,
+            "UV_CACHE_DIR": str(folder.parent / "uv-cache"),
+        }
         self.env.pop("PYTHONPATH", None)
         self.adopted = 0
 
@@ -77,20 +84,35 @@ class Checkout:
     def make(self) -> None:
         bare = self.folder / "venv"
         subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(bare)], check=True)
-        for words in (["create", "tiny", "--python", sys.executable], ["lock", "tiny", "-o", str(self.folder / "pylock.tiny.toml")],
-                      ["adopt", "mine", str(bare), "--no-lock"]):
+        for words in (
+            ["create", "tiny", "--python", sys.executable],
+            ["lock", "tiny", "-o", str(self.folder / "pylock.tiny.toml")],
+            ["adopt", "mine", str(bare), "--no-lock"],
+        ):
             once(self.argv(*words), self.env, self.checkout, self.folder / "own")
 
     def commands(self) -> dict[str, list[str]]:
         self.adopted += 1
         lock = str(self.folder / "pylock.tiny.toml")
         return {
-            "create --lock (--replace)": self.argv("create", "tiny", "--name", "again", "--lock", lock, "--python",
-                                                   sys.executable, "--replace", "--json"),
+            "create --lock (--replace)": self.argv(
+                "create",
+                "tiny",
+                "--name",
+                "again",
+                "--lock",
+                lock,
+                "--python",
+                sys.executable,
+                "--replace",
+                "--json",
+            ),
             "check": self.argv("check", "tiny"),
             "check --json": self.argv("check", "tiny", "--json"),
             "restore --json (nothing drifted)": self.argv("restore", "tiny", "--json"),
-            "adopt --no-lock": self.argv("adopt", f"new{self.adopted}", str(self.folder / "venv"), "--no-lock"),
+            "adopt --no-lock": self.argv(
+                "adopt", f"new{self.adopted}", str(self.folder / "venv"), "--no-lock"
+            ),
             "gc --json": self.argv("gc", "--json"),
             "profiles": self.argv("profiles"),
             "profiles --json": self.argv("profiles", "--json"),
@@ -120,30 +142,48 @@ def main() -> None:
             made = []
             for label, checkout in checkouts:
                 (work / f"home{label.strip(' ()')}").mkdir()
-                one = Checkout(checkout, work / f"home{label.strip(' ()')}", served.url, work / "profiles", label)
+                one = Checkout(
+                    checkout, work / f"home{label.strip(' ()')}", served.url, work / "profiles", label
+                )
                 one.make()
                 made.append(one)
-            floor = {"python -c pass": [sys.executable, "-c", "pass"], 'python -c "import click"': [sys.executable, "-c", "import click"]}
+            floor = {
+                "python -c pass": [sys.executable, "-c", "pass"],
+                'python -c "import click"': [sys.executable, "-c", "import click"],
+            }
             samples: dict[str, list[tuple[float, float]]] = {}
             for _ in range(args.runs):
                 for row, argv in floor.items():
                     samples.setdefault(row, []).append(once(argv, dict(os.environ), ROOT, work / "own"))
                 for command in made[0].commands():
-                    for one in made:  # A and B in turn, command by command: the machine's drift hits both alike
+                    for (
+                        one
+                    ) in made:  # A and B in turn, command by command: the machine's drift hits both alike
                         argv = one.commands()[command]
-                        samples.setdefault(command + one.label, []).append(once(argv, one.env, one.checkout, one.folder / "own"))
+                        samples.setdefault(command + one.label, []).append(
+                            once(argv, one.env, one.checkout, one.folder / "own")
+                        )
         finally:
             server.close()
-    rows = {name: {"own_cpu_s": round(statistics.median(o for o, _ in got), 4),
-                   "cpu_with_children_s": round(statistics.median(t for _, t in got), 4)} for name, got in samples.items()}
+    rows = {
+        name: {
+            "own_cpu_s": round(statistics.median(o for o, _ in got), 4),
+            "cpu_with_children_s": round(statistics.median(t for _, t in got), 4),
+        }
+        for name, got in samples.items()
+    }
     click = rows['python -c "import click"']["own_cpu_s"]
     width = max(map(len, rows))
     print(f"{'command':{width}} {'own cpu s':>10} {'/ import click':>14} {'with children s':>16}")
     for name, row in rows.items():
-        print(f"{name:{width}} {row['own_cpu_s']:10.3f} {row['own_cpu_s'] / click:13.2f}x {row['cpu_with_children_s']:16.3f}")
+        print(
+            f"{name:{width}} {row['own_cpu_s']:10.3f} {row['own_cpu_s'] / click:13.2f}x {row['cpu_with_children_s']:16.3f}"
+        )
     print(f"python {sys.version.split()[0]}, {args.runs} runs, load average {os.getloadavg()[0]:.1f}")
     if args.json_out:
-        Path(args.json_out).write_text(json.dumps({"runs": args.runs, "before": str(args.before or ""), "results": rows}, indent=2))
+        Path(args.json_out).write_text(
+            json.dumps({"runs": args.runs, "before": str(args.before or ""), "results": rows}, indent=2)
+        )
 
 
 main()

@@ -44,10 +44,17 @@ def timed(argv: list[str], runs: int, env: dict[str, str] | None = None) -> dict
         done = subprocess.run(argv, capture_output=True, text=True, env=env)
         times.append(time.perf_counter() - start)
         code = done.returncode
-    return {"median_s": round(statistics.median(times), 3), "min_s": round(min(times), 3), "exit_code": code, "argv": argv}
+    return {
+        "median_s": round(statistics.median(times), 3),
+        "min_s": round(min(times), 3),
+        "exit_code": code,
+        "argv": argv,
+    }
 
 
-def in_process(venv: Path, lock: Path | None, cache: Path, runs: int, *, cold: bool, drop: bool, kept: Any = None) -> dict[str, Any]:
+def in_process(
+    venv: Path, lock: Path | None, cache: Path, runs: int, *, cold: bool, drop: bool, kept: Any = None
+) -> dict[str, Any]:
     seconds, last = [], None
     for _ in range(runs):
         if cold:
@@ -57,9 +64,18 @@ def in_process(venv: Path, lock: Path | None, cache: Path, runs: int, *, cold: b
         last = drift.scan(venv, lock=lock, cache=cache, **({"kept": kept} if kept else {}))
         seconds.append(last.seconds)
     assert last is not None
-    return {"median_s": round(statistics.median(seconds), 3), "min_s": round(min(seconds), 3), "runs": runs,
-            "distributions": last.distributions, "files": last.files, "hashed": last.hashed, "hashed_bytes": last.hashed_bytes, "remembered": last.remembered,
-            "status": last.status, "summary": last.summary()}
+    return {
+        "median_s": round(statistics.median(seconds), 3),
+        "min_s": round(min(seconds), 3),
+        "runs": runs,
+        "distributions": last.distributions,
+        "files": last.files,
+        "hashed": last.hashed,
+        "hashed_bytes": last.hashed_bytes,
+        "remembered": last.remembered,
+        "status": last.status,
+        "summary": last.summary(),
+    }
 
 
 def accepted(venv: Path, paths: list[str]) -> dict[str, Any]:
@@ -69,7 +85,10 @@ def accepted(venv: Path, paths: list[str]) -> dict[str, Any]:
     from provision.envs.records import KeptFile
 
     site = drift.site_packages(venv)
-    return {path: KeptFile(path=path, sha256=hashlib.sha256((site / path).read_bytes()).hexdigest()) for path in paths}
+    return {
+        path: KeptFile(path=path, sha256=hashlib.sha256((site / path).read_bytes()).hexdigest())
+        for path in paths
+    }
 
 
 def whole_process(venv: Path, home: Path, runs: int) -> dict[str, Any]:
@@ -84,24 +103,42 @@ def whole_process(venv: Path, home: Path, runs: int) -> dict[str, Any]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("venv", type=Path)
     parser.add_argument("--lock", type=Path, help="Also compare every distribution with this PEP 751 lock.")
     parser.add_argument("--runs", type=int, default=7)
-    parser.add_argument("--drop-caches", action="store_true", help="Cold runs also start with an empty page cache (root).")
+    parser.add_argument(
+        "--drop-caches", action="store_true", help="Cold runs also start with an empty page cache (root)."
+    )
     parser.add_argument("--json", type=Path, help="Write the figures here.")
-    parser.add_argument("--accept", action="append", default=[], metavar="PATH",
-                        help="Also a warm run with these files of site-packages accepted (their present content).")
+    parser.add_argument(
+        "--accept",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="Also a warm run with these files of site-packages accepted (their present content).",
+    )
     args = parser.parse_args()
     venv = args.venv.absolute()
     python = str(venv / "bin" / "python")
     with tempfile.TemporaryDirectory(prefix="bench-drift-") as scratch:
         cache = Path(scratch) / drift.CACHE_NAME
         cold = in_process(venv, args.lock, cache, max(3, args.runs // 2), cold=True, drop=False)
-        cold_disk = in_process(venv, args.lock, cache, 3, cold=True, drop=True) if args.drop_caches and drop_page_cache() else None
+        cold_disk = (
+            in_process(venv, args.lock, cache, 3, cold=True, drop=True)
+            if args.drop_caches and drop_page_cache()
+            else None
+        )
         warm = in_process(venv, args.lock, cache, args.runs, cold=False, drop=False)
-        warm_accepted = in_process(venv, args.lock, cache, args.runs, cold=False, drop=False, kept=accepted(venv, args.accept)) \
-            if args.accept else None
+        warm_accepted = (
+            in_process(
+                venv, args.lock, cache, args.runs, cold=False, drop=False, kept=accepted(venv, args.accept)
+            )
+            if args.accept
+            else None
+        )
         process = whole_process(venv, Path(scratch) / "home", args.runs)
     uv = shutil.which("uv")
     try:
@@ -110,25 +147,49 @@ def main() -> None:
         uv = uvtool.binary()
     except Exception:
         pass
-    pip_argv = [python, "-m", "pip", "check"] if (venv / "bin" / "pip").exists() else [sys.executable, "-m", "pip", "--python", python, "check"]
+    pip_argv = (
+        [python, "-m", "pip", "check"]
+        if (venv / "bin" / "pip").exists()
+        else [sys.executable, "-m", "pip", "--python", python, "check"]
+    )
     result = {
-        "venv": str(venv), "lock": str(args.lock) if args.lock else None, "cpus": os.cpu_count(),
-        "distributions": cold["distributions"], "files": cold["files"], "bytes": cold["hashed_bytes"],
-        "cold_in_process": cold, "cold_disk_in_process": cold_disk, "warm_in_process": warm, "warm_in_process_accepted": warm_accepted, "whole_process": process,
+        "venv": str(venv),
+        "lock": str(args.lock) if args.lock else None,
+        "cpus": os.cpu_count(),
+        "distributions": cold["distributions"],
+        "files": cold["files"],
+        "bytes": cold["hashed_bytes"],
+        "cold_in_process": cold,
+        "cold_disk_in_process": cold_disk,
+        "warm_in_process": warm,
+        "warm_in_process_accepted": warm_accepted,
+        "whole_process": process,
         "pip_check": timed(pip_argv, args.runs),
         "uv_pip_check": timed([uv, "pip", "check", "--python", python], args.runs) if uv else None,
     }
-    print(f"{venv}: {result['distributions']} distributions, {result['files']} files, {result['bytes'] / 1e9:.2f} GB, {os.cpu_count()} CPUs")
+    print(
+        f"{venv}: {result['distributions']} distributions, {result['files']} files, {result['bytes'] / 1e9:.2f} GB, {os.cpu_count()} CPUs"
+    )
     print(f"  drift cold (no drift cache, page cache warm)  {cold['median_s']:.3f} s in process")
     if cold_disk:
         print(f"  drift cold (page cache dropped)               {cold_disk['median_s']:.3f} s in process")
-    print(f"  drift warm (size+mtime+inode clear all)       {warm['median_s']:.3f} s in process, {warm['hashed']} hashed")
+    print(
+        f"  drift warm (size+mtime+inode clear all)       {warm['median_s']:.3f} s in process, {warm['hashed']} hashed"
+    )
     if warm_accepted:
-        print(f"  drift warm, {len(args.accept)} accepted file(s)            {warm_accepted['median_s']:.3f} s in process")
-    print(f"  provision check --only drift, whole process   first {process['first_s']:.3f} s, then {process['warm']['median_s']:.3f} s")
-    print(f"  pip check                                     {result['pip_check']['median_s']:.3f} s (dependencies only)")
+        print(
+            f"  drift warm, {len(args.accept)} accepted file(s)            {warm_accepted['median_s']:.3f} s in process"
+        )
+    print(
+        f"  provision check --only drift, whole process   first {process['first_s']:.3f} s, then {process['warm']['median_s']:.3f} s"
+    )
+    print(
+        f"  pip check                                     {result['pip_check']['median_s']:.3f} s (dependencies only)"
+    )
     if result["uv_pip_check"]:
-        print(f"  uv pip check                                  {result['uv_pip_check']['median_s']:.3f} s (dependencies only)")
+        print(
+            f"  uv pip check                                  {result['uv_pip_check']['median_s']:.3f} s (dependencies only)"
+        )
     if args.json:
         args.json.write_text(json.dumps(result, indent=2) + "\n")
 

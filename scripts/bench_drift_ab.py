@@ -37,14 +37,21 @@ print(json.dumps({"seconds": time.perf_counter() - start, "files": found.files, 
 
 
 def run(root: Path, venv: Path, cache: Path, accepted: list[str]) -> dict[str, float]:
-    done = subprocess.run([sys.executable, "-c", ONE_RUN, str(root), str(venv), str(cache), *accepted],
-                          capture_output=True, text=True, check=True, cwd=root)
+    done = subprocess.run(
+        [sys.executable, "-c", ONE_RUN, str(root), str(venv), str(cache), *accepted],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=root,
+    )
     result: dict[str, float] = json.loads(done.stdout)
     return result
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("venv", type=Path)
     parser.add_argument("--before", type=Path, required=True, help="The other checkout (A).")
     parser.add_argument("--pairs", type=int, default=15)
@@ -61,15 +68,24 @@ def main() -> None:
             a_times.append(run(before, venv, cache_a, [])["seconds"])
             b_times.append(run(ROOT, venv, cache_b, args.accept)["seconds"])
     ratios = [b / a for a, b in zip(a_times, b_times, strict=True)]
-    result = {"venv": str(venv), "before": str(before), "accepted": args.accept, "pairs": args.pairs,
-              "a_median_s": round(statistics.median(a_times), 3), "b_median_s": round(statistics.median(b_times), 3),
-              "a_min_s": round(min(a_times), 3), "b_min_s": round(min(b_times), 3),
-              "ratio_median": round(statistics.median(ratios), 3),
-              "ratio_quartiles": [round(q, 3) for q in statistics.quantiles(ratios, n=4)]}
+    result = {
+        "venv": str(venv),
+        "before": str(before),
+        "accepted": args.accept,
+        "pairs": args.pairs,
+        "a_median_s": round(statistics.median(a_times), 3),
+        "b_median_s": round(statistics.median(b_times), 3),
+        "a_min_s": round(min(a_times), 3),
+        "b_min_s": round(min(b_times), 3),
+        "ratio_median": round(statistics.median(ratios), 3),
+        "ratio_quartiles": [round(q, 3) for q in statistics.quantiles(ratios, n=4)],
+    }
     print(f"{venv}: warm drift scan, {args.pairs} interleaved pairs")
     print(f"  A {before}: median {result['a_median_s']:.3f} s, min {result['a_min_s']:.3f} s")
-    print(f"  B {ROOT}{' with ' + ', '.join(args.accept) + ' accepted' if args.accept else ''}: "
-          f"median {result['b_median_s']:.3f} s, min {result['b_min_s']:.3f} s")
+    print(
+        f"  B {ROOT}{' with ' + ', '.join(args.accept) + ' accepted' if args.accept else ''}: "
+        f"median {result['b_median_s']:.3f} s, min {result['b_min_s']:.3f} s"
+    )
     print(f"  B/A per pair: median {result['ratio_median']:.3f}, quartiles {result['ratio_quartiles']}")
     if args.json:
         args.json.write_text(json.dumps(result, indent=2) + "\n")

@@ -33,7 +33,13 @@ def median(argv: list[str], runs: int, cwd: Path, extra: dict[str, str] | None =
     times = []
     for _ in range(runs):
         start = time.perf_counter()
-        subprocess.run(argv, check=True, capture_output=True, cwd=cwd, env={**os.environ, "UV_PYTHON_DOWNLOADS": "never", **(extra or {})})
+        subprocess.run(
+            argv,
+            check=True,
+            capture_output=True,
+            cwd=cwd,
+            env={**os.environ, "UV_PYTHON_DOWNLOADS": "never", **(extra or {})},
+        )
         times.append(time.perf_counter() - start)
     return statistics.median(times)
 
@@ -43,29 +49,51 @@ def registry(runs: int) -> dict[str, float]:
     with tempfile.TemporaryDirectory() as work:
         folder = Path(work)
         profile_path = folder / "registry.toml"
-        profile_path.write_text('schema = 1\nname = "registry"\ncuda = "13.0"\npython = "3.12"\n[packages]\n'
-                                'torch = "==2.11.0"\nflashinfer-python = "==0.6.9"\nninja = {}\n')
+        profile_path.write_text(
+            'schema = 1\nname = "registry"\ncuda = "13.0"\npython = "3.12"\n[packages]\n'
+            'torch = "==2.11.0"\nflashinfer-python = "==0.6.9"\nninja = {}\n'
+        )
         profile = profiles.load_file(profile_path)
         target = lock.Target(python="3.12", platform="x86_64-manylinux_2_28")
         effective = lock.effective_indexes(profile, {})
         (folder / "pyproject.toml").write_text(lock._project(profile, {}, effective))
         bare = [uvtool.binary(), *lock._uv_compile_args(target, "pylock.toml")]
         uv_env = uvtool.index_options(effective)[1]  # the indexes as provision gives them to uv: by variable
-        ours = [sys.executable, "-m", "provision", "lock", str(profile_path), "--python", "3.12", "--platform",
-                "x86_64-manylinux_2_28", "-o", str(folder / "out" / "pylock.registry.toml")]
+        ours = [
+            sys.executable,
+            "-m",
+            "provision",
+            "lock",
+            str(profile_path),
+            "--python",
+            "3.12",
+            "--platform",
+            "x86_64-manylinux_2_28",
+            "-o",
+            str(folder / "out" / "pylock.registry.toml"),
+        ]
         median(bare, 1, folder, uv_env)  # warm uv's cache
-        return {"uv pip compile (bare), registry": median(bare, runs, folder, uv_env),
-                "provision lock, registry": median(ours, runs, folder)}
+        return {
+            "uv pip compile (bare), registry": median(bare, runs, folder, uv_env),
+            "provision lock, registry": median(ours, runs, folder),
+        }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--json", dest="json_out")
-    parser.add_argument("--latency", type=float, default=0.0,
-                        help="seconds each local index waits before it answers (a round trip to a remote index), e.g. 0.05")
-    parser.add_argument("--registry", action="store_true",
-                        help="also lock a stack from the public registry (uv's default index): flashinfer-python 0.6.9 + torch 2.11")
+    parser.add_argument(
+        "--latency",
+        type=float,
+        default=0.0,
+        help="seconds each local index waits before it answers (a round trip to a remote index), e.g. 0.05",
+    )
+    parser.add_argument(
+        "--registry",
+        action="store_true",
+        help="also lock a stack from the public registry (uv's default index): flashinfer-python 0.6.9 + torch 2.11",
+    )
     args = parser.parse_args()
     results: dict[str, float] = {}
     if args.registry:
@@ -82,8 +110,20 @@ def main() -> None:
         (folder / "pyproject.toml").write_text(lock._project(profile, pins, effective))
         bare = [uvtool.binary(), *lock._uv_compile_args(target, "pylock.toml")]
         uv_env = uvtool.index_options(effective)[1]  # the indexes as provision gives them to uv: by variable
-        ours = [sys.executable, "-m", "provision", "lock", "cu130", "--python", stacks.PYTHON, "--platform", stacks.PLATFORM,
-                "-o", str(folder / "out" / "pylock.cu130.toml"), *stacks.index_args(indexes)]
+        ours = [
+            sys.executable,
+            "-m",
+            "provision",
+            "lock",
+            "cu130",
+            "--python",
+            stacks.PYTHON,
+            "--platform",
+            stacks.PLATFORM,
+            "-o",
+            str(folder / "out" / "pylock.cu130.toml"),
+            *stacks.index_args(indexes),
+        ]
         median(ours, 1, folder)  # warm uv's cache
         for index in indexes.values():
             index.delay = args.latency
@@ -94,16 +134,27 @@ def main() -> None:
             results[label] = median(argv, args.runs, folder, uv_env if argv is bare else None)
             counts[label] = (sum(len(i.requests) for i in indexes.values()) - before) / args.runs
         inside = []
-        for run in range(args.runs):  # the same lock in this process: what provision adds beyond Python's start-up
+        for run in range(
+            args.runs
+        ):  # the same lock in this process: what provision adds beyond Python's start-up
             start = time.perf_counter()
-            lock.lock(profile, target=target, overrides=overrides, output=folder / "out" / f"pylock.inside{run}.toml")
+            lock.lock(
+                profile,
+                target=target,
+                overrides=overrides,
+                output=folder / "out" / f"pylock.inside{run}.toml",
+            )
             inside.append(time.perf_counter() - start)
         results[f"provision lock (in process), {where}"] = statistics.median(inside)
         for label, count in counts.items():
             print(f"{label:60} {count:6.1f} requests per run")
         server.close()
     for name, seconds in results.items():
-        base = results[name.replace("provision lock (in process)", "provision lock").replace("provision lock", "uv pip compile (bare)")]
+        base = results[
+            name.replace("provision lock (in process)", "provision lock").replace(
+                "provision lock", "uv pip compile (bare)"
+            )
+        ]
         print(f"{name:60} {seconds:7.3f} s  {seconds / base:5.2f}x  (+{seconds - base:.3f} s)")
     if args.json_out:
         Path(args.json_out).write_text(json.dumps({"runs": args.runs, "results": results}, indent=2))

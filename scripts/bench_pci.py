@@ -44,8 +44,11 @@ def main() -> None:
         start = time.perf_counter()
         found, _ = pci.read(sysfs.Live(), gpus)
         times.append(time.perf_counter() - start)
-    results = {"functions": len(gpus), "bridges": len(found.bridges),
-               "provision pci.read, in process": round(statistics.median(times), 5)}
+    results = {
+        "functions": len(gpus),
+        "bridges": len(found.bridges),
+        "provision pci.read, in process": round(statistics.median(times), 5),
+    }
     lspci = args.lspci or shutil.which("lspci")
     if lspci:
         env = dict(os.environ)

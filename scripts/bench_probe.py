@@ -38,13 +38,17 @@ def main() -> None:
     rows = {"provision probe --json": median_seconds(provision, args.runs)}
     if shutil.which("nvidia-smi"):
         query = "name,compute_cap,driver_version,memory.total,pcie.link.gen.current,pcie.link.width.current,persistence_mode"
-        rows["nvidia-smi --query-gpu"] = median_seconds(["nvidia-smi", f"--query-gpu={query}", "--format=csv"], args.runs)
+        rows["nvidia-smi --query-gpu"] = median_seconds(
+            ["nvidia-smi", f"--query-gpu={query}", "--format=csv"], args.runs
+        )
         rows["nvidia-smi topo -m"] = median_seconds(["nvidia-smi", "topo", "-m"], args.runs)
     try:
         import importlib.util
 
         if importlib.util.find_spec("torch") is not None:
-            rows["python -m torch.utils.collect_env"] = median_seconds([sys.executable, "-m", "torch.utils.collect_env"], args.slow_runs)
+            rows["python -m torch.utils.collect_env"] = median_seconds(
+                [sys.executable, "-m", "torch.utils.collect_env"], args.slow_runs
+            )
     except ImportError:
         pass
     results = {name: {"median_s": round(r[0], 4), "output_bytes": r[1]} for name, r in rows.items() if r}
@@ -54,7 +58,9 @@ def main() -> None:
         print(f"{name:40} {r['median_s']:10.3f} {r['median_s'] / base:12.1f}x")
     if args.json_out:
         with open(args.json_out, "w") as handle:
-            json.dump({"runs": args.runs, "python": sys.version.split()[0], "results": results}, handle, indent=2)
+            json.dump(
+                {"runs": args.runs, "python": sys.version.split()[0], "results": results}, handle, indent=2
+            )
 
 
 main()

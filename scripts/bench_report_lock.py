@@ -96,18 +96,37 @@ def main() -> None:
         venv = work / "venv"
         warm_env = {**os.environ, "UV_CACHE_DIR": str(cache)}
         uv = shutil.which("uv", path=os.path.dirname(sys.executable)) or "uv"
-        subprocess.run([uv, "venv", str(venv), "--python", sys.executable, "--quiet"], env=warm_env, check=True)
-        subprocess.run([uv, "pip", "sync", str(args.lock), "--python", str(venv / "bin/python"), "--quiet"], env=warm_env, check=True)
+        subprocess.run(
+            [uv, "venv", str(venv), "--python", sys.executable, "--quiet"], env=warm_env, check=True
+        )
+        subprocess.run(
+            [uv, "pip", "sync", str(args.lock), "--python", str(venv / "bin/python"), "--quiet"],
+            env=warm_env,
+            check=True,
+        )
         warm = subprocess.run(base, env=warm_env, capture_output=True, text=True, check=False)
-        origins = [p["origin"] for t in json.loads(warm.stdout)["machines"][0]["targets"] if t["kind"] == "lock"
-                   for p in t.get("packages", [])]
-        warm_s = best(lambda: subprocess.run(base, env=warm_env, stdout=subprocess.DEVNULL, check=False), args.repeat)
+        origins = [
+            p["origin"]
+            for t in json.loads(warm.stdout)["machines"][0]["targets"]
+            if t["kind"] == "lock"
+            for p in t.get("packages", [])
+        ]
+        warm_s = best(
+            lambda: subprocess.run(base, env=warm_env, stdout=subprocess.DEVNULL, check=False), args.repeat
+        )
         figures = {
-            "lock": str(args.lock), "wheels": len(wheels), "bytes": size, "device_members": count,
-            "download_s": round(download, 2), "unzip_p_s": round(unzip_s, 2), "scan_zip_in_memory_s": round(scan_s, 2),
+            "lock": str(args.lock),
+            "wheels": len(wheels),
+            "bytes": size,
+            "device_members": count,
+            "download_s": round(download, 2),
+            "unzip_p_s": round(unzip_s, 2),
+            "scan_zip_in_memory_s": round(scan_s, 2),
             "ratio_scan_to_unzip": round(scan_s / unzip_s, 2) if unzip_s else None,
-            "report_lock_cold_s": round(cold_s, 2), "report_lock_warm_uv_cache_s": round(warm_s, 2),
-            "warm_origins": sorted(set(origins)), "cpus": os.cpu_count(),
+            "report_lock_cold_s": round(cold_s, 2),
+            "report_lock_warm_uv_cache_s": round(warm_s, 2),
+            "warm_origins": sorted(set(origins)),
+            "cpus": os.cpu_count(),
         }
         print(json.dumps(figures, indent=2))
         if args.json:

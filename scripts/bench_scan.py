@@ -46,7 +46,9 @@ PROVISION = [sys.executable, "-m", "provision"]
 CPU: dict[str, float] = {}  # argv[-1] -> median CPU seconds (user + system) of the last timed() call
 
 
-def timed(argv: list[str], runs: int, to_null: bool = False) -> tuple[float, float, subprocess.CompletedProcess[bytes]]:
+def timed(
+    argv: list[str], runs: int, to_null: bool = False
+) -> tuple[float, float, subprocess.CompletedProcess[bytes]]:
     """(median, minimum) wall seconds of `runs` runs of argv (stdout kept, or thrown into /dev/null), and the last.
     The median CPU seconds of the child (user + system) go to CPU: on a shared machine, wall time also counts the
     time the process waited for a core."""
@@ -54,7 +56,9 @@ def timed(argv: list[str], runs: int, to_null: bool = False) -> tuple[float, flo
     for _ in range(runs):
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         start = time.perf_counter()
-        done = subprocess.run(argv, stdout=subprocess.DEVNULL if to_null else subprocess.PIPE, stderr=subprocess.PIPE)
+        done = subprocess.run(
+            argv, stdout=subprocess.DEVNULL if to_null else subprocess.PIPE, stderr=subprocess.PIPE
+        )
         times.append(time.perf_counter() - start)
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         cpu.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
@@ -66,11 +70,16 @@ def timed(argv: list[str], runs: int, to_null: bool = False) -> tuple[float, flo
 def bench_file(path: Path, runs: int, tool: Path | None) -> dict[str, object]:
     median, best, done = timed([*PROVISION, "scan", "--json", str(path)], runs)
     document = json.loads(done.stdout)
-    row: dict[str, object] = {"file": str(path), "bytes": path.stat().st_size, "provision_process_s": round(median, 3),
-                              **in_process(path, runs),
-                              "provision_process_min_s": round(best, 3), "provision_cpu_s": round(CPU[PROVISION[0]], 3),
-                              "cubins": sum(sum(f["cubin"].values()) for f in document["files"]),
-                              "ptx": sum(sum(f["ptx"].values()) for f in document["files"])}
+    row: dict[str, object] = {
+        "file": str(path),
+        "bytes": path.stat().st_size,
+        "provision_process_s": round(median, 3),
+        **in_process(path, runs),
+        "provision_process_min_s": round(best, 3),
+        "provision_cpu_s": round(CPU[PROVISION[0]], 3),
+        "cubins": sum(sum(f["cubin"].values()) for f in document["files"]),
+        "ptx": sum(sum(f["ptx"].values()) for f in document["files"]),
+    }
     if tool:
         start = time.perf_counter()
         theirs = listing(tool, path)
@@ -96,11 +105,21 @@ def bench_wheel(path: Path, runs: int) -> dict[str, object]:
         theirs_cpu.append(CPU["unzip"])
     document = json.loads(done.stdout)
     median, unzip, cpu, unzip_cpu = (statistics.median(v) for v in (ours, theirs, ours_cpu, theirs_cpu))
-    return {"wheel": path.name, "members": len(members), "member_bytes": size, "provision_process_s": round(median, 3),
-            "provision_min_s": round(min(ours), 3), "unzip_p_s": round(unzip, 3), "unzip_p_min_s": round(min(theirs), 3),
-            "ratio": round(median / unzip, 2), "provision_cpu_s": round(cpu, 3), "unzip_cpu_s": round(unzip_cpu, 3),
-            "cpu_ratio": round(cpu / unzip_cpu, 2), "files_with_cuda": len(document["files"]),
-            "cores": len(os.sched_getaffinity(0))}
+    return {
+        "wheel": path.name,
+        "members": len(members),
+        "member_bytes": size,
+        "provision_process_s": round(median, 3),
+        "provision_min_s": round(min(ours), 3),
+        "unzip_p_s": round(unzip, 3),
+        "unzip_p_min_s": round(min(theirs), 3),
+        "ratio": round(median / unzip, 2),
+        "provision_cpu_s": round(cpu, 3),
+        "unzip_cpu_s": round(unzip_cpu, 3),
+        "cpu_ratio": round(cpu / unzip_cpu, 2),
+        "files_with_cuda": len(document["files"]),
+        "cores": len(os.sched_getaffinity(0)),
+    }
 
 
 def in_process(path: Path, runs: int) -> dict[str, float]:
@@ -123,8 +142,11 @@ def in_process(path: Path, runs: int) -> dict[str, float]:
 
 def floor(runs: int) -> dict[str, float]:
     """Whole-process medians of what every `provision scan` pays before reading a byte."""
-    rows = {"python_c_pass_s": [sys.executable, "-c", "pass"], "import_click_s": [sys.executable, "-c", "import click"],
-            "scan_nothing_s": [*PROVISION, "scan", "--json", "/bin/true"]}
+    rows = {
+        "python_c_pass_s": [sys.executable, "-c", "pass"],
+        "import_click_s": [sys.executable, "-c", "import click"],
+        "scan_nothing_s": [*PROVISION, "scan", "--json", "/bin/true"],
+    }
     return {name: round(timed(argv, runs)[0], 4) for name, argv in rows.items()}
 
 
@@ -139,28 +161,44 @@ def main() -> None:
     args = parser.parse_args()
     compileall.compile_dir(str(Path(__file__).resolve().parent.parent / "provision"), quiet=1)
     base = floor(args.runs)
-    print(f"floor: python -c pass {base['python_c_pass_s']:.3f} s, import click {base['import_click_s']:.3f} s, "
-          f"provision scan --json /bin/true {base['scan_nothing_s']:.3f} s")
+    print(
+        f"floor: python -c pass {base['python_c_pass_s']:.3f} s, import click {base['import_click_s']:.3f} s, "
+        f"provision scan --json /bin/true {base['scan_nothing_s']:.3f} s"
+    )
     rows = [bench_file(path, args.runs, args.cuobjdump) for path in args.files]
     for row in rows:
-        extra = "" if "cuobjdump_s" not in row else (
-            f"; cuobjdump {row['cuobjdump_s']:.3f} s ({row['speedup']}x), match={row['match']}, "
-            f"elsewhere={row['elsewhere_containers']}")
-        print(f"{Path(str(row['file'])).name}: {int(row['bytes']) / 2**20:.0f} MiB, {row['cubins']} cubins {row['ptx']} PTX, "  # type: ignore[call-overload]
-              f"provision scan --json {row['provision_process_s']:.3f} s (min {row['provision_process_min_s']:.3f}, "
-              f"CPU {row['provision_cpu_s']:.3f}); in process {row['in_process_s']:.4f} s "
-              f"(one core {row['in_process_one_core_s']:.4f}){extra}")
+        extra = (
+            ""
+            if "cuobjdump_s" not in row
+            else (
+                f"; cuobjdump {row['cuobjdump_s']:.3f} s ({row['speedup']}x), match={row['match']}, "
+                f"elsewhere={row['elsewhere_containers']}"
+            )
+        )
+        print(
+            f"{Path(str(row['file'])).name}: {int(row['bytes']) / 2**20:.0f} MiB, {row['cubins']} cubins {row['ptx']} PTX, "  # type: ignore[call-overload]
+            f"provision scan --json {row['provision_process_s']:.3f} s (min {row['provision_process_min_s']:.3f}, "
+            f"CPU {row['provision_cpu_s']:.3f}); in process {row['in_process_s']:.4f} s "
+            f"(one core {row['in_process_one_core_s']:.4f}){extra}"
+        )
     wheel_rows = [bench_wheel(path, args.runs) for path in args.wheels]
     for row in wheel_rows:
-        print(f"{row['wheel']}: {row['members']} members, {int(row['member_bytes']) / 2**20:.0f} MiB: provision "  # type: ignore[call-overload]
-              f"{row['provision_process_s']:.2f} s (CPU {row['provision_cpu_s']:.2f}), unzip -p {row['unzip_p_s']:.2f} s "
-              f"(CPU {row['unzip_cpu_s']:.2f}): {row['ratio']}x wall, {row['cpu_ratio']}x CPU on {row['cores']} cores")
+        print(
+            f"{row['wheel']}: {row['members']} members, {int(row['member_bytes']) / 2**20:.0f} MiB: provision "  # type: ignore[call-overload]
+            f"{row['provision_process_s']:.2f} s (CPU {row['provision_cpu_s']:.2f}), unzip -p {row['unzip_p_s']:.2f} s "
+            f"(CPU {row['unzip_cpu_s']:.2f}): {row['ratio']}x wall, {row['cpu_ratio']}x CPU on {row['cores']} cores"
+        )
     venv = None
     if args.venv:
         median, _best, done = timed([*PROVISION, "scan", "--json", str(args.venv)], 1)
         document = json.loads(done.stdout)
-        venv = {"venv": str(args.venv), "process_s": round(median, 3), "files_scanned": document["scanned_files"],
-                "files_with_cuda": len(document["files"]), "packages": len(document["packages"])}
+        venv = {
+            "venv": str(args.venv),
+            "process_s": round(median, 3),
+            "files_scanned": document["scanned_files"],
+            "files_with_cuda": len(document["files"]),
+            "packages": len(document["packages"]),
+        }
         print(f"venv {venv['venv']}: {venv['files_scanned']} files in {venv['process_s']} s (whole process)")
     if args.json_out:
         with open(args.json_out, "w") as handle:

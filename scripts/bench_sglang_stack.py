@@ -44,33 +44,80 @@ def main() -> None:
     args = parser.parse_args()
     work = args.work
     work.mkdir(parents=True, exist_ok=True)
-    env = {**os.environ, "UV_CACHE_DIR": str(work / "uv"), "XDG_CACHE_HOME": str(work / "xdg"), "UV_PYTHON_DOWNLOADS": "never"}
+    env = {
+        **os.environ,
+        "UV_CACHE_DIR": str(work / "uv"),
+        "XDG_CACHE_HOME": str(work / "xdg"),
+        "UV_PYTHON_DOWNLOADS": "never",
+    }
     registry = newprofile.default_index()
     profile_path = work / "today.toml"
     if not profile_path.exists():
-        indexes = [p for n in ("pytorch", "sglang", "flashinfer", "default") for p in ("--index", f"{n}={registry}")]
-        timed([sys.executable, "-m", "provision", "profiles", "new", "today", "--from", "sglang==0.5.23", *indexes,
-               "-o", str(profile_path)], work, env)
+        indexes = [
+            p for n in ("pytorch", "sglang", "flashinfer", "default") for p in ("--index", f"{n}={registry}")
+        ]
+        timed(
+            [
+                sys.executable,
+                "-m",
+                "provision",
+                "profiles",
+                "new",
+                "today",
+                "--from",
+                "sglang==0.5.23",
+                *indexes,
+                "-o",
+                str(profile_path),
+            ],
+            work,
+            env,
+        )
     profile = profiles.load_file(profile_path)
     target = lock.Target(python="3.12", platform=None)
     effective = lock.effective_indexes(profile, {})
     (work / "pyproject.toml").write_text(lock._project(profile, {}, effective))
     bare = [uvtool.binary(), *lock._uv_compile_args(target, "pylock.bare.toml")]
     env.update(uvtool.index_options(effective)[1])  # the indexes, as provision gives them to uv: by variable
-    ours = [sys.executable, "-m", "provision", "lock", str(profile_path), "-o", str(work / "pylock.today.toml"), "--json"]
+    ours = [
+        sys.executable,
+        "-m",
+        "provision",
+        "lock",
+        str(profile_path),
+        "-o",
+        str(work / "pylock.today.toml"),
+        "--json",
+    ]
     timed(bare, work, env)  # uv's cache warm for both
     timed(ours, work, env)  # and provision's RECORDs read once
     results: dict[str, float | int | str] = {}
     bare_times, our_times = [], []
-    for _ in range(args.runs):  # interleaved, so that the registry's and the machine's moods fall on both alike
+    for _ in range(
+        args.runs
+    ):  # interleaved, so that the registry's and the machine's moods fall on both alike
         bare_times.append(timed(bare, work, env)[0])
         our_times.append(timed(ours, work, env)[0])
-    results.update({"uv pip compile (bare), median s": round(statistics.median(bare_times), 2),
-                    "provision lock, median s": round(statistics.median(our_times), 2),
-                    "ratio": round(statistics.median(our_times) / statistics.median(bare_times), 2)})
+    results.update(
+        {
+            "uv pip compile (bare), median s": round(statistics.median(bare_times), 2),
+            "provision lock, median s": round(statistics.median(our_times), 2),
+            "ratio": round(statistics.median(our_times) / statistics.median(bare_times), 2),
+        }
+    )
     if not args.skip_report:
         lockfile = work / "pylock.today.toml"
-        report = [sys.executable, "-m", "provision", "report", "--lock", str(lockfile), "--machine", str(ROOT / "docs/machines/h200.probe.json"), "--json"]
+        report = [
+            sys.executable,
+            "-m",
+            "provision",
+            "report",
+            "--lock",
+            str(lockfile),
+            "--machine",
+            str(ROOT / "docs/machines/h200.probe.json"),
+            "--json",
+        ]
         cold_env = {**env, "UV_CACHE_DIR": str(work / "uv-empty"), "XDG_CACHE_HOME": str(work / "xdg-report")}
         shutil.rmtree(work / "uv-empty", ignore_errors=True)
         shutil.rmtree(work / "xdg-report", ignore_errors=True)
@@ -80,7 +127,9 @@ def main() -> None:
             scan = next(g for g in target["gates"] if g["id"] == "lock-scan")
             results[f"report --lock {name}, s"] = round(seconds, 1)
             results[f"report --lock {name}, wheels"] = scan["reason"]
-        results["wheels kept, bytes"] = sum(f.stat().st_size for f in (work / "xdg-report/provision/wheels").rglob("*.whl"))
+        results["wheels kept, bytes"] = sum(
+            f.stat().st_size for f in (work / "xdg-report/provision/wheels").rglob("*.whl")
+        )
     for key, value in results.items():
         print(f"{key}: {value}")
     if args.json:

@@ -56,8 +56,15 @@ def compile_bytecode(checkout: Path) -> None:
         compileall.compile_file(spec.origin, quiet=1)
 
 
-def provision_commands(provision: list[str], env: dict[str, str], cwd: Path, replay: Path | None, label: str = "",
-                       scans: tuple[Path, ...] = (), heavy: bool = False) -> dict[str, Run]:
+def provision_commands(
+    provision: list[str],
+    env: dict[str, str],
+    cwd: Path,
+    replay: Path | None,
+    label: str = "",
+    scans: tuple[Path, ...] = (),
+    heavy: bool = False,
+) -> dict[str, Run]:
     commands = {
         f"provision --version{label}": ([*provision, "--version"], env, cwd),
         f"provision switch a{label}": ([*provision, "switch", "a"], env, cwd),
@@ -66,16 +73,28 @@ def provision_commands(provision: list[str], env: dict[str, str], cwd: Path, rep
         f"provision probe --json{label}": ([*provision, "probe", "--json"], env, cwd),
     }
     if replay is not None:
-        commands[f"provision probe --json, replay{label}"] = ([*provision, "probe", "--json"],
-                                                              {**env, "PROVISION_NVML_REPLAY": str(replay)}, cwd)
+        commands[f"provision probe --json, replay{label}"] = (
+            [*provision, "probe", "--json"],
+            {**env, "PROVISION_NVML_REPLAY": str(replay)},
+            cwd,
+        )
     if heavy:
         machine = str(cwd / "docs/machines/rtx-pro-6000-x8.probe.json")
-        for argv in (["envs", "--json"], ["report", "--json", "--machine", machine], ["check", "nope"], ["create", "nope"],
-                     ["lock", "nope"]):
+        for argv in (
+            ["envs", "--json"],
+            ["report", "--json", "--machine", machine],
+            ["check", "nope"],
+            ["create", "nope"],
+            ["lock", "nope"],
+        ):
             name = " ".join(argv).replace(machine, "rtx-pro-6000-x8.probe.json")
             commands[f"provision {name}{label}"] = ([*provision, *argv], env, cwd)
     for path in scans:
-        commands[f"provision scan --json {path.name}{label}"] = ([*provision, "scan", "--json", str(path)], env, cwd)
+        commands[f"provision scan --json {path.name}{label}"] = (
+            [*provision, "scan", "--json", str(path)],
+            env,
+            cwd,
+        )
     return commands
 
 
@@ -84,9 +103,15 @@ def other_python(python: str, python_path: str | None, base: dict[str, str]) -> 
     env = {k: v for k, v in base.items() if k != "PYTHONPATH"}
     if python_path:
         env["PYTHONPATH"] = python_path
-    return {f"python -c pass ({python})": ([python, "-c", "pass"], env, ROOT),
-            f'python -c "import click" ({python})': ([python, "-c", "import click"], env, ROOT),
-            f"provision probe --json ({python} -m provision)": ([python, "-m", "provision", "probe", "--json"], env, ROOT)}
+    return {
+        f"python -c pass ({python})": ([python, "-c", "pass"], env, ROOT),
+        f'python -c "import click" ({python})': ([python, "-c", "import click"], env, ROOT),
+        f"provision probe --json ({python} -m provision)": (
+            [python, "-m", "provision", "probe", "--json"],
+            env,
+            ROOT,
+        ),
+    }
 
 
 def home_of(folder: Path, provision: list[str], env: dict[str, str], cwd: Path) -> None:
@@ -95,19 +120,37 @@ def home_of(folder: Path, provision: list[str], env: dict[str, str], cwd: Path) 
         venv = folder / f"venv-{name}"
         if not venv.exists():
             subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
-        subprocess.run([*provision, "adopt", name, str(venv), "--no-lock"], env=env, check=True, capture_output=True, cwd=cwd)
+        subprocess.run(
+            [*provision, "adopt", name, str(venv), "--no-lock"],
+            env=env,
+            check=True,
+            capture_output=True,
+            cwd=cwd,
+        )
     subprocess.run([*provision, "switch", "b"], env=env, check=True, capture_output=True, cwd=cwd)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=21)
-    parser.add_argument("--replay", type=Path, help="a recording for PROVISION_NVML_REPLAY: probe --json on it too")
+    parser.add_argument(
+        "--replay", type=Path, help="a recording for PROVISION_NVML_REPLAY: probe --json on it too"
+    )
     parser.add_argument("--before", type=Path, help="another checkout, measured beside this one (A/B)")
-    parser.add_argument("--heavy", action="store_true", help="also envs, report, check, create and lock (start-up)")
-    parser.add_argument("--scan", dest="scans", type=Path, action="append", default=[],
-                        help="a file for `provision scan --json FILE` (repeatable)")
-    parser.add_argument("--python", help="another interpreter, measured beside this one (its floor and probe --json)")
+    parser.add_argument(
+        "--heavy", action="store_true", help="also envs, report, check, create and lock (start-up)"
+    )
+    parser.add_argument(
+        "--scan",
+        dest="scans",
+        type=Path,
+        action="append",
+        default=[],
+        help="a file for `provision scan --json FILE` (repeatable)",
+    )
+    parser.add_argument(
+        "--python", help="another interpreter, measured beside this one (its floor and probe --json)"
+    )
     parser.add_argument("--python-path", help="PYTHONPATH for --python's rows")
     parser.add_argument("--json", dest="json_out")
     args = parser.parse_args()
@@ -122,10 +165,14 @@ def main() -> None:
         }
         if args.before is None:
             script = shutil.which("provision", path=os.path.dirname(sys.executable))
-            provision = [script] if script else [sys.executable, "-m", "provision"]  # the console script, else the module
+            provision = (
+                [script] if script else [sys.executable, "-m", "provision"]
+            )  # the console script, else the module
             env = {**base, "PROVISION_HOME": str(work / "home")}
             home_of(work, provision, env, ROOT)
-            commands.update(provision_commands(provision, env, ROOT, replay, scans=tuple(args.scans), heavy=args.heavy))
+            commands.update(
+                provision_commands(provision, env, ROOT, replay, scans=tuple(args.scans), heavy=args.heavy)
+            )
         else:
             compile_bytecode(args.before.absolute())
             module = [sys.executable, "-m", "provision"]
@@ -133,7 +180,9 @@ def main() -> None:
                 path = os.pathsep.join([str(checkout), *filter(None, [base.get("PYTHONPATH")])])
                 env = {**base, "PYTHONPATH": path, "PROVISION_HOME": str(work / f"home{label.strip(' ()')}")}
                 home_of(work, module, env, checkout)
-                commands.update(provision_commands(module, env, checkout, replay, label, tuple(args.scans), args.heavy))
+                commands.update(
+                    provision_commands(module, env, checkout, replay, label, tuple(args.scans), args.heavy)
+                )
         if args.python:
             commands.update(other_python(args.python, args.python_path, base))
         for run in commands.values():  # warm the page cache
@@ -142,19 +191,40 @@ def main() -> None:
         for _ in range(args.runs):
             for name, run in commands.items():
                 samples[name].append(once(*run))
-    rows = {name: {"wall_s": round(statistics.median(w for w, _ in got), 4), "cpu_s": round(statistics.median(c for _, c in got), 4)}
-            for name, got in samples.items()}
+    rows = {
+        name: {
+            "wall_s": round(statistics.median(w for w, _ in got), 4),
+            "cpu_s": round(statistics.median(c for _, c in got), 4),
+        }
+        for name, got in samples.items()
+    }
     click = rows['python -c "import click"']
     width = max(map(len, rows))
-    print(f"{'command':{width}} {'wall s':>8} {'cpu s':>8} {'wall / import click':>19} {'cpu / import click':>18}")
+    print(
+        f"{'command':{width}} {'wall s':>8} {'cpu s':>8} {'wall / import click':>19} {'cpu / import click':>18}"
+    )
     for name, row in rows.items():
-        print(f"{name:{width}} {row['wall_s']:8.4f} {row['cpu_s']:8.4f} {row['wall_s'] / click['wall_s']:18.2f}x "
-              f"{row['cpu_s'] / click['cpu_s']:17.2f}x")
-    print(f"python {sys.version.split()[0]} ({sys.executable}), {args.runs} runs, load average {os.getloadavg()[0]:.1f}, "
-          f"PYTHONDONTWRITEBYTECODE={'set' if sys.flags.dont_write_bytecode else 'unset'} (bytecode compiled first)")
+        print(
+            f"{name:{width}} {row['wall_s']:8.4f} {row['cpu_s']:8.4f} {row['wall_s'] / click['wall_s']:18.2f}x "
+            f"{row['cpu_s'] / click['cpu_s']:17.2f}x"
+        )
+    print(
+        f"python {sys.version.split()[0]} ({sys.executable}), {args.runs} runs, load average {os.getloadavg()[0]:.1f}, "
+        f"PYTHONDONTWRITEBYTECODE={'set' if sys.flags.dont_write_bytecode else 'unset'} (bytecode compiled first)"
+    )
     if args.json_out:
-        Path(args.json_out).write_text(json.dumps({"runs": args.runs, "python": sys.version.split()[0], "before": str(args.before or ""),
-                                                   "replay": str(replay or ""), "results": rows}, indent=2))
+        Path(args.json_out).write_text(
+            json.dumps(
+                {
+                    "runs": args.runs,
+                    "python": sys.version.split()[0],
+                    "before": str(args.before or ""),
+                    "replay": str(replay or ""),
+                    "results": rows,
+                },
+                indent=2,
+            )
+        )
 
 
 main()

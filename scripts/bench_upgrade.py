@@ -27,8 +27,10 @@ import tiny  # noqa: E402
 from wheelhouse import IndexServer  # noqa: E402
 
 PROVISION = str(Path(sys.executable).with_name("provision"))
-BASELINE = ('[baseline]\ncommand = ["python", "-c", "print(\'decode 80.0 tok/s\')"]\n'
-            "pattern = 'decode ([\\d.]+) tok/s'\nunit = \"tok/s\"\n")
+BASELINE = (
+    '[baseline]\ncommand = ["python", "-c", "print(\'decode 80.0 tok/s\')"]\n'
+    "pattern = 'decode ([\\d.]+) tok/s'\nunit = \"tok/s\"\n"
+)
 
 
 def cpu() -> float:
@@ -60,34 +62,65 @@ def main() -> None:
             profiles.mkdir()
             for name, packages in (("old", 'alpha = "==1.0"'), ("new", 'alpha = "==2.0"')):
                 tiny.profile(profiles, name, packages, extra=BASELINE)
-            env = {**os.environ, "PROVISION_HOME": str(folder / "home"), "PROVISION_PROFILES": str(profiles),
-                   "PROVISION_INDEX_DEFAULT": served.url, "UV_CACHE_DIR": str(folder / "uv-cache")}
+            env = {
+                **os.environ,
+                "PROVISION_HOME": str(folder / "home"),
+                "PROVISION_PROFILES": str(profiles),
+                "PROVISION_INDEX_DEFAULT": served.url,
+                "UV_CACHE_DIR": str(folder / "uv-cache"),
+            }
             for name, extra in (("old", []), ("new", ["--no-activate"])):
-                subprocess.run([PROVISION, "create", name, "--python", sys.executable, *extra], check=True,
-                               capture_output=True, env=env)
-            lock = json.loads(subprocess.run([PROVISION, "envs", "--json"], check=True, capture_output=True, text=True,
-                                             env=env).stdout)["environments"]
+                subprocess.run(
+                    [PROVISION, "create", name, "--python", sys.executable, *extra],
+                    check=True,
+                    capture_output=True,
+                    env=env,
+                )
+            lock = json.loads(
+                subprocess.run(
+                    [PROVISION, "envs", "--json"], check=True, capture_output=True, text=True, env=env
+                ).stdout
+            )["environments"]
             new_lock = next(e for e in lock if e["name"] == "new")["path"] + "/env.json"
             lock_path = json.loads(Path(new_lock).read_text())["lock"]
             upgrade = [[PROVISION, "upgrade", "--to-env", "new", "--from", "old", "--runs", "3", "--json"]]
-            steps = [[PROVISION, "report", "--profile", "new", "--json"], [PROVISION, "report", "--lock", lock_path, "--json"],
-                     [PROVISION, "check", "new", "--json"],
-                     *([[PROVISION, "baseline", "old", "--json"], [PROVISION, "baseline", "new", "--json"]] * 3),
-                     [PROVISION, "compare", "old", "new", "--json"], [PROVISION, "switch", "new", "--json"]]
-            results: dict[str, list[tuple[float, float]]] = {"upgrade --to-env": [], "the same steps, 11 commands": []}
+            steps = [
+                [PROVISION, "report", "--profile", "new", "--json"],
+                [PROVISION, "report", "--lock", lock_path, "--json"],
+                [PROVISION, "check", "new", "--json"],
+                *([[PROVISION, "baseline", "old", "--json"], [PROVISION, "baseline", "new", "--json"]] * 3),
+                [PROVISION, "compare", "old", "new", "--json"],
+                [PROVISION, "switch", "new", "--json"],
+            ]
+            results: dict[str, list[tuple[float, float]]] = {
+                "upgrade --to-env": [],
+                "the same steps, 11 commands": [],
+            }
             for _ in range(args.runs):
-                for label, commands in (("upgrade --to-env", upgrade), ("the same steps, 11 commands", steps)):
+                for label, commands in (
+                    ("upgrade --to-env", upgrade),
+                    ("the same steps, 11 commands", steps),
+                ):
                     subprocess.run([PROVISION, "switch", "old"], check=True, capture_output=True, env=env)
                     results[label].append(timed(commands, env))
         finally:
             server.close()
-    summary = {label: {"wall_s": round(statistics.median(w for w, _ in runs), 3),
-                       "cpu_s": round(statistics.median(c for _, c in runs), 3), "runs": runs}
-               for label, runs in results.items()}
+    summary = {
+        label: {
+            "wall_s": round(statistics.median(w for w, _ in runs), 3),
+            "cpu_s": round(statistics.median(c for _, c in runs), 3),
+            "runs": runs,
+        }
+        for label, runs in results.items()
+    }
     for label, figures in summary.items():
-        print(f"{label}: {figures['wall_s']:.2f} s wall, {figures['cpu_s']:.2f} s CPU (median of {args.runs})")
+        print(
+            f"{label}: {figures['wall_s']:.2f} s wall, {figures['cpu_s']:.2f} s CPU (median of {args.runs})"
+        )
     if args.json_out:
-        Path(args.json_out).write_text(json.dumps({"runs": args.runs, "load": os.getloadavg(), "results": summary}, indent=1) + "\n")
+        Path(args.json_out).write_text(
+            json.dumps({"runs": args.runs, "load": os.getloadavg(), "results": summary}, indent=1) + "\n"
+        )
 
 
 if __name__ == "__main__":

@@ -14,8 +14,10 @@ import time
 
 from provision import proc
 
-CHILD = ("import sys, time; print('working', file=sys.stderr, flush=True); time.sleep(0.3); "
-         "print(time.time(), flush=True)")
+CHILD = (
+    "import sys, time; print('working', file=sys.stderr, flush=True); time.sleep(0.3); "
+    "print(time.time(), flush=True)"
+)
 
 
 def late(polling: bool) -> float:
@@ -37,9 +39,11 @@ def main() -> None:
     for _ in range(pairs):
         polled.append(late(True))
         woken.append(late(False))
-    print(f"Popen.wait(timeout): median {statistics.median(polled) * 1000:.1f} ms after the child's last line "
-          f"(max {max(polled) * 1000:.1f}); proc.wait (pidfd): median {statistics.median(woken) * 1000:.1f} ms "
-          f"(max {max(woken) * 1000:.1f}); {pairs} pairs, interleaved")
+    print(
+        f"Popen.wait(timeout): median {statistics.median(polled) * 1000:.1f} ms after the child's last line "
+        f"(max {max(polled) * 1000:.1f}); proc.wait (pidfd): median {statistics.median(woken) * 1000:.1f} ms "
+        f"(max {max(woken) * 1000:.1f}); {pairs} pairs, interleaved"
+    )
 
 
 if __name__ == "__main__":

@@ -54,7 +54,9 @@ def timed(argv: list[str], env: dict[str, str], cwd: Path) -> tuple[float, float
 class Tool:
     """One command measured under a label, on caches of its own (`cold` empties them before a first-time run)."""
 
-    def __init__(self, label: str, argv: list[str], env: dict[str, str], caches: list[Path], output: Path) -> None:
+    def __init__(
+        self, label: str, argv: list[str], env: dict[str, str], caches: list[Path], output: Path
+    ) -> None:
         self.label, self.argv, self.env, self.caches, self.output = label, argv, env, caches, output
         self.samples: dict[str, list[tuple[float, float]]] = {}
 
@@ -66,18 +68,34 @@ class Tool:
         self.samples.setdefault(kind, []).append(timed(self.argv, self.env, cwd))
 
     def medians(self) -> dict[str, dict[str, float]]:
-        return {f"{self.label} {kind}": {"wall": statistics.median(w for w, _ in got), "cpu": statistics.median(c for _, c in got),
-                                         "walls": [round(w, 3) for w, _ in got]} for kind, got in self.samples.items()}
+        return {
+            f"{self.label} {kind}": {
+                "wall": statistics.median(w for w, _ in got),
+                "cpu": statistics.median(c for _, c in got),
+                "walls": [round(w, 3) for w, _ in got],
+            }
+            for kind, got in self.samples.items()
+        }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--index", required=True)
-    parser.add_argument("--packages", default=PACKAGES, help="requirements, comma-separated where no specifier has a comma")
+    parser.add_argument(
+        "--packages", default=PACKAGES, help="requirements, comma-separated where no specifier has a comma"
+    )
     parser.add_argument("--runs", type=int, default=5)
-    parser.add_argument("--before", type=Path, help="another checkout whose `provision lock` is measured beside this one")
-    parser.add_argument("--lock-only", action="store_true", help="measure lock against uv pip compile, not report --lock")
-    parser.add_argument("--no-bytecode", action="store_true", help="leave bytecode uncompiled (PYTHONDONTWRITEBYTECODE's cost)")
+    parser.add_argument(
+        "--before", type=Path, help="another checkout whose `provision lock` is measured beside this one"
+    )
+    parser.add_argument(
+        "--lock-only", action="store_true", help="measure lock against uv pip compile, not report --lock"
+    )
+    parser.add_argument(
+        "--no-bytecode",
+        action="store_true",
+        help="leave bytecode uncompiled (PYTHONDONTWRITEBYTECODE's cost)",
+    )
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     requirements = [r for r in args.packages.replace(",nvidia", "\nnvidia").split("\n") if r]
@@ -90,48 +108,118 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="bench-wheel-cache-"))
     uv = shutil.which("uv", path=str(Path(sys.executable).parent)) or "uv"
     base = {**os.environ, "PROVISION_INDEX_DEFAULT": args.index}
-    (work / "pyproject.toml").write_text('[project]\nname = "bench"\nversion = "0"\ndependencies = [\n'
-                                         + "".join(f'  "{r}",\n' for r in requirements) + "]\n")
-    pins = "".join(f'"{r.split(">")[0].split("=")[0]}" = "{r[len(r.split(">")[0].split("=")[0]):]}"\n' for r in requirements)
-    (work / "bench.toml").write_text(f'schema = 1\nname = "bench"\ncuda = "13.0"\npython = "3.12"\n[packages]\n{pins}')
+    (work / "pyproject.toml").write_text(
+        '[project]\nname = "bench"\nversion = "0"\ndependencies = [\n'
+        + "".join(f'  "{r}",\n' for r in requirements)
+        + "]\n"
+    )
+    pins = "".join(
+        f'"{r.split(">")[0].split("=")[0]}" = "{r[len(r.split(">")[0].split("=")[0]) :]}"\n'
+        for r in requirements
+    )
+    (work / "bench.toml").write_text(
+        f'schema = 1\nname = "bench"\ncuda = "13.0"\npython = "3.12"\n[packages]\n{pins}'
+    )
 
     def caches(name: str) -> tuple[dict[str, str], list[Path]]:
-        env = {**base, "UV_CACHE_DIR": str(work / name / "uv"), "XDG_CACHE_HOME": str(work / name / "xdg"),
-               "PROVISION_HOME": str(work / name / "home")}
+        env = {
+            **base,
+            "UV_CACHE_DIR": str(work / name / "uv"),
+            "XDG_CACHE_HOME": str(work / name / "xdg"),
+            "PROVISION_HOME": str(work / name / "home"),
+        }
         return env, [work / name / "uv", work / name / "xdg"]
 
-    compile_ = [uv, "pip", "compile", "pyproject.toml", "--no-config", "--quiet", "--format", "pylock.toml", "-o", "pylock.uv.toml",
-                "--python-version", "3.12", "--default-index", args.index, "--no-header", "--python", sys.executable]
+    compile_ = [
+        uv,
+        "pip",
+        "compile",
+        "pyproject.toml",
+        "--no-config",
+        "--quiet",
+        "--format",
+        "pylock.toml",
+        "-o",
+        "pylock.uv.toml",
+        "--python-version",
+        "3.12",
+        "--default-index",
+        args.index,
+        "--no-header",
+        "--python",
+        sys.executable,
+    ]
     tools = [Tool("uv pip compile", compile_, *caches("uv"), work / "pylock.uv.toml")]
     for number, (label, checkout) in enumerate(checkouts.items()):
-        tools.append(Tool(label, [sys.executable, "-c", RUN, str(checkout), "lock", str(work / "bench.toml"), "--python", "3.12",
-                                  "-o", str(work / f"pylock.bench{number}.toml")], *caches(f"c{number}"),
-                          work / f"pylock.bench{number}.toml"))
+        tools.append(
+            Tool(
+                label,
+                [
+                    sys.executable,
+                    "-c",
+                    RUN,
+                    str(checkout),
+                    "lock",
+                    str(work / "bench.toml"),
+                    "--python",
+                    "3.12",
+                    "-o",
+                    str(work / f"pylock.bench{number}.toml"),
+                ],
+                *caches(f"c{number}"),
+                work / f"pylock.bench{number}.toml",
+            )
+        )
     for _ in range(args.runs):  # first time: each from its own empty caches, interleaved
         for tool in tools:
             tool.run("first", work, cold=True)
     for _ in range(args.runs):  # again: all warm, interleaved
         for tool in tools:
             tool.run("again", work)
-    result: dict[str, object] = {"packages": requirements, "bytecode": not args.no_bytecode, "runs": args.runs,
-                                 "load_average": os.getloadavg()}
+    result: dict[str, object] = {
+        "packages": requirements,
+        "bytecode": not args.no_bytecode,
+        "runs": args.runs,
+        "load_average": os.getloadavg(),
+    }
     for tool in tools:
         result.update(tool.medians())
     uv_first, uv_again = result["uv pip compile first"], result["uv pip compile again"]
-    result["ratios"] = {f"{label} {kind}/uv {kind}": round(result[f"{label} {kind}"]["wall"] / bare["wall"], 2)  # type: ignore[index]
-                        for label in checkouts for kind, bare in (("first", uv_first), ("again", uv_again))}
+    result["ratios"] = {
+        f"{label} {kind}/uv {kind}": round(result[f"{label} {kind}"]["wall"] / bare["wall"], 2)  # type: ignore[index]
+        for label in checkouts
+        for kind, bare in (("first", uv_first), ("again", uv_again))
+    }
     if not args.lock_only:
         env, _ = caches("c0")
-        report = [sys.executable, "-c", RUN, str(ROOT), "report", "--lock", str(work / "pylock.bench0.toml"), "--machine", str(MACHINE), "--json"]
+        report = [
+            sys.executable,
+            "-c",
+            RUN,
+            str(ROOT),
+            "report",
+            "--lock",
+            str(work / "pylock.bench0.toml"),
+            "--machine",
+            str(MACHINE),
+            "--json",
+        ]
         result["report_first"] = timed(report, env, work)[0]
         again = [timed(report, env, work)[0] for _ in range(args.runs)]
         rescanned = []
         for _ in range(args.runs):
             shutil.rmtree(work / "c0/xdg/provision/scans", ignore_errors=True)
             rescanned.append(timed(report, env, work)[0])
-        result["report_again"], result["report_scans_removed"] = statistics.median(again), statistics.median(rescanned)
-        result["ratios"]["report_again/report_scans_removed"] = round(result["report_again"] / result["report_scans_removed"], 3)  # type: ignore[index, operator]
-        result["wheel_bytes"] = sum(f.stat().st_size for f in (work / "c0/xdg/provision/wheels").rglob("*.whl"))
+        result["report_again"], result["report_scans_removed"] = (
+            statistics.median(again),
+            statistics.median(rescanned),
+        )
+        result["ratios"]["report_again/report_scans_removed"] = round(
+            result["report_again"] / result["report_scans_removed"], 3
+        )  # type: ignore[index, operator]
+        result["wheel_bytes"] = sum(
+            f.stat().st_size for f in (work / "c0/xdg/provision/wheels").rglob("*.whl")
+        )
     text = json.dumps(result, indent=2, default=lambda x: round(x, 3))
     print(text)
     if args.json:

@@ -33,8 +33,17 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
     yield
     after = _cpu()
     with open(os.environ.get("TESTCPU", "testcpu.jsonl"), "a") as log:
-        log.write(json.dumps({"id": item.nodeid, "self": after[0] - before[0], "child": after[1] - before[1],
-                              "wall": time.monotonic() - started}) + "\n")
+        log.write(
+            json.dumps(
+                {
+                    "id": item.nodeid,
+                    "self": after[0] - before[0],
+                    "child": after[1] - before[1],
+                    "wall": time.monotonic() - started,
+                }
+            )
+            + "\n"
+        )
 
 
 def per_file(path: str) -> dict[str, float]:

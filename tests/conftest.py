@@ -105,13 +105,16 @@ def _session_isolation(shared_uv_cache: Path, tmp_path_factory: pytest.TempPathF
         # The tests start provision about a thousand times: its bytecode is compiled once, into the session's folder
         # (never beside the sources), even where PYTHONDONTWRITEBYTECODE would compile every module in every process.
         patch.delenv("PYTHONDONTWRITEBYTECODE", raising=False)
-        patch.setenv("PYTHONPYCACHEPREFIX", str(run_folder(tmp_path_factory) / "pycache"))  # written atomically
+        patch.setenv(
+            "PYTHONPYCACHEPREFIX", str(run_folder(tmp_path_factory) / "pycache")
+        )  # written atomically
         yield
 
 
 @pytest.fixture(autouse=True)
-def isolated(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory,
-             monkeypatch: pytest.MonkeyPatch) -> Isolation:
+def isolated(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> Isolation:
     """A temporary provision home, uv cache and XDG cache for this test; no inherited UV_/PIP_/PROVISION_ variables."""
     for name in list(os.environ):
         if name.startswith(INHERITED):
@@ -145,13 +148,19 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         shutil.rmtree(own, ignore_errors=True)
 
 
-SLOW = Path(__file__).with_name("slow_tests.txt")  # measured: scripts/slow_tests.py writes it from a --durations run
+SLOW = Path(__file__).with_name(
+    "slow_tests.txt"
+)  # measured: scripts/slow_tests.py writes it from a --durations run
 
 
 def _measured_slow() -> set[str]:
     """The tests (file::function, parameters aside) measured at 0.8 s or more: the quick tier leaves them out."""
     try:
-        return {line.strip() for line in SLOW.read_text().splitlines() if line.strip() and not line.startswith("#")}
+        return {
+            line.strip()
+            for line in SLOW.read_text().splitlines()
+            if line.strip() and not line.startswith("#")
+        }
     except OSError:
         return set()
 

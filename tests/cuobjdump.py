@@ -25,8 +25,10 @@ sys.path.insert(0, str(ROOT))
 
 from provision.scan import archives, binaries, elf, fatbin, installed  # noqa: E402
 
-CACHE = Path(os.environ.get("PROVISION_TEST_CACHE") or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-             / "provision-tests")
+CACHE = Path(
+    os.environ.get("PROVISION_TEST_CACHE")
+    or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "provision-tests"
+)
 _LISTED = re.compile(r"\.(sm_\d+[a-z]?)\.(cubin|ptx)\s*$", re.MULTILINE)
 
 
@@ -39,8 +41,22 @@ def wheel(requirement: str) -> Path:
         CACHE.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryDirectory(dir=CACHE, prefix=f".{folder.name}-") as partial:
             Path(partial).chmod(0o755)
-            subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:",
-                            "-d", partial, requirement], check=True, timeout=900)
+            subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "pip",
+                    "download",
+                    "-q",
+                    "--no-deps",
+                    "--only-binary=:all:",
+                    "-d",
+                    partial,
+                    requirement,
+                ],
+                check=True,
+                timeout=900,
+            )
             _publish(Path(partial), folder)
         found = sorted(folder.glob("*.whl"))
     return found[0]
@@ -87,8 +103,11 @@ def listing(tool: Path, path: Path) -> tuple[Counter[str], Counter[str]] | None:
         done = subprocess.run([str(tool), flag, str(path)], capture_output=True, text=True, timeout=600)
         if "does not contain device code" in done.stderr:
             return Counter(), Counter()
-        if "fatal" in done.stderr or (done.returncode != 0 and "No PTX file found" not in done.stderr
-                                      and "No ELF file found" not in done.stderr):
+        if "fatal" in done.stderr or (
+            done.returncode != 0
+            and "No PTX file found" not in done.stderr
+            and "No ELF file found" not in done.stderr
+        ):
             return None
         found.append(Counter(label for label, _kind in _LISTED.findall(done.stdout)))
     return found[0], found[1]
@@ -112,7 +131,11 @@ def fatbin_sections_only(path: Path) -> fatbin.Counts:
     data = path.read_bytes()
     counts = fatbin.Counts()
     if data[:8] == b"!<arch>\n":
-        images = [(offset, size) for _n, offset, size in archives.members(data) if data[offset:offset + 4] == b"\x7fELF"]
+        images = [
+            (offset, size)
+            for _n, offset, size in archives.members(data)
+            if data[offset : offset + 4] == b"\x7fELF"
+        ]
     else:
         images = [(0, len(data))]
     for base, size in images:
@@ -144,12 +167,18 @@ def disagreements(tool: Path, folder: Path) -> tuple[int, list[str], list[str]]:
         compared += 1
         code = binaries.code_in_file(path).loadable
         in_sections = fatbin_sections_only(path)
-        if in_sections.containers > code.containers or in_sections.cubin - code.cubin or in_sections.ptx - code.ptx:
+        if (
+            in_sections.containers > code.containers
+            or in_sections.cubin - code.cubin
+            or in_sections.ptx - code.ptx
+        ):
             problems.append(f"{path.relative_to(folder)}: the scan lost containers of the fatbin sections")
         ours = as_cuobjdump(in_sections)
         if ours != theirs:
-            problems.append(f"{path.relative_to(folder)}: provision {dict(ours[0])} {dict(ours[1])}, "
-                            f"cuobjdump {dict(theirs[0])} {dict(theirs[1])}")
+            problems.append(
+                f"{path.relative_to(folder)}: provision {dict(ours[0])} {dict(ours[1])}, "
+                f"cuobjdump {dict(theirs[0])} {dict(theirs[1])}"
+            )
     return compared, problems, failed
 
 

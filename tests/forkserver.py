@@ -33,7 +33,9 @@ import types
 from typing import NoReturn
 
 # sys.path as the console script has it: its own folder first, never this one (tests/) or the working folder.
-sys.path[:] = [os.path.dirname(sys.argv[2])] + [p for p in sys.path[1:] if p not in ("", os.path.dirname(__file__))]
+sys.path[:] = [os.path.dirname(sys.argv[2])] + [
+    p for p in sys.path[1:] if p not in ("", os.path.dirname(__file__))
+]
 
 # Every module a command may import, imported now, once: a child then imports nothing that is not already here.
 import provision  # noqa: E402

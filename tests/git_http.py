@@ -40,13 +40,22 @@ class GitServer:
                 server.authorized += 1
                 path, _, query = self.path.partition("?")
                 body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                env = {"GIT_PROJECT_ROOT": str(server.root), "GIT_HTTP_EXPORT_ALL": "1", "PATH_INFO": path,
-                       "QUERY_STRING": query, "REQUEST_METHOD": self.command, "REMOTE_USER": user,
-                       "CONTENT_TYPE": self.headers.get("Content-Type", ""), "CONTENT_LENGTH": str(len(body)),
-                       "PATH": "/usr/bin:/bin"}
+                env = {
+                    "GIT_PROJECT_ROOT": str(server.root),
+                    "GIT_HTTP_EXPORT_ALL": "1",
+                    "PATH_INFO": path,
+                    "QUERY_STRING": query,
+                    "REQUEST_METHOD": self.command,
+                    "REMOTE_USER": user,
+                    "CONTENT_TYPE": self.headers.get("Content-Type", ""),
+                    "CONTENT_LENGTH": str(len(body)),
+                    "PATH": "/usr/bin:/bin",
+                }
                 if self.headers.get("Content-Encoding"):
                     env["HTTP_CONTENT_ENCODING"] = self.headers["Content-Encoding"]
-                done = subprocess.run(["git", "http-backend"], input=body, env=env, capture_output=True, timeout=60)
+                done = subprocess.run(
+                    ["git", "http-backend"], input=body, env=env, capture_output=True, timeout=60
+                )
                 head, _, payload = done.stdout.partition(b"\r\n\r\n")
                 status = 200
                 headers = []

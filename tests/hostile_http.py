@@ -74,8 +74,10 @@ class HostileServer:
         body = b"" if method == "HEAD" else route.body
         extra = "".join(f"{k}: {v}\r\n" for k, v in route.headers.items())
         length = "" if route.how == "endless" else f"Content-Length: {len(route.body)}\r\n"
-        head = (f"HTTP/1.1 {route.status} X\r\nContent-Type: {route.content_type}\r\n{length}{extra}"
-                f"Connection: close\r\n\r\n").encode()
+        head = (
+            f"HTTP/1.1 {route.status} X\r\nContent-Type: {route.content_type}\r\n{length}{extra}"
+            f"Connection: close\r\n\r\n"
+        ).encode()
         started = time.monotonic()
         self._answering[path] = self._answering.get(path, 0) + 1
         try:
@@ -84,8 +86,16 @@ class HostileServer:
             self._lasted[path] = max(self._lasted.get(path, 0.0), time.monotonic() - started)
             self._answering[path] -= 1
 
-    def _send_route(self, handler: socketserver.StreamRequestHandler, route: Route, path: str, method: str, head: bytes,
-                    body: bytes, started: float) -> None:
+    def _send_route(
+        self,
+        handler: socketserver.StreamRequestHandler,
+        route: Route,
+        path: str,
+        method: str,
+        head: bytes,
+        body: bytes,
+        started: float,
+    ) -> None:
         def alive() -> bool:
             return not self.closing and time.monotonic() - started < LIFETIME
 
@@ -123,4 +133,3 @@ class HostileServer:
             if send(head):
                 send(body)
                 self.sent[path] = self.sent.get(path, 0) + len(body)
-

@@ -30,8 +30,13 @@ import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-BINARY = shutil.which("provision", path=os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")) or ""
-EXEC_ONLY = os.environ.get("PROVISION_TEST_EXEC") == "1"  # read at import: conftest removes PROVISION_* for each test
+BINARY = (
+    shutil.which("provision", path=os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""))
+    or ""
+)
+EXEC_ONLY = (
+    os.environ.get("PROVISION_TEST_EXEC") == "1"
+)  # read at import: conftest removes PROVISION_* for each test
 
 
 def environment(env: Mapping[str, str | None] | None = None) -> dict[str, str]:
@@ -44,23 +49,34 @@ def argv(args: tuple[str | Path, ...]) -> list[str]:
     return [BINARY, *map(str, args)]
 
 
-def run_provision(*args: str | Path, env: Mapping[str, str | None] | None = None, check: bool = False,
-                  timeout: float = 300, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+def run_provision(
+    *args: str | Path,
+    env: Mapping[str, str | None] | None = None,
+    check: bool = False,
+    timeout: float = 300,
+    cwd: Path | None = None,
+) -> subprocess.CompletedProcess[str]:
     """`provision ARGS...`; with check=True a non-zero exit fails the test with provision's stderr."""
     command, variables = argv(args), environment(env)
     server = None if EXEC_ONLY or (cwd is not None and not os.path.isdir(cwd)) else ForkServer.get(variables)
     if server is None:
-        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=variables, cwd=cwd)
+        done = subprocess.run(
+            command, capture_output=True, text=True, timeout=timeout, env=variables, cwd=cwd
+        )
     else:
         done = server.run(command, variables, str(cwd or os.getcwd()), timeout)
     if check:
-        assert done.returncode == 0, f"provision {' '.join(map(str, args))} exited {done.returncode}: {done.stderr}"
+        assert done.returncode == 0, (
+            f"provision {' '.join(map(str, args))} exited {done.returncode}: {done.stderr}"
+        )
     return done
 
 
 def popen_provision(*args: str | Path, env: Mapping[str, str | None] | None = None) -> subprocess.Popen[str]:
     """`provision ARGS...` started in the background, stdout and stderr piped."""
-    return subprocess.Popen(argv(args), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=environment(env))
+    return subprocess.Popen(
+        argv(args), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=environment(env)
+    )
 
 
 def interrupt(process: subprocess.Popen[str], held: threading.Event, started: Callable[[], bool]) -> str:
@@ -82,8 +98,12 @@ def interrupt(process: subprocess.Popen[str], held: threading.Event, started: Ca
 def start_settings(env: Mapping[str, str]) -> dict[str, str]:
     """The variables read once, as a process starts (by the interpreter, its locale, the dynamic loader): a forked
     command has the fork server's."""
-    return {k: v for k, v in env.items()
-            if k.startswith(("PYTHON", "LC_", "LD_", "MALLOC_")) or k in ("LANG", "LANGUAGE", "TZ", "GLIBC_TUNABLES")}
+    return {
+        k: v
+        for k, v in env.items()
+        if k.startswith(("PYTHON", "LC_", "LD_", "MALLOC_"))
+        or k in ("LANG", "LANGUAGE", "TZ", "GLIBC_TUNABLES")
+    }
 
 
 class ForkServer:
@@ -98,12 +118,18 @@ class ForkServer:
         self.settings = start_settings(env)
         self.commands = 0  # run so far
         self.running: set[int] = set()  # the pids of the commands running now
-        with open(BINARY, "rb") as script:  # the console script's own interpreter (a `#!/bin/sh` trampoline: ours)
+        with open(
+            BINARY, "rb"
+        ) as script:  # the console script's own interpreter (a `#!/bin/sh` trampoline: ours)
             shebang = script.readline()[2:].decode().strip()
         interpreter = shebang if os.path.basename(shebang).startswith("python") else sys.executable
-        self.process = subprocess.Popen([interpreter, os.path.join(os.path.dirname(__file__), "forkserver.py"),
-                                         self.socket, BINARY], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                        env=env, cwd=self.folder)
+        self.process = subprocess.Popen(
+            [interpreter, os.path.join(os.path.dirname(__file__), "forkserver.py"), self.socket, BINARY],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            env=env,
+            cwd=self.folder,
+        )
         assert self.process.stdout is not None
         self.ready = self.process.stdout.readline() == b"ready\n"
         atexit.register(self.stop)
@@ -129,7 +155,9 @@ class ForkServer:
         server = cls.started[os.getpid()]
         return server if server is not None and start_settings(env) == server.settings else None
 
-    def run(self, command: list[str], env: dict[str, str], cwd: str, timeout: float) -> subprocess.CompletedProcess[str]:
+    def run(
+        self, command: list[str], env: dict[str, str], cwd: str, timeout: float
+    ) -> subprocess.CompletedProcess[str]:
         """As subprocess.run(capture_output=True, text=True): stdout and stderr are pipes read to their end (a process
         the command leaves behind holding them holds this up too), then the exit status; on the timeout the command
         is killed and TimeoutExpired carries what it wrote."""

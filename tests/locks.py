@@ -16,5 +16,6 @@ def sealed(doc: dict[str, Any]) -> str:
     read_back = toml.loads(tomlkit.dumps({"packages": doc.get("packages", []), "tool": doc.get("tool", {})}))
     known = read_back.get("tool", {}).get("provision", {}).get("known_conflicts")  # sealed with the packages
     doc.setdefault("tool", {}).setdefault("provision", {})[lockfile.SEAL] = lockfile.packages_digest(
-        read_back.get("packages", []), known)
+        read_back.get("packages", []), known
+    )
     return tomlkit.dumps(doc)

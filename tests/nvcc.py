@@ -24,7 +24,9 @@ def _identity() -> str:
     assert NVCC, "nvcc is not installed (the test should be marked needs_nvcc)"
     real = Path(NVCC).resolve()
     status = real.stat()
-    version = subprocess.run([NVCC, "--version"], capture_output=True, text=True, check=True, timeout=60).stdout
+    version = subprocess.run(
+        [NVCC, "--version"], capture_output=True, text=True, check=True, timeout=60
+    ).stdout
     return f"{real} {status.st_size} {status.st_mtime_ns}\n{version}"
 
 
@@ -46,7 +48,9 @@ def run(argv: list[str | Path], out: Path) -> Path:
         kept.parent.mkdir(parents=True, exist_ok=True)
         with tempfile.NamedTemporaryFile(dir=kept.parent, prefix=".partial-", delete=False) as partial:
             partial.write(out.read_bytes())
-        os.replace(partial.name, kept)  # test processes side by side: the last rename wins, both files are nvcc's
+        os.replace(
+            partial.name, kept
+        )  # test processes side by side: the last rename wins, both files are nvcc's
         return out
     shutil.copyfile(kept, out)
     return out

@@ -20,8 +20,16 @@ ROOT_PORT, SWITCH_UPSTREAM, SWITCH_DOWNSTREAM, ENDPOINT = 0x4, 0x5, 0x6, 0x0
 AER_AT, ACS_AT = 0x100, 0x148
 
 
-def image(vendor: int, device: int, *, class_code: int = BRIDGE_CLASS, layout: int = 1, port_type: int | None = None,
-          acs: tuple[int, int] | None = None, size: int = 4096) -> bytes:
+def image(
+    vendor: int,
+    device: int,
+    *,
+    class_code: int = BRIDGE_CLASS,
+    layout: int = 1,
+    port_type: int | None = None,
+    acs: tuple[int, int] | None = None,
+    size: int = 4096,
+) -> bytes:
     """A configuration space of `size` bytes; `acs` is (ACS Capability, ACS Control)."""
     data = bytearray(size)
     struct.pack_into("<HH", data, 0x00, vendor, device)
@@ -54,29 +62,49 @@ def entry(op: str, path: str, result: object) -> dict[str, object]:
 # Upstream Forwarding (ACSCtl 0x001d) on every root port and switch downstream port: the common state of such servers.
 ROOT_PORT_ACS = (0x001F, 0x001D)  # ACSCap: SrcValid TransBlk ReqRedir CmpltRedir UpstreamFwd
 SWITCH_PORT_ACS = (0x007F, 0x001D)  # ACSCap: those and EgressCtrl DirectTrans
-RTX_CMDLINE = b"BOOT_IMAGE=/vmlinuz-6.8.0-60-generic root=/dev/mapper/vg0-root ro intel_iommu=on iommu=pt quiet\n"
+RTX_CMDLINE = (
+    b"BOOT_IMAGE=/vmlinuz-6.8.0-60-generic root=/dev/mapper/vg0-root ro intel_iommu=on iommu=pt quiet\n"
+)
 
 
 def rtx_pro_6000_x8_sysfs() -> list[dict[str, object]]:
-    entries = [entry("read", "/proc/cmdline", RTX_CMDLINE),
-               entry("listdir", "/sys/class/iommu", [f"dmar{n}" for n in range(12)]),
-               entry("listdir", "/sys/kernel/iommu_groups", sorted(str(n) for n in range(96)))]
+    entries = [
+        entry("read", "/proc/cmdline", RTX_CMDLINE),
+        entry("listdir", "/sys/class/iommu", [f"dmar{n}" for n in range(12)]),
+        entry("listdir", "/sys/kernel/iommu_groups", sorted(str(n) for n in range(96))),
+    ]
     configs = []
     for index in range(8):
         gpu_bus = 0x18 + 0x10 * index
-        root, upstream, downstream = (f"0000:{gpu_bus - 3:02x}:01.0", f"0000:{gpu_bus - 2:02x}:00.0",
-                                      f"0000:{gpu_bus - 1:02x}:00.0")
+        root, upstream, downstream = (
+            f"0000:{gpu_bus - 3:02x}:01.0",
+            f"0000:{gpu_bus - 2:02x}:00.0",
+            f"0000:{gpu_bus - 1:02x}:00.0",
+        )
         gpu, group = f"0000:{gpu_bus:02x}:00.0", 40 + index
         path = f"/sys/devices/pci0000:{gpu_bus - 3:02x}/{root}/{upstream}/{downstream}/{gpu}"
-        entries += [entry("resolve", f"/sys/bus/pci/devices/{gpu}", path),
-                    entry("resolve", f"/sys/bus/pci/devices/{gpu}/iommu_group", f"/sys/kernel/iommu_groups/{group}"),
-                    entry("read", f"/sys/kernel/iommu_groups/{group}/type", b"identity\n")]
-        configs += [entry("read", f"/sys/bus/pci/devices/{root}/config",
-                          image(0x8086, 0x352A, port_type=ROOT_PORT, acs=ROOT_PORT_ACS)),
-                    entry("read", f"/sys/bus/pci/devices/{upstream}/config",
-                          image(0x1000, 0xC030, port_type=SWITCH_UPSTREAM)),
-                    entry("read", f"/sys/bus/pci/devices/{downstream}/config",
-                          image(0x1000, 0xC030, port_type=SWITCH_DOWNSTREAM, acs=SWITCH_PORT_ACS))]
+        entries += [
+            entry("resolve", f"/sys/bus/pci/devices/{gpu}", path),
+            entry("resolve", f"/sys/bus/pci/devices/{gpu}/iommu_group", f"/sys/kernel/iommu_groups/{group}"),
+            entry("read", f"/sys/kernel/iommu_groups/{group}/type", b"identity\n"),
+        ]
+        configs += [
+            entry(
+                "read",
+                f"/sys/bus/pci/devices/{root}/config",
+                image(0x8086, 0x352A, port_type=ROOT_PORT, acs=ROOT_PORT_ACS),
+            ),
+            entry(
+                "read",
+                f"/sys/bus/pci/devices/{upstream}/config",
+                image(0x1000, 0xC030, port_type=SWITCH_UPSTREAM),
+            ),
+            entry(
+                "read",
+                f"/sys/bus/pci/devices/{downstream}/config",
+                image(0x1000, 0xC030, port_type=SWITCH_DOWNSTREAM, acs=SWITCH_PORT_ACS),
+            ),
+        ]
     return entries + sorted(configs, key=lambda e: str(e["path"]))
 
 

@@ -24,7 +24,12 @@ def cu130(server: IndexServer) -> dict[str, Index]:
     flashinfer = server.index("flashinfer")
     default = server.index("default")
     for date in TORCH_DATES:
-        pytorch.add("torch", f"2.16.0.dev{date}+cu130", tag=CP312, requires=("pytorch-triton==3.6.0+git1234", "filelock"))
+        pytorch.add(
+            "torch",
+            f"2.16.0.dev{date}+cu130",
+            tag=CP312,
+            requires=("pytorch-triton==3.6.0+git1234", "filelock"),
+        )
     pytorch.add("pytorch-triton", "3.6.0+git1234", tag=CP312)
     pytorch.add("filelock", "3.20.0", tag=PY3)
     sglang.add("sgl-kernel", "0.3.21+cu130", tag=ABI3)
@@ -33,11 +38,23 @@ def cu130(server: IndexServer) -> dict[str, Index]:
     default.add("flashinfer-cubin", "0.6.17", tag=PY3)
     default.add("ninja", "1.13.0", tag=PY3)
     extras = ("nvcc", "crt", "cudart", "cccl", "nvvm")
-    default.add("cuda-toolkit", "13.0.2", tag=PY3, extras=extras,
-                requires=tuple(f"nvidia-cuda-{e}==13.0.88; extra == '{e}'" for e in ("nvcc", "crt")))
-    default.add("nvidia-cuda-nvcc", "13.0.88", tag="py3-none-manylinux_2_28_x86_64",
-                files={"nvidia/cu13/bin/nvcc": b"#!/bin/sh\necho 'Cuda compilation tools, release 13.0, V13.0.88'\n",
-                       "nvidia/cu13/include/cuda.h": b"", "nvidia/cu13/lib/libcudart.so.13": b""})
+    default.add(
+        "cuda-toolkit",
+        "13.0.2",
+        tag=PY3,
+        extras=extras,
+        requires=tuple(f"nvidia-cuda-{e}==13.0.88; extra == '{e}'" for e in ("nvcc", "crt")),
+    )
+    default.add(
+        "nvidia-cuda-nvcc",
+        "13.0.88",
+        tag="py3-none-manylinux_2_28_x86_64",
+        files={
+            "nvidia/cu13/bin/nvcc": b"#!/bin/sh\necho 'Cuda compilation tools, release 13.0, V13.0.88'\n",
+            "nvidia/cu13/include/cuda.h": b"",
+            "nvidia/cu13/lib/libcudart.so.13": b"",
+        },
+    )
     default.add("nvidia-cuda-crt", "13.0.88", tag=PY3)
     # decoys: higher versions on the default index that bound packages must never take
     default.add("torch", "9.0.0", tag=PY3)

@@ -29,16 +29,37 @@ class Setup:
     def build(self, url: str, *requirements: str) -> Path:
         """The venv, made and filled by uv itself from the index at `url` (uv's default link mode: hard links)."""
         uvtool.run(["venv", str(self.venv), "--python", PY, "--quiet"], env=self.cache)
-        uvtool.run(["pip", "install", "--python", str(self.venv / "bin" / "python"), "--quiet", "--default-index", url,
-                    *requirements], env=self.cache)
+        uvtool.run(
+            [
+                "pip",
+                "install",
+                "--python",
+                str(self.venv / "bin" / "python"),
+                "--quiet",
+                "--default-index",
+                url,
+                *requirements,
+            ],
+            env=self.cache,
+        )
         return drift.site_packages(self.venv)
 
-    def __call__(self, *args: str, index: str = "", code: int | None = 0, **extra: str) -> subprocess.CompletedProcess[str]:
-        variables = {"PROVISION_HOME": str(self.tmp / "home"), "PROVISION_INDEX_DEFAULT": index,
-                     "PROVISION_HTTP_TIMEOUT": "5", "UV_LINK_MODE": None, **self.cache, **extra}
+    def __call__(
+        self, *args: str, index: str = "", code: int | None = 0, **extra: str
+    ) -> subprocess.CompletedProcess[str]:
+        variables = {
+            "PROVISION_HOME": str(self.tmp / "home"),
+            "PROVISION_INDEX_DEFAULT": index,
+            "PROVISION_HTTP_TIMEOUT": "5",
+            "UV_LINK_MODE": None,
+            **self.cache,
+            **extra,
+        }
         done = run_provision(*args, env=variables)
         if code is not None:
-            assert done.returncode == code, f"provision {' '.join(args)} exited {done.returncode}: {done.stderr}"
+            assert done.returncode == code, (
+                f"provision {' '.join(args)} exited {done.returncode}: {done.stderr}"
+            )
         return done
 
     def json(self, *args: str, **kwargs: object) -> dict:
@@ -46,7 +67,8 @@ class Setup:
 
 
 def test_a_venv_built_by_uv_is_adopted_locked_patched_and_restored_offline_from_uvs_cache(
-        tmp_path: Path, index_server, provision_bin: str) -> None:
+    tmp_path: Path, index_server, provision_bin: str
+) -> None:
     served = index_server.index("main")
     served.add("alpha", "1.0")
     served.add("beta", "2.0", files={"beta/__init__.py": b"X = 1\n", "beta/data.txt": b"hello\n"})
@@ -55,10 +77,17 @@ def test_a_venv_built_by_uv_is_adopted_locked_patched_and_restored_offline_from_
     site = setup.build(served.url, "alpha==1.0", "beta==2.0", str(local))
 
     adopted = setup.json("adopt", "old", str(setup.venv), index=served.url)
-    assert [(m["name"], m["version"], m["index"]) for m in adopted["matched"]] == [("alpha", "1.0", "default"), ("beta", "2.0", "default")]
+    assert [(m["name"], m["version"], m["index"]) for m in adopted["matched"]] == [
+        ("alpha", "1.0", "default"),
+        ("beta", "2.0", "default"),
+    ]
     assert {m["record_from"] for m in adopted["matched"]} == {"uv-cache"}, "uv's cache held those very wheels"
     (gamma,) = adopted["unmatched"]
-    assert gamma["name"] == "gamma" and "direct_url.json" in gamma["reason"] and str(local.name) in gamma["reason"]
+    assert (
+        gamma["name"] == "gamma"
+        and "direct_url.json" in gamma["reason"]
+        and str(local.name) in gamma["reason"]
+    )
     lock = Path(adopted["lock"])
     assert lock.parent == Path(adopted["path"]) and lock.name == "pylock.adopted.toml"
     assert json.loads((Path(adopted["path"]) / "env.json").read_text())["lock"] == str(lock)
@@ -77,31 +106,45 @@ def test_a_venv_built_by_uv_is_adopted_locked_patched_and_restored_offline_from_
     setup("check", "old", "--only", "drift", "--strict", code=1)
 
     index_server.down.add("main")  # from here no index answers: uv's cache must do
-    plan = setup.json("restore", "old", "--dry-run", code=1)  # gamma cannot be put back: exits as restore will
-    assert plan["reinstall"] == ["beta"] and plan["not_restorable"] == ["gamma"] and plan["set_aside"] == ["sitecustomize.py"]
+    plan = setup.json(
+        "restore", "old", "--dry-run", code=1
+    )  # gamma cannot be put back: exits as restore will
+    assert (
+        plan["reinstall"] == ["beta"]
+        and plan["not_restorable"] == ["gamma"]
+        and plan["set_aside"] == ["sitecustomize.py"]
+    )
     done = setup.json("restore", "old", "--no-checks", code=1)
-    assert done["reinstall"] == ["beta"] and done["downloaded"] is False and done["not_restorable"] == ["gamma"]
+    assert (
+        done["reinstall"] == ["beta"] and done["downloaded"] is False and done["not_restorable"] == ["gamma"]
+    )
     assert data.read_text() == "hello\n" and not (site / "sitecustomize.py").exists()
     (result,) = setup.json("check", "old", "--only", "drift")["checks"]
     assert [(f["kind"], f["distribution"]) for f in result["details"]["findings"]] == [("modified", "gamma")]
 
 
 def test_a_wheel_rebuilt_with_other_contents_under_the_same_version_is_not_matched(
-        tmp_path: Path, index_server, provision_bin: str) -> None:
+    tmp_path: Path, index_server, provision_bin: str
+) -> None:
     first = index_server.index("first")
     first.add("alpha", "1.0")
     first.add("beta", "2.0", files={"beta/__init__.py": b"X = 1\n"})
     setup = Setup(tmp_path, provision_bin)
     site = setup.build(first.url, "alpha==1.0", "beta==2.0")
-    rebuilt = index_server.index("rebuilt")  # the same names and versions, built again; beta with other contents
+    rebuilt = index_server.index(
+        "rebuilt"
+    )  # the same names and versions, built again; beta with other contents
     rebuilt.ranges = True
     rebuilt.add("alpha", "1.0")
     rebuilt.add("beta", "2.0", files={"beta/__init__.py": b"X = 2\n"})
-    empty_cache = {"UV_CACHE_DIR": str(tmp_path / "empty-cache")}  # nothing cached: the RECORDs come from the index
+    empty_cache = {
+        "UV_CACHE_DIR": str(tmp_path / "empty-cache")
+    }  # nothing cached: the RECORDs come from the index
 
     adopted = setup.json("adopt", "old", str(setup.venv), index=rebuilt.url, **empty_cache)
-    assert [(m["name"], m["record_from"]) for m in adopted["matched"]] == [("alpha", "download")], \
+    assert [(m["name"], m["record_from"]) for m in adopted["matched"]] == [("alpha", "download")], (
         "the same files rebuilt into another zip are the same build"
+    )
     (beta,) = adopted["unmatched"]
     assert beta["name"] == "beta" and "another build (beta/__init__.py differs)" in beta["reason"]
     assert rebuilt.range_requests > 0
@@ -115,15 +158,20 @@ def test_a_wheel_rebuilt_with_other_contents_under_the_same_version_is_not_match
     assert plan["not_restorable"] == [] and plan["drift_before"]["status"] == "pass"
     (site / "beta" / "__init__.py").write_text("X = 3\n")  # an experiment on the one that matched no wheel
     (result,) = setup.json("check", "old", "--only", "drift")["checks"]
-    assert result["status"] == "warn" and "provision restore cannot put back beta" in result["reason"], \
+    assert result["status"] == "warn" and "provision restore cannot put back beta" in result["reason"], (
         "the hint promised a restore that restore then refuses"
+    )
     (site / "alpha" / "__init__.py").write_text("Y = 1\n")
     (result,) = setup.json("check", "old", "--only", "drift")["checks"]
-    assert "cannot put back beta (" in result["reason"] and "alpha" not in result["reason"].split("cannot put back")[1]
+    assert (
+        "cannot put back beta (" in result["reason"]
+        and "alpha" not in result["reason"].split("cannot put back")[1]
+    )
 
 
 def test_adopt_with_no_index_reachable_says_so_and_lock_env_locks_it_later(
-        tmp_path: Path, index_server, provision_bin: str) -> None:
+    tmp_path: Path, index_server, provision_bin: str
+) -> None:
     served = index_server.index("main")
     served.add("alpha", "1.0")
     setup = Setup(tmp_path, provision_bin)
@@ -136,11 +184,16 @@ def test_adopt_with_no_index_reachable_says_so_and_lock_env_locks_it_later(
     (alpha,) = adopted["unmatched"]
     assert "index default unreachable" in alpha["reason"] and "HTTP 503" in adopted["unreachable"]["default"]
     assert "uv's cache has no wheel of this build" in alpha["reason"]
-    cached = setup.json("adopt", "cached", str(setup.venv), index=served.url)  # the cache the venv was built with
+    cached = setup.json(
+        "adopt", "cached", str(setup.venv), index=served.url
+    )  # the cache the venv was built with
     (match,) = cached["matched"]
     assert (match["name"], match["record_from"], match["index"]) == ("alpha", "uv-cache", "default")
     wheel = served.root / "alpha" / "alpha-1.0-py3-none-any.whl"
-    assert match["url"].endswith("/" + wheel.name) and match["sha256"] == hashlib.sha256(wheel.read_bytes()).hexdigest()
+    assert (
+        match["url"].endswith("/" + wheel.name)
+        and match["sha256"] == hashlib.sha256(wheel.read_bytes()).hexdigest()
+    )
     skipped = setup.json("adopt", "new", str(setup.venv), "--no-lock", index=served.url)
     assert skipped["lock"] is None and "matched" not in skipped
 
@@ -152,7 +205,9 @@ def test_adopt_with_no_index_reachable_says_so_and_lock_env_locks_it_later(
     assert "1 of 1 distributions matched" in again.stdout
 
 
-def test_a_lock_whose_unmatched_list_is_not_a_list_is_read_as_listing_none(tmp_path: Path, index_server, provision_bin: str) -> None:
+def test_a_lock_whose_unmatched_list_is_not_a_list_is_read_as_listing_none(
+    tmp_path: Path, index_server, provision_bin: str
+) -> None:
     import tomlkit
 
     served = index_server.index("main")
@@ -169,7 +224,8 @@ def test_a_lock_whose_unmatched_list_is_not_a_list_is_read_as_listing_none(tmp_p
 
 
 def test_lock_env_refuses_a_built_environment_and_restore_a_lock_written_for_another(
-        tmp_path: Path, index_server, provision_bin: str) -> None:
+    tmp_path: Path, index_server, provision_bin: str
+) -> None:
     import tiny
 
     tool = tiny.tool_with_env(tmp_path, provision_bin, tiny.index(index_server))
@@ -187,21 +243,28 @@ def test_lock_env_refuses_a_built_environment_and_restore_a_lock_written_for_ano
 
 
 def test_one_garbled_page_leaves_that_distribution_unmatched_and_the_index_reachable(
-        tmp_path: Path, index_server, provision_bin: str) -> None:
+    tmp_path: Path, index_server, provision_bin: str
+) -> None:
     served = index_server.index("main")
-    good = [f"good-{n:02d}" for n in range(17)]  # more than the lookup's threads: the garbled page is read after some
+    good = [
+        f"good-{n:02d}" for n in range(17)
+    ]  # more than the lookup's threads: the garbled page is read after some
     for name in [*good, "zz-garbled"]:
         served.add(name, "1.0")
     setup = Setup(tmp_path, provision_bin)
     setup.build(served.url, *good, "zz-garbled")
     served.garbled.add("zz-garbled")
-    adopted = setup.json("adopt", "old", str(setup.venv), index=served.url, UV_CACHE_DIR=str(tmp_path / "empty-cache"))
+    adopted = setup.json(
+        "adopt", "old", str(setup.venv), index=served.url, UV_CACHE_DIR=str(tmp_path / "empty-cache")
+    )
     assert len(adopted["matched"]) == 17 and adopted["unreachable"] == {}
     (garbled,) = adopted["unmatched"]
     assert garbled["name"] == "zz-garbled" and "not a PEP 691 project page" in garbled["reason"]
 
 
-def test_an_index_password_never_reaches_the_lock_nor_the_output(tmp_path: Path, index_server, provision_bin: str) -> None:
+def test_an_index_password_never_reaches_the_lock_nor_the_output(
+    tmp_path: Path, index_server, provision_bin: str
+) -> None:
     served = index_server.index("private", userinfo="alice:s3cret-word@")
     served.password = "s3cret-word"
     served.add("alpha", "1.0")

@@ -27,20 +27,28 @@ def planted(site: Path, name: str) -> Path:
     other than uv or pip might leave them."""
     info = site / f"{name}.dist-info"
     info.mkdir()
-    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name.split('-')[0]}\nVersion: {name.split('-')[1]}\n\n")
+    (info / "METADATA").write_text(
+        f"Metadata-Version: 2.1\nName: {name.split('-')[0]}\nVersion: {name.split('-')[1]}\n\n"
+    )
     (info / "RECORD").write_text(f"{name}.dist-info/METADATA,,\n")
     return info
 
 
 @pytest.mark.timeout(200)
-def test_adopt_reads_past_metadata_files_that_are_pipes(tmp_path: Path, index_server, provision_bin: str) -> None:
+def test_adopt_reads_past_metadata_files_that_are_pipes(
+    tmp_path: Path, index_server, provision_bin: str
+) -> None:
     served, setup, site = alpha_venv(tmp_path, index_server, provision_bin)
     for name, pipes in (("beta-2.0", ("METADATA", "RECORD")), ("gamma-3.0", ("WHEEL", "direct_url.json"))):
         info = planted(site, name)
         for pipe in pipes:
             (info / pipe).unlink(missing_ok=True)
             os.mkfifo(info / pipe)
-    variables = {"PROVISION_HOME": str(tmp_path / "home"), "PROVISION_INDEX_DEFAULT": served.url, **setup.cache}
+    variables = {
+        "PROVISION_HOME": str(tmp_path / "home"),
+        "PROVISION_INDEX_DEFAULT": served.url,
+        **setup.cache,
+    }
     done = run_provision("adopt", "old", setup.venv, "--json", timeout=60, env=variables)
     assert done.returncode == 0, done.stderr
     adopted = json.loads(done.stdout)

@@ -21,7 +21,9 @@ def _other_content_same_record(genuine: Path, target: Path) -> bytes:
     return target.read_bytes()
 
 
-def test_adopt_never_pins_a_wheel_whose_ranges_and_full_get_differ(tmp_path: Path, index_server, provision_bin: str) -> None:
+def test_adopt_never_pins_a_wheel_whose_ranges_and_full_get_differ(
+    tmp_path: Path, index_server, provision_bin: str
+) -> None:
     genuine = index_server.index("genuine")
     genuine.add("alpha", "1.0")
     wheel = genuine.add("beta", "2.0", files={"beta/__init__.py": b"X = 1\n"})
@@ -41,14 +43,18 @@ def test_adopt_never_pins_a_wheel_whose_ranges_and_full_get_differ(tmp_path: Pat
     assert hashlib.sha256(other.read_bytes()).hexdigest() not in Path(adopted["lock"]).read_text()
     (beta,) = adopted["unmatched"]
     assert "another build" in beta["reason"], beta
-    assert pinned["alpha"]["record_from"] == "download" and hostile.range_requests > 0  # honest ranges: then proven whole
+    assert (
+        pinned["alpha"]["record_from"] == "download" and hostile.range_requests > 0
+    )  # honest ranges: then proven whole
 
     forged = index_server.index("forged")
     forged.ranges = True
     forged.add("alpha", "1.0")
     (forged.root / "beta").mkdir()
     _other_content_same_record(wheel, forged.root / "beta" / wheel.name)
-    adopted = setup.json("adopt", "again", str(setup.venv), index=forged.url, **{"UV_CACHE_DIR": str(tmp_path / "cold")})
+    adopted = setup.json(
+        "adopt", "again", str(setup.venv), index=forged.url, **{"UV_CACHE_DIR": str(tmp_path / "cold")}
+    )
     assert [m["name"] for m in adopted["matched"]] == ["alpha"], adopted["matched"]
     (beta,) = adopted["unmatched"]
     assert "beta/__init__.py does not match its RECORD" in beta["reason"], beta
@@ -64,13 +70,18 @@ def test_a_wheel_with_a_member_twice_is_not_pinned(tmp_path: Path, index_server,
     setup.build(genuine.url, "beta==2.0")
     twice = index_server.index("twice")
     (twice.root / "beta").mkdir(parents=True)
-    with zipfile.ZipFile(wheel) as source, zipfile.ZipFile(twice.root / "beta" / wheel.name, "w") as forged, \
-            warnings.catch_warnings():
+    with (
+        zipfile.ZipFile(wheel) as source,
+        zipfile.ZipFile(twice.root / "beta" / wheel.name, "w") as forged,
+        warnings.catch_warnings(),
+    ):
         warnings.simplefilter("ignore")  # zipfile warns of the duplicate name: the attack
         for info in source.infolist():
             forged.writestr(info.filename, source.read(info))
         forged.writestr("beta-2.0.dist-info/RECORD", b"beta/__init__.py,,\n")
-    adopted = setup.json("adopt", "old", str(setup.venv), index=twice.url, **{"UV_CACHE_DIR": str(tmp_path / "cold")})
+    adopted = setup.json(
+        "adopt", "old", str(setup.venv), index=twice.url, **{"UV_CACHE_DIR": str(tmp_path / "cold")}
+    )
     assert adopted["matched"] == [], adopted["matched"]
     (beta,) = adopted["unmatched"]
     assert "a member is in the wheel twice" in beta["reason"], beta

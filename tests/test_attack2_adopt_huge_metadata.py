@@ -20,15 +20,26 @@ os.execv(sys.argv[1], sys.argv[1:])"""
 
 
 @pytest.mark.timeout(200)
-def test_adopt_reads_huge_metadata_files_in_bounded_memory(tmp_path: Path, index_server, provision_bin: str) -> None:
+def test_adopt_reads_huge_metadata_files_in_bounded_memory(
+    tmp_path: Path, index_server, provision_bin: str
+) -> None:
     served, setup, site = alpha_venv(tmp_path, index_server, provision_bin)
     for name, huge in (("beta-2.0", "METADATA"), ("gamma-3.0", "RECORD")):
         info = planted(site, name)
         with open(info / huge, "r+b") as handle:
             handle.truncate(8 << 30)  # sparse: no disk taken
-    variables = {"PROVISION_HOME": str(tmp_path / "home"), "PROVISION_INDEX_DEFAULT": served.url, **setup.cache}
-    done = subprocess.run([sys.executable, "-c", LIMITED, *argv(("adopt", "old", str(setup.venv), "--json"))],
-                          capture_output=True, text=True, timeout=180, env=environment(variables))
+    variables = {
+        "PROVISION_HOME": str(tmp_path / "home"),
+        "PROVISION_INDEX_DEFAULT": served.url,
+        **setup.cache,
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", LIMITED, *argv(("adopt", "old", str(setup.venv), "--json"))],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        env=environment(variables),
+    )
     assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr[-2000:]
     adopted = json.loads(done.stdout)
     assert [m["name"] for m in adopted["matched"]] == ["alpha"]

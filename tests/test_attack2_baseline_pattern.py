@@ -24,4 +24,7 @@ def test_a_catastrophic_baseline_pattern_is_an_error_in_bounded_time(monkeypatch
     assert time.monotonic() - started < 20
     assert "the baseline pattern '(a+)+$' took over 0.3 s" in raised.value.message
     assert "[baseline] pattern" in raised.value.hint
-    assert baseline.extract(Baseline(command=("true",), pattern=r"tok/s: (\S+)"), "tok/s: 3.5\n") == (3.5, None)
+    assert baseline.extract(Baseline(command=("true",), pattern=r"tok/s: (\S+)"), "tok/s: 3.5\n") == (
+        3.5,
+        None,
+    )

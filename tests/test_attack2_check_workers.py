@@ -23,7 +23,9 @@ time.sleep(600)
 """
 
 
-def test_a_timed_out_check_takes_its_workers_with_it(tmp_path: Path, index_server, provision_bin: str) -> None:
+def test_a_timed_out_check_takes_its_workers_with_it(
+    tmp_path: Path, index_server, provision_bin: str
+) -> None:
     served = index_server.index("tiny")
     served.add("alpha", "1.0", files={"alpha/__init__.py": SPAWNING})
     tool = tiny.make_tool(tmp_path, provision_bin, served)
@@ -31,8 +33,15 @@ def test_a_timed_out_check_takes_its_workers_with_it(tmp_path: Path, index_serve
     pidfile = tmp_path / "worker.pid"
     started = time.monotonic()
     try:
-        done = run_provision("check", "tiny", "--only", "imports", "--json", timeout=60,
-                             env=tool.env({"PROVISION_CHECK_TIMEOUT": "2", "WORKER_PID_FILE": str(pidfile)}))
+        done = run_provision(
+            "check",
+            "tiny",
+            "--only",
+            "imports",
+            "--json",
+            timeout=60,
+            env=tool.env({"PROVISION_CHECK_TIMEOUT": "2", "WORKER_PID_FILE": str(pidfile)}),
+        )
         assert time.monotonic() - started < 60
         assert done.returncode == 1 and "timed out after 2 s" in done.stdout, done.stderr
         worker = int(pidfile.read_text())

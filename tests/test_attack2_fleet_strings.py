@@ -16,7 +16,9 @@ H200 = ROOT / "docs/machines/h200.probe.json"
 
 
 @pytest.mark.parametrize(("where", "key"), [("driver", "version"), ("gpus", "name"), ("notes", None)])
-def test_a_probe_document_with_a_huge_string_is_refused_in_one_line(tmp_path: Path, where: str, key: str | None) -> None:
+def test_a_probe_document_with_a_huge_string_is_refused_in_one_line(
+    tmp_path: Path, where: str, key: str | None
+) -> None:
     data = json.loads(H200.read_text())
     huge = "x" * 1_000_000
     if where == "gpus":
@@ -30,5 +32,7 @@ def test_a_probe_document_with_a_huge_string_is_refused_in_one_line(tmp_path: Pa
     done = run_provision("report", "--machine", str(path), timeout=120)
     assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr[-500:]
     named = {"driver": "driver.version", "gpus": "gpus[0].name", "notes": "notes[0]"}[where]
-    assert done.stderr.startswith(f"error: {path}: not a probe document ({named}: 1000000 characters long"), done.stderr[:300]
+    assert done.stderr.startswith(f"error: {path}: not a probe document ({named}: 1000000 characters long"), (
+        done.stderr[:300]
+    )
     assert "\nhint: make one on that machine" in done.stderr and len(done.stdout) < 1000

@@ -53,8 +53,12 @@ def test_gc_passes_over_a_folder_named_like_a_temporary_file(tmp_path: Path) -> 
     (home / "envs" / ".active.123.456.tmp").symlink_to("envs/nowhere")  # what a killed point() leaves
     done = run_provision("gc", env={"PROVISION_HOME": str(home)})
     assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
-    assert (home / ".notes.tmp" / "kept").read_text() == "mine" and (home / "envs" / ".x.1.2.tmp" / "kept").exists()
-    assert not (home / "envs" / ".active.123.456.tmp").is_symlink() and "envs/.active.123.456.tmp" in done.stderr
+    assert (home / ".notes.tmp" / "kept").read_text() == "mine" and (
+        home / "envs" / ".x.1.2.tmp" / "kept"
+    ).exists()
+    assert (
+        not (home / "envs" / ".active.123.456.tmp").is_symlink() and "envs/.active.123.456.tmp" in done.stderr
+    )
 
 
 def test_gc_passes_over_a_folder_named_like_a_cached_lock(tmp_path: Path) -> None:
@@ -67,11 +71,14 @@ def test_gc_passes_over_a_folder_named_like_a_cached_lock(tmp_path: Path) -> Non
     done = run_provision("gc", env={"PROVISION_HOME": str(home)})
     assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
     assert (home / "locks" / "pylock.x.toml" / "kept").read_text() == "mine"
-    assert not (home / "locks" / "pylock.y.toml").exists() and "locks/pylock.y.toml (unreadable)" in done.stderr
+    assert (
+        not (home / "locks" / "pylock.y.toml").exists() and "locks/pylock.y.toml (unreadable)" in done.stderr
+    )
 
 
-def test_create_in_a_home_whose_builds_is_linked_out_builds_nothing_there(tmp_path: Path, index_server,
-                                                                          provision_bin: str) -> None:
+def test_create_in_a_home_whose_builds_is_linked_out_builds_nothing_there(
+    tmp_path: Path, index_server, provision_bin: str
+) -> None:
     """create collects leftovers first, as gc does: it refuses the same link before anything is made."""
     import tiny
 
@@ -81,5 +88,7 @@ def test_create_in_a_home_whose_builds_is_linked_out_builds_nothing_there(tmp_pa
     (tool.home / "builds").symlink_to(outside)
     before = sorted(p.name for p in outside.iterdir())
     done = tool.create("tiny", "--no-checks", check=False)
-    assert done.returncode == 7 and f"{tool.home / 'builds'} is a link to {outside}" in done.stderr, done.stderr
+    assert done.returncode == 7 and f"{tool.home / 'builds'} is a link to {outside}" in done.stderr, (
+        done.stderr
+    )
     assert sorted(p.name for p in outside.iterdir()) == before

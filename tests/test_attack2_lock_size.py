@@ -19,18 +19,27 @@ os.execv(sys.argv[1], sys.argv[1:])"""
 
 
 @pytest.mark.parametrize("command", [("report", "--lock"), ("create", "tiny", "--no-checks", "--lock")])
-def test_an_enormous_lock_is_refused_without_reading_it_whole(tmp_path: Path, command: tuple[str, ...]) -> None:
+def test_an_enormous_lock_is_refused_without_reading_it_whole(
+    tmp_path: Path, command: tuple[str, ...]
+) -> None:
     lock = tmp_path / "pylock.tiny.toml"
     with open(lock, "wb") as handle:
         handle.truncate(8 << 30)  # sparse: no disk taken
     profiles = tmp_path / "profiles"
     profiles.mkdir()
     tiny.profile(profiles)
-    done = subprocess.run([sys.executable, "-c", LIMITED, *argv((*command, str(lock)))], capture_output=True, text=True,
-                          timeout=120, env=environment({"PROVISION_HOME": str(tmp_path / "home"),
-                                                        "PROVISION_PROFILES": str(profiles)}))
+    done = subprocess.run(
+        [sys.executable, "-c", LIMITED, *argv((*command, str(lock)))],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=environment({"PROVISION_HOME": str(tmp_path / "home"), "PROVISION_PROFILES": str(profiles)}),
+    )
     assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
-    assert done.stderr == f"error: {lock}: not a PEP 751 lock (larger than 64 MiB)\nhint: make one with: provision lock PROFILE\n"
+    assert (
+        done.stderr
+        == f"error: {lock}: not a PEP 751 lock (larger than 64 MiB)\nhint: make one with: provision lock PROFILE\n"
+    )
 
 
 def test_an_enormous_nvml_recording_is_refused_without_reading_it_whole(tmp_path: Path) -> None:
@@ -39,7 +48,14 @@ def test_an_enormous_nvml_recording_is_refused_without_reading_it_whole(tmp_path
     recording = tmp_path / "nvml.json"
     with open(recording, "wb") as handle:
         handle.truncate(8 << 30)
-    done = subprocess.run([sys.executable, "-c", LIMITED, *argv(("probe",))], capture_output=True, text=True, timeout=120,
-                          env=environment({"PROVISION_NVML_REPLAY": str(recording)}))
+    done = subprocess.run(
+        [sys.executable, "-c", LIMITED, *argv(("probe",))],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=environment({"PROVISION_NVML_REPLAY": str(recording)}),
+    )
     assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
-    assert done.stderr.startswith(f"error: {recording}: not a readable NVML recording (larger than 64 MiB)\nhint: ")
+    assert done.stderr.startswith(
+        f"error: {recording}: not a readable NVML recording (larger than 64 MiB)\nhint: "
+    )

@@ -26,5 +26,10 @@ def test_no_member_carries_special_bits_or_group_and_world_write(tmp_path: Path)
     assert done.returncode == 0, done.stderr
     with tarfile.open(out) as tar:
         modes = {m.name: stat.S_IMODE(m.mode) for m in tar.getmembers()}
-    assert modes == {"files/setuid.sh": 0o755, "files/writable.py": 0o644, "files/sticky-dir-like": 0o755,
-                     "files/plain.py": 0o640, "pylock.x.toml": 0o755}, {k: oct(v) for k, v in modes.items()}
+    assert modes == {
+        "files/setuid.sh": 0o755,
+        "files/writable.py": 0o644,
+        "files/sticky-dir-like": 0o755,
+        "files/plain.py": 0o640,
+        "pylock.x.toml": 0o755,
+    }, {k: oct(v) for k, v in modes.items()}

@@ -29,11 +29,21 @@ def test_commands_execve_refuses_exit_as_shells_give(tool: tiny.Tool, tmp_path: 
     binary.write_bytes(b"\x7fELF\x02\x01\x01\x00" + bytes(120))  # a first line with NUL bytes: no script
     binary.chmod(0o755)
     (tmp_path / "loop").symlink_to("loop")
-    cases = {str(binary): 126, "": 127, "x" * 300: 127, str(tmp_path / ("x" * 300)): 126, str(tmp_path / "loop"): 126,
-             f"{binary}/inside": 126}
+    cases = {
+        str(binary): 126,
+        "": 127,
+        "x" * 300: 127,
+        str(tmp_path / ("x" * 300)): 126,
+        str(tmp_path / "loop"): 126,
+        f"{binary}/inside": 126,
+    }
     for command, code in cases.items():
         done = tool("run", "tiny", "--", command, check=False)
-        assert done.returncode == code and "Traceback" not in done.stderr, (command[:40], done.returncode, done.stderr)
+        assert done.returncode == code and "Traceback" not in done.stderr, (
+            command[:40],
+            done.returncode,
+            done.stderr,
+        )
         error, hint = done.stderr.splitlines()
         assert error.startswith(f"error: {command}: ") and hint.startswith("hint: "), done.stderr
         assert "internal error" not in error

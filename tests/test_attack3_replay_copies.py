@@ -14,13 +14,16 @@ from test_try import site_of, tool_with_baseline
 
 
 @pytest.mark.parametrize("damage", ["edited", "link", "path"])
-def test_a_kept_copy_that_is_not_what_was_tried_is_refused(tmp_path: Path, index_server, provision_bin: str,
-                                                            damage: str) -> None:
+def test_a_kept_copy_that_is_not_what_was_tried_is_refused(
+    tmp_path: Path, index_server, provision_bin: str, damage: str
+) -> None:
     tool, _ = tool_with_baseline(tmp_path, index_server, provision_bin, "old")
     tool_with_baseline(tmp_path, index_server, provision_bin, "new")
     patched = tmp_path / "patched.py"
     patched.write_text("FACTOR = 1.0\n")
-    done = tool("try", "old", "same", "--file", f"alpha/__init__.py={patched}", "--runs", "3", "--json", check=False)
+    done = tool(
+        "try", "old", "same", "--file", f"alpha/__init__.py={patched}", "--runs", "3", "--json", check=False
+    )
     assert done.returncode == 0, done.stderr
     build = Path(tool.envs()["old"]["path"]).resolve()
     (copy,) = (build / "trial-files").iterdir()

@@ -20,14 +20,22 @@ MAKERS = {
 
 @pytest.mark.parametrize("kind", sorted(MAKERS))
 def test_a_result_path_the_command_made_no_regular_file_is_no_figure(
-        kind: str, tmp_path: Path, index_server, provision_bin: str) -> None:
+    kind: str, tmp_path: Path, index_server, provision_bin: str
+) -> None:
     tool = tiny.make_tool(tmp_path, provision_bin, tiny.index(index_server))
     outside = tmp_path / "outside.json"
-    tiny.profile(tool.profiles, "sg", extra=(
-        f'[baseline]\ncommand = ["python", "-c", {json.dumps(MAKERS[kind])}, "{{result}}", "{outside}"]\n'
-        'json_key = "x"\ntimeout = 60\n'))
+    tiny.profile(
+        tool.profiles,
+        "sg",
+        extra=(
+            f'[baseline]\ncommand = ["python", "-c", {json.dumps(MAKERS[kind])}, "{{result}}", "{outside}"]\n'
+            'json_key = "x"\ntimeout = 60\n'
+        ),
+    )
     tool.create("sg")
-    done = run_provision("baseline", "sg", env=tool.env(None), timeout=30)  # hung before (fifo); ran out of memory (zero)
+    done = run_provision(
+        "baseline", "sg", env=tool.env(None), timeout=30
+    )  # hung before (fifo); ran out of memory (zero)
     assert done.returncode == 7, done.stderr
     assert "no figure in its output" in done.stderr and "not a regular file" in done.stderr, done.stderr
     build = Path(tool.envs()["sg"]["path"])

@@ -36,8 +36,11 @@ def test_an_answer_nested_without_end_is_a_fail(env: Path, tmp_path: Path) -> No
     assert gone(trace["workers"])
 
 
-def test_a_redirect_is_never_followed_to_another_server(env: Path, tmp_path: Path,  # noqa: F811
-                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_redirect_is_never_followed_to_another_server(
+    env: Path,  # noqa: F811 (the fixture)
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     asked: list[str] = []
 
     class Other(BaseHTTPRequestHandler):
@@ -53,7 +56,12 @@ def test_a_redirect_is_never_followed_to_another_server(env: Path, tmp_path: Pat
     threading.Thread(target=other.serve_forever, daemon=True).start()
     monkeypatch.setenv("PROVISION_CHECK_TIMEOUT", "8")
     try:
-        result, trace = serve(env, tmp_path, "redirect", FAKE_SGLANG_REDIRECT=f"http://127.0.0.1:{other.server_address[1]}/health")
+        result, trace = serve(
+            env,
+            tmp_path,
+            "redirect",
+            FAKE_SGLANG_REDIRECT=f"http://127.0.0.1:{other.server_address[1]}/health",
+        )
     finally:
         other.shutdown()
     assert asked == [], asked  # the check spoke to the server it started, and to no other

@@ -26,19 +26,26 @@ HOSTILE = {
 
 
 @pytest.mark.parametrize("kind", sorted(HOSTILE))
-def test_a_hostile_server_args_is_not_read_and_the_recipes_are_listed(tmp_path: Path, index_server, provision_bin: str,
-                                                                      kind: str) -> None:
+def test_a_hostile_server_args_is_not_read_and_the_recipes_are_listed(
+    tmp_path: Path, index_server, provision_bin: str, kind: str
+) -> None:
     sglang_wheels(tiny.index(index_server))
-    tool, _ = tool_with_baseline(tmp_path, index_server, provision_bin, "sg",
-                                 packages='alpha = "==1.0"\nsglang = "==0.5.9"')
+    tool, _ = tool_with_baseline(
+        tmp_path, index_server, provision_bin, "sg", packages='alpha = "==1.0"\nsglang = "==0.5.9"'
+    )
     (site_of(tool, "sg") / "sglang" / "srt" / "server_args.py").write_bytes(HOSTILE[kind])
 
     def bounded() -> None:
         resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
 
-    done = subprocess.run(argv(("try", "--list-recipes", "sg", "--json")), capture_output=True, text=True, timeout=120,
-                          env=environment(tool.env({"PROVISION_NVML_REPLAY": str(DATA / "h200.nvml.json")})),
-                          preexec_fn=bounded)
+    done = subprocess.run(
+        argv(("try", "--list-recipes", "sg", "--json")),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=environment(tool.env({"PROVISION_NVML_REPLAY": str(DATA / "h200.nvml.json")})),
+        preexec_fn=bounded,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     listed = {r["id"]: r for r in json.loads(done.stdout)["recipes"]}
     assert listed["cuda-graph-max-bs"]["change"] is None  # no flag read from a file that was not read

@@ -22,7 +22,9 @@ def journal(tool: tiny.Tool, *entries: dict) -> Path:
     return build
 
 
-def test_a_file_to_remove_under_a_link_out_of_the_venv_is_never_deleted(tmp_path: Path, index_server, provision_bin: str) -> None:
+def test_a_file_to_remove_under_a_link_out_of_the_venv_is_never_deleted(
+    tmp_path: Path, index_server, provision_bin: str
+) -> None:
     tool, _ = tool_with_baseline(tmp_path, index_server, provision_bin)
     outside = tmp_path / "outside"
     outside.mkdir()
@@ -36,12 +38,16 @@ def test_a_file_to_remove_under_a_link_out_of_the_venv_is_never_deleted(tmp_path
 
 
 @pytest.mark.parametrize("damage", ["mode", "copy-gone"])
-def test_a_damaged_entry_is_named_not_an_internal_error(tmp_path: Path, index_server, provision_bin: str, damage: str) -> None:
+def test_a_damaged_entry_is_named_not_an_internal_error(
+    tmp_path: Path, index_server, provision_bin: str, damage: str
+) -> None:
     tool, _ = tool_with_baseline(tmp_path, index_server, provision_bin)
     site = site_of(tool)
     original = (site / "alpha" / "__init__.py").read_bytes()
     digest = hashlib.sha256(original).hexdigest()
-    build = journal(tool, {"path": "alpha/__init__.py", "saved": digest, "mode": "x" if damage == "mode" else 0o644})
+    build = journal(
+        tool, {"path": "alpha/__init__.py", "saved": digest, "mode": "x" if damage == "mode" else 0o644}
+    )
     if damage == "mode":
         (build / "trial-saved").mkdir()
         (build / "trial-saved" / digest).write_bytes(original)
@@ -52,11 +58,15 @@ def test_a_damaged_entry_is_named_not_an_internal_error(tmp_path: Path, index_se
     assert (build / ".trial-made").exists()
 
 
-def test_an_environment_whose_trial_cannot_be_put_back_is_still_listed(tmp_path: Path, index_server, provision_bin: str) -> None:
+def test_an_environment_whose_trial_cannot_be_put_back_is_still_listed(
+    tmp_path: Path, index_server, provision_bin: str
+) -> None:
     """`envs` skipped an environment whose leftover trial could not be put back: it vanished from the list without a
     word, as if removed. Now it is listed and the reason said on stderr."""
     tool, _ = tool_with_baseline(tmp_path, index_server, provision_bin)
     journal(tool, {"path": "alpha/__init__.py", "saved": "0" * 64, "mode": 0o644})
     done = tool("envs", "--json", check=False)
-    assert done.returncode == 0 and [e["name"] for e in json.loads(done.stdout)["environments"]] == ["tiny"], done.stdout
+    assert done.returncode == 0 and [e["name"] for e in json.loads(done.stdout)["environments"]] == [
+        "tiny"
+    ], done.stdout
     assert "warning: tiny:" in done.stderr and "cannot be read" in done.stderr, done.stderr

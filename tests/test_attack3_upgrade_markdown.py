@@ -13,7 +13,11 @@ from test_upgrade import made  # noqa: F401  (the fixture)
 
 
 @pytest.mark.parametrize("where", ["fifo", "under-a-file"])
-def test_a_page_that_cannot_be_written_is_refused_before_the_upgrade(made: tiny.Tool, tmp_path: Path, where: str) -> None:  # noqa: F811
+def test_a_page_that_cannot_be_written_is_refused_before_the_upgrade(
+    made: tiny.Tool,  # noqa: F811 (the fixture)
+    tmp_path: Path,
+    where: str,
+) -> None:
     page = tmp_path / "ticket.md" if where == "fifo" else tmp_path / "a-file" / "ticket.md"
     if where == "fifo":
         os.mkfifo(page)

@@ -24,10 +24,16 @@ def stopped(tool: tiny.Tool, tmp_path: Path, *args: str) -> Path:
     """`upgrade flaky ARGS` stopped at its baseline step (the baseline fails while FAIL exists); its record's path."""
     (tmp_path / "flaky.py").write_text(FLAKY)
     (tmp_path / "FAIL").write_text("")
-    tiny.profile(tool.profiles, "flaky", 'alpha = "==2.0"', extra=(
-        '[env]\nUPGRADE_FIGURE = "75"\n'
-        f'[baseline]\ncommand = ["python", "{tmp_path / "flaky.py"}", "{tmp_path}"]\n'
-        "pattern = 'decode ([\\d.]+) tok/s'\nunit = \"tok/s\"\nbetter = \"higher\"\ntimeout = 60\n"))
+    tiny.profile(
+        tool.profiles,
+        "flaky",
+        'alpha = "==2.0"',
+        extra=(
+            '[env]\nUPGRADE_FIGURE = "75"\n'
+            f'[baseline]\ncommand = ["python", "{tmp_path / "flaky.py"}", "{tmp_path}"]\n'
+            'pattern = \'decode ([\\d.]+) tok/s\'\nunit = "tok/s"\nbetter = "higher"\ntimeout = 60\n'
+        ),
+    )
     done = tool("upgrade", "flaky", "--runs", "3", "--baseline-from", "flaky", *args, check=False)
     assert done.returncode == 7 and "the GPU fell off the bus" in done.stderr, done.stderr
     (tmp_path / "FAIL").unlink()
@@ -36,7 +42,11 @@ def stopped(tool: tiny.Tool, tmp_path: Path, *args: str) -> Path:
 
 
 @pytest.mark.parametrize("damage", ["runs", "slowdown", "figures"])
-def test_a_record_damaged_within_json_is_refused_naming_it(made: tiny.Tool, tmp_path: Path, damage: str) -> None:  # noqa: F811
+def test_a_record_damaged_within_json_is_refused_naming_it(
+    made: tiny.Tool,  # noqa: F811 (the fixture)
+    tmp_path: Path,
+    damage: str,
+) -> None:
     """runs 10**9 ran the baseline a billion times a side; max_slowdown 1e999 (Infinity) activated any slower stack; a
     baseline step `pass` without its figures ended in an AssertionError. Each is now the record named, exit 7."""
     path = stopped(made, tmp_path)
@@ -46,7 +56,12 @@ def test_a_record_damaged_within_json_is_refused_naming_it(made: tiny.Tool, tmp_
     elif damage == "slowdown":
         record["settings"]["max_slowdown"] = 1e999  # written as Infinity
     else:
-        record["steps"][-1] = {"step": "baseline", "status": "pass", "seconds": 1.0, "result": "3 runs a side"}
+        record["steps"][-1] = {
+            "step": "baseline",
+            "status": "pass",
+            "seconds": 1.0,
+            "result": "3 runs a side",
+        }
     path.write_text(json.dumps(record))
     done = run_provision("upgrade", "flaky", "--resume", env=made.env(None), timeout=60)
     assert done.returncode == 7, done.stderr

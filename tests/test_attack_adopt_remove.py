@@ -22,11 +22,31 @@ def test_remove_while_adopt_matches_leaves_no_build_behind(index_server, tmp_pat
     served = tiny.index(index_server)
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "uv", "venv", "-q", str(venv)], check=True, capture_output=True)
-    subprocess.run([sys.executable, "-m", "uv", "pip", "install", "-q", "--python", str(venv / "bin" / "python"),
-                    "--index-url", served.url, "alpha==1.0"], check=True, capture_output=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "uv",
+            "pip",
+            "install",
+            "-q",
+            "--python",
+            str(venv / "bin" / "python"),
+            "--index-url",
+            served.url,
+            "alpha==1.0",
+        ],
+        check=True,
+        capture_output=True,
+    )
     served.requests.clear()
     home = tmp_path / "home"
-    env = {**os.environ, "PROVISION_HOME": str(home), "PROVISION_INDEX_DEFAULT": served.url, "PROVISION_HTTP_TIMEOUT": "30"}
+    env = {
+        **os.environ,
+        "PROVISION_HOME": str(home),
+        "PROVISION_INDEX_DEFAULT": served.url,
+        "PROVISION_HTTP_TIMEOUT": "30",
+    }
     served.hold = threading.Event()
     adopting = popen_provision("adopt", "x", str(venv), env=env)
     try:

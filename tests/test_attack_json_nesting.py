@@ -24,7 +24,9 @@ def run(home: Path, *args: str, env: dict[str, str] | None = None) -> subprocess
 
 def one_error(done: subprocess.CompletedProcess[str], code: int, names: Path) -> None:
     lines = done.stderr.strip().splitlines()
-    assert done.returncode == code and "internal error" not in done.stderr and "Traceback" not in done.stderr, done.stderr
+    assert (
+        done.returncode == code and "internal error" not in done.stderr and "Traceback" not in done.stderr
+    ), done.stderr
     assert len(lines) == 2 and str(names) in lines[0] and lines[1].startswith("hint: "), done.stderr
 
 
@@ -44,7 +46,9 @@ def test_records_nested_too_deeply_are_one_line_naming_the_file(tmp_path: Path) 
     home, build = a_home(tmp_path)
     (home / "state.json").write_text(DEEP)  # set aside and rebuilt (tests/test_leftovers.py): switch goes on
     done = run(home, "switch", "x")
-    assert done.returncode == 0 and "internal error" not in done.stderr and "state.json.damaged-" in done.stderr, done.stderr
+    assert (
+        done.returncode == 0 and "internal error" not in done.stderr and "state.json.damaged-" in done.stderr
+    ), done.stderr
     (build / "env.json").write_text('{"a":' * 100_000)
     one_error(run(home, "envs"), 7, build / "env.json")
     (build / "env.json").write_text("{}")
@@ -64,7 +68,11 @@ def test_adopt_of_a_venv_with_a_direct_url_json_nested_too_deeply(tmp_path: Path
     (info / "RECORD").write_text("foo-1.0.dist-info/METADATA,,\n")
     (info / "direct_url.json").write_text('{"url":' * 100_000)
     home = tmp_path / "home"
-    env = {**os.environ, "PROVISION_INDEX_DEFAULT": "http://127.0.0.1:9/simple", "PROVISION_HTTP_TIMEOUT": "2"}
+    env = {
+        **os.environ,
+        "PROVISION_INDEX_DEFAULT": "http://127.0.0.1:9/simple",
+        "PROVISION_HTTP_TIMEOUT": "2",
+    }
     done = run(home, "adopt", "x", str(venv), "--json", env=env)
     assert done.returncode == 0 and "internal error" not in done.stderr, done.stderr
     adopted = json.loads(done.stdout)

@@ -20,9 +20,18 @@ def test_a_lock_naming_a_program_as_its_python_never_runs_it(tmp_path: Path) -> 
     script = tmp_path / "not-python"
     script.write_text(f"#!/bin/sh\ntouch {marker}\necho 3.12\n")
     script.chmod(0o755)
-    doc = {"lock-version": "1.0", "created-by": "provision", "packages": [
-        {"name": "alpha", "version": "1.0", "archive": {"url": "http://127.0.0.1:9/alpha-1.0.tar.gz", "hashes": {"sha256": "0" * 64}}}],
-        "tool": {"provision": {"profile": "tiny", "profile_hash": "0" * 64, "python": str(script)}}}
+    doc = {
+        "lock-version": "1.0",
+        "created-by": "provision",
+        "packages": [
+            {
+                "name": "alpha",
+                "version": "1.0",
+                "archive": {"url": "http://127.0.0.1:9/alpha-1.0.tar.gz", "hashes": {"sha256": "0" * 64}},
+            }
+        ],
+        "tool": {"provision": {"profile": "tiny", "profile_hash": "0" * 64, "python": str(script)}},
+    }
     lock = tmp_path / "pylock.tiny.toml"
     lock.write_text(sealed(doc))
     env = {**os.environ, "PROVISION_HOME": str(tmp_path / "home"), "PROVISION_PROFILES": str(tmp_path)}

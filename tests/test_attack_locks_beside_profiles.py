@@ -12,8 +12,12 @@ from pathlib import Path
 import tiny
 from launch import run_provision
 
-LOCK = 'lock-version = "1.0"\ncreated-by = "provision"\n[[packages]]\nname = "alpha"\nversion = "1.0"\n' \
-       '[packages.archive]\nurl = "http://127.0.0.1:9/alpha-1.0.tar.gz"\nhashes = { sha256 = "' + "0" * 64 + '" }\n'
+LOCK = (
+    'lock-version = "1.0"\ncreated-by = "provision"\n[[packages]]\nname = "alpha"\nversion = "1.0"\n'
+    '[packages.archive]\nurl = "http://127.0.0.1:9/alpha-1.0.tar.gz"\nhashes = { sha256 = "'
+    + "0" * 64
+    + '" }\n'
+)
 
 
 def test_locks_in_a_profiles_folder_are_passed_over(tmp_path: Path) -> None:
@@ -24,7 +28,9 @@ def test_locks_in_a_profiles_folder_are_passed_over(tmp_path: Path) -> None:
     done = run_provision("profiles", "--json", env=env, timeout=60)
     assert done.returncode == 0, done.stderr
     listed = json.loads(done.stdout)
-    assert str(tmp_path / "tiny.toml") in [p["path"] for p in listed["profiles"]] and listed["skipped"] == [], listed
+    assert (
+        str(tmp_path / "tiny.toml") in [p["path"] for p in listed["profiles"]] and listed["skipped"] == []
+    ), listed
     assert not any("pylock" in p["path"] for p in listed["profiles"])
     done = run_provision("report", "--json", env=env, timeout=120)
     assert done.returncode in (0, 1) and "lock-version" not in done.stderr, done.stderr

@@ -29,4 +29,6 @@ def test_a_compute_capability_that_is_no_pair_of_numbers_is_a_note(tmp_path: Pat
     assert [g["compute_capability"] for g in probed["gpus"]] == [None], probed["gpus"]
     assert any("compute capability: not read" in note for note in probed["notes"]), probed["notes"]
     done = run_provision("report", "--json", env=env, timeout=120)
-    assert done.returncode in (0, 1) and "internal error" not in done.stderr and "Traceback" not in done.stderr, done.stderr
+    assert (
+        done.returncode in (0, 1) and "internal error" not in done.stderr and "Traceback" not in done.stderr
+    ), done.stderr

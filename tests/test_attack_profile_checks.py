@@ -15,11 +15,15 @@ from launch import run_provision
 @pytest.mark.parametrize("required", ['[["imports", "torch"]]', "[{}]", '[{ id = "imports" }]'])
 def test_a_check_id_that_is_not_a_string_is_a_profile_error(tmp_path: Path, required: str) -> None:
     profile = tmp_path / "odd.toml"
-    profile.write_text(f'schema = 1\nname = "odd"\ncuda = "13.0"\n[packages]\nalpha = "==1.0"\n[checks]\nrequired = {required}\n')
+    profile.write_text(
+        f'schema = 1\nname = "odd"\ncuda = "13.0"\n[packages]\nalpha = "==1.0"\n[checks]\nrequired = {required}\n'
+    )
     env = {**os.environ, "PROVISION_PROFILES": str(tmp_path)}
     for args in (("profiles",), ("lock", str(profile), "-o", str(tmp_path / "pylock.odd.toml"))):
         done = run_provision(*args, env=env, timeout=60)
         lines = done.stderr.strip().splitlines()
-        assert done.returncode == 4 and "internal error" not in done.stderr and "Traceback" not in done.stderr, done.stderr
+        assert (
+            done.returncode == 4 and "internal error" not in done.stderr and "Traceback" not in done.stderr
+        ), done.stderr
         assert str(profile) in done.stderr and "checks.required" in lines[0], done.stderr
     assert not (tmp_path / "pylock.odd.toml").exists()

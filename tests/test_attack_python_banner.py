@@ -18,7 +18,11 @@ PY = f"{sys.version_info[0]}.{sys.version_info[1]}"
 
 def test_the_python_version_is_read_past_a_banner_and_must_be_one(tmp_path: Path) -> None:
     venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "uv", "venv", "-q", "--python", sys.executable, str(venv)], check=True, capture_output=True)
+    subprocess.run(
+        [sys.executable, "-m", "uv", "venv", "-q", "--python", sys.executable, str(venv)],
+        check=True,
+        capture_output=True,
+    )
     site = next(venv.glob("lib/python3*/site-packages"))
     (site / "sitecustomize.py").write_text('print("welcome to the cluster")\n')
     home = tmp_path / "home"
@@ -34,7 +38,9 @@ def test_the_python_version_is_read_past_a_banner_and_must_be_one(tmp_path: Path
     done = run_provision("--home", str(home), "adopt", "y", str(fake), "--no-lock", timeout=60)
     lines = done.stderr.strip().splitlines()
     assert done.returncode == 7 and len(lines) == 2 and "Traceback" not in done.stderr, done.stderr
-    assert lines[0] == f"error: {fake / 'bin' / 'python'} printed no Python version (it printed 'hello')", lines[0]
+    assert lines[0] == f"error: {fake / 'bin' / 'python'} printed no Python version (it printed 'hello')", (
+        lines[0]
+    )
     assert not (home / "envs" / "y").exists()
 
 
@@ -42,7 +48,11 @@ def test_torchs_cuda_is_read_past_a_banner(tmp_path: Path) -> None:
     """A torch the venv imports from outside its own site-packages (a .pth naming another folder, a venv that sees
     the system's packages) is asked for its CUDA by importing it: the banner came back as part of the CUDA release."""
     venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "uv", "venv", "-q", "--python", sys.executable, str(venv)], check=True, capture_output=True)
+    subprocess.run(
+        [sys.executable, "-m", "uv", "venv", "-q", "--python", sys.executable, str(venv)],
+        check=True,
+        capture_output=True,
+    )
     site = next(venv.glob("lib/python3*/site-packages"))
     (site / "sitecustomize.py").write_text('print("welcome to the cluster")\n')
     elsewhere = tmp_path / "shared" / "torch"
@@ -51,6 +61,8 @@ def test_torchs_cuda_is_read_past_a_banner(tmp_path: Path) -> None:
     (elsewhere / "version.py").write_text("cuda = '12.8'\n")
     (site / "shared.pth").write_text(f"{elsewhere.parent}\n")
     home = tmp_path / "home"
-    assert run_provision("--home", str(home), "adopt", "x", str(venv), "--no-lock", timeout=60).returncode == 0
+    assert (
+        run_provision("--home", str(home), "adopt", "x", str(venv), "--no-lock", timeout=60).returncode == 0
+    )
     listed = json.loads(run_provision("--home", str(home), "envs", "--json", timeout=60).stdout)
     assert [e["cuda"] for e in listed["environments"]] == ["12.8"], listed

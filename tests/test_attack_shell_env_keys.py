@@ -15,12 +15,20 @@ from launch import run_provision
 
 def test_names_from_the_shells_variables_never_run_as_commands(tmp_path: Path) -> None:
     marker = tmp_path / "ran"
-    hostile = {"_PROVISION_KEYS": f"FOO X;touch${{IFS}}{marker} $(touch${{IFS}}{marker})",
-               "_PROVISION_UNSET": f"FOO X;touch${{IFS}}{marker} $(touch${{IFS}}{marker})",
-               "_PROVISION_SAVED_X;touch": "1"}
-    done = run_provision("--home", str(tmp_path / "home"), "shell-env", "--undo", env={**os.environ, **hostile}, timeout=60)
+    hostile = {
+        "_PROVISION_KEYS": f"FOO X;touch${{IFS}}{marker} $(touch${{IFS}}{marker})",
+        "_PROVISION_UNSET": f"FOO X;touch${{IFS}}{marker} $(touch${{IFS}}{marker})",
+        "_PROVISION_SAVED_X;touch": "1",
+    }
+    done = run_provision(
+        "--home", str(tmp_path / "home"), "shell-env", "--undo", env={**os.environ, **hostile}, timeout=60
+    )
     assert done.returncode == 0, done.stderr
     assert "touch" not in done.stdout and "unset FOO" in done.stdout, done.stdout
-    subprocess.run(["bash", "-c", done.stdout], env={**os.environ, **{k: v for k, v in hostile.items() if ";" not in k}},
-                   check=True, capture_output=True)
+    subprocess.run(
+        ["bash", "-c", done.stdout],
+        env={**os.environ, **{k: v for k, v in hostile.items() if ";" not in k}},
+        check=True,
+        capture_output=True,
+    )
     assert not marker.exists(), "the eval ran a command out of a variable's value"

@@ -31,28 +31,50 @@ def signed(tmp_path: Path) -> Iterator[HostileServer]:
     server = HostileServer()
     page = f'<html><body><a href="/files/{wheel.name}?X-Amz-Signature={SIGNATURE}">{wheel.name}</a></body></html>'
     server.routes["/simple/alpha/"] = Route(page.encode(), "text/html")
-    server.routes[f"/files/{wheel.name}"] = Route(wheel.read_bytes())  # the server routes by path, query aside
+    server.routes[f"/files/{wheel.name}"] = Route(
+        wheel.read_bytes()
+    )  # the server routes by path, query aside
     yield server
     server.close()
 
 
 def test_a_signed_urls_query_is_no_part_of_the_wheels_name(signed: HostileServer, tmp_path: Path) -> None:
     (listed,) = index.project_files(signed.url + "/simple", "alpha", keep=lambda name: name.endswith(".whl"))
-    assert listed.filename == "alpha-1.0-py3-none-any.whl" and listed.url.endswith(f"?X-Amz-Signature={SIGNATURE}")
+    assert listed.filename == "alpha-1.0-py3-none-any.whl" and listed.url.endswith(
+        f"?X-Amz-Signature={SIGNATURE}"
+    )
 
     tiny.profile(tmp_path)
     lock = tmp_path / "pylock.tiny.toml"
-    env = {**os.environ, "PROVISION_PROFILES": str(tmp_path), "PROVISION_INDEX_DEFAULT": signed.url + "/simple",
-           "XDG_CACHE_HOME": str(tmp_path / "xdg"), "PROVISION_HTTP_TIMEOUT": "10"}
+    env = {
+        **os.environ,
+        "PROVISION_PROFILES": str(tmp_path),
+        "PROVISION_INDEX_DEFAULT": signed.url + "/simple",
+        "XDG_CACHE_HOME": str(tmp_path / "xdg"),
+        "PROVISION_HTTP_TIMEOUT": "10",
+    }
     done = run_provision("lock", "tiny", "--python", PY, "-o", str(lock), "--json", env=env, timeout=120)
     assert done.returncode == 0, done.stderr
     (package,) = json.loads(done.stdout)["packages"]
     assert package["file"] == "alpha-1.0-py3-none-any.whl", package["file"]
     assert SIGNATURE not in done.stderr
 
-    done = run_provision("report", "--lock", str(lock), "--machine", str(ROOT / "docs/machines/h200.probe.json"),
-                         env={**env, "UV_CACHE_DIR": str(tmp_path / "empty-uv-cache")}, timeout=120)
+    done = run_provision(
+        "report",
+        "--lock",
+        str(lock),
+        "--machine",
+        str(ROOT / "docs/machines/h200.probe.json"),
+        env={**env, "UV_CACHE_DIR": str(tmp_path / "empty-uv-cache")},
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
-    assert "fetching alpha-1.0-py3-none-any.whl" in done.stderr, done.stderr  # fetched: the signature went to the server
-    assert SIGNATURE not in done.stderr + done.stdout, [line for line in (done.stderr + done.stdout).splitlines() if SIGNATURE in line]
-    assert [p.name for p in (tmp_path / "xdg" / "provision" / "wheels").glob("*/*.whl")] == ["alpha-1.0-py3-none-any.whl"]
+    assert "fetching alpha-1.0-py3-none-any.whl" in done.stderr, (
+        done.stderr
+    )  # fetched: the signature went to the server
+    assert SIGNATURE not in done.stderr + done.stdout, [
+        line for line in (done.stderr + done.stdout).splitlines() if SIGNATURE in line
+    ]
+    assert [p.name for p in (tmp_path / "xdg" / "provision" / "wheels").glob("*/*.whl")] == [
+        "alpha-1.0-py3-none-any.whl"
+    ]

@@ -20,9 +20,28 @@ from launch import run_provision
 def test_a_venv_that_is_gone_is_never_judged_as_an_empty_one(index_server, tmp_path: Path) -> None:
     served = tiny.index(index_server)
     venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "uv", "venv", "-q", "--python", sys.executable, str(venv)], check=True, capture_output=True)
-    subprocess.run([sys.executable, "-m", "uv", "pip", "install", "-q", "--python", str(venv / "bin" / "python"),
-                    "--index-url", served.url, "alpha==1.0"], check=True, capture_output=True)
+    subprocess.run(
+        [sys.executable, "-m", "uv", "venv", "-q", "--python", sys.executable, str(venv)],
+        check=True,
+        capture_output=True,
+    )
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "uv",
+            "pip",
+            "install",
+            "-q",
+            "--python",
+            str(venv / "bin" / "python"),
+            "--index-url",
+            served.url,
+            "alpha==1.0",
+        ],
+        check=True,
+        capture_output=True,
+    )
     home = tmp_path / "home"
     env = {**os.environ, "PROVISION_HOME": str(home), "PROVISION_INDEX_DEFAULT": served.url}
     done = run_provision("adopt", "x", str(venv), "--json", env=env, timeout=120)
@@ -47,19 +66,48 @@ def test_a_venv_that_is_gone_is_never_judged_as_an_empty_one(index_server, tmp_p
     assert done.returncode == 0 and "nothing differs" in done.stdout, done.stdout + done.stderr
 
 
-def test_a_baseline_never_runs_on_the_systems_python_when_the_venv_is_gone(index_server, tmp_path: Path) -> None:
+def test_a_baseline_never_runs_on_the_systems_python_when_the_venv_is_gone(
+    index_server, tmp_path: Path
+) -> None:
     """The baseline runs the profile's command with the venv's bin first on PATH: with the venv gone, `python` was the
     system's, and its figure was stored as the environment's (exit 0). Now the drift stamp's scan refuses first."""
     served = tiny.index(index_server)
     venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "uv", "venv", "-q", "--python", sys.executable, str(venv)], check=True, capture_output=True)
-    subprocess.run([sys.executable, "-m", "uv", "pip", "install", "-q", "--python", str(venv / "bin" / "python"),
-                    "--index-url", served.url, "alpha==1.0"], check=True, capture_output=True)
-    profile = tiny.profile(tmp_path, extra='[baseline]\ncommand = ["python", "-c", "print(\'decode 5.0 tok/s\')"]\n'
-                                            "pattern = 'decode ([\\d.]+) tok/s'\nunit = \"tok/s\"\n")
+    subprocess.run(
+        [sys.executable, "-m", "uv", "venv", "-q", "--python", sys.executable, str(venv)],
+        check=True,
+        capture_output=True,
+    )
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "uv",
+            "pip",
+            "install",
+            "-q",
+            "--python",
+            str(venv / "bin" / "python"),
+            "--index-url",
+            served.url,
+            "alpha==1.0",
+        ],
+        check=True,
+        capture_output=True,
+    )
+    profile = tiny.profile(
+        tmp_path,
+        extra='[baseline]\ncommand = ["python", "-c", "print(\'decode 5.0 tok/s\')"]\n'
+        "pattern = 'decode ([\\d.]+) tok/s'\nunit = \"tok/s\"\n",
+    )
     home = tmp_path / "home"
     env = {**os.environ, "PROVISION_HOME": str(home), "PROVISION_INDEX_DEFAULT": served.url}
-    assert run_provision("adopt", "x", str(venv), "--profile", str(profile), "--no-lock", env=env, timeout=120).returncode == 0
+    assert (
+        run_provision(
+            "adopt", "x", str(venv), "--profile", str(profile), "--no-lock", env=env, timeout=120
+        ).returncode
+        == 0
+    )
     done = run_provision("check", "x", env=env, timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
     shutil.move(venv, tmp_path / "moved")

@@ -25,11 +25,17 @@ print('{"median_decode_throughput": 1.0}')
 
 
 def test_model_tp_size_and_result_file_are_filled_and_the_figure_read_from_the_file(
-        tmp_path: Path, index_server, provision_bin: str) -> None:
+    tmp_path: Path, index_server, provision_bin: str
+) -> None:
     tool = tiny.make_tool(tmp_path, provision_bin, tiny.index(index_server))
-    tiny.profile(tool.profiles, "sg", extra=(
-        f'[baseline]\ncommand = ["python", "-c", {json.dumps(SCRIPT)}, "{{result}}", "{{model}}", "{{tp_size}}"]\n'
-        'json_key = "median_decode_throughput"\nunit = "tok/s"\n'))
+    tiny.profile(
+        tool.profiles,
+        "sg",
+        extra=(
+            f'[baseline]\ncommand = ["python", "-c", {json.dumps(SCRIPT)}, "{{result}}", "{{model}}", "{{tp_size}}"]\n'
+            'json_key = "median_decode_throughput"\nunit = "tok/s"\n'
+        ),
+    )
     tool.create("sg")
     ran = json.loads(tool("baseline", "sg", "--runs", "2", "--json").stdout)
     assert ran["figures"] == [82.5, 82.5]  # the file's line each time, never stdout's decoy (1.0)
@@ -41,10 +47,17 @@ def test_model_tp_size_and_result_file_are_filled_and_the_figure_read_from_the_f
     assert model_arg == str(build / "dummy-model")
 
 
-def test_a_result_file_the_command_never_wrote_is_no_figure(tmp_path: Path, index_server, provision_bin: str) -> None:
+def test_a_result_file_the_command_never_wrote_is_no_figure(
+    tmp_path: Path, index_server, provision_bin: str
+) -> None:
     tool = tiny.make_tool(tmp_path, provision_bin, tiny.index(index_server))
-    tiny.profile(tool.profiles, "sg", extra=(
-        '[baseline]\ncommand = ["python", "-c", "print(\'{\\"x\\": 5}\')", "{result}"]\njson_key = "x"\n'))
+    tiny.profile(
+        tool.profiles,
+        "sg",
+        extra=(
+            '[baseline]\ncommand = ["python", "-c", "print(\'{\\"x\\": 5}\')", "{result}"]\njson_key = "x"\n'
+        ),
+    )
     tool.create("sg")
     done = tool("baseline", "sg", check=False)
     assert done.returncode == 7 and "no figure in its output" in done.stderr, done.stderr

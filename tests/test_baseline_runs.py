@@ -11,14 +11,23 @@ import tiny
 
 def with_baseline(tool: tiny.Tool, name: str, figures: Path) -> None:
     """Profile `name` whose baseline prints the next figure of `figures` (one per line) each time it runs."""
-    code = (f"import pathlib; p = pathlib.Path({str(figures)!r}); rows = p.read_text().split(); "
-            "p.write_text(' '.join(rows[1:])); print(f'decode {rows[0]} tok/s')")
-    tiny.profile(tool.profiles, name, extra=(
-        f'[baseline]\ncommand = ["python", "-c", {json.dumps(code)}]\n'
-        "pattern = 'decode ([\\d.]+) tok/s'\nunit = \"tok/s\"\nbetter = \"higher\"\ntimeout = 60\n"))
+    code = (
+        f"import pathlib; p = pathlib.Path({str(figures)!r}); rows = p.read_text().split(); "
+        "p.write_text(' '.join(rows[1:])); print(f'decode {rows[0]} tok/s')"
+    )
+    tiny.profile(
+        tool.profiles,
+        name,
+        extra=(
+            f'[baseline]\ncommand = ["python", "-c", {json.dumps(code)}]\n'
+            'pattern = \'decode ([\\d.]+) tok/s\'\nunit = "tok/s"\nbetter = "higher"\ntimeout = 60\n'
+        ),
+    )
 
 
-def test_runs_are_stored_and_compare_says_within_noise(tmp_path: Path, index_server, provision_bin: str) -> None:
+def test_runs_are_stored_and_compare_says_within_noise(
+    tmp_path: Path, index_server, provision_bin: str
+) -> None:
     tool = tiny.make_tool(tmp_path, provision_bin, tiny.index(index_server))
     figures = tmp_path / "figures.txt"
     for name in ("old", "new", "fast"):
@@ -28,7 +37,9 @@ def test_runs_are_stored_and_compare_says_within_noise(tmp_path: Path, index_ser
     ran = json.loads(tool("baseline", "old", "--runs", "3", "--json").stdout)
     assert ran["figures"] == [82.0, 83.5, 81.0]
     said = tool("baseline", "new", "--runs", "3").stdout
-    assert "new: 82.50 tok/s (median of 3 runs: 82.50, 80.90, 84.00; higher is better)" in " ".join(said.split())
+    assert "new: 82.50 tok/s (median of 3 runs: 82.50, 80.90, 84.00; higher is better)" in " ".join(
+        said.split()
+    )
     tool("baseline", "fast", "--runs", "3")
     stored = json.loads((Path(tool.envs()["old"]["path"]) / "env.json").read_text())["baselines"]
     assert [b["figure"] for b in stored] == [82.0, 83.5, 81.0] and len({b["series"] for b in stored}) == 1
@@ -49,6 +60,8 @@ def test_runs_are_stored_and_compare_says_within_noise(tmp_path: Path, index_ser
     tool("baseline", "old")
     single = json.loads(tool("compare", "old", "fast", "--json").stdout)
     assert single["environments"][0]["figures"] == [70.0] and single["verdict"] == "cannot-tell"
-    assert single["within_noise"] is None and single["improved"] is None  # one run cannot tell noise from a change
+    assert (
+        single["within_noise"] is None and single["improved"] is None
+    )  # one run cannot tell noise from a change
     assert "cannot tell: fewer than 3 runs a side" in tool("compare", "old", "fast").stdout
     assert noise["verdict"] == "within-noise" and real["verdict"] == "better"

@@ -18,8 +18,14 @@ from provision.errors import EnvError
 from provision.stacks import wheelcache
 
 KEY = "ab" * 32
-LIE = {"scanned": 1, "from": "wheel", "problems": [], "members": [["lib.so", {"cubin": {"sm_120": 1}, "ptx": {}, "lto": {},
-                                                                                "compressed": 0, "containers": 1}, {}]]}
+LIE = {
+    "scanned": 1,
+    "from": "wheel",
+    "problems": [],
+    "members": [
+        ["lib.so", {"cubin": {"sm_120": 1}, "ptx": {}, "lto": {}, "compressed": 0, "containers": 1}, {}]
+    ],
+}
 
 
 @pytest.fixture(autouse=True)
@@ -32,11 +38,15 @@ def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def _plant(cache: Path) -> None:
     """What another user writes where the scan of KEY belongs: an entry of the right shape, and a lie."""
     (cache / "scans").mkdir(parents=True, exist_ok=True)
-    (cache / "scans" / KEY).write_text(json.dumps({"kind": "scans", "key": KEY, "version": wheelfacts.VERSION, "data": LIE}))
+    (cache / "scans" / KEY).write_text(
+        json.dumps({"kind": "scans", "key": KEY, "version": wheelfacts.VERSION, "data": LIE})
+    )
 
 
 @pytest.mark.parametrize("where", ["root", "kind"])
-def test_a_world_writable_cache_folder_is_not_trusted(cache: Path, where: str, capfd: pytest.CaptureFixture[str]) -> None:
+def test_a_world_writable_cache_folder_is_not_trusted(
+    cache: Path, where: str, capfd: pytest.CaptureFixture[str]
+) -> None:
     _plant(cache)
     assert wheelfacts.get("scans", KEY) == LIE  # ours, as written: read
     (cache if where == "root" else cache / "scans").chmod(0o777)
@@ -60,7 +70,9 @@ def test_a_wheel_planted_with_its_own_stamp_in_a_world_writable_wheel_cache_is_n
     place.mkdir(parents=True)
     planted = place / "x-1-py3-none-any.whl"
     planted.write_bytes(b"another user's wheel")
-    (place / "checked").write_text(json.dumps(wheelcache.stamp_of(os.stat(planted))))  # the stamp they can read off it
+    (place / "checked").write_text(
+        json.dumps(wheelcache.stamp_of(os.stat(planted)))
+    )  # the stamp they can read off it
     (cache / "wheels").chmod(0o777)
     assert wheelcache.cached(genuine, planted.name) is None
     with pytest.raises(EnvError, match="writable by other users"):
@@ -76,5 +88,7 @@ def test_nvccs_remembered_targets_in_a_world_writable_cache_folder_are_not_trust
     cache.chmod(0o777)
     assert compiler._remembered(KEY) is None
     cache.chmod(0o700)
-    compiler.memory_file().write_text(json.dumps({KEY: ["sm_120", {"not": "an sm"}]}))  # parses, but is no answer of nvcc
+    compiler.memory_file().write_text(
+        json.dumps({KEY: ["sm_120", {"not": "an sm"}]})
+    )  # parses, but is no answer of nvcc
     assert compiler._remembered(KEY) is None

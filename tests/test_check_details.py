@@ -23,11 +23,18 @@ from provision.records.results import CheckResult, MalformedResult, Reader
 
 EVIDENCE = ROOT / "docs" / "evidence"
 # `check --json` as printed on the H200: every check, and FlashInfer's build for an absent SM (target, target_cubins)
-ANSWERS = [EVIDENCE / "h200-2026-12-02-final-checks/02-check-json.out", EVIDENCE / "h200-2026-11-29-final/24-check-target-sm120.out"]
+ANSWERS = [
+    EVIDENCE / "h200-2026-12-02-final-checks/02-check-json.out",
+    EVIDENCE / "h200-2026-11-29-final/24-check-target-sm120.out",
+]
 
 
 def printed() -> list[dict]:
-    return [check for path in ANSWERS for check in json.loads(path.read_text()[path.read_text().index("{"):])["checks"]]
+    return [
+        check
+        for path in ANSWERS
+        for check in json.loads(path.read_text()[path.read_text().index("{") :])["checks"]
+    ]
 
 
 def test_the_evidence_holds_every_typed_check() -> None:
@@ -39,7 +46,9 @@ def test_the_evidence_holds_every_typed_check() -> None:
 def test_a_checks_details_come_back_out_as_they_went_in(check: dict) -> None:
     answer = {k: check[k] for k in ("status", "reason", "details") if k in check}
     result = CheckResult.answer(check["id"], check["title"], answer)
-    assert json.dumps(result.to_dict()["details"] if "details" in check else None) == json.dumps(check.get("details"))
+    assert json.dumps(result.to_dict()["details"] if "details" in check else None) == json.dumps(
+        check.get("details")
+    )
     stored = CheckResult.parse(Reader(check))
     assert json.dumps(stored.to_dict()) == json.dumps(check)  # every key, in its order
     if check.get("details") is not None:
@@ -48,20 +57,27 @@ def test_a_checks_details_come_back_out_as_they_went_in(check: dict) -> None:
         assert stored == dataclasses.replace(result, seconds=stored.seconds, output_tail=stored.output_tail)
 
 
-@pytest.mark.parametrize("check", [c for c in printed() if c.get("details") is not None], ids=lambda c: c["id"])
+@pytest.mark.parametrize(
+    "check", [c for c in printed() if c.get("details") is not None], ids=lambda c: c["id"]
+)
 def test_a_key_a_payload_adds_to_its_details_is_never_dropped(check: dict) -> None:
     """A newer payload (or provision) adds a key, before, between or after the typed ones: written back in place."""
     for at in range(len(check["details"]) + 1):
         items = list(check["details"].items())
         grown = dict([*items[:at], ("added_later", {"x": [1, None, "y"]}), *items[at:]])
-        result = CheckResult.answer(check["id"], check["title"], {"status": check["status"], "details": grown})
+        result = CheckResult.answer(
+            check["id"], check["title"], {"status": check["status"], "details": grown}
+        )
         assert json.dumps(result.to_dict()["details"]) == json.dumps(grown)
         assert result.details is not None and result.details.rest["added_later"] == {"x": [1, None, "y"]}
 
 
 def test_details_round_trip_through_env_json_byte_for_byte(tmp_path: Path) -> None:
-    stored = {**OLD_ENV_JSON, "schema_version": records.SCHEMA_VERSION,
-              "checks": {"results": printed(), "at": "2026-12-02T09:00:00+00:00"}}
+    stored = {
+        **OLD_ENV_JSON,
+        "schema_version": records.SCHEMA_VERSION,
+        "checks": {"results": printed(), "at": "2026-12-02T09:00:00+00:00"},
+    }
     (tmp_path / "env.json").write_text(json_text(stored))
     first = (tmp_path / "env.json").read_bytes()
     record = records.read(tmp_path)
@@ -77,35 +93,65 @@ def test_the_typed_details_are_what_the_report_and_runner_read() -> None:
     jit = typed.of(typed.FlashinferJitDetails, by_id["flashinfer-jit"].details)
     drift = typed.of(typed.DriftDetails, by_id["drift"].details)
     assert symm is not None and isinstance(symm.world_size, int) and symm.multicast is False
-    assert nccl is not None and nccl.peer_access and all(isinstance(ok, bool) for row in nccl.peer_access for ok in row)
+    assert (
+        nccl is not None
+        and nccl.peer_access
+        and all(isinstance(ok, bool) for row in nccl.peer_access for ok in row)
+    )
     assert jit is not None and jit.target is not None and jit.target.built and jit.target_cubins
-    assert drift is not None and drift.status == "warn" and list(drift.counts or {})[:2] == ["modified", "missing"]
+    assert (
+        drift is not None
+        and drift.status == "warn"
+        and list(drift.counts or {})[:2] == ["modified", "missing"]
+    )
     assert typed.of(typed.NcclAllreduceDetails, by_id["symmetric-memory"].details) is None
     # a check id this version does not know (a newer provision's) keeps its details as they are
-    unknown = CheckResult.parse(Reader({"id": "from-the-future", "status": "pass", "details": {"b": 1, "a": [2]}}))
-    assert type(unknown.details) is typed.Details and json.dumps(unknown.to_dict()["details"]) == '{"b": 1, "a": [2]}'
+    unknown = CheckResult.parse(
+        Reader({"id": "from-the-future", "status": "pass", "details": {"b": 1, "a": [2]}})
+    )
+    assert (
+        type(unknown.details) is typed.Details
+        and json.dumps(unknown.to_dict()["details"]) == '{"b": 1, "a": [2]}'
+    )
 
 
 DAMAGED = [
     ("symmetric-memory", {"multicast": "yes"}, "key 'details.multicast' is str"),
     ("symmetric-memory", {"world_size": 2.5}, "key 'details.world_size' is float"),
-    ("nccl-allreduce", {"peer_access": [[True, 1]]}, "key 'details.peer_access' is not a list of lists of true or false"),
+    (
+        "nccl-allreduce",
+        {"peer_access": [[True, 1]]},
+        "key 'details.peer_access' is not a list of lists of true or false",
+    ),
     ("nccl-allreduce", {"peer_access": True}, "key 'details.peer_access' is not a list"),
     ("flashinfer-jit", {"target": ["built"]}, "key 'details.target' is list"),
     ("flashinfer-jit", {"target": {"built": "/a.so"}}, "key 'details.target.built' is str"),
-    ("flashinfer-jit", {"target_cubins": {"sm_90a": "2"}}, "key 'details.target_cubins' holds a value that is not an integer"),
-    ("drift", {"status": "pass", "counts": {"modified": True}}, "key 'details.counts' holds a value that is not an integer"),
+    (
+        "flashinfer-jit",
+        {"target_cubins": {"sm_90a": "2"}},
+        "key 'details.target_cubins' holds a value that is not an integer",
+    ),
+    (
+        "drift",
+        {"status": "pass", "counts": {"modified": True}},
+        "key 'details.counts' holds a value that is not an integer",
+    ),
     ("drift", {"status": "fine"}, "key 'details.status' is 'fine'"),
 ]
 
 
 @pytest.mark.parametrize(("check_id", "details", "words"), DAMAGED)
-def test_details_of_the_wrong_type_name_the_key(tmp_path: Path, check_id: str, details: dict, words: str) -> None:
+def test_details_of_the_wrong_type_name_the_key(
+    tmp_path: Path, check_id: str, details: dict, words: str
+) -> None:
     """In a payload's answer (the runner makes it an ERROR naming the key) and in env.json (exit 7 naming the file):
     before, a report or `check --target-sm` met them as an AttributeError or TypeError traceback."""
     with pytest.raises(MalformedResult, match=re.escape(words)):
         CheckResult.answer(check_id, "t", {"status": "pass", "details": details})
-    stored = {**OLD_ENV_JSON, "checks": {"results": [{"id": check_id, "status": "pass", "details": details}], "at": "T"}}
+    stored = {
+        **OLD_ENV_JSON,
+        "checks": {"results": [{"id": check_id, "status": "pass", "details": details}], "at": "T"},
+    }
     (tmp_path / "env.json").write_text(json.dumps(stored))
     with pytest.raises(RecordError, match=str(tmp_path / "env.json")) as caught:
         records.read(tmp_path)
@@ -113,15 +159,30 @@ def test_details_of_the_wrong_type_name_the_key(tmp_path: Path, check_id: str, d
     assert "\n" not in caught.value.message and caught.value.exit_code == 7
 
 
-DOCUMENTED = ["name", "figure", "median", "min", "max", "figures", "unit", "better", "at", "machine", "runs",
-              "multi_gpu_allreduce", "drift"]
+DOCUMENTED = [
+    "name",
+    "figure",
+    "median",
+    "min",
+    "max",
+    "figures",
+    "unit",
+    "better",
+    "at",
+    "machine",
+    "runs",
+    "multi_gpu_allreduce",
+    "drift",
+]
 
 
-def test_compare_writes_the_drift_and_each_side_in_the_documented_order(tmp_path: Path, index_server, provision_bin: str) -> None:
+def test_compare_writes_the_drift_and_each_side_in_the_documented_order(
+    tmp_path: Path, index_server, provision_bin: str
+) -> None:
     """env.json keeps its keys sorted: compare read the stored drift's counts back in that order (extra, missing, ...),
     where baseline --json printed them in the drift check's (modified, missing, ...), which docs/json.md gives."""
     section = (ROOT / "docs/json.md").read_text().split("## `provision compare A B --json`")[1]
-    assert re.findall(r'"(\w+)"', section.split("}")[0].split("[{")[1])[:len(DOCUMENTED)] == DOCUMENTED
+    assert re.findall(r'"(\w+)"', section.split("}")[0].split("[{")[1])[: len(DOCUMENTED)] == DOCUMENTED
     tool = tiny.make_tool(tmp_path, provision_bin, tiny.index(index_server))
     figures = tmp_path / "figures.txt"
     for name in ("old", "new"):
@@ -134,7 +195,15 @@ def test_compare_writes_the_drift_and_each_side_in_the_documented_order(tmp_path
     for side in compared["environments"]:
         assert list(side) == DOCUMENTED
         assert json.dumps(side["drift"]) == json.dumps(ran["drift"])
-    assert list(ran["drift"]["counts"]) == ["modified", "missing", "shared", "unowned", "extra", "other-version", "other-source"]
+    assert list(ran["drift"]["counts"]) == [
+        "modified",
+        "missing",
+        "shared",
+        "unowned",
+        "extra",
+        "other-version",
+        "other-source",
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -146,13 +215,20 @@ def fake_torch_env(tmp_path_factory) -> Path:
 
 # FlashInfer's payload imports torch in its own process (the multi-GPU checks' ranks do, in children whose answers
 # come before their parent's): the fake torch's answer is the last line it prints
-@pytest.mark.parametrize(("check_id", "details", "words"), [case for case in DAMAGED if case[0] == "flashinfer-jit"])
-def test_the_runner_makes_damaged_details_an_error_naming_the_key(fake_torch_env: Path, check_id: str, details: dict,
-                                                                  words: str) -> None:
+@pytest.mark.parametrize(
+    ("check_id", "details", "words"), [case for case in DAMAGED if case[0] == "flashinfer-jit"]
+)
+def test_the_runner_makes_damaged_details_an_error_naming_the_key(
+    fake_torch_env: Path, check_id: str, details: dict, words: str
+) -> None:
     """The real payload runs (against the test's fake torch, which prints this answer last): the runner reads it once
     and answers ERROR naming the key, where the report or `--target-sm` met the damage as a traceback later."""
     from test_checks import SM120, run
 
     answer = json.dumps({"status": "pass", "reason": "r", "details": details})
     result = run(fake_torch_env, check_id, gpus=SM120, FAKE_TORCH_ANSWER=answer)
-    assert result.status == "error" and "the check's answer is malformed" in result.reason and words in result.reason, result
+    assert (
+        result.status == "error"
+        and "the check's answer is malformed" in result.reason
+        and words in result.reason
+    ), result

@@ -19,14 +19,20 @@ EDITED = b"import os  # edited in uv's cache\n"
 @pytest.fixture
 def tool(tmp_path: Path, provision_bin: str, index_server) -> tiny.Tool:
     served = tiny.index(index_server)
-    served.ranges = True  # the RECORD of each locked wheel is read by range requests when locking, as on a real index
+    served.ranges = (
+        True  # the RECORD of each locked wheel is read by range requests when locking, as on a real index
+    )
     return tiny.make_tool(tmp_path, provision_bin, served)
 
 
 def edit_uv_cache(cache: Path, with_record: bool) -> None:
     """alpha/__init__.py of each of uv's unpacked copies of alpha 1.0, edited; with its RECORD row made to match when
     `with_record`."""
-    modules = [p for p in cache.glob("archive-v0/*/alpha/__init__.py") if (p.parent.parent / "alpha-1.0.dist-info").is_dir()]
+    modules = [
+        p
+        for p in cache.glob("archive-v0/*/alpha/__init__.py")
+        if (p.parent.parent / "alpha-1.0.dist-info").is_dir()
+    ]
     assert modules, list(cache.rglob("*"))
     for module in modules:
         module.chmod(0o644)
@@ -35,13 +41,19 @@ def edit_uv_cache(cache: Path, with_record: bool) -> None:
             record = module.parent.parent / "alpha-1.0.dist-info" / "RECORD"
             record.chmod(0o644)
             digest = base64.urlsafe_b64encode(hashlib.sha256(EDITED).digest()).rstrip(b"=").decode()
-            rows = [f"alpha/__init__.py,sha256={digest},{len(EDITED)}" if row.startswith("alpha/__init__.py,") else row
-                    for row in record.read_text().splitlines()]
+            rows = [
+                f"alpha/__init__.py,sha256={digest},{len(EDITED)}"
+                if row.startswith("alpha/__init__.py,")
+                else row
+                for row in record.read_text().splitlines()
+            ]
             record.write_text("\n".join(rows) + "\n")
 
 
 @pytest.mark.parametrize("with_record", [False, True], ids=["file", "file-and-record"])
-def test_a_wheel_edited_in_uvs_cache_fails_create(tool: tiny.Tool, tmp_path: Path, isolated, with_record: bool) -> None:
+def test_a_wheel_edited_in_uvs_cache_fails_create(
+    tool: tiny.Tool, tmp_path: Path, isolated, with_record: bool
+) -> None:
     env = {"XDG_CACHE_HOME": str(tmp_path / "xdg")}  # where provision keeps the RECORDs it read when locking
     tool("create", "tiny", "--python", tiny.PY, env=env)
     edit_uv_cache(isolated.uv_cache, with_record)
@@ -49,7 +61,9 @@ def test_a_wheel_edited_in_uvs_cache_fails_create(tool: tiny.Tool, tmp_path: Pat
     result = json.loads(done.stdout)
     drift = next(c for c in result["checks"] if c["id"] == "drift")
     assert done.returncode == 1 and drift["status"] == "fail", (done.returncode, drift)
-    assert "alpha/__init__.py" in drift["reason"] and "not what the lock pins" in drift["reason"], drift["reason"]
+    assert "alpha/__init__.py" in drift["reason"] and "not what the lock pins" in drift["reason"], drift[
+        "reason"
+    ]
     assert not result["activated"] and "again" not in tool.envs()
 
 
@@ -58,4 +72,6 @@ def test_a_build_as_locked_passes_its_fresh_drift_check(tool: tiny.Tool, tmp_pat
     done = tool("create", "tiny", "--python", tiny.PY, "--json", env=env)
     drift = next(c for c in json.loads(done.stdout)["checks"] if c["id"] == "drift")
     assert drift["status"] == "pass", drift
-    assert list((tmp_path / "xdg" / "provision" / "records").iterdir())  # the lock's RECORDs were there to compare
+    assert list(
+        (tmp_path / "xdg" / "provision" / "records").iterdir()
+    )  # the lock's RECORDs were there to compare

@@ -30,7 +30,12 @@ def test_a_home_that_is_a_file_or_has_a_folder_for_its_lock(tool: tiny.Tool, tmp
     a_file = tmp_path / "home-file"
     a_file.write_text("")
     for args in (("create", "tiny", "--python", tiny.PY), ("switch", "x"), ("gc",), ("envs",)):
-        one_error(tool(*args, check=False, env={"PROVISION_HOME": str(a_file)}), 7, "is a file, not a folder", str(a_file))
+        one_error(
+            tool(*args, check=False, env={"PROVISION_HOME": str(a_file)}),
+            7,
+            "is a file, not a folder",
+            str(a_file),
+        )
         # --home, before or after the command, says the same (it was a click usage error, exit 2, and envs listed nothing)
         one_error(tool("--home", str(a_file), *args, check=False), 7, "is a file, not a folder", str(a_file))
         one_error(tool(*args, "--home", str(a_file), check=False), 7, "is a file, not a folder", str(a_file))
@@ -39,7 +44,11 @@ def test_a_home_that_is_a_file_or_has_a_folder_for_its_lock(tool: tiny.Tool, tmp
     if os.geteuid() != 0:  # root writes into a read-only folder anyway
         readonly = tmp_path / "readonly"
         readonly.mkdir(mode=0o500)
-        one_error(tool("gc", check=False, env={"PROVISION_HOME": str(readonly / "home")}), 7, "cannot make its folders")
+        one_error(
+            tool("gc", check=False, env={"PROVISION_HOME": str(readonly / "home")}),
+            7,
+            "cannot make its folders",
+        )
 
 
 def test_active_as_a_real_folder_is_set_aside_and_switch_repairs_it(tool: tiny.Tool) -> None:
@@ -57,7 +66,9 @@ def enospc(*_args: object, **_kwargs: object) -> None:
     raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), "state.json")
 
 
-def test_disk_full_on_switch_rollback_and_create_changes_nothing(tool: tiny.Tool, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_disk_full_on_switch_rollback_and_create_changes_nothing(
+    tool: tiny.Tool, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from provision import atomic
     from provision.commands import create as creating
     from provision.envs import active
@@ -72,8 +83,11 @@ def test_disk_full_on_switch_rollback_and_create_changes_nothing(tool: tiny.Tool
     where = homes.Home(tool.home)
     builds = tool.builds()
     monkeypatch.setattr(atomic, "stage", enospc)  # every file provision writes is staged there first
-    for attempt in (lambda: active.switch(str(tool.home), "a"), lambda: active.rollback(str(tool.home)),
-                    lambda: creating.create(where, profiles.load("tiny"), name="c", python=tiny.PY, checks=False)):
+    for attempt in (
+        lambda: active.switch(str(tool.home), "a"),
+        lambda: active.rollback(str(tool.home)),
+        lambda: creating.create(where, profiles.load("tiny"), name="c", python=tiny.PY, checks=False),
+    ):
         with pytest.raises(EnvError) as caught:
             attempt()
         assert "No space left on device" in caught.value.message and "free space" in caught.value.hint
@@ -81,7 +95,9 @@ def test_disk_full_on_switch_rollback_and_create_changes_nothing(tool: tiny.Tool
     assert tool.builds() == builds
 
 
-def test_a_history_that_cannot_be_put_in_place_moves_the_pointer_back(tool: tiny.Tool, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_history_that_cannot_be_put_in_place_moves_the_pointer_back(
+    tool: tiny.Tool, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """switch writes state.json beside it first and renames it after the pointer: when that rename fails, the pointer
     goes back and the staged file is gone (both live in HOME, made durable by one folder sync)."""
     from provision.envs import active
@@ -104,7 +120,9 @@ def test_a_history_that_cannot_be_put_in_place_moves_the_pointer_back(tool: tiny
     assert sorted(p.name for p in tool.home.iterdir() if p.name.startswith(".")) == [".lock"]
 
 
-def test_ctrl_c_just_after_the_build_folder_is_made_removes_it(tool: tiny.Tool, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_ctrl_c_just_after_the_build_folder_is_made_removes_it(
+    tool: tiny.Tool, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The window the CI found: a Ctrl-C between the mkdir of the build and the cleanup's try left the folder."""
     from provision.commands import create as creating
     from provision.envs import home as homes
@@ -132,12 +150,21 @@ def test_ctrl_c_just_after_the_build_folder_is_made_removes_it(tool: tiny.Tool, 
 def test_a_link_mode_uv_does_not_know_is_one_line_naming_uv_link_mode(tool: tiny.Tool) -> None:
     tool.create("tiny", "--name", "a", "--no-checks")
     builds = tool.builds()
-    done = tool("create", "tiny", "--name", "b", "--python", tiny.PY, check=False, env={"UV_LINK_MODE": "bogus"})
-    one_error(done, 2, "UV_LINK_MODE='bogus' (how uv links files into a venv) is not one of uv's link modes", "unset UV_LINK_MODE")
+    done = tool(
+        "create", "tiny", "--name", "b", "--python", tiny.PY, check=False, env={"UV_LINK_MODE": "bogus"}
+    )
+    one_error(
+        done,
+        2,
+        "UV_LINK_MODE='bogus' (how uv links files into a venv) is not one of uv's link modes",
+        "unset UV_LINK_MODE",
+    )
     assert tool.builds() == builds
 
 
-def test_disk_full_on_check_is_one_line(tool: tiny.Tool, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+def test_disk_full_on_check_is_one_line(
+    tool: tiny.Tool, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     from provision.cli.main import main
     from provision.envs import records
 
@@ -147,14 +174,26 @@ def test_disk_full_on_check_is_one_line(tool: tiny.Tool, monkeypatch: pytest.Mon
     with pytest.raises(SystemExit) as exited:
         main(["check", "tiny", "--home", str(tool.home)])
     err = capsys.readouterr().err
-    assert exited.value.code == 3 and "error: No space left on device: state.json" in err and "hint: free space" in err
+    assert (
+        exited.value.code == 3
+        and "error: No space left on device: state.json" in err
+        and "hint: free space" in err
+    )
     assert (Path(tool.envs()["tiny"]["path"]) / "env.json").read_text() == before
 
 
 def test_bad_values_are_one_line(tool: tiny.Tool, tmp_path: Path) -> None:
-    one_error(tool("create", "tiny", "--python", str(tmp_path), check=False), 2, "a folder, not an interpreter")
-    one_error(tool("lock", "tiny", check=False, env={"PROVISION_HTTP_TIMEOUT": "abc"}), 2, "PROVISION_HTTP_TIMEOUT='abc'")
-    one_error(tool("lock", "tiny", check=False, env={"PROVISION_HTTP_TIMEOUT": "-1"}), 2, "PROVISION_HTTP_TIMEOUT")
+    one_error(
+        tool("create", "tiny", "--python", str(tmp_path), check=False), 2, "a folder, not an interpreter"
+    )
+    one_error(
+        tool("lock", "tiny", check=False, env={"PROVISION_HTTP_TIMEOUT": "abc"}),
+        2,
+        "PROVISION_HTTP_TIMEOUT='abc'",
+    )
+    one_error(
+        tool("lock", "tiny", check=False, env={"PROVISION_HTTP_TIMEOUT": "-1"}), 2, "PROVISION_HTTP_TIMEOUT"
+    )
     for size in ("inf", "nan", "-5", "0"):
         one_error(tool("bench", "allreduce", "-b", size, check=False), 2, "is not a size")
     done = tool("probe", "--venv", str(tmp_path / "nonexistent"), check=False)
@@ -191,10 +230,12 @@ def test_a_wrapper_nvcc_on_path_is_the_same_toolkit(tmp_path: Path, monkeypatch:
     real = tmp_path / "cuda-12.8" / "bin" / "nvcc"
     real.parent.mkdir(parents=True)
     source = tmp_path / "nvcc.c"
-    source.write_text('#include <stdio.h>\n#include <string.h>\nint main(int c, char **v) {\n'
-                      ' if (c > 1 && !strcmp(v[1], "--version")) puts("Cuda compilation tools, release 12.8, V12.8.93");\n'
-                      ' else if (c > 1 && !strcmp(v[1], "--list-gpu-code")) puts("sm_90 sm_120");\n'
-                      ' else puts("compute_90 compute_120");\n return 0; }\n')
+    source.write_text(
+        "#include <stdio.h>\n#include <string.h>\nint main(int c, char **v) {\n"
+        ' if (c > 1 && !strcmp(v[1], "--version")) puts("Cuda compilation tools, release 12.8, V12.8.93");\n'
+        ' else if (c > 1 && !strcmp(v[1], "--list-gpu-code")) puts("sm_90 sm_120");\n'
+        ' else puts("compute_90 compute_120");\n return 0; }\n'
+    )
     subprocess.run(["cc", "-o", str(real), str(source)], check=True)
     wrapper = tmp_path / "usr" / "bin" / "nvcc"
     wrapper.parent.mkdir(parents=True)

@@ -28,7 +28,11 @@ class Env:
 
     def __init__(self, binary: str, root: Path, stack, **extra: str) -> None:
         self.binary, self.root, self.stack = binary, root, stack
-        self.variables = {"PROVISION_HOME": str(root / "home"), "UV_CACHE_DIR": str(root / "uv-cache"), **extra}
+        self.variables = {
+            "PROVISION_HOME": str(root / "home"),
+            "UV_CACHE_DIR": str(root / "uv-cache"),
+            **extra,
+        }
         self("create", "cu130", "--python", PY, *stacks.index_args(stack), "--no-checks")
         self.build = next((root / "home" / "builds").iterdir())
         self.venv = self.build / "venv"
@@ -37,7 +41,9 @@ class Env:
     def __call__(self, *args: str, code: int | None = 0) -> subprocess.CompletedProcess[str]:
         done = run_provision(*args, env=self.variables)
         if code is not None:
-            assert done.returncode == code, f"provision {' '.join(args)} exited {done.returncode}: {done.stderr}"
+            assert done.returncode == code, (
+                f"provision {' '.join(args)} exited {done.returncode}: {done.stderr}"
+            )
         return done
 
     def json(self, *args: str, code: int | None = 0) -> dict:
@@ -55,7 +61,10 @@ class Env:
             for file in files:
                 path = Path(folder) / file
                 if path.is_file() and not path.is_symlink():
-                    found[str(path.relative_to(self.venv))] = (hashlib.sha256(path.read_bytes()).hexdigest(), path.stat().st_ino)
+                    found[str(path.relative_to(self.venv))] = (
+                        hashlib.sha256(path.read_bytes()).hexdigest(),
+                        path.stat().st_ino,
+                    )
         return found
 
     def file_requests(self) -> list[str]:
@@ -77,8 +86,20 @@ def patch_by_replacing(path: Path, text: str) -> None:
 def upgrade_by_hand(env: Env) -> None:
     pytorch = env.stack["pytorch"]
     pytorch.add("filelock", "3.21.0", tag=stacks.PY3)
-    uvtool.run(["pip", "install", "--python", str(env.venv / "bin" / "python"), "--index-url", pytorch.url, "--quiet",
-                "--no-deps", "filelock==3.21.0"], env={"UV_CACHE_DIR": env.variables["UV_CACHE_DIR"]})
+    uvtool.run(
+        [
+            "pip",
+            "install",
+            "--python",
+            str(env.venv / "bin" / "python"),
+            "--index-url",
+            pytorch.url,
+            "--quiet",
+            "--no-deps",
+            "filelock==3.21.0",
+        ],
+        env={"UV_CACHE_DIR": env.variables["UV_CACHE_DIR"]},
+    )
 
 
 def test_a_fresh_environment_passes_and_a_second_run_reads_nothing(env: Env) -> None:
@@ -113,7 +134,11 @@ def test_each_drift_is_found_and_restore_undoes_it_offline_leaving_the_rest_unto
         ("other-version", "filelock", "filelock-3.21.0.dist-info"),
     }
     patched = next(f for f in result["details"]["findings"] if f["kind"] == "modified")
-    assert patched["found"] == filehash.record_digest(env.site / "torch" / "__init__.py", "sha256") != patched["expected"]
+    assert (
+        patched["found"]
+        == filehash.record_digest(env.site / "torch" / "__init__.py", "sha256")
+        != patched["expected"]
+    )
     upgraded = next(f for f in result["details"]["findings"] if f["kind"] == "other-version")
     assert (upgraded["expected"], upgraded["found"]) == ("3.20.0", "3.21.0")
     for words in ("modified torch/__init__.py (torch)", "unowned sitecustomize.py", "other-version filelock"):
@@ -132,7 +157,9 @@ def test_each_drift_is_found_and_restore_undoes_it_offline_leaving_the_rest_unto
     assert {k: v[0] for k, v in after.items()} == {k: v[0] for k, v in before.items()}
     reinstalled = ("site-packages/torch", "site-packages/ninja", "site-packages/filelock")
     untouched = [k for k in before if not any(part in k for part in reinstalled)]
-    assert untouched and all(after[k][1] == before[k][1] for k in untouched), "files of other distributions keep their inode"
+    assert untouched and all(after[k][1] == before[k][1] for k in untouched), (
+        "files of other distributions keep their inode"
+    )
     aside = Path(done["aside_folder"])
     assert aside.parent.name == "set-aside" and aside.parent.parent == env.build
     assert (aside / "sitecustomize.py").read_text() == "print('patched at start-up')\n"
@@ -143,8 +170,19 @@ def test_each_drift_is_found_and_restore_undoes_it_offline_leaving_the_rest_unto
 
 def test_restore_uninstalls_a_distribution_the_lock_does_not_have(env: Env) -> None:
     env.stack["default"].add("leftover-tool", "1.0", tag=stacks.PY3)
-    uvtool.run(["pip", "install", "--python", str(env.venv / "bin" / "python"), "--index-url", env.stack["default"].url,
-                "--quiet", "leftover-tool"], env={"UV_CACHE_DIR": env.variables["UV_CACHE_DIR"]})
+    uvtool.run(
+        [
+            "pip",
+            "install",
+            "--python",
+            str(env.venv / "bin" / "python"),
+            "--index-url",
+            env.stack["default"].url,
+            "--quiet",
+            "leftover-tool",
+        ],
+        env={"UV_CACHE_DIR": env.variables["UV_CACHE_DIR"]},
+    )
     found = env.drift()["details"]["findings"]
     assert [(f["kind"], f["distribution"]) for f in found] == [("extra", "leftover-tool")]
     done = env.json("restore", "cu130", "--no-checks")
@@ -159,7 +197,17 @@ def cached_copies(env: Env, relative: str) -> list[str]:
 def test_a_file_patched_in_place_reaches_neither_uvs_cache_nor_another_environment(env: Env) -> None:
     """uv hard-links from its cache by default: a patch in place would patch the cache and every environment built
     from it (the cu128 one kept for rollback too). provision's environments own their files."""
-    env("create", "cu130", "--name", "other", "--python", PY, *stacks.index_args(env.stack), "--no-checks", "--no-activate")
+    env(
+        "create",
+        "cu130",
+        "--name",
+        "other",
+        "--python",
+        PY,
+        *stacks.index_args(env.stack),
+        "--no-checks",
+        "--no-activate",
+    )
     target = env.site / "torch" / "__init__.py"
     other = drift.site_packages(env.root / "home" / "envs" / "other" / "venv") / "torch" / "__init__.py"
     assert target.stat().st_nlink == 1 and other.read_text() == target.read_text()
@@ -175,8 +223,11 @@ def test_a_file_patched_in_place_reaches_neither_uvs_cache_nor_another_environme
 
 
 def test_with_hard_links_chosen_in_uv_link_mode_restore_fetches_the_damaged_cache_copy_again(
-        tmp_path: Path, index_server, provision_bin: str) -> None:
-    env = Env(provision_bin, tmp_path, stacks.cu130(index_server), UV_LINK_MODE="hardlink")  # the user's choice wins
+    tmp_path: Path, index_server, provision_bin: str
+) -> None:
+    env = Env(
+        provision_bin, tmp_path, stacks.cu130(index_server), UV_LINK_MODE="hardlink"
+    )  # the user's choice wins
     target = env.site / "torch" / "__init__.py"
     assert target.stat().st_nlink > 1, "uv hard-links from its cache on one file system"
     with open(target, "a") as handle:  # in place: the cache's copy is the same inode
@@ -206,10 +257,13 @@ def test_ctrl_c_during_restore_leaves_the_environment_as_it_was(env: Env) -> Non
         handle.write("FORCE_CUSTOM_ALL_REDUCE = True\n")
     before = env.hashes()
     shutil.rmtree(env.root / "uv-cache")  # uv's cache was cleaned since: the wheel must be fetched again
-    held = env.stack["pytorch"].hold = threading.Event()  # the refetch waits on the index: caught mid-restore, however
-    earlier = len(env.stack["pytorch"].requests)         # loaded the machine (a 3 s delay let it finish first)
-    process = subprocess.Popen([env.binary, "restore", "cu130", "--no-checks"], stderr=subprocess.PIPE, text=True,
-                               env=env.variables)
+    held = env.stack["pytorch"].hold = (
+        threading.Event()
+    )  # the refetch waits on the index: caught mid-restore, however
+    earlier = len(env.stack["pytorch"].requests)  # loaded the machine (a 3 s delay let it finish first)
+    process = subprocess.Popen(
+        [env.binary, "restore", "cu130", "--no-checks"], stderr=subprocess.PIPE, text=True, env=env.variables
+    )
     err = interrupt(process, held, started=lambda: len(env.stack["pytorch"].requests) > earlier)
     assert process.returncode == 130 and "interrupted" in err
     assert len(env.stack["pytorch"].requests) > earlier
@@ -218,7 +272,9 @@ def test_ctrl_c_during_restore_leaves_the_environment_as_it_was(env: Env) -> Non
 
 
 def test_a_rollback_does_not_wait_for_a_restore_and_nothing_removes_what_it_holds(env: Env) -> None:
-    env("create", "cu130", "--name", "other", "--python", PY, *stacks.index_args(env.stack), "--no-checks")  # now active
+    env(
+        "create", "cu130", "--name", "other", "--python", PY, *stacks.index_args(env.stack), "--no-checks"
+    )  # now active
     with open(env.site / "torch" / "__init__.py", "a") as handle:
         handle.write("FORCE_CUSTOM_ALL_REDUCE = True\n")
     shutil.rmtree(env.root / "uv-cache")  # the wheel must be fetched again, from a slow index
@@ -232,7 +288,10 @@ def test_a_rollback_does_not_wait_for_a_restore_and_nothing_removes_what_it_hold
     env("switch", "other")
     assert process.poll() is None, "switch and rollback waited for the restore"  # it still waits on the index
     refused = env("remove", "cu130", code=7)
-    assert "cu130 is being restored (pid " in refused.stderr and "\nhint: wait for that restore" in refused.stderr
+    assert (
+        "cu130 is being restored (pid " in refused.stderr
+        and "\nhint: wait for that restore" in refused.stderr
+    )
     assert env("restore", "cu130", "--no-checks", code=7).stderr.startswith("error: cu130 is being restored")
     assert env("gc").returncode == 0 and env.build.exists()
     held.set()
@@ -248,7 +307,9 @@ def test_gc_removes_what_a_killed_restore_recorded_and_nothing_else(env: Env) ->
     dead = subprocess.Popen(["true"])
     dead.wait()  # a pid that existed and is gone
     killed = env.venv.parent / f".venv.restore-{dead.pid}-20261130T000000Z"
-    unrecorded = env.venv.parent / f".venv.restore-{dead.pid}-20261130T000001Z"  # the same shape, not recorded: kept
+    unrecorded = (
+        env.venv.parent / f".venv.restore-{dead.pid}-20261130T000001Z"
+    )  # the same shape, not recorded: kept
     for folder in (killed, unrecorded):
         (folder / "lib").mkdir(parents=True)
     (env.build / ".restore-made").write_text(json.dumps({"pid": dead.pid, "made": [str(killed)]}))
@@ -262,7 +323,12 @@ def test_gc_removes_what_a_killed_restore_recorded_and_nothing_else(env: Env) ->
 def test_restore_of_a_clean_environment_does_nothing(env: Env) -> None:
     before = env.hashes()
     done = env.json("restore", "cu130", "--no-checks")
-    assert (done["reinstall"], done["uninstall"], done["set_aside"], done["drift_after"]) == ([], [], [], None)
+    assert (done["reinstall"], done["uninstall"], done["set_aside"], done["drift_after"]) == (
+        [],
+        [],
+        [],
+        None,
+    )
     assert env.hashes() == before
 
 
@@ -271,8 +337,10 @@ def test_scripts_written_in_the_staging_copy_name_the_venv_after_the_swap(tmp_pa
 
     from provision.envs import relocate, restore
 
-    files = {"tool_x/__init__.py": b"def main():\n    print('tool-x 2')\n",
-             "tool_x-2.0.dist-info/entry_points.txt": b"[console_scripts]\ntoolx = tool_x:main\n"}
+    files = {
+        "tool_x/__init__.py": b"def main():\n    print('tool-x 2')\n",
+        "tool_x-2.0.dist-info/entry_points.txt": b"[console_scripts]\ntoolx = tool_x:main\n",
+    }
     wheel = build_wheel(tmp_path / "wheels", "tool-x", "2.0", files=files)
     venv, staging = tmp_path / "venv", tmp_path / ".venv.restore-1-x"
     uvtool.run(["venv", str(venv), "--python", PY, "--quiet"])
@@ -301,8 +369,15 @@ def test_restore_runs_the_checks_and_the_profiles_baseline_afterwards(env: Env) 
 
 def use_baseline(build: Path, figure: str) -> None:
     meta = json.loads((build / "env.json").read_text())
-    meta["baseline"] = {"command": ["python", "-c", f"print('throughput: {figure} tok/s')"], "cwd": ".", "timeout": 60,
-                        "pattern": r"throughput: ([0-9.]+) tok/s", "json_key": None, "unit": "tok/s", "better": "higher"}
+    meta["baseline"] = {
+        "command": ["python", "-c", f"print('throughput: {figure} tok/s')"],
+        "cwd": ".",
+        "timeout": 60,
+        "pattern": r"throughput: ([0-9.]+) tok/s",
+        "json_key": None,
+        "unit": "tok/s",
+        "better": "higher",
+    }
     (build / "env.json").write_text(json.dumps(meta))
 
 
@@ -341,15 +416,20 @@ def test_report_env_shows_drift(env: Env) -> None:
     target = next(t for t in document["machines"][0]["targets"] if t["kind"] == "environment")
     gate = next(g for g in target["gates"] if g["id"] == "drift")
     assert gate["status"] == "warn" and "unowned zz-experiment.pth" in gate["reason"]
-    markdown = env("report", "--machine", machine, "--profile", "cu130", "--env", "cu130", "--markdown").stdout
+    markdown = env(
+        "report", "--machine", machine, "--profile", "cu130", "--env", "cu130", "--markdown"
+    ).stdout
     assert "unowned zz-experiment.pth" in markdown
 
 
 def test_an_adopted_venv_without_a_lock_has_its_start_up_files_set_aside_and_says_what_it_cannot_restore(
-        tmp_path: Path, provision_bin: str) -> None:
+    tmp_path: Path, provision_bin: str
+) -> None:
     from wheelhouse import build_wheel
 
-    wheel = build_wheel(tmp_path / "wheels", "sglang", "0.5.0", files={"sglang/communicator.py": b"CUSTOM_AR = False\n"})
+    wheel = build_wheel(
+        tmp_path / "wheels", "sglang", "0.5.0", files={"sglang/communicator.py": b"CUSTOM_AR = False\n"}
+    )
     venv = tmp_path / "srv" / "sglang-venv"
     uvtool.run(["venv", str(venv), "--python", PY, "--quiet"])
     uvtool.run(["pip", "install", "--python", str(venv / "bin" / "python"), "--quiet", str(wheel)])
@@ -365,11 +445,20 @@ def test_an_adopted_venv_without_a_lock_has_its_start_up_files_set_aside_and_say
     (result,) = json.loads(provision("check", "old", "--only", "drift", "--json").stdout)["checks"]
     assert result["status"] == "warn" and "no lock (adopted)" in result["reason"]
     assert [(f["kind"], f["path"]) for f in result["details"]["findings"]] == [
-        ("modified", "sglang/communicator.py"), ("unowned", "sitecustomize.py")]
+        ("modified", "sglang/communicator.py"),
+        ("unowned", "sitecustomize.py"),
+    ]
     done = provision("restore", "old", "--no-checks", "--json")
     assert done.returncode == 1, done.stderr
     document = json.loads(done.stdout)
     assert document["not_restorable"] == ["sglang"] and document["set_aside"] == ["sitecustomize.py"]
-    assert not (site / "sitecustomize.py").exists() and (Path(document["aside_folder"]) / "sitecustomize.py").exists()
-    assert (site / "sglang" / "communicator.py").read_text().endswith("CUSTOM_AR = True\n"), "without a lock it stays"
-    assert sorted(p.name for p in venv.parent.iterdir()) == ["sglang-venv"], "nothing left beside the user's venv"
+    assert (
+        not (site / "sitecustomize.py").exists()
+        and (Path(document["aside_folder"]) / "sitecustomize.py").exists()
+    )
+    assert (site / "sglang" / "communicator.py").read_text().endswith("CUSTOM_AR = True\n"), (
+        "without a lock it stays"
+    )
+    assert sorted(p.name for p in venv.parent.iterdir()) == ["sglang-venv"], (
+        "nothing left beside the user's venv"
+    )

@@ -28,14 +28,18 @@ def drift_check(tool: tiny.Tool) -> dict:
     return json.loads(done.stdout)
 
 
-@pytest.mark.parametrize("files", ['{"K": 5}', "[1, 2]", '{"K": [SIZE]}', '{"K": {"0": SIZE}}', "[" * 100_000])
+@pytest.mark.parametrize(
+    "files", ['{"K": 5}', "[1, 2]", '{"K": [SIZE]}', '{"K": {"0": SIZE}}', "[" * 100_000]
+)
 def test_a_damaged_drift_cache_is_read_again_not_a_traceback(tmp_path: Path, files: str) -> None:
     site = tmp_path / "site"
     site.mkdir()
     (site / "m.py").write_text("x = 1\n")
     size = (site / "m.py").stat().st_size
     cache_file = tmp_path / drift.CACHE_NAME
-    cache_file.write_text(f'{{"version": {filehash.CACHE_VERSION}, "files": {files.replace("K", "m.py").replace("SIZE", str(size))}}}')
+    cache_file.write_text(
+        f'{{"version": {filehash.CACHE_VERSION}, "files": {files.replace("K", "m.py").replace("SIZE", str(size))}}}'
+    )
     cache = filehash.Cache(cache_file, site)
     found = filehash.digests([filehash.Wanted(key="m.py", path=str(site / "m.py"), mode="sha256")], cache)
     assert found.found == {"m.py": filehash.record_digest(site / "m.py", "sha256")} and found.hashed == 1
@@ -43,8 +47,10 @@ def test_a_damaged_drift_cache_is_read_again_not_a_traceback(tmp_path: Path, fil
 
 def test_a_drift_cache_that_is_a_pipe_is_not_waited_on(tmp_path: Path) -> None:
     os.mkfifo(tmp_path / drift.CACHE_NAME)
-    code = (f"from pathlib import Path; from provision.envs import filehash; "
-            f"assert filehash.Cache(Path({str(tmp_path / drift.CACHE_NAME)!r}), Path('.')).entries == {{}}")
+    code = (
+        f"from pathlib import Path; from provision.envs import filehash; "
+        f"assert filehash.Cache(Path({str(tmp_path / drift.CACHE_NAME)!r}), Path('.')).entries == {{}}"
+    )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=30)  # a hang is TimeoutExpired
 
 

@@ -34,8 +34,13 @@ def test_paths_and_links_out_of_the_venv_are_never_read_and_bad_records_are_find
     secret.parent.mkdir()
     secret.write_bytes(b"secret\n")
     up = "../" * (len(site.relative_to(tmp_path).parts) + 1)
-    rows = [f"evil/__init__.py,{_digest(b'x')},1", f"{secret},{_digest(b'other!')},7", f"{up}outside/secret.txt,{_digest(b'other!')},7",
-            f"evil/link.py,{_digest(b'secret' + bytes([10]))},7", "evil-1.0.dist-info/RECORD,,"]
+    rows = [
+        f"evil/__init__.py,{_digest(b'x')},1",
+        f"{secret},{_digest(b'other!')},7",
+        f"{up}outside/secret.txt,{_digest(b'other!')},7",
+        f"evil/link.py,{_digest(b'secret' + bytes([10]))},7",
+        "evil-1.0.dist-info/RECORD,,",
+    ]
     _dist(site, "evil", "\n".join(rows).encode() + b"\n", {"evil/__init__.py": b"x"})
     (site / "evil" / "link.py").symlink_to(secret)
     _dist(site, "huge", b"a" * 300_000 + b",,\n")  # one field past csv's limit
@@ -43,9 +48,13 @@ def test_paths_and_links_out_of_the_venv_are_never_read_and_bad_records_are_find
 
     result = drift.scan(venv)
 
-    assert result.files == 2 and result.hashed == 1  # evil/__init__.py read; the link and both paths out: not read
+    assert (
+        result.files == 2 and result.hashed == 1
+    )  # evil/__init__.py read; the link and both paths out: not read
     found = {(f.kind, f.distribution, f.path): f.found for f in result.findings}
-    assert all("secret" not in path for _, _, path in found), found  # out of the venv: not the check's business
+    assert all("secret" not in path for _, _, path in found), (
+        found
+    )  # out of the venv: not the check's business
     assert "link out of the environment" in found["modified", "evil", "evil/link.py"]
     assert "unreadable (Error)" in found["modified", "huge", "huge-1.0.dist-info/RECORD"]
     assert "unreadable (UnicodeDecodeError)" in found["modified", "latin", "latin-1.0.dist-info/RECORD"]
@@ -81,8 +90,13 @@ def test_a_metadata_folder_or_start_up_file_leading_out_is_a_finding_and_never_r
     found = {(f.kind, f.distribution, f.path): f.found for f in result.findings}
     assert result.distributions == 0 and result.files == 0, "no METADATA or RECORD was read from outside"
     assert f"leads out to {outside / 'meta'}: not read" in found["modified", "stolen", "stolen-9.9.dist-info"]
-    assert f"leads out to {outside / 'meta' / 'RECORD'}: not read" in found["modified", "half", "half-1.0.dist-info"]
-    assert ("unowned", None, "_virtualenv.pth") in found, "a link out is not virtualenv's file, whatever it holds"
+    assert (
+        f"leads out to {outside / 'meta' / 'RECORD'}: not read"
+        in found["modified", "half", "half-1.0.dist-info"]
+    )
+    assert ("unowned", None, "_virtualenv.pth") in found, (
+        "a link out is not virtualenv's file, whatever it holds"
+    )
 
 
 def test_a_venv_named_by_a_relative_path_is_confined_as_well(tmp_path: Path, monkeypatch) -> None:
@@ -99,5 +113,7 @@ def test_a_venv_named_by_a_relative_path_is_confined_as_well(tmp_path: Path, mon
     result = drift.scan(Path("venv"))
 
     (finding,) = result.findings
-    assert finding.path == "ok/a.py" and f"leads out of the environment to {outside}: not read" in finding.found
+    assert (
+        finding.path == "ok/a.py" and f"leads out of the environment to {outside}: not read" in finding.found
+    )
     assert result.hashed == 0

@@ -47,9 +47,13 @@ def _direct_url_no_url(info: Path) -> None:
     (info / "direct_url.json").write_text('{"url": 5}')
 
 
-DAMAGE: dict[str, Callable[[Path], None]] = {"metadata-latin1": _metadata_latin1, "wheel-latin1": _wheel_latin1,
-                                              "direct-url-list": _direct_url_list, "record-shake128": _shake,
-                                              "direct-url-url-not-a-string": _direct_url_no_url}
+DAMAGE: dict[str, Callable[[Path], None]] = {
+    "metadata-latin1": _metadata_latin1,
+    "wheel-latin1": _wheel_latin1,
+    "direct-url-list": _direct_url_list,
+    "record-shake128": _shake,
+    "direct-url-url-not-a-string": _direct_url_no_url,
+}
 
 
 def test_odd_files_in_a_dist_info_are_findings_not_tracebacks(tool: tiny.Tool) -> None:

@@ -30,7 +30,9 @@ def stack(index_server):
     return {"cu130": stacks.cu130(index_server), "cu128": stacks.cu128(index_server)}
 
 
-def create(tool: Tool, stack, profile: str, *extra: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+def create(
+    tool: Tool, stack, profile: str, *extra: str, check: bool = True
+) -> subprocess.CompletedProcess[str]:
     return tool("create", profile, "--python", PY, *stacks.index_args(stack[profile]), *extra, check=check)
 
 
@@ -51,7 +53,9 @@ def test_cu128_and_cu130_side_by_side_switch_and_rollback(tool: Tool, stack) -> 
     assert rolled == {"schema_version": 1, "previous": "cu130", "active": "cu128", "skipped": []}
     # the stable path follows: HOME/active/venv/bin/python is cu128's now
     stable = tool.home / "active" / "venv" / "bin" / "python"
-    out = subprocess.run([stable, "-c", "import torch; print(torch.__version__)"], capture_output=True, text=True)
+    out = subprocess.run(
+        [stable, "-c", "import torch; print(torch.__version__)"], capture_output=True, text=True
+    )
     assert out.stdout.strip() == "2.9.1+cu128"
     run_active = tool("run", "--", "python", "-c", "import torch; print(torch.__version__)").stdout.strip()
     assert run_active == "2.9.1+cu128"
@@ -65,7 +69,9 @@ def test_the_profiles_own_toolkit_is_laid_out_as_a_cuda_home(tool: Tool, stack) 
     home = Path(cuda_home)
     assert home.name == "cuda" and (home / "bin" / "nvcc").exists() and (home / "include" / "cuda.h").exists()
     assert os.readlink(home / "lib64" / "libcudart.so").endswith("nvidia/cu13/lib/libcudart.so.13")
-    soname = subprocess.run(["readelf", "-d", str(home / "lib64/stubs/libcuda.so")], capture_output=True, text=True).stdout
+    soname = subprocess.run(
+        ["readelf", "-d", str(home / "lib64/stubs/libcuda.so")], capture_output=True, text=True
+    ).stdout
     assert "libcuda.so.1" in soname
     # its nvcc comes first on PATH in run and shell-env (issue 36, item 7): `which nvcc` found the system's 12.8
     system = tool.home.parent / "system-bin"
@@ -73,12 +79,18 @@ def test_the_profiles_own_toolkit_is_laid_out_as_a_cuda_home(tool: Tool, stack) 
     (system / "nvcc").write_text("#!/bin/sh\necho system nvcc 12.8\n")
     (system / "nvcc").chmod(0o755)
     path = {"PATH": f"{system}{os.pathsep}{os.environ['PATH']}"}
-    (home / "bin" / "nvcc").resolve().chmod(0o755)  # NVIDIA's wheel carries the mode; the test's wheel does not
+    (home / "bin" / "nvcc").resolve().chmod(
+        0o755
+    )  # NVIDIA's wheel carries the mode; the test's wheel does not
     found = tool("run", "cu130", "--", "sh", "-c", "command -v nvcc", env=path).stdout.strip()
     assert found == str(home / "bin" / "nvcc"), found
     exports = tool("shell-env", "cu130", env=path).stdout
-    evaluated = subprocess.run(["bash", "-c", exports + "\ncommand -v nvcc; command -v python"], capture_output=True,
-                               text=True, env={**os.environ, **path}).stdout.split()
+    evaluated = subprocess.run(
+        ["bash", "-c", exports + "\ncommand -v nvcc; command -v python"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **path},
+    ).stdout.split()
     assert evaluated[0] == str(home / "bin" / "nvcc") and evaluated[1].endswith("/venv/bin/python"), evaluated
 
 
@@ -86,11 +98,16 @@ def test_run_adds_nothing_and_keeps_exit_code_and_profile_env(tool: Tool, stack)
     # {arch_list} is filled from the GPUs at create: the recorded H200 gives 9.0a
     h200 = {"PROVISION_NVML_REPLAY": str(Path(__file__).parent / "data" / "h200.nvml.json")}
     tool("create", "cu130", "--python", PY, "--no-checks", *stacks.index_args(stack["cu130"]), env=h200)
-    done = tool("run", "cu130", "--", "sh", "-c", 'printf "%s" "$FLASHINFER_CUDA_ARCH_LIST"; exit 7', check=False)
+    done = tool(
+        "run", "cu130", "--", "sh", "-c", 'printf "%s" "$FLASHINFER_CUDA_ARCH_LIST"; exit 7', check=False
+    )
     assert done.returncode == 7 and done.stdout == "9.0a"
     exports = tool("shell-env", "cu130").stdout
-    evaluated = subprocess.run(["bash", "-c", exports + '\nprintf "%s|%s" "$VIRTUAL_ENV" "$FLASHINFER_WORKSPACE_BASE"'],
-                               capture_output=True, text=True).stdout
+    evaluated = subprocess.run(
+        ["bash", "-c", exports + '\nprintf "%s|%s" "$VIRTUAL_ENV" "$FLASHINFER_WORKSPACE_BASE"'],
+        capture_output=True,
+        text=True,
+    ).stdout
     venv, workspace = evaluated.split("|")
     assert venv.endswith("/venv") and Path(venv).parent == Path(workspace)
 
@@ -114,14 +131,23 @@ def test_kill_9_during_create_leaves_the_active_env_working(tool: Tool, stack) -
 def create_in_background(tool: Tool, stack) -> subprocess.Popen[str]:
     # a cache of its own, so that uv must download from the slow index while the test interrupts it
     cache = tool.home.parent / "uv-cache-fresh"
-    return tool.popen("create", "cu130", "--python", PY, *stacks.index_args(stack["cu130"]), env={"UV_CACHE_DIR": str(cache)})
+    return tool.popen(
+        "create",
+        "cu130",
+        "--python",
+        PY,
+        *stacks.index_args(stack["cu130"]),
+        env={"UV_CACHE_DIR": str(cache)},
+    )
 
 
 def test_ctrl_c_during_create_removes_the_build(tool: Tool, stack) -> None:
     create(tool, stack, "cu128")
     index = stack["cu130"]["default"]
-    held = index.hold = threading.Event()  # the index answers only when the test says so: caught mid-create, however
-    earlier = len(index.requests)          # loaded the machine (a 1 s delay let it finish first)
+    held = index.hold = (
+        threading.Event()
+    )  # the index answers only when the test says so: caught mid-create, however
+    earlier = len(index.requests)  # loaded the machine (a 1 s delay let it finish first)
     process = create_in_background(tool, stack)
     err = interrupt(process, held, started=lambda: len(tool.builds()) >= 2 and len(index.requests) > earlier)
     assert process.returncode == 130 and "interrupted" in err, err
@@ -171,10 +197,18 @@ def test_recreate_keeps_the_old_build_until_the_new_one_passes(tool: Tool, stack
     create(tool, stack, "cu130")
     before = tool.envs()["cu130"]["path"]
     broken = stack["cu130"]["default"]
-    broken.add("ninja", "1.13.1", tag=stacks.PY3, files={"ninja/__init__.py": b"raise ImportError('broken build')\n"})
+    broken.add(
+        "ninja", "1.13.1", tag=stacks.PY3, files={"ninja/__init__.py": b"raise ImportError('broken build')\n"}
+    )
     profile = tmp_path / "cu130-broken.toml"
-    profile.write_text((Path(__file__).parent.parent / "profiles/cu130.toml").read_text().replace('ninja = {}', 'ninja = "==1.13.1"'))
-    failed = tool("create", str(profile), "--python", PY, "--replace", *stacks.index_args(stack["cu130"]), check=False)
+    profile.write_text(
+        (Path(__file__).parent.parent / "profiles/cu130.toml")
+        .read_text()
+        .replace("ninja = {}", 'ninja = "==1.13.1"')
+    )
+    failed = tool(
+        "create", str(profile), "--python", PY, "--replace", *stacks.index_args(stack["cu130"]), check=False
+    )
     assert failed.returncode == 1 and "broken build" in failed.stdout
     listed = tool.envs()
     assert listed["cu130"]["path"] == before and listed["cu130"]["active"]
@@ -182,7 +216,9 @@ def test_recreate_keeps_the_old_build_until_the_new_one_passes(tool: Tool, stack
 
 def test_adopt_a_venv_and_remove_leaves_its_files(tool: Tool, stack, tmp_path: Path) -> None:
     venv = tmp_path / "old-cu128"
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", venv], check=True)  # ensurepip: 7 s of CPU, nothing asked of pip
+    subprocess.run(
+        [sys.executable, "-m", "venv", "--without-pip", venv], check=True
+    )  # ensurepip: 7 s of CPU, nothing asked of pip
     adopted = json.loads(tool("adopt", "mine", str(venv), "--profile", "cu128", "--no-lock", "--json").stdout)
     assert adopted["adopted"] == "mine" and adopted["venv"] == str(venv)
     envs = tool.envs()
@@ -203,8 +239,10 @@ def test_adopt_reads_torchs_cuda_without_importing_it(tool: Tool, tmp_path: Path
     torch = next(venv.glob("lib/python3*/site-packages")) / "torch"
     torch.mkdir()
     (torch / "__init__.py").write_text("raise ImportError('adopt imported torch')\n")
-    (torch / "version.py").write_text("from typing import Optional\n\n__version__ = '2.9.1+cu128'\ndebug = False\n"
-                                      "cuda: Optional[str] = '12.8'\nhip: Optional[str] = None\n")
+    (torch / "version.py").write_text(
+        "from typing import Optional\n\n__version__ = '2.9.1+cu128'\ndebug = False\n"
+        "cuda: Optional[str] = '12.8'\nhip: Optional[str] = None\n"
+    )
     tool("adopt", "gpu", str(venv), "--no-lock")
     assert tool.envs()["gpu"]["cuda"] == "12.8"
 
@@ -213,13 +251,17 @@ def test_missing_python_and_a_stale_lock_are_clear_errors(tool: Tool, stack, tmp
     done = tool("create", "cu130", "--python", "3.99", check=False)
     assert done.returncode == 7 and "Python 3.99 was not found" in done.stderr and "hint:" in done.stderr
     lockfile = tmp_path / "pylock.toml"
-    locked = tool("lock", "cu130", "--python", stacks.PYTHON, "-o", str(lockfile), *stacks.index_args(stack["cu130"]))
+    locked = tool(
+        "lock", "cu130", "--python", stacks.PYTHON, "-o", str(lockfile), *stacks.index_args(stack["cu130"])
+    )
     assert locked.returncode == 0
     changed = tmp_path / "cu130.toml"
     changed.write_text((Path(__file__).parent.parent / "profiles/cu130.toml").read_text() + "\n# edited\n")
     refused = tool("create", str(changed), "--python", PY, "--lock", str(lockfile), check=False)
     assert refused.returncode == 7 and "locked from another version of profile" in refused.stderr
-    reused = tool("create", "cu130", "--python", PY, "--lock", str(lockfile), *stacks.index_args(stack["cu130"]))
+    reused = tool(
+        "create", "cu130", "--python", PY, "--lock", str(lockfile), *stacks.index_args(stack["cu130"])
+    )
     assert reused.returncode == 0
 
 
@@ -241,7 +283,9 @@ def test_real_cuda_runtime_packages_from_the_public_registry(tool: Tool, tmp_pat
     }
     for name, (cuda, requirement, dist) in profiles.items():
         path = tmp_path / f"{name}.toml"
-        path.write_text(f'schema = 1\nname = "{name}"\n{cuda}\n[packages]\n{requirement}\n[checks]\nrequired = ["imports", "driver"]\n')
+        path.write_text(
+            f'schema = 1\nname = "{name}"\n{cuda}\n[packages]\n{requirement}\n[checks]\nrequired = ["imports", "driver"]\n'
+        )
         tool("create", str(path), "--python", PY)
         code = f"import importlib.metadata as m; print(m.version('{dist}'))"
         version = tool("run", name, "--", "python", "-c", code).stdout.strip()
@@ -257,7 +301,12 @@ def test_a_malformed_lock_is_one_line_and_changes_nothing(tool: Tool, stack, tmp
     bad.write_text("lock-version = \n")
     done = tool("create", "cu130", "--python", PY, "--lock", str(bad), check=False)
     lines = done.stderr.strip().splitlines()
-    assert done.returncode == 2 and lines[-2].startswith("error: ") and str(bad) in lines[-2] and "PEP 751" in lines[-2]
+    assert (
+        done.returncode == 2
+        and lines[-2].startswith("error: ")
+        and str(bad) in lines[-2]
+        and "PEP 751" in lines[-2]
+    )
     assert "Traceback" not in done.stderr
     listed = tool.envs()
     assert set(listed) == {"cu128"} and listed["cu128"]["active"] and len(tool.builds()) == 1

@@ -29,7 +29,11 @@ def test_a_file_found_wrong_is_an_input_error_not_a_usage_error(tmp_path: Path) 
     for read in (documents.load_machine, lockfile.read):
         with pytest.raises(InputError) as caught:
             read(bad)
-        assert not isinstance(caught.value, UsageError) and caught.value.exit_code == 2 and str(bad) in caught.value.message
+        assert (
+            not isinstance(caught.value, UsageError)
+            and caught.value.exit_code == 2
+            and str(bad) in caught.value.message
+        )
 
 
 def test_a_path_found_wrong_when_read_or_written_is_an_input_error(tmp_path: Path) -> None:
@@ -46,7 +50,11 @@ def test_a_path_found_wrong_when_read_or_written_is_an_input_error(tmp_path: Pat
     (venv / "out").symlink_to(tmp_path)
     with open(venv / "big", "wb") as big:
         big.truncate(kept.MAX_BYTES + 1)
-    for name, said in (("pipe", "not a regular file"), ("out/x.py", "outside the environment"), ("big", "larger than")):
+    for name, said in (
+        ("pipe", "not a regular file"),
+        ("out/x.py", "outside the environment"),
+        ("big", "larger than"),
+    ):
         with pytest.raises(InputError, match=said) as caught:
             kept.read_in_venv(venv, venv / name, name)
         assert not isinstance(caught.value, UsageError) and caught.value.exit_code == 2

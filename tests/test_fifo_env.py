@@ -36,12 +36,21 @@ def site_of(tool: tiny.Tool) -> Path:
     return next((tool.home / "envs" / "tiny" / "venv").resolve().glob("lib/python3*/site-packages"))
 
 
-IN_VENV = ["alpha-1.0.dist-info/METADATA", "alpha-1.0.dist-info/RECORD", "alpha-1.0.dist-info/WHEEL",
-           "alpha-1.0.dist-info/direct_url.json", "beta-1.0.egg-info/PKG-INFO", "_virtualenv.pth", "../../../pyvenv.cfg"]
+IN_VENV = [
+    "alpha-1.0.dist-info/METADATA",
+    "alpha-1.0.dist-info/RECORD",
+    "alpha-1.0.dist-info/WHEEL",
+    "alpha-1.0.dist-info/direct_url.json",
+    "beta-1.0.egg-info/PKG-INFO",
+    "_virtualenv.pth",
+    "../../../pyvenv.cfg",
+]
 WHOLE = ("alpha-1.0.dist-info/METADATA", "../../../pyvenv.cfg")
 
 
-def test_a_pipe_in_a_dist_info_or_the_venv_never_blocks(index_server, provision_bin: str, tmp_path: Path) -> None:
+def test_a_pipe_in_a_dist_info_or_the_venv_never_blocks(
+    index_server, provision_bin: str, tmp_path: Path
+) -> None:
     tool = tiny.tool_with_env(tmp_path, provision_bin, tiny.index(index_server))
     site = site_of(tool)
     build = (tool.home / "envs" / "tiny").resolve()
@@ -54,11 +63,19 @@ def test_a_pipe_in_a_dist_info_or_the_venv_never_blocks(index_server, provision_
         assert drift.returncode == 0 and "Traceback" not in drift.stderr, (shown, drift.stderr)
         if "dist-info" in relative and not relative.endswith(("WHEEL", "direct_url.json")):
             finding = json.loads(drift.stdout)["checks"][0]
-            assert finding["status"] == "warn" and "alpha-1.0.dist-info" in finding["reason"], (shown, finding)
+            assert finding["status"] == "warn" and "alpha-1.0.dist-info" in finding["reason"], (
+                shown,
+                finding,
+            )
         checks = run(tool, "check", "tiny", "--json")
         imports = next(r for r in json.loads(checks.stdout)["checks"] if r["id"] == "imports")
-        assert checks.returncode == 1 and imports["status"] == "error" and str(target) in imports["reason"], (shown, imports)
-        whole = relative in WHOLE  # every command on two of them; the drift check, the checks and the plan on all
+        assert checks.returncode == 1 and imports["status"] == "error" and str(target) in imports["reason"], (
+            shown,
+            imports,
+        )
+        whole = (
+            relative in WHOLE
+        )  # every command on two of them; the drift check, the checks and the plan on all
         for args in (["restore", "tiny", "--dry-run"], ["restore", "tiny"])[: 2 if whole else 1]:
             refused = run(tool, *args)
             assert refused.returncode == 7 and str(target) in refused.stderr, (shown, args, refused.stderr)
@@ -81,7 +98,10 @@ def test_a_pipe_for_a_file_of_the_home_never_blocks(index_server, provision_bin:
     swap_for_pipe(env_json)
     for args in (["envs"], ["check", "tiny"], ["restore", "tiny"]):
         done = run(tool, *args)
-        assert done.returncode == 7 and str(env_json) in done.stderr and "Traceback" not in done.stderr, (args, done.stderr)
+        assert done.returncode == 7 and str(env_json) in done.stderr and "Traceback" not in done.stderr, (
+            args,
+            done.stderr,
+        )
     done = run(tool, "gc")  # nothing to clean: the build is still named
     assert done.returncode == 0 and build.is_dir() and "Traceback" not in done.stderr, done.stderr
     env_json.unlink()
@@ -117,15 +137,22 @@ def test_a_pipe_for_a_file_of_the_home_never_blocks(index_server, provision_bin:
     assert run(tool, "restore", "tiny").returncode == 0
 
 
-def test_the_lock_files_are_never_made_through_a_link(index_server, provision_bin: str, tmp_path: Path) -> None:
+def test_the_lock_files_are_never_made_through_a_link(
+    index_server, provision_bin: str, tmp_path: Path
+) -> None:
     tool = tiny.tool_with_env(tmp_path, provision_bin, tiny.index(index_server))
     build = (tool.home / "envs" / "tiny").resolve()
     outside = tmp_path / "outside"
     outside.mkdir()
-    for link, args in ((build / ".env.json.lock", ["check", "tiny"]), (tool.home / ".lock", ["switch", "tiny"])):
+    for link, args in (
+        (build / ".env.json.lock", ["check", "tiny"]),
+        (tool.home / ".lock", ["switch", "tiny"]),
+    ):
         link.unlink(missing_ok=True)
         link.symlink_to(outside / link.name)
         done = run(tool, *args)
-        assert done.returncode == 7 and str(link) in done.stderr and "Traceback" not in done.stderr, done.stderr
+        assert done.returncode == 7 and str(link) in done.stderr and "Traceback" not in done.stderr, (
+            done.stderr
+        )
         assert not (outside / link.name).exists()
         link.unlink()

@@ -17,7 +17,9 @@ from provision.envs.records import EnvRecord
 def payload():  # type: ignore[no-untyped-def]
     sys.path.insert(0, str(payload_dir()))
     try:
-        spec = importlib.util.spec_from_file_location("check_flashinfer_jit", payload_dir() / "check_flashinfer_jit.py")
+        spec = importlib.util.spec_from_file_location(
+            "check_flashinfer_jit", payload_dir() / "check_flashinfer_jit.py"
+        )
         assert spec and spec.loader
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
@@ -41,9 +43,15 @@ def test_hopper_is_90a_never_90f() -> None:
     does not exist, and FAILed; 9.0a is Hopper's arch-specific target."""
     rule = knowledge.gate("flashinfer_jit")
     assert payload().arch_entry("9.0", (13, 0), rule["arch_suffix"], rule["family_suffix_min_nvcc"]) == "9.0a"
-    assert payload().arch_entry("12.0", (13, 0), rule["arch_suffix"], rule["family_suffix_min_nvcc"]) == "12.0f"
-    assert payload().arch_entry("12.0", (12, 8), rule["arch_suffix"], rule["family_suffix_min_nvcc"]) == "12.0a"
-    assert payload().arch_entry("12.0a", (13, 0), rule["arch_suffix"], rule["family_suffix_min_nvcc"]) == "12.0a"
+    assert (
+        payload().arch_entry("12.0", (13, 0), rule["arch_suffix"], rule["family_suffix_min_nvcc"]) == "12.0f"
+    )
+    assert (
+        payload().arch_entry("12.0", (12, 8), rule["arch_suffix"], rule["family_suffix_min_nvcc"]) == "12.0a"
+    )
+    assert (
+        payload().arch_entry("12.0a", (13, 0), rule["arch_suffix"], rule["family_suffix_min_nvcc"]) == "12.0a"
+    )
 
 
 def compat_check():  # type: ignore[no-untyped-def]

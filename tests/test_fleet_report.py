@@ -33,10 +33,14 @@ def run(provision_bin: str, *args: str | Path) -> subprocess.CompletedProcess[st
     return run_provision(*map(str, args), timeout=60)
 
 
-def test_fleet_json_keeps_every_machine_in_order_and_groups_failures_by_cause(tmp_path: Path, provision_bin: str) -> None:
+def test_fleet_json_keeps_every_machine_in_order_and_groups_failures_by_cause(
+    tmp_path: Path, provision_bin: str
+) -> None:
     old = old_driver(tmp_path)
     given = [H200, old, RTX, old, H200]  # a machine given twice is judged twice: one entry per --machine
-    done = run(provision_bin, "report", *(a for m in given for a in ("--machine", m)), "--profile", "cu130", "--json")
+    done = run(
+        provision_bin, "report", *(a for m in given for a in ("--machine", m)), "--profile", "cu130", "--json"
+    )
     assert done.returncode == 0, done.stderr
     document = json.loads(done.stdout)
     assert list(document)[:3] == ["schema_version", "summary", "machines"]
@@ -45,21 +49,29 @@ def test_fleet_json_keeps_every_machine_in_order_and_groups_failures_by_cause(tm
     assert summary["machines"] == 5
     (cu130,) = summary["targets"]
     verdicts = [m["targets"][0]["verdict"] for m in document["machines"]]
-    assert {v: cu130[v] for v in ("pass", "warn", "fail", "skip")} == {v: verdicts.count(v) for v in ("pass", "warn", "fail", "skip")}
+    assert {v: cu130[v] for v in ("pass", "warn", "fail", "skip")} == {
+        v: verdicts.count(v) for v in ("pass", "warn", "fail", "skip")
+    }
     assert cu130["machines"]["fail"] == [str(m) for m, v in zip(given, verdicts, strict=True) if v == "fail"]
     driver = [c for c in cu130["causes"] if c["gate"] == "driver"]
-    assert len(driver) == 1 and driver[0]["status"] == "fail"  # the same old driver twice: one cause, two names
+    assert (
+        len(driver) == 1 and driver[0]["status"] == "fail"
+    )  # the same old driver twice: one cause, two names
     assert driver[0]["machines"] == [str(old), str(old)] and "580.65.06" in driver[0]["reason"]
     for cause in cu130["causes"]:  # every cause is the exact reason of a gate on each machine it names
         for source in cause["machines"]:
             machine = document["machines"][[str(m) for m in given].index(source)]
-            assert any(g["id"] == cause["gate"] and g["reason"] == cause["reason"] and g["status"] == cause["status"]
-                       for g in machine["targets"][0]["gates"])
+            assert any(
+                g["id"] == cause["gate"] and g["reason"] == cause["reason"] and g["status"] == cause["status"]
+                for g in machine["targets"][0]["gates"]
+            )
 
 
 def test_fleet_summary_comes_first_in_tables_and_markdown(tmp_path: Path, provision_bin: str) -> None:
     old = old_driver(tmp_path)
-    markdown = run(provision_bin, "report", "--machine", H200, "--machine", old, "--profile", "cu130", "--markdown")
+    markdown = run(
+        provision_bin, "report", "--machine", H200, "--machine", old, "--profile", "cu130", "--markdown"
+    )
     assert markdown.returncode == 0, markdown.stderr
     text = markdown.stdout
     assert text.startswith("## Fleet: 2 machines")
@@ -93,14 +105,24 @@ def test_ten_machines_are_judged_in_well_under_a_second(tmp_path: Path) -> None:
 WRONG = {
     "driver-int": ('{"driver": 5, "gpus": "x"}', "driver: expected an object, got int 5"),
     "gpus-string": ('{"driver": {}, "gpus": "x"}', 'gpus: expected a list, got string "x"'),
-    "index-bool": ('{"driver": {}, "gpus": [{"index": true, "name": "a"}]}', "gpus[0].index: expected an integer"),
+    "index-bool": (
+        '{"driver": {}, "gpus": [{"index": true, "name": "a"}]}',
+        "gpus[0].index: expected an integer",
+    ),
     "no-index": ('{"driver": {}, "gpus": [{"name": "a"}]}', "gpus[0]: no 'index' key"),
     "gpu-null": ('{"driver": {}, "gpus": [null]}', "gpus[0]: expected an object, got null"),
-    "pcie-string": ('{"driver": {}, "gpus": [{"index": 0, "name": "a", "pcie": {"gen_max": "5"}}]}', "gpus[0].pcie.gen_max"),
-    "sms-int": ('{"driver": {}, "gpus": [], "toolkits": [{"version": "13.0", "path": "/x", "nvcc": "n", "sms": [1]}]}',
-                "toolkits[0].sms[0]: expected a string"),
-    "cc-form": ('{"driver": {}, "gpus": [{"index": 0, "name": "a", "compute_capability": "abc"}]}',
-                "gpus[0].compute_capability: expected a version such as 9.0"),
+    "pcie-string": (
+        '{"driver": {}, "gpus": [{"index": 0, "name": "a", "pcie": {"gen_max": "5"}}]}',
+        "gpus[0].pcie.gen_max",
+    ),
+    "sms-int": (
+        '{"driver": {}, "gpus": [], "toolkits": [{"version": "13.0", "path": "/x", "nvcc": "n", "sms": [1]}]}',
+        "toolkits[0].sms[0]: expected a string",
+    ),
+    "cc-form": (
+        '{"driver": {}, "gpus": [{"index": 0, "name": "a", "compute_capability": "abc"}]}',
+        "gpus[0].compute_capability: expected a version such as 9.0",
+    ),
     "cuda-form": ('{"driver": {"cuda": "x"}, "gpus": []}', "driver.cuda: expected a version"),
     "a-list": ("[1, 2]", "no driver/gpus keys"),
     "not-json": ("{driver", "not JSON"),
@@ -129,7 +151,11 @@ def test_binary_and_wrong_typed_documents_exit_2_with_one_line(tmp_path: Path, p
         assert done.returncode == 2, done.stderr
         assert done.stdout == "" and "Traceback" not in done.stderr
         lines = done.stderr.splitlines()
-        assert len(lines) == 2 and lines[0].startswith(f"error: {bad}: not a probe document") and lines[1].startswith("hint: ")
+        assert (
+            len(lines) == 2
+            and lines[0].startswith(f"error: {bad}: not a probe document")
+            and lines[1].startswith("hint: ")
+        )
         as_json = run(provision_bin, "report", "--machine", bad, "--machine", H200, "--json")
         assert as_json.returncode == 2 and "Traceback" not in as_json.stderr
         assert json.loads(as_json.stdout)["error"]["message"].startswith(f"{bad}: not a probe document")

@@ -17,10 +17,24 @@ KEPT, DROPPED = "11" * 32, "22" * 32
 
 
 def lock_naming(path: Path, sha256: str) -> None:
-    doc = {"lock-version": "1.0", "created-by": "tests", "requires-python": ">=3.10",
-           "packages": [{"name": "kept", "version": "1.0",
-                         "wheels": [{"name": "kept-1.0-py3-none-any.whl", "url": "https://example.invalid/kept-1.0-py3-none-any.whl",
-                                     "hashes": {"sha256": sha256}}]}]}
+    doc = {
+        "lock-version": "1.0",
+        "created-by": "tests",
+        "requires-python": ">=3.10",
+        "packages": [
+            {
+                "name": "kept",
+                "version": "1.0",
+                "wheels": [
+                    {
+                        "name": "kept-1.0-py3-none-any.whl",
+                        "url": "https://example.invalid/kept-1.0-py3-none-any.whl",
+                        "hashes": {"sha256": sha256},
+                    }
+                ],
+            }
+        ],
+    }
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(tomlkit.dumps(doc))
 
@@ -48,14 +62,20 @@ def test_gc_prunes_unnamed_wheels_and_old_entries_and_gc_cache_shows_the_caches(
     caches = {c["name"]: c for c in document["caches"]}
     assert set(caches) == {"wheels", "scans", "records", "metadata"} and document["cache_only"] is True
     assert caches["wheels"]["path"] == str(xdg / "provision/wheels") and caches["wheels"]["entries"] == 1
-    assert caches["wheels"]["removed"] == 1 and caches["wheels"]["removed_bytes"] == 1000 and caches["wheels"]["bytes"] == 1000
+    assert (
+        caches["wheels"]["removed"] == 1
+        and caches["wheels"]["removed_bytes"] == 1000
+        and caches["wheels"]["bytes"] == 1000
+    )
     assert (xdg / "provision/wheels" / KEPT).is_dir() and not (xdg / "provision/wheels" / DROPPED).exists()
     assert caches["scans"]["removed"] == 1 and caches["scans"]["entries"] == 0  # unused for 40 days
     assert caches["records"]["removed"] == 1 and caches["records"]["entries"] == 1  # the foreign file went
     assert document["removed"] == [] and not (tmp_path / "home").exists()  # --cache: the home untouched
 
     table = run_provision("gc", "--cache", env={**env, "COLUMNS": "400"}, cwd=tmp_path / "work")
-    assert table.returncode == 0 and str(xdg / "provision/wheels") in table.stdout and "1000 B" in table.stdout
+    assert (
+        table.returncode == 0 and str(xdg / "provision/wheels") in table.stdout and "1000 B" in table.stdout
+    )
     # --older-than 0: everything unused goes, the named wheel too (it can be fetched again)
     done = run_provision("gc", "--older-than", "0", "--json", env=env, cwd=tmp_path / "work")
     caches = {c["name"]: c for c in json.loads(done.stdout)["caches"]}
@@ -65,4 +85,6 @@ def test_gc_prunes_unnamed_wheels_and_old_entries_and_gc_cache_shows_the_caches(
 def test_gc_help_says_where_the_caches_live() -> None:
     done = run_provision("gc", "--help")
     text = " ".join(done.stdout.split())
-    assert "$XDG_CACHE_HOME/provision/" in text and "wheels/" in text and "scans/" in text and "--cache" in text
+    assert (
+        "$XDG_CACHE_HOME/provision/" in text and "wheels/" in text and "scans/" in text and "--cache" in text
+    )

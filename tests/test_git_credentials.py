@@ -73,13 +73,17 @@ def private_repo(tmp_path: Path) -> Iterator[tuple[GitServer, str]]:
     server.close()
 
 
-def test_git_credentials_reach_neither_argv_nor_any_lock(private_repo, index_server, tmp_path: Path, provision_bin: str) -> None:
+def test_git_credentials_reach_neither_argv_nor_any_lock(
+    private_repo, index_server, tmp_path: Path, provision_bin: str
+) -> None:
     server, commit = private_repo
     bare = f"{server.url}/repo.git"
     with_credentials = bare.replace("http://", f"http://{USER_ENCODED}:{ENCODED}@")
     profiles_dir = tmp_path / "profiles"
     profiles_dir.mkdir()
-    tiny.profile(profiles_dir, "src", f'alpha = "==1.0"\nfromgit = {{ git = "{with_credentials}", rev = "main" }}')
+    tiny.profile(
+        profiles_dir, "src", f'alpha = "==1.0"\nfromgit = {{ git = "{with_credentials}", rev = "main" }}'
+    )
     tool = tiny.Tool(provision_bin, tmp_path / "home", profiles_dir, tiny.index(index_server))
     output = tmp_path / "pylock.src.toml"
     # a credential helper of the user's own that stores what it is given: it must never see the password
@@ -91,8 +95,17 @@ def test_git_credentials_reach_neither_argv_nor_any_lock(private_repo, index_ser
         tool("create", "src", "--python", tiny.PY, "--no-checks", env=env)
         fetched = server.authorized
         # the lock alone (no credentials in it) installs again, with them from the profile, from an empty uv cache
-        tool("create", "src", "--python", tiny.PY, "--no-checks", "--replace", "--lock", str(output),
-             env={**env, "UV_CACHE_DIR": str(tmp_path / "cold-cache")})
+        tool(
+            "create",
+            "src",
+            "--python",
+            tiny.PY,
+            "--no-checks",
+            "--replace",
+            "--lock",
+            str(output),
+            env={**env, "UV_CACHE_DIR": str(tmp_path / "cold-cache")},
+        )
     assert not seen, seen
     assert fetched > 0 and server.authorized > fetched  # git did fetch, with the credentials, each time
     assert not stored.exists()
@@ -116,12 +129,23 @@ def test_git_credentials_reach_neither_argv_nor_any_lock(private_repo, index_ser
     old = tmp_path / "pylock.old.toml"
     old.write_text(tomlkit.dumps(raw))
     with argv_watch(PASSWORD, ENCODED, "zq9Kx7") as seen:
-        refused = tool("create", "src", "--python", tiny.PY, "--no-checks", "--replace", "--lock", str(old), check=False)
-    assert refused.returncode == 2 and "holds a user name or password" in refused.stderr and not seen, refused.stderr
+        refused = tool(
+            "create", "src", "--python", tiny.PY, "--no-checks", "--replace", "--lock", str(old), check=False
+        )
+    assert refused.returncode == 2 and "holds a user name or password" in refused.stderr and not seen, (
+        refused.stderr
+    )
     assert "zq9Kx7" not in refused.stderr + refused.stdout
     venv = Path(tool.envs()["src"]["venv"])
-    assert subprocess.run([venv / "bin/python", "-c", "import fromgit; print(fromgit.REV)"], capture_output=True,
-                          text=True, check=True).stdout.strip() == "1"
+    assert (
+        subprocess.run(
+            [venv / "bin/python", "-c", "import fromgit; print(fromgit.REV)"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        == "1"
+    )
 
 
 def test_a_git_url_with_a_query_or_an_ssh_password_is_refused(tmp_path: Path) -> None:
@@ -135,5 +159,8 @@ def test_a_git_url_with_a_query_or_an_ssh_password_is_refused(tmp_path: Path) ->
         path.write_text(f'schema = 1\nname = "p"\ncuda = "13.0"\n[packages]\n{spec}\n')
         with pytest.raises(ProfileError) as caught:
             profiles.load_file(path)
-        assert words in caught.value.message and "T0KEN" not in caught.value.message, (spec, caught.value.message)
+        assert words in caught.value.message and "T0KEN" not in caught.value.message, (
+            spec,
+            caught.value.message,
+        )
         assert "hunter2" not in caught.value.message

@@ -29,11 +29,22 @@ def test_bench_allreduce_tears_down_cleanly_with_graphs_captured(tmp_path: Path)
     pytest.importorskip("torch")
     provision = [sys.executable, "-m", "provision"]
     home = ["--home", str(tmp_path / "home")]
-    subprocess.run([*provision, "adopt", "here", sys.prefix, "--no-lock", *home], check=True, capture_output=True, timeout=120)
-    done = subprocess.run([*provision, "bench", "allreduce", "here", "-e", "1M", "--json", *home],
-                          capture_output=True, text=True, timeout=600)
+    subprocess.run(
+        [*provision, "adopt", "here", sys.prefix, "--no-lock", *home],
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
+    done = subprocess.run(
+        [*provision, "bench", "allreduce", "here", "-e", "1M", "--json", *home],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     (run,) = json.loads(done.stdout)["runs"]
-    assert run["world_size"] == gpu_count() and all(row["wrong"] == 0 and row["graph_us"] > 0 for row in run["rows"])
+    assert run["world_size"] == gpu_count() and all(
+        row["wrong"] == 0 and row["graph_us"] > 0 for row in run["rows"]
+    )
     assert run["pattern"]["122x42KB_ms"] > 0
     assert [t["clean"] for t in run["teardown"]] == [True] * run["world_size"], run["teardown"]

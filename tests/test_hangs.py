@@ -38,13 +38,21 @@ def test_rollback_does_not_wait_for_a_create_and_its_payload_dies_with_it(tool: 
     tool.create("tiny", "--name", "b", "--no-checks")
     creating = tool.popen("create", "sleepy", "--python", tiny.PY)
     builds = tool.home / "builds"
-    deadline = time.time() + 240  # a loaded machine: the check starts after the venv, the install and the inventory
-    while time.time() < deadline and not processes_under(builds, "check_imports.py") and creating.poll() is None:
+    deadline = (
+        time.time() + 240
+    )  # a loaded machine: the check starts after the venv, the install and the inventory
+    while (
+        time.time() < deadline and not processes_under(builds, "check_imports.py") and creating.poll() is None
+    ):
         time.sleep(0.1)
-    assert processes_under(builds, "check_imports.py"), f"the sleepy import check never started: {creating.poll()}"
+    assert processes_under(builds, "check_imports.py"), (
+        f"the sleepy import check never started: {creating.poll()}"
+    )
     started = time.perf_counter()
     rolled = json.loads(tool("rollback", "--json").stdout)
-    assert rolled["active"] == "a" and time.perf_counter() - started < 60  # not after the import check's 120 s sleep
+    assert (
+        rolled["active"] == "a" and time.perf_counter() - started < 60
+    )  # not after the import check's 120 s sleep
     creating.send_signal(signal.SIGKILL)
     creating.wait()
     deadline = time.time() + 10

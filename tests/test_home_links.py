@@ -14,7 +14,12 @@ def tool(tmp_path: Path, provision_bin: str, index_server) -> tiny.Tool:
     return tiny.tool_with_env(tmp_path, provision_bin, tiny.index(index_server))
 
 
-COMMANDS = [("check", "tiny", "--only", "drift"), ("switch", "tiny"), ("restore", "tiny", "--no-checks"), ("gc",)]
+COMMANDS = [
+    ("check", "tiny", "--only", "drift"),
+    ("switch", "tiny"),
+    ("restore", "tiny", "--no-checks"),
+    ("gc",),
+]
 
 
 def test_home_lock_as_a_link_out_is_never_followed(tool: tiny.Tool, tmp_path: Path) -> None:
@@ -29,7 +34,10 @@ def test_home_lock_as_a_link_out_is_never_followed(tool: tiny.Tool, tmp_path: Pa
         assert not outside.exists(), f"{command[0]} made a file through HOME/.lock"
         if command[0] != "check":  # check takes HOME's lock only to store its results
             assert done.returncode == 7 and "Traceback" not in done.stderr, (command, done.stderr)
-            assert f"{tool.home / '.lock'} is not a file provision wrote" in done.stderr, (command, done.stderr)
+            assert f"{tool.home / '.lock'} is not a file provision wrote" in done.stderr, (
+                command,
+                done.stderr,
+            )
             assert "\nhint: remove it" in done.stderr, (command, done.stderr)
 
 
@@ -59,12 +67,25 @@ def test_switches_and_rollbacks_at_once_leave_one_consistent_home(tmp_path: Path
     for name in ("a", "b"):
         venv = tmp_path / f"venv-{name}"
         subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
-        adopted = subprocess.run(argv(("adopt", name, venv, "--no-lock", "--home", home)), capture_output=True,
-                                 text=True, timeout=120, env=environment())
+        adopted = subprocess.run(
+            argv(("adopt", name, venv, "--no-lock", "--home", home)),
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env=environment(),
+        )
         assert adopted.returncode == 0, adopted.stderr
     commands = [("switch", "a"), ("switch", "b"), ("rollback",)] * 4
-    running = [subprocess.Popen(argv((*c, "--home", home)), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                env=environment()) for c in commands]
+    running = [
+        subprocess.Popen(
+            argv((*c, "--home", home)),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=environment(),
+        )
+        for c in commands
+    ]
     outcomes = [(p.wait(timeout=120), p.stdout.read() + p.stderr.read()) for p in running]  # type: ignore[union-attr]
     for code, said in outcomes:  # a rollback may find nothing to roll back to yet: exit 7, one clear line
         assert code == 0 or (code == 7 and "nothing to roll back to" in said), said
@@ -74,4 +95,11 @@ def test_switches_and_rollbacks_at_once_leave_one_consistent_home(tmp_path: Path
     assert os.readlink(home / "active") == os.path.join("envs", state["history"][-1]), state
     assert (home / "active" / "venv" / "bin" / "python").exists()
     assert len(state["history"]) >= switched, (switched, state)
-    assert sorted(p.name for p in home.iterdir()) == [".lock", "active", "builds", "envs", "locks", "state.json"]
+    assert sorted(p.name for p in home.iterdir()) == [
+        ".lock",
+        "active",
+        "builds",
+        "envs",
+        "locks",
+        "state.json",
+    ]

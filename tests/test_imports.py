@@ -74,7 +74,9 @@ print(json.dumps({name: said[1] for name, said in results.items() if said[0] != 
 
 
 def test_every_module_imports_alone_in_a_fresh_process() -> None:
-    done = subprocess.run([sys.executable, "-c", ALONE, *MODULES], capture_output=True, text=True, cwd=ROOT, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-c", ALONE, *MODULES], capture_output=True, text=True, cwd=ROOT, timeout=300
+    )
     assert done.returncode == 0, done.stderr
     failures = json.loads(done.stdout)
     assert len(MODULES) > 40 and not failures, failures
@@ -88,8 +90,13 @@ def test_a_cycle_is_found(tmp_path: Path) -> None:
     (package / "a.py").write_text("from cycle.b import B\nA = 1\n")
     (package / "b.py").write_text("from cycle.a import A\nB = 2\n")
     (package / "c.py").write_text("import click\n")
-    done = subprocess.run([sys.executable, "-c", ALONE, "cycle", "cycle.a", "cycle.b", "cycle.c"], capture_output=True,
-                          text=True, cwd=tmp_path, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-c", ALONE, "cycle", "cycle.a", "cycle.b", "cycle.c"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     failures = json.loads(done.stdout)
     assert set(failures) == {"cycle.a", "cycle.b"}, failures
@@ -100,11 +107,27 @@ def test_a_cycle_is_found(tmp_path: Path) -> None:
 # Higher imports lower, never the other way (docs/architecture.md), with no exception: the records every layer reads
 # (the check registry, what checks answer, the bench's runs) are a room of their own, provision/records/, below them all.
 LAYERS = {
-    "provision.__main__": 10, "provision.cli": 9, "provision.views": 8, "provision.commands": 7, "provision.report": 6,
-    "provision.checks": 5, "provision.envs": 4, "provision.stacks": 3, "provision.scan": 2, "provision.machine": 2,
-    "provision.proc": 1, "provision.log": 1, "provision.atomic": 1, "provision.regular": 1, "provision.wheelfacts": 1,
+    "provision.__main__": 10,
+    "provision.cli": 9,
+    "provision.views": 8,
+    "provision.commands": 7,
+    "provision.report": 6,
+    "provision.checks": 5,
+    "provision.envs": 4,
+    "provision.stacks": 3,
+    "provision.scan": 2,
+    "provision.machine": 2,
+    "provision.proc": 1,
+    "provision.log": 1,
+    "provision.atomic": 1,
+    "provision.regular": 1,
+    "provision.wheelfacts": 1,
     "provision.records": 1,
-    "provision.errors": 0, "provision.knowledge": 0, "provision.toml": 0, "provision.status": 0, "provision": 0,
+    "provision.errors": 0,
+    "provision.knowledge": 0,
+    "provision.toml": 0,
+    "provision.status": 0,
+    "provision": 0,
 }
 
 
@@ -121,14 +144,20 @@ def layer(module: str) -> int:
 def imported(path: Path) -> set[str]:
     """Every provision module `path` imports, at the top or inside a function; annotations-only imports excepted."""
     tree = ast.parse(path.read_text())
-    typing_only = {id(node) for block in ast.walk(tree) if isinstance(block, ast.If)
-                   and "TYPE_CHECKING" in ast.unparse(block.test) for node in ast.walk(block)}
+    typing_only = {
+        id(node)
+        for block in ast.walk(tree)
+        if isinstance(block, ast.If) and "TYPE_CHECKING" in ast.unparse(block.test)
+        for node in ast.walk(block)
+    }
     found = set()
     for node in ast.walk(tree):
         if id(node) in typing_only:
             continue
         if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "provision":
-            for alias in node.names:  # `from provision.envs import records` imports the module provision.envs.records
+            for (
+                alias
+            ) in node.names:  # `from provision.envs import records` imports the module provision.envs.records
                 candidate = f"{node.module}.{alias.name}"
                 found.add(candidate if candidate in MODULES else node.module)
         elif isinstance(node, ast.Import):
@@ -136,11 +165,16 @@ def imported(path: Path) -> set[str]:
     return found
 
 
-@pytest.mark.parametrize("path", sorted(p for p in PACKAGE.rglob("*.py") if "payloads" not in p.parts), ids=module_name)
+@pytest.mark.parametrize(
+    "path", sorted(p for p in PACKAGE.rglob("*.py") if "payloads" not in p.parts), ids=module_name
+)
 def test_imports_point_down_the_layers(path: Path) -> None:
     importer = module_name(path)
-    upward = [f"{importer} (layer {layer(importer)}) imports {target} (layer {layer(target)})"
-              for target in sorted(imported(path)) if layer(target) > layer(importer)]
+    upward = [
+        f"{importer} (layer {layer(importer)}) imports {target} (layer {layer(target)})"
+        for target in sorted(imported(path))
+        if layer(target) > layer(importer)
+    ]
     assert not upward, upward
 
 
@@ -154,15 +188,21 @@ def test_no_circle_between_rooms() -> None:
             arrows.setdefault(importer, set()).update(room(t) for t in imported(path) if room(t) != importer)
 
     def reaches(start: str, goal: str, seen: set[str]) -> bool:
-        return any(step == goal or (step not in seen and not seen.add(step) and reaches(step, goal, seen))
-                   for step in arrows.get(start, ()))
+        return any(
+            step == goal or (step not in seen and not seen.add(step) and reaches(step, goal, seen))
+            for step in arrows.get(start, ())
+        )
 
     circles = sorted(f"{a} -> {b} -> ... -> {a}" for a in arrows for b in arrows[a] if reaches(b, a, set()))
     assert not circles, circles
 
 
 def test_the_command_families_do_not_import_each_other() -> None:
-    families = [m for m in MODULES if m.startswith("provision.cli.") and m not in ("provision.cli.main", "provision.cli.options")]
+    families = [
+        m
+        for m in MODULES
+        if m.startswith("provision.cli.") and m not in ("provision.cli.main", "provision.cli.options")
+    ]
     for family in families:
         others = {m for m in imported(ROOT / (family.replace(".", "/") + ".py")) if m in families}
         assert not others, (family, others)
@@ -179,43 +219,94 @@ def test_one_toml_reader_and_one_progress_type() -> None:
     for path in sorted(PACKAGE.rglob("*.py")):
         tree = ast.parse(path.read_text())
         for node in ast.walk(tree):
-            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
-                     else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            names = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+                if isinstance(node, ast.ImportFrom)
+                else []
+            )
             if {n.split(".")[0] for n in names} & {"tomllib", "tomli"}:
                 readers.add(module_name(path))
-            if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "Progress" for t in node.targets):
+            if isinstance(node, ast.Assign) and any(
+                isinstance(t, ast.Name) and t.id == "Progress" for t in node.targets
+            ):
                 progress.add(module_name(path))
             if isinstance(node, ast.arg) and node.arg == "progress" and node.annotation is not None:
-                assert "Callable" not in ast.unparse(node.annotation), f"{path}: progress typed again; use provision.log.Progress"
+                assert "Callable" not in ast.unparse(node.annotation), (
+                    f"{path}: progress typed again; use provision.log.Progress"
+                )
     assert readers == {"provision.toml"} and progress == {"provision.log"}, (readers, progress)
 
 
 # What a command loads, run for real as a whole process: probe and scan have 0.15 s and 0.1 s on the GPU machine,
 # envs and check start in thousands of test processes (docs/performance.md). Each may load what it runs, no more.
-LOADED = ("import sys\nfrom provision.cli.main import main\nsys.argv = ['provision', *sys.argv[1:]]\n"
-          "try:\n    main()\nexcept SystemExit as exc:\n    print('exit', exc.code)\nprint(' '.join(sorted(sys.modules)))")
+LOADED = (
+    "import sys\nfrom provision.cli.main import main\nsys.argv = ['provision', *sys.argv[1:]]\n"
+    "try:\n    main()\nexcept SystemExit as exc:\n    print('exit', exc.code)\nprint(' '.join(sorted(sys.modules)))"
+)
+
+
 @functools.cache
 def by_click() -> frozenset[str]:
     """What `import click` loads on this Python: never a command's doing (3.10's click loads subprocess, through uuid
     and platform; 3.11's does not)."""
-    done = subprocess.run([sys.executable, "-c", "import sys, click; print(' '.join(sys.modules))"], capture_output=True,
-                          text=True, timeout=60, check=True)
+    done = subprocess.run(
+        [sys.executable, "-c", "import sys, click; print(' '.join(sys.modules))"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
     return frozenset(done.stdout.split())
 
 
-HEAVY = {"dataclasses", "rich", "requests", "packaging", "tomlkit", "elftools", "html", "hashlib", "zipfile", "email",
-         "importlib.metadata", "statistics", "concurrent.futures", "provision.stacks.index"}
+HEAVY = {
+    "dataclasses",
+    "rich",
+    "requests",
+    "packaging",
+    "tomlkit",
+    "elftools",
+    "html",
+    "hashlib",
+    "zipfile",
+    "email",
+    "importlib.metadata",
+    "statistics",
+    "concurrent.futures",
+    "provision.stacks.index",
+}
 
 
-@pytest.mark.parametrize(("argv", "code", "also_forbidden"), [
-    (["scan", "--json", "/bin/true"], 0, {"subprocess", "pathlib", "provision.machine", "provision.stacks", "provision.envs"}),
-    (["probe", "--json"], 0, {"pathlib", "provision.scan", "provision.stacks", "provision.envs"}),
-    (["envs", "--json", "--home", "HOME"], 0, {"provision.checks.runner", "provision.scan"}),
-    (["check", "nope", "--home", "HOME"], 7, {"provision.envs.drift", "provision.checks.staleness"}),
-    (["create", "tiny", "--name", "../x", "--home", "HOME"], 2, {"provision.envs.lifecycle", "provision.stacks",
-                                                                "provision.checks", "provision.records", "provision.views.envs"}),
-], ids=["scan", "probe", "envs", "check", "create-refused"])
-def test_a_command_loads_what_it_runs(argv: list[str], code: int, also_forbidden: set[str], tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("argv", "code", "also_forbidden"),
+    [
+        (
+            ["scan", "--json", "/bin/true"],
+            0,
+            {"subprocess", "pathlib", "provision.machine", "provision.stacks", "provision.envs"},
+        ),
+        (["probe", "--json"], 0, {"pathlib", "provision.scan", "provision.stacks", "provision.envs"}),
+        (["envs", "--json", "--home", "HOME"], 0, {"provision.checks.runner", "provision.scan"}),
+        (["check", "nope", "--home", "HOME"], 7, {"provision.envs.drift", "provision.checks.staleness"}),
+        (
+            ["create", "tiny", "--name", "../x", "--home", "HOME"],
+            2,
+            {
+                "provision.envs.lifecycle",
+                "provision.stacks",
+                "provision.checks",
+                "provision.records",
+                "provision.views.envs",
+            },
+        ),
+    ],
+    ids=["scan", "probe", "envs", "check", "create-refused"],
+)
+def test_a_command_loads_what_it_runs(
+    argv: list[str], code: int, also_forbidden: set[str], tmp_path: Path
+) -> None:
     argv = [str(tmp_path / "home") if word == "HOME" else word for word in argv]
     done = subprocess.run([sys.executable, "-c", LOADED, *argv], capture_output=True, text=True, timeout=120)
     *_, exited, modules = done.stdout.splitlines()
@@ -223,7 +314,11 @@ def test_a_command_loads_what_it_runs(argv: list[str], code: int, also_forbidden
     loaded = set(modules.split()) - by_click()
     # env.json's records and the check registry are dataclasses; `check` reads them before it runs anything
     forbidden = HEAVY - ({"dataclasses"} if argv[0] in ("envs", "check") else set()) | also_forbidden
-    found = {m for m in loaded if m in forbidden or m.rpartition(".")[0] in forbidden or m.split(".")[0] in forbidden}
+    found = {
+        m
+        for m in loaded
+        if m in forbidden or m.rpartition(".")[0] in forbidden or m.split(".")[0] in forbidden
+    }
     assert not found, (argv, sorted(found))
 
 
@@ -235,18 +330,46 @@ def test_switch_and_rollback_load_no_pathlib(tmp_path: Path) -> None:
     for name in ("a", "b"):
         venv = tmp_path / f"venv-{name}"
         subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
-        adopted = subprocess.run([sys.executable, "-m", "provision", "adopt", name, str(venv), "--no-lock", "--home", str(home)],
-                                 capture_output=True, text=True, cwd=ROOT, timeout=120)
+        adopted = subprocess.run(
+            [sys.executable, "-m", "provision", "adopt", name, str(venv), "--no-lock", "--home", str(home)],
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+            timeout=120,
+        )
         assert adopted.returncode == 0, adopted.stderr
-    forbidden = HEAVY | {"pathlib", "provision.envs.home", "provision.envs.records", "provision.stacks", "provision.machine"}
-    steps = ((["switch", "b"], "active: b (was none)"), (["switch", "a"], "active: a (was b)"),
-             (["rollback", "--json"], '"active": "b"'), (["rollback"], "active: a (was b)"))
+    forbidden = HEAVY | {
+        "pathlib",
+        "provision.envs.home",
+        "provision.envs.records",
+        "provision.stacks",
+        "provision.machine",
+    }
+    steps = (
+        (["switch", "b"], "active: b (was none)"),
+        (["switch", "a"], "active: a (was b)"),
+        (["rollback", "--json"], '"active": "b"'),
+        (["rollback"], "active: a (was b)"),
+    )
     for argv, said in steps:
-        done = subprocess.run([sys.executable, "-c", LOADED, *argv, "--home", str(home)], capture_output=True, text=True, timeout=120)
+        done = subprocess.run(
+            [sys.executable, "-c", LOADED, *argv, "--home", str(home)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         *_, exited, modules = done.stdout.splitlines()
-        assert exited == "exit 0" and said in done.stdout + done.stderr, (argv, done.stdout[-500:], done.stderr[-2000:])
+        assert exited == "exit 0" and said in done.stdout + done.stderr, (
+            argv,
+            done.stdout[-500:],
+            done.stderr[-2000:],
+        )
         loaded = set(modules.split())
-        found = {m for m in loaded if m in forbidden or m.rpartition(".")[0] in forbidden or m.split(".")[0] in forbidden}
+        found = {
+            m
+            for m in loaded
+            if m in forbidden or m.rpartition(".")[0] in forbidden or m.split(".")[0] in forbidden
+        }
         assert not found, (argv, sorted(found))
 
 
@@ -254,9 +377,18 @@ def test_probe_json_parses_no_toml() -> None:
     """probe names each GPU's architecture from knowledge.json: no tomllib (its import and parse were about 5 ms of
     probe's CPU). On a recorded H200, so that a GPU is named on every machine."""
     env = {**os.environ, "PROVISION_NVML_REPLAY": str(ROOT / "tests" / "data" / "h200.nvml.json")}
-    done = subprocess.run([sys.executable, "-c", LOADED, "probe", "--json"], capture_output=True, text=True, timeout=120, env=env)
+    done = subprocess.run(
+        [sys.executable, "-c", LOADED, "probe", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
     *shown, exited, modules = done.stdout.splitlines()
-    assert exited == "exit 0" and '"architecture": "Hopper"' in "\n".join(shown), (done.stdout[-500:], done.stderr[-2000:])
+    assert exited == "exit 0" and '"architecture": "Hopper"' in "\n".join(shown), (
+        done.stdout[-500:],
+        done.stderr[-2000:],
+    )
     loaded = set(modules.split())
     found = loaded & ({"tomllib", "tomli", "provision.toml"} | HEAVY)
     assert not found, sorted(found)
@@ -280,68 +412,214 @@ def made(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
         served = tiny.index(server)
         (folder / "profiles").mkdir()
         tiny.profile(folder / "profiles")
-        env = {**os.environ, "PROVISION_HOME": str(folder / "home"), "PROVISION_PROFILES": str(folder / "profiles"),
-               "PROVISION_INDEX_DEFAULT": served.url}
+        env = {
+            **os.environ,
+            "PROVISION_HOME": str(folder / "home"),
+            "PROVISION_PROFILES": str(folder / "profiles"),
+            "PROVISION_INDEX_DEFAULT": served.url,
+        }
         bare = folder / "venv"
         subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(bare)], check=True, timeout=120)
-        for argv in (["create", "tiny", "--python", sys.executable], ["lock", "tiny", "-o", str(folder / "pylock.tiny.toml")],
-                     ["adopt", "mine", str(bare), "--no-lock"]):
-            done = subprocess.run([sys.executable, "-m", "provision", *argv], capture_output=True, text=True, env=env, timeout=300)
+        for argv in (
+            ["create", "tiny", "--python", sys.executable],
+            ["lock", "tiny", "-o", str(folder / "pylock.tiny.toml")],
+            ["adopt", "mine", str(bare), "--no-lock"],
+        ):
+            done = subprocess.run(
+                [sys.executable, "-m", "provision", *argv],
+                capture_output=True,
+                text=True,
+                env=env,
+                timeout=300,
+            )
             assert done.returncode == 0, (argv, done.stderr[-2000:])
         yield {**env, "FOLDER": str(folder)}
     finally:
         server.close()
 
 
-@pytest.mark.parametrize(("argv", "said", "forbidden"), [
-    (["create", "tiny", "--name", "again", "--lock", "FOLDER/pylock.tiny.toml", "--python", sys.executable, "--json"],
-     '"name": "again"', {"requests", "urllib3", "tomlkit", "elftools", "rich", "importlib.metadata", "zipfile",
-                         "provision.stacks.index", "provision.checks.staleness", "provision.scan"}),
-    (["check", "tiny", "--json"], '"status": "pass"',
-     {"requests", "tomlkit", "elftools", "rich", "importlib.metadata", "zipfile", "provision.stacks.index",
-      "provision.checks.staleness", "provision.scan"}),
-    (["restore", "tiny", "--json"], '"name": "tiny"',
-     {"requests", "tomlkit", "elftools", "rich", "importlib.metadata", "zipfile", "provision.stacks.match",
-      "provision.stacks.index"}),
-    (["adopt", "other", "FOLDER/venv", "--no-lock"], "adopted ", {"requests", "tomlkit", "rich", "importlib.metadata", "zipfile",
-                                                            "email", "concurrent.futures", "packaging", "tomllib",
-                                                            "provision.stacks.profiles", "provision.stacks.match"}),
-    (["gc", "--json"], '"removed"', {"requests", "tomlkit", "elftools", "rich", "importlib.metadata", "zipfile", "email",
-                                     "concurrent.futures", "provision.stacks.index", "provision.envs.drift", "provision.envs.restore"}),
-    (["profiles", "--json"], '"name": "tiny"', {"requests", "tomlkit", "elftools", "rich", "importlib.metadata", "zipfile",
-                                                "email", "concurrent.futures", "provision.stacks.index", "provision.envs"}),
-    (["report", "--json", "--machine", str(ROOT / "docs/machines/rtx-pro-6000-x8.probe.json")], '"verdict"',
-     {"requests", "tomlkit", "elftools", "rich", "importlib.metadata", "zipfile", "email", "concurrent.futures"}),
-    (["shell-env", "tiny"], "export VIRTUAL_ENV=", {"requests", "tomlkit", "rich", "packaging", "hashlib", "tomllib",
-                                                    "provision.stacks"}),
-], ids=["create-lock", "check", "restore", "adopt", "gc", "profiles", "report-machine", "shell-env"])
-def test_a_heavy_command_loads_what_it_runs(argv: list[str], said: str, forbidden: set[str], made: dict[str, str]) -> None:
+@pytest.mark.parametrize(
+    ("argv", "said", "forbidden"),
+    [
+        (
+            [
+                "create",
+                "tiny",
+                "--name",
+                "again",
+                "--lock",
+                "FOLDER/pylock.tiny.toml",
+                "--python",
+                sys.executable,
+                "--json",
+            ],
+            '"name": "again"',
+            {
+                "requests",
+                "urllib3",
+                "tomlkit",
+                "elftools",
+                "rich",
+                "importlib.metadata",
+                "zipfile",
+                "provision.stacks.index",
+                "provision.checks.staleness",
+                "provision.scan",
+            },
+        ),
+        (
+            ["check", "tiny", "--json"],
+            '"status": "pass"',
+            {
+                "requests",
+                "tomlkit",
+                "elftools",
+                "rich",
+                "importlib.metadata",
+                "zipfile",
+                "provision.stacks.index",
+                "provision.checks.staleness",
+                "provision.scan",
+            },
+        ),
+        (
+            ["restore", "tiny", "--json"],
+            '"name": "tiny"',
+            {
+                "requests",
+                "tomlkit",
+                "elftools",
+                "rich",
+                "importlib.metadata",
+                "zipfile",
+                "provision.stacks.match",
+                "provision.stacks.index",
+            },
+        ),
+        (
+            ["adopt", "other", "FOLDER/venv", "--no-lock"],
+            "adopted ",
+            {
+                "requests",
+                "tomlkit",
+                "rich",
+                "importlib.metadata",
+                "zipfile",
+                "email",
+                "concurrent.futures",
+                "packaging",
+                "tomllib",
+                "provision.stacks.profiles",
+                "provision.stacks.match",
+            },
+        ),
+        (
+            ["gc", "--json"],
+            '"removed"',
+            {
+                "requests",
+                "tomlkit",
+                "elftools",
+                "rich",
+                "importlib.metadata",
+                "zipfile",
+                "email",
+                "concurrent.futures",
+                "provision.stacks.index",
+                "provision.envs.drift",
+                "provision.envs.restore",
+            },
+        ),
+        (
+            ["profiles", "--json"],
+            '"name": "tiny"',
+            {
+                "requests",
+                "tomlkit",
+                "elftools",
+                "rich",
+                "importlib.metadata",
+                "zipfile",
+                "email",
+                "concurrent.futures",
+                "provision.stacks.index",
+                "provision.envs",
+            },
+        ),
+        (
+            ["report", "--json", "--machine", str(ROOT / "docs/machines/rtx-pro-6000-x8.probe.json")],
+            '"verdict"',
+            {
+                "requests",
+                "tomlkit",
+                "elftools",
+                "rich",
+                "importlib.metadata",
+                "zipfile",
+                "email",
+                "concurrent.futures",
+            },
+        ),
+        (
+            ["shell-env", "tiny"],
+            "export VIRTUAL_ENV=",
+            {"requests", "tomlkit", "rich", "packaging", "hashlib", "tomllib", "provision.stacks"},
+        ),
+    ],
+    ids=["create-lock", "check", "restore", "adopt", "gc", "profiles", "report-machine", "shell-env"],
+)
+def test_a_heavy_command_loads_what_it_runs(
+    argv: list[str], said: str, forbidden: set[str], made: dict[str, str]
+) -> None:
     argv = [word.replace("FOLDER", made["FOLDER"]) for word in argv]
-    done = subprocess.run([sys.executable, "-c", LOADED, *argv], capture_output=True, text=True, env=made, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-c", LOADED, *argv], capture_output=True, text=True, env=made, timeout=300
+    )
     *shown, exited, modules = done.stdout.splitlines()
     assert exited == "exit 0" and said in "\n".join(shown), (argv, done.stdout[-1500:], done.stderr[-2000:])
     loaded = set(modules.split())
-    found = {m for m in loaded if m in forbidden or m.rpartition(".")[0] in forbidden or m.split(".")[0] in forbidden}
+    found = {
+        m
+        for m in loaded
+        if m in forbidden or m.rpartition(".")[0] in forbidden or m.split(".")[0] in forbidden
+    }
     assert not found, (argv, sorted(found))
 
 
 # `lock` as a whole process is uv's resolution plus what provision loads around it (a 3-wheel lock: uv 0.2 s, and
 # provision's imports were most of the rest, issue 41): what the lock writes and checks with, and the rendering, is
 # loaded while uv resolves, in a thread; before uv starts only what leads to uv's input is loaded.
-BEFORE_UV = ("import subprocess, sys\nseen = []\nstart = subprocess.Popen.__init__\n"
-             "def popen(self, args, *rest, **options):\n"
-             "    if list(args[1:3]) == ['pip', 'compile'] and not seen:\n        seen.append(' '.join(sorted(sys.modules)))\n"
-             "    start(self, args, *rest, **options)\n"
-             "subprocess.Popen.__init__ = popen\n"
-             "from provision.cli.main import main\nsys.argv = ['provision', *sys.argv[1:]]\n"
-             "try:\n    main()\nexcept SystemExit as exc:\n    print('exit', exc.code)\nprint(seen[0] if seen else 'uv never ran')")
+BEFORE_UV = (
+    "import subprocess, sys\nseen = []\nstart = subprocess.Popen.__init__\n"
+    "def popen(self, args, *rest, **options):\n"
+    "    if list(args[1:3]) == ['pip', 'compile'] and not seen:\n        seen.append(' '.join(sorted(sys.modules)))\n"
+    "    start(self, args, *rest, **options)\n"
+    "subprocess.Popen.__init__ = popen\n"
+    "from provision.cli.main import main\nsys.argv = ['provision', *sys.argv[1:]]\n"
+    "try:\n    main()\nexcept SystemExit as exc:\n    print('exit', exc.code)\nprint(seen[0] if seen else 'uv never ran')"
+)
 
 
 def test_lock_starts_uv_before_loading_what_it_needs_after(made: dict[str, str], tmp_path: Path) -> None:
-    done = subprocess.run([sys.executable, "-c", BEFORE_UV, "lock", "tiny", "-o", str(tmp_path / "pylock.tiny.toml")],
-                          capture_output=True, text=True, env=made, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-c", BEFORE_UV, "lock", "tiny", "-o", str(tmp_path / "pylock.tiny.toml")],
+        capture_output=True,
+        text=True,
+        env=made,
+        timeout=300,
+    )
     *_, exited, modules = done.stdout.splitlines()
-    assert exited == "exit 0" and (tmp_path / "pylock.tiny.toml").is_file(), (done.stdout[-1500:], done.stderr[-2000:])
-    forbidden = {"packaging.pylock", "packaging.markers", "tomlkit", "rich", "requests", "provision.stacks.index"}
+    assert exited == "exit 0" and (tmp_path / "pylock.tiny.toml").is_file(), (
+        done.stdout[-1500:],
+        done.stderr[-2000:],
+    )
+    forbidden = {
+        "packaging.pylock",
+        "packaging.markers",
+        "tomlkit",
+        "rich",
+        "requests",
+        "provision.stacks.index",
+    }
     found = {m for m in modules.split() if m in forbidden or m.split(".")[0] in forbidden}
     assert not found, sorted(found)

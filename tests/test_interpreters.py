@@ -40,9 +40,16 @@ def test_a_pyenv_version_that_is_not_active_is_found(tmp_path: Path, monkeypatch
     monkeypatch.chdir(tmp_path)  # uv would take a .venv of the folder it runs in
     monkeypatch.setenv("PATH", str(root / "shims"))
     monkeypatch.setenv("PYENV_ROOT", str(root))
-    monkeypatch.setenv("UV_PYTHON_INSTALL_DIR", str(tmp_path / "uv-pythons"))  # no uv-managed interpreter either
-    alone = subprocess.run([uvtool.binary(), "python", "find", VERSION, "--no-project"], capture_output=True, text=True,
-                           timeout=60, env=uvtool.environment())
+    monkeypatch.setenv(
+        "UV_PYTHON_INSTALL_DIR", str(tmp_path / "uv-pythons")
+    )  # no uv-managed interpreter either
+    alone = subprocess.run(
+        [uvtool.binary(), "python", "find", VERSION, "--no-project"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=uvtool.environment(),
+    )
     assert alone.returncode != 0  # uv's search stops at the inactive shim: what users met as "not found"
     path, version = find_python(VERSION)
     assert version == VERSION and path == root / "versions" / FULL / "bin" / f"python{VERSION}"
@@ -53,8 +60,13 @@ def test_a_pyenv_version_that_is_not_active_is_found(tmp_path: Path, monkeypatch
 
 def test_what_uv_finds_comes_first(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PYENV_ROOT", str(pyenv_root(tmp_path)))
-    found = subprocess.run([uvtool.binary(), "python", "find", VERSION, "--no-project"], capture_output=True, text=True,
-                           timeout=60, env=uvtool.environment())
+    found = subprocess.run(
+        [uvtool.binary(), "python", "find", VERSION, "--no-project"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=uvtool.environment(),
+    )
     if found.returncode != 0:
         pytest.skip(f"uv finds no Python {VERSION} on this PATH")
     assert find_python(VERSION)[0] == Path(found.stdout.strip())
@@ -71,5 +83,9 @@ def test_create_with_a_lock_uses_the_locks_python(tmp_path: Path, index_server, 
     done = tool("create", "far", "--lock", str(lock), "--no-checks", "--json")
     assert json.loads(done.stdout)["passed"]
     assert tool.envs()["far"]["python"] == VERSION
-    refused = tool("create", "far", "--name", "far2", "--lock", str(lock), "--python", "3.99", "--no-checks", check=False)
-    assert refused.returncode == 7 and "Python 3.99 was not found" in refused.stderr  # an explicit --python still wins
+    refused = tool(
+        "create", "far", "--name", "far2", "--lock", str(lock), "--python", "3.99", "--no-checks", check=False
+    )
+    assert (
+        refused.returncode == 7 and "Python 3.99 was not found" in refused.stderr
+    )  # an explicit --python still wins

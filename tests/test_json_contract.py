@@ -15,12 +15,26 @@ from conftest import DATA, ROOT
 
 DOC = (ROOT / "docs" / "json.md").read_text()
 # Objects whose keys are data (labels, compute capabilities, variable and index names, per-check details), not schema.
-DATA_KEYED = {"cubin", "ptx", "lto", "require", "variant", "env", "indexes", "unreachable", "details", "modules"}
+DATA_KEYED = {
+    "cubin",
+    "ptx",
+    "lto",
+    "require",
+    "variant",
+    "env",
+    "indexes",
+    "unreachable",
+    "details",
+    "modules",
+}
 # Sections that say "check results as below" or "{drift details}": their keys are the check section's too.
 # `envs` shows each environment's last baseline run, as `baseline --json` documents it (with its drift, as `check`).
-ALSO = {"`provision create --json`": ("`provision check --json`",), "`provision restore NAME --json`": ("`provision check --json`",),
-        "`provision trials --json`": ("`provision try NAME LABEL --json`",),
-        "`provision envs --json`": ("`provision baseline --json`", "`provision check --json`")}
+ALSO = {
+    "`provision create --json`": ("`provision check --json`",),
+    "`provision restore NAME --json`": ("`provision check --json`",),
+    "`provision trials --json`": ("`provision try NAME LABEL --json`",),
+    "`provision envs --json`": ("`provision baseline --json`", "`provision check --json`"),
+}
 
 
 def section(heading: str) -> set[str]:
@@ -48,7 +62,11 @@ def undocumented(document: object, heading: str) -> set[str]:
 def test_every_key_printed_is_documented(tmp_path: Path, index_server) -> None:
     served = tiny.index(index_server)
     tool = tiny.make_tool(tmp_path, "", served)
-    tiny.profile(tool.profiles, "measured", extra='[baseline]\ncommand = ["python", "-c", "print(1.5)"]\npattern = "([0-9.]+)"\n')
+    tiny.profile(
+        tool.profiles,
+        "measured",
+        extra='[baseline]\ncommand = ["python", "-c", "print(1.5)"]\npattern = "([0-9.]+)"\n',
+    )
     python = f"{sys.version_info.major}.{sys.version_info.minor}"
     replay = {"PROVISION_NVML_REPLAY": str(DATA / "h200.nvml.json")}
     lock = tmp_path / "pylock.tiny.toml"
@@ -56,21 +74,56 @@ def test_every_key_printed_is_documented(tmp_path: Path, index_server) -> None:
     runs: list[tuple[str, tuple[str, ...], dict[str, str]]] = [
         ("`provision probe --json`", ("probe", "--json"), replay),
         ("`provision scan --json`", ("scan", "--json", sys.executable), {}),
-        ("`provision report --json`", ("report", "--machine", str(ROOT / "docs/machines/h200.probe.json"), "--profile",
-                                       str(ROOT / "profiles/cu130.toml"), "--json"), {}),
+        (
+            "`provision report --json`",
+            (
+                "report",
+                "--machine",
+                str(ROOT / "docs/machines/h200.probe.json"),
+                "--profile",
+                str(ROOT / "profiles/cu130.toml"),
+                "--json",
+            ),
+            {},
+        ),
         ("`provision profiles --json`", ("profiles", "--json"), {}),
         ("`provision lock --json`", ("lock", "tiny", "--python", python, "-o", str(lock), "--json"), {}),
-        ("`provision create --json`", ("create", "tiny", "--python", sys.executable, "--lock", str(lock), "--json"), replay),
-        ("`provision create --json`", ("create", "tiny", "--name", "two", "--python", sys.executable, "--lock", str(lock),
-                                       "--no-checks", "--json"), replay),
-        ("`provision upgrade --json`", ("upgrade", "measured", "--from", "tiny", "--baseline-from", "measured", "--runs", "3",
-                                        "--json"), replay),
+        (
+            "`provision create --json`",
+            ("create", "tiny", "--python", sys.executable, "--lock", str(lock), "--json"),
+            replay,
+        ),
+        (
+            "`provision create --json`",
+            (
+                "create",
+                "tiny",
+                "--name",
+                "two",
+                "--python",
+                sys.executable,
+                "--lock",
+                str(lock),
+                "--no-checks",
+                "--json",
+            ),
+            replay,
+        ),
+        (
+            "`provision upgrade --json`",
+            ("upgrade", "measured", "--from", "tiny", "--baseline-from", "measured", "--runs", "3", "--json"),
+            replay,
+        ),
         ("`provision envs --json`", ("envs", "--json"), {}),
         ("`provision switch|rollback --json`", ("switch", "tiny", "--json"), {}),
         ("`provision switch|rollback --json`", ("rollback", "--json"), {}),
         ("`provision check --json`", ("check", "tiny", "--json"), replay),
         ("`provision restore NAME --json`", ("restore", "tiny", "--dry-run", "--json"), replay),
-        ("`provision try NAME LABEL --json`", ("try", "tiny", "--recipe", "torch-symm-mem", "--json"), replay),
+        (
+            "`provision try NAME LABEL --json`",
+            ("try", "tiny", "--recipe", "torch-symm-mem", "--json"),
+            replay,
+        ),
         ("`provision trials --json`", ("trials", "--json"), {}),
         ("`provision try --list-recipes NAME --json`", ("try", "--list-recipes", "tiny", "--json"), replay),
         ("`provision adopt --json`", ("adopt", "bare", str(venv), "--no-lock", "--json"), {}),
@@ -84,7 +137,11 @@ def test_every_key_printed_is_documented(tmp_path: Path, index_server) -> None:
     problems = {}
     for heading, argv, env in runs:
         done = tool(*argv, check=False, env=env)
-        assert done.returncode in (0, 1, 7) and done.stdout.strip(), (argv, done.returncode, done.stderr[-2000:])
+        assert done.returncode in (0, 1, 7) and done.stdout.strip(), (
+            argv,
+            done.returncode,
+            done.stderr[-2000:],
+        )
         document = json.loads(done.stdout)
         assert document["schema_version"] == 1, argv
         extra = undocumented(document, heading.removeprefix("## "))

@@ -16,8 +16,9 @@ def failing_tool(tmp_path: Path, index_server, provision_bin: str) -> tiny.Tool:
     return tiny.make_tool(tmp_path, provision_bin, served, ("bad", 'broken = "==1.0"'))
 
 
-def test_a_build_whose_checks_failed_is_kept_listed_never_activated_and_removed(tmp_path: Path, index_server,
-                                                                               provision_bin: str) -> None:
+def test_a_build_whose_checks_failed_is_kept_listed_never_activated_and_removed(
+    tmp_path: Path, index_server, provision_bin: str
+) -> None:
     tool = failing_tool(tmp_path, index_server, provision_bin)
     tool.create("tiny", "--no-checks")
     plain = tool.create("bad", check=False)
@@ -57,8 +58,17 @@ def test_a_build_whose_install_failed_is_kept_too(tmp_path: Path, index_server, 
     lock = tmp_path / "pylock.tiny.toml"
     tool("lock", "tiny", "--python", f"{sys.version_info[0]}.{sys.version_info[1]}", "-o", str(lock))
     index_server.down.add("tiny")  # the index fails while the lock's files are fetched
-    done = tool("create", "tiny", "--python", tiny.PY, "--lock", str(lock), "--keep-failed", check=False,
-                env={"UV_CACHE_DIR": str(tmp_path / "empty-cache")})
+    done = tool(
+        "create",
+        "tiny",
+        "--python",
+        tiny.PY,
+        "--lock",
+        str(lock),
+        "--keep-failed",
+        check=False,
+        env={"UV_CACHE_DIR": str(tmp_path / "empty-cache")},
+    )
     assert done.returncode in (5, 6), done.stderr
     listed = tool.envs()
     (kept,) = [name for name, row in listed.items() if row["failed"]]
@@ -68,8 +78,9 @@ def test_a_build_whose_install_failed_is_kept_too(tmp_path: Path, index_server, 
     assert tool.envs() == {} and tool.builds() == []
 
 
-def test_two_failed_builds_of_one_name_in_the_same_second_keep_both(tmp_path: Path, index_server, provision_bin: str,
-                                                                     monkeypatch) -> None:
+def test_two_failed_builds_of_one_name_in_the_same_second_keep_both(
+    tmp_path: Path, index_server, provision_bin: str, monkeypatch
+) -> None:
     """The kept name has a stamp of seconds: a second failure within it is NAME-failed-STAMP-2, never the first one's
     name taken over (its build was left behind, named by nothing)."""
     import datetime

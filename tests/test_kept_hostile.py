@@ -82,8 +82,12 @@ def test_a_profiles_files_never_keep_set_id_sticky_or_shared_write_bits(tool: ti
     tool.create("fleet", "--no-checks")
     build = tool.home.resolve() / "builds" / next(b for b in tool.builds() if b.startswith("fleet-"))
     site = drift.site_packages(build / "venv")
-    modes = {name: stat.S_IMODE((site / name).stat().st_mode) for name in ("team/tuning.py", "sitecustomize.py")}
-    assert modes == {"team/tuning.py": 0o755, "sitecustomize.py": 0o644}, {k: oct(v) for k, v in modes.items()}
+    modes = {
+        name: stat.S_IMODE((site / name).stat().st_mode) for name in ("team/tuning.py", "sitecustomize.py")
+    }
+    assert modes == {"team/tuning.py": 0o755, "sitecustomize.py": 0o644}, {
+        k: oct(v) for k, v in modes.items()
+    }
     for copy in (build / "accepted").iterdir():
         assert stat.S_IMODE(copy.stat().st_mode) & 0o7022 == 0, oct(copy.stat().st_mode)
     os.chmod(site / "team/tuning.py", 0o6755)  # the right content with set-ID bits: put back without them

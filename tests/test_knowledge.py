@@ -52,12 +52,27 @@ def test_nvml_cuda_version_encoding(raw: int, text: str) -> None:
 
 # (label, device cc, runs) per the cited sm_rule table: cubin same major minor>=, a exact, f family, PTX forward.
 RUNS = [
-    ("sm_120", "12.0", True), ("sm_120", "12.1", True), ("sm_121", "12.0", False), ("sm_100", "12.0", False),
-    ("sm_90", "9.0", True), ("sm_80", "8.6", True), ("sm_86", "8.0", False), ("sm_80", "9.0", False),
-    ("sm_120a", "12.0", True), ("sm_120a", "12.1", False), ("sm_90a", "9.0", True), ("sm_100a", "10.3", False),
-    ("sm_120f", "12.1", True), ("sm_120f", "12.0", True), ("sm_100f", "10.3", True), ("sm_100f", "12.0", False),
-    ("compute_120", "12.0", True), ("compute_90", "12.0", True), ("compute_120", "9.0", False),
-    ("compute_100", "10.0", True), ("lto_90", "9.0", False),
+    ("sm_120", "12.0", True),
+    ("sm_120", "12.1", True),
+    ("sm_121", "12.0", False),
+    ("sm_100", "12.0", False),
+    ("sm_90", "9.0", True),
+    ("sm_80", "8.6", True),
+    ("sm_86", "8.0", False),
+    ("sm_80", "9.0", False),
+    ("sm_120a", "12.0", True),
+    ("sm_120a", "12.1", False),
+    ("sm_90a", "9.0", True),
+    ("sm_100a", "10.3", False),
+    ("sm_120f", "12.1", True),
+    ("sm_120f", "12.0", True),
+    ("sm_100f", "10.3", True),
+    ("sm_100f", "12.0", False),
+    ("compute_120", "12.0", True),
+    ("compute_90", "12.0", True),
+    ("compute_120", "9.0", False),
+    ("compute_100", "10.0", True),
+    ("lto_90", "9.0", False),
 ]
 
 
@@ -82,9 +97,19 @@ def test_every_gate_is_cited(name: str) -> None:
 
 @pytest.mark.parametrize(
     ("driver_cuda", "target", "ok"),
-    [("13.1", "13.0", True), ("13.0", "13.0", True), ("12.8", "13.0", False), (None, "12.8", False), ("13.0", "13.1", True),
-     ("13.0", "13.2", True), ("13.0", "13.5", True), ("12.9", "13.2", False), ("13.0", "12.8", True), ("12.2", "12.8", True),
-     ("11.8", "12.1", False)],
+    [
+        ("13.1", "13.0", True),
+        ("13.0", "13.0", True),
+        ("12.8", "13.0", False),
+        (None, "12.8", False),
+        ("13.0", "13.1", True),
+        ("13.0", "13.2", True),
+        ("13.0", "13.5", True),
+        ("12.9", "13.2", False),
+        ("13.0", "12.8", True),
+        ("12.2", "12.8", True),
+        ("11.8", "12.1", False),
+    ],
 )
 def test_driver_supports(driver_cuda: str | None, target: str, ok: bool) -> None:
     """Minor-version compatibility: any 13.x on a driver that reports 13.0 (R580), any 12.x on one that reports 12.0
@@ -96,19 +121,40 @@ def test_driver_supports(driver_cuda: str | None, target: str, ok: bool) -> None
 def test_minor_compat_covers_every_minor_of_its_major_and_only_from_an_older_driver(row: dict) -> None:
     major = row["major"]
     assert knowledge.minor_compat(f"{major}.0", f"{major}.9") == row
-    assert knowledge.minor_compat(f"{major}.9", f"{major}.0") is None  # the driver reports it: full support, no note
+    assert (
+        knowledge.minor_compat(f"{major}.9", f"{major}.0") is None
+    )  # the driver reports it: full support, no note
     assert knowledge.minor_compat(f"{int(major) - 1}.9", f"{major}.0") is None
-    assert row["ptx_error"] == "cudaErrorUnsupportedPtxVersion" and "minor-version-compatibility" in row["source"]
+    assert (
+        row["ptx_error"] == "cudaErrorUnsupportedPtxVersion"
+        and "minor-version-compatibility" in row["source"]
+    )
 
 
-@pytest.mark.parametrize(("built", "driver", "too_new"), [("13.2", "13.0", True), ("13.0", "13.0", False), ("13.0", "13.1", False),
-                                                           (None, "13.0", False), ("13.2", None, False)])
+@pytest.mark.parametrize(
+    ("built", "driver", "too_new"),
+    [
+        ("13.2", "13.0", True),
+        ("13.0", "13.0", False),
+        ("13.0", "13.1", False),
+        (None, "13.0", False),
+        ("13.2", None, False),
+    ],
+)
 def test_ptx_too_new(built: str | None, driver: str | None, too_new: bool) -> None:
     assert knowledge.ptx_too_new(built, driver) is too_new
 
 
-@pytest.mark.parametrize(("version", "cuda"), [("0.7.2+cu132", "13.2"), ("2.9.1+cu128", "12.8"), ("2.16.0.dev20261126+cu130", "13.0"),
-                                               ("2.15.0", None), ("2.9.1+cpu", None)])
+@pytest.mark.parametrize(
+    ("version", "cuda"),
+    [
+        ("0.7.2+cu132", "13.2"),
+        ("2.9.1+cu128", "12.8"),
+        ("2.16.0.dev20261126+cu130", "13.0"),
+        ("2.15.0", None),
+        ("2.9.1+cpu", None),
+    ],
+)
 def test_cuda_of_local(version: str, cuda: str | None) -> None:
     assert knowledge.cuda_of_local(version) == cuda
 
@@ -143,7 +189,11 @@ def test_every_feature_fact_is_chosen_by_a_version_in_its_range_and_by_no_other_
     from packaging.specifiers import SpecifierSet
 
     spec = SpecifierSet(row["versions"])
-    probe = next(v for v in ("0.1", "0.5.6", "0.5.20", "0.5.21", "0.5.23", "0.6.9", "0.6.17", "0.7.1", "0.7.2", "9.0") if v in spec)
+    probe = next(
+        v
+        for v in ("0.1", "0.5.6", "0.5.20", "0.5.21", "0.5.23", "0.6.9", "0.6.17", "0.7.1", "0.7.2", "9.0")
+        if v in spec
+    )
     chosen, by_version = knowledge.feature_fact(row["gate"], row["package"], probe)
     assert by_version and chosen == row
     assert row["gate"] in K["gates"], "every fact belongs to a gate with a title"
@@ -171,5 +221,9 @@ def test_cuda_releases_have_a_toolkit_row_and_a_driver_branch(row: dict) -> None
 def test_every_pin_names_what_it_forces(row: dict) -> None:
     version = row["versions"].removeprefix("==")
     assert knowledge.pin_for(row["package"], version) == row
-    assert all(part.split("==")[1] in row["why"] for part in row["requires"].split(", ")), "the line names the versions forced"
-    assert row["fix"], "what to do, the hint of the one-line error a lock that cannot resolve it gets (stacks/pinpairs.py)"
+    assert all(part.split("==")[1] in row["why"] for part in row["requires"].split(", ")), (
+        "the line names the versions forced"
+    )
+    assert row["fix"], (
+        "what to do, the hint of the one-line error a lock that cannot resolve it gets (stacks/pinpairs.py)"
+    )

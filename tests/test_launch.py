@@ -22,7 +22,9 @@ from wheelhouse import build_wheel
 ROOT = Path(__file__).parent.parent
 DATA = Path(__file__).parent / "data"
 H200 = ROOT / "docs/machines/h200.probe.json"
-WHEEL_PATH = "/files/alpha-1.0-py3-none-any.whl"  # where the hostile server trickles the wheel of _hung_report
+WHEEL_PATH = (
+    "/files/alpha-1.0-py3-none-any.whl"  # where the hostile server trickles the wheel of _hung_report
+)
 
 COMMANDS = {
     "version": ["--version"],
@@ -36,7 +38,9 @@ COMMANDS = {
 }
 
 
-def both(monkeypatch: pytest.MonkeyPatch, *args: str | Path, **options: object) -> tuple[subprocess.CompletedProcess[str], ...]:
+def both(
+    monkeypatch: pytest.MonkeyPatch, *args: str | Path, **options: object
+) -> tuple[subprocess.CompletedProcess[str], ...]:
     answers = []
     for exec_only in (True, False):
         monkeypatch.setattr(launch, "EXEC_ONLY", exec_only)
@@ -45,9 +49,12 @@ def both(monkeypatch: pytest.MonkeyPatch, *args: str | Path, **options: object) 
 
 
 @pytest.mark.parametrize("args", COMMANDS.values(), ids=COMMANDS.keys())
-def test_a_forked_command_answers_byte_for_byte_as_the_execd_one(args: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
-    execd, forked = both(monkeypatch, *args, env={"PROVISION_NVML_REPLAY": str(DATA / "rtx-pro-6000-x8.nvml.json")},
-                         cwd=ROOT)
+def test_a_forked_command_answers_byte_for_byte_as_the_execd_one(
+    args: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    execd, forked = both(
+        monkeypatch, *args, env={"PROVISION_NVML_REPLAY": str(DATA / "rtx-pro-6000-x8.nvml.json")}, cwd=ROOT
+    )
     assert (forked.returncode, forked.stdout, forked.stderr) == (execd.returncode, execd.stdout, execd.stderr)
     assert forked.stdout or forked.stderr
 
@@ -59,7 +66,9 @@ def test_a_variable_the_test_removes_is_gone_in_the_forked_command(monkeypatch: 
     assert forked.stdout or forked.stderr
 
 
-def test_the_fork_server_runs_the_commands_of_this_process(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_the_fork_server_runs_the_commands_of_this_process(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     """run_provision goes through this process's fork server (one, started once), not through exec."""
     monkeypatch.setattr(launch, "EXEC_ONLY", False)
     server = launch.ForkServer.get(launch.environment())
@@ -76,13 +85,22 @@ def test_a_setting_read_at_a_process_start_sends_the_command_to_exec(monkeypatch
     fork would run with the fork server's, so such a command is exec'd."""
     monkeypatch.setattr(launch, "EXEC_ONLY", False)
     assert launch.ForkServer.get(launch.environment()) is not None
-    for name, value in (("LD_LIBRARY_PATH", "/nowhere"), ("LC_ALL", "C"), ("PYTHONHASHSEED", "7"), ("TZ", "UTC+3")):
+    for name, value in (
+        ("LD_LIBRARY_PATH", "/nowhere"),
+        ("LC_ALL", "C"),
+        ("PYTHONHASHSEED", "7"),
+        ("TZ", "UTC+3"),
+    ):
         assert launch.ForkServer.get(launch.environment({name: value})) is None, name
-    assert launch.ForkServer.get(launch.environment({"PROVISION_HOME": "/elsewhere", "PATH": "/bin"})) is not None
+    assert (
+        launch.ForkServer.get(launch.environment({"PROVISION_HOME": "/elsewhere", "PATH": "/bin"}))
+        is not None
+    )
 
 
-def test_a_timeout_kills_the_forked_command(monkeypatch: pytest.MonkeyPatch, hostile: HostileServer,
-                                            tmp_path: Path) -> None:
+def test_a_timeout_kills_the_forked_command(
+    monkeypatch: pytest.MonkeyPatch, hostile: HostileServer, tmp_path: Path
+) -> None:
     """A command still waiting at the timeout is killed (its connection to the server closes at once) and the test
     gets TimeoutExpired, as from subprocess.run."""
     monkeypatch.setattr(launch, "EXEC_ONLY", False)
@@ -94,12 +112,17 @@ def test_a_timeout_kills_the_forked_command(monkeypatch: pytest.MonkeyPatch, hos
     assert hostile.lasted(WHEEL_PATH) < 10  # the server's answer goes on for 45 s unless the client is gone
 
 
-def test_the_environment_and_working_folder_are_the_commands_own(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_the_environment_and_working_folder_are_the_commands_own(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     """Each forked command sees the environment and folder its test gave it, never the previous command's."""
     monkeypatch.setattr(launch, "EXEC_ONLY", False)
     here = run_provision("report", "--machine", H200.name, "--json", cwd=H200.parent)
     there = run_provision("report", "--machine", H200.name, "--json", cwd=tmp_path)
-    assert here.returncode == 0 and there.returncode != 0 and H200.name in there.stderr, (here.stderr, there.stderr)
+    assert here.returncode == 0 and there.returncode != 0 and H200.name in there.stderr, (
+        here.stderr,
+        there.stderr,
+    )
     first = run_provision("envs", "--json", env={"PROVISION_HOME": str(tmp_path / "a")}, check=True)
     second = run_provision("envs", "--json", env={"PROVISION_HOME": str(tmp_path / "b")}, check=True)
     assert str(tmp_path / "a") in first.stdout and str(tmp_path / "b") in second.stdout
@@ -125,11 +148,18 @@ def _process_facts(pid: int) -> dict[str, object]:
         with contextlib.suppress(OSError):
             target = os.readlink(fd)
             kinds[int(fd.name)] = target.split(":[")[0] if ":[" in target else os.path.basename(target)
-    status = dict(line.split(":\t", 1) for line in (proc / "status").read_text().splitlines() if ":\t" in line)
+    status = dict(
+        line.split(":\t", 1) for line in (proc / "status").read_text().splitlines() if ":\t" in line
+    )
     stat = (proc / "stat").read_text().rsplit(")", 1)[1].split()
-    return {"fds": kinds, **{k: status[k].strip() for k in ("SigBlk", "SigIgn", "SigCgt", "Umask")},
-            "limits": (proc / "limits").read_text(), "cwd": os.readlink(proc / "cwd"), "pgrp-is-ours": int(stat[2]) == os.getpgrp(),
-            "session-is-ours": int(stat[3]) == os.getsid(0)}
+    return {
+        "fds": kinds,
+        **{k: status[k].strip() for k in ("SigBlk", "SigIgn", "SigCgt", "Umask")},
+        "limits": (proc / "limits").read_text(),
+        "cwd": os.readlink(proc / "cwd"),
+        "pgrp-is-ours": int(stat[2]) == os.getpgrp(),
+        "session-is-ours": int(stat[3]) == os.getsid(0),
+    }
 
 
 def _pid_of(exec_only: bool, server: launch.ForkServer) -> int:
@@ -141,9 +171,11 @@ def _pid_of(exec_only: bool, server: launch.ForkServer) -> int:
         if exec_only:
             for entry in Path("/proc").glob("[0-9]*"):
                 with contextlib.suppress(OSError, IndexError):
-                    if (int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1]) == os.getpid()
-                            and launch.BINARY.encode() in (entry / "cmdline").read_bytes().split(b"\0")[:2]
-                            and int(entry.name) != server.process.pid):
+                    if (
+                        int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1]) == os.getpid()
+                        and launch.BINARY.encode() in (entry / "cmdline").read_bytes().split(b"\0")[:2]
+                        and int(entry.name) != server.process.pid
+                    ):
                         return int(entry.name)
         time.sleep(0.02)
     raise AssertionError("the command did not start")
@@ -162,8 +194,9 @@ def _spooling(pid: int) -> dict[str, object]:
     raise AssertionError(f"the command never spooled the wheel: {facts}")
 
 
-def test_a_forked_command_inherits_what_an_execd_one_does(monkeypatch: pytest.MonkeyPatch, hostile: HostileServer,
-                                                         tmp_path: Path) -> None:
+def test_a_forked_command_inherits_what_an_execd_one_does(
+    monkeypatch: pytest.MonkeyPatch, hostile: HostileServer, tmp_path: Path
+) -> None:
     """The same hung command started both ways, read from /proc while it waits: the same kinds of descriptors at the
     same numbers (nothing of the fork server's left open), signal dispositions and mask, umask, limits, folder,
     process group and session. Each is then killed."""
@@ -174,8 +207,11 @@ def test_a_forked_command_inherits_what_an_execd_one_does(monkeypatch: pytest.Mo
     for exec_only in (True, False):
         monkeypatch.setattr(launch, "EXEC_ONLY", exec_only)
         answers: list[subprocess.CompletedProcess[str]] = []
-        running = threading.Thread(target=lambda done=answers: done.append(
-            run_provision("report", "--lock", lock, "--machine", H200, env=env, cwd=tmp_path, timeout=60)))
+        running = threading.Thread(
+            target=lambda done=answers: done.append(
+                run_provision("report", "--lock", lock, "--machine", H200, env=env, cwd=tmp_path, timeout=60)
+            )
+        )
         running.start()
         pid = _pid_of(exec_only, server)
         facts[exec_only] = _spooling(pid)
@@ -185,7 +221,9 @@ def test_a_forked_command_inherits_what_an_execd_one_does(monkeypatch: pytest.Mo
     assert facts[False] == facts[True]
 
 
-def test_a_fork_server_that_never_answers_is_the_commands_timeout(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_a_fork_server_that_never_answers_is_the_commands_timeout(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     """A fork server stuck before it forks (here a socket that accepts and never answers) does not hang the test: the
     command's timeout raises TimeoutExpired, as from subprocess.run."""
     import socket as sockets
@@ -204,14 +242,22 @@ def test_a_fork_server_that_never_answers_is_the_commands_timeout(monkeypatch: p
     mute.close()
 
 
-def test_commands_run_at_once_each_get_their_own_answer(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_commands_run_at_once_each_get_their_own_answer(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     """Eight commands started together from threads (a second copy running at once): each is forked at once, none waits
     for another, and each answer is its own home's."""
     monkeypatch.setattr(launch, "EXEC_ONLY", False)
     homes = [tmp_path / f"home{i}" for i in range(8)]
     answers: dict[int, subprocess.CompletedProcess[str]] = {}
-    threads = [threading.Thread(target=lambda i=i: answers.__setitem__(
-        i, run_provision("envs", "--json", env={"PROVISION_HOME": str(homes[i])}))) for i in range(8)]
+    threads = [
+        threading.Thread(
+            target=lambda i=i: answers.__setitem__(
+                i, run_provision("envs", "--json", env={"PROVISION_HOME": str(homes[i])})
+            )
+        )
+        for i in range(8)
+    ]
     for thread in threads:
         thread.start()
     for thread in threads:

@@ -24,7 +24,9 @@ PYV = f"{sys.version_info[0]}.{sys.version_info[1]}"
 
 @pytest.fixture
 def made(tmp_path: Path, provision_bin: str, index_server) -> tiny.Tool:
-    return tiny.make_tool(tmp_path, provision_bin, tiny.index(index_server), ("both", 'alpha = "==1.0"\nbeta = "==1.0"'))
+    return tiny.make_tool(
+        tmp_path, provision_bin, tiny.index(index_server), ("both", 'alpha = "==1.0"\nbeta = "==1.0"')
+    )
 
 
 def test_a_cached_lock_with_a_flipped_hash_is_dropped_by_gc_and_create_locks_again(made: tiny.Tool) -> None:
@@ -47,21 +49,35 @@ def test_a_lock_with_a_package_added_by_hand_is_refused(made: tiny.Tool, tmp_pat
     only_alpha, both = tmp_path / "pylock.tiny.toml", tmp_path / "pylock.both.toml"
     made("lock", "tiny", "--python", PYV, "-o", str(only_alpha))
     made("lock", "both", "--python", PYV, "-o", str(both))
-    beta = next(block for block in both.read_text().split("\n[[packages]]\n") if block.startswith('name = "beta"'))
+    beta = next(
+        block for block in both.read_text().split("\n[[packages]]\n") if block.startswith('name = "beta"')
+    )
     text = only_alpha.read_text()
     head, _, tool = text.partition("\n[tool.provision]")
-    only_alpha.write_text(head.rstrip("\n") + "\n\n[[packages]]\n" + beta.split("\n[tool")[0].rstrip("\n") + "\n\n[tool.provision]" + tool)
+    only_alpha.write_text(
+        head.rstrip("\n")
+        + "\n\n[[packages]]\n"
+        + beta.split("\n[tool")[0].rstrip("\n")
+        + "\n\n[tool.provision]"
+        + tool
+    )
     done = made.create("tiny", "--lock", str(only_alpha), "--no-checks", check=False)
     assert done.returncode in (2, 7) and "Traceback" not in done.stderr, done.stderr
     assert f"{only_alpha}: its packages were changed after provision locked them" in done.stderr
-    assert not (made.home / "builds").exists() or not list((made.home / "builds").glob("*/venv/lib/*/site-packages/beta"))
+    assert not (made.home / "builds").exists() or not list(
+        (made.home / "builds").glob("*/venv/lib/*/site-packages/beta")
+    )
 
 
-DAMAGED_STATES = {"truncated": '{"schema_version": 1, "history": ["ti', "invalid": "{not json",
-                  "history-a-number": '{"schema_version": 1, "history": 5}',
-                  "history-a-string": '{"schema_version": 1, "history": "tiny"}',
-                  "history-of-objects": '{"schema_version": 1, "history": [{"name": "tiny"}]}',
-                  "a-list": '["tiny", "both"]', "nested-too-deeply": "[" * 100_000}
+DAMAGED_STATES = {
+    "truncated": '{"schema_version": 1, "history": ["ti',
+    "invalid": "{not json",
+    "history-a-number": '{"schema_version": 1, "history": 5}',
+    "history-a-string": '{"schema_version": 1, "history": "tiny"}',
+    "history-of-objects": '{"schema_version": 1, "history": [{"name": "tiny"}]}',
+    "a-list": '["tiny", "both"]',
+    "nested-too-deeply": "[" * 100_000,
+}
 
 
 @pytest.mark.parametrize("damage", sorted(DAMAGED_STATES))
@@ -79,7 +95,10 @@ def test_a_damaged_state_json_is_set_aside_and_the_history_rebuilt(made: tiny.To
     assert json.loads(state.read_text())["history"] == ["tiny", "both", "tiny"]
     state.write_text(DAMAGED_STATES[damage])
     made("switch", "both")  # switch mends it too
-    assert json.loads(state.read_text())["history"][-1] == "both" and len(list(made.home.glob("state.json.damaged-*"))) == 2
+    assert (
+        json.loads(state.read_text())["history"][-1] == "both"
+        and len(list(made.home.glob("state.json.damaged-*"))) == 2
+    )
 
 
 def test_create_killed_while_locking_leaves_nothing_in_tmpdir(made: tiny.Tool, tmp_path: Path) -> None:
@@ -104,7 +123,10 @@ def test_scan_of_a_dangling_link_says_so(tmp_path: Path, provision_bin: str) -> 
     link = tmp_path / "libgone.so"
     link.symlink_to(tmp_path / "missing.so")
     done = run_provision("scan", str(link), timeout=60)
-    assert done.returncode == 2 and f"error: {link} is a link to {tmp_path / 'missing.so'}, which does not exist" in done.stderr
+    assert (
+        done.returncode == 2
+        and f"error: {link} is a link to {tmp_path / 'missing.so'}, which does not exist" in done.stderr
+    )
 
 
 def test_a_metadata_name_that_looks_like_an_option_never_reaches_uv(made: tiny.Tool, tmp_path: Path) -> None:
@@ -120,6 +142,9 @@ def test_a_metadata_name_that_looks_like_an_option_never_reaches_uv(made: tiny.T
     (result,) = json.loads(check.stdout)["checks"]
     assert "evil-1.0.dist-info/METADATA" in json.dumps(result), result
     done = made("-v", "restore", "tiny", "--no-checks", check=False)
-    assert "Traceback" not in done.stderr and f"--python={marker}" not in done.stderr.split("error:")[0].replace(
-        f"Name: '--python={marker}'", ""), done.stderr
-    assert not [line for line in done.stderr.splitlines() if line.startswith("$ ") and "uninstall" in line], done.stderr
+    assert "Traceback" not in done.stderr and f"--python={marker}" not in done.stderr.split("error:")[
+        0
+    ].replace(f"Name: '--python={marker}'", ""), done.stderr
+    assert not [line for line in done.stderr.splitlines() if line.startswith("$ ") and "uninstall" in line], (
+        done.stderr
+    )

@@ -26,7 +26,9 @@ def _in(tool: tiny.Tool, cwd: Path, *args: str, check: bool = True) -> dict:
     return json.loads(done.stdout)
 
 
-def test_a_relative_lock_belongs_to_the_build_and_drift_and_restore_work_from_anywhere(tmp_path: Path, index_server) -> None:
+def test_a_relative_lock_belongs_to_the_build_and_drift_and_restore_work_from_anywhere(
+    tmp_path: Path, index_server
+) -> None:
     tool, _ = _tool(tmp_path, index_server)
     here, elsewhere = tmp_path / "here", tmp_path / "elsewhere"
     here.mkdir(), elsewhere.mkdir()
@@ -41,7 +43,9 @@ def test_a_relative_lock_belongs_to_the_build_and_drift_and_restore_work_from_an
     assert Path(created["lock"]) == Path(created["path"]) / "pylock.toml" and Path(created["lock"]).is_file()
 
 
-def test_create_builds_the_profiles_lock_in_lockfiles_that_report_judged(tmp_path: Path, index_server) -> None:
+def test_create_builds_the_profiles_lock_in_lockfiles_that_report_judged(
+    tmp_path: Path, index_server
+) -> None:
     tool, served = _tool(tmp_path, index_server, packages='alpha = ">=1.0"')
     here = tmp_path / "here"
     here.mkdir()
@@ -52,12 +56,15 @@ def test_create_builds_the_profiles_lock_in_lockfiles_that_report_judged(tmp_pat
     assert [p.name for p in site.glob("alpha-*.dist-info")] == ["alpha-2.0.dist-info"]
     assert created["lock_origin"] == "lockfiles" and created["lock_note"] is None, created
     assert created["lock_source"] == str(here / "lockfiles" / "pylock.tiny.toml")
-    table = run_provision("create", "tiny", "--name", "two", "--python", tiny.PY, env=tool.env(), cwd=here, check=True)
+    table = run_provision(
+        "create", "tiny", "--name", "two", "--python", tiny.PY, env=tool.env(), cwd=here, check=True
+    )
     assert "(the profile's own, current; copied into the build)" in table.stderr + table.stdout
 
 
-def test_a_lock_in_lockfiles_made_from_another_version_of_the_profile_is_named_and_not_built(tmp_path: Path,
-                                                                                             index_server) -> None:
+def test_a_lock_in_lockfiles_made_from_another_version_of_the_profile_is_named_and_not_built(
+    tmp_path: Path, index_server
+) -> None:
     tool, _ = _tool(tmp_path, index_server)
     here = tmp_path / "here"
     here.mkdir()
@@ -65,9 +72,13 @@ def test_a_lock_in_lockfiles_made_from_another_version_of_the_profile_is_named_a
     tiny.profile(tool.profiles, packages='alpha = "==2.0"')  # the profile changed since its lock was judged
     created = _in(tool, here, "create", "tiny", "--python", tiny.PY)
     assert created["lock_origin"] == "locked" and created["lock_source"] is None, created
-    assert created["lock_note"].startswith(f"{Path('lockfiles') / 'pylock.tiny.toml'} not used: ") \
-        and "another version of profile tiny" in created["lock_note"], created["lock_note"]
-    shown = run_provision("create", "tiny", "--name", "two", "--python", tiny.PY, env=tool.env(), cwd=here, check=True)
+    assert (
+        created["lock_note"].startswith(f"{Path('lockfiles') / 'pylock.tiny.toml'} not used: ")
+        and "another version of profile tiny" in created["lock_note"]
+    ), created["lock_note"]
+    shown = run_provision(
+        "create", "tiny", "--name", "two", "--python", tiny.PY, env=tool.env(), cwd=here, check=True
+    )
     assert "note: lockfiles/pylock.tiny.toml not used: " in shown.stdout + shown.stderr
 
 
@@ -88,11 +99,17 @@ def test_the_readmes_steps_use_one_profile_name_throughout() -> None:
     blocks = [b.split("```", 1)[0] for b in section.split("```sh\n")[1:]]
     steps = next(b for b in blocks if "provision report --lock" in b)  # the steps, each a command of its own
     upgrade = next(b for b in blocks if b.startswith("provision profiles new") and "provision upgrade" in b)
-    assert "upgrade today.toml" in upgrade and "profiles new today " in upgrade  # the one command, the same name
+    assert (
+        "upgrade today.toml" in upgrade and "profiles new today " in upgrade
+    )  # the one command, the same name
     commands = [line.split("#", 1)[0].split() for line in steps.splitlines() if line.startswith("provision ")]
     (new,) = [c[3] for c in commands if c[1:3] == ["profiles", "new"]]
     named = {"lock": 2, "create": 2, "check": 2, "baseline": 2, "restore": 2, "run": 2}
     used = {c[named[c[1]]].removesuffix(".toml") for c in commands if c[1] in named}
-    judged = {re.sub(r"^lockfiles/pylock\.(.+)\.toml$", r"\1", c[c.index("--lock") + 1]) for c in commands if "--lock" in c}
+    judged = {
+        re.sub(r"^lockfiles/pylock\.(.+)\.toml$", r"\1", c[c.index("--lock") + 1])
+        for c in commands
+        if "--lock" in c
+    }
     compared = {c[3] for c in commands if c[1] == "compare"}
     assert used == judged == compared == {new}, (new, used, judged, compared)

@@ -51,25 +51,37 @@ def unsealed_by_dotted_keys(text: str) -> str:
 
 
 @pytest.mark.parametrize("unseal", [unsealed_by_deletion, unsealed_by_dotted_keys])
-def test_a_lock_without_its_seal_is_refused_by_create_and_report(tool: tiny.Tool, tmp_path: Path, unseal) -> None:
+def test_a_lock_without_its_seal_is_refused_by_create_and_report(
+    tool: tiny.Tool, tmp_path: Path, unseal
+) -> None:
     lock = tmp_path / "pylock.tiny.toml"
     tool("lock", "tiny", "-o", str(lock))
     lock.write_text(unseal(swapped(lock)))
-    assert SWAPPED in lock.read_text() and "packages_sha256" not in toml.loads(lock.read_text()).get("tool", {}).get("provision", {})
+    assert SWAPPED in lock.read_text() and "packages_sha256" not in toml.loads(lock.read_text()).get(
+        "tool", {}
+    ).get("provision", {})
     made = tool.create("tiny", "--lock", str(lock), "--no-checks", check=False)
-    reported = tool("report", "--lock", str(lock), "--machine", str(H200), "--no-fetch", "--json", check=False)
+    reported = tool(
+        "report", "--lock", str(lock), "--machine", str(H200), "--no-fetch", "--json", check=False
+    )
     for done in (made, reported):
         lines = done.stderr.strip().splitlines()
         assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
-        assert lines[-2].startswith(f"error: {lock}: the lock has no seal ([tool.provision] packages_sha256"), lines
+        assert lines[-2].startswith(
+            f"error: {lock}: the lock has no seal ([tool.provision] packages_sha256"
+        ), lines
         assert "re-lock it" in lines[-1] and "--allow-unsealed" in lines[-1], lines
     assert not tool.builds() and "tiny" not in tool.envs()
 
 
-def test_an_unsealed_lock_is_read_with_allow_unsealed_and_said_loudly(tool: tiny.Tool, tmp_path: Path) -> None:
+def test_an_unsealed_lock_is_read_with_allow_unsealed_and_said_loudly(
+    tool: tiny.Tool, tmp_path: Path
+) -> None:
     lock = tmp_path / "pylock.tiny.toml"
     tool("lock", "tiny", "-o", str(lock))
-    lock.write_text(unsealed_by_deletion(lock.read_text()))  # an older provision's lock: no seal, nothing changed
+    lock.write_text(
+        unsealed_by_deletion(lock.read_text())
+    )  # an older provision's lock: no seal, nothing changed
     done = tool("-q", "create", "tiny", "--lock", str(lock), "--no-checks", "--allow-unsealed")
     warnings = [line for line in done.stderr.splitlines() if line.startswith("warning:")]
     assert len(warnings) == 1 and str(lock) in warnings[0] and "--allow-unsealed" in warnings[0], done.stderr
@@ -77,8 +89,17 @@ def test_an_unsealed_lock_is_read_with_allow_unsealed_and_said_loudly(tool: tiny
     # the build's copy is sealed as what was built: drift reads it later without the option
     drift = tool("check", "tiny", "--only", "drift", "--json", check=False)
     assert drift.returncode == 0 and "warning:" not in drift.stderr, drift.stdout + drift.stderr
-    reported = tool("report", "--lock", str(lock), "--machine", str(H200), "--no-fetch", "--json", "--allow-unsealed",
-                    check=False)
+    reported = tool(
+        "report",
+        "--lock",
+        str(lock),
+        "--machine",
+        str(H200),
+        "--no-fetch",
+        "--json",
+        "--allow-unsealed",
+        check=False,
+    )
     assert reported.returncode in (0, 1) and "warning:" in reported.stderr, reported.stderr
 
 

@@ -15,10 +15,10 @@ from provision import log
 
 
 def test_the_readme_says_the_install_takes_17_s_and_the_suite_minutes() -> None:
-    """"17 s of `.ci/run`" read as the whole suite's time (it is 3-7 minutes)."""
+    """ "17 s of `.ci/run`" read as the whole suite's time (it is 3-7 minutes)."""
     readme = (ROOT / "README.md").read_text()
     assert "17 s of `.ci/run`" not in readme
-    paragraph = readme[readme.index("The test command installs with uv"):][:600]
+    paragraph = readme[readme.index("The test command installs with uv") :][:600]
     assert "install step takes 17 s" in paragraph and "3 to 7 minutes" in paragraph
 
 
@@ -31,7 +31,9 @@ def test_profiles_says_where_profiles_are_read_from(tmp_path: Path) -> None:
     document = json.loads(run_provision("profiles", "--json", env=env, check=True).stdout)
     assert document["folders"][0] == str(mine) and len(document["folders"]) == 2
     table = run_provision("profiles", env=env, check=True).stdout
-    assert "read from PROVISION_PROFILES" in " ".join(table.split()) and "shipped with provision" in " ".join(table.split())
+    assert "read from PROVISION_PROFILES" in " ".join(table.split()) and "shipped with provision" in " ".join(
+        table.split()
+    )
     readme = " ".join((ROOT / "README.md").read_text().split())
     assert "editing `profiles/` in the checkout changes nothing" in readme and "PROVISION_PROFILES" in readme
 
@@ -56,19 +58,30 @@ def test_the_imports_check_shows_each_import_as_it_goes(tmp_path: Path, index_se
 
 def test_baseline_refuses_before_it_says_run_1_of_3(tmp_path: Path, index_server) -> None:
     tool = tiny.tool_with_env(tmp_path, "", tiny.index(index_server))
-    done = tool("baseline", "tiny", "--runs", "3", check=False, env={"PROVISION_NVML_REPLAY": str(ROOT / "tests/data/no-driver.nvml.json")})
+    done = tool(
+        "baseline",
+        "tiny",
+        "--runs",
+        "3",
+        check=False,
+        env={"PROVISION_NVML_REPLAY": str(ROOT / "tests/data/no-driver.nvml.json")},
+    )
     assert done.returncode == 7 and "no NVIDIA GPU" in done.stderr, done.stderr
     assert "run 1 of 3" not in done.stderr, done.stderr
 
 
-def test_compare_says_the_second_does_not_exist_before_the_firsts_baseline(tmp_path: Path, index_server) -> None:
+def test_compare_says_the_second_does_not_exist_before_the_firsts_baseline(
+    tmp_path: Path, index_server
+) -> None:
     tool = tiny.tool_with_env(tmp_path, "", tiny.index(index_server))
     done = tool("compare", "tiny", "nothere", check=False)
     assert done.returncode == 7 and "nothere" in done.stderr.splitlines()[0], done.stderr
     assert "no baseline" not in done.stderr
 
 
-def test_adopt_of_a_venv_provision_built_is_refused_and_one_registered_is_named(tmp_path: Path, index_server) -> None:
+def test_adopt_of_a_venv_provision_built_is_refused_and_one_registered_is_named(
+    tmp_path: Path, index_server
+) -> None:
     tool = tiny.tool_with_env(tmp_path, "", tiny.index(index_server))
     built = tiny.build_of(tool) / "venv"
     refused = tool("adopt", "again", str(built), "--no-lock", check=False)
@@ -88,6 +101,10 @@ def test_adopt_of_a_venv_provision_built_is_refused_and_one_registered_is_named(
 
 def test_an_unknown_profile_key_says_which_it_meant(tmp_path: Path) -> None:
     profile = tmp_path / "x.toml"
-    profile.write_text('schema = 1\nname = "x"\ncuda = "13.0"\npython_version = "3.12"\n[packages]\nalpha = "==1.0"\n')
+    profile.write_text(
+        'schema = 1\nname = "x"\ncuda = "13.0"\npython_version = "3.12"\n[packages]\nalpha = "==1.0"\n'
+    )
     done = run_provision("lock", str(profile))
-    assert done.returncode == 4 and "python_version: unknown key (did you mean 'python'?" in done.stderr, done.stderr
+    assert done.returncode == 4 and "python_version: unknown key (did you mean 'python'?" in done.stderr, (
+        done.stderr
+    )

@@ -15,7 +15,22 @@ import pytest
 import tiny
 from launch import run_provision
 
-BAD = ["../x", "sa/", "a/b", ".", "..", "x" * 300, ".hidden", "-x", "b/", "./b", "../envs/b", "../active", "", "a b"]
+BAD = [
+    "../x",
+    "sa/",
+    "a/b",
+    ".",
+    "..",
+    "x" * 300,
+    ".hidden",
+    "-x",
+    "b/",
+    "./b",
+    "../envs/b",
+    "../active",
+    "",
+    "a b",
+]
 
 
 @pytest.fixture
@@ -29,15 +44,26 @@ def snapshot(folder: Path) -> set[str]:
 
 def test_a_bad_name_is_a_usage_error_before_anything_is_done(tool: tiny.Tool, tmp_path: Path) -> None:
     before = snapshot(tmp_path)
-    others = [("adopt", "{}", str(tmp_path)), ("switch", "{}"), ("remove", "{}"), ("remove", "{}", "--force"),
-              ("rollback", "--to", "{}"), ("run", "{}", "--", "true"), ("shell-env", "{}"), ("check", "{}")]
+    others = [
+        ("adopt", "{}", str(tmp_path)),
+        ("switch", "{}"),
+        ("remove", "{}"),
+        ("remove", "{}", "--force"),
+        ("rollback", "--to", "{}"),
+        ("run", "{}", "--", "true"),
+        ("shell-env", "{}"),
+        ("check", "{}"),
+    ]
     for number, name in enumerate(BAD):
         other = tuple(a.replace("{}", name) for a in others[number % len(others)])
         for args in (("create", "tiny", "--name", name, "--python", tiny.PY), other):
             done = tool(*args, check=False)
             assert done.returncode == 2 and "Traceback" not in done.stderr, (args, done.stderr)
             if not name.startswith("-"):  # click's own usage error for what looks like an option
-                assert done.stderr.startswith("error: ") and "hint: use letters, digits" in done.stderr, (args, done.stderr)
+                assert done.stderr.startswith("error: ") and "hint: use letters, digits" in done.stderr, (
+                    args,
+                    done.stderr,
+                )
     assert snapshot(tmp_path) - before <= {"home", "home/builds", "home/envs", "home/locks", "home/.lock"}
     assert not tool.builds()
 
@@ -52,7 +78,9 @@ def test_remove_past_the_guard_and_of_the_active_pointer_is_refused(tool: tiny.T
     assert len(tool.builds()) == 2
 
 
-def test_remove_deletes_nothing_outside_home_nor_a_build_another_name_uses(tool: tiny.Tool, tmp_path: Path) -> None:
+def test_remove_deletes_nothing_outside_home_nor_a_build_another_name_uses(
+    tool: tiny.Tool, tmp_path: Path
+) -> None:
     tool.create("tiny", "--name", "a", "--no-checks")
     outside = tmp_path / "precious"
     (outside / "venv" / "bin").mkdir(parents=True)
@@ -63,7 +91,9 @@ def test_remove_deletes_nothing_outside_home_nor_a_build_another_name_uses(tool:
     assert (outside / "venv" / "bin" / "python").exists() and not (tool.home / "envs" / "evil").is_symlink()
     tool("switch", "twin")
     tool("remove", "a")
-    assert len(tool.builds()) == 1 and tool("run", "twin", "--", "python", "-c", "import alpha").returncode == 0
+    assert (
+        len(tool.builds()) == 1 and tool("run", "twin", "--", "python", "-c", "import alpha").returncode == 0
+    )
     assert json.loads(tool("gc", "--json").stdout)["removed"] == [] and len(tool.builds()) == 1
 
 
@@ -75,7 +105,9 @@ def test_gc_keeps_a_build_that_a_link_with_an_old_style_name_points_at(tool: tin
     assert len(tool.builds()) == 1
 
 
-def test_rollback_skips_an_environment_whose_venv_is_gone_and_run_never_uses_the_system_python(tool: tiny.Tool) -> None:
+def test_rollback_skips_an_environment_whose_venv_is_gone_and_run_never_uses_the_system_python(
+    tool: tiny.Tool,
+) -> None:
     tool.create("tiny", "--name", "a", "--no-checks")
     tool.create("tiny", "--name", "b", "--no-checks")
     shutil.rmtree(Path(tool.envs()["a"]["venv"]))
@@ -91,7 +123,9 @@ def test_create_of_an_existing_name_needs_replace_and_keeps_what_was_measured(to
     tool.create("tiny", "--no-checks")
     first = Path(tool.envs()["tiny"]["path"])
     meta = json.loads((first / "env.json").read_text())
-    meta["baselines"] = [{"figure": 123.0, "unit": "tok/s", "at": "2026-11-29T00:00:00+00:00", "machine": {"summary": "test"}}]
+    meta["baselines"] = [
+        {"figure": 123.0, "unit": "tok/s", "at": "2026-11-29T00:00:00+00:00", "machine": {"summary": "test"}}
+    ]
     (first / "env.json").write_text(json.dumps(meta))
     again = tool.create("tiny", "--no-checks", check=False)
     assert again.returncode == 7 and "--replace" in again.stderr and tool.builds() == [first.name]
@@ -136,9 +170,13 @@ def test_gc_spares_a_build_that_a_live_payload_runs_from(tool: tiny.Tool) -> Non
     leftover = tool.home / "builds" / "tiny-20260101T000000Z-dead00"
     (leftover / "venv").mkdir(parents=True)
     (leftover / ".building").write_text("999999999")  # its creator is gone ...
-    payload = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", str(leftover / "venv" / "payload.py")])
+    payload = subprocess.Popen(
+        [sys.executable, "-c", "import time; time.sleep(60)", str(leftover / "venv" / "payload.py")]
+    )
     try:
-        assert json.loads(tool("gc", "--json").stdout)["removed"] == [] and leftover.exists()  # ... its payload is not
+        assert (
+            json.loads(tool("gc", "--json").stdout)["removed"] == [] and leftover.exists()
+        )  # ... its payload is not
     finally:
         payload.kill()
         payload.wait()
@@ -161,7 +199,11 @@ def test_a_trailing_newline_passes_no_name_rule(tmp_path: Path, provision_bin: s
     with pytest.raises(UsageError):
         names.check_name("ab\n")
     base = 'schema = 1\nname = "x"\ncuda = "13.0"\n[packages]\ntorch = "==2.9.0"\n'
-    for bad in (base.replace('"13.0"', '"13.0\\n"'), base + '[env]\n"A\\n" = "1"\n', base.replace('name = "x"', 'name = "x\\n"')):
+    for bad in (
+        base.replace('"13.0"', '"13.0\\n"'),
+        base + '[env]\n"A\\n" = "1"\n',
+        base.replace('name = "x"', 'name = "x\\n"'),
+    ):
         (tmp_path / "x.toml").write_text(bad)
         with pytest.raises(ProfileError):
             profiles.load_file(tmp_path / "x.toml")

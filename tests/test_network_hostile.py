@@ -36,10 +36,22 @@ def page(**extra: object) -> Route:
     return Route(json.dumps({"meta": {"api-version": "1.1"}, "files": [entry]}).encode(), JSON_TYPE)
 
 
-def profiles_new(provision_bin: str, hostile: HostileServer, tmp_path: Path) -> subprocess.CompletedProcess[str]:
-    return run_provision("profiles", "new", "mine", "--from", "sglang==0.5.23", "--index", f"default={hostile.url}/simple",
-                           "-o", str(tmp_path / "mine.toml"), timeout=60,
-                          env={**os.environ, "PROVISION_HTTP_TIMEOUT": DEADLINE, "TMPDIR": str(spool_dir(tmp_path))})
+def profiles_new(
+    provision_bin: str, hostile: HostileServer, tmp_path: Path
+) -> subprocess.CompletedProcess[str]:
+    return run_provision(
+        "profiles",
+        "new",
+        "mine",
+        "--from",
+        "sglang==0.5.23",
+        "--index",
+        f"default={hostile.url}/simple",
+        "-o",
+        str(tmp_path / "mine.toml"),
+        timeout=60,
+        env={**os.environ, "PROVISION_HTTP_TIMEOUT": DEADLINE, "TMPDIR": str(spool_dir(tmp_path))},
+    )
 
 
 def spool_dir(tmp_path: Path) -> Path:
@@ -50,22 +62,45 @@ def spool_dir(tmp_path: Path) -> Path:
 
 def one_line_naming(done: subprocess.CompletedProcess[str], url: str, code: int = 5) -> None:
     assert done.returncode == code, done.stderr
-    lines = [line for line in done.stderr.strip().splitlines() if not line.startswith("... ")]  # progress lines aside
-    assert len(lines) == 2 and lines[0].startswith("error: ") and url in lines[0] and lines[1].startswith("hint: "), done.stderr
+    lines = [
+        line for line in done.stderr.strip().splitlines() if not line.startswith("... ")
+    ]  # progress lines aside
+    assert (
+        len(lines) == 2
+        and lines[0].startswith("error: ")
+        and url in lines[0]
+        and lines[1].startswith("hint: ")
+    ), done.stderr
     assert "Traceback" not in done.stderr
 
 
-@pytest.mark.parametrize("attack", ["page-trickle", "page-trickle-headers", "metadata-trickle", "wheel-trickle",
-                                    "range-trickle"])
-def test_a_server_trickling_a_byte_at_a_time_fails_at_the_deadline(provision_bin: str, hostile: HostileServer, tmp_path: Path, attack: str) -> None:
+@pytest.mark.parametrize(
+    "attack", ["page-trickle", "page-trickle-headers", "metadata-trickle", "wheel-trickle", "range-trickle"]
+)
+def test_a_server_trickling_a_byte_at_a_time_fails_at_the_deadline(
+    provision_bin: str, hostile: HostileServer, tmp_path: Path, attack: str
+) -> None:
     wheel = sglang_wheel(tmp_path)
-    target = {"page": PAGE_PATH, "metadata": WHEEL_PATH + ".metadata", "wheel": WHEEL_PATH, "range": WHEEL_PATH}[attack.split("-")[0]]
+    target = {
+        "page": PAGE_PATH,
+        "metadata": WHEEL_PATH + ".metadata",
+        "wheel": WHEEL_PATH,
+        "range": WHEEL_PATH,
+    }[attack.split("-")[0]]
     hostile.routes[PAGE_PATH] = page(**({"core-metadata": True} if attack.startswith("metadata") else {}))
-    hostile.routes[WHEEL_PATH] = Route(wheel, headers={"Accept-Ranges": "bytes"} if attack.startswith("range") else {})
-    hostile.routes[WHEEL_PATH + ".metadata"] = Route(b"Metadata-Version: 2.1\nName: sglang\nVersion: 0.5.23\n")
+    hostile.routes[WHEEL_PATH] = Route(
+        wheel, headers={"Accept-Ranges": "bytes"} if attack.startswith("range") else {}
+    )
+    hostile.routes[WHEEL_PATH + ".metadata"] = Route(
+        b"Metadata-Version: 2.1\nName: sglang\nVersion: 0.5.23\n"
+    )
     route = hostile.routes[target]
-    hostile.routes[target] = Route(route.body, route.content_type, "trickle-headers" if attack.endswith("headers") else "trickle",
-                                   headers=route.headers)
+    hostile.routes[target] = Route(
+        route.body,
+        route.content_type,
+        "trickle-headers" if attack.endswith("headers") else "trickle",
+        headers=route.headers,
+    )
     done = profiles_new(provision_bin, hostile, tmp_path)
     one_line_naming(done, f"127.0.0.1:{hostile.port}{target}")
     # a 1 s deadline (the server gives up by itself after LIFETIME, 45 s); the client's start-up does not count
@@ -73,7 +108,9 @@ def test_a_server_trickling_a_byte_at_a_time_fails_at_the_deadline(provision_bin
     assert not (tmp_path / "mine.toml").exists()
 
 
-def test_an_endless_wheel_stops_at_the_size_the_index_gives(provision_bin: str, hostile: HostileServer, tmp_path: Path) -> None:
+def test_an_endless_wheel_stops_at_the_size_the_index_gives(
+    provision_bin: str, hostile: HostileServer, tmp_path: Path
+) -> None:
     wheel = sglang_wheel(tmp_path)
     hostile.routes[PAGE_PATH] = page(size=len(wheel))
     hostile.routes[WHEEL_PATH] = Route(wheel, how="endless")
@@ -84,7 +121,9 @@ def test_an_endless_wheel_stops_at_the_size_the_index_gives(provision_bin: str, 
     assert not any(spool_dir(tmp_path).iterdir())
 
 
-def test_an_endless_page_and_huge_metadata_stop_at_their_bounds(provision_bin: str, hostile: HostileServer, tmp_path: Path) -> None:
+def test_an_endless_page_and_huge_metadata_stop_at_their_bounds(
+    provision_bin: str, hostile: HostileServer, tmp_path: Path
+) -> None:
     hostile.routes[PAGE_PATH] = Route(b"", JSON_TYPE, how="endless")
     done = profiles_new(provision_bin, hostile, tmp_path)
     one_line_naming(done, f"127.0.0.1:{hostile.port}{PAGE_PATH}")
@@ -99,9 +138,13 @@ def test_an_endless_page_and_huge_metadata_stop_at_their_bounds(provision_bin: s
 def metadata_member_of(size: int) -> bytes:
     """A wheel whose METADATA inflates to `size` bytes (a few KiB compressed)."""
     buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive, \
-            archive.open("sglang-0.5.23.dist-info/METADATA", "w", force_zip64=True) as member:
-        member.write(b"Metadata-Version: 2.1\nName: sglang\nVersion: 0.5.23\nRequires-Dist: torch==2.14.1\n\n")
+    with (
+        zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive,
+        archive.open("sglang-0.5.23.dist-info/METADATA", "w", force_zip64=True) as member,
+    ):
+        member.write(
+            b"Metadata-Version: 2.1\nName: sglang\nVersion: 0.5.23\nRequires-Dist: torch==2.14.1\n\n"
+        )
         block = bytes(1 << 20)
         for _ in range(size >> 20):
             member.write(block)
@@ -127,7 +170,9 @@ HOSTILE_DATA = {
 
 
 @pytest.mark.parametrize("case", sorted(HOSTILE_DATA))
-def test_hostile_index_data_is_one_line_naming_the_url(provision_bin: str, hostile: HostileServer, tmp_path: Path, case: str) -> None:
+def test_hostile_index_data_is_one_line_naming_the_url(
+    provision_bin: str, hostile: HostileServer, tmp_path: Path, case: str
+) -> None:
     kind, data = HOSTILE_DATA[case]
     hostile.routes[PAGE_PATH] = page()
     if kind == "wheel":
@@ -151,11 +196,15 @@ def test_hostile_index_data_is_one_line_naming_the_url(provision_bin: str, hosti
     assert not (tmp_path / "mine.toml").exists()
 
 
-def test_torch_files_that_are_not_wheel_names_are_passed_over(provision_bin: str, hostile: HostileServer, tmp_path: Path) -> None:
+def test_torch_files_that_are_not_wheel_names_are_passed_over(
+    provision_bin: str, hostile: HostileServer, tmp_path: Path
+) -> None:
     hostile.routes[PAGE_PATH] = page()
     hostile.routes[WHEEL_PATH] = Route(sglang_wheel(tmp_path))
-    files = [{"filename": name, "url": f"/files/{name}", "hashes": {}}
-             for name in ("torchmanylinux.whl", "torch-2.14.1-manylinux.whl", "torch-2.14.1-x-y-manylinux-z.whl")]
+    files = [
+        {"filename": name, "url": f"/files/{name}", "hashes": {}}
+        for name in ("torchmanylinux.whl", "torch-2.14.1-manylinux.whl", "torch-2.14.1-x-y-manylinux-z.whl")
+    ]
     hostile.routes["/simple/torch/"] = Route(json.dumps({"files": files}).encode(), JSON_TYPE)
     done = profiles_new(provision_bin, hostile, tmp_path)
     assert done.returncode == 0, done.stderr
@@ -163,41 +212,73 @@ def test_torch_files_that_are_not_wheel_names_are_passed_over(provision_bin: str
 
 
 def lock_of(tmp_path: Path, url: str, wheel: bytes, size: int | None) -> Path:
-    entry: dict[str, object] = {"name": "alpha-1.0-py3-none-any.whl", "url": url, "hashes": {"sha256": hashlib.sha256(wheel).hexdigest()}}
+    entry: dict[str, object] = {
+        "name": "alpha-1.0-py3-none-any.whl",
+        "url": url,
+        "hashes": {"sha256": hashlib.sha256(wheel).hexdigest()},
+    }
     if size is not None:
         entry["size"] = size
-    doc = {"lock-version": "1.0", "created-by": "tests", "requires-python": ">=3.10",
-           "packages": [{"name": "alpha", "version": "1.0", "wheels": [entry]}]}
+    doc = {
+        "lock-version": "1.0",
+        "created-by": "tests",
+        "requires-python": ">=3.10",
+        "packages": [{"name": "alpha", "version": "1.0", "wheels": [entry]}],
+    }
     path = tmp_path / "pylock.toml"
     path.write_text(sealed(doc))
     return path
 
 
 @pytest.mark.parametrize("how", ["trickle", "trickle-headers", "endless"])
-def test_report_lock_fetches_within_the_deadline_and_the_locks_size(provision_bin: str, hostile: HostileServer, tmp_path: Path, how: str) -> None:
+def test_report_lock_fetches_within_the_deadline_and_the_locks_size(
+    provision_bin: str, hostile: HostileServer, tmp_path: Path, how: str
+) -> None:
     wheel = build_wheel(tmp_path / "built", "alpha", "1.0").read_bytes()
     path = "/files/alpha-1.0-py3-none-any.whl"
     hostile.routes[path] = Route(wheel, how=how)
     lock = lock_of(tmp_path, hostile.url + path, wheel, len(wheel))
-    done = run_provision("report", "--lock", str(lock), "--machine", str(ROOT / "docs/machines/h200.probe.json"), timeout=60,
-                          env={**os.environ, "PROVISION_HTTP_TIMEOUT": DEADLINE, "UV_CACHE_DIR": str(tmp_path / "cache"),
-                               "TMPDIR": str(spool_dir(tmp_path)), "XDG_CACHE_HOME": str(tmp_path / "xdg")})
+    done = run_provision(
+        "report",
+        "--lock",
+        str(lock),
+        "--machine",
+        str(ROOT / "docs/machines/h200.probe.json"),
+        timeout=60,
+        env={
+            **os.environ,
+            "PROVISION_HTTP_TIMEOUT": DEADLINE,
+            "UV_CACHE_DIR": str(tmp_path / "cache"),
+            "TMPDIR": str(spool_dir(tmp_path)),
+            "XDG_CACHE_HOME": str(tmp_path / "xdg"),
+        },
+    )
     one_line_naming(done, f"127.0.0.1:{hostile.port}{path}")
     assert hostile.lasted(path) < 10  # a 1 s deadline, not the server's 45 s LIFETIME
     assert ("larger than" if how == "endless" else "within") in done.stderr
     assert hostile.sent.get(path, 0) < 64 << 20
     assert not any(spool_dir(tmp_path).iterdir())
-    assert not [p for p in (tmp_path / "xdg").rglob("*") if p.is_file()]  # nothing partial kept in the wheel cache
+    assert not [
+        p for p in (tmp_path / "xdg").rglob("*") if p.is_file()
+    ]  # nothing partial kept in the wheel cache
 
 
-def test_a_redirect_loop_is_the_index_failing(provision_bin: str, hostile: HostileServer, tmp_path: Path) -> None:
+def test_a_redirect_loop_is_the_index_failing(
+    provision_bin: str, hostile: HostileServer, tmp_path: Path
+) -> None:
     wheel = build_wheel(tmp_path / "built", "alpha", "1.0").read_bytes()
     path = "/files/alpha-1.0-py3-none-any.whl"
     hostile.routes[path] = Route(status=302, headers={"Location": path})
-    done = run_provision("report", "--lock", lock_of(tmp_path, hostile.url + path, wheel, None),
-                         "--machine", ROOT / "docs/machines/h200.probe.json", timeout=60,
-                         # the loop, not a deadline, ends it: a 1 s deadline for the whole request (thirty redirects)
-                         # ran out first on a loaded machine, and the error then said "within", not "redirects"
-                         env={"PROVISION_HTTP_TIMEOUT": "30", "XDG_CACHE_HOME": str(tmp_path / "xdg")})
+    done = run_provision(
+        "report",
+        "--lock",
+        lock_of(tmp_path, hostile.url + path, wheel, None),
+        "--machine",
+        ROOT / "docs/machines/h200.probe.json",
+        timeout=60,
+        # the loop, not a deadline, ends it: a 1 s deadline for the whole request (thirty redirects)
+        # ran out first on a loaded machine, and the error then said "within", not "redirects"
+        env={"PROVISION_HTTP_TIMEOUT": "30", "XDG_CACHE_HOME": str(tmp_path / "xdg")},
+    )
     one_line_naming(done, f"127.0.0.1:{hostile.port}{path}")
     assert "redirects" in done.stderr

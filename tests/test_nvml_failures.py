@@ -22,7 +22,9 @@ from launch import run_provision
 from provision.machine import nvmlstart
 
 pytestmark = pytest.mark.skipif(not standin_nvml.CC, reason="no C compiler to build a stand-in NVML library")
-MODULE_LOADED = os.path.exists("/proc/driver/nvidia/version")  # the GPU machine: a missing library is no "no driver"
+MODULE_LOADED = os.path.exists(
+    "/proc/driver/nvidia/version"
+)  # the GPU machine: a missing library is no "no driver"
 KINDS = [
     ("NVML_ERROR_LIB_RM_VERSION_MISMATCH", "version_mismatch", "reboot"),
     ("NVML_ERROR_NO_PERMISSION", "no_permission", "/dev/nvidia"),
@@ -60,7 +62,9 @@ def test_probe_names_each_failure_and_what_to_do(lib: Path) -> None:
 
 
 def test_a_driver_that_starts_is_ok(lib: Path) -> None:
-    facts = json.loads(run_provision("probe", "--json", env=standin_nvml.environment(lib, 0), check=True).stdout)
+    facts = json.loads(
+        run_provision("probe", "--json", env=standin_nvml.environment(lib, 0), check=True).stdout
+    )
     assert facts["driver"]["nvml"] == {"state": "ok", "error": None, "reason": None, "hint": None}
 
 
@@ -70,13 +74,19 @@ def test_a_mismatch_is_recorded_and_replayed_as_nvml_answered_it(lib: Path, tmp_
     env = standin_nvml.environment(lib, pynvml.NVML_ERROR_LIB_RM_VERSION_MISMATCH)
     run_provision("probe", "--record-nvml", recording, env=env, check=True)
     calls = json.loads(recording.read_text())["calls"]
-    assert calls[0] == {"fn": "nvmlInit", "args": [], "error": 18, "error_name": "NVMLError_LibRmVersionMismatch"}
+    assert calls[0] == {
+        "fn": "nvmlInit",
+        "args": [],
+        "error": 18,
+        "error_name": "NVMLError_LibRmVersionMismatch",
+    }
     replayed = run_provision("probe", "--json", env={"PROVISION_NVML_REPLAY": str(recording)}, check=True)
     assert json.loads(replayed.stdout)["driver"]["nvml"]["state"] == "version_mismatch"
 
 
-def test_check_is_error_and_create_never_activates_on_a_driver_that_does_not_answer(lib: Path, tmp_path: Path,
-                                                                                     index_server) -> None:
+def test_check_is_error_and_create_never_activates_on_a_driver_that_does_not_answer(
+    lib: Path, tmp_path: Path, index_server
+) -> None:
     tool = tiny.make_tool(tmp_path, "", tiny.index(index_server))
     mismatch = standin_nvml.environment(lib, pynvml.NVML_ERROR_LIB_RM_VERSION_MISMATCH)
     created = tool("create", "tiny", "--python", tiny.PY, "--json", check=False, env=mismatch)
@@ -84,13 +94,19 @@ def test_check_is_error_and_create_never_activates_on_a_driver_that_does_not_ans
     document = json.loads(created.stdout)
     assert document["activated"] is False and document["passed"] is False, document
     driver = next(c for c in document["checks"] if c["id"] == "driver")  # tiny requires imports only: added
-    assert driver["status"] == "error" and "version_mismatch" in driver["reason"] and "reboot" in driver["reason"]
+    assert (
+        driver["status"] == "error"
+        and "version_mismatch" in driver["reason"]
+        and "reboot" in driver["reason"]
+    )
     assert tool.envs() == {}
     tool.create("tiny", "--no-checks")
     checked = tool("check", "tiny", "--json", check=False, env=mismatch)
     assert checked.returncode == 1 and json.loads(checked.stdout)["status"] == "error", checked.stdout
     if not MODULE_LOADED:  # no driver at all: a machine without GPUs, GPU checks SKIP as before
-        absent = tool("check", "tiny", "--json", env=standin_nvml.environment(lib, pynvml.NVML_ERROR_LIBRARY_NOT_FOUND))
+        absent = tool(
+            "check", "tiny", "--json", env=standin_nvml.environment(lib, pynvml.NVML_ERROR_LIBRARY_NOT_FOUND)
+        )
         assert {c["status"] for c in json.loads(absent.stdout)["checks"]} == {"pass"}
 
 
@@ -99,20 +115,31 @@ def test_the_reports_driver_gate_fails_with_the_reason(lib: Path, tmp_path: Path
     machine = tmp_path / "machine.json"
     machine.write_text(run_provision("probe", "--json", env=env, check=True).stdout)
     for where in (("--machine", str(machine)), ()):
-        done = run_provision("report", *where, "--profile", str(ROOT / "profiles/cu130.toml"), "--json", env=env)
+        done = run_provision(
+            "report", *where, "--profile", str(ROOT / "profiles/cu130.toml"), "--json", env=env
+        )
         assert done.returncode == 0, done.stderr
         (target,) = json.loads(done.stdout)["machines"][0]["targets"]
         gate = next(g for g in target["gates"] if g["id"] == "driver")
         assert gate["status"] == "fail" and "does not answer (version_mismatch)" in gate["reason"], gate
         assert target["verdict"] == "fail"
-        table = run_provision("report", *where, "--profile", str(ROOT / "profiles/cu130.toml"), env=env).stdout
-        assert "The NVIDIA driver does not answer (version_mismatch)" in table and "every GPU gate is SKIP" not in table
+        table = run_provision(
+            "report", *where, "--profile", str(ROOT / "profiles/cu130.toml"), env=env
+        ).stdout
+        assert (
+            "The NVIDIA driver does not answer (version_mismatch)" in table
+            and "every GPU gate is SKIP" not in table
+        )
 
 
 def test_a_probe_document_from_before_reads_as_unknown_not_as_silent() -> None:
     old = json.loads((ROOT / "docs/machines/h200.probe.json").read_text())
     old["driver"].pop("nvml", None)
-    code = ("import json,sys; from provision.machine.facts import MachineFacts; "
-            "f = MachineFacts.from_dict(json.loads(sys.argv[1]), 'x'); print(f.driver.nvml.state, f.driver.nvml.silent)")
-    said = subprocess.run([sys.executable, "-c", code, json.dumps(old)], capture_output=True, text=True, check=True)
+    code = (
+        "import json,sys; from provision.machine.facts import MachineFacts; "
+        "f = MachineFacts.from_dict(json.loads(sys.argv[1]), 'x'); print(f.driver.nvml.state, f.driver.nvml.silent)"
+    )
+    said = subprocess.run(
+        [sys.executable, "-c", code, json.dumps(old)], capture_output=True, text=True, check=True
+    )
     assert said.stdout.split() == ["unknown", "False"]

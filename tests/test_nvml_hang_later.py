@@ -33,13 +33,20 @@ def hanging(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("hang-later")
     (folder / "s.c").write_text(SOURCE)
     (folder / "lib").mkdir()
-    subprocess.run([standin_nvml.CC, "-shared", "-fPIC", "-o", folder / "lib/libnvidia-ml.so.1", folder / "s.c"],
-                   check=True, timeout=120)
+    subprocess.run(
+        [standin_nvml.CC, "-shared", "-fPIC", "-o", folder / "lib/libnvidia-ml.so.1", folder / "s.c"],
+        check=True,
+        timeout=120,
+    )
     return folder / "lib"
 
 
 def test_a_driver_that_hangs_after_its_start_is_a_timeout_note_not_a_hang(hanging: Path) -> None:
-    env = {"LD_LIBRARY_PATH": str(hanging), "PROVISION_NVML_REPLAY": None, "PROVISION_NVML_START_TIMEOUT": "2"}
+    env = {
+        "LD_LIBRARY_PATH": str(hanging),
+        "PROVISION_NVML_REPLAY": None,
+        "PROVISION_NVML_START_TIMEOUT": "2",
+    }
     try:
         done = run_provision("probe", "--json", env=env, timeout=40)
     except subprocess.TimeoutExpired:

@@ -28,13 +28,16 @@ def test_helps_say_what_rollback_and_home_do(provision_bin: str) -> None:
     rollback = run_provision("rollback", "--help", timeout=60).stdout
     assert "Like `cd -`, it toggles" in rollback
     group = run_provision("--help", timeout=60).stdout
-    assert "Every command takes it" not in group and "commands that use environments" in " ".join(group.split())
+    assert "Every command takes it" not in group and "commands that use environments" in " ".join(
+        group.split()
+    )
     refused = run_provision("probe", "--home", "/tmp", timeout=60)
     assert refused.returncode == 2  # what the help no longer promises
 
 
-def test_run_exits_127_for_a_missing_command_and_126_for_one_not_executable(tmp_path: Path, index_server,
-                                                                            provision_bin: str) -> None:
+def test_run_exits_127_for_a_missing_command_and_126_for_one_not_executable(
+    tmp_path: Path, index_server, provision_bin: str
+) -> None:
     tool = tiny.make_tool(tmp_path, provision_bin, tiny.index(index_server))
     tool.create("tiny", "--no-checks")
     missing = tool("run", "tiny", "--", "no-such-command-here", check=False)
@@ -47,8 +50,9 @@ def test_run_exits_127_for_a_missing_command_and_126_for_one_not_executable(tmp_
     assert tool("run", "tiny", "--", str(script)).stdout == "hi\n"
 
 
-def test_lock_says_what_changed_one_row_per_package_and_a_rebuild_that_rebuilds(tmp_path: Path, index_server,
-                                                                               provision_bin: str) -> None:
+def test_lock_says_what_changed_one_row_per_package_and_a_rebuild_that_rebuilds(
+    tmp_path: Path, index_server, provision_bin: str
+) -> None:
     served = tiny.index(index_server)
     served.add("alpha", "1.0", tag="py3-none-manylinux_2_28_x86_64")  # a second file for one package
     tool = tiny.make_tool(tmp_path, provision_bin, served)
@@ -65,17 +69,22 @@ def test_lock_says_what_changed_one_row_per_package_and_a_rebuild_that_rebuilds(
     header = lock.read_text().splitlines()[0]
     rebuild = header.split("Rebuild: ", 1)[1]
     argv = shlex.split(rebuild)
-    assert argv[:3] == ["provision", "lock", str(profile)] and index in argv and argv[-2:] == ["-o", str(lock)]
-    again = run_provision(*argv[1:], timeout=300,
-                           env=tool.env({"PROVISION_INDEX_DEFAULT": "http://127.0.0.1:9/nothing"}))  # the flag decides
+    assert (
+        argv[:3] == ["provision", "lock", str(profile)] and index in argv and argv[-2:] == ["-o", str(lock)]
+    )
+    again = run_provision(
+        *argv[1:], timeout=300, env=tool.env({"PROVISION_INDEX_DEFAULT": "http://127.0.0.1:9/nothing"})
+    )  # the flag decides
     assert again.returncode == 0, again.stderr
     assert "No changes" in again.stdout
 
     profile.write_text(profile.read_text().replace('alpha = "==1.0"', 'alpha = "==2.0"\nbeta = "==1.0"'))
     changed = tool("lock", str(profile), "--python", PY, index, "-o", str(lock), "--json")
     assert json.loads(changed.stdout)["changes"] == {
-        "added": [{"name": "beta", "version": "1.0"}], "removed": [],
-        "changed": [{"name": "alpha", "from": "1.0", "to": "2.0"}]}
+        "added": [{"name": "beta", "version": "1.0"}],
+        "removed": [],
+        "changed": [{"name": "alpha", "from": "1.0", "to": "2.0"}],
+    }
     profile.write_text(profile.read_text().replace('beta = "==1.0"', ""))
     human = tool("lock", str(profile), "--python", PY, index, "-o", str(lock), env={"COLUMNS": "250"})
     assert "  Removed beta v1.0" in human.stdout
@@ -87,8 +96,10 @@ def test_the_nightly_line_is_for_nightlies_only(tmp_path: Path, index_server, pr
     nightly.add("gamma", "1.0.dev20260101")
     tool = tiny.make_tool(tmp_path, provision_bin, served)
     path = tmp_path / "night.toml"
-    path.write_text(f'schema = 1\nname = "night"\ncuda = "13.0"\n[indexes]\nnightly = "{nightly.url}"\n'
-                    '[packages]\ngamma = { index = "nightly", version = ">=1.0.dev0", prerelease = true }\n')
+    path.write_text(
+        f'schema = 1\nname = "night"\ncuda = "13.0"\n[indexes]\nnightly = "{nightly.url}"\n'
+        '[packages]\ngamma = { index = "nightly", version = ">=1.0.dev0", prerelease = true }\n'
+    )
     done = tool("lock", str(path), "--python", PY, "-o", str(tmp_path / "pylock.night.toml"))
     assert "finding the newest complete nightly" in done.stderr and "nightly date: 20260101" in done.stdout
 
@@ -97,12 +108,21 @@ def test_report_machine_takes_a_shell_globs_files(tmp_path: Path, provision_bin:
     from conftest import DATA
 
     for name in ("h200", "rtx-pro-6000-x8"):
-        probed = run_provision("probe", "--json", timeout=120,
-                                env={**os.environ, "PROVISION_NVML_REPLAY": str(DATA / f"{name}.nvml.json")})
+        probed = run_provision(
+            "probe",
+            "--json",
+            timeout=120,
+            env={**os.environ, "PROVISION_NVML_REPLAY": str(DATA / f"{name}.nvml.json")},
+        )
         assert probed.returncode == 0, probed.stderr
         (tmp_path / f"{name}.json").write_text(probed.stdout)
-    globbed = subprocess.run(f"{provision_bin} report --machine {tmp_path}/*.json --profile cu130 --json", shell=True,
-                             capture_output=True, text=True, timeout=120)
+    globbed = subprocess.run(
+        f"{provision_bin} report --machine {tmp_path}/*.json --profile cu130 --json",
+        shell=True,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert globbed.returncode == 0, globbed.stderr
     sources = [m["source"] for m in json.loads(globbed.stdout)["machines"]]
     assert sources == [str(tmp_path / "h200.json"), str(tmp_path / "rtx-pro-6000-x8.json")]
@@ -111,15 +131,33 @@ def test_report_machine_takes_a_shell_globs_files(tmp_path: Path, provision_bin:
 
 
 def test_report_lock_no_fetch_counts_match_its_rows(tmp_path: Path, index_server, provision_bin: str) -> None:
-    tool = tiny.make_tool(tmp_path, provision_bin, tiny.index(index_server), ("two", 'alpha = "==2.0"\nbeta = "==1.0"'))
+    tool = tiny.make_tool(
+        tmp_path, provision_bin, tiny.index(index_server), ("two", 'alpha = "==2.0"\nbeta = "==1.0"')
+    )
     lock = tmp_path / "pylock.two.toml"
     tool("lock", "two", "--python", PY, "-o", str(lock))
-    probe = tool("probe", "--json", env={"PROVISION_NVML_REPLAY": str(Path(__file__).parent / "data" / "h200.nvml.json")})
+    probe = tool(
+        "probe",
+        "--json",
+        env={"PROVISION_NVML_REPLAY": str(Path(__file__).parent / "data" / "h200.nvml.json")},
+    )
     (tmp_path / "h200.json").write_text(probe.stdout)
-    done = tool("report", "--lock", str(lock), "--no-fetch", "--machine", str(tmp_path / "h200.json"), "--json",
-                env={"UV_CACHE_DIR": str(tmp_path / "empty-uv-cache"), "XDG_CACHE_HOME": str(tmp_path / "xdg")})
+    done = tool(
+        "report",
+        "--lock",
+        str(lock),
+        "--no-fetch",
+        "--machine",
+        str(tmp_path / "h200.json"),
+        "--json",
+        env={"UV_CACHE_DIR": str(tmp_path / "empty-uv-cache"), "XDG_CACHE_HOME": str(tmp_path / "xdg")},
+    )
     (target,) = json.loads(done.stdout)["machines"][0]["targets"]
     skipped = [g for g in target["gates"] if g["id"].startswith("wheel:") and g["status"] == "skip"]
     (summary,) = [g for g in target["gates"] if g["id"] == "lock-scan"]
     assert len(skipped) == 2 and "not in uv's cache (--no-fetch)" in skipped[0]["reason"]
-    assert "0 from uv's cache" in summary["reason"] and "2 not scanned" in summary["reason"] and "2 wheels" in summary["reason"]
+    assert (
+        "0 from uv's cache" in summary["reason"]
+        and "2 not scanned" in summary["reason"]
+        and "2 wheels" in summary["reason"]
+    )

@@ -122,22 +122,44 @@ def test_a_toolkits_three_nvcc_questions_are_asked_at_once(tmp_path: Path) -> No
     nvcc.rename(real)
     marks = tmp_path / "started"
     marks.mkdir()
-    nvcc.write_text(f'#!/bin/sh\ntouch "{marks}/$1"\nfor _ in $(seq 200); do\n'
-                    f'  [ "$(ls "{marks}" | wc -l)" -ge 3 ] && exec "{real}" "$1"\n  sleep 0.1\ndone\nexit 1\n')
+    nvcc.write_text(
+        f'#!/bin/sh\ntouch "{marks}/$1"\nfor _ in $(seq 200); do\n'
+        f'  [ "$(ls "{marks}" | wc -l)" -ge 3 ] && exec "{real}" "$1"\n  sleep 0.1\ndone\nexit 1\n'
+    )
     nvcc.chmod(nvcc.stat().st_mode | stat.S_IEXEC)
     toolkit = toolkits.describe(nvcc, ["test"])
     assert not isinstance(toolkit, str), toolkit
-    assert toolkit.version == "13.0" and toolkit.sms == ("sm_90", "sm_120") and toolkit.ptx == ("compute_90", "compute_120")
+    assert (
+        toolkit.version == "13.0"
+        and toolkit.sms == ("sm_90", "sm_120")
+        and toolkit.ptx == ("compute_90", "compute_120")
+    )
 
 
 def test_the_nvcc_processes_start_before_the_readers_are_imported() -> None:
     """probe's module imports only what starts its threads (NVML's, then the nvcc processes'); the toolkit finder,
     the facts' classes, NVML, PCI and host readers (and pynvml) come while NVML starts."""
     code = "import sys\nfrom provision.machine import probe\nprint(' '.join(sorted(sys.modules)))"
-    loaded = set(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60).stdout.split())
+    loaded = set(
+        subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+        ).stdout.split()
+    )
     assert "provision.machine.threads" in loaded
-    assert not {"provision.machine.toolkits", "provision.proc", "provision.machine.facts", "provision.machine.nvml", "provision.machine.pci", "provision.machine.host",
-                "provision.knowledge", "pynvml", "ctypes"} & loaded, loaded
+    assert (
+        not {
+            "provision.machine.toolkits",
+            "provision.proc",
+            "provision.machine.facts",
+            "provision.machine.nvml",
+            "provision.machine.pci",
+            "provision.machine.host",
+            "provision.knowledge",
+            "pynvml",
+            "ctypes",
+        }
+        & loaded
+    ), loaded
 
 
 def test_probe_process_on_this_machine(provision_bin: str) -> None:
@@ -216,9 +238,12 @@ def test_nvswitch_links_name_the_pair_like_nvidia_smi() -> None:
 def test_a_damaged_recording_is_one_line(tmp_path: Path, provision_bin: str) -> None:
     bad = tmp_path / "bad.json"
     bad.write_text('{"driver": "580"}')
-    done = run_provision("probe", "--json", timeout=60,
-                          env={**os.environ, nvml.REPLAY_VARIABLE: str(bad)})
-    assert done.returncode == 2 and "not a readable NVML recording" in done.stderr and "Traceback" not in done.stderr
+    done = run_provision("probe", "--json", timeout=60, env={**os.environ, nvml.REPLAY_VARIABLE: str(bad)})
+    assert (
+        done.returncode == 2
+        and "not a readable NVML recording" in done.stderr
+        and "Traceback" not in done.stderr
+    )
 
 
 def test_the_recorded_2_x_h200_nvswitch_pair_reads_nv18_like_nvidia_smi() -> None:
@@ -226,7 +251,9 @@ def test_the_recorded_2_x_h200_nvswitch_pair_reads_nv18_like_nvidia_smi() -> Non
     where `nvidia-smi topo -m` printed NV18: every link's far end is the NVSwitch, never the peer GPU."""
     r = replay("h200-x2.nvml.json")
     assert [g.nvlink_active_links for g in r.gpus] == [18, 18]
-    assert [(link.gpu_a, link.gpu_b, link.link, link.p2p_read) for link in r.topology] == [(0, 1, "NV18", "ok")]
+    assert [(link.gpu_a, link.gpu_b, link.link, link.p2p_read) for link in r.topology] == [
+        (0, 1, "NV18", "ok")
+    ]
     assert not MachineFacts(gpus=tuple(r.gpus), topology=tuple(r.topology)).pcie_only
 
 
@@ -234,37 +261,47 @@ def _recording(*calls: dict[str, object]) -> str:
     return json.dumps({"format": "provision-nvml-recording", "version": 1, "calls": list(calls)})
 
 
-def test_hostile_recordings_are_one_line_exit_2_never_a_hang_or_a_silent_no_driver(tmp_path: Path, provision_bin: str) -> None:
+def test_hostile_recordings_are_one_line_exit_2_never_a_hang_or_a_silent_no_driver(
+    tmp_path: Path, provision_bin: str
+) -> None:
     """A recording with an entry lacking its answer, an error code that is not a number, a handle that is not an
     index, or JSON nested past Python's recursion limit is not a recording: exit 2, not 'no NVIDIA driver'."""
     init = {"fn": "nvmlInit", "args": []}
     damaged = {
         "no-result": _recording(init),
         "error-text": _recording({**init, "error": "x"}),
-        "bad-handle": _recording({**init, "result": None}, {"fn": "nvmlDeviceGetHandleByIndex", "args": [0], "result": {"handle": "x"}}),
+        "bad-handle": _recording(
+            {**init, "result": None},
+            {"fn": "nvmlDeviceGetHandleByIndex", "args": [0], "result": {"handle": "x"}},
+        ),
         "calls-dict": json.dumps({"format": "provision-nvml-recording", "calls": {"a": 1}}),
         "deep": "[" * 100_000,
     }
     for name, text in damaged.items():
         bad = tmp_path / f"{name}.json"
         bad.write_text(text)
-        done = run_provision("probe", timeout=60,
-                              env={**os.environ, nvml.REPLAY_VARIABLE: str(bad)})
+        done = run_provision("probe", timeout=60, env={**os.environ, nvml.REPLAY_VARIABLE: str(bad)})
         assert done.returncode == 2, (name, done.stderr)
         assert "not a readable NVML recording" in done.stderr and "Traceback" not in done.stderr, name
 
 
 def test_a_billion_gpus_is_a_note_not_a_hang(tmp_path: Path) -> None:
     huge = tmp_path / "huge.json"
-    huge.write_text(_recording({"fn": "nvmlInit", "args": [], "result": None},
-                               {"fn": "nvmlDeviceGetCount", "args": [], "result": 10**9}))
+    huge.write_text(
+        _recording(
+            {"fn": "nvmlInit", "args": [], "result": None},
+            {"fn": "nvmlDeviceGetCount", "args": [], "result": 10**9},
+        )
+    )
     started = time.process_time()  # CPU time: a billion GPUs walked would take minutes of it, however loaded
     reading = nvml.read(nvml.replay_file(huge))
     assert time.process_time() - started < 5
     assert reading.gpus == [] and any("1000000000 is not a number of GPUs" in n for n in reading.notes)
 
 
-def test_nvml_starts_on_a_thread_before_the_reading_and_every_start_is_shut_down(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_nvml_starts_on_a_thread_before_the_reading_and_every_start_is_shut_down(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """probe starts NVML (nvmlInitWithFlags of NVML's library: the driver's time) on a thread, and pynvml is imported while
     it runs, not after; nvml.read's own nvmlInit then only counts one more user, and both starts end in a shutdown
     (NVML counts its users)."""
@@ -291,7 +328,9 @@ def test_nvml_starts_on_a_thread_before_the_reading_and_every_start_is_shut_down
         def __init__(self) -> None:
             imported.set()
 
-        def nvmlInit(self) -> None:  # on the reading's own thread, bounded (a driver that stops answering is a note)
+        def nvmlInit(
+            self,
+        ) -> None:  # on the reading's own thread, bounded (a driver that stops answering is a note)
             assert threading.current_thread() is not threading.main_thread()
             events.append(f"init reading, knowledge.toml read {knowledge.tables.cache_info().currsize}")
 
@@ -301,8 +340,12 @@ def test_nvml_starts_on_a_thread_before_the_reading_and_every_start_is_shut_down
         def __getattr__(self, name: str) -> object:
             return getattr(replay, name)
 
-    class Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):  # `import pynvml` gives Counting, seen as it happens
-        def find_spec(self, name: str, path: object, target: object = None) -> importlib.machinery.ModuleSpec | None:
+    class Finder(
+        importlib.abc.MetaPathFinder, importlib.abc.Loader
+    ):  # `import pynvml` gives Counting, seen as it happens
+        def find_spec(
+            self, name: str, path: object, target: object = None
+        ) -> importlib.machinery.ModuleSpec | None:
             return importlib.util.spec_from_loader(name, self) if name == "pynvml" else None
 
         def create_module(self, spec: importlib.machinery.ModuleSpec) -> Any:
@@ -313,9 +356,13 @@ def test_nvml_starts_on_a_thread_before_the_reading_and_every_start_is_shut_down
 
     import pynvml  # the real one, put back after the test
 
-    source = Path(pynvml.__file__).read_text()  # the fake Library answers only what the real binding asks the library
+    source = Path(
+        pynvml.__file__
+    ).read_text()  # the fake Library answers only what the real binding asks the library
     assert f'CDLL("{probe.NVML_LIBRARY}")' in source
-    assert all(f'_nvmlGetFunctionPointer("{name}")' in source for name in vars(Library) if name.startswith("nvml"))
+    assert all(
+        f'_nvmlGetFunctionPointer("{name}")' in source for name in vars(Library) if name.startswith("nvml")
+    )
 
     monkeypatch.delenv(nvml.REPLAY_VARIABLE, raising=False)
     monkeypatch.setattr(probe, "_open_library", Library)
@@ -323,8 +370,12 @@ def test_nvml_starts_on_a_thread_before_the_reading_and_every_start_is_shut_down
     monkeypatch.setattr(sys, "meta_path", [Finder(), *sys.meta_path])
     knowledge.tables.cache_clear()
     facts = probe.probe()
-    assert events == ["init thread, pynvml imported meanwhile: True", "init reading, knowledge.toml read 1", "shutdown",
-                      "shutdown thread's"]
+    assert events == [
+        "init thread, pynvml imported meanwhile: True",
+        "init reading, knowledge.toml read 1",
+        "shutdown",
+        "shutdown thread's",
+    ]
     assert [g.name for g in facts.gpus] == ["NVIDIA H200"] and facts.driver.version == "580.159.04"
     assert probe.REPLAY_VARIABLE == nvml.REPLAY_VARIABLE
 
@@ -336,7 +387,9 @@ def test_a_replay_starts_no_nvml(monkeypatch: pytest.MonkeyPatch) -> None:
         def __getattr__(self, name: str) -> object:
             raise AssertionError(f"a replay touched pynvml.{name}")
 
-    replay = nvml.replay_file(DATA / "h200.nvml.json")  # its own binding checks against the real pynvml, made first
+    replay = nvml.replay_file(
+        DATA / "h200.nvml.json"
+    )  # its own binding checks against the real pynvml, made first
     monkeypatch.setenv(nvml.REPLAY_VARIABLE, str(DATA / "h200.nvml.json"))
     monkeypatch.setattr(nvml, "replay_file", lambda path: replay)
     monkeypatch.setitem(sys.modules, "pynvml", Refusing())
@@ -380,8 +433,14 @@ def hung_nvml(tmp_path: Path) -> dict[str, str | None]:
     source.write_text(HUNG_NVML)
     library = tmp_path / "lib" / "libnvidia-ml.so.1"
     library.parent.mkdir()
-    subprocess.run([shutil.which("cc") or "gcc", "-shared", "-fPIC", "-o", library, source], check=True, timeout=120)
-    return {"LD_LIBRARY_PATH": str(library.parent), nvml.REPLAY_VARIABLE: None, "PROVISION_NVML_START_TIMEOUT": "1"}
+    subprocess.run(
+        [shutil.which("cc") or "gcc", "-shared", "-fPIC", "-o", library, source], check=True, timeout=120
+    )
+    return {
+        "LD_LIBRARY_PATH": str(library.parent),
+        nvml.REPLAY_VARIABLE: None,
+        "PROVISION_NVML_START_TIMEOUT": "1",
+    }
 
 
 NO_CC = not (shutil.which("cc") or shutil.which("gcc"))
@@ -397,11 +456,14 @@ def test_a_driver_that_never_answers_nvml_is_a_note_not_a_hang(tmp_path: Path) -
     done = run_provision("probe", "--json", "--record-nvml", record, env=env, timeout=60)
     assert done.returncode == 0, done.stderr
     facts = json.loads(done.stdout)
-    assert facts["gpus"] == [] and any(n.startswith("NVML did not start within 1 s") and "nothing recorded" in n
-                                       for n in facts["notes"]), facts["notes"]
+    assert facts["gpus"] == [] and any(
+        n.startswith("NVML did not start within 1 s") and "nothing recorded" in n for n in facts["notes"]
+    ), facts["notes"]
     assert not record.exists()
     bad = run_provision("probe", env={**env, "PROVISION_NVML_START_TIMEOUT": "nan"}, timeout=60)
-    assert bad.returncode == 2 and "PROVISION_NVML_START_TIMEOUT='nan' is not a number of seconds" in bad.stderr
+    assert (
+        bad.returncode == 2 and "PROVISION_NVML_START_TIMEOUT='nan' is not a number of seconds" in bad.stderr
+    )
 
 
 @pytest.mark.skipif(NO_CC, reason="no C compiler to build a hung NVML library")
@@ -414,14 +476,21 @@ def test_check_and_baseline_do_not_hang_on_a_driver_that_never_answers(tmp_path:
     home = tmp_path / "home"
     run_provision("adopt", "hung", venv, "--no-lock", "--home", home, check=True)
     started = time.monotonic()
-    baseline = run_provision("baseline", "hung", "--home", home, env=env, timeout=120)  # before a check: its own read
-    assert baseline.returncode != 0 and "did not answer NVML's start in time (no answer within 1 s)" in baseline.stderr, baseline.stderr
+    baseline = run_provision(
+        "baseline", "hung", "--home", home, env=env, timeout=120
+    )  # before a check: its own read
+    assert (
+        baseline.returncode != 0
+        and "did not answer NVML's start in time (no answer within 1 s)" in baseline.stderr
+    ), baseline.stderr
     done = run_provision("check", "hung", "--json", "--home", home, env=env, timeout=120)
     assert done.returncode == 1, done.stderr
     checks = {c["id"]: c for c in json.loads(done.stdout)["checks"]}
     # a driver that does not answer is no machine without GPUs: the GPU checks are ERROR, never SKIP (issue 36)
-    assert checks["driver"]["status"] == "error" and "did not answer NVML's start in time (no answer within 1 s)" \
-        in checks["driver"]["reason"], checks
+    assert (
+        checks["driver"]["status"] == "error"
+        and "did not answer NVML's start in time (no answer within 1 s)" in checks["driver"]["reason"]
+    ), checks
     assert time.monotonic() - started < 60
 
 
@@ -430,6 +499,8 @@ def test_record_nvml_naming_a_folder_overwrites_nothing(tmp_path: Path) -> None:
     A file name ends with no /: exit 2 naming the option, and the file is as it was."""
     kept = tmp_path / "true"
     kept.write_text("mine\n")
-    done = run_provision("probe", "--record-nvml", f"{kept}/", env={nvml.REPLAY_VARIABLE: str(DATA / "h200.nvml.json")})
+    done = run_provision(
+        "probe", "--record-nvml", f"{kept}/", env={nvml.REPLAY_VARIABLE: str(DATA / "h200.nvml.json")}
+    )
     assert done.returncode == 2 and f"--record-nvml {kept}/" in done.stderr, done.stderr
     assert len(done.stderr.strip().splitlines()) <= 2 and kept.read_text() == "mine\n"

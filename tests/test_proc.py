@@ -26,12 +26,16 @@ def test_a_child_run_with_progress_is_seen_ending_without_polling(monkeypatch: p
 
 def test_a_child_past_its_timeout_is_stopped_and_said_so() -> None:
     start = time.monotonic()
-    done = proc.run([sys.executable, "-c", "import time; time.sleep(30)"], timeout=0.5, on_stderr_line=lambda _: None)
+    done = proc.run(
+        [sys.executable, "-c", "import time; time.sleep(30)"], timeout=0.5, on_stderr_line=lambda _: None
+    )
     assert done.timed_out and done.returncode == -1
     assert time.monotonic() - start < 20  # stopped at its bound, not after its 30 s
 
 
 def test_an_exit_code_and_a_signal_are_read_as_popen_reads_them() -> None:
-    failed = proc.run([sys.executable, "-c", "raise SystemExit(3)"], timeout=60, on_stderr_line=lambda _: None)
+    failed = proc.run(
+        [sys.executable, "-c", "raise SystemExit(3)"], timeout=60, on_stderr_line=lambda _: None
+    )
     killed = proc.run(["sh", "-c", "kill -9 $$"], timeout=60, on_stderr_line=lambda _: None)
     assert (failed.returncode, killed.returncode) == (3, -9)

@@ -32,7 +32,9 @@ def test_shipped_profiles_load() -> None:
     cu130 = names["cu130"]
     assert cu130.cuda == "13.0" and list(cu130.indexes)[0] == "pytorch"
     assert cu130.bound_index("torch") == "pytorch" and cu130.bound_index("sgl_kernel") == "sglang"
-    assert cu130.env["FLASHINFER_CUDA_ARCH_LIST"] == "{arch_list}"  # filled from the GPUs at create and check time
+    assert (
+        cu130.env["FLASHINFER_CUDA_ARCH_LIST"] == "{arch_list}"
+    )  # filled from the GPUs at create and check time
     assert names["cu128"].cuda == "12.8"
 
 
@@ -40,20 +42,35 @@ def test_shipped_profiles_load() -> None:
     ("text", "expected"),
     [
         ("", "the file is empty"),
-        ("schema = 1\nname = \"t\"\ncuda = 13.0\n[packages]\nx = {}\n", "cuda: expected a CUDA release"),
+        ('schema = 1\nname = "t"\ncuda = 13.0\n[packages]\nx = {}\n', "cuda: expected a CUDA release"),
         (GOOD.replace("schema = 1", "schema = 9"), "schema: version 9 is not known"),
         (GOOD.replace('cuda = "13.0"\n', ""), "cuda: missing"),
         (GOOD + "colour = 1\n", "packages.colour: expected a table"),
         (GOOD.replace('name = "t"', 'name = "t"\ncolor = "x"'), "color: unknown key"),
-        (GOOD.replace('index = "pytorch"', 'index = "nightly"'), "packages.torch.index: names index 'nightly'"),
-        (GOOD.replace(">=2.10.0.dev0", ">=>2"), "packages.torch.version: '>=>2' is not a valid version specifier"),
-        (GOOD.replace("prerelease = true", "prerelease = 1"), "packages.torch.prerelease: expected true or false"),
+        (
+            GOOD.replace('index = "pytorch"', 'index = "nightly"'),
+            "packages.torch.index: names index 'nightly'",
+        ),
+        (
+            GOOD.replace(">=2.10.0.dev0", ">=>2"),
+            "packages.torch.version: '>=>2' is not a valid version specifier",
+        ),
+        (
+            GOOD.replace("prerelease = true", "prerelease = 1"),
+            "packages.torch.prerelease: expected true or false",
+        ),
         (GOOD.replace("[packages]", "[packages\n"), "not valid TOML"),
-        (GOOD.replace('torch = { index = "pytorch", version = ">=2.10.0.dev0", prerelease = true }', ""), "packages: empty"),
-        (GOOD + "[checks]\nrequired = [\"gpu-burn\"]\n", "checks.required: unknown check 'gpu-burn'"),
-        (GOOD + "[baseline]\ncommand = [\"x\"]\n", "baseline: give exactly one of pattern"),
-        (GOOD + "[baseline]\ncommand = [\"x\"]\npattern = \"tok\"\n", "needs one capturing group"),
-        (GOOD.replace("https://example.invalid/whl", "example.invalid"), "indexes.pytorch: expected an http(s)"),
+        (
+            GOOD.replace('torch = { index = "pytorch", version = ">=2.10.0.dev0", prerelease = true }', ""),
+            "packages: empty",
+        ),
+        (GOOD + '[checks]\nrequired = ["gpu-burn"]\n', "checks.required: unknown check 'gpu-burn'"),
+        (GOOD + '[baseline]\ncommand = ["x"]\n', "baseline: give exactly one of pattern"),
+        (GOOD + '[baseline]\ncommand = ["x"]\npattern = "tok"\n', "needs one capturing group"),
+        (
+            GOOD.replace("https://example.invalid/whl", "example.invalid"),
+            "indexes.pytorch: expected an http(s)",
+        ),
     ],
 )
 def test_bad_profiles_name_file_and_key(tmp_path: Path, text: str, expected: str) -> None:
@@ -81,7 +98,7 @@ def test_profile_by_path_and_by_search_dir(tmp_path: Path, monkeypatch: pytest.M
 
 def test_content_hash_changes_with_the_file(tmp_path: Path) -> None:
     first = profiles.load_file(write(tmp_path, GOOD)).content_hash
-    second = profiles.load_file(write(tmp_path, GOOD + "\n[env]\nA = \"1\"\n")).content_hash
+    second = profiles.load_file(write(tmp_path, GOOD + '\n[env]\nA = "1"\n')).content_hash
     assert first != second and len(first) == 64
 
 
@@ -119,5 +136,9 @@ def test_no_shipped_file_refers_outside_the_repository() -> None:
             assert (ROOT / named).is_file(), (path, named)
     stable = profiles.load("cu130-stable")
     pins = {p.name: p.version for p in stable.packages}
-    assert pins["sglang"] == "==0.5.23" and "flashinfer-cubin" not in pins and "flashinfer" not in stable.indexes
-    assert "flashinfer-cubin" not in {p.name for p in profiles.load("cu130").packages}  # none past 0.6.13 on the default index
+    assert (
+        pins["sglang"] == "==0.5.23" and "flashinfer-cubin" not in pins and "flashinfer" not in stable.indexes
+    )
+    assert "flashinfer-cubin" not in {
+        p.name for p in profiles.load("cu130").packages
+    }  # none past 0.6.13 on the default index

@@ -10,9 +10,12 @@ from pathlib import Path
 import tiny
 
 
-def test_create_report_env_and_remove_show_progress_and_q_silences_it(tmp_path: Path, index_server,
-                                                                        provision_bin: str) -> None:
-    tool = tiny.make_tool(tmp_path, provision_bin, tiny.index(index_server), ("two", 'alpha = "==2.0"\nbeta = "==1.0"'))
+def test_create_report_env_and_remove_show_progress_and_q_silences_it(
+    tmp_path: Path, index_server, provision_bin: str
+) -> None:
+    tool = tiny.make_tool(
+        tmp_path, provision_bin, tiny.index(index_server), ("two", 'alpha = "==2.0"\nbeta = "==1.0"')
+    )
     created = tool.create("two", "--no-checks")
     lines = created.stderr.splitlines()
     assert "... uv: + alpha==2.0" in lines and "... uv: + beta==1.0" in lines, created.stderr  # per package
@@ -25,7 +28,10 @@ def test_create_report_env_and_remove_show_progress_and_q_silences_it(tmp_path: 
     reported = tool("report", "--env", "two", "--profile", "tiny", "--json")
     assert json.loads(reported.stdout)["machines"]
     reported = tool("report", "--env", "two", "--profile", "tiny")
-    assert "... two: scanning its CUDA binaries" in reported.stderr and "... two: reading the installed versions" in reported.stderr
+    assert (
+        "... two: scanning its CUDA binaries" in reported.stderr
+        and "... two: reading the installed versions" in reported.stderr
+    )
     assert tool("report", "--env", "two", "--profile", "tiny", "-q").stderr == ""
 
     removed = tool("remove", "two")

@@ -18,8 +18,10 @@ from provision.stacks import uvtool
 
 @pytest.mark.timeout(60)  # a pipe read as METADATA waited forever
 def test_scripts_are_rewritten_past_other_distributions_with_damaged_metadata(tmp_path: Path) -> None:
-    files = {"tool_x/__init__.py": b"def main():\n    print('tool-x 2')\n",
-             "tool_x-2.0.dist-info/entry_points.txt": b"[console_scripts]\ntoolx = tool_x:main\n"}
+    files = {
+        "tool_x/__init__.py": b"def main():\n    print('tool-x 2')\n",
+        "tool_x-2.0.dist-info/entry_points.txt": b"[console_scripts]\ntoolx = tool_x:main\n",
+    }
     wheel = build_wheel(tmp_path / "wheels", "tool-x", "2.0", files=files)
     venv, staging = tmp_path / "venv", tmp_path / ".venv.restore-1-x"
     uvtool.run(["venv", str(venv), "--python", sys.executable, "--quiet"])
@@ -28,7 +30,9 @@ def test_scripts_are_rewritten_past_other_distributions_with_damaged_metadata(tm
     site = drift.site_packages(staging)
     latin = site / "old_pkg-1.0.dist-info"
     latin.mkdir()
-    (latin / "METADATA").write_bytes(b"Metadata-Version: 1.1\nName: old-pkg\nVersion: 1.0\nAuthor: Jos\xe9 Mar\xeda\n")
+    (latin / "METADATA").write_bytes(
+        b"Metadata-Version: 1.1\nName: old-pkg\nVersion: 1.0\nAuthor: Jos\xe9 Mar\xeda\n"
+    )
     piped = site / "aa_piped-1.0.dist-info"  # sorted before tool_x: read first
     piped.mkdir()
     os.mkfifo(piped / "METADATA")

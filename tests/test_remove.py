@@ -38,10 +38,14 @@ def held_aside(home: Path, aside: Path, remover: subprocess.Popen[str]) -> None:
                 return
             time.sleep(0.001)
     remover.kill()
-    raise AssertionError(f"remove never deleted {aside.name} with HOME's lock released (exit {remover.poll()})")
+    raise AssertionError(
+        f"remove never deleted {aside.name} with HOME's lock released (exit {remover.poll()})"
+    )
 
 
-def test_switch_and_rollback_during_a_large_remove_do_not_wait(tmp_path: Path, index_server, provision_bin: str) -> None:
+def test_switch_and_rollback_during_a_large_remove_do_not_wait(
+    tmp_path: Path, index_server, provision_bin: str
+) -> None:
     tool = tiny.make_tool(tmp_path, provision_bin, tiny.index(index_server))
     for name in ("big", "other", "third"):
         tool.create("tiny", "--name", name, "--no-checks")
@@ -64,7 +68,9 @@ def test_switch_and_rollback_during_a_large_remove_do_not_wait(tmp_path: Path, i
     assert "deleting big's files" in err and "removed big" in err
 
 
-def test_a_killed_remove_leaves_its_aside_folder_to_gc(tmp_path: Path, index_server, provision_bin: str) -> None:
+def test_a_killed_remove_leaves_its_aside_folder_to_gc(
+    tmp_path: Path, index_server, provision_bin: str
+) -> None:
     tool = tiny.make_tool(tmp_path, provision_bin, tiny.index(index_server))
     tool.create("tiny", "--name", "big", "--no-checks")
     tool.create("tiny", "--name", "other", "--no-checks")

@@ -31,25 +31,41 @@ def table() -> render.Table:
     return built.done()
 
 
-def test_json_is_the_document_with_its_schema_version_and_nothing_else(capsys: pytest.CaptureFixture[str]) -> None:
-    shown = Shown({"active": "two", "skipped": []}, [table(), Line("a line"), Info("said"), Raw("raw\n")], exit_code=1)
+def test_json_is_the_document_with_its_schema_version_and_nothing_else(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    shown = Shown(
+        {"active": "two", "skipped": []}, [table(), Line("a line"), Info("said"), Raw("raw\n")], exit_code=1
+    )
     assert render.render(shown, "json") == 1
     out, err = capsys.readouterr()
     assert json.loads(out) == {"schema_version": 1, "active": "two", "skipped": []}
-    assert list(json.loads(out))[0] == "schema_version" and err == ""  # no table, line or info beside the document
+    assert (
+        list(json.loads(out))[0] == "schema_version" and err == ""
+    )  # no table, line or info beside the document
     with pytest.raises(ValueError, match="no JSON document"):
         render.render(Shown(None, [Line("x")]), "json")
 
 
-def test_a_table_is_drawn_with_its_title_columns_verdicts_and_caption(capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_table_is_drawn_with_its_title_columns_verdicts_and_caption(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     assert render.render(Shown({}, [table(), Line("after the table")]), "table") == 0
     out, err = capsys.readouterr()
-    assert "Checks" in out and "status" in out and "PASS" in out and "FAIL" in out and "torch 2.11 | cu130" in out
+    assert (
+        "Checks" in out
+        and "status" in out
+        and "PASS" in out
+        and "FAIL" in out
+        and "torch 2.11 | cu130" in out
+    )
     assert "line one" in out and "line two" in out and "one row per check" in out
     assert out.index("Checks") < out.index("after the table") and err == ""
 
 
-def test_markdown_escapes_pipes_and_newlines_in_cells_and_bolds_verdicts(capsys: pytest.CaptureFixture[str]) -> None:
+def test_markdown_escapes_pipes_and_newlines_in_cells_and_bolds_verdicts(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     render.render(Shown({}, [Line("Report", heading=2), table(), Line("bell \x07 here")]), "markdown")
     out = capsys.readouterr().out
     assert out.splitlines()[0] == "## Report"
@@ -83,12 +99,24 @@ def test_raw_text_is_written_exactly(capsys: pytest.CaptureFixture[str]) -> None
     assert capsys.readouterr().out == text + "\n"  # a block of its own in the ticket
 
 
-LINES = ["", "plain", "x" * 300, "  lead and trail  ", "two\nlines", "trailing\n", "\x1b[31mred\x07 a\r\nb", "\x0b\x0c\x00\x7f\x85",
-         "emoji :fire: [bold]x[/bold] torch[cu128]", "wide \u65e5\u672c a\u200bb \u00e9\u0301 " * 20, "a\u2028b"]
+LINES = [
+    "",
+    "plain",
+    "x" * 300,
+    "  lead and trail  ",
+    "two\nlines",
+    "trailing\n",
+    "\x1b[31mred\x07 a\r\nb",
+    "\x0b\x0c\x00\x7f\x85",
+    "emoji :fire: [bold]x[/bold] torch[cu128]",
+    "wide \u65e5\u672c a\u200bb \u00e9\u0301 " * 20,
+    "a\u2028b",
+]
 
 
-def test_lines_without_a_table_are_written_as_rich_writes_them(capsys: pytest.CaptureFixture[str],
-                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+def test_lines_without_a_table_are_written_as_rich_writes_them(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Piped lines with no table are written without loading rich (its import is a tenth of a second of CPU in every
     command that prints a line or two): the very text rich wrote, as a table among them still has it write them."""
     for name in ("TTY_COMPATIBLE", "FORCE_COLOR"):
@@ -97,11 +125,18 @@ def test_lines_without_a_table_are_written_as_rich_writes_them(capsys: pytest.Ca
     plain = capsys.readouterr().out
     render.render(Shown({}, [*(Line(text) for text in LINES), table()]), "table")
     by_rich = capsys.readouterr().out
-    assert by_rich.startswith(plain) and len(by_rich) > len(plain) and plain.count("\n") >= len(LINES), (plain, by_rich)
+    assert by_rich.startswith(plain) and len(by_rich) > len(plain) and plain.count("\n") >= len(LINES), (
+        plain,
+        by_rich,
+    )
 
 
-def test_problems_go_to_stderr_in_every_output_and_quiet_keeps_them(capsys: pytest.CaptureFixture[str], level: None) -> None:
-    shown = Shown({"skipped": ["x.toml"]}, [Problem("x.toml: not a regular file", "move it"), table()], exit_code=4)
+def test_problems_go_to_stderr_in_every_output_and_quiet_keeps_them(
+    capsys: pytest.CaptureFixture[str], level: None
+) -> None:
+    shown = Shown(
+        {"skipped": ["x.toml"]}, [Problem("x.toml: not a regular file", "move it"), table()], exit_code=4
+    )
     log.set_level(log.QUIET)
     for output in ("json", "table", "markdown"):
         assert render.render(shown, output) == 4
@@ -153,7 +188,9 @@ def writes(path: Path) -> list[str]:
 
 
 def modules() -> list[str]:
-    return sorted(str(p.relative_to(PACKAGE)) for folder in ("cli", "views") for p in (PACKAGE / folder).glob("*.py"))
+    return sorted(
+        str(p.relative_to(PACKAGE)) for folder in ("cli", "views") for p in (PACKAGE / folder).glob("*.py")
+    )
 
 
 @pytest.mark.parametrize("module", modules())
@@ -168,8 +205,11 @@ def reads_the_output(path: Path) -> list[str]:
     """`line: as_json` wherever `path` names it: a view is handed its result, never the output it will be shown as."""
     found = []
     for node in ast.walk(ast.parse(path.read_text(), str(path))):
-        if (isinstance(node, ast.Name) and node.id == "as_json") or (isinstance(node, ast.arg) and node.arg == "as_json") \
-                or (isinstance(node, ast.Attribute) and node.attr == "as_json"):
+        if (
+            (isinstance(node, ast.Name) and node.id == "as_json")
+            or (isinstance(node, ast.arg) and node.arg == "as_json")
+            or (isinstance(node, ast.Attribute) and node.attr == "as_json")
+        ):
             found.append(node.lineno)
     return [f"{line}: as_json" for line in sorted(found)]
 
@@ -182,10 +222,23 @@ def test_views_never_choose_the_output(module: str) -> None:
 
 def test_the_rule_sees_what_it_forbids(tmp_path: Path) -> None:
     sample = tmp_path / "sample.py"
-    sample.write_text("import sys\nfrom provision.views import ui\n\ndef cmd(out):\n    ui.dump_json({})\n    out.print('x')\n"
-                      "    ui.console().print('y')\n    print('z')\n    ui.info('i')\n    sys.exit(4)\n    return render.Shown({})\n")
-    assert writes(sample) == ["5: ui.dump_json", "6: out.print", "7: ?.print", "7: ui.console", "8: print",
-                              "9: ui.info", "10: sys.exit"]
-    assert set(modules()) >= ALLOWED and len(modules()) > 10  # every name here is a module that exists, and all are read
-    sample.write_text("def shown(result, as_json: bool):\n    if as_json:\n        return 1\n    return app.as_json\n")
+    sample.write_text(
+        "import sys\nfrom provision.views import ui\n\ndef cmd(out):\n    ui.dump_json({})\n    out.print('x')\n"
+        "    ui.console().print('y')\n    print('z')\n    ui.info('i')\n    sys.exit(4)\n    return render.Shown({})\n"
+    )
+    assert writes(sample) == [
+        "5: ui.dump_json",
+        "6: out.print",
+        "7: ?.print",
+        "7: ui.console",
+        "8: print",
+        "9: ui.info",
+        "10: sys.exit",
+    ]
+    assert (
+        set(modules()) >= ALLOWED and len(modules()) > 10
+    )  # every name here is a module that exists, and all are read
+    sample.write_text(
+        "def shown(result, as_json: bool):\n    if as_json:\n        return 1\n    return app.as_json\n"
+    )
     assert reads_the_output(sample) == ["1: as_json", "2: as_json", "4: as_json"]

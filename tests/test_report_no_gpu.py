@@ -16,39 +16,69 @@ from test_lockscan import TAG, cubin, lock_target, write_lock
 NO_GPU = {"PROVISION_NVML_REPLAY": str(DATA / "no-driver.nvml.json")}
 
 
-def test_report_lock_without_a_gpu_reads_records_only_and_says_why(index_server, provision_bin: str, tmp_path: Path) -> None:
+def test_report_lock_without_a_gpu_reads_records_only_and_says_why(
+    index_server, provision_bin: str, tmp_path: Path
+) -> None:
     default = index_server.index("default")
     default.ranges = True  # as the default registry: RECORDs by range requests
     big = os.urandom(12 << 20)  # a CUDA wheel's weight: what a code scan has to download and read
-    wheels = [default.add(f"kernels{i}", "1.0", tag=TAG, files={f"kernels{i}/lib/k.cubin": cubin(90) + big})
-              for i in range(3)]
-    wheels += [default.add("alpha", "1.0", tag=TAG, files={"shared/x.py": b"a"}),
-               default.add("beta", "1.0", tag=TAG, files={"shared/x.py": b"b"})]
+    wheels = [
+        default.add(f"kernels{i}", "1.0", tag=TAG, files={f"kernels{i}/lib/k.cubin": cubin(90) + big})
+        for i in range(3)
+    ]
+    wheels += [
+        default.add("alpha", "1.0", tag=TAG, files={"shared/x.py": b"a"}),
+        default.add("beta", "1.0", tag=TAG, files={"shared/x.py": b"b"}),
+    ]
     lock = write_lock(tmp_path / "pylock.cu130.toml", default, wheels)
 
     def report(*extra: str, env: dict[str, str]) -> tuple[float, object]:
         started = time.perf_counter()
-        done = run_provision("report", "--lock", str(lock), *extra, timeout=180, env={
-            "UV_CACHE_DIR": str(tmp_path / f"uv-{len(env)}"), "XDG_CACHE_HOME": str(tmp_path / f"xdg-{len(env)}"), **env})
+        done = run_provision(
+            "report",
+            "--lock",
+            str(lock),
+            *extra,
+            timeout=180,
+            env={
+                "UV_CACHE_DIR": str(tmp_path / f"uv-{len(env)}"),
+                "XDG_CACHE_HOME": str(tmp_path / f"xdg-{len(env)}"),
+                **env,
+            },
+        )
         return time.perf_counter() - started, done
 
     before = default.range_requests
-    with_gpu, judged = report("--machine", str(Path(__file__).parent.parent / "docs/machines/h200.probe.json"), "--json", env={})
+    with_gpu, judged = report(
+        "--machine", str(Path(__file__).parent.parent / "docs/machines/h200.probe.json"), "--json", env={}
+    )
     without, done = report("--json", env=NO_GPU)
     target = lock_target(done)
     gates = {g["id"]: g for g in target["gates"]}
-    assert gates["conflict"]["status"] == "fail" and "shared/x.py" in gates["conflict"]["reason"]  # RECORDs still read
-    assert "no GPU read: checked" in gates["lock-scan"]["reason"] and not [g for g in gates if g.startswith("wheel:")]
-    assert default.range_requests - before >= len(wheels) and not (tmp_path / "xdg-1/provision/wheels").exists()  # no wheel whole
+    assert (
+        gates["conflict"]["status"] == "fail" and "shared/x.py" in gates["conflict"]["reason"]
+    )  # RECORDs still read
+    assert "no GPU read: checked" in gates["lock-scan"]["reason"] and not [
+        g for g in gates if g.startswith("wheel:")
+    ]
+    assert (
+        default.range_requests - before >= len(wheels) and not (tmp_path / "xdg-1/provision/wheels").exists()
+    )  # no wheel whole
     # no timing asserted (a loaded machine reorders two sub-second runs): what is not done is asserted above, no wheel
     # read whole; docs/json.md gives the figures measured
-    print(f"report --lock of {len(wheels)} wheels ({len(wheels) - 2} x 12 MiB): with a GPU {with_gpu:.2f} s, without {without:.2f} s")
+    print(
+        f"report --lock of {len(wheels)} wheels ({len(wheels) - 2} x 12 MiB): with a GPU {with_gpu:.2f} s, without {without:.2f} s"
+    )
     table, terminal = report(env=NO_GPU)
     lines = terminal.stdout.replace("\n  ", " ")
-    assert "lock pylock.cu130.toml: FAIL conflict: " in lines and "no GPU read: checked" in lines, terminal.stdout
+    assert "lock pylock.cu130.toml: FAIL conflict: " in lines and "no GPU read: checked" in lines, (
+        terminal.stdout
+    )
 
 
-def test_report_env_without_a_gpu_says_each_reason_in_the_terminal(tmp_path: Path, provision_bin: str) -> None:
+def test_report_env_without_a_gpu_says_each_reason_in_the_terminal(
+    tmp_path: Path, provision_bin: str
+) -> None:
     import sys
 
     from provision.stacks import uvtool

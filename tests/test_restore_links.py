@@ -38,7 +38,13 @@ def snapshot(folder: Path) -> dict[str, str | bytes]:
             key = str(path.relative_to(folder))
             if key in (drift.CACHE_NAME, RESTORING) or key.endswith(".lock"):
                 continue  # what the drift check remembers hashing, and the build's lock files: provision's own
-            found[key] = f"-> {os.readlink(path)}" if path.is_symlink() else path.read_bytes() if path.is_file() else "dir"
+            found[key] = (
+                f"-> {os.readlink(path)}"
+                if path.is_symlink()
+                else path.read_bytes()
+                if path.is_file()
+                else "dir"
+            )
     return found
 
 
@@ -57,11 +63,17 @@ def refused(tool: tiny.Tool, link: Path, target: Path, *args: str) -> None:
         lines = done.stderr.strip().splitlines()
         assert done.returncode == 7 and "Traceback" not in done.stderr, done.stderr
         assert lines[-2].startswith("error: ") and lines[-1].startswith("hint: "), done.stderr
-        assert f"{link} is a link to {target}" in lines[-2] and "provision restore tiny again" in lines[-1], done.stderr
-        assert (snapshot(venv.parent), snapshot(target.parent)) == before, "nothing inside or outside was changed"
+        assert f"{link} is a link to {target}" in lines[-2] and "provision restore tiny again" in lines[-1], (
+            done.stderr
+        )
+        assert (snapshot(venv.parent), snapshot(target.parent)) == before, (
+            "nothing inside or outside was changed"
+        )
 
 
-def test_site_packages_as_a_link_out_is_refused_and_the_drift_check_reads_nothing_there(tool: tiny.Tool, tmp_path: Path) -> None:
+def test_site_packages_as_a_link_out_is_refused_and_the_drift_check_reads_nothing_there(
+    tool: tiny.Tool, tmp_path: Path
+) -> None:
     site = drift.site_packages(venv_of(tool))
     outside = tmp_path / "outside" / "site-packages"
     outside.parent.mkdir()
@@ -73,7 +85,11 @@ def test_site_packages_as_a_link_out_is_refused_and_the_drift_check_reads_nothin
     assert json.loads(done.stdout)["error"]["exit_code"] == 7
     check = tool("check", "tiny", "--only", "drift", "--json", check=False)
     (result,) = json.loads(check.stdout)["checks"]
-    assert check.returncode == 1 and result["status"] == "error" and f"{site} is a link to {outside}" in result["reason"]
+    assert (
+        check.returncode == 1
+        and result["status"] == "error"
+        and f"{site} is a link to {outside}" in result["reason"]
+    )
     assert (outside / "alpha" / "__init__.py").read_text() == "patched = True\n"
 
 
@@ -86,7 +102,9 @@ def test_lib_python_as_a_link_out_is_refused(tool: tiny.Tool, tmp_path: Path) ->
     refused(tool, lib, outside)
 
 
-def test_a_package_folder_leading_out_is_not_read_by_drift_and_restore_refuses(tool: tiny.Tool, tmp_path: Path) -> None:
+def test_a_package_folder_leading_out_is_not_read_by_drift_and_restore_refuses(
+    tool: tiny.Tool, tmp_path: Path
+) -> None:
     site = drift.site_packages(venv_of(tool))
     outside = tmp_path / "outside" / "alpha"
     outside.parent.mkdir()
@@ -99,7 +117,9 @@ def test_a_package_folder_leading_out_is_not_read_by_drift_and_restore_refuses(t
     refused(tool, site / "alpha", outside)
 
 
-def test_a_file_to_reinstall_over_or_to_set_aside_leading_out_is_refused(tool: tiny.Tool, tmp_path: Path) -> None:
+def test_a_file_to_reinstall_over_or_to_set_aside_leading_out_is_refused(
+    tool: tiny.Tool, tmp_path: Path
+) -> None:
     site = drift.site_packages(venv_of(tool))
     secret = tmp_path / "outside" / "secret.py"
     secret.parent.mkdir()
@@ -114,11 +134,14 @@ def test_a_file_to_reinstall_over_or_to_set_aside_leading_out_is_refused(tool: t
 
 
 def test_an_adopted_venv_through_the_users_own_link_is_restored_but_a_link_out_inside_it_is_refused(
-        tool: tiny.Tool, tmp_path: Path) -> None:
+    tool: tiny.Tool, tmp_path: Path
+) -> None:
     real = tmp_path / "srv" / "real-venv"
     real.parent.mkdir()
     subprocess.run([tiny.PY, "-m", "venv", "--without-pip", str(real)], check=True, timeout=120)
-    (tmp_path / "srv" / "venv").symlink_to(real)  # the user's own link to the venv: that one is theirs, not refused
+    (tmp_path / "srv" / "venv").symlink_to(
+        real
+    )  # the user's own link to the venv: that one is theirs, not refused
     tool("adopt", "old", str(tmp_path / "srv" / "venv"))
     site = drift.site_packages(real)
     (site / "sitecustomize.py").write_text("import sys\n")
@@ -135,7 +158,9 @@ def test_an_adopted_venv_through_the_users_own_link_is_restored_but_a_link_out_i
     assert snapshot(outside) == before
 
 
-def test_a_set_aside_folder_leading_out_of_the_build_folder_is_refused(tool: tiny.Tool, tmp_path: Path) -> None:
+def test_a_set_aside_folder_leading_out_of_the_build_folder_is_refused(
+    tool: tiny.Tool, tmp_path: Path
+) -> None:
     venv = venv_of(tool)
     outside = tmp_path / "outside" / "set-aside"
     outside.mkdir(parents=True)
@@ -145,7 +170,9 @@ def test_a_set_aside_folder_leading_out_of_the_build_folder_is_refused(tool: tin
     assert list(outside.iterdir()) == []
 
 
-def test_a_restore_lock_that_is_a_link_out_or_a_pipe_is_never_followed_nor_waited_on(tool: tiny.Tool, tmp_path: Path) -> None:
+def test_a_restore_lock_that_is_a_link_out_or_a_pipe_is_never_followed_nor_waited_on(
+    tool: tiny.Tool, tmp_path: Path
+) -> None:
     venv = venv_of(tool)
     lock = venv.parent / RESTORING
     lock.unlink(missing_ok=True)
@@ -156,11 +183,16 @@ def test_a_restore_lock_that_is_a_link_out_or_a_pipe_is_never_followed_nor_waite
     done = tool("restore", "tiny", "--no-checks", check=False)
     lines = done.stderr.strip().splitlines()
     assert done.returncode == 7 and "Traceback" not in done.stderr, done.stderr
-    assert lines[-2] == f"error: {lock} is not a file provision wrote (a link, a pipe or a device)", done.stderr
+    assert lines[-2] == f"error: {lock} is not a file provision wrote (a link, a pipe or a device)", (
+        done.stderr
+    )
     assert lines[-1].startswith(f"hint: remove it (rm {lock})"), done.stderr
     assert outside.read_text() == "keep me\n", "the pid was written through the link"
     lock.unlink()
-    os.mkfifo(lock)  # remove (and gc, create --replace) ask whether a restore holds the build: a pipe never answers
-    done = subprocess.run([tool.binary, "remove", "tiny", "--force"], capture_output=True, text=True, timeout=30,
-                          env=tool.env())
+    os.mkfifo(
+        lock
+    )  # remove (and gc, create --replace) ask whether a restore holds the build: a pipe never answers
+    done = subprocess.run(
+        [tool.binary, "remove", "tiny", "--force"], capture_output=True, text=True, timeout=30, env=tool.env()
+    )
     assert done.returncode == 0 and not venv.parent.exists(), done.stderr

@@ -19,7 +19,7 @@ from provision.scan import elf, fatbin
 
 NVCC = shutil.which("nvcc")
 needs_nvcc = pytest.mark.skipif(NVCC is None, reason="nvcc is not installed on this machine")
-KERNEL = "__global__ void k(float* x) { x[threadIdx.x] *= 2.0f; }\nextern \"C\" void go(float* x) { k<<<1, 32>>>(x); }\n"
+KERNEL = '__global__ void k(float* x) { x[threadIdx.x] *= 2.0f; }\nextern "C" void go(float* x) { k<<<1, 32>>>(x); }\n'
 
 # (gencode pairs (arch, code), extra nvcc flags, expected cubin labels, expected PTX labels).
 # A shared library holds each real target twice: the code and its device-link stub.
@@ -27,16 +27,31 @@ CASES = [
     ([("compute_90a", "sm_90a"), ("compute_120", "sm_120")], [], {"sm_90a": 2, "sm_120": 2}, {}),
     ([("compute_120f", "sm_121f"), ("compute_80", "sm_86")], [], {"sm_121f": 2, "sm_86": 2}, {}),
     ([("compute_100", "compute_100"), ("compute_75", "sm_75")], [], {"sm_75": 2}, {"compute_100": 1}),
-    ([("compute_100a", "sm_100a"), ("compute_100f", "sm_100f"), ("compute_100", "sm_103")], [],
-     {"sm_100a": 2, "sm_100f": 2, "sm_103": 2}, {}),
-    ([("compute_120a", "compute_120a"), ("compute_90", "sm_90")], ["-Xfatbin", "-compress-all"],
-     {"sm_90": 2}, {"compute_120a": 1}),
+    (
+        [("compute_100a", "sm_100a"), ("compute_100f", "sm_100f"), ("compute_100", "sm_103")],
+        [],
+        {"sm_100a": 2, "sm_100f": 2, "sm_103": 2},
+        {},
+    ),
+    (
+        [("compute_120a", "compute_120a"), ("compute_90", "sm_90")],
+        ["-Xfatbin", "-compress-all"],
+        {"sm_90": 2},
+        {"compute_120a": 1},
+    ),
     ([("compute_90", "[sm_90,compute_90]")], ["--compress-mode=size"], {"sm_90": 2}, {"compute_90": 1}),
-    ([("compute_90", "[sm_90,compute_90]")], ["-Xfatbin", "-compress=false"], {"sm_90": 2}, {"compute_90": 1}),
+    (
+        [("compute_90", "[sm_90,compute_90]")],
+        ["-Xfatbin", "-compress=false"],
+        {"sm_90": 2},
+        {"compute_90": 1},
+    ),
 ]
 
 
-def compile_shared(tmp_path: Path, gencodes: list[tuple[str, str]], flags: list[str], name: str = "lib.so") -> Path:
+def compile_shared(
+    tmp_path: Path, gencodes: list[tuple[str, str]], flags: list[str], name: str = "lib.so"
+) -> Path:
     out = tmp_path / name
     source = tmp_path / "k.cu"
     source.write_text(KERNEL)
@@ -59,8 +74,22 @@ def test_scan_finds_exactly_what_nvcc_compiled(tmp_path: Path, gencodes, flags, 
 
 
 @needs_nvcc
-@pytest.mark.parametrize("target", ["sm_75", "sm_90", "sm_90a", "sm_100", "sm_100a", "sm_100f", "sm_103a", "sm_120",
-                                    "sm_120a", "sm_120f", "sm_121"])
+@pytest.mark.parametrize(
+    "target",
+    [
+        "sm_75",
+        "sm_90",
+        "sm_90a",
+        "sm_100",
+        "sm_100a",
+        "sm_100f",
+        "sm_103a",
+        "sm_120",
+        "sm_120a",
+        "sm_120f",
+        "sm_121",
+    ],
+)
 def test_bare_cubin_label_from_elf_header(tmp_path: Path, target: str) -> None:
     source = tmp_path / "k.cu"
     source.write_text(KERNEL)
@@ -76,8 +105,22 @@ def test_relocatable_object_with_lto_ir_and_an_archive(tmp_path: Path) -> None:
     source = tmp_path / "k.cu"
     source.write_text(KERNEL)
     obj = tmp_path / "k.o"
-    nvcc.run(["-c", "-dc", "-Xcompiler", "-fPIC", "-o", obj, source, "-gencode", "arch=compute_90,code=lto_90",
-              "-gencode", "arch=compute_120,code=[sm_120,lto_120]"], obj)
+    nvcc.run(
+        [
+            "-c",
+            "-dc",
+            "-Xcompiler",
+            "-fPIC",
+            "-o",
+            obj,
+            source,
+            "-gencode",
+            "arch=compute_90,code=lto_90",
+            "-gencode",
+            "arch=compute_120,code=[sm_120,lto_120]",
+        ],
+        obj,
+    )
     counts = scan.counts_in_file(obj)
     assert dict(counts.lto) == {"lto_90": 1, "lto_120": 1} and dict(counts.cubin) == {"sm_120": 1}
     archive = tmp_path / "libk.a"
@@ -88,8 +131,13 @@ def test_relocatable_object_with_lto_ir_and_an_archive(tmp_path: Path) -> None:
 @needs_nvcc
 def test_wheel_scanned_in_place_and_venv_attributed_by_record(tmp_path: Path) -> None:
     library = compile_shared(tmp_path, [("compute_90", "sm_90"), ("compute_120", "compute_120")], [])
-    wheel = build_wheel(tmp_path / "dist", "fake-kernels", "1.0+cu130", tag="cp312-cp312-manylinux_2_28_x86_64",
-                        files={"fake_kernels/libk.so": library.read_bytes(), "fake_kernels/__init__.py": b""})
+    wheel = build_wheel(
+        tmp_path / "dist",
+        "fake-kernels",
+        "1.0+cu130",
+        tag="cp312-cp312-manylinux_2_28_x86_64",
+        files={"fake_kernels/libk.so": library.read_bytes(), "fake_kernels/__init__.py": b""},
+    )
     result = scan.scan([wheel], require=("12.0", "9.0", "8.0"))
     (package,) = result.packages
     assert package.name == "fake-kernels" and dict(package.counts.cubin) == {"sm_90": 2}
@@ -110,12 +158,21 @@ def test_wheel_scanned_in_place_and_venv_attributed_by_record(tmp_path: Path) ->
 def test_a_folder_of_wheels_is_scanned_wheel_by_wheel_and_a_bad_one_is_a_note(tmp_path: Path) -> None:
     library = compile_shared(tmp_path, [("compute_90", "sm_90")], [])
     wheelhouse = tmp_path / "wheelhouse"
-    build_wheel(wheelhouse, "fake-kernels", "1.0", tag="cp312-cp312-manylinux_2_28_x86_64",
-                files={"fake_kernels/libk.so": library.read_bytes()})
+    build_wheel(
+        wheelhouse,
+        "fake-kernels",
+        "1.0",
+        tag="cp312-cp312-manylinux_2_28_x86_64",
+        files={"fake_kernels/libk.so": library.read_bytes()},
+    )
     (wheelhouse / "broken-1.0-py3-none-any.whl").write_bytes(b"not a zip")
     result = scan.scan([wheelhouse])
     (package,) = result.packages
-    assert (package.name, package.version, dict(package.counts.cubin)) == ("fake-kernels", "1.0", {"sm_90": 2})
+    assert (package.name, package.version, dict(package.counts.cubin)) == (
+        "fake-kernels",
+        "1.0",
+        {"sm_90": 2},
+    )
     assert len(result.notes) == 1 and "broken-1.0-py3-none-any.whl: not a readable wheel" in result.notes[0]
 
 
@@ -134,14 +191,22 @@ def test_entry_label_flags() -> None:
     assert fatbin.entry_label(fatbin.KIND_LTO, 90, 0x18011) == "lto_90"
 
 
-@pytest.mark.parametrize(("flags", "abi", "compat", "label"), [
-    (0x6007802, 8, b"", "sm_120"),
-    (0x6006402 | 0x8, 8, b"", "sm_100a"),  # CUDA 12.8/12.9 cubins: bit 0x8 of e_flags
-    (0x6006402, 8, bytes.fromhex("02090100020201000205050003070101"), "sm_100a"),  # nvcc 13: .nv.compat attr 9
-    (0x6006402, 8, bytes.fromhex("02090000020201000205050003070101"), "sm_100"),
-    (0x460546, 7, b"", "sm_70"),
-    (0x5a | 0x800, 7, b"", "sm_90a"),  # before ABI 8: EF_CUDA_ACCELERATORS
-])
+@pytest.mark.parametrize(
+    ("flags", "abi", "compat", "label"),
+    [
+        (0x6007802, 8, b"", "sm_120"),
+        (0x6006402 | 0x8, 8, b"", "sm_100a"),  # CUDA 12.8/12.9 cubins: bit 0x8 of e_flags
+        (
+            0x6006402,
+            8,
+            bytes.fromhex("02090100020201000205050003070101"),
+            "sm_100a",
+        ),  # nvcc 13: .nv.compat attr 9
+        (0x6006402, 8, bytes.fromhex("02090000020201000205050003070101"), "sm_100"),
+        (0x460546, 7, b"", "sm_70"),
+        (0x5A | 0x800, 7, b"", "sm_90a"),  # before ABI 8: EF_CUDA_ACCELERATORS
+    ],
+)
 def test_bare_cubin_label_rules(flags: int, abi: int, compat: bytes, label: str) -> None:
     sections = (elf.Section(".nv.compat", 0x70000086, 0, 0, len(compat)),) if compat else ()
     image = elf.Image(elf.ET_EXEC, elf.EM_CUDA, flags, abi, sections)

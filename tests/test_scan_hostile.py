@@ -30,6 +30,7 @@ RUNS = 100  # fuzz samples per run of the test
 @contextmanager
 def deadline(seconds: int) -> Iterator[None]:
     """Fail instead of hanging: SIGALRM raises in the scan if it runs past `seconds`."""
+
     def expired(_signum: int, _frame: object) -> None:
         raise TimeoutError(f"scan still running after {seconds} s")
 
@@ -53,7 +54,11 @@ def ar_archive(members: list[tuple[str, bytes]], sizes: dict[str, str] | None = 
     out = bytearray(archives.AR_MAGIC)
     for name, data in members:
         size = (sizes or {}).get(name, str(len(data)))
-        out += f"{name + '/':<16}{0:<12}{0:<6}{0:<6}{644:<8}{size:<10}`\n".encode() + data + (b"\n" if len(data) % 2 else b"")
+        out += (
+            f"{name + '/':<16}{0:<12}{0:<6}{0:<6}{644:<8}{size:<10}`\n".encode()
+            + data
+            + (b"\n" if len(data) % 2 else b"")
+        )
     return bytes(out)
 
 
@@ -73,8 +78,9 @@ def elf64(sections: list[tuple[str, int, int, int, int]], e_type: int = 3, paylo
         position += len(name) + 1
     table += struct.pack("<IIQQQQIIQQ", position, 3, 0, 0, names_at, len(names), 0, 0, 1, 0)
     header = b"\x7fELF" + bytes([2, 1, 1, 0]) + bytes(8)
-    header += struct.pack("<HHIQQQIHHHHHH", e_type, 62, 1, 0, 0, shoff, 0, 64, 56, 0, 64, len(sections) + 2,
-                          len(sections) + 1)
+    header += struct.pack(
+        "<HHIQQQIHHHHHH", e_type, 62, 1, 0, 0, shoff, 0, 64, 56, 0, 64, len(sections) + 2, len(sections) + 1
+    )
     body[:64] = header
     return bytes(body + table)
 
@@ -114,8 +120,9 @@ def test_fifo_named_like_a_library_is_not_opened(tmp_path: Path) -> None:
 @pytest.mark.parametrize("size", [2**63, 2**64 - 1, 2**40])
 def test_huge_section_sizes_are_clipped_or_noted(tmp_path: Path, size: int) -> None:
     payload = container(120)
-    (tmp_path / "big.so").write_bytes(elf64([(".nv_fatbin", 1, 2, 64, size), (".data", 1, 3, 2**62, size)],
-                                            payload=payload))
+    (tmp_path / "big.so").write_bytes(
+        elf64([(".nv_fatbin", 1, 2, 64, size), (".data", 1, 3, 2**62, size)], payload=payload)
+    )
     # 32-bit ELF goes through pyelftools: its OverflowError/MemoryError become a note
     thirty_two = bytearray(elf64([(".nv_fatbin", 1, 2, 64, size)], payload=payload))
     thirty_two[4] = 1
@@ -147,7 +154,9 @@ def test_wheels_that_are_not_zips_bad_crc_or_bad_names(tmp_path: Path) -> None:
 
 
 def test_require_labels(tmp_path: Path) -> None:
-    seven = elf64([(".nv_fatbin", 1, 2, 64, len(container(7)))], payload=container(7))  # a single-digit SM label
+    seven = elf64(
+        [(".nv_fatbin", 1, 2, 64, len(container(7)))], payload=container(7)
+    )  # a single-digit SM label
     (tmp_path / "lib7.so").write_bytes(seven)
     code, out, _err = run("scan", str(tmp_path / "lib7.so"), "--require", "9", "--json")
     assert code == 1 and '"9.0"' in out and "sm_7" in out
@@ -170,8 +179,12 @@ def mutations(seed: bytes, rng: random.Random) -> Iterator[bytes]:
                 data[at] = rng.randrange(256)
             elif roll < 0.9:
                 # header fields: the ELF header, section table, container/entry headers, ar headers
-                hot = [rng.randrange(64), len(data) - rng.randrange(1, min(len(data), 4096)),
-                       max(0, seed.find(struct.pack("<I", fatbin.CONTAINER_MAGIC))) + rng.randrange(128), at]
+                hot = [
+                    rng.randrange(64),
+                    len(data) - rng.randrange(1, min(len(data), 4096)),
+                    max(0, seed.find(struct.pack("<I", fatbin.CONTAINER_MAGIC))) + rng.randrange(128),
+                    at,
+                ]
                 spot = rng.choice(hot)
                 value = rng.choice(extremes)
                 data[spot : spot + len(value)] = value
@@ -188,8 +201,9 @@ def test_fuzz_no_traceback_no_hang(tmp_path: Path) -> None:
     ends with a result or an InputError."""
     from test_scan import compile_shared
 
-    library = compile_shared(tmp_path, [("compute_120a", "compute_120a"), ("compute_90", "sm_90")],
-                             ["-Xfatbin", "-compress-all"]).read_bytes()  # one of test_scan's builds: compiled once
+    library = compile_shared(
+        tmp_path, [("compute_120a", "compute_120a"), ("compute_90", "sm_90")], ["-Xfatbin", "-compress-all"]
+    ).read_bytes()  # one of test_scan's builds: compiled once
     seeds = {"lib.so": library, "libk.a": ar_archive([("k.o", library), ("j.o", library)])}
     rng = random.Random(13)
     streams = {name: mutations(seed, rng) for name, seed in seeds.items()}
@@ -227,7 +241,9 @@ def test_fifo_named_record_or_metadata_in_a_scanned_folder_is_not_opened(tmp_pat
     (other / "RECORD").write_text("bait/libk.so,,\n")
     # a real process: the deadline's TimeoutError is an OSError, which the RECORD reader would swallow
     done = run_provision("scan", tmp_path / "site-packages", "--json", timeout=30)
-    assert done.returncode == 0, done.stderr  # the pipes are skipped, never waited on (a hang: TimeoutExpired)
+    assert done.returncode == 0, (
+        done.stderr
+    )  # the pipes are skipped, never waited on (a hang: TimeoutExpired)
 
 
 def test_each_worker_opens_the_wheel_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -235,7 +251,9 @@ def test_each_worker_opens_the_wheel_once(tmp_path: Path, monkeypatch: pytest.Mo
     workers re-opened the zip for each one: twice the CPU of unzip)."""
     from provision.scan import wheels
 
-    members = {f"pkg/lib{i}.so": b"\x7fELF" + bytes(60) for i in range(8)} | {f"pkg/m{i}.py": b"x = 1\n" * 4 for i in range(50)}
+    members = {f"pkg/lib{i}.so": b"\x7fELF" + bytes(60) for i in range(8)} | {
+        f"pkg/m{i}.py": b"x = 1\n" * 4 for i in range(50)
+    }
     wheel = build_wheel(tmp_path, "many", "1.0", tag=WHEEL_TAG, files=members)
     opened = tmp_path / "opened"
     real_init = zipfile.ZipFile.__init__

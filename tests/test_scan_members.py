@@ -37,12 +37,16 @@ def test_reader_gives_what_zipfile_gives(tmp_path: Path, count: int, chunk: int)
     try:
         with zipfile.ZipFile(tmp_path / "w.zip") as archive:
             for info in archive.infolist():
-                with members.Reader(fd, members.Place.of(info), str(tmp_path / "w.zip"), chunk=chunk) as member:
+                with members.Reader(
+                    fd, members.Place.of(info), str(tmp_path / "w.zip"), chunk=chunk
+                ) as member:
                     parts = []
                     while part := member.read(count):
                         assert count < 0 or len(part) <= count
                         parts.append(part)
-                assert b"".join(parts) == contents[info.filename.split("/")[-1]] == archive.read(info), info.filename
+                assert b"".join(parts) == contents[info.filename.split("/")[-1]] == archive.read(info), (
+                    info.filename
+                )
     finally:
         os.close(fd)
 

@@ -56,7 +56,8 @@ def test_wheel_in_place_equals_the_unpacked_folder() -> None:
     in_place = scan.scan([wheel(BITSANDBYTES)])
     unpacked_scan = scan.scan([unpacked(BITSANDBYTES)])
     assert {f.path.split("!")[1]: f.code for f in in_place.files} == {
-        str(Path(f.path).relative_to(unpacked(BITSANDBYTES))): f.code for f in unpacked_scan.files}
+        str(Path(f.path).relative_to(unpacked(BITSANDBYTES))): f.code for f in unpacked_scan.files
+    }
     (row,) = in_place.packages
     assert (row.name, row.version) == ("bitsandbytes", "0.50.2")
 

@@ -31,14 +31,35 @@ def source() -> dict[str, str]:
     if not found:
         CACHE.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryDirectory(dir=CACHE, prefix=f".{folder.name}-") as partial:
-            subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:",
-                            "--python-version", "3.12", "--platform", "manylinux_2_34_x86_64", "-d", partial,
-                            f"sglang=={VERSION}"], check=True, timeout=900)
+            subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "pip",
+                    "download",
+                    "-q",
+                    "--no-deps",
+                    "--only-binary=:all:",
+                    "--python-version",
+                    "3.12",
+                    "--platform",
+                    "manylinux_2_34_x86_64",
+                    "-d",
+                    partial,
+                    f"sglang=={VERSION}",
+                ],
+                check=True,
+                timeout=900,
+            )
             with contextlib.suppress(OSError):  # another test process (pytest-xdist) published it first
                 Path(partial).rename(folder)
         found = sorted(folder.glob("sglang-*.whl"))
     with zipfile.ZipFile(found[0]) as wheel:
-        return {name: wheel.read(name).decode() for name in wheel.namelist() if name.startswith(ROOT) and name.endswith(".py")}
+        return {
+            name: wheel.read(name).decode()
+            for name in wheel.namelist()
+            if name.startswith(ROOT) and name.endswith(".py")
+        }
 
 
 def fact(gate: str, package: str = "sglang", version: str = VERSION) -> dict:
@@ -79,7 +100,11 @@ def test_the_fusion_flags_and_the_sms_sglang_selects_it_on(source: dict[str, str
 def test_the_symmetric_memory_message_and_size_table(source: dict[str, str]) -> None:
     row = fact("symm_mem_allreduce")
     symm = source[ROOT + "distributed/device_communicators/torch_symm_mem.py"]
-    assert row["message"] in symm and "TORCH_SYMM_MEM_ALL_REDUCE_MAX_SIZES.get(" in symm and "multicast_ptr == 0" in symm
+    assert (
+        row["message"] in symm
+        and "TORCH_SYMM_MEM_ALL_REDUCE_MAX_SIZES.get(" in symm
+        and "multicast_ptr == 0" in symm
+    )
     table = source[ROOT + "distributed/device_communicators/all_reduce_utils.py"]
     keys = [int(k) for k in re.findall(r"^    (\d+): \{", table, re.MULTILINE)]
     assert keys == row["arch_keys"]
@@ -87,5 +112,10 @@ def test_the_symmetric_memory_message_and_size_table(source: dict[str, str]) -> 
 
 def test_the_custom_all_reduce_still_refuses_more_than_two_pcie_gpus(source: dict[str, str]) -> None:
     row = fact("custom_allreduce")
-    utils = re.sub(r'"\s*\n\s*f?"', "", source[ROOT + "distributed/device_communicators/custom_all_reduce_utils.py"])
-    assert f"if world_size > {row['max_pcie_world_size']} and not full_nvlink:" in utils and row["message"] in utils
+    utils = re.sub(
+        r'"\s*\n\s*f?"', "", source[ROOT + "distributed/device_communicators/custom_all_reduce_utils.py"]
+    )
+    assert (
+        f"if world_size > {row['max_pcie_world_size']} and not full_nvlink:" in utils
+        and row["message"] in utils
+    )

@@ -28,14 +28,29 @@ H200 = [Gpu(index=i, name="Fake H200", compute_capability="9.0", sm="sm_90") for
 def make_env(tmp: Path, *, mock: bool) -> Path:
     wheels = tmp / "wheels"
     build_wheel(wheels, "torch", "2.14.1+cu130", files={"torch/__init__.py": b""})
-    files = {"sglang/__init__.py": b"", "sglang/launch_server.py": (FAKES / "sglang_launch_server.py").read_bytes()}
+    files = {
+        "sglang/__init__.py": b"",
+        "sglang/launch_server.py": (FAKES / "sglang_launch_server.py").read_bytes(),
+    }
     if mock:
         files["sglang/srt/kv_canary/token_oracle/__init__.py"] = b""
     build_wheel(wheels, "sglang", "0.5.23", files=files)
     build = tmp / "env"
     uvtool.run(["venv", str(build / "venv"), "--python", sys.executable, "--quiet"])
-    uvtool.run(["pip", "install", "--python", str(build / "venv/bin/python"), "--no-index", "--find-links", str(wheels),
-                "--quiet", "torch", "sglang"])
+    uvtool.run(
+        [
+            "pip",
+            "install",
+            "--python",
+            str(build / "venv/bin/python"),
+            "--no-index",
+            "--find-links",
+            str(wheels),
+            "--quiet",
+            "torch",
+            "sglang",
+        ]
+    )
     return build
 
 
@@ -44,11 +59,20 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return make_env(tmp_path_factory.mktemp("serve"), mock=True)
 
 
-def serve(build: Path, tmp: Path, mode: str, gpus: list[Gpu] = H200, **variables: str) -> tuple[CheckResult, dict]:
+def serve(
+    build: Path, tmp: Path, mode: str, gpus: list[Gpu] = H200, **variables: str
+) -> tuple[CheckResult, dict]:
     trace = tmp / "trace.json"
-    meta = EnvRecord(name="env", cuda="13.0", env={"FAKE_SGLANG": mode, "FAKE_SGLANG_TRACE": str(trace), **variables},
-                     packages=["sglang"], venv=str(build / "venv"))
-    (result,) = runner.run(build, meta, only=("sglang-serve",), gpus=gpus, driver=Driver(cuda="13.0", nvml=nvmlstart.OK))
+    meta = EnvRecord(
+        name="env",
+        cuda="13.0",
+        env={"FAKE_SGLANG": mode, "FAKE_SGLANG_TRACE": str(trace), **variables},
+        packages=["sglang"],
+        venv=str(build / "venv"),
+    )
+    (result,) = runner.run(
+        build, meta, only=("sglang-serve",), gpus=gpus, driver=Driver(cuda="13.0", nvml=nvmlstart.OK)
+    )
     return result, json.loads(trace.read_text()) if trace.exists() else {}
 
 
@@ -76,10 +100,15 @@ def test_it_serves_counts_the_answers_and_stops_the_whole_group(env: Path, tmp_p
     assert "3 requests x 8 tokens at TP 2" in result.reason and "mock mode" in result.reason
     argv = trace["argv"]
     model = Path(argv[argv.index("--model-path") + 1])
-    assert model == env / "dummy-model" and json.loads((model / "config.json").read_text()) == dummy_model.CONFIG
+    assert (
+        model == env / "dummy-model" and json.loads((model / "config.json").read_text()) == dummy_model.CONFIG
+    )
     assert argv[argv.index("--load-format") + 1] == "dummy" and "--skip-tokenizer-init" in argv
     assert argv[argv.index("--host") + 1] == "127.0.0.1" and argv[argv.index("--tp-size") + 1] == "2"
-    assert argv[argv.index("--sampling-backend") + 1] == "token_oracle" and argv[argv.index("--kv-canary") + 1] == "raise"
+    assert (
+        argv[argv.index("--sampling-backend") + 1] == "token_oracle"
+        and argv[argv.index("--kv-canary") + 1] == "raise"
+    )
     assert trace["env"]["SGLANG_KV_CANARY_ENABLE_TOKEN_ORACLE"] == "1"
     assert gone(trace["workers"])  # the server and the worker it started
     details = result.details.to_json()
@@ -87,11 +116,14 @@ def test_it_serves_counts_the_answers_and_stops_the_whole_group(env: Path, tmp_p
     assert "fired up" in Path(details["log"]).read_text()
 
 
-@pytest.mark.parametrize(("mode", "words"), [
-    ("dies", "exited with code 1 before it answered"),
-    ("short", "asked for 8 tokens a request, got [7, 7, 7]"),
-    ("canary", "KV-cache canary reported a violation"),
-])
+@pytest.mark.parametrize(
+    ("mode", "words"),
+    [
+        ("dies", "exited with code 1 before it answered"),
+        ("short", "asked for 8 tokens a request, got [7, 7, 7]"),
+        ("canary", "KV-cache canary reported a violation"),
+    ],
+)
 def test_a_server_that_fails_is_a_fail_with_its_log(env: Path, tmp_path: Path, mode: str, words: str) -> None:
     result, trace = serve(env, tmp_path, mode)
     assert result.status == "fail" and words in result.reason, result
@@ -100,21 +132,33 @@ def test_a_server_that_fails_is_a_fail_with_its_log(env: Path, tmp_path: Path, m
         assert "KeyError: 12" in (result.output_tail or "") + json.dumps(result.details.to_json())
 
 
-def test_a_server_that_never_answers_is_stopped_within_the_bound(env: Path, tmp_path: Path,
-                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_server_that_never_answers_is_stopped_within_the_bound(
+    env: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("PROVISION_CHECK_TIMEOUT", "8")
     start = time.monotonic()
     result, trace = serve(env, tmp_path, "hangs")
-    assert result.status in ("fail", "error") and "did not answer /health within 4.8 s" in result.reason, result
+    assert result.status in ("fail", "error") and "did not answer /health within 4.8 s" in result.reason, (
+        result
+    )
     assert time.monotonic() - start < 30 and gone(trace["workers"])
 
 
-def test_the_checks_timeout_stops_the_server_too(env: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_checks_timeout_stops_the_server_too(
+    env: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The runner kills the payload's process group at the check's bound: the server and its workers are in it."""
     monkeypatch.setenv("PROVISION_CHECK_TIMEOUT", "3")
-    monkeypatch.setattr(runner, "_serve_arguments", lambda build, gpus, timeout: {
-        "model_path": str(dummy_model.write(build / "dummy-model")), "log_path": str(build / "logs" / "x.log"),
-        "tp_size": 1, "start_bound_s": 600})
+    monkeypatch.setattr(
+        runner,
+        "_serve_arguments",
+        lambda build, gpus, timeout: {
+            "model_path": str(dummy_model.write(build / "dummy-model")),
+            "log_path": str(build / "logs" / "x.log"),
+            "tp_size": 1,
+            "start_bound_s": 600,
+        },
+    )
     result, trace = serve(env, tmp_path, "hangs")
     assert result.status == "error" and "timed out after 3 s" in result.reason, result
     assert gone(trace["workers"])
@@ -124,8 +168,15 @@ def test_tp_size_follows_the_gpus_and_without_mock_mode_answers_are_counted(tmp_
     build = make_env(tmp_path, mock=False)
     one = [Gpu(index=0, name="Fake H100", compute_capability="9.0", sm="sm_90")]
     result, trace = serve(build, tmp_path, "ok", gpus=one)
-    assert result.status == "pass" and "TP 1" in result.reason and "answers counted, not checked" in result.reason
-    assert "--sampling-backend" not in trace["argv"] and "SGLANG_KV_CANARY_ENABLE_TOKEN_ORACLE" not in trace["env"]
+    assert (
+        result.status == "pass"
+        and "TP 1" in result.reason
+        and "answers counted, not checked" in result.reason
+    )
+    assert (
+        "--sampling-backend" not in trace["argv"]
+        and "SGLANG_KV_CANARY_ENABLE_TOKEN_ORACLE" not in trace["env"]
+    )
     assert [dummy_model.tp_size(n) for n in (0, 1, 2, 3, 4, 6, 8, 16)] == [1, 1, 2, 2, 4, 4, 8, 8]
 
 

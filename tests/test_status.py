@@ -18,25 +18,40 @@ CHECKS = ["skip", "pass", "warn", "fail", "error"]
 def test_the_order_is_total_and_known() -> None:
     assert status.ORDER == ("skip", "info", "pass", "warn", "fail", "error")
     assert status.worst([]) is None and status.worst([None, "unknown"]) is None
-    assert status.failed("fail") and status.failed("error") and not status.failed("warn") and not status.failed(None)
+    assert (
+        status.failed("fail")
+        and status.failed("error")
+        and not status.failed("warn")
+        and not status.failed(None)
+    )
 
 
-@pytest.mark.parametrize("combo", [c for n in range(1, 4) for c in itertools.combinations(CHECKS, n)], ids=",".join)
+@pytest.mark.parametrize(
+    "combo", [c for n in range(1, 4) for c in itertools.combinations(CHECKS, n)], ids=",".join
+)
 def test_the_three_readers_agree(combo: tuple[Status, ...]) -> None:
     results = [CheckResult(id=str(i), status=s) for i, s in enumerate(combo)]
     expected = max(combo, key=CHECKS.index)
     assert overall(results) == expected
     assert inventory.worst_status(results) == expected
-    target = Target(kind="profile", name="x", cuda="13.0", gates=(
-        *(Gate(id=str(i), title="", status=s, reason="") for i, s in enumerate(combo) if s != "error"),
-        Gate(id="note", title="", status="info", reason="")))
+    target = Target(
+        kind="profile",
+        name="x",
+        cuda="13.0",
+        gates=(
+            *(Gate(id=str(i), title="", status=s, reason="") for i, s in enumerate(combo) if s != "error"),
+            Gate(id="note", title="", status="info", reason=""),
+        ),
+    )
     gate_statuses = [s for s in combo if s != "error"]
     assert target.verdict == (max(gate_statuses, key=CHECKS.index) if gate_statuses else "skip")
 
 
 def test_empty_and_info_only() -> None:
     assert overall([]) == "skip" and inventory.worst_status([]) is None
-    target = Target(kind="profile", name="x", cuda="13.0", gates=(Gate(id="a", title="", status="info", reason=""),))
+    target = Target(
+        kind="profile", name="x", cuda="13.0", gates=(Gate(id="a", title="", status="info", reason=""),)
+    )
     assert target.verdict == "skip"
 
 

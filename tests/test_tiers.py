@@ -14,19 +14,42 @@ def test_every_measured_slow_test_exists() -> None:
     for test in sorted(_measured_slow()):
         path, _, name = test.partition("::")
         source = ROOT / path
-        defined = {n.name for n in ast.walk(ast.parse(source.read_text()))
-                   if isinstance(n, ast.FunctionDef)} if source.is_file() else set()
+        defined = (
+            {n.name for n in ast.walk(ast.parse(source.read_text())) if isinstance(n, ast.FunctionDef)}
+            if source.is_file()
+            else set()
+        )
         if name.split("::")[-1] not in defined:
             missing.append(test)
-    assert len(_measured_slow()) > 100 and not missing, f"{SLOW} names tests that are gone (run scripts/slow_tests.py): {missing[:5]}"
+    assert len(_measured_slow()) > 100 and not missing, (
+        f"{SLOW} names tests that are gone (run scripts/slow_tests.py): {missing[:5]}"
+    )
 
 
 def test_the_measured_slow_tests_are_marked(pytestconfig) -> None:
     import subprocess
     import sys
 
-    done = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", "-n", "0",
-                           "-m", "slow", "tests/test_envs.py"], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "--collect-only",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-n",
+            "0",
+            "-m",
+            "slow",
+            "tests/test_envs.py",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     listed = [line.split("[", 1)[0] for line in done.stdout.splitlines() if "::" in line]
     measured = {t for t in _measured_slow() if t.startswith("tests/test_envs.py::")}
     assert measured and measured <= set(listed), (sorted(measured - set(listed))[:5], done.stderr[-500:])

@@ -16,7 +16,7 @@ import tiny
 from conftest import DATA
 from test_try import tool_with_baseline, tried
 
-SERVER_ARGS_0_5_9 = '''
+SERVER_ARGS_0_5_9 = """
 import argparse
 import dataclasses
 
@@ -32,9 +32,9 @@ class ServerArgs:
         parser.add_argument("--disable-custom-all-reduce", action="store_true")
         parser.add_argument("--enable-torch-symm-mem", action="store_true")
         parser.add_argument("--enable-flashinfer-allreduce-fusion", action="store_true")
-'''
+"""
 
-SERVER_ARGS_0_5_23 = '''
+SERVER_ARGS_0_5_23 = """
 import argparse
 
 from sglang.srt.arg_groups.arg_utils import add_cli_args_from_dataclass
@@ -50,9 +50,9 @@ class ServerArgs(ExecArgs):
                             new_flag="--cuda-graph-backend-{decode,prefill}=disabled")
         parser.add_argument("--enable-flashinfer-allreduce-fusion", action="store_true",
                             help="(Deprecated: use --flashinfer-allreduce-fusion-backend=auto)")
-'''
+"""
 
-FIELDS_0_5_23 = '''
+FIELDS_0_5_23 = """
 from __future__ import annotations
 
 import dataclasses
@@ -72,9 +72,9 @@ class ExecArgs:
         Arg(help="Enable FlashInfer allreduce fusion and choose backend."),
     ] = None
     tp_size: A[int, Arg(help="The tensor parallelism size.", cli_name="--tp-size", aliases=["--tensor-parallel-size"])] = 1
-'''
+"""
 
-ENVIRON_0_5_23 = '''
+ENVIRON_0_5_23 = """
 class EnvField:
     def __init__(self, default):
         self.default = default
@@ -95,43 +95,78 @@ class Envs:
 
 
 envs = Envs()
-'''
+"""
 
 
 def sglang_wheels(index) -> None:
     """sglang 0.5.9 and 0.5.23 as the tests' index serves them: the files the recipes are read from, in their shapes,
     and the server's entry point the imports check imports (empty)."""
-    entry = {"sglang/launch_server.py": b"", "sglang/srt/entrypoints/__init__.py": b"",
-             "sglang/srt/entrypoints/http_server.py": b"", "sglang/srt/__init__.py": b""}
-    index.add("sglang", "0.5.9", files={**entry, "sglang/__init__.py": b"__version__ = '0.5.9'\n",
-                                        "sglang/srt/server_args.py": SERVER_ARGS_0_5_9.encode()})
-    index.add("sglang", "0.5.23", files={
-        **entry, "sglang/__init__.py": b"__version__ = '0.5.23'\n",
-        "sglang/srt/server_args.py": SERVER_ARGS_0_5_23.encode(), "sglang/srt/arg_groups/__init__.py": b"",
-        "sglang/srt/arg_groups/fields/__init__.py": b"", "sglang/srt/arg_groups/fields/exec_.py": FIELDS_0_5_23.encode(),
-        "sglang/srt/environ.py": ENVIRON_0_5_23.encode()})
+    entry = {
+        "sglang/launch_server.py": b"",
+        "sglang/srt/entrypoints/__init__.py": b"",
+        "sglang/srt/entrypoints/http_server.py": b"",
+        "sglang/srt/__init__.py": b"",
+    }
+    index.add(
+        "sglang",
+        "0.5.9",
+        files={
+            **entry,
+            "sglang/__init__.py": b"__version__ = '0.5.9'\n",
+            "sglang/srt/server_args.py": SERVER_ARGS_0_5_9.encode(),
+        },
+    )
+    index.add(
+        "sglang",
+        "0.5.23",
+        files={
+            **entry,
+            "sglang/__init__.py": b"__version__ = '0.5.23'\n",
+            "sglang/srt/server_args.py": SERVER_ARGS_0_5_23.encode(),
+            "sglang/srt/arg_groups/__init__.py": b"",
+            "sglang/srt/arg_groups/fields/__init__.py": b"",
+            "sglang/srt/arg_groups/fields/exec_.py": FIELDS_0_5_23.encode(),
+            "sglang/srt/environ.py": ENVIRON_0_5_23.encode(),
+        },
+    )
 
 
 def two_stacks(tmp_path: Path, index_server, provision_bin: str) -> tiny.Tool:
     """cu128 (sglang 0.5.9) and cu130 (sglang 0.5.23) with the baseline of test_try, where a smaller CUDA-graph batch
     helps on the first and hurts on the second."""
     sglang_wheels(tiny.index(index_server))
-    tool, _ = tool_with_baseline(tmp_path, index_server, provision_bin, "cu128",
-                                 packages='alpha = "==1.0"\nsglang = "==0.5.9"', env={"TRY_GRAPHS": "1.1"})
-    tool_with_baseline(tmp_path, index_server, provision_bin, "cu130",
-                       packages='alpha = "==1.0"\nsglang = "==0.5.23"', env={"TRY_GRAPHS": "0.85"})
+    tool, _ = tool_with_baseline(
+        tmp_path,
+        index_server,
+        provision_bin,
+        "cu128",
+        packages='alpha = "==1.0"\nsglang = "==0.5.9"',
+        env={"TRY_GRAPHS": "1.1"},
+    )
+    tool_with_baseline(
+        tmp_path,
+        index_server,
+        provision_bin,
+        "cu130",
+        packages='alpha = "==1.0"\nsglang = "==0.5.23"',
+        env={"TRY_GRAPHS": "0.85"},
+    )
     return tool
 
 
 @pytest.mark.slow
-def test_replay_on_a_second_environment_and_the_matrix(tmp_path: Path, index_server, provision_bin: str) -> None:
+def test_replay_on_a_second_environment_and_the_matrix(
+    tmp_path: Path, index_server, provision_bin: str
+) -> None:
     tool = two_stacks(tmp_path, index_server, provision_bin)
     patched = tmp_path / "patched.py"
     patched.write_text("FACTOR = 0.5\n")
     tried(tool, "cu128", "faster", "--env", "TRY_FACTOR=1.2")
     graphs = tried(tool, "cu128", "--recipe", "cuda-graph-max-bs")
     assert graphs["label"] == "cuda-graph-max-bs" and graphs["recipe"] == "cuda-graph-max-bs"
-    assert graphs["change"]["args"] == ["--cuda-graph-max-bs", "64"] and graphs["verdict"] == "better"  # 0.5.9's flag
+    assert (
+        graphs["change"]["args"] == ["--cuda-graph-max-bs", "64"] and graphs["verdict"] == "better"
+    )  # 0.5.9's flag
     tried(tool, "cu128", "patched", "--file", f"alpha/__init__.py={patched}")
     patched.unlink()  # the replay writes the content the ledger kept, not whatever the source says today
 
@@ -141,7 +176,10 @@ def test_replay_on_a_second_environment_and_the_matrix(tmp_path: Path, index_ser
     assert [t["label"] for t in replayed["trials"]] == ["faster", "cuda-graph-max-bs", "patched"]
     faster, graphs_new, file_new = replayed["trials"]
     assert faster["verdict"] == "better" and faster["change"]["env"] == {"TRY_FACTOR": "1.2"}
-    assert graphs_new["change"]["args"] == ["--cuda-graph-max-bs-decode", "64"]  # read again from 0.5.23's parser
+    assert graphs_new["change"]["args"] == [
+        "--cuda-graph-max-bs-decode",
+        "64",
+    ]  # read again from 0.5.23's parser
     assert graphs_new["verdict"] == "worse" and -16 < graphs_new["change_pct"] < -14
     assert file_new["verdict"] == "worse" and file_new["restored"] is True
     site = next((Path(tool.envs()["cu130"]["path"]) / "venv").glob("lib/python3*/site-packages"))
@@ -149,10 +187,17 @@ def test_replay_on_a_second_environment_and_the_matrix(tmp_path: Path, index_ser
 
     ledger = json.loads(tool("trials", "--json").stdout)
     assert [(t["name"], t["label"]) for t in ledger["trials"]] == [
-        ("cu128", "faster"), ("cu128", "cuda-graph-max-bs"), ("cu128", "patched"),
-        ("cu130", "faster"), ("cu130", "cuda-graph-max-bs"), ("cu130", "patched")]
+        ("cu128", "faster"),
+        ("cu128", "cuda-graph-max-bs"),
+        ("cu128", "patched"),
+        ("cu130", "faster"),
+        ("cu130", "cuda-graph-max-bs"),
+        ("cu130", "patched"),
+    ]
     matrix = tool("trials", "cu128", "cu130", env={"COLUMNS": "250"}).stdout
-    row = next(line for line in matrix.splitlines() if line.startswith("│ cuda-graph-max-bs ") and "better" in line)
+    row = next(
+        line for line in matrix.splitlines() if line.startswith("│ cuda-graph-max-bs ") and "better" in line
+    )
     assert "worse -15.2%" in row and "better +9.7%" in row, matrix
     page = tool("trials", "cu128", "cu130", "--markdown").stdout
     assert "## Trials on cu128, cu130" in page and "| label | cu128 | cu130 |" in page
@@ -160,20 +205,29 @@ def test_replay_on_a_second_environment_and_the_matrix(tmp_path: Path, index_ser
 
 
 def recipes_on(tool: tiny.Tool, name: str, machine: str) -> dict[str, dict]:
-    listed = json.loads(tool("try", "--list-recipes", name, "--json", env={"PROVISION_NVML_REPLAY": str(DATA / machine)}).stdout)
+    listed = json.loads(
+        tool(
+            "try", "--list-recipes", name, "--json", env={"PROVISION_NVML_REPLAY": str(DATA / machine)}
+        ).stdout
+    )
     return {r["id"]: r for r in listed["recipes"]}
 
 
 @pytest.mark.slow
-def test_the_recipes_are_read_from_the_installed_sglang_and_judged_by_report(tmp_path: Path, index_server,
-                                                                             provision_bin: str) -> None:
+def test_the_recipes_are_read_from_the_installed_sglang_and_judged_by_report(
+    tmp_path: Path, index_server, provision_bin: str
+) -> None:
     tool = two_stacks(tmp_path, index_server, provision_bin)
     tool.create("tiny")
     pcie = recipes_on(tool, "cu130", "rtx-pro-6000-x8.nvml.json")  # 8 x SM120 over PCIe, as the first user's
-    assert pcie["flashinfer-allreduce-fusion"]["change"]["args"] == ["--flashinfer-allreduce-fusion-backend", "auto"]
+    assert pcie["flashinfer-allreduce-fusion"]["change"]["args"] == [
+        "--flashinfer-allreduce-fusion-backend",
+        "auto",
+    ]
     assert pcie["cuda-graph-max-bs"]["change"]["args"] == ["--cuda-graph-max-bs-decode", "64"]
     assert pcie["pcie-ipc-allreduce"]["applies"] and pcie["pcie-ipc-allreduce"]["change"]["env"] == {
-        "SGLANG_ENABLE_PCIE_IPC_ALLREDUCE": "1"}
+        "SGLANG_ENABLE_PCIE_IPC_ALLREDUCE": "1"
+    }
     assert pcie["nccl-tree-graphs"]["change"]["env"] == {"NCCL_ALGO": "allreduce:tree"}
     symm = pcie["torch-symm-mem"]
     assert not symm["applies"] and symm["reason"].startswith("report (symm-mem-allreduce):"), symm
@@ -184,7 +238,10 @@ def test_the_recipes_are_read_from_the_installed_sglang_and_judged_by_report(tmp
     assert old["cuda-graph-max-bs"]["change"]["args"] == ["--cuda-graph-max-bs", "64"]
     ipc = old["pcie-ipc-allreduce"]
     assert not ipc["applies"] and ipc["change"] is None
-    assert "variable SGLANG_ENABLE_PCIE_IPC_ALLREDUCE (no srt/environ.py)" in ipc["reason"] and "absent" in ipc["reason"]
+    assert (
+        "variable SGLANG_ENABLE_PCIE_IPC_ALLREDUCE (no srt/environ.py)" in ipc["reason"]
+        and "absent" in ipc["reason"]
+    )
 
     nvlink = recipes_on(tool, "cu130", "h200-x2.nvml.json")
     assert not nvlink["pcie-ipc-allreduce"]["applies"] and "NVLink" in nvlink["pcie-ipc-allreduce"]["reason"]
@@ -195,13 +252,23 @@ def test_the_recipes_are_read_from_the_installed_sglang_and_judged_by_report(tmp
     assert {r["reason"] for r in none.values()} == {"SGLang is not installed in this environment"}
 
     replay = {"PROVISION_NVML_REPLAY": str(DATA / "rtx-pro-6000-x8.nvml.json")}
-    refused = json.loads(tool("try", "cu130", "--recipe", "torch-symm-mem", "--runs", "3", "--json", env=replay).stdout)
+    refused = json.loads(
+        tool("try", "cu130", "--recipe", "torch-symm-mem", "--runs", "3", "--json", env=replay).stdout
+    )
     assert refused["verdict"] == "not-applicable" and "--force runs it anyway" in refused["reason"]
     assert refused["figure"]["runs"] == 0 and refused["baseline_after"] is None
-    forced = json.loads(tool("try", "cu130", "--recipe", "torch-symm-mem", "--force", "--runs", "3", "--json", env=replay).stdout)
+    forced = json.loads(
+        tool(
+            "try", "cu130", "--recipe", "torch-symm-mem", "--force", "--runs", "3", "--json", env=replay
+        ).stdout
+    )
     assert forced["verdict"] == "within-noise" and forced["change"]["args"] == ["--enable-torch-symm-mem"]
-    absent = json.loads(tool("try", "cu128", "--recipe", "pcie-ipc-allreduce", "--force", "--json", env=replay).stdout)
-    assert absent["verdict"] == "not-applicable" and "absent in this version" in absent["reason"]  # --force runs no flag it lacks
+    absent = json.loads(
+        tool("try", "cu128", "--recipe", "pcie-ipc-allreduce", "--force", "--json", env=replay).stdout
+    )
+    assert (
+        absent["verdict"] == "not-applicable" and "absent in this version" in absent["reason"]
+    )  # --force runs no flag it lacks
     human = tool("try", "--list-recipes", "cu130", env={**replay, "COLUMNS": "250"}).stdout
     assert "Recipes on cu130 (sglang 0.5.23)" in human and "torch-symm-mem" in human
 
@@ -212,11 +279,20 @@ def test_the_reader_takes_both_shapes_of_the_parser() -> None:
     old = parser_flags(ast.parse(SERVER_ARGS_0_5_9))
     assert {"--model-path", "--model", "--cuda-graph-max-bs", "--enable-flashinfer-allreduce-fusion"} <= old
     new = parser_flags(ast.parse(FIELDS_0_5_23)) | parser_flags(ast.parse(SERVER_ARGS_0_5_23))
-    assert {"--cuda-graph-max-bs-decode", "--flashinfer-allreduce-fusion-backend", "--tp-size", "--tensor-parallel-size",
-            "--enable-flashinfer-allreduce-fusion", "--disable-cuda-graph"} <= new
+    assert {
+        "--cuda-graph-max-bs-decode",
+        "--flashinfer-allreduce-fusion-backend",
+        "--tp-size",
+        "--tensor-parallel-size",
+        "--enable-flashinfer-allreduce-fusion",
+        "--disable-cuda-graph",
+    } <= new
     assert "--cuda-graph-max-bs" not in new and "--tp_size" not in new
     assert table_variables(ast.parse(ENVIRON_0_5_23)) == {
-        "SGLANG_CUSTOM_ALL_REDUCE_V2_MAX_SIZE_KB", "SGLANG_ENABLE_PCIE_IPC_ALLREDUCE", "SGLANG_PCIE_IPC_MAX_NUMEL"}
+        "SGLANG_CUSTOM_ALL_REDUCE_V2_MAX_SIZE_KB",
+        "SGLANG_ENABLE_PCIE_IPC_ALLREDUCE",
+        "SGLANG_PCIE_IPC_MAX_NUMEL",
+    }
 
 
 @pytest.mark.network

@@ -39,19 +39,38 @@ print(f"decode {figure:.3f} tok/s")
 """
 
 
-def tool_with_baseline(tmp_path: Path, index_server, provision_bin: str, name: str = "tiny", *,
-                       packages: str = 'alpha = "==1.0"', env: dict[str, str] | None = None) -> tuple[tiny.Tool, Path]:
+def tool_with_baseline(
+    tmp_path: Path,
+    index_server,
+    provision_bin: str,
+    name: str = "tiny",
+    *,
+    packages: str = 'alpha = "==1.0"',
+    env: dict[str, str] | None = None,
+) -> tuple[tiny.Tool, Path]:
     """A Tool whose environment `name` has the baseline above (its state folder returned), created with its checks;
     `env` goes into the profile's [env]."""
     state = tmp_path / f"state-{name}"
     state.mkdir()
     served = index_server.indexes.get("tiny") or tiny.index(index_server)
-    tool = tiny.make_tool(tmp_path, provision_bin, served) if not (tmp_path / "profiles").exists() else \
-        tiny.Tool(provision_bin, tmp_path / "home", tmp_path / "profiles", served)
-    env_line = "[env]\n" + "".join(f"{k} = {json.dumps(v)}\n" for k, v in {"TRY_STATE": str(state), **(env or {})}.items())
-    tiny.profile(tool.profiles, name, packages=packages, extra=(
-        f'[baseline]\ncommand = ["python", "-c", {json.dumps(PROGRAM)}]\n'
-        "pattern = 'decode ([\\d.]+) tok/s'\nunit = \"tok/s\"\nbetter = \"higher\"\ntimeout = 120\n" + env_line))
+    tool = (
+        tiny.make_tool(tmp_path, provision_bin, served)
+        if not (tmp_path / "profiles").exists()
+        else tiny.Tool(provision_bin, tmp_path / "home", tmp_path / "profiles", served)
+    )
+    env_line = "[env]\n" + "".join(
+        f"{k} = {json.dumps(v)}\n" for k, v in {"TRY_STATE": str(state), **(env or {})}.items()
+    )
+    tiny.profile(
+        tool.profiles,
+        name,
+        packages=packages,
+        extra=(
+            f'[baseline]\ncommand = ["python", "-c", {json.dumps(PROGRAM)}]\n'
+            'pattern = \'decode ([\\d.]+) tok/s\'\nunit = "tok/s"\nbetter = "higher"\ntimeout = 120\n'
+            + env_line
+        ),
+    )
     tool.create(name)
     return tool, state
 
@@ -71,14 +90,20 @@ def site_of(tool: tiny.Tool, name: str = "tiny") -> Path:
 def test_better_worse_within_noise_and_failed(tmp_path: Path, index_server, provision_bin: str) -> None:
     tool, _ = tool_with_baseline(tmp_path, index_server, provision_bin)
     better = tried(tool, "tiny", "faster", "--env", "TRY_FACTOR=1.2", "--note", "the first lever")
-    assert better["baseline"]["ran_first"] is True and better["baseline"]["runs"] == 3  # no baseline yet: ran first
+    assert (
+        better["baseline"]["ran_first"] is True and better["baseline"]["runs"] == 3
+    )  # no baseline yet: ran first
     assert better["verdict"] == "better" and 19 < better["change_pct"] < 21 and better["restored"] is True
     assert better["figure"]["runs"] == 3 and 119 < better["figure"]["median"] < 121
     assert better["change"] == {"env": {"TRY_FACTOR": "1.2"}, "args": [], "files": []}
     assert better["baseline_after"]["within_noise"] is True and better["note"] == "the first lever"
 
     worse = tried(tool, "tiny", "slower", "--env", "TRY_FACTOR=0.8")
-    assert worse["baseline"]["ran_first"] is False and worse["verdict"] == "worse" and -21 < worse["change_pct"] < -19
+    assert (
+        worse["baseline"]["ran_first"] is False
+        and worse["verdict"] == "worse"
+        and -21 < worse["change_pct"] < -19
+    )
     noise = tried(tool, "tiny", "same", "--env", "TRY_FACTOR=1.001")
     assert noise["verdict"] == "within-noise"
 
@@ -113,14 +138,20 @@ def test_a_patched_file_is_put_back_byte_for_byte(tmp_path: Path, index_server, 
     assert (site_of(tool) / "alpha" / "__init__.py").read_bytes() == original
     drift = json.loads(tool("check", "tiny", "--only", "drift", "--json").stdout)
     assert drift["status"] == "pass"
-    assert "accepted" not in json.loads((Path(tool.envs()["tiny"]["path"]) / "env.json").read_text())  # never known-good
+    assert "accepted" not in json.loads(
+        (Path(tool.envs()["tiny"]["path"]) / "env.json").read_text()
+    )  # never known-good
 
-    new = tried(tool, "tiny", "new file", "--file", f"alpha/extra.py={patched}")  # a file that was not there goes again
+    new = tried(
+        tool, "tiny", "new file", "--file", f"alpha/extra.py={patched}"
+    )  # a file that was not there goes again
     assert new["restored"] is True and not (site_of(tool) / "alpha" / "extra.py").exists()
 
 
 @pytest.mark.slow
-def test_a_baseline_that_no_longer_returns_to_its_noise_exits_1(tmp_path: Path, index_server, provision_bin: str) -> None:
+def test_a_baseline_that_no_longer_returns_to_its_noise_exits_1(
+    tmp_path: Path, index_server, provision_bin: str
+) -> None:
     tool, _ = tool_with_baseline(tmp_path, index_server, provision_bin)
     result = tried(tool, "tiny", "sticky", "--env", "TRY_STICKY=0.7", code=1)
     assert result["verdict"] == "worse" and result["restored"] is True
@@ -130,7 +161,9 @@ def test_a_baseline_that_no_longer_returns_to_its_noise_exits_1(tmp_path: Path, 
 
 
 @pytest.mark.slow
-def test_kill_9_mid_trial_then_any_command_puts_the_file_back(tmp_path: Path, index_server, provision_bin: str) -> None:
+def test_kill_9_mid_trial_then_any_command_puts_the_file_back(
+    tmp_path: Path, index_server, provision_bin: str
+) -> None:
     tool, _ = tool_with_baseline(tmp_path, index_server, provision_bin)
     tool("baseline", "tiny", "--runs", "3")
     target = site_of(tool) / "alpha" / "__init__.py"
@@ -138,7 +171,17 @@ def test_kill_9_mid_trial_then_any_command_puts_the_file_back(tmp_path: Path, in
     patched = tmp_path / "patched.py"
     patched.write_text("FACTOR = 0.5\n")
     build = Path(tool.envs()["tiny"]["path"]).resolve()
-    running = tool.popen("try", "tiny", "killed", "--file", f"alpha/__init__.py={patched}", "--env", "TRY_SLEEP=30", "--runs", "3")
+    running = tool.popen(
+        "try",
+        "tiny",
+        "killed",
+        "--file",
+        f"alpha/__init__.py={patched}",
+        "--env",
+        "TRY_SLEEP=30",
+        "--runs",
+        "3",
+    )
     deadline = time.time() + 60
     while time.time() < deadline and target.read_bytes() == original:
         time.sleep(0.1)
@@ -162,7 +205,9 @@ def held_trial(tmp_path: Path, index_server, provision_bin: str, label: str):
     original = target.read_bytes()
     patched = tmp_path / "patched.py"
     patched.write_text("FACTOR = 0.5\n")
-    running = tool.popen("try", "tiny", label, "--file", f"alpha/__init__.py={patched}", "--env", "TRY_SLEEP=30", "--runs", "3")
+    running = tool.popen(
+        "try", "tiny", label, "--file", f"alpha/__init__.py={patched}", "--env", "TRY_SLEEP=30", "--runs", "3"
+    )
     deadline = time.time() + 60
     while time.time() < deadline and target.read_bytes() == original:
         time.sleep(0.1)
@@ -170,8 +215,9 @@ def held_trial(tmp_path: Path, index_server, provision_bin: str, label: str):
 
 
 @pytest.mark.slow
-def test_restore_puts_back_a_killed_trial_and_a_second_trial_waits_for_none(tmp_path: Path, index_server,
-                                                                            provision_bin: str) -> None:
+def test_restore_puts_back_a_killed_trial_and_a_second_trial_waits_for_none(
+    tmp_path: Path, index_server, provision_bin: str
+) -> None:
     tool, target, original, patched, running = held_trial(tmp_path, index_server, provision_bin, "held")
     second = tool("try", "tiny", "second", "--env", "TRY_FACTOR=2", "--runs", "3", check=False)
     assert second.returncode == 7 and "a trial is under way on tiny" in second.stderr
@@ -184,24 +230,33 @@ def test_restore_puts_back_a_killed_trial_and_a_second_trial_waits_for_none(tmp_
     assert restored["drift_before"]["status"] == "pass" and target.read_bytes() == original
 
 
-def test_what_the_command_line_gets_wrong_is_refused_first(tmp_path: Path, index_server, provision_bin: str) -> None:
+def test_what_the_command_line_gets_wrong_is_refused_first(
+    tmp_path: Path, index_server, provision_bin: str
+) -> None:
     tool = tiny.tool_with_env(tmp_path, provision_bin, tiny.index(index_server))
-    for args, said in ((["tiny"], "give the trial a LABEL"), (["tiny", "x"], "nothing to try"),
-                       (["tiny", "x", "--env", "1A=2"], "is not NAME=VALUE"),
-                       (["tiny", "x", "--file", "alpha/__init__.py"], "is not PATH=SOURCE"),
-                       (["tiny", "x", "--file", "/etc/passwd=/etc/passwd"], "not a file in the environment's venv"),
-                       (["tiny", "x", "--recipe", "warp-drive"], "no recipe 'warp-drive'"),
-                       (["tiny", "x", "--replay", "other"], "give no LABEL or change")):
+    for args, said in (
+        (["tiny"], "give the trial a LABEL"),
+        (["tiny", "x"], "nothing to try"),
+        (["tiny", "x", "--env", "1A=2"], "is not NAME=VALUE"),
+        (["tiny", "x", "--file", "alpha/__init__.py"], "is not PATH=SOURCE"),
+        (["tiny", "x", "--file", "/etc/passwd=/etc/passwd"], "not a file in the environment's venv"),
+        (["tiny", "x", "--recipe", "warp-drive"], "no recipe 'warp-drive'"),
+        (["tiny", "x", "--replay", "other"], "give no LABEL or change"),
+    ):
         done = tool("try", *args, check=False)
         assert done.returncode == 2 and said in done.stderr, (args, done.stderr)
     assert json.loads(tool("trials", "--json").stdout) == {"schema_version": 1, "trials": []}
 
 
 @pytest.mark.slow
-def test_ctrl_c_mid_trial_puts_the_file_back_before_it_exits(tmp_path: Path, index_server, provision_bin: str) -> None:
+def test_ctrl_c_mid_trial_puts_the_file_back_before_it_exits(
+    tmp_path: Path, index_server, provision_bin: str
+) -> None:
     tool, target, original, _, running = held_trial(tmp_path, index_server, provision_bin, "stopped")
     running.send_signal(signal.SIGINT)
     _, err = running.communicate(timeout=60)
     assert running.returncode == 130 and "interrupted" in err
-    assert target.read_bytes() == original and not (Path(tool.envs()["tiny"]["path"]) / ".trial-made").exists()
+    assert (
+        target.read_bytes() == original and not (Path(tool.envs()["tiny"]["path"]) / ".trial-made").exists()
+    )
     assert json.loads(tool("trials", "tiny", "--json").stdout)["trials"] == []

@@ -30,9 +30,11 @@ STEPS = ["gates", "lock", "lock-report", "create", "checks", "baseline", "decide
 
 
 def baseline(bench: Path, figure: str) -> str:
-    return (f'[env]\nUPGRADE_FIGURE = "{figure}"\n'
-            f'[baseline]\ncommand = ["python", "{bench}"]\n'
-            "pattern = 'decode ([\\d.]+) tok/s'\nunit = \"tok/s\"\nbetter = \"higher\"\ntimeout = 60\n")
+    return (
+        f'[env]\nUPGRADE_FIGURE = "{figure}"\n'
+        f'[baseline]\ncommand = ["python", "{bench}"]\n'
+        'pattern = \'decode ([\\d.]+) tok/s\'\nunit = "tok/s"\nbetter = "higher"\ntimeout = 60\n'
+    )
 
 
 @pytest.fixture
@@ -43,9 +45,13 @@ def made(tmp_path: Path, index_server, provision_bin: str) -> tiny.Tool:
     tool = tiny.make_tool(tmp_path, provision_bin, served)
     bench = tmp_path / "bench.py"
     bench.write_text(BENCH)
-    for name, packages, figure in (("old", 'alpha = "==1.0"', "82"), ("fast", 'alpha = "==2.0"', "90"),
-                                   ("slow", 'alpha = "==2.0"', "75"), ("same", 'alpha = "==2.0"', "82.2"),
-                                   ("broken", 'alpha = "==2.0"\ngamma = "==1.0"', "90")):
+    for name, packages, figure in (
+        ("old", 'alpha = "==1.0"', "82"),
+        ("fast", 'alpha = "==2.0"', "90"),
+        ("slow", 'alpha = "==2.0"', "75"),
+        ("same", 'alpha = "==2.0"', "82.2"),
+        ("broken", 'alpha = "==2.0"\ngamma = "==1.0"', "90"),
+    ):
         tiny.profile(tool.profiles, name, packages, extra=baseline(bench, figure))
     tool.create("old")
     return tool
@@ -65,12 +71,18 @@ def test_a_faster_stack_is_activated_and_recorded(made: tiny.Tool, tmp_path: Pat
     page = tmp_path / "ticket.md"
     code, said = upgrade(made, "fast", "--markdown", str(page))
     assert code == 0 and said["decision"] == "activated", said
-    assert [s["step"] for s in said["steps"]] == STEPS and {s["status"] for s in said["steps"]} == {"pass"}, said["steps"]
+    assert [s["step"] for s in said["steps"]] == STEPS and {s["status"] for s in said["steps"]} == {"pass"}, (
+        said["steps"]
+    )
     old, new = said["baseline"]["from"], said["baseline"]["to"]
     assert (old["median"], old["min"], old["max"], old["runs"]) == (82.0, 81.6, 82.4, 3)
     assert new["median"] == 90.0 and said["baseline"]["change"] == pytest.approx(8 / 82, abs=1e-6)
     assert said["baseline"]["within_noise"] is False and said["from"] == "old" and said["to"] == "fast"
-    assert "82.00" in said["reason"] and "90.00" in said["reason"] and said["undo"] == "provision rollback --to old"
+    assert (
+        "82.00" in said["reason"]
+        and "90.00" in said["reason"]
+        and said["undo"] == "provision rollback --to old"
+    )
     assert active(made) == "fast"
     text = page.read_text()
     assert text.startswith("## Upgrade old -> fast: ACTIVATED") and "| decide | **PASS** |" in text, text
@@ -78,7 +90,9 @@ def test_a_faster_stack_is_activated_and_recorded(made: tiny.Tool, tmp_path: Pat
     envs = made.envs()
     assert envs["fast"]["upgrade"]["decision"] == "activated" and envs["fast"]["upgrade"]["from"] == "old"
     assert envs["old"]["upgrade"] is None
-    assert (Path(envs["fast"]["path"]) / "upgrade.json").is_file() and not (made.home / "upgrades" / "fast.json").exists()
+    assert (Path(envs["fast"]["path"]) / "upgrade.json").is_file() and not (
+        made.home / "upgrades" / "fast.json"
+    ).exists()
     report = json.loads(made("report", "--env", "fast", "--json").stdout)
     (target,) = [t for t in report["machines"][0]["targets"] if t["kind"] == "environment"]
     (gate,) = [g for g in target["gates"] if g["id"] == "upgrade"]
@@ -102,7 +116,11 @@ def test_a_slower_stack_is_kept_and_the_old_one_stays_active(made: tiny.Tool) ->
     # the same stack, allowed 10 % slower: moved to, without building it again
     code, said = upgrade(made, "--to-env", "slow", "--max-slowdown", "10")
     assert code == 0 and active(made) == "slow" and "within --max-slowdown 10%" in said["reason"], said
-    assert [s["status"] for s in said["steps"]][1:4] == ["skip", "pass", "skip"]  # lock, lock-report (its lock), create
+    assert [s["status"] for s in said["steps"]][1:4] == [
+        "skip",
+        "pass",
+        "skip",
+    ]  # lock, lock-report (its lock), create
 
 
 def test_within_noise_is_not_worse(made: tiny.Tool) -> None:
@@ -133,12 +151,18 @@ def test_a_gate_fail_builds_nothing(made: tiny.Tool) -> None:
     code, said = upgrade(made, "fast", env={"PROVISION_NVML_REPLAY": str(replay)})
     assert code == 1 and said["decision"] == "kept" and [s["step"] for s in said["steps"]] == ["gates"], said
     assert said["steps"][0]["status"] == "fail" and "driver:" in said["reason"] and "580" in said["reason"]
-    assert made.builds() == builds and sorted((made.home / "locks").iterdir()) == locks and active(made) == "old"
+    assert (
+        made.builds() == builds and sorted((made.home / "locks").iterdir()) == locks and active(made) == "old"
+    )
 
 
 def test_different_baselines_stop_unless_one_is_named(made: tiny.Tool, tmp_path: Path) -> None:
-    tiny.profile(made.profiles, "other", 'alpha = "==2.0"', extra=baseline(tmp_path / "bench.py", "90").replace(
-        "timeout = 60", "timeout = 61"))
+    tiny.profile(
+        made.profiles,
+        "other",
+        'alpha = "==2.0"',
+        extra=baseline(tmp_path / "bench.py", "90").replace("timeout = 60", "timeout = 61"),
+    )
     code, said = upgrade(made, "other")
     assert code == 1 and said["steps"][0]["status"] == "fail" and "[baseline] differ" in said["reason"], said
     assert "--baseline-from" in said["reason"] and "other" not in made.envs()
@@ -149,14 +173,34 @@ def test_different_baselines_stop_unless_one_is_named(made: tiny.Tool, tmp_path:
 def test_to_env_moves_to_an_adopted_venv(made: tiny.Tool, tmp_path: Path) -> None:
     """A venv the team built by hand, adopted with its profile: measured against the active one, and moved to."""
     venv = tmp_path / "by-hand"
-    subprocess.run(["uv", "venv", str(venv), "--python", sys.executable, "--quiet"], check=True, timeout=120,
-                   cwd=tmp_path, env={**os.environ, "PATH": os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"]})
-    subprocess.run([os.path.join(os.path.dirname(sys.executable), "uv"), "pip", "install", "--quiet", "-p", str(venv),
-                    "--index-url", made.served.url, "alpha==2.0"], check=True, timeout=120)
+    subprocess.run(
+        ["uv", "venv", str(venv), "--python", sys.executable, "--quiet"],
+        check=True,
+        timeout=120,
+        cwd=tmp_path,
+        env={**os.environ, "PATH": os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"]},
+    )
+    subprocess.run(
+        [
+            os.path.join(os.path.dirname(sys.executable), "uv"),
+            "pip",
+            "install",
+            "--quiet",
+            "-p",
+            str(venv),
+            "--index-url",
+            made.served.url,
+            "alpha==2.0",
+        ],
+        check=True,
+        timeout=120,
+    )
     made("adopt", "by-hand", str(venv), "--profile", "fast", "--no-lock")
     code, said = upgrade(made, "--to-env", "by-hand")
     assert code == 0 and said["decision"] == "activated" and active(made) == "by-hand", said
-    assert [s["status"] for s in said["steps"]] == ["pass", "skip", "skip", "skip", "pass", "pass", "pass"], said["steps"]
+    assert [s["status"] for s in said["steps"]] == ["pass", "skip", "skip", "skip", "pass", "pass", "pass"], (
+        said["steps"]
+    )
     assert said["baseline"]["to"]["median"] == 90.0
 
 
@@ -195,7 +239,11 @@ def test_kill_9_after_each_step_then_resume(made: tiny.Tool, after: str) -> None
         assert again.returncode == 7 and "an upgrade to fast is unfinished" in again.stderr
         assert "hint: go on with it: the same command with --resume" in again.stderr, again.stderr
     build = next(made.home.glob("builds/fast-*/upgrade.json"), None)
-    checked = json.loads((build.parent / "env.json").read_text()).get("checks") if build and "checks" in finished else None
+    checked = (
+        json.loads((build.parent / "env.json").read_text()).get("checks")
+        if build and "checks" in finished
+        else None
+    )
     code, said = upgrade(made, "fast", "--resume")
     assert code == 0 and said["decision"] == "activated" and active(made) == "fast", said
     assert [s["step"] for s in said["steps"]] == STEPS and said["baseline"]["to"]["median"] == 90.0
@@ -228,6 +276,10 @@ def test_a_mirror_that_needs_a_password_is_judged_before_installing(made: tiny.T
     PROVISION_INDEX_<NAME> variable gives for that host, as uv sends them: it was HTTP 401 and the upgrade stopped."""
     made.served.password = "s3cret"
     mirror = made.served.url.replace("http://", "http://alice:s3cret@")
-    code, said = upgrade(made, "fast", env={"PROVISION_INDEX_DEFAULT": mirror, "UV_CACHE_DIR": str(made.home.parent / "cold")})
-    assert code == 0 and said["steps"][2]["step"] == "lock-report" and said["steps"][2]["status"] == "pass", said
+    code, said = upgrade(
+        made, "fast", env={"PROVISION_INDEX_DEFAULT": mirror, "UV_CACHE_DIR": str(made.home.parent / "cold")}
+    )
+    assert code == 0 and said["steps"][2]["step"] == "lock-report" and said["steps"][2]["status"] == "pass", (
+        said
+    )
     assert "s3cret" not in json.dumps(said)

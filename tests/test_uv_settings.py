@@ -21,18 +21,30 @@ def tool(tmp_path: Path, provision_bin: str, index_server) -> tiny.Tool:
     return tiny.make_tool(tmp_path, provision_bin, tiny.index(index_server))
 
 
-def test_inherited_uv_settings_that_bend_resolution_never_reach_uv(tool: tiny.Tool, tmp_path: Path, index_server) -> None:
+def test_inherited_uv_settings_that_bend_resolution_never_reach_uv(
+    tool: tiny.Tool, tmp_path: Path, index_server
+) -> None:
     evil = index_server.index("evil")
     evil.add("alpha", "9.0")
     overrides = tmp_path / "overrides.txt"
     overrides.write_text("alpha==9.0\n")
     constraints = tmp_path / "constraints.txt"
     constraints.write_text("alpha==9.0\n")
-    bending = {"UV_OVERRIDE": str(overrides), "UV_EXTRA_INDEX_URL": evil.url, "UV_INDEX": f"evil={evil.url}",
-               "UV_CONSTRAINT": str(constraints), "UV_INDEX_STRATEGY": "unsafe-best-match", "UV_PRERELEASE": "allow",
-               "UV_FIND_LINKS": str(tmp_path), "UV_EXCLUDE_NEWER": "2000-01-01T00:00:00Z"}
+    bending = {
+        "UV_OVERRIDE": str(overrides),
+        "UV_EXTRA_INDEX_URL": evil.url,
+        "UV_INDEX": f"evil={evil.url}",
+        "UV_CONSTRAINT": str(constraints),
+        "UV_INDEX_STRATEGY": "unsafe-best-match",
+        "UV_PRERELEASE": "allow",
+        "UV_FIND_LINKS": str(tmp_path),
+        "UV_EXCLUDE_NEWER": "2000-01-01T00:00:00Z",
+    }
     out = tmp_path / "pylock.tiny.toml"
-    attack = {"UV_OVERRIDE": str(overrides), "UV_EXTRA_INDEX_URL": evil.url}  # alpha 9.0 from evil, without a word
+    attack = {
+        "UV_OVERRIDE": str(overrides),
+        "UV_EXTRA_INDEX_URL": evil.url,
+    }  # alpha 9.0 from evil, without a word
     for variables in (attack, bending):
         done = tool("-v", "lock", "tiny", "--json", "-o", str(out), env=variables)
         versions = {p["name"]: (p["version"], p["url"]) for p in json.loads(done.stdout)["packages"]}
@@ -45,36 +57,60 @@ def test_inherited_uv_settings_that_bend_resolution_never_reach_uv(tool: tiny.To
     assert not evil.requests, evil.requests  # nothing of it was asked for
 
 
-@pytest.mark.parametrize(("variable", "value", "said"), [
-    ("PROVISION_INDEX_DEFAULT", " ", "expected an http(s) or file URL"),
-    ("PROVISION_INDEX_DEFAULT", "not a url", "expected an http(s) or file URL"),
-    ("PROVISION_INDEX_DEFAULT", "http://[::1", "is not a valid URL"),
-    ("PROVISION_INDEX_DEFAULT", ":99999", "expected an http(s) or file URL"),
-    ("PROVISION_INDEX_DEFAULT", "http://127.0.0.1:99999/simple", "is not a valid URL"),
-    ("UV_LINK_MODE", "", "is not one of uv's link modes"),
-    ("UV_HTTP_TIMEOUT", "abc", "is not a whole number of seconds"),
-    ("UV_CONCURRENT_DOWNLOADS", "0", "is below 1"),
-    ("UV_CACHE_DIR", "/dev/null", "is not a folder"),
-    ("UV_NATIVE_TLS", "maybe", "is not true or false"),
-])
+@pytest.mark.parametrize(
+    ("variable", "value", "said"),
+    [
+        ("PROVISION_INDEX_DEFAULT", " ", "expected an http(s) or file URL"),
+        ("PROVISION_INDEX_DEFAULT", "not a url", "expected an http(s) or file URL"),
+        ("PROVISION_INDEX_DEFAULT", "http://[::1", "is not a valid URL"),
+        ("PROVISION_INDEX_DEFAULT", ":99999", "expected an http(s) or file URL"),
+        ("PROVISION_INDEX_DEFAULT", "http://127.0.0.1:99999/simple", "is not a valid URL"),
+        ("UV_LINK_MODE", "", "is not one of uv's link modes"),
+        ("UV_HTTP_TIMEOUT", "abc", "is not a whole number of seconds"),
+        ("UV_CONCURRENT_DOWNLOADS", "0", "is below 1"),
+        ("UV_CACHE_DIR", "/dev/null", "is not a folder"),
+        ("UV_NATIVE_TLS", "maybe", "is not true or false"),
+    ],
+)
 def test_a_variable_uv_would_refuse_is_an_input_error_naming_it_before_anything_runs(
-        tool: tiny.Tool, tmp_path: Path, variable: str, value: str, said: str) -> None:
-    for args in (("lock", "tiny", "-o", str(tmp_path / "pylock.tiny.toml")), ("create", "tiny", "--python", tiny.PY)):
+    tool: tiny.Tool, tmp_path: Path, variable: str, value: str, said: str
+) -> None:
+    for args in (
+        ("lock", "tiny", "-o", str(tmp_path / "pylock.tiny.toml")),
+        ("create", "tiny", "--python", tiny.PY),
+    ):
         done = tool(*args, env={variable: value}, check=False)
         lines = done.stderr.strip().splitlines()
         assert done.returncode == 2 and "Traceback" not in done.stderr, (args, done.stderr)
-        assert lines[-2].startswith(f"error: {variable}") and said in lines[-2] and lines[-1].startswith("hint: "), lines
+        assert (
+            lines[-2].startswith(f"error: {variable}")
+            and said in lines[-2]
+            and lines[-1].startswith("hint: ")
+        ), lines
         assert "resolving" not in done.stderr and not tool.builds()
     assert not (tmp_path / "pylock.tiny.toml").exists()
 
 
 def test_values_uv_takes_are_honoured_and_empty_ones_are_unset() -> None:
-    kept = uvsettings.honoured({"UV_HTTP_TIMEOUT": "", "UV_CONCURRENT_DOWNLOADS": "4", "UV_LINK_MODE": "copy",
-                                "UV_INDEX_MAIN_PASSWORD": "s3cret", "UV_OVERRIDE": "x.txt", "UV_NATIVE_TLS": "yes"})
-    assert kept == {"UV_CONCURRENT_DOWNLOADS": "4", "UV_LINK_MODE": "copy", "UV_INDEX_MAIN_PASSWORD": "s3cret",
-                    "UV_NATIVE_TLS": "yes"}
-    assert uvsettings.left_out({"UV_OVERRIDE": "x", "UV_INDEX": "http://h/", "UV_INDEX_URL": "http://h/",
-                                "UV_CACHE_DIR": "/tmp"}) == ["UV_INDEX", "UV_OVERRIDE"]
+    kept = uvsettings.honoured(
+        {
+            "UV_HTTP_TIMEOUT": "",
+            "UV_CONCURRENT_DOWNLOADS": "4",
+            "UV_LINK_MODE": "copy",
+            "UV_INDEX_MAIN_PASSWORD": "s3cret",
+            "UV_OVERRIDE": "x.txt",
+            "UV_NATIVE_TLS": "yes",
+        }
+    )
+    assert kept == {
+        "UV_CONCURRENT_DOWNLOADS": "4",
+        "UV_LINK_MODE": "copy",
+        "UV_INDEX_MAIN_PASSWORD": "s3cret",
+        "UV_NATIVE_TLS": "yes",
+    }
+    assert uvsettings.left_out(
+        {"UV_OVERRIDE": "x", "UV_INDEX": "http://h/", "UV_INDEX_URL": "http://h/", "UV_CACHE_DIR": "/tmp"}
+    ) == ["UV_INDEX", "UV_OVERRIDE"]
     with pytest.raises(InputError, match="UV_DEFAULT_INDEX"):
         uvsettings.honoured({"UV_DEFAULT_INDEX": "not a url"})
     with pytest.raises(InputError, match="UV_HTTP_RETRIES"):

@@ -13,7 +13,9 @@ import tiny
 from provision import toml
 
 
-def test_a_workspace_root_planted_in_tmpdir_does_not_bend_the_lock(index_server, provision_bin: str, tmp_path: Path) -> None:
+def test_a_workspace_root_planted_in_tmpdir_does_not_bend_the_lock(
+    index_server, provision_bin: str, tmp_path: Path
+) -> None:
     served = tiny.index(index_server)
     evil = index_server.index("evil")
     evil.add("alpha", "1.0", files={"alpha/__init__.py": b"EVIL = 1\n"})
@@ -25,7 +27,8 @@ def test_a_workspace_root_planted_in_tmpdir_does_not_bend_the_lock(index_server,
         '[tool.uv]\noverride-dependencies = ["alpha==2.0"]\nconstraint-dependencies = ["alpha==2.0"]\n'
         '[tool.uv.workspace]\nmembers = ["*"]\n'
         '[tool.uv.sources]\nalpha = { index = "evil" }\nbeta = { index = "evil" }\n'
-        f'[[tool.uv.index]]\nname = "evil"\nurl = "{evil.url}"\nexplicit = true\n')
+        f'[[tool.uv.index]]\nname = "evil"\nurl = "{evil.url}"\nexplicit = true\n'
+    )
     (shared / "uv.toml").write_text('override-dependencies = ["alpha==2.0"]\n')
     tool = tiny.make_tool(tmp_path, provision_bin, served, ("two", 'alpha = "==1.0"\nbeta = "==1.0"'))
     output = tmp_path / "pylock.two.toml"

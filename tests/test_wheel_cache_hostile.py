@@ -24,7 +24,8 @@ def _forget_what_was_read(cache: Path) -> None:
 
 
 def test_a_link_in_the_wheel_cache_is_never_written_through_and_an_edit_in_place_is_seen(
-        index_server, provision_bin: str, tmp_path: Path) -> None:
+    index_server, provision_bin: str, tmp_path: Path
+) -> None:
     default, wheels = serve(index_server)
     lock = write_lock(tmp_path / "pylock.toml", default, wheels)
     cache = tmp_path / "uv-cache"

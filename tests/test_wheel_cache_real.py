@@ -31,7 +31,9 @@ MACHINE = ROOT / "docs/machines/h200.probe.json"
 def timed(*args: str) -> tuple[subprocess.CompletedProcess[str], float, float]:
     """(the process, its CPU seconds with its children's, its wall seconds): run here, never through the fork server."""
     before, started = resource.getrusage(resource.RUSAGE_CHILDREN), time.perf_counter()
-    done = subprocess.run(launch.argv(args), capture_output=True, text=True, timeout=900, env=launch.environment())
+    done = subprocess.run(
+        launch.argv(args), capture_output=True, text=True, timeout=900, env=launch.environment()
+    )
     after, wall = resource.getrusage(resource.RUSAGE_CHILDREN), time.perf_counter() - started
     return done, after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime, wall
 
@@ -46,18 +48,31 @@ def read_here(reason: str) -> int:
 
 def test_a_lock_judged_again_reads_its_scans_from_the_cache(tmp_path: Path) -> None:
     profile = tmp_path / "cudart.toml"
-    profile.write_text('schema = 1\nname = "cudart"\ncuda = "13.0"\npython = "3.12"\n[packages]\n'
-                       + "".join(f'{name} = "=={version}"\n' for name, version in PINS.items()))
+    profile.write_text(
+        'schema = 1\nname = "cudart"\ncuda = "13.0"\npython = "3.12"\n[packages]\n'
+        + "".join(f'{name} = "=={version}"\n' for name, version in PINS.items())
+    )
     lock = tmp_path / "pylock.cudart.toml"
-    done = subprocess.run(launch.argv(("lock", str(profile), "--platform", "x86_64-manylinux_2_28", "-o", str(lock), "--json")),
-                          capture_output=True, text=True, timeout=900, env=launch.environment())
+    done = subprocess.run(
+        launch.argv(("lock", str(profile), "--platform", "x86_64-manylinux_2_28", "-o", str(lock), "--json")),
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env=launch.environment(),
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     wheels = {p["name"]: p for p in json.loads(done.stdout)["packages"]}
     assert {n: p["version"] for n, p in wheels.items()} == PINS
     kept = Path(os.environ["XDG_CACHE_HOME"]) / "provision"
-    for name, version in PINS.items():  # as a fetch leaves them: the lock's sha256 checked, its stamp beside it
+    for (
+        name,
+        version,
+    ) in PINS.items():  # as a fetch leaves them: the lock's sha256 checked, its stamp beside it
         real = wheel(f"{name}=={version}")
-        assert real.name == wheels[name]["file"] and hashlib.sha256(real.read_bytes()).hexdigest() == wheels[name]["sha256"]
+        assert (
+            real.name == wheels[name]["file"]
+            and hashlib.sha256(real.read_bytes()).hexdigest() == wheels[name]["sha256"]
+        )
         place = kept / "wheels" / wheels[name]["sha256"]
         place.mkdir(parents=True)
         shutil.copyfile(real, place / real.name)
@@ -77,11 +92,18 @@ def test_a_lock_judged_again_reads_its_scans_from_the_cache(tmp_path: Path) -> N
     shutil.rmtree(kept / "scans")
     rescanned, rescanned_cpu, rescanned_wall = timed(*judge)
     assert "0 scanned before" in scanned(rescanned) and read_here(scanned(rescanned)) == 3, scanned(rescanned)
+
     def judged(done: subprocess.CompletedProcess[str]) -> list[tuple[str, str]]:
         target = next(t for t in json.loads(done.stdout)["machines"][0]["targets"] if t["kind"] == "lock")
-        return [(target["verdict"], "")] + [(g["id"], g["status"]) for g in target["gates"] if g["id"] != "lock-scan"]
+        return [(target["verdict"], "")] + [
+            (g["id"], g["status"]) for g in target["gates"] if g["id"] != "lock-scan"
+        ]
 
-    assert judged(first) == judged(again) == judged(rescanned)  # the same judgement, however the scans were had
-    figures = (f"CPU first {first_cpu:.2f} s, again {again_cpu:.2f} s, scans/ removed {rescanned_cpu:.2f} s; "
-               f"wall {first_wall:.2f} / {again_wall:.2f} / {rescanned_wall:.2f} s")
+    assert (
+        judged(first) == judged(again) == judged(rescanned)
+    )  # the same judgement, however the scans were had
+    figures = (
+        f"CPU first {first_cpu:.2f} s, again {again_cpu:.2f} s, scans/ removed {rescanned_cpu:.2f} s; "
+        f"wall {first_wall:.2f} / {again_wall:.2f} / {rescanned_wall:.2f} s"
+    )
     assert again_cpu <= rescanned_cpu / 3, figures

@@ -35,15 +35,23 @@ def test_an_entry_is_read_back_as_written(cache: Path) -> None:
     assert oct((cache / "records" / KEY).stat().st_mode & 0o777) == "0o600"
 
 
-@pytest.mark.parametrize("damage", ["truncated", "wrong-key", "wrong-kind", "old-version", "not-json", "empty", "nested"])
+@pytest.mark.parametrize(
+    "damage", ["truncated", "wrong-key", "wrong-kind", "old-version", "not-json", "empty", "nested"]
+)
 def test_a_damaged_or_foreign_entry_is_removed_never_trusted(cache: Path, damage: str) -> None:
     wheelfacts.put("records", KEY, {"rows": []})
     path = cache / "records" / KEY
     whole = path.read_text()
     entry = json.loads(whole)
-    text = {"truncated": whole[: len(whole) // 2], "not-json": "RECORD,,\n", "empty": "", "nested": "[" * 100_000,
-            "wrong-key": json.dumps({**entry, "key": OTHER}), "wrong-kind": json.dumps({**entry, "kind": "scans"}),
-            "old-version": json.dumps({**entry, "version": wheelfacts.VERSION - 1})}[damage]
+    text = {
+        "truncated": whole[: len(whole) // 2],
+        "not-json": "RECORD,,\n",
+        "empty": "",
+        "nested": "[" * 100_000,
+        "wrong-key": json.dumps({**entry, "key": OTHER}),
+        "wrong-kind": json.dumps({**entry, "kind": "scans"}),
+        "old-version": json.dumps({**entry, "version": wheelfacts.VERSION - 1}),
+    }[damage]
     path.write_text(text)
     assert wheelfacts.get("records", KEY) is None
     assert not path.exists()
@@ -56,7 +64,9 @@ def test_an_entry_copied_under_another_key_is_refused(cache: Path) -> None:
     assert wheelfacts.get("scans", KEY) is None and not (cache / "scans" / KEY).exists()
 
 
-def test_a_link_in_place_of_an_entry_is_removed_and_never_written_through(cache: Path, tmp_path: Path) -> None:
+def test_a_link_in_place_of_an_entry_is_removed_and_never_written_through(
+    cache: Path, tmp_path: Path
+) -> None:
     outside = tmp_path / "outside"
     outside.write_text("kept")
     wheelfacts.put("records", OTHER, {"rows": []})  # the folder exists
@@ -69,7 +79,9 @@ def test_a_link_in_place_of_an_entry_is_removed_and_never_written_through(cache:
     assert wheelfacts.get("records", KEY) == {"rows": []}
 
 
-def test_a_link_in_place_of_a_kinds_folder_is_removed_and_nothing_written_through_it(cache: Path, tmp_path: Path) -> None:
+def test_a_link_in_place_of_a_kinds_folder_is_removed_and_nothing_written_through_it(
+    cache: Path, tmp_path: Path
+) -> None:
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     cache.mkdir(parents=True)
@@ -114,7 +126,9 @@ def test_concurrent_writers_leave_one_whole_entry_and_no_temp_file(cache: Path) 
     assert os.listdir(cache / "records") == [KEY]
 
 
-def test_each_kind_is_bounded_the_least_recently_used_going_first(cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_each_kind_is_bounded_the_least_recently_used_going_first(
+    cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setitem(wheelfacts.LIMITS, "records", 40_000)
     keys = [f"{n:064x}" for n in range(12)]
     for n, key in enumerate(keys):
@@ -149,13 +163,17 @@ def wheel_with_cubin(path: Path) -> Path:
     return path
 
 
-def test_scan_of_a_wheel_is_kept_and_a_damaged_scan_entry_is_scanned_again(cache: Path, tmp_path: Path) -> None:
+def test_scan_of_a_wheel_is_kept_and_a_damaged_scan_entry_is_scanned_again(
+    cache: Path, tmp_path: Path
+) -> None:
     wheel = wheel_with_cubin(tmp_path / "pkg-1.0-py3-none-any.whl")
     first = binaries.scan([wheel])
     digest = binaries._sha256(str(wheel))
     assert remembered.load(digest) is not None
     again = binaries.scan([wheel])
-    assert [(f.path, f.code.loadable) for f in again.files] == [(f.path, f.code.loadable) for f in first.files]
+    assert [(f.path, f.code.loadable) for f in again.files] == [
+        (f.path, f.code.loadable) for f in first.files
+    ]
     assert first.files and first.files[0].code.loadable.cubin == {"sm_90": 1}
     # a kept scan that says sm_120 where the wheel has sm_90, with a counts table of the wrong shape: never believed
     entry = json.loads((cache / "scans" / digest).read_text())

@@ -27,7 +27,9 @@ def test_a_wheel_whose_record_has_a_field_past_csvs_limit_has_no_readable_record
     assert wheelrecords.in_folder(unpacked.parent) is None
 
 
-def test_a_remembered_record_past_csvs_limit_is_read_as_none(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_remembered_record_past_csvs_limit_is_read_as_none(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     sha256 = "ab" * 32
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))  # where earlier reads were kept: this test's folder
     wheelrecords.folder().mkdir(parents=True)
@@ -35,13 +37,15 @@ def test_a_remembered_record_past_csvs_limit_is_read_as_none(tmp_path: Path, mon
     assert wheelrecords.remembered(sha256, "") is None
 
 
-def test_a_wheel_whose_record_is_compressed_by_an_unknown_method_has_no_readable_record(tmp_path: Path) -> None:
+def test_a_wheel_whose_record_is_compressed_by_an_unknown_method_has_no_readable_record(
+    tmp_path: Path,
+) -> None:
     """Method 99 (AES) in the zip's headers: zipfile raises NotImplementedError on reading the member."""
     wheel = tmp_path / "odd-1.0-py3-none-any.whl"
     with zipfile.ZipFile(wheel, "w") as archive:
         archive.writestr("odd-1.0.dist-info/RECORD", "odd/__init__.py,,\n")
     data = bytearray(wheel.read_bytes())
     local, central = data.find(b"PK\x03\x04"), data.find(b"PK\x01\x02")
-    data[local + 8:local + 10] = data[central + 10:central + 12] = (99).to_bytes(2, "little")
+    data[local + 8 : local + 10] = data[central + 10 : central + 12] = (99).to_bytes(2, "little")
     wheel.write_bytes(bytes(data))
     assert wheelrecords.in_wheel(wheel) is None

@@ -25,15 +25,19 @@ def index(server: IndexServer, name: str = "tiny") -> Index:
 
 def profile(folder: Path, name: str = "tiny", packages: str = 'alpha = "==1.0"', extra: str = "") -> Path:
     path = folder / f"{name}.toml"
-    path.write_text(f'schema = 1\nname = "{name}"\ncuda = "13.0"\n[packages]\n{packages}\n'
-                    f'[checks]\nrequired = ["imports"]\n{extra}')
+    path.write_text(
+        f'schema = 1\nname = "{name}"\ncuda = "13.0"\n[packages]\n{packages}\n'
+        f'[checks]\nrequired = ["imports"]\n{extra}'
+    )
     return path
 
 
 class Tool:
     """provision (launch.run_provision) with its home set and, when given, its profiles folder and default index."""
 
-    def __init__(self, binary: str, home: Path, profiles: Path | None = None, served: Index | None = None) -> None:
+    def __init__(
+        self, binary: str, home: Path, profiles: Path | None = None, served: Index | None = None
+    ) -> None:
         self.binary, self.home, self.profiles, self.served = binary, home, profiles, served
 
     def env(self, extra: Mapping[str, str | None] | None = None) -> dict[str, str | None]:
@@ -44,20 +48,28 @@ class Tool:
             mine["PROVISION_INDEX_DEFAULT"] = self.served.url
         return {**mine, **(extra or {})}
 
-    def __call__(self, *args: str, check: bool = True, env: Mapping[str, str | None] | None = None) -> subprocess.CompletedProcess[str]:
+    def __call__(
+        self, *args: str, check: bool = True, env: Mapping[str, str | None] | None = None
+    ) -> subprocess.CompletedProcess[str]:
         return run_provision(*args, check=check, env=self.env(env))
 
     def popen(self, *args: str, env: Mapping[str, str | None] | None = None) -> subprocess.Popen[str]:
         return popen_provision(*args, env=self.env(env))
 
-    def create(self, profile_name: str = "tiny", *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    def create(
+        self, profile_name: str = "tiny", *args: str, check: bool = True
+    ) -> subprocess.CompletedProcess[str]:
         return self("create", profile_name, "--python", PY, *args, check=check)
 
     def envs(self) -> dict[str, dict]:
         return {e["name"]: e for e in json.loads(self("envs", "--json").stdout)["environments"]}
 
     def builds(self) -> list[str]:
-        return sorted(p.name for p in (self.home / "builds").iterdir()) if (self.home / "builds").exists() else []
+        return (
+            sorted(p.name for p in (self.home / "builds").iterdir())
+            if (self.home / "builds").exists()
+            else []
+        )
 
 
 def make_tool(tmp_path: Path, provision_bin: str, served: Index, *extra: tuple[str, str]) -> Tool:

@@ -68,12 +68,16 @@ class Index:
     wrong_hash: set[str] = field(default_factory=set)  # filenames listed with a sha256 that does not match
     garbled: set[str] = field(default_factory=set)  # projects whose page is not JSON, though it says it is
     delay: float = 0.0  # seconds before each answer: a slow index
-    hold: threading.Event | None = None  # when set to an Event, every answer waits until it is set (at most 120 s)
+    hold: threading.Event | None = (
+        None  # when set to an Event, every answer waits until it is set (at most 120 s)
+    )
     pep658: bool = False  # serve each wheel's METADATA as <wheel>.metadata and say so (PEP 658/714)
     ranges: bool = False  # answer Range requests with 206 (as PyPI's file host does)
     range_requests: int = 0
     password: str = ""  # when set, every request must carry HTTP basic auth alice:<password>
-    swapped: dict[str, bytes] = field(default_factory=dict)  # file name -> what a full GET answers (and the page's sha256)
+    swapped: dict[str, bytes] = field(
+        default_factory=dict
+    )  # file name -> what a full GET answers (and the page's sha256)
 
     def add(self, name: str, version: str, **kwargs: object) -> Path:
         folder = self.root / str(canonicalize_name(name))
@@ -122,9 +126,11 @@ class IndexServer:
             request.send_error(404)
             return
         index.requests.append(request.path)
-        if index.password and request.headers.get("Authorization") != "Basic " + base64.b64encode(
-            f"alice:{index.password}".encode()
-        ).decode():
+        if (
+            index.password
+            and request.headers.get("Authorization")
+            != "Basic " + base64.b64encode(f"alice:{index.password}".encode()).decode()
+        ):
             request.send_response(401)
             request.send_header("WWW-Authenticate", 'Basic realm="index"')
             request.send_header("Content-Length", "0")
@@ -141,7 +147,12 @@ class IndexServer:
             return
         if len(parts) == 3 and parts[1] == "files" and parts[2].endswith(".metadata"):
             data, _ = self._file(index, parts[2].removesuffix(".metadata"))
-            self._send(request, self._metadata(data) if data is not None and index.pep658 else None, "text/plain", body=body)
+            self._send(
+                request,
+                self._metadata(data) if data is not None and index.pep658 else None,
+                "text/plain",
+                body=body,
+            )
         elif len(parts) == 3 and parts[1] == "files":
             data, content_type = self._file(index, parts[2])
             wanted = request.headers.get("Range", "")
@@ -149,7 +160,9 @@ class IndexServer:
                 index.range_requests += 1
                 self._send_range(request, data, wanted, body=body)
             else:
-                self._send(request, index.swapped.get(parts[2], data), content_type, body=body, ranges=index.ranges)
+                self._send(
+                    request, index.swapped.get(parts[2], data), content_type, body=body, ranges=index.ranges
+                )
         elif len(parts) == 3 and parts[1] == "simple":
             self._send(request, *self._project(request, index, parts[2]), body=body)
         else:
@@ -163,9 +176,13 @@ class IndexServer:
             return archive.read(next(n for n in archive.namelist() if n.endswith(".dist-info/METADATA")))
 
     @staticmethod
-    def _send_range(request: http.server.BaseHTTPRequestHandler, data: bytes, wanted: str, *, body: bool) -> None:
+    def _send_range(
+        request: http.server.BaseHTTPRequestHandler, data: bytes, wanted: str, *, body: bool
+    ) -> None:
         first, _, last = wanted.removeprefix("bytes=").partition("-")
-        start = max(0, len(data) - int(last)) if not first else int(first)  # a suffix longer than the file: all of it
+        start = (
+            max(0, len(data) - int(last)) if not first else int(first)
+        )  # a suffix longer than the file: all of it
         end = len(data) - 1 if not first or not last else min(int(last), len(data) - 1)
         request.send_response(206)
         request.send_header("Content-Type", "application/octet-stream")
@@ -177,7 +194,11 @@ class IndexServer:
 
     @staticmethod
     def _send(
-        request: http.server.BaseHTTPRequestHandler, data: bytes | None, content_type: str, *, body: bool,
+        request: http.server.BaseHTTPRequestHandler,
+        data: bytes | None,
+        content_type: str,
+        *,
+        body: bool,
         ranges: bool = False,
     ) -> None:
         if data is None:
@@ -217,8 +238,12 @@ class IndexServer:
                     "meta": {"api-version": "1.1"},
                     "name": project,
                     "files": [
-                        {"filename": n, "url": u, "hashes": {"sha256": d} if index.hashes else {},
-                         **({"core-metadata": True} if index.pep658 else {})}
+                        {
+                            "filename": n,
+                            "url": u,
+                            "hashes": {"sha256": d} if index.hashes else {},
+                            **({"core-metadata": True} if index.pep658 else {}),
+                        }
                         for n, u, d in files
                     ],
                 }

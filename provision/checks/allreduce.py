@@ -33,7 +33,9 @@ def parse_size(text: str) -> int:
     except (ValueError, OverflowError) as exc:  # "abc", "nan"; "inf" overflows int()
         raise UsageError(f"{text!r} is not a size", "write it as 8, 42K, 2.5M or 128M") from exc
     if size <= 0 or size > 2**40:
-        raise UsageError(f"{text!r} is not a size between 1 byte and 1 TiB", "write it as 8, 42K, 2.5M or 128M")
+        raise UsageError(
+            f"{text!r} is not a size between 1 byte and 1 TiB", "write it as 8, 42K, 2.5M or 128M"
+        )
     return size
 
 
@@ -41,8 +43,10 @@ def _refuse_nvls(algo: str, shown: str | None = None) -> None:
     """NVLS (NCCL_ALGO=NVLS or NVLSTree, alone or in a per-collective list) uses multicast: never enabled. `shown` is
     what the error names instead of the value (one given by --nccl-env may carry a secret)."""
     if any(name in algo.lower().replace(" ", "") for name in FORBIDDEN_ALGOS):
-        raise UsageError(f"{shown or 'NCCL_ALGO=' + algo}: NVLS uses multicast, which provision never enables",
-                         "choose Ring or Tree (per collective: allreduce:tree)")
+        raise UsageError(
+            f"{shown or 'NCCL_ALGO=' + algo}: NVLS uses multicast, which provision never enables",
+            "choose Ring or Tree (per collective: allreduce:tree)",
+        )
 
 
 def variants(algos: tuple[str, ...], protos: tuple[str, ...]) -> list[dict[str, str]]:
@@ -73,10 +77,14 @@ def nccl_env(pairs: tuple[str, ...]) -> dict[str, str]:
             leading = re.match(r"NCCL_[A-Za-z0-9_]*", key)
             name = key if sep and not re.search(r"[:@]", key) else leading[0] if leading else ""
             shown = f"{name}=..." if sep else f"{name}..."
-            raise UsageError(f"--nccl-env {shown!r}: not NCCL_NAME=VALUE (its value not shown)",
-                             "for example --nccl-env NCCL_GRAPH_MIXING_SUPPORT=0")
+            raise UsageError(
+                f"--nccl-env {shown!r}: not NCCL_NAME=VALUE (its value not shown)",
+                "for example --nccl-env NCCL_GRAPH_MIXING_SUPPORT=0",
+            )
         if key == "NCCL_NVLS_ENABLE":
-            raise UsageError(f"--nccl-env {key}=...: NVLS uses multicast, which provision never enables", "leave NVLS off")
+            raise UsageError(
+                f"--nccl-env {key}=...: NVLS uses multicast, which provision never enables", "leave NVLS off"
+            )
         if key == "NCCL_ALGO":
             _refuse_nvls(value, shown=f"--nccl-env {key}=... (its value not shown)")
         settings[key] = value
@@ -107,7 +115,9 @@ def _secrets(settings: dict[str, str]) -> dict[str, str]:
     """Each secret value of `settings` -> what is shown for it, longest first ("1" or "0" would garble a message when
     replaced, and is no secret)."""
     shown = shown_settings(settings)
-    pairs = {value: shown[name] for name, value in settings.items() if len(value) >= 4 and shown[name] != value}
+    pairs = {
+        value: shown[name] for name, value in settings.items() if len(value) >= 4 and shown[name] != value
+    }
     return dict(sorted(pairs.items(), key=lambda pair: -len(pair[0])))
 
 
@@ -126,10 +136,12 @@ def scrub(text: str, settings: dict[str, str]) -> str:
     return redact_text(text)
 
 
-GRAPH_MIXING_NOTE = ("graph-captured all-reduces up to 1 MB took {ratio:.2f}x nccl-tests' time with NCCL_GRAPH_MIXING_SUPPORT "
-                     "at its default: on 2 x H200 setting it to 0 brought them to 0.94-0.97x (and the 122 x 42 KB pass from "
-                     "2.85 to 0.77 ms); try --nccl-env NCCL_GRAPH_MIXING_SUPPORT=0, safe where captured and eager NCCL "
-                     "calls on one communicator never run at the same time")
+GRAPH_MIXING_NOTE = (
+    "graph-captured all-reduces up to 1 MB took {ratio:.2f}x nccl-tests' time with NCCL_GRAPH_MIXING_SUPPORT "
+    "at its default: on 2 x H200 setting it to 0 brought them to 0.94-0.97x (and the 122 x 42 KB pass from "
+    "2.85 to 0.77 ms); try --nccl-env NCCL_GRAPH_MIXING_SUPPORT=0, safe where captured and eager NCCL "
+    "calls on one communicator never run at the same time"
+)
 
 
 def notes_for(rows: list[AllreduceRow], variant: dict[str, str]) -> list[str]:
@@ -140,10 +152,22 @@ def notes_for(rows: list[AllreduceRow], variant: dict[str, str]) -> list[str]:
     return []
 
 
-def run(build: Path, record: EnvRecord, *, min_bytes: int, max_bytes: int, factor: int, iters: int,
-        algos: tuple[str, ...], protos: tuple[str, ...], backend: str, ranks: int | None,
-        nccl_tests: Path | None = None, settings: dict[str, str] | None = None,
-        progress: Progress = lambda _: None) -> AllreduceRun:
+def run(
+    build: Path,
+    record: EnvRecord,
+    *,
+    min_bytes: int,
+    max_bytes: int,
+    factor: int,
+    iters: int,
+    algos: tuple[str, ...],
+    protos: tuple[str, ...],
+    backend: str,
+    ranks: int | None,
+    nccl_tests: Path | None = None,
+    settings: dict[str, str] | None = None,
+    progress: Progress = lambda _: None,
+) -> AllreduceRun:
     """Run the sweep once per NCCL variant (nccl-tests beside it when found); the caller stores the run (envs/records.py)."""
     from provision.checks import nccl_tests as anchors
     from provision.machine import nvml
@@ -153,7 +177,10 @@ def run(build: Path, record: EnvRecord, *, min_bytes: int, max_bytes: int, facto
     if backend == "nccl":
         gpus = nvml.read(nvml.load_library()).gpus
         if not gpus:
-            raise EnvError("no NVIDIA GPU on this machine: the NCCL all-reduce needs one", "--backend gloo --ranks N runs it on CPUs")
+            raise EnvError(
+                "no NVIDIA GPU on this machine: the NCCL all-reduce needs one",
+                "--backend gloo --ranks N runs it on CPUs",
+            )
         world = ranks or len(gpus)
     else:
         world = ranks or 2
@@ -164,51 +191,127 @@ def run(build: Path, record: EnvRecord, *, min_bytes: int, max_bytes: int, facto
         for variant in variants(algos, protos):
             # after a hung or failed all_reduce_perf, the later variants run without it: it would only fail again
             failed = any(earlier.anchor_error is not None for earlier in runs)
-            done = _run_variant(python, record, {**(settings or {}), **variant}, world=world, backend=backend,
-                                min_bytes=min_bytes, max_bytes=max_bytes, factor=factor, iters=iters,
-                                anchor_binary=None if failed else anchor_binary, progress=progress)
+            done = _run_variant(
+                python,
+                record,
+                {**(settings or {}), **variant},
+                world=world,
+                backend=backend,
+                min_bytes=min_bytes,
+                max_bytes=max_bytes,
+                factor=factor,
+                iters=iters,
+                anchor_binary=None if failed else anchor_binary,
+                progress=progress,
+            )
             if failed and anchor_binary is not None:
-                done = dataclasses.replace(done, nccl_tests=NcclTestsFailure(
-                    path=str(anchor_binary), error="not run: it failed in an earlier variant"))
+                done = dataclasses.replace(
+                    done,
+                    nccl_tests=NcclTestsFailure(
+                        path=str(anchor_binary), error="not run: it failed in an earlier variant"
+                    ),
+                )
             runs.append(done)
     except ProvisionError as exc:  # a process's output in the message may echo an --nccl-env secret
         exc.message, exc.hint = scrub(exc.message, settings or {}), scrub(exc.hint, settings or {})
         exc.args = (exc.message,)
         raise
-    return AllreduceRun(at=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"), backend=backend,
-                        world_size=world, runs=runs)
+    return AllreduceRun(
+        at=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        backend=backend,
+        world_size=world,
+        runs=runs,
+    )
 
 
-def _run_variant(python: Path, record: EnvRecord, variant: dict[str, str], *, world: int, backend: str, min_bytes: int,
-                 max_bytes: int, factor: int, iters: int, anchor_binary: Path | None, progress: Progress) -> VariantRun:
+def _run_variant(
+    python: Path,
+    record: EnvRecord,
+    variant: dict[str, str],
+    *,
+    world: int,
+    backend: str,
+    min_bytes: int,
+    max_bytes: int,
+    factor: int,
+    iters: int,
+    anchor_binary: Path | None,
+    progress: Progress,
+) -> VariantRun:
     """One variant's rows (nccl-tests' beside them), its NCCL variables as shown and stored (secrets ****)."""
     env = check_runner.environment(python.parent.parent, record)
     env.update(variant)
     env.update(NCCL_NVLS_ENABLE="0", TORCH_SYMM_MEM_DISABLE_MULTICAST="1", NVSHMEM_DISABLE_NVLS="1")
-    arguments = {"gpu_count": world, "backend": backend, "min_bytes": min_bytes, "max_bytes": max_bytes,
-                 "factor": factor, "iters": iters}
+    arguments = {
+        "gpu_count": world,
+        "backend": backend,
+        "min_bytes": min_bytes,
+        "max_bytes": max_bytes,
+        "factor": factor,
+        "iters": iters,
+    }
     progress(f"all-reduce on {world} rank(s) {shown_settings(variant) or 'NCCL defaults'}")
-    done = proc.run([python, str(payload_dir() / "bench_allreduce.py"), json.dumps(arguments)], timeout=1800, env=env,
-                    keep=check_runner.KEPT_OUTPUT, group=True)  # its ranks go with it: none holds a GPU on
+    done = proc.run(
+        [python, str(payload_dir() / "bench_allreduce.py"), json.dumps(arguments)],
+        timeout=1800,
+        env=env,
+        keep=check_runner.KEPT_OUTPUT,
+        group=True,
+    )  # its ranks go with it: none holds a GPU on
     last = next((line for line in reversed(done.stdout.splitlines()) if line.startswith("{")), "")
     try:
         answer = Reader(json.loads(last))  # the payload's verdict: {"status", "reason", "details"}
         if answer.status() != "pass":
-            raise EnvError(f"the all-reduce benchmark failed: {answer.text('reason')}", "run provision check --only nccl-allreduce")
-        measured = VariantRun.parse(Reader({**(answer.mapping("details") or {}), "variant": shown_settings(variant)}, "details"))
+            raise EnvError(
+                f"the all-reduce benchmark failed: {answer.text('reason')}",
+                "run provision check --only nccl-allreduce",
+            )
+        measured = VariantRun.parse(
+            Reader({**(answer.mapping("details") or {}), "variant": shown_settings(variant)}, "details")
+        )
     except (json.JSONDecodeError, RecursionError):  # not JSON, or nested past the recursion limit
-        raise EnvError(f"the all-reduce benchmark crashed (exit {done.returncode}): {done.tail(3)}", "run provision check first") from None
+        raise EnvError(
+            f"the all-reduce benchmark crashed (exit {done.returncode}): {done.tail(3)}",
+            "run provision check first",
+        ) from None
     except MalformedResult as exc:
-        raise EnvError(f"the all-reduce benchmark's answer is malformed: {exc}", "run provision check --only nccl-allreduce") from None
+        raise EnvError(
+            f"the all-reduce benchmark's answer is malformed: {exc}",
+            "run provision check --only nccl-allreduce",
+        ) from None
     if anchor_binary is not None:
-        progress(f"nccl-tests {anchor_binary.name} on {world} GPU(s) {shown_settings(variant) or 'NCCL defaults'}")
-        measured = beside_nccl_tests(measured, variant, anchor_binary, venv=python.parent.parent, env=env, world=world,
-                                     min_bytes=min_bytes, max_bytes=max_bytes, factor=factor, iters=iters)
+        progress(
+            f"nccl-tests {anchor_binary.name} on {world} GPU(s) {shown_settings(variant) or 'NCCL defaults'}"
+        )
+        measured = beside_nccl_tests(
+            measured,
+            variant,
+            anchor_binary,
+            venv=python.parent.parent,
+            env=env,
+            world=world,
+            min_bytes=min_bytes,
+            max_bytes=max_bytes,
+            factor=factor,
+            iters=iters,
+        )
     return measured
 
 
-def beside_nccl_tests(measured: VariantRun, variant: dict[str, str], binary: Path, *, venv: Path, env: dict[str, str],
-                      world: int, min_bytes: int, max_bytes: int, factor: int, iters: int, **bounds: float) -> VariantRun:
+def beside_nccl_tests(
+    measured: VariantRun,
+    variant: dict[str, str],
+    binary: Path,
+    *,
+    venv: Path,
+    env: dict[str, str],
+    world: int,
+    min_bytes: int,
+    max_bytes: int,
+    factor: int,
+    iters: int,
+    **bounds: float,
+) -> VariantRun:
     """`measured` with nccl-tests' figures beside its rows; when all_reduce_perf fails or hangs, provision's figures
     stay as they are and `nccl_tests.error` says in one line what happened."""
     from provision.checks import nccl_tests as anchors
@@ -216,14 +319,30 @@ def beside_nccl_tests(measured: VariantRun, variant: dict[str, str], binary: Pat
     anchor_env = dict(env)
     nccl_dir = anchors.nccl_library_dir(venv)
     if nccl_dir is not None:
-        anchor_env["LD_LIBRARY_PATH"] = os.pathsep.join(filter(None, [str(nccl_dir), env.get("LD_LIBRARY_PATH")]))
+        anchor_env["LD_LIBRARY_PATH"] = os.pathsep.join(
+            filter(None, [str(nccl_dir), env.get("LD_LIBRARY_PATH")])
+        )
     try:
-        anchor = anchors.compare(binary, world=world, min_bytes=min_bytes, max_bytes=max_bytes, factor=factor,
-                                 iters=iters, env=anchor_env, **bounds)
+        anchor = anchors.compare(
+            binary,
+            world=world,
+            min_bytes=min_bytes,
+            max_bytes=max_bytes,
+            factor=factor,
+            iters=iters,
+            env=anchor_env,
+            **bounds,
+        )
     except ProvisionError as exc:
         hung = exc if isinstance(exc, anchors.Hung) else None
-        return dataclasses.replace(measured, nccl_tests=NcclTestsFailure(
-            path=str(binary), error=scrub(f"{exc.message}; provision's own figures are kept: {exc.hint}", variant),
-            hung_size=hung.size if hung else None, hung_after_s=round(hung.waited_s, 1) if hung else None))
+        return dataclasses.replace(
+            measured,
+            nccl_tests=NcclTestsFailure(
+                path=str(binary),
+                error=scrub(f"{exc.message}; provision's own figures are kept: {exc.hint}", variant),
+                hung_size=hung.size if hung else None,
+                hung_after_s=round(hung.waited_s, 1) if hung else None,
+            ),
+        )
     rows = anchors.join(measured.rows, anchor)
     return dataclasses.replace(measured, rows=rows, nccl_tests=anchor, notes=notes_for(rows, variant))

@@ -36,19 +36,30 @@ from provision.records.results import (
 if TYPE_CHECKING:
     from provision.machine import nvml
 
-BUILTIN = Baseline(command=("python", "{payloads}/baseline_builtin.py"), timeout=900.0, json_key="bf16_gemm_tflops",
-                   unit="TFLOP/s", better="higher")
-DETAILS_CHARS = 64 << 10  # the printed document kept with a run in env.json: a figure and a few beside it fit in far less
+BUILTIN = Baseline(
+    command=("python", "{payloads}/baseline_builtin.py"),
+    timeout=900.0,
+    json_key="bf16_gemm_tflops",
+    unit="TFLOP/s",
+    better="higher",
+)
+DETAILS_CHARS = (
+    64 << 10
+)  # the printed document kept with a run in env.json: a figure and a few beside it fit in far less
 PATTERN_SECONDS = 10.0  # a profile's pattern searching the kept output: a plain one takes milliseconds
-KEPT_OUTPUT = 8 << 20  # of each of a baseline's stdout and stderr, the last characters held: the figure is printed last
+KEPT_OUTPUT = (
+    8 << 20
+)  # of each of a baseline's stdout and stderr, the last characters held: the figure is printed last
 
 
 def machine_fingerprint(reading: nvml.Reading) -> MachineStamp:
     names = sorted(g.name for g in reading.gpus)
     text = f"{len(names)} x {names[0]}" if names and len(set(names)) == 1 else ", ".join(names) or "no GPU"
     identity = json.dumps([reading.driver.version, [g.uuid for g in reading.gpus]])
-    return MachineStamp(summary=f"{text}, driver {reading.driver.version or '-'}",
-                        id=hashlib.sha256(identity.encode()).hexdigest()[:12])
+    return MachineStamp(
+        summary=f"{text}, driver {reading.driver.version or '-'}",
+        id=hashlib.sha256(identity.encode()).hexdigest()[:12],
+    )
 
 
 def extract(spec: Baseline, stdout: str) -> tuple[float | str | None, dict[str, JSONValue] | None]:
@@ -100,10 +111,12 @@ def _findall(pattern: str, text: str) -> list[str | tuple[str, ...]]:
         finally:
             signal.setitimer(signal.ITIMER_REAL, 0)
     except _Late:
-        raise EnvError(f"the baseline pattern {pattern[:80]!r} took over {PATTERN_SECONDS:g} s to search {len(text)} "
-                       "characters of output: it backtracks without end (nested repeats such as (a+)+)",
-                       "make [baseline] pattern in the profile simpler (one group around the figure); nothing was "
-                       "stored") from None
+        raise EnvError(
+            f"the baseline pattern {pattern[:80]!r} took over {PATTERN_SECONDS:g} s to search {len(text)} "
+            "characters of output: it backtracks without end (nested repeats such as (a+)+)",
+            "make [baseline] pattern in the profile simpler (one group around the figure); nothing was "
+            "stored",
+        ) from None
     finally:
         signal.signal(signal.SIGALRM, previous)
 
@@ -134,21 +147,39 @@ def ready(name: str, record: EnvRecord) -> nvml.Reading:
     """The GPUs a baseline of `name` runs on, once it may run: its checks passed, and a GPU read for the built-in one.
     Asked before the first of several runs is announced (`baseline --runs 3` said "run 1 of 3", then refused)."""
     failed = [r for r in record.check_results if r.failed]
-    if failed:  # the first one's reason said: a driver that does not answer is named here, not only in `check`
-        raise EnvError(f"{name}: checks {', '.join(r.id for r in failed)} did not pass ({failed[0].id}: "
-                       f"{one_line(failed[0].reason)}); the baseline runs only after they do", f"see provision check {name}")
+    if (
+        failed
+    ):  # the first one's reason said: a driver that does not answer is named here, not only in `check`
+        raise EnvError(
+            f"{name}: checks {', '.join(r.id for r in failed)} did not pass ({failed[0].id}: "
+            f"{one_line(failed[0].reason)}); the baseline runs only after they do",
+            f"see provision check {name}",
+        )
     spec = record.baseline or BUILTIN
-    reading = probe.gpu_reading()  # once: the built-in baseline needs a GPU, and every run is stamped with the machine
+    reading = (
+        probe.gpu_reading()
+    )  # once: the built-in baseline needs a GPU, and every run is stamped with the machine
     if spec is BUILTIN and not reading.gpus:
         start = reading.driver.nvml
-        why = f"NVML did not start: {start.reason}; {start.hint}" if start.state not in ("ok", "unknown") else "NVML found none"
-        raise EnvError(f"{name}: the built-in baseline times GPUs, and this machine has no NVIDIA GPU ({why})",
-                       "run it on the GPU machine, or give the profile a [baseline] command")
+        why = (
+            f"NVML did not start: {start.reason}; {start.hint}"
+            if start.state not in ("ok", "unknown")
+            else "NVML found none"
+        )
+        raise EnvError(
+            f"{name}: the built-in baseline times GPUs, and this machine has no NVIDIA GPU ({why})",
+            "run it on the GPU machine, or give the profile a [baseline] command",
+        )
     return reading
 
 
-def run(name: str, build: Path, record: EnvRecord, progress: Progress = lambda _: None,
-        reading: nvml.Reading | None = None) -> BaselineRun:
+def run(
+    name: str,
+    build: Path,
+    record: EnvRecord,
+    progress: Progress = lambda _: None,
+    reading: nvml.Reading | None = None,
+) -> BaselineRun:
     """Run the profile's baseline (the built-in one without) in the environment; its checks must have passed
     (`reading`: what `ready` gave, else it is asked here)."""
     reading = reading or ready(name, record)
@@ -163,25 +194,57 @@ def run(name: str, build: Path, record: EnvRecord, progress: Progress = lambda _
     start = time.perf_counter()
     result_file.unlink(missing_ok=True)
     try:
-        done = proc.run(command, timeout=spec.timeout or 1800.0, env=env, cwd=Path(spec.cwd or "."), keep=KEPT_OUTPUT,
-                        group=True)
+        done = proc.run(
+            command,
+            timeout=spec.timeout or 1800.0,
+            env=env,
+            cwd=Path(spec.cwd or "."),
+            keep=KEPT_OUTPUT,
+            group=True,
+        )
         seconds = time.perf_counter() - start
-        written, unread = _result_text(result_file) if "{result}" in " ".join(spec.command) else (done.stdout, "")
+        written, unread = (
+            _result_text(result_file) if "{result}" in " ".join(spec.command) else (done.stdout, "")
+        )
         figure, document = extract(spec, written)
     finally:
         result_file.unlink(missing_ok=True)
     if done.timed_out or not done.ok or not isinstance(figure, float) or not math.isfinite(figure):
-        shown = figure if isinstance(figure, float) else repr(figure if figure is None or len(figure) <= 40 else figure[:40] + "...")
-        why = ("timed out" if done.timed_out else f"exit code {done.returncode}" if not done.ok
-               else f"no figure in its output{unread}" if figure is None
-               # NaN or an infinity (0/0, x/0) measured nothing, and JSON has no such number: nothing is stored
-               else f"its figure{' ' + spec.json_key if spec.json_key else ''} is {shown}, not a number")
-        raise BaselineFailed(f"{name}: the baseline failed ({why}): {done.tail(3)}",
-                             "run it by hand: provision run " + name + " -- " + " ".join(command),
-                             returncode=None if done.timed_out else done.returncode, why=why, last_line=_last_line(done.tail(20)))
-    return BaselineRun(figure=figure, unit=spec.unit, better=spec.better, at=_now(),
-                       machine=machine_fingerprint(reading), command=command, seconds=round(seconds, 2),
-                       exit_code=done.returncode, output_tail=done.tail(15), details=_details(document), drift=drifted)
+        shown = (
+            figure
+            if isinstance(figure, float)
+            else repr(figure if figure is None or len(figure) <= 40 else figure[:40] + "...")
+        )
+        why = (
+            "timed out"
+            if done.timed_out
+            else f"exit code {done.returncode}"
+            if not done.ok
+            else f"no figure in its output{unread}"
+            if figure is None
+            # NaN or an infinity (0/0, x/0) measured nothing, and JSON has no such number: nothing is stored
+            else f"its figure{' ' + spec.json_key if spec.json_key else ''} is {shown}, not a number"
+        )
+        raise BaselineFailed(
+            f"{name}: the baseline failed ({why}): {done.tail(3)}",
+            "run it by hand: provision run " + name + " -- " + " ".join(command),
+            returncode=None if done.timed_out else done.returncode,
+            why=why,
+            last_line=_last_line(done.tail(20)),
+        )
+    return BaselineRun(
+        figure=figure,
+        unit=spec.unit,
+        better=spec.better,
+        at=_now(),
+        machine=machine_fingerprint(reading),
+        command=command,
+        seconds=round(seconds, 2),
+        exit_code=done.returncode,
+        output_tail=done.tail(15),
+        details=_details(document),
+        drift=drifted,
+    )
 
 
 class BaselineFailed(EnvError):
@@ -202,7 +265,11 @@ def _filled(command: tuple[str, ...], build: Path, gpus: int, result_file: Path)
     """The command with its placeholders filled: {payloads} (provision's payload folder), {model} (provision's
     weight-free model folder, written into the build when named), {tp_size} (the TP size these GPUs allow: 1, 2, 4
     or 8) and {result} (a fresh file the command writes its JSON result to, read for json_key instead of stdout)."""
-    values = {"{payloads}": str(payload_dir()), "{tp_size}": str(dummy_model.tp_size(gpus)), "{result}": str(result_file)}
+    values = {
+        "{payloads}": str(payload_dir()),
+        "{tp_size}": str(dummy_model.tp_size(gpus)),
+        "{result}": str(result_file),
+    }
     if any("{model}" in part for part in command):
         values["{model}"] = str(dummy_model.write(build / "dummy-model"))
     filled = []
@@ -235,8 +302,12 @@ def drift_status(venv: Path, build: Path, record: EnvRecord) -> DriftStamp:
     from provision.envs import drift
 
     found = drift.scan_env(venv, build, record)
-    return DriftStamp(status=found.status, summary=found.summary(), counts=found.counts(),
-                      findings=[f.line() for f in found.findings[:20]])
+    return DriftStamp(
+        status=found.status,
+        summary=found.summary(),
+        counts=found.counts(),
+        findings=[f.line() for f in found.findings[:20]],
+    )
 
 
 Verdict = Literal["better", "worse", "within-noise", "cannot-tell"]
@@ -279,10 +350,21 @@ class Compared:
 
     def to_dict(self) -> dict[str, object]:
         # in the order docs/json.md gives them
-        return {"name": self.name, "figure": self.median, "median": self.median, "min": min(self.figures, default=None),
-                "max": max(self.figures, default=None), "figures": self.figures, "unit": self.unit, "better": self.better,
-                "at": self.at, "machine": self.machine, "runs": self.runs, "multi_gpu_allreduce": self.multi_gpu_allreduce.to_dict() if self.multi_gpu_allreduce else None,
-                "drift": self.drift.to_dict() if self.drift else None}
+        return {
+            "name": self.name,
+            "figure": self.median,
+            "median": self.median,
+            "min": min(self.figures, default=None),
+            "max": max(self.figures, default=None),
+            "figures": self.figures,
+            "unit": self.unit,
+            "better": self.better,
+            "at": self.at,
+            "machine": self.machine,
+            "runs": self.runs,
+            "multi_gpu_allreduce": self.multi_gpu_allreduce.to_dict() if self.multi_gpu_allreduce else None,
+            "drift": self.drift.to_dict() if self.drift else None,
+        }
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -325,12 +407,20 @@ class Comparison:
     @property
     def drifted(self) -> list[str]:
         """The sides whose baseline ran on a drifted environment."""
-        return [side.name for side in (self.first, self.second) if side.drift is not None and side.drift.drifted]
+        return [
+            side.name for side in (self.first, self.second) if side.drift is not None and side.drift.drifted
+        ]
 
     def to_dict(self) -> dict[str, object]:
-        return {"environments": [self.first.to_dict(), self.second.to_dict()], "change_percent": self.change_percent,
-                "verdict": self.verdict, "improved": self.improved, "within_noise": self.within_noise, "same_machine": self.same_machine,
-                "drifted": self.drifted}
+        return {
+            "environments": [self.first.to_dict(), self.second.to_dict()],
+            "change_percent": self.change_percent,
+            "verdict": self.verdict,
+            "improved": self.improved,
+            "within_noise": self.within_noise,
+            "same_machine": self.same_machine,
+            "drifted": self.drifted,
+        }
 
 
 def _now() -> str:

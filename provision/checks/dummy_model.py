@@ -47,7 +47,11 @@ TOKENIZER_CONFIG = {
 
 def _byte_symbols() -> list[str]:
     """GPT-2's byte-to-unicode table, as the `ByteLevel` pre-tokenizer maps bytes: the symbol of byte 0..255."""
-    printable = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]
+    printable = [
+        *range(ord("!"), ord("~") + 1),
+        *range(ord("¡"), ord("¬") + 1),
+        *range(ord("®"), ord("ÿ") + 1),
+    ]
     extra = 0
     symbols = {}
     for byte in range(256):
@@ -63,14 +67,41 @@ def tokenizer() -> dict[str, object]:
     """tokenizer.json in the format of HF's `tokenizers`: byte-level BPE without merges."""
     vocab = {symbol: i for i, symbol in enumerate(_byte_symbols())}
     vocab.update({special: 256 + i for i, special in enumerate(SPECIALS)})
-    added = [{"id": 256 + i, "content": s, "single_word": False, "lstrip": False, "rstrip": False, "normalized": False,
-              "special": True} for i, s in enumerate(SPECIALS)]
+    added = [
+        {
+            "id": 256 + i,
+            "content": s,
+            "single_word": False,
+            "lstrip": False,
+            "rstrip": False,
+            "normalized": False,
+            "special": True,
+        }
+        for i, s in enumerate(SPECIALS)
+    ]
     byte_level = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": True}
-    return {"version": "1.0", "truncation": None, "padding": None, "added_tokens": added, "normalizer": None,
-            "pre_tokenizer": byte_level, "post_processor": None, "decoder": byte_level,
-            "model": {"type": "BPE", "dropout": None, "unk_token": None, "continuing_subword_prefix": None,
-                      "end_of_word_suffix": None, "fuse_unk": False, "byte_fallback": False, "ignore_merges": False,
-                      "vocab": vocab, "merges": []}}
+    return {
+        "version": "1.0",
+        "truncation": None,
+        "padding": None,
+        "added_tokens": added,
+        "normalizer": None,
+        "pre_tokenizer": byte_level,
+        "post_processor": None,
+        "decoder": byte_level,
+        "model": {
+            "type": "BPE",
+            "dropout": None,
+            "unk_token": None,
+            "continuing_subword_prefix": None,
+            "end_of_word_suffix": None,
+            "fuse_unk": False,
+            "byte_fallback": False,
+            "ignore_merges": False,
+            "vocab": vocab,
+            "merges": [],
+        },
+    }
 
 
 FILES = {

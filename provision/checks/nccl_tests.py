@@ -28,8 +28,10 @@ def find(path: Path | None) -> Path | None:
         return Path(found) if found else None
     candidate = path / BINARY if path.is_dir() else path
     if not (candidate.is_file() and os.access(candidate, os.X_OK)):
-        raise InputError(f"{path}: no executable {BINARY} there",
-                         "build NVIDIA's nccl-tests (make MPI=0 NCCL_HOME=...) and give --nccl-tests nccl-tests/build")
+        raise InputError(
+            f"{path}: no executable {BINARY} there",
+            "build NVIDIA's nccl-tests (make MPI=0 NCCL_HOME=...) and give --nccl-tests nccl-tests/build",
+        )
     return candidate
 
 
@@ -52,8 +54,16 @@ def parse(text: str) -> tuple[str | None, list[AnchorRow]]:
         fields = line.split()
         if len(fields) == 13 and fields[0].isdigit():
             try:  # a line of another build's output, or garbage, that happens to have 13 fields: not a row
-                rows.append(AnchorRow(size=int(fields[0]), out_of_place_us=float(fields[5]), time_us=float(fields[9]),
-                                algbw=float(fields[10]), busbw=float(fields[11]), wrong=int(fields[12])))
+                rows.append(
+                    AnchorRow(
+                        size=int(fields[0]),
+                        out_of_place_us=float(fields[5]),
+                        time_us=float(fields[9]),
+                        algbw=float(fields[10]),
+                        busbw=float(fields[11]),
+                        wrong=int(fields[12]),
+                    )
+                )
             except ValueError:
                 continue
     return version, rows
@@ -63,7 +73,9 @@ class Hung(EnvError):
     """all_reduce_perf printed no row within the bound of the size it was on: it was killed (its process group)."""
 
     def __init__(self, *, size: int, waited_s: float) -> None:
-        super().__init__(f"all_reduce_perf hung at size {size} B after {waited_s:.0f} s and was killed", HANG_HINT)
+        super().__init__(
+            f"all_reduce_perf hung at size {size} B after {waited_s:.0f} s and was killed", HANG_HINT
+        )
         self.size, self.waited_s = size, waited_s
 
 
@@ -76,18 +88,46 @@ def sizes(min_bytes: int, max_bytes: int, factor: int) -> list[int]:
     return found
 
 
-def run(binary: Path, *, world: int, min_bytes: int, max_bytes: int, factor: int, iters: int, graph_launches: int,
-        env: dict[str, str], start_s: float = START_BOUND_S, allowance_s: float = ALLOWANCE_S) -> tuple[str | None, list[AnchorRow]]:
+def run(
+    binary: Path,
+    *,
+    world: int,
+    min_bytes: int,
+    max_bytes: int,
+    factor: int,
+    iters: int,
+    graph_launches: int,
+    env: dict[str, str],
+    start_s: float = START_BOUND_S,
+    allowance_s: float = ALLOWANCE_S,
+) -> tuple[str | None, list[AnchorRow]]:
     """One all_reduce_perf run on `world` GPUs of this process (-g), float sum, checked; graph_launches > 0 is -G.
     Its rows are read as they come; one that does not come within its size's bound (the bench's own formula) is a
     hang: the run is killed and Hung names the size. Start-up (communicators, and the warm-up of every size that
     nccl-tests does before its first row) has START_BOUND_S on top."""
-    argv = [str(binary), "-b", str(min_bytes), "-e", str(max_bytes), "-f", str(factor), "-g", str(world),
-            "-n", str(iters), "-w", str(WARMUP_ITERS), "-c", "1"]
+    argv = [
+        str(binary),
+        "-b",
+        str(min_bytes),
+        "-e",
+        str(max_bytes),
+        "-f",
+        str(factor),
+        "-g",
+        str(world),
+        "-n",
+        str(iters),
+        "-w",
+        str(WARMUP_ITERS),
+        "-c",
+        "1",
+    ]
     if graph_launches:
         argv += ["-G", str(graph_launches)]
     expected = sizes(min_bytes, max_bytes, factor)
-    ops = 2 * (iters * max(graph_launches, 1) + 2)  # out-of-place and in-place: a sync op, the timed ones, the check
+    ops = 2 * (
+        iters * max(graph_launches, 1) + 2
+    )  # out-of-place and in-place: a sync op, the timed ones, the check
     warm_up = sum(step_bound_s(size, WARMUP_ITERS, 0.0) for size in sizes(min_bytes, max_bytes, 2))
     seen, last_row = 0, time.monotonic()
 
@@ -99,22 +139,51 @@ def run(binary: Path, *, world: int, min_bytes: int, max_bytes: int, factor: int
         # after the last row: its summary lines and the exit
         return step_bound_s(expected[seen], ops, allowance_s) if seen < len(expected) else allowance_s
 
-    done = proc.run_watched(argv, env=env, on_line=on_line,
-                            first_bound_s=start_s + warm_up + step_bound_s(expected[0], ops, allowance_s))
+    done = proc.run_watched(
+        argv,
+        env=env,
+        on_line=on_line,
+        first_bound_s=start_s + warm_up + step_bound_s(expected[0], ops, allowance_s),
+    )
     version, rows = parse(done.stdout)
     if done.timed_out and len(rows) < len(expected):
         raise Hung(size=expected[len(rows)], waited_s=time.monotonic() - last_row)
-    if (done.returncode != 0 and not done.timed_out) or not rows:  # a run that hung after its last row keeps its rows
-        raise EnvError(f"nccl-tests failed (exit {done.returncode}): {done.tail(3)}", f"run it by hand: {' '.join(argv)}")
+    if (
+        done.returncode != 0 and not done.timed_out
+    ) or not rows:  # a run that hung after its last row keeps its rows
+        raise EnvError(
+            f"nccl-tests failed (exit {done.returncode}): {done.tail(3)}", f"run it by hand: {' '.join(argv)}"
+        )
     return version, rows
 
 
-def compare(binary: Path, *, world: int, min_bytes: int, max_bytes: int, factor: int, iters: int,
-            env: dict[str, str], start_s: float = START_BOUND_S, allowance_s: float = ALLOWANCE_S) -> NcclTestsFigures:
+def compare(
+    binary: Path,
+    *,
+    world: int,
+    min_bytes: int,
+    max_bytes: int,
+    factor: int,
+    iters: int,
+    env: dict[str, str],
+    start_s: float = START_BOUND_S,
+    allowance_s: float = ALLOWANCE_S,
+) -> NcclTestsFigures:
     """nccl-tests' figures for the sweep (eager and -G iters) and for the verify-pass pattern (-G ops per pass)."""
+
     def sweep(low: int, high: int, launches: int) -> tuple[str | None, list[AnchorRow]]:
-        return run(binary, world=world, min_bytes=low, max_bytes=high, factor=factor, iters=iters,
-                   graph_launches=launches, env=env, start_s=start_s, allowance_s=allowance_s)
+        return run(
+            binary,
+            world=world,
+            min_bytes=low,
+            max_bytes=high,
+            factor=factor,
+            iters=iters,
+            graph_launches=launches,
+            env=env,
+            start_s=start_s,
+            allowance_s=allowance_s,
+        )
 
     version, eager = sweep(min_bytes, max_bytes, 0)
     _, graph = sweep(min_bytes, max_bytes, iters)

@@ -45,7 +45,9 @@ def workspace(env: dict[str, str]) -> Path:
     return Path(env.get("FLASHINFER_WORKSPACE_BASE") or os.path.expanduser("~")) / ".cache" / "flashinfer"
 
 
-def check(flashinfer: Check, record: EnvRecord, env: dict[str, str], installed: dict[str, str]) -> CheckResult | None:
+def check(
+    flashinfer: Check, record: EnvRecord, env: dict[str, str], installed: dict[str, str]
+) -> CheckResult | None:
     """FAIL when the JIT workspace holds modules linked to another libcudart major than the environment's CUDA."""
     cuda = record.cuda or ""
     local = (installed.get("torch") or "").partition("+cu")[2]
@@ -63,10 +65,14 @@ def check(flashinfer: Check, record: EnvRecord, env: dict[str, str], installed: 
     if foreign:
         library, other = foreign[0]
         return CheckResult(
-            id=flashinfer.id, title=flashinfer.title, status="fail", details=FlashinferJitDetails(workspace=str(root)),
+            id=flashinfer.id,
+            title=flashinfer.title,
+            status="fail",
+            details=FlashinferJitDetails(workspace=str(root)),
             reason=f"FlashInfer's JIT workspace {root} holds {len(foreign)} module(s) built for CUDA {other} "
-                   f"(e.g. {library.relative_to(root)} needs libcudart.so.{other}); this environment is CUDA {major}: "
-                   "clear it, or give each environment its own FLASHINFER_WORKSPACE_BASE")
+            f"(e.g. {library.relative_to(root)} needs libcudart.so.{other}); this environment is CUDA {major}: "
+            "clear it, or give each environment its own FLASHINFER_WORKSPACE_BASE",
+        )
     return None
 
 
@@ -81,13 +87,21 @@ def verify_target_cubins(result: CheckResult, target_sm: str) -> CheckResult:
         try:
             counts = scan.counts_in_file(Path(path))
         except Exception as exc:
-            return dataclasses.replace(result, status="fail", details=dataclasses.replace(details, target_cubins=labels),
-                                       reason=f"the build for {target_sm}: {path} not read ({type(exc).__name__}: {exc})"[:400])
+            return dataclasses.replace(
+                result,
+                status="fail",
+                details=dataclasses.replace(details, target_cubins=labels),
+                reason=f"the build for {target_sm}: {path} not read ({type(exc).__name__}: {exc})"[:400],
+            )
         for label, number in counts.cubin.items():
             labels[label] = labels.get(label, 0) + number
     result = dataclasses.replace(result, details=dataclasses.replace(details, target_cubins=labels))
     if not any(knowledge.label_runs_on(label, target_sm) for label in labels):
-        return dataclasses.replace(result, status="fail", reason=f"the build for {target_sm} carries no cubin that runs on "
-                                                                 f"it ({', '.join(labels) or 'no cubins'})")
+        return dataclasses.replace(
+            result,
+            status="fail",
+            reason=f"the build for {target_sm} carries no cubin that runs on "
+            f"it ({', '.join(labels) or 'no cubins'})",
+        )
     shown = ", ".join(f"{k} x{v}" for k, v in sorted(labels.items()))
     return dataclasses.replace(result, reason=f"{result.reason}; its cubins: {shown}")

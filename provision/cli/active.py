@@ -40,7 +40,9 @@ def switch(app: App, name: str) -> Shown:
 
 
 @click.command(short_help="Go back to the previous environment (toggles, like cd -).")
-@click.option("--to", "to", shell_complete=complete_env, help="Go to this environment instead of the previous one.")
+@click.option(
+    "--to", "to", shell_complete=complete_env, help="Go to this environment instead of the previous one."
+)
 @json_option
 @home_option
 @verbosity_options

@@ -26,13 +26,28 @@ if TYPE_CHECKING:
 # commands runs (click's lazy group), and imports its operations lazily in turn, so `switch` loads no lock, index,
 # scan or rich.
 COMMANDS: dict[str, str] = {
-    "probe": "machine:probe", "scan": "scan:scan", "report": "machine:report",
-    "profiles": "stacks:list_profiles", "lock": "stacks:lock_command",
-    "create": "envs:create", "envs": "envs:list_envs", "switch": "active:switch", "rollback": "active:rollback",
-    "remove": "envs:remove", "gc": "envs:gc", "adopt": "envs:adopt", "run": "envs:run", "shell-env": "envs:shell_env",
-    "restore": "envs:restore", "accept": "envs:accept",
-    "check": "checks:check", "baseline": "checks:baseline", "compare": "checks:compare", "bench": "checks:bench",
-    "try": "trials:try_command", "trials": "trials:trials",
+    "probe": "machine:probe",
+    "scan": "scan:scan",
+    "report": "machine:report",
+    "profiles": "stacks:list_profiles",
+    "lock": "stacks:lock_command",
+    "create": "envs:create",
+    "envs": "envs:list_envs",
+    "switch": "active:switch",
+    "rollback": "active:rollback",
+    "remove": "envs:remove",
+    "gc": "envs:gc",
+    "adopt": "envs:adopt",
+    "run": "envs:run",
+    "shell-env": "envs:shell_env",
+    "restore": "envs:restore",
+    "accept": "envs:accept",
+    "check": "checks:check",
+    "baseline": "checks:baseline",
+    "compare": "checks:compare",
+    "bench": "checks:bench",
+    "try": "trials:try_command",
+    "trials": "trials:trials",
     "upgrade": "upgrade:upgrade",
 }
 
@@ -53,9 +68,15 @@ class LazyGroup(click.Group):
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, prog_name="provision", package_name=DISTRIBUTION,
-                      message="%(prog)s, version %(version)s (%(package)s)")
-@functools.partial(home_option, help=HOME_HELP + " The commands that use environments also take it after their name.")
+@click.version_option(
+    __version__,
+    prog_name="provision",
+    package_name=DISTRIBUTION,
+    message="%(prog)s, version %(version)s (%(package)s)",
+)
+@functools.partial(
+    home_option, help=HOME_HELP + " The commands that use environments also take it after their name."
+)
 @verbosity_options
 def cli() -> None:
     """Move a GPU machine from one CUDA stack to the next, verified and reversible."""
@@ -63,7 +84,8 @@ def cli() -> None:
 
 # click 8.2 and later raise it for a group called with no arguments (older ones print the help themselves)
 _NO_ARGS: tuple[type[click.UsageError], ...] = tuple(
-    [click.exceptions.NoArgsIsHelpError] if hasattr(click.exceptions, "NoArgsIsHelpError") else [])
+    [click.exceptions.NoArgsIsHelpError] if hasattr(click.exceptions, "NoArgsIsHelpError") else []
+)
 
 
 def _json_requested(state: App, argv: Sequence[str]) -> bool:
@@ -127,7 +149,11 @@ def _write(shown: Shown | None, state: App) -> int:
             raise
         except OSError as exc:  # stdout itself cannot be written: say so, and write nothing more on it
             _discard_stdout()  # the error document under --json goes where the rest went: nowhere
-            hint = "free space on that disk and run it again" if exc.errno == errno.ENOSPC else "check where the output goes"
+            hint = (
+                "free space on that disk and run it again"
+                if exc.errno == errno.ENOSPC
+                else "check where the output goes"
+            )
             raise ProvisionError(f"cannot write the output: {exc.strerror or exc}", hint) from exc
         return code
     sys.stdout.flush()
@@ -157,21 +183,35 @@ def main(argv: Sequence[str] | None = None) -> None:
         fail(state, args, exc.format_message().replace("\n", " "), "", exc.exit_code, UsageError.code)
     except ProvisionError as exc:
         fail(state, args, exc.message, exc.hint, exc.exit_code, exc.code)
-    except BrokenPipeError:  # the reader stopped reading (`provision report | head -1`): exit 1 quietly, as click does
+    except (
+        BrokenPipeError
+    ):  # the reader stopped reading (`provision report | head -1`): exit 1 quietly, as click does
         _discard_stdout()
         sys.exit(1)
     except OSError as exc:  # the last net: core code names what it writes, this names the file at least
         where = f": {exc.filename}" if exc.filename else ""
-        hint = "free space on that disk and run it again" if exc.errno == errno.ENOSPC else "check that path and its permissions"
+        hint = (
+            "free space on that disk and run it again"
+            if exc.errno == errno.ENOSPC
+            else "check that path and its permissions"
+        )
         fail(state, args, f"{exc.strerror or exc}{where}", hint, 3, ProvisionError.code)
-    except Exception as exc:  # a bug in provision: one line naming it, never a traceback unless -v asks for it
+    except (
+        Exception
+    ) as exc:  # a bug in provision: one line naming it, never a traceback unless -v asks for it
         import traceback
 
         from provision import log
 
         log.debug("".join(traceback.format_exception(exc)))
-        fail(state, args, f"internal error: {type(exc).__name__}: {exc}",
-             "a bug in provision: run it again with -v and report what it prints", 3, "internal")
+        fail(
+            state,
+            args,
+            f"internal error: {type(exc).__name__}: {exc}",
+            "a bug in provision: run it again with -v and report what it prints",
+            3,
+            "internal",
+        )
 
 
 if __name__ == "__main__":

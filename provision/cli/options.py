@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 if TYPE_CHECKING:  # pathlib too: the group's --home is converted when given (`scan` loads no pathlib)
-
     from click.shell_completion import CompletionItem
 
     from provision.envs.home import Home
@@ -92,8 +91,15 @@ def _json_value(ctx: click.Context, _param: click.Parameter, value: bool) -> Non
 
 
 def json_option(f: F) -> F:
-    return click.option("--json", "as_json", is_flag=True, is_eager=True, callback=_json_value, expose_value=False,
-                        help=JSON_HELP)(f)
+    return click.option(
+        "--json",
+        "as_json",
+        is_flag=True,
+        is_eager=True,
+        callback=_json_value,
+        expose_value=False,
+        help=JSON_HELP,
+    )(f)
 
 
 def _verbosity(step: int) -> Callable[[click.Context, click.Parameter, int], None]:
@@ -111,10 +117,24 @@ def _verbosity(step: int) -> Callable[[click.Context, click.Parameter, int], Non
 def verbosity_options(f: F) -> F:
     """-v/--verbose (the commands provision runs, and their full stderr when they fail) and -q/--quiet (no progress
     or informational lines; results and errors stay), on the group and on every command."""
-    f = click.option("-q", "--quiet", count=True, expose_value=False, is_eager=True, callback=_verbosity(-1),
-                     help="Print less: no progress or informational lines (results and errors stay).")(f)
-    return click.option("-v", "--verbose", count=True, expose_value=False, is_eager=True, callback=_verbosity(1),
-                        help="Print the commands provision runs (uv's argv), and their full stderr when they fail.")(f)
+    f = click.option(
+        "-q",
+        "--quiet",
+        count=True,
+        expose_value=False,
+        is_eager=True,
+        callback=_verbosity(-1),
+        help="Print less: no progress or informational lines (results and errors stay).",
+    )(f)
+    return click.option(
+        "-v",
+        "--verbose",
+        count=True,
+        expose_value=False,
+        is_eager=True,
+        callback=_verbosity(1),
+        help="Print the commands provision runs (uv's argv), and their full stderr when they fail.",
+    )(f)
 
 
 def python_option(f: F) -> F:
@@ -122,15 +142,23 @@ def python_option(f: F) -> F:
 
 
 def index_option(f: F) -> F:
-    return click.option("--index", "indexes", multiple=True, metavar="NAME=URL",
-                        help="Use URL for the profile's index NAME (mirrors, air-gapped sites).")(f)
+    return click.option(
+        "--index",
+        "indexes",
+        multiple=True,
+        metavar="NAME=URL",
+        help="Use URL for the profile's index NAME (mirrors, air-gapped sites).",
+    )(f)
 
 
 def allow_unsealed_option(f: F) -> F:
     """--allow-unsealed, on every command that reads a lock the user names (report --lock, create --lock, upgrade --lock)."""
-    return click.option("--allow-unsealed", is_flag=True,
-                        help="Read a lock that has no seal ([tool.provision] packages_sha256: an older provision's, or "
-                             "another tool's) as it is, with a warning; re-locking it is the fix.")(f)
+    return click.option(
+        "--allow-unsealed",
+        is_flag=True,
+        help="Read a lock that has no seal ([tool.provision] packages_sha256: an older provision's, or "
+        "another tool's) as it is, with a warning; re-locking it is the fix.",
+    )(f)
 
 
 def compute_capability(value: str) -> str:

@@ -19,7 +19,9 @@ if TYPE_CHECKING:
 
 @click.command(short_help="Which SMs and PTX CUDA binaries carry.")
 @click.argument("paths", nargs=-1, required=True, type=click.Path())
-@click.option("--require", "require", multiple=True, help="Judge each package against this SM (12.0, 12 or sm_120).")
+@click.option(
+    "--require", "require", multiple=True, help="Judge each package against this SM (12.0, 12 or sm_120)."
+)
 @json_option
 @verbosity_options
 @pass_app

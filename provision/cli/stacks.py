@@ -24,7 +24,9 @@ if TYPE_CHECKING:
     from provision.views.render import Shown
 
 
-@click.group("profiles", invoke_without_command=True, short_help="The profiles found; `profiles new` writes one.")
+@click.group(
+    "profiles", invoke_without_command=True, short_help="The profiles found; `profiles new` writes one."
+)
 @json_option
 @verbosity_options
 @click.pass_context
@@ -42,45 +44,96 @@ def list_profiles(app: App, ctx: click.Context) -> Shown | None:
 
 @list_profiles.command("new", short_help="Write a profile from an SGLang release's own pins.")
 @click.argument("name")
-@click.option("--from", "source", required=True, metavar="sglang==VERSION",
-              help="The SGLang release whose Requires-Dist pins torch, sglang-kernel and FlashInfer (sglang: the newest).")
-@click.option("--cuda", default="13.0", show_default=True, help="CUDA release: which cuXY indexes and compiler to bind.")
+@click.option(
+    "--from",
+    "source",
+    required=True,
+    metavar="sglang==VERSION",
+    help="The SGLang release whose Requires-Dist pins torch, sglang-kernel and FlashInfer (sglang: the newest).",
+)
+@click.option(
+    "--cuda", default="13.0", show_default=True, help="CUDA release: which cuXY indexes and compiler to bind."
+)
 @click.option("--python", "python", default="3.12", show_default=True, help="Python X.Y the profile targets.")
 @index_option
-@click.option("-o", "--output", type=click.Path(path_type=Path),  # a folder is refused by newprofile, with a hint
-              help="Where to write it (default: NAME.toml in the first PROVISION_PROFILES folder, else here).")
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(path_type=Path),  # a folder is refused by newprofile, with a hint
+    help="Where to write it (default: NAME.toml in the first PROVISION_PROFILES folder, else here).",
+)
 @click.option("--force", is_flag=True, help="Replace an existing file.")
-@click.option("--model-path", type=click.Path(path_type=Path, file_okay=False),
-              help="The baseline's model: your model's folder (its config.json; no weights are read) instead of "
-                   "provision's weight-free one.")
+@click.option(
+    "--model-path",
+    type=click.Path(path_type=Path, file_okay=False),
+    help="The baseline's model: your model's folder (its config.json; no weights are read) instead of "
+    "provision's weight-free one.",
+)
 @json_option
 @verbosity_options
 @pass_app
-def new_profile(app: App, name: str, source: str, cuda: str, python: str, indexes: tuple[str, ...], output: Path | None,
-                force: bool, model_path: Path | None) -> Shown:
+def new_profile(
+    app: App,
+    name: str,
+    source: str,
+    cuda: str,
+    python: str,
+    indexes: tuple[str, ...],
+    output: Path | None,
+    force: bool,
+    model_path: Path | None,
+) -> Shown:
     """Write profile NAME from the pins of an SGLang release, read from the index, each pin with its source."""
     from provision.stacks import lock, newprofile
     from provision.views import stacks as views
 
-    result = newprofile.new(name, source, cuda=cuda, python=python, output=output,
-                            overrides=lock.parse_overrides(indexes), force=force, model_path=model_path)
+    result = newprofile.new(
+        name,
+        source,
+        cuda=cuda,
+        python=python,
+        output=output,
+        overrides=lock.parse_overrides(indexes),
+        force=force,
+        model_path=model_path,
+    )
     return views.new_profile(result)
 
 
 @click.command("lock", short_help="Lock PROFILE (PEP 751), or an adopted environment.")
 @click.argument("profile_name", metavar="PROFILE", required=False, shell_complete=complete_profile)
 @python_option
-@click.option("--platform", "platform_name", help="Target platform, as uv's --python-platform names it (default: this machine).")
+@click.option(
+    "--platform",
+    "platform_name",
+    help="Target platform, as uv's --python-platform names it (default: this machine).",
+)
 @index_option
-@click.option("-o", "--output", type=click.Path(path_type=Path, dir_okay=False), help="Lock path (pylock.toml or pylock.NAME.toml).")
-@click.option("--env", "env_name", shell_complete=complete_env,
-              help="Lock what the adopted environment NAME holds instead: each distribution matched to its wheel.")
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="Lock path (pylock.toml or pylock.NAME.toml).",
+)
+@click.option(
+    "--env",
+    "env_name",
+    shell_complete=complete_env,
+    help="Lock what the adopted environment NAME holds instead: each distribution matched to its wheel.",
+)
 @home_option
 @json_option
 @verbosity_options
 @pass_app
-def lock_command(app: App, profile_name: str | None, python: str | None, platform_name: str | None, indexes: tuple[str, ...],
-                 output: Path | None, env_name: str | None) -> Shown:
+def lock_command(
+    app: App,
+    profile_name: str | None,
+    python: str | None,
+    platform_name: str | None,
+    indexes: tuple[str, ...],
+    output: Path | None,
+    env_name: str | None,
+) -> Shown:
     """Resolve PROFILE into a PEP 751 lockfile: exact URLs and sha256 for every file. With --env NAME, lock what the
     adopted environment NAME holds (what adopt does unless --no-lock): on its profile's indexes, else the default one."""
     from provision.stacks import lock, lockfile, profiles
@@ -88,19 +141,33 @@ def lock_command(app: App, profile_name: str | None, python: str | None, platfor
 
     if env_name is not None:
         if profile_name or python or platform_name or indexes or output:
-            raise click.UsageError("--env locks what the environment holds: it takes no PROFILE, --python, --platform, --index or -o")
+            raise click.UsageError(
+                "--env locks what the environment holds: it takes no PROFILE, --python, --platform, --index or -o"
+            )
         return _lock_env(app, env_name)
     if profile_name is None:
         raise click.UsageError("give a PROFILE to lock, or --env NAME for an adopted environment")
     profile = profiles.load(profile_name)
     path = output or lockfile.default_output(profile)
     if not lockfile.is_lock_name(path):
-        raise click.BadParameter(f"{path.name}: PEP 751 names a lock pylock.toml or pylock.NAME.toml", param_hint="-o")
-    target = lock.Target(python=lock.check_python(python or profile.python or f"{sys.version_info.major}.{sys.version_info.minor}"),
-                         platform=platform_name)
+        raise click.BadParameter(
+            f"{path.name}: PEP 751 names a lock pylock.toml or pylock.NAME.toml", param_hint="-o"
+        )
+    target = lock.Target(
+        python=lock.check_python(
+            python or profile.python or f"{sys.version_info.major}.{sys.version_info.minor}"
+        ),
+        platform=platform_name,
+    )
     with app.progress() as step:
-        result = lock.lock(profile, target=target, overrides=lock.parse_overrides(indexes), output=path, progress=step,
-                           meanwhile=app.warm)
+        result = lock.lock(
+            profile,
+            target=target,
+            overrides=lock.parse_overrides(indexes),
+            output=path,
+            progress=step,
+            meanwhile=app.warm,
+        )
     return views.locked(result)
 
 

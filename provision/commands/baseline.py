@@ -16,8 +16,9 @@ if TYPE_CHECKING:
     from provision.records.results import BaselineRun
 
 
-def baseline(home: Home, name: str | None, *, runs: int = 1,
-             progress: Progress = lambda _: None) -> tuple[str, list[BaselineRun]]:
+def baseline(
+    home: Home, name: str | None, *, runs: int = 1, progress: Progress = lambda _: None
+) -> tuple[str, list[BaselineRun]]:
     """Run and store `runs` baselines of `name` (the active environment when None); its name and the runs."""
     name, build = home.named_or_active(name, "provision baseline")
     record = records.read(build)
@@ -33,6 +34,8 @@ def baseline(home: Home, name: str | None, *, runs: int = 1,
         if runs > 1:
             progress(f"run {number} of {runs}")
         run = dataclasses.replace(baselines.run(name, build, record, progress, reading), series=series)
-        records.add_baseline(build, run)  # each run stored as it ends: an interrupted series keeps what it measured
+        records.add_baseline(
+            build, run
+        )  # each run stored as it ends: an interrupted series keeps what it measured
         done.append(run)
     return name, done

@@ -14,8 +14,14 @@ if TYPE_CHECKING:
     from provision.records.results import CheckResult
 
 
-def check(home: Home, name: str | None, *, only: tuple[str, ...] | None = None, target_sm: str | None = None,
-          progress: Progress = lambda _: None) -> tuple[str, list[CheckResult]]:
+def check(
+    home: Home,
+    name: str | None,
+    *,
+    only: tuple[str, ...] | None = None,
+    target_sm: str | None = None,
+    progress: Progress = lambda _: None,
+) -> tuple[str, list[CheckResult]]:
     """Run the checks against `name` (the active environment when None) and store them; its name and the results."""
     name, build = home.named_or_active(name, "provision check")
     results = runner.run(build, records.read(build), only=only, target_sm=target_sm, progress=progress)

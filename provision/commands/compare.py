@@ -17,14 +17,26 @@ def compare(home: Home, first: str, second: str) -> Comparison:
     """Each environment's latest baseline call (every run of a `baseline --runs N`, else the last run): median and
     spread; the change between the medians, and whether the spreads cover it (within noise)."""
     sides = []
-    read = {name: records.read(home.build_of(name)) for name in (first, second)}  # both exist, before a baseline is asked
+    read = {
+        name: records.read(home.build_of(name)) for name in (first, second)
+    }  # both exist, before a baseline is asked
     for name in (first, second):
         record = read[name]
         if not record.baselines:
             raise EnvError(f"{name} has no baseline yet", f"run one: provision baseline {name}")
         last = record.baselines[-1]
         series = [r for r in record.baselines if r.series == last.series] if last.series else [last]
-        sides.append(Compared(name=name, unit=last.unit, better=last.better, at=last.at, machine=last.machine.summary,
-                              runs=len(record.baselines), figures=[r.figure for r in series if r.figure is not None],
-                              multi_gpu_allreduce=record.allreduce[-1] if record.allreduce else None, drift=last.drift))
+        sides.append(
+            Compared(
+                name=name,
+                unit=last.unit,
+                better=last.better,
+                at=last.at,
+                machine=last.machine.summary,
+                runs=len(record.baselines),
+                figures=[r.figure for r in series if r.figure is not None],
+                multi_gpu_allreduce=record.allreduce[-1] if record.allreduce else None,
+                drift=last.drift,
+            )
+        )
     return Comparison(first=sides[0], second=sides[1])

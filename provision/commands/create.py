@@ -34,7 +34,9 @@ class CreateResult:
     lock: str = ""
     lock_reused: bool = False
     lock_origin: str = ""  # given | lockfiles | cached | locked (envs/lockchoice.py)
-    lock_source: str | None = None  # the lock that `lock` is a copy of (given, or the profile's in lockfiles/)
+    lock_source: str | None = (
+        None  # the lock that `lock` is a copy of (given, or the profile's in lockfiles/)
+    )
     lock_note: str | None = None  # why the profile's lock in lockfiles/ was not the one built
     seconds: dict[str, float] = field(default_factory=dict)
     kept_as: str | None = None  # --keep-failed: the name the failed build is kept under
@@ -42,18 +44,39 @@ class CreateResult:
     accepted_dropped: tuple[NotCarried, ...] = ()  # --replace: those left out, each with why
 
     def to_dict(self) -> dict[str, object]:
-        return {"name": self.name, "path": str(self.path), "activated": self.activated, "passed": self.passed,
-                "lock": self.lock, "lock_reused": self.lock_reused, "lock_origin": self.lock_origin,
-                "lock_source": self.lock_source, "lock_note": self.lock_note, "checks": [r.to_dict() for r in self.checks],
-                "accepted_reapplied": list(self.accepted_reapplied),
-                "accepted_dropped": [d.to_dict() for d in self.accepted_dropped],
-                "seconds": {k: round(v, 3) for k, v in self.seconds.items()}, "kept_as": self.kept_as}
+        return {
+            "name": self.name,
+            "path": str(self.path),
+            "activated": self.activated,
+            "passed": self.passed,
+            "lock": self.lock,
+            "lock_reused": self.lock_reused,
+            "lock_origin": self.lock_origin,
+            "lock_source": self.lock_source,
+            "lock_note": self.lock_note,
+            "checks": [r.to_dict() for r in self.checks],
+            "accepted_reapplied": list(self.accepted_reapplied),
+            "accepted_dropped": [d.to_dict() for d in self.accepted_dropped],
+            "seconds": {k: round(v, 3) for k, v in self.seconds.items()},
+            "kept_as": self.kept_as,
+        }
 
 
-def create(home: Home, profile: Profile, *, name: str | None = None, python: str | None = None,
-           lock_path: Path | None = None, overrides: dict[str, str] | None = None, checks: bool = True,
-           activate: bool = True, replace: bool = False, keep_failed: bool = False, progress: Progress = lambda _: None,
-           allow_unsealed: bool = False) -> CreateResult:
+def create(
+    home: Home,
+    profile: Profile,
+    *,
+    name: str | None = None,
+    python: str | None = None,
+    lock_path: Path | None = None,
+    overrides: dict[str, str] | None = None,
+    checks: bool = True,
+    activate: bool = True,
+    replace: bool = False,
+    keep_failed: bool = False,
+    progress: Progress = lambda _: None,
+    allow_unsealed: bool = False,
+) -> CreateResult:
     """Clean up, build, check, then name and activate an environment for `profile`: the whole of `provision create`."""
     name = check_name(name or profile.name)
     overrides = overrides or {}
@@ -63,8 +86,18 @@ def create(home: Home, profile: Profile, *, name: str | None = None, python: str
         with home.locked():
             cleanup.gc(home)  # what interrupted builds left is removed before another is started
             build, previous = lifecycle.start(home, name, replace=replace)
-        installed = lifecycle.install(home, profile, name, build, previous, python=python, lock_path=lock_path,
-                                      overrides=overrides, allow_unsealed=allow_unsealed, progress=progress)
+        installed = lifecycle.install(
+            home,
+            profile,
+            name,
+            build,
+            previous,
+            python=python,
+            lock_path=lock_path,
+            overrides=overrides,
+            allow_unsealed=allow_unsealed,
+            progress=progress,
+        )
         started = time.perf_counter()
         results: list[CheckResult] = []
         if checks:
@@ -85,9 +118,19 @@ def create(home: Home, profile: Profile, *, name: str | None = None, python: str
         lifecycle.abandon(home, name, profile, build, exc, keep_failed=keep_failed)
         raise
     chosen, carried = installed.chosen, installed.carried
-    return CreateResult(name=name, path=build, activated=passed and activate, passed=passed, checks=results,
-                        lock=str(chosen.path), lock_reused=chosen.reused, lock_origin=chosen.origin,
-                        lock_source=str(chosen.source) if chosen.source else None, lock_note=chosen.note,
-                        seconds=seconds, kept_as=kept_as,
-                        accepted_reapplied=tuple(f.path for f in carried[0]) if carried else (),
-                        accepted_dropped=tuple(carried[1]) if carried else ())
+    return CreateResult(
+        name=name,
+        path=build,
+        activated=passed and activate,
+        passed=passed,
+        checks=results,
+        lock=str(chosen.path),
+        lock_reused=chosen.reused,
+        lock_origin=chosen.origin,
+        lock_source=str(chosen.source) if chosen.source else None,
+        lock_note=chosen.note,
+        seconds=seconds,
+        kept_as=kept_as,
+        accepted_reapplied=tuple(f.path for f in carried[0]) if carried else (),
+        accepted_dropped=tuple(carried[1]) if carried else (),
+    )

@@ -25,9 +25,13 @@ class GcResult:
     cache_only: bool = False
 
     def to_dict(self) -> dict[str, object]:
-        return {"schema_version": SCHEMA_VERSION, "removed": list(self.removed),
-                "caches": [c.to_dict() for c in self.caches], "older_than_days": self.older_than_days,
-                "cache_only": self.cache_only}
+        return {
+            "schema_version": SCHEMA_VERSION,
+            "removed": list(self.removed),
+            "caches": [c.to_dict() for c in self.caches],
+            "older_than_days": self.older_than_days,
+            "cache_only": self.cache_only,
+        }
 
 
 def locks_of(home: Home, lockfiles: Path = Path("lockfiles")) -> list[Path]:
@@ -51,4 +55,6 @@ def gc(home: Home, *, cache_only: bool, older_than_days: float) -> GcResult:
                 removed = cleanup.gc(home, failed=True).removed
             named = pruning.named_by(locks_of(home))
     pruned = pruning.prune(named=named, older_than=older_than_days * pruning.DAY)
-    return GcResult(removed=removed, caches=tuple(pruned), older_than_days=older_than_days, cache_only=cache_only)
+    return GcResult(
+        removed=removed, caches=tuple(pruned), older_than_days=older_than_days, cache_only=cache_only
+    )

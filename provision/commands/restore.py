@@ -18,14 +18,14 @@ if TYPE_CHECKING:
     from provision.log import Progress
 
 
-def restore(home: Home, name: str, *, dry_run: bool = False, checks: bool = True,
-            progress: Progress = lambda _: None) -> RestoreResult:
+def restore(
+    home: Home, name: str, *, dry_run: bool = False, checks: bool = True, progress: Progress = lambda _: None
+) -> RestoreResult:
     """Plan, and unless `dry_run` apply, the changes; then (with `checks`) the checks and the profile's baseline."""
     build, result = restoring.restore(home, name, dry_run=dry_run, progress=progress)
     if result.dry_run or not result.changed or not checks:
         return result
     from provision.checks import runner
-
 
     progress("running the checks")
     result = dataclasses.replace(result, checks=runner.run(build, records.read(build), progress=progress))
@@ -34,8 +34,12 @@ def restore(home: Home, name: str, *, dry_run: bool = False, checks: bool = True
         return result
     from provision.checks import baseline as baselines
 
-    result = dataclasses.replace(result, baseline_before=next(
-        (b for b in reversed(record.baselines) if b.drift is None or not b.drift.drifted), None))
+    result = dataclasses.replace(
+        result,
+        baseline_before=next(
+            (b for b in reversed(record.baselines) if b.drift is None or not b.drift.drifted), None
+        ),
+    )
     progress("running the baseline")
     try:
         run = baselines.run(name, build, record, progress)

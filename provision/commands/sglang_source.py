@@ -45,8 +45,11 @@ def read(venv: Path) -> SglangSource | None:
         if tree is not None:
             flags |= parser_flags(tree)
     environ = _parse(site / ENVIRON, confinement)
-    return SglangSource(version=version, flags=frozenset(flags),
-                        variables=None if environ is None else frozenset(table_variables(environ)))
+    return SglangSource(
+        version=version,
+        flags=frozenset(flags),
+        variables=None if environ is None else frozenset(table_variables(environ)),
+    )
 
 
 def _parse(path: Path, confinement: confined.Confinement) -> ast.Module | None:

@@ -64,5 +64,8 @@ def list_recipes(home: Home, name: str) -> RecipeList:
     build = home.build_of(name)
     venv = records.read(build).venv_path(build).resolve()
     sglang = sglang_source.read(venv)
-    return RecipeList(name=name, sglang=sglang.version if sglang else None,
-                      fits=tuple(recipes.fits(venv, sglang, probe.probe())))
+    return RecipeList(
+        name=name,
+        sglang=sglang.version if sglang else None,
+        fits=tuple(recipes.fits(venv, sglang, probe.probe())),
+    )

@@ -41,7 +41,9 @@ class Asked:
     env: Mapping[str, str] = field(default_factory=dict)
     args: Sequence[str] = ()
     files: Sequence[tuple[str, str]] = ()  # (PATH in the venv, SOURCE file)
-    contents: Mapping[str, bytes] = field(default_factory=dict)  # SOURCE -> content, where it is known (a replay)
+    contents: Mapping[str, bytes] = field(
+        default_factory=dict
+    )  # SOURCE -> content, where it is known (a replay)
 
 
 def parse_env(pairs: Sequence[str]) -> dict[str, str]:
@@ -61,14 +63,26 @@ def parse_files(pairs: Sequence[str]) -> list[tuple[str, str]]:
     for pair in pairs:
         path, sep, source = pair.partition("=")
         if not sep or not path or not source:
-            raise UsageError(f"--file {pair!r} is not PATH=SOURCE",
-                             "e.g. --file sglang/srt/distributed/communication_op.py=./patched.py")
+            raise UsageError(
+                f"--file {pair!r} is not PATH=SOURCE",
+                "e.g. --file sglang/srt/distributed/communication_op.py=./patched.py",
+            )
         found.append((path, source))
     return found
 
 
-def try_(home: Home, name: str, label: str, asked: Asked, *, runs: int = DEFAULT_RUNS, note: str | None = None,
-         force: bool = False, recipe: str | None = None, progress: Progress = lambda _: None) -> Trial:
+def try_(
+    home: Home,
+    name: str,
+    label: str,
+    asked: Asked,
+    *,
+    runs: int = DEFAULT_RUNS,
+    note: str | None = None,
+    force: bool = False,
+    recipe: str | None = None,
+    progress: Progress = lambda _: None,
+) -> Trial:
     """Try the change on `name` (a recipe's, when `recipe` is given, before the asked one), judge it, put it back."""
     build = home.build_of(name)  # what a trial killed mid-way left is put back here
     record = records.read(build)
@@ -77,16 +91,33 @@ def try_(home: Home, name: str, label: str, asked: Asked, *, runs: int = DEFAULT
     written, files = _files(build, venv, site, asked)
     change = Change(env=dict(asked.env), args=list(asked.args), files=files)
     spec = record.baseline or baselines.BUILTIN
-    trial = Trial(name=name, label=label, change=change, verdict="not-applicable", reason="", figure=Series(),
-                  baseline=Series(), recipe=recipe, note=note, unit=spec.unit, better=spec.better)
+    trial = Trial(
+        name=name,
+        label=label,
+        change=change,
+        verdict="not-applicable",
+        reason="",
+        figure=Series(),
+        baseline=Series(),
+        recipe=recipe,
+        note=note,
+        unit=spec.unit,
+        better=spec.better,
+    )
     if recipe is not None:
         fit = _recipe_fit(venv, recipes.find(recipe))
         if fit.change is not None:
-            change = Change(env={**fit.change.env, **change.env}, args=[*fit.change.args, *change.args], files=files)
+            change = Change(
+                env={**fit.change.env, **change.env}, args=[*fit.change.args, *change.args], files=files
+            )
             trial = dataclasses.replace(trial, change=change)
         if not fit.applies and not (force and fit.change is not None):
-            return _recorded(build, dataclasses.replace(trial, reason=fit.reason + ("" if fit.change is None else
-                                                                                    "; --force runs it anyway")))
+            return _recorded(
+                build,
+                dataclasses.replace(
+                    trial, reason=fit.reason + ("" if fit.change is None else "; --force runs it anyway")
+                ),
+            )
     with trialfiles.held(build, name):
         record = _checked(build, record, progress)
         base, ran_first = _baseline(name, build, record, runs, progress)
@@ -113,34 +144,68 @@ def try_(home: Home, name: str, label: str, asked: Asked, *, runs: int = DEFAULT
         progress(f"{name}: checking it is back (drift)")
         after = drift.scan_env(venv, build, record)
         restored = {f.line() for f in after.findings} <= {f.line() for f in before.findings}
-        trial = dataclasses.replace(trial, figure=Series(figures=figures), restored=restored,
-                                    baseline_after=_after(name, build, record, base, progress))
+        trial = dataclasses.replace(
+            trial,
+            figure=Series(figures=figures),
+            restored=restored,
+            baseline_after=_after(name, build, record, base, progress),
+        )
         trial = _judged(trial, failure)
     return _recorded(build, trial)
 
 
-def replay(home: Home, new: str, old: str, *, runs: int = DEFAULT_RUNS, force: bool = False,
-           progress: Progress = lambda _: None) -> list[Trial]:
+def replay(
+    home: Home,
+    new: str,
+    old: str,
+    *,
+    runs: int = DEFAULT_RUNS,
+    force: bool = False,
+    progress: Progress = lambda _: None,
+) -> list[Trial]:
     """Every trial recorded on `old`, on `new`, in the same order with the same changes (a recipe read again from
     NEW's SGLang); stops after one that left NEW not put back or out of its noise."""
     old_build = home.build_of(old)
     done: list[Trial] = []
     earlier = ledger.read(old_build)
     if not earlier:
-        raise EnvError(f"{old} has no trials to replay", f"try a change on it first: provision try {old} LABEL --env K=V")
-    kept = [{f.source: ledger.content(old_build, f) for f in trial.change.files} for trial in earlier]  # all, first
+        raise EnvError(
+            f"{old} has no trials to replay", f"try a change on it first: provision try {old} LABEL --env K=V"
+        )
+    kept = [
+        {f.source: ledger.content(old_build, f) for f in trial.change.files} for trial in earlier
+    ]  # all, first
     for trial, contents in zip(earlier, kept, strict=True):
-        asked = Asked(env={} if trial.recipe else trial.change.env, args=() if trial.recipe else trial.change.args,
-                      files=[(f.path, f.source) for f in trial.change.files], contents=contents)
+        asked = Asked(
+            env={} if trial.recipe else trial.change.env,
+            args=() if trial.recipe else trial.change.args,
+            files=[(f.path, f.source) for f in trial.change.files],
+            contents=contents,
+        )
         progress(f"replaying {trial.label} of {old} on {new}")
-        done.append(try_(home, new, trial.label, asked, runs=runs, note=trial.note, force=force, recipe=trial.recipe,
-                         progress=progress))
-        if not done[-1].restored or (done[-1].baseline_after is not None and not done[-1].baseline_after.within_noise):
+        done.append(
+            try_(
+                home,
+                new,
+                trial.label,
+                asked,
+                runs=runs,
+                note=trial.note,
+                force=force,
+                recipe=trial.recipe,
+                progress=progress,
+            )
+        )
+        if not done[-1].restored or (
+            done[-1].baseline_after is not None and not done[-1].baseline_after.within_noise
+        ):
             break
     return done
 
 
-def _files(build: Path, venv: Path, site: Path, asked: Asked) -> tuple[list[trialfiles.Written], list[TrialFile]]:
+def _files(
+    build: Path, venv: Path, site: Path, asked: Asked
+) -> tuple[list[trialfiles.Written], list[TrialFile]]:
     """Each --file read before anything runs (a wrong one is refused first), its content kept for --replay."""
     written, files = [], []
     for given, source in asked.files:
@@ -151,10 +216,15 @@ def _files(build: Path, venv: Path, site: Path, asked: Asked) -> tuple[list[tria
             try:
                 content = regular.read_bytes(source, MAX_BYTES + 1)
             except OSError as exc:
-                raise InputError(f"--file {given}={source}: {source} cannot be read ({exc.strerror or exc})",
-                                 "give a regular file as SOURCE") from None
+                raise InputError(
+                    f"--file {given}={source}: {source} cannot be read ({exc.strerror or exc})",
+                    "give a regular file as SOURCE",
+                ) from None
             if len(content) > MAX_BYTES:
-                raise InputError(f"--file {given}={source}: larger than {MAX_BYTES >> 20} MiB", "try patches, not libraries")
+                raise InputError(
+                    f"--file {given}={source}: larger than {MAX_BYTES >> 20} MiB",
+                    "try patches, not libraries",
+                )
         digest = kept.sha256(content)
         write_atomic(build / ledger.FILES / digest, content, 0o644)
         written.append(trialfiles.Written(path=key, content=content))
@@ -167,7 +237,9 @@ def _recipe_fit(venv: Path, recipe: recipes.Recipe) -> recipes.Fit:
     from provision.machine import probe
     from provision.report.environments import installed
 
-    return recipes.fit(recipe, sglang_source.read(venv), probe.probe(), installed(venv).get("flashinfer-python"))
+    return recipes.fit(
+        recipe, sglang_source.read(venv), probe.probe(), installed(venv).get("flashinfer-python")
+    )
 
 
 def _checked(build: Path, record: EnvRecord, progress: Progress) -> EnvRecord:
@@ -180,7 +252,9 @@ def _checked(build: Path, record: EnvRecord, progress: Progress) -> EnvRecord:
     return records.add_checks(build, runner.run(build, record, progress=progress), _now())
 
 
-def _baseline(name: str, build: Path, record: EnvRecord, runs: int, progress: Progress) -> tuple[list[float], bool]:
+def _baseline(
+    name: str, build: Path, record: EnvRecord, runs: int, progress: Progress
+) -> tuple[list[float], bool]:
     """The figures of NAME's latest baseline series, run first (and stored) when it has fewer than `runs`; whether it was."""
     if record.baselines:
         last = record.baselines[-1]
@@ -202,8 +276,10 @@ def _refuse_drifted(name: str, before: drift.Drift, paths: list[str]) -> None:
     """A file the trial writes must be as its known-good state says: else putting it back would not be exact."""
     for finding in before.findings:
         if finding.path in paths:
-            raise EnvError(f"{name}: {finding.line()}: the file a trial would write differs from its known-good state already",
-                           f"put it back first (provision restore {name}), or keep it (provision accept {name} {finding.path})")
+            raise EnvError(
+                f"{name}: {finding.line()}: the file a trial would write differs from its known-good state already",
+                f"put it back first (provision restore {name}), or keep it (provision accept {name} {finding.path})",
+            )
 
 
 def _with_change(record: EnvRecord, change: Change) -> EnvRecord:
@@ -228,15 +304,23 @@ def _judged(trial: Trial, failure: BaselineFailed | None) -> Trial:
     """The verdict and its reason: failed (exit code and last line), else the one rule of judge()."""
     if failure is not None:
         code = "timed out" if failure.returncode is None else f"exit code {failure.returncode}"
-        return dataclasses.replace(trial, verdict="failed", reason=f"{code}: {failure.last_line or failure.why}")
+        return dataclasses.replace(
+            trial, verdict="failed", reason=f"{code}: {failure.last_line or failure.why}"
+        )
     base, figures = trial.baseline.figures, trial.figure.figures
     verdict = judge(base, figures, "lower" if trial.better == "lower" else "higher")
-    change = round((statistics.median(figures) - statistics.median(base)) / statistics.median(base) * 100, 2) \
-        if base and figures and statistics.median(base) else None
+    change = (
+        round((statistics.median(figures) - statistics.median(base)) / statistics.median(base) * 100, 2)
+        if base and figures and statistics.median(base)
+        else None
+    )
     shown = f"{change:+.1f}%" if change is not None else "-"  # as the ledger shows change_pct
-    reason = {"better": f"{shown}, beyond the noise of both", "worse": f"{shown}, beyond the noise of both",
-              "within-noise": f"{shown}: the spreads meet",
-              "cannot-tell": f"{shown}: fewer than {baselines.MIN_RUNS} runs a side cannot tell noise from a change"}[verdict]
+    reason = {
+        "better": f"{shown}, beyond the noise of both",
+        "worse": f"{shown}, beyond the noise of both",
+        "within-noise": f"{shown}: the spreads meet",
+        "cannot-tell": f"{shown}: fewer than {baselines.MIN_RUNS} runs a side cannot tell noise from a change",
+    }[verdict]
     return dataclasses.replace(trial, verdict=verdict, reason=reason, change_pct=change)
 
 

@@ -43,7 +43,9 @@ class Request:
     baseline_from: str | None = None
     activate: bool | None = None  # None: not asked (True for a new upgrade); False: --no-activate
     resume: bool = False
-    allow_unsealed: bool = False  # --allow-unsealed: a --lock without its seal read with a warning (asked on every run)
+    allow_unsealed: bool = (
+        False  # --allow-unsealed: a --lock without its seal read with a warning (asked on every run)
+    )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -74,8 +76,10 @@ def upgrade(home: Home, request: Request, progress: Progress = lambda _: None) -
         if found is not None and not found.record.done:
             if not request.resume:
                 last = found.record.last_finished() or "none"
-                raise EnvError(f"an upgrade to {name} is unfinished (last finished step: {last}; its record: {found.path})",
-                               "go on with it: the same command with --resume")
+                raise EnvError(
+                    f"an upgrade to {name} is unfinished (last finished step: {last}; its record: {found.path})",
+                    "go on with it: the same command with --resume",
+                )
             _same_rule(request, found.record.settings, found.path)
             path, record = found.path, found.record
         elif request.resume:
@@ -93,17 +97,25 @@ DEFAULT_RUNS = 5
 def _same_rule(request: Request, kept: Settings, path: Path) -> None:
     """--resume goes on by the record's settings: an option given on this command line that says otherwise (resumed
     with --max-slowdown 0, started with 20) is refused, never silently outvoted by the record."""
-    asked = {"--from": (request.from_env, kept.from_env), "--runs": (request.runs, kept.runs),
-             "--max-slowdown": (request.max_slowdown, kept.max_slowdown),
-             "--baseline-from": (request.baseline_from, kept.baseline_from),
-             "--no-activate": (None if request.activate is None else not request.activate, not kept.activate),
-             "--lock": (str(request.lock.absolute()) if request.lock else None, kept.lock)}
-    differ = [f"{option} {_shown(given)} (the record: {_shown(was)})" for option, (given, was) in asked.items()
-              if given is not None and given != was]
+    asked = {
+        "--from": (request.from_env, kept.from_env),
+        "--runs": (request.runs, kept.runs),
+        "--max-slowdown": (request.max_slowdown, kept.max_slowdown),
+        "--baseline-from": (request.baseline_from, kept.baseline_from),
+        "--no-activate": (None if request.activate is None else not request.activate, not kept.activate),
+        "--lock": (str(request.lock.absolute()) if request.lock else None, kept.lock),
+    }
+    differ = [
+        f"{option} {_shown(given)} (the record: {_shown(was)})"
+        for option, (given, was) in asked.items()
+        if given is not None and given != was
+    ]
     if differ:
-        raise UsageError(f"--resume goes on by the settings the upgrade started with ({path}), and this command asks "
-                         f"otherwise: {'; '.join(differ)}",
-                         "drop those options to go on as started, or remove the record and start again")
+        raise UsageError(
+            f"--resume goes on by the settings the upgrade started with ({path}), and this command asks "
+            f"otherwise: {'; '.join(differ)}",
+            "drop those options to go on as started, or remove the record and start again",
+        )
 
 
 def _shown(value: object) -> str:
@@ -118,19 +130,37 @@ def _start(home: Home, request: Request, name: str) -> tuple[Path, UpgradeRecord
         raise EnvError("no environment is active to upgrade from", "name it: --from NAME")
     home.build_of(from_env)  # an EnvError naming the known ones when there is none
     if from_env == name:
-        raise UsageError(f"--from {from_env} and the new environment are the same", "name the new one: --name NAME")
+        raise UsageError(
+            f"--from {from_env} and the new environment are the same", "name the new one: --name NAME"
+        )
     if request.baseline_from not in (None, from_env, name):
-        raise UsageError(f"--baseline-from {request.baseline_from}: neither {from_env} nor {name}",
-                         f"name the one whose [baseline] both run: --baseline-from {from_env} or {name}")
+        raise UsageError(
+            f"--baseline-from {request.baseline_from}: neither {from_env} nor {name}",
+            f"name the one whose [baseline] both run: --baseline-from {from_env} or {name}",
+        )
     if request.to_env is None and name in home.names():
-        raise EnvError(f"an environment named {name!r} exists already", f"choose another --name, or provision remove {name}")
+        raise EnvError(
+            f"an environment named {name!r} exists already",
+            f"choose another --name, or provision remove {name}",
+        )
     if request.to_env is not None and home.active() == name:
         raise UsageError(f"{name} is the active environment already", "name another: --to-env NAME")
-    settings = Settings(profile=request.profile, from_env=from_env, to_env=name, built=request.to_env is not None,
-                        lock=str(request.lock.absolute()) if request.lock else None, runs=request.runs or DEFAULT_RUNS,
-                        max_slowdown=request.max_slowdown or 0.0, baseline_from=request.baseline_from,
-                        activate=request.activate is not False)
-    path = home.build_of(name) / upgrades.UPGRADE_FILE if settings.built else upgrades.pending_path(home.root, name)
+    settings = Settings(
+        profile=request.profile,
+        from_env=from_env,
+        to_env=name,
+        built=request.to_env is not None,
+        lock=str(request.lock.absolute()) if request.lock else None,
+        runs=request.runs or DEFAULT_RUNS,
+        max_slowdown=request.max_slowdown or 0.0,
+        baseline_from=request.baseline_from,
+        activate=request.activate is not False,
+    )
+    path = (
+        home.build_of(name) / upgrades.UPGRADE_FILE
+        if settings.built
+        else upgrades.pending_path(home.root, name)
+    )
     record = UpgradeRecord(settings=settings, started=_now())
     upgrades.write(path, record)
     return path, record
@@ -139,8 +169,15 @@ def _start(home: Home, request: Request, name: str) -> tuple[Path, UpgradeRecord
 class _Run:
     """One run of the steps (a first one, or a --resume): what the steps share, and the record as it grows."""
 
-    def __init__(self, home: Home, record: UpgradeRecord, path: Path, progress: Progress, *,
-                 allow_unsealed: bool = False) -> None:
+    def __init__(
+        self,
+        home: Home,
+        record: UpgradeRecord,
+        path: Path,
+        progress: Progress,
+        *,
+        allow_unsealed: bool = False,
+    ) -> None:
         self.home, self.record, self.path, self.progress = home, record, path, progress
         self.allow_unsealed = allow_unsealed
         self.settings = record.settings
@@ -148,8 +185,14 @@ class _Run:
 
     def go(self) -> UpgradeResult:
         steps: dict[str, Callable[[], StepRecord]] = {
-            "gates": self.gates, "lock": self.lock, "lock-report": self.lock_report, "create": self.create,
-            "checks": self.checks, "baseline": self.baseline, "decide": self.decide}
+            "gates": self.gates,
+            "lock": self.lock,
+            "lock-report": self.lock_report,
+            "create": self.create,
+            "checks": self.checks,
+            "baseline": self.baseline,
+            "decide": self.decide,
+        }
         done = self.record.finished_steps()
         for number, (step, run) in enumerate(steps.items(), start=1):
             if step in done:
@@ -159,13 +202,30 @@ class _Run:
             try:
                 ended = run()
             except ProvisionError as exc:  # not finished: --resume runs the step again
-                self._save(self.record.with_step(StepRecord(step=step, status="error", seconds=time.perf_counter() - started,
-                                                            result=exc.message)))
+                self._save(
+                    self.record.with_step(
+                        StepRecord(
+                            step=step,
+                            status="error",
+                            seconds=time.perf_counter() - started,
+                            result=exc.message,
+                        )
+                    )
+                )
                 raise
-            self._save(self.record.with_step(dataclasses.replace(ended, seconds=time.perf_counter() - started)))
+            self._save(
+                self.record.with_step(dataclasses.replace(ended, seconds=time.perf_counter() - started))
+            )
             if ended.status == "fail" and step != "decide":
-                self._save(dataclasses.replace(self.record, decision="kept", finished=_now(), undo=None,
-                                               reason=f"{self.settings.from_env} stays active: {step}: {ended.result}"))
+                self._save(
+                    dataclasses.replace(
+                        self.record,
+                        decision="kept",
+                        finished=_now(),
+                        undo=None,
+                        reason=f"{self.settings.from_env} stays active: {step}: {ended.result}",
+                    )
+                )
                 break
         return UpgradeResult(record=self.record, path=self.path)
 
@@ -185,7 +245,11 @@ class _Run:
         record = records.read(self.home.build_of(self.settings.to_env))
         if record.profile is None:
             return None
-        where = record.profile_path if record.profile_path and Path(record.profile_path).exists() else record.profile
+        where = (
+            record.profile_path
+            if record.profile_path and Path(record.profile_path).exists()
+            else record.profile
+        )
         try:
             return profiles.load(where)
         except ProvisionError:
@@ -207,7 +271,9 @@ class _Run:
         if differ:
             return _step("gates", "fail", differ)
         if profile is None:
-            return _step("gates", "skip", f"{self.settings.to_env} has no profile here to judge the machine against")
+            return _step(
+                "gates", "skip", f"{self.settings.to_env} has no profile here to judge the machine against"
+            )
         self.progress(f"judging this machine against {profile.name}")
         target = gates.judge(self.facts(), profile, Path(uvtool.cache_dir() or "."))
         return _judged("gates", f"profile {profile.name}", target.gates)
@@ -228,8 +294,13 @@ class _Run:
         output = self.home.locks / f"pylock.{self.settings.to_env}-upgrade-{stamp}.toml"
         with self.home.writing("make its locks folder"):
             self.home.locks.mkdir(parents=True, exist_ok=True)
-        made = locking.lock(profile, target=locking.Target(python=python, platform=None), overrides={}, output=output,
-                            progress=self.progress)
+        made = locking.lock(
+            profile,
+            target=locking.Target(python=python, platform=None),
+            overrides={},
+            output=output,
+            progress=self.progress,
+        )
         self.settings = dataclasses.replace(self.settings, lock=str(made.path))
         self.record = dataclasses.replace(self.record, settings=self.settings)
         return _step("lock", "pass", f"{len(made.packages)} packages locked for Python {python}: {made.path}")
@@ -247,8 +318,14 @@ class _Run:
         assert lock is not None
         cache = Path(uvtool.cache_dir() or ".")
         facts = self.facts()
-        scanned, stack = lockscan.read_lock(Path(lock), fetch=True, uv_cache=cache, progress=self.progress,
-                                            code=bool(facts.gpus), allow_unsealed=self.allow_unsealed)
+        scanned, stack = lockscan.read_lock(
+            Path(lock),
+            fetch=True,
+            uv_cache=cache,
+            progress=self.progress,
+            code=bool(facts.gpus),
+            allow_unsealed=self.allow_unsealed,
+        )
         target = lockscan.judge(facts, scanned, stack, cache)
         return _judged("lock-report", f"lock {Path(lock).name}", target.gates)
 
@@ -262,14 +339,24 @@ class _Run:
         if name in self.home.names():  # made by this upgrade, killed before its record moved to the build
             made = records.read(self.home.build_of(name))
             if made.lock != self.settings.lock or (made.created or "") < self.record.started:
-                raise EnvError(f"an environment named {name!r} exists already, not built by this upgrade",
-                               f"remove it (provision remove {name}) and run this again")
+                raise EnvError(
+                    f"an environment named {name!r} exists already, not built by this upgrade",
+                    f"remove it (provision remove {name}) and run this again",
+                )
             build = self.home.build_of(name)
         else:
             profile = self.profile()
             assert profile is not None and self.settings.lock is not None
-            build = creating.create(self.home, profile, name=name, lock_path=Path(self.settings.lock), checks=False,
-                                    activate=False, progress=self.progress, allow_unsealed=self.allow_unsealed).path
+            build = creating.create(
+                self.home,
+                profile,
+                name=name,
+                lock_path=Path(self.settings.lock),
+                checks=False,
+                activate=False,
+                progress=self.progress,
+                allow_unsealed=self.allow_unsealed,
+            ).path
         pending, self.path = self.path, build / upgrades.UPGRADE_FILE
         upgrades.write(self.path, self.record)
         pending.unlink(missing_ok=True)
@@ -283,18 +370,36 @@ class _Run:
         build = self.home.build_of(self.settings.to_env)
         reading = probe.gpu_reading()  # once, for every check: a driver that does not answer fails the step
         # a build this upgrade made is fresh: a file that is not what its lock pins FAILs drift, as after create
-        results = runner.run(build, records.read(build), gpus=reading.gpus, driver=reading.driver, progress=self.progress,
-                             fresh=not self.settings.built)
+        results = runner.run(
+            build,
+            records.read(build),
+            gpus=reading.gpus,
+            driver=reading.driver,
+            progress=self.progress,
+            fresh=not self.settings.built,
+        )
         records.add_checks(build, results, _now())
         start = reading.driver.nvml
         failed = [f"{r.id} {r.status.upper()}: {r.reason}" for r in results if r.failed]
-        if start.silent:  # a driver installed that does not answer (a reboot pending, say): never read as "no GPU"
-            return _step("checks", "fail", f"the GPU checks could not run: the NVIDIA driver does not answer "
-                         f"({start.state}: {start.reason}); {start.hint}")
+        if (
+            start.silent
+        ):  # a driver installed that does not answer (a reboot pending, say): never read as "no GPU"
+            return _step(
+                "checks",
+                "fail",
+                f"the GPU checks could not run: the NVIDIA driver does not answer "
+                f"({start.state}: {start.reason}); {start.hint}",
+            )
         if failed:
-            return _step("checks", "fail", "; ".join(failed)[:600] + f" (the build is kept: provision check {self.settings.to_env})")
+            return _step(
+                "checks",
+                "fail",
+                "; ".join(failed)[:600] + f" (the build is kept: provision check {self.settings.to_env})",
+            )
         counts = {s: sum(r.status == s for r in results) for s in ("pass", "warn", "skip")}
-        return _step("checks", "pass", ", ".join(f"{v} {k}" for k, v in counts.items() if v) + f" of {len(results)}")
+        return _step(
+            "checks", "pass", ", ".join(f"{v} {k}" for k, v in counts.items() if v) + f" of {len(results)}"
+        )
 
     def _spec(self, old: Baseline | None, new: Baseline | None) -> Baseline | None:
         """The baseline both sides run; None when their profiles' [baseline] differ and --baseline-from chose none."""
@@ -309,13 +414,18 @@ class _Run:
         from provision.envs import records
 
         old = records.read(self.home.build_of(self.settings.from_env)).baseline
-        new = records.read(self.home.build_of(self.settings.to_env)).baseline if self.settings.built else \
-            (profile.baseline if profile else None)
+        new = (
+            records.read(self.home.build_of(self.settings.to_env)).baseline
+            if self.settings.built
+            else (profile.baseline if profile else None)
+        )
         if self._spec(old, new) is not None:
             return None
         said = [" ".join(b.command) if b else "the built-in GEMM" for b in (old, new)]
-        return (f"the two profiles' [baseline] differ ({self.settings.from_env}: {said[0]}; {self.settings.to_env}: "
-                f"{said[1]}): their figures cannot be compared; --baseline-from NAME runs one of them on both")
+        return (
+            f"the two profiles' [baseline] differ ({self.settings.from_env}: {said[0]}; {self.settings.to_env}: "
+            f"{said[1]}): their figures cannot be compared; --baseline-from NAME runs one of them on both"
+        )
 
     def baseline(self) -> StepRecord:
         from provision.checks import baseline as baselines
@@ -326,19 +436,34 @@ class _Run:
         kept = [records.read(b) for b in builds]
         spec = self._spec(kept[0].baseline, kept[1].baseline)
         if spec is None:
-            raise EnvError(self._baselines_differ(None) or "the baselines differ", "pass --baseline-from NAME")
+            raise EnvError(
+                self._baselines_differ(None) or "the baselines differ", "pass --baseline-from NAME"
+            )
         series, figures = _now(), ([], [])  # type: tuple[str, tuple[list[float], list[float]]]
         for number in range(1, self.settings.runs + 1):
             for side in (0, 1):  # interleaved, old then new: the machine's drift meets both alike
                 self.progress(f"baseline run {number} of {self.settings.runs}: {names[side]}")
-                run = baselines.run(names[side], builds[side], dataclasses.replace(kept[side], baseline=spec), self.progress)
+                run = baselines.run(
+                    names[side], builds[side], dataclasses.replace(kept[side], baseline=spec), self.progress
+                )
                 run = dataclasses.replace(run, series=series)
-                records.add_baseline(builds[side], run)  # each run stored as it ends, as baseline --runs stores them
+                records.add_baseline(
+                    builds[side], run
+                )  # each run stored as it ends, as baseline --runs stores them
                 figures[side].append(float(run.figure or 0.0))
         verdict = baselines.judge(figures[0], figures[1], spec.better)
-        self.record = dataclasses.replace(self.record, baseline=Measured(
-            command=tuple(spec.command), unit=spec.unit, better=spec.better, series=series, verdict=verdict,
-            old=upgrades.Side(name=names[0], figures=tuple(figures[0])), new=upgrades.Side(name=names[1], figures=tuple(figures[1]))))
+        self.record = dataclasses.replace(
+            self.record,
+            baseline=Measured(
+                command=tuple(spec.command),
+                unit=spec.unit,
+                better=spec.better,
+                series=series,
+                verdict=verdict,
+                old=upgrades.Side(name=names[0], figures=tuple(figures[0])),
+                new=upgrades.Side(name=names[1], figures=tuple(figures[1])),
+            ),
+        )
         return _step("baseline", "pass", f"{self.settings.runs} runs a side, interleaved: {verdict}")
 
     def decide(self) -> StepRecord:
@@ -346,18 +471,29 @@ class _Run:
         assert measured is not None
         yes, why = rule(measured, self.settings.max_slowdown)
         if not yes:
-            self.record = dataclasses.replace(self.record, decision="kept", finished=_now(), undo=None,
-                                              reason=f"{old} stays active: {why}")
+            self.record = dataclasses.replace(
+                self.record, decision="kept", finished=_now(), undo=None, reason=f"{old} stays active: {why}"
+            )
             return _step("decide", "fail", why)
         if not self.settings.activate:
-            self.record = dataclasses.replace(self.record, decision="kept", finished=_now(), undo=None,
-                                              reason=f"{why}; --no-activate: {old} stays active (provision switch {name} activates it)")
+            self.record = dataclasses.replace(
+                self.record,
+                decision="kept",
+                finished=_now(),
+                undo=None,
+                reason=f"{why}; --no-activate: {old} stays active (provision switch {name} activates it)",
+            )
             return _step("decide", "pass", why)
         with self.home.locked():
             if self.home.active() != name:
                 self.home.activate(name)
-        self.record = dataclasses.replace(self.record, decision="activated", finished=_now(),
-                                          undo=f"provision rollback --to {old}", reason=f"{name} is active: {why}")
+        self.record = dataclasses.replace(
+            self.record,
+            decision="activated",
+            finished=_now(),
+            undo=f"provision rollback --to {old}",
+            reason=f"{name} is active: {why}",
+        )
         return _step("decide", "pass", why)
 
 
@@ -366,8 +502,11 @@ def rule(measured: Measured, max_slowdown: float) -> tuple[bool, str]:
     spreads, as compare judges), or worse by no more than `max_slowdown` percent."""
     old, new = measured.old, measured.new
     change = measured.change
-    medians = (f"median {new.median:.2f} {measured.unit} against {old.name}'s {old.median:.2f}"
-               if new.median is not None and old.median is not None else "no medians")
+    medians = (
+        f"median {new.median:.2f} {measured.unit} against {old.name}'s {old.median:.2f}"
+        if new.median is not None and old.median is not None
+        else "no medians"
+    )
     shown = f" ({change * 100:+.1f}%)" if change is not None else ""
     if measured.verdict == "cannot-tell" or change is None:
         return False, f"cannot tell: {new.name}'s {medians}{shown}, too few runs"
@@ -376,10 +515,15 @@ def rule(measured: Measured, max_slowdown: float) -> tuple[bool, str]:
         return True, f"{new.name}'s {medians}{shown}: {said}"
     slowdown = (-change if measured.better == "higher" else change) * 100
     if slowdown <= max_slowdown:
-        return True, f"{new.name}'s {medians}{shown}: worse beyond noise, within --max-slowdown {max_slowdown:g}%"
-    return False, (f"{new.name}'s {medians}{shown}: worse beyond noise (spreads {min(new.figures):.2f}-"
-                   f"{max(new.figures):.2f} against {min(old.figures):.2f}-{max(old.figures):.2f}), more than "
-                   f"--max-slowdown {max_slowdown:g}%")
+        return (
+            True,
+            f"{new.name}'s {medians}{shown}: worse beyond noise, within --max-slowdown {max_slowdown:g}%",
+        )
+    return False, (
+        f"{new.name}'s {medians}{shown}: worse beyond noise (spreads {min(new.figures):.2f}-"
+        f"{max(new.figures):.2f} against {min(old.figures):.2f}-{max(old.figures):.2f}), more than "
+        f"--max-slowdown {max_slowdown:g}%"
+    )
 
 
 def _judged(step: str, what: str, found: tuple[object, ...]) -> StepRecord:

@@ -60,9 +60,14 @@ class AcceptResult:
         def shown(file: KeptFile) -> dict[str, object]:
             return {**file.to_dict(), "copy": str(self.build / kept.STORE / file.sha256)}
 
-        return {"name": self.name, "venv": str(self.venv), "accepted": [shown(f) for f in self.accepted],
-                "dropped": list(self.dropped), "not_accepted": [n.to_dict() for n in self.not_accepted],
-                "files": [shown(f) for f in self.files]}
+        return {
+            "name": self.name,
+            "venv": str(self.venv),
+            "accepted": [shown(f) for f in self.accepted],
+            "dropped": list(self.dropped),
+            "not_accepted": [n.to_dict() for n in self.not_accepted],
+            "files": [shown(f) for f in self.files],
+        }
 
 
 def accept(home: Home, name: str, paths: tuple[str, ...] = (), drops: tuple[str, ...] = ()) -> AcceptResult:
@@ -71,8 +76,10 @@ def accept(home: Home, name: str, paths: tuple[str, ...] = (), drops: tuple[str,
         build = home.build_of(name)
     with home.restoring(build, name):  # what a restore would swap in meanwhile is not what was read
         if trialfiles.under_way(build):  # a trial's file never becomes part of the known-good state
-            raise EnvError(f"a trial is under way on {name}: the files it wrote are not {name}'s",
-                           "wait for provision try to finish (it puts them back), then accept")
+            raise EnvError(
+                f"a trial is under way on {name}: the files it wrote are not {name}'s",
+                "wait for provision try to finish (it puts them back), then accept",
+            )
         record = records.read(build)
         venv = record.venv_path(build).resolve()
         site = drifting.site_packages(venv)
@@ -85,8 +92,9 @@ def accept(home: Home, name: str, paths: tuple[str, ...] = (), drops: tuple[str,
         return dataclasses.replace(result, files=tuple(records.read(build).accepted))
 
 
-def _accept(build: Path, record: records.EnvRecord, venv: Path, site: Path,
-            paths: tuple[str, ...]) -> tuple[tuple[KeptFile, ...], tuple[NotAccepted, ...]]:
+def _accept(
+    build: Path, record: records.EnvRecord, venv: Path, site: Path, paths: tuple[str, ...]
+) -> tuple[tuple[KeptFile, ...], tuple[NotAccepted, ...]]:
     """Keep each file's present content; (what was taken, the drift findings left as they are)."""
     contents: dict[str, tuple[bytes, int]] = {}
     left: list[NotAccepted] = []
@@ -97,36 +105,53 @@ def _accept(build: Path, record: records.EnvRecord, venv: Path, site: Path,
     else:
         for finding in drifting.scan_env(venv, build, record).findings:
             if finding.kind not in FILE_KINDS or not finding.path:
-                why = "gone: drop it with --drop, or restore puts it back" if finding.known_good else \
-                    "the lock decides a distribution's files, version and source: provision restore puts them back"
+                why = (
+                    "gone: drop it with --drop, or restore puts it back"
+                    if finding.known_good
+                    else "the lock decides a distribution's files, version and source: provision restore puts them back"
+                )
                 left.append(NotAccepted(finding.path, finding.kind, why))
                 continue
             try:
-                contents[finding.path] = kept.read_in_venv(venv, kept.location(venv, site, finding.path), finding.path)
+                contents[finding.path] = kept.read_in_venv(
+                    venv, kept.location(venv, site, finding.path), finding.path
+                )
             except InputError as exc:  # a link out, a pipe: named, the rest accepted
                 left.append(NotAccepted(finding.path, finding.kind, exc.message))
     if not contents:
         return (), tuple(left)
     now = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
     digests = {key: kept.sha256(content) for key, (content, _) in contents.items()}
-    owners = drifting.scan(venv, lock=None, cache=build / drifting.CACHE_NAME,
-                           kept={key: KeptFile(path=key, sha256=digest) for key, digest in digests.items()}).owners
+    owners = drifting.scan(
+        venv,
+        lock=None,
+        cache=build / drifting.CACHE_NAME,
+        kept={key: KeptFile(path=key, sha256=digest) for key, digest in digests.items()},
+    ).owners
     taken = [KeptFile(path=key, sha256=digests[key], at=now, owner=owners.get(key)) for key in contents]
     for content, mode in contents.values():
         kept.keep(build, content, mode)
-    after = records.set_accepted(build, lambda current: [k for k in current if k.path not in contents] + taken)
+    after = records.set_accepted(
+        build, lambda current: [k for k in current if k.path not in contents] + taken
+    )
     kept.drop_unused(build, [*after.accepted, *after.profile_files])
     return tuple(taken), tuple(left)
 
 
-def _drop(name: str, build: Path, record: records.EnvRecord, venv: Path, site: Path, drops: tuple[str, ...]) -> tuple[str, ...]:
+def _drop(
+    name: str, build: Path, record: records.EnvRecord, venv: Path, site: Path, drops: tuple[str, ...]
+) -> tuple[str, ...]:
     """Forget each accepted file of `drops`; their keys (relative to site-packages)."""
     known = {k.path for k in record.accepted}
     keys = [kept.key_of(venv, site, given) for given in drops]
     for given, key in zip(drops, keys, strict=True):
         if key not in known:
             listed = ", ".join(sorted(known)) or "none"
-            hint = "a profile's file goes with its [files] entry" if key in {k.path for k in record.profile_files} else f"accepted: {listed}"
+            hint = (
+                "a profile's file goes with its [files] entry"
+                if key in {k.path for k in record.profile_files}
+                else f"accepted: {listed}"
+            )
             raise InputError(f"{given}: not an accepted file of {name}", hint)
     after = records.set_accepted(build, lambda current: [k for k in current if k.path not in keys])
     kept.drop_unused(build, [*after.accepted, *after.profile_files])
@@ -148,8 +173,13 @@ def carry_over(previous: Path, build: Path, venv: Path) -> tuple[list[KeptFile],
     for file in old:
         now = owners.get(file.path)
         if now != file.owner:
-            dropped.append(NotCarried(file.path, f"accepted over {file.owner or 'no distribution'}, and this build has "
-                                  f"{now or 'no distribution owning it'}: check the patch, then provision accept it again"))
+            dropped.append(
+                NotCarried(
+                    file.path,
+                    f"accepted over {file.owner or 'no distribution'}, and this build has "
+                    f"{now or 'no distribution owning it'}: check the patch, then provision accept it again",
+                )
+            )
             continue
         try:
             content, mode = kept.kept_content(previous, file)

@@ -41,6 +41,11 @@ def rollback(root: str, to: str | None = None) -> tuple[str | None, str, list[st
             links.activate(root, candidate)
             return current, candidate, skipped
     gone = [n for n in dict.fromkeys(skipped) if n not in unusable]
-    reasons = ([f"removed since: {', '.join(gone)}"] if gone else []) + ([f"venv gone: {', '.join(sorted(unusable))}"] if unusable else [])
+    reasons = ([f"removed since: {', '.join(gone)}"] if gone else []) + (
+        [f"venv gone: {', '.join(sorted(unusable))}"] if unusable else []
+    )
     detail = f" ({'; '.join(reasons)})" if reasons else ""
-    raise EnvError(f"nothing to roll back to: no earlier active environment{detail}", "switch explicitly: provision switch NAME")
+    raise EnvError(
+        f"nothing to roll back to: no earlier active environment{detail}",
+        "switch explicitly: provision switch NAME",
+    )

@@ -39,9 +39,16 @@ class AdoptLock:
 
     def to_dict(self) -> dict[str, object]:
         r = self.result
-        return {"lock": str(self.lock), "indexes": r.indexes, "unreachable": r.unreachable,
-                "matched": [m.to_dict() for m in r.matched], "unmatched": [u.to_dict() for u in r.unmatched],
-                "pages": r.pages, "records": r.records, "seconds": round(r.seconds, 3)}
+        return {
+            "lock": str(self.lock),
+            "indexes": r.indexes,
+            "unreachable": r.unreachable,
+            "matched": [m.to_dict() for m in r.matched],
+            "unmatched": [u.to_dict() for u in r.unmatched],
+            "pages": r.pages,
+            "records": r.records,
+            "seconds": round(r.seconds, 3),
+        }
 
 
 @dataclass(frozen=True)
@@ -64,8 +71,13 @@ class Adopted:
     notes: tuple[str, ...] = ()  # the venv was registered already, under these names
 
     def to_dict(self) -> dict[str, object]:
-        document: dict[str, object] = {"adopted": self.name, "venv": str(self.venv), "path": str(self.build), "lock": None,
-                                       "notes": list(self.notes)}
+        document: dict[str, object] = {
+            "adopted": self.name,
+            "venv": str(self.venv),
+            "path": str(self.build),
+            "lock": None,
+            "notes": list(self.notes),
+        }
         if self.locked is not None:
             document.update(self.locked.to_dict())
         if self.lock_error is not None:
@@ -73,16 +85,26 @@ class Adopted:
         return document
 
 
-def adopt(home: Home, name: str, venv: Path, profile: Profile | None, *, lock: bool = True,
-          progress: Progress = lambda _: None) -> Adopted:
+def adopt(
+    home: Home,
+    name: str,
+    venv: Path,
+    profile: Profile | None,
+    *,
+    lock: bool = True,
+    progress: Progress = lambda _: None,
+) -> Adopted:
     """Register `venv` as `name` and, with `lock`, lock what it holds; a lock that cannot be written leaves it
     registered all the same (provision lock --env NAME does it again later)."""
     from provision.envs import lifecycle
 
     also = [other for other, _ in lifecycle.registered_as(home, venv)]
     build = lifecycle.register(home, name, venv, profile)
-    notes = tuple(f"{venv} is registered as {other!r} too: both names share its files (provision remove {other} "
-                  "unregisters that one; the venv's files stay)" for other in also)
+    notes = tuple(
+        f"{venv} is registered as {other!r} too: both names share its files (provision remove {other} "
+        "unregisters that one; the venv's files stay)"
+        for other in also
+    )
     adopted = Adopted(name=name, venv=venv.absolute(), build=build, notes=notes)
     if not lock:
         return adopted
@@ -102,7 +124,11 @@ def indexes_for(profile: Profile | None) -> tuple[dict[str, str], dict[str, str]
 
     uv_default = newprofile.default_index()
     if profile is None:
-        return {DEFAULT_INDEX: locking.index_variable("PROVISION_INDEX_DEFAULT") or uv_default}, {}, uv_default
+        return (
+            {DEFAULT_INDEX: locking.index_variable("PROVISION_INDEX_DEFAULT") or uv_default},
+            {},
+            uv_default,
+        )
     from packaging.utils import canonicalize_name
 
     found = locking.effective_indexes(profile, {})
@@ -111,15 +137,19 @@ def indexes_for(profile: Profile | None) -> tuple[dict[str, str], dict[str, str]
     return indexes, bound, uv_default
 
 
-def lock_env(home: Home, name: str, profile: Profile | None, progress: Progress = lambda _: None) -> AdoptLock:
+def lock_env(
+    home: Home, name: str, profile: Profile | None, progress: Progress = lambda _: None
+) -> AdoptLock:
     """Match what `name`'s venv holds to wheels and write its lock; the record then names it."""
     from provision.stacks import match, uvtool
 
     build = home.build_of(name)
     record = records.read(build)
     if not record.adopted:
-        raise EnvError(f"{name} was built by provision from its own lock ({record.lock})",
-                       f"lock --env is for adopted environments; provision restore {name} uses that lock")
+        raise EnvError(
+            f"{name} was built by provision from its own lock ({record.lock})",
+            f"lock --env is for adopted environments; provision restore {name} uses that lock",
+        )
     venv = record.venv_path(build).resolve()
     site = present_site_packages(venv)  # a venv that is gone is refused, never locked as an empty one
     indexes, bound, uv_default = indexes_for(profile)
@@ -127,13 +157,19 @@ def lock_env(home: Home, name: str, profile: Profile | None, progress: Progress 
         cache = Path(uvtool.cache_dir())
     except ProvisionError:
         cache = None
-    result = match.match(site, venv, indexes, bound=bound, cache=cache, uv_default=uv_default, progress=progress)
+    result = match.match(
+        site, venv, indexes, bound=bound, cache=cache, uv_default=uv_default, progress=progress
+    )
     path = build / LOCK_NAME
     text = render(result, name=name, venv=venv, profile=profile)
-    with home.locked():  # the matching ran without it: a remove meanwhile took the build, never to be made again here
+    with (
+        home.locked()
+    ):  # the matching ran without it: a remove meanwhile took the build, never to be made again here
         if name not in home.names() or home.build_of(name) != build:
-            raise RemovedMeanwhile(f"{name} was removed while its lock was being made; nothing was written",
-                                   f"adopt it again if it is still wanted: provision adopt {name} {venv}")
+            raise RemovedMeanwhile(
+                f"{name} was removed while its lock was being made; nothing was written",
+                f"adopt it again if it is still wanted: provision adopt {name} {venv}",
+            )
         write_atomic(path, text)
         records.set_lock(build, path)
     return AdoptLock(name=name, venv=venv, lock=path, result=result)
@@ -152,27 +188,53 @@ def render(result: MatchResult, *, name: str, venv: Path, profile: Profile | Non
     from provision import toml
     from provision.stacks import lockfile
 
-    packages = [{"name": m.name, "version": m.version, "index": m.index_url,
-                 "wheels": [{"name": m.filename, "url": m.url, "hashes": {"sha256": m.sha256}}]} for m in result.matched]
-    raw: dict[str, Any] = {"lock-version": "1.0", "created-by": "provision adopt", "packages": packages, "tool": {"provision": {
-        "environment": name, "venv": str(venv), "adopted": True,
-        "profile": profile.name if profile else "", "profile_hash": profile.content_hash if profile else "",
-        "indexes": result.indexes, "unreachable": result.unreachable,
-        "unmatched": [u.to_dict() for u in result.unmatched],
-        "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "provision_version": __version__,
-        lockfile.SEAL: lockfile.packages_digest(packages),  # its seal, checked by every reader, as `lock` writes it
-    }}}
-    text = tomlkit.dumps(raw)  # from plain data: a tomlkit document built item by item costs seconds for 200 packages
+    packages = [
+        {
+            "name": m.name,
+            "version": m.version,
+            "index": m.index_url,
+            "wheels": [{"name": m.filename, "url": m.url, "hashes": {"sha256": m.sha256}}],
+        }
+        for m in result.matched
+    ]
+    raw: dict[str, Any] = {
+        "lock-version": "1.0",
+        "created-by": "provision adopt",
+        "packages": packages,
+        "tool": {
+            "provision": {
+                "environment": name,
+                "venv": str(venv),
+                "adopted": True,
+                "profile": profile.name if profile else "",
+                "profile_hash": profile.content_hash if profile else "",
+                "indexes": result.indexes,
+                "unreachable": result.unreachable,
+                "unmatched": [u.to_dict() for u in result.unmatched],
+                "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+                "provision_version": __version__,
+                lockfile.SEAL: lockfile.packages_digest(
+                    packages
+                ),  # its seal, checked by every reader, as `lock` writes it
+            }
+        },
+    }
+    text = tomlkit.dumps(
+        raw
+    )  # from plain data: a tomlkit document built item by item costs seconds for 200 packages
     try:
         Pylock.from_dict(toml.loads(text)).validate()  # what is written is read back as PEP 751
     except (toml.TOMLDecodeError, PylockValidationError, InvalidVersion) as exc:
-        raise EnvError(f"the lock of {name} would not be PEP 751: {exc}", "report this with the venv's distribution list") from exc
+        raise EnvError(
+            f"the lock of {name} would not be PEP 751: {exc}", "report this with the venv's distribution list"
+        ) from exc
     from provision.log import one_line
 
     # one line each: a TOML comment ends at a newline, and a venv's path may hold one
-    header = f"# PEP 751 lock of the adopted environment {name!r} ({one_line(str(venv))}), written by provision {__version__}.\n" \
-             f"# Rebuild: provision lock --env {name}\n"
+    header = (
+        f"# PEP 751 lock of the adopted environment {name!r} ({one_line(str(venv))}), written by provision {__version__}.\n"
+        f"# Rebuild: provision lock --env {name}\n"
+    )
     return header + text
 
 
@@ -181,6 +243,7 @@ def check_binding(stamp: Stamp, path: Path, name: str, venv: Path) -> None:
     if not stamp.adopted:
         return
     if stamp.environment != name or Path(stamp.venv) != venv:
-        raise EnvError(f"{path} was written for {stamp.environment!r} at {stamp.venv}, not {name} at {venv}",
-                       f"lock it again: provision lock --env {name}")
-
+        raise EnvError(
+            f"{path} was written for {stamp.environment!r} at {stamp.venv}, not {name} at {venv}",
+            f"lock it again: provision lock --env {name}",
+        )

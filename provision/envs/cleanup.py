@@ -49,10 +49,16 @@ def stale_builds(home: Home) -> list[Path]:
             continue
         marker = build / BUILDING
         try:
-            pid = int(regular.read_text(marker, 64, follow=False).strip()) if marker.exists() else 0  # never a pipe waited on
+            pid = (
+                int(regular.read_text(marker, 64, follow=False).strip()) if marker.exists() else 0
+            )  # never a pipe waited on
         except (OSError, ValueError):
             pid = 0
-        if (pid == 0 or not pid_alive(pid) or pid == os.getpid()) and not in_use(build) and home.restorer(build) is None:
+        if (
+            (pid == 0 or not pid_alive(pid) or pid == os.getpid())
+            and not in_use(build)
+            and home.restorer(build) is None
+        ):
             stale.append(build)
     return stale
 
@@ -62,7 +68,9 @@ def in_use(build: Path) -> bool:
     needle = os.fsencode(str(build.resolve()) + os.sep)
     for entry in Path("/proc").glob("[0-9]*"):
         with contextlib.suppress(OSError):
-            if needle in (entry / "cmdline").read_bytes().replace(b"\0", b" ") and entry.name != str(os.getpid()):
+            if needle in (entry / "cmdline").read_bytes().replace(b"\0", b" ") and entry.name != str(
+                os.getpid()
+            ):
                 return True
     return False
 
@@ -107,7 +115,9 @@ def _kept_failed(home: Home) -> list[str]:
             (home.envs / name).unlink()
             if build not in home.referenced():
                 home.delete_build(build)
-            removed.append(f"envs/{name} and builds/{build.name} (a failed build kept by create --keep-failed)")
+            removed.append(
+                f"envs/{name} and builds/{build.name} (a failed build kept by create --keep-failed)"
+            )
     return removed
 
 
@@ -119,7 +129,9 @@ def _killed_restores(home: Home) -> list[str]:
     removed = []
     for _, build in _named_builds(home):
         if home.restorer(build) is None:
-            removed += [f"{leftover} (left by a killed restore)" for leftover in leftovers.remove_stale(build)]
+            removed += [
+                f"{leftover} (left by a killed restore)" for leftover in leftovers.remove_stale(build)
+            ]
     return removed
 
 
@@ -150,10 +162,15 @@ def remove(home: Home, name: str, force: bool = False, progress: Progress = lamb
         build = home.build_of(name)
         restorer = home.restorer(build)
         if restorer is not None:
-            raise EnvError(f"{name} is being restored (pid {restorer})", "wait for that restore to finish, then remove it")
+            raise EnvError(
+                f"{name} is being restored (pid {restorer})",
+                "wait for that restore to finish, then remove it",
+            )
         if home.active() == name:
             if not force:
-                raise EnvError(f"{name!r} is the active environment", "switch to another first, or pass --force")
+                raise EnvError(
+                    f"{name!r} is the active environment", "switch to another first, or pass --force"
+                )
             home.active_link.unlink()
         (home.envs / name).unlink()
         if build not in home.referenced() and home.owns(build):

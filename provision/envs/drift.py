@@ -42,7 +42,9 @@ CACHE_NAME = "drift-cache.json"  # beside the environment, in its build folder
 STARTUP_NAMES = ("sitecustomize.py", "usercustomize.py", "sitecustomize", "usercustomize")
 # Written by virtualenv (and older uv) into every venv it makes; owned by no distribution, known by its content.
 VENV_TOOL_FILES = {"_virtualenv.pth": "import _virtualenv"}
-RECORD_LIMIT = 64 << 20  # torch's RECORD, among the largest, is a few MB: past this, a finding, never read into memory
+RECORD_LIMIT = (
+    64 << 20
+)  # torch's RECORD, among the largest, is a few MB: past this, a finding, never read into memory
 # torch's RECORD lists about 13,000 files, the largest real ones a few tens of thousands: 640,000 rows of files that are
 # not there took the check 58 s and 2.7 GB
 RECORD_ROWS = 100_000
@@ -63,11 +65,19 @@ class Finding:
     # bytes are on disk (None: neither's)
     distributions: tuple[str, ...] = ()
     on_disk: str | None = None
-    known_good: str | None = None  # "accepted" or "profile": judged by that content, not by RECORD or as unowned
+    known_good: str | None = (
+        None  # "accepted" or "profile": judged by that content, not by RECORD or as unowned
+    )
 
     def to_dict(self) -> dict[str, object]:
-        found: dict[str, object] = {"kind": self.kind, "distribution": self.distribution, "path": self.path, "expected": self.expected,
-                 "found": self.found, "known_good": self.known_good}
+        found: dict[str, object] = {
+            "kind": self.kind,
+            "distribution": self.distribution,
+            "path": self.path,
+            "expected": self.expected,
+            "found": self.found,
+            "known_good": self.known_good,
+        }
         if self.kind == "shared":
             found.update(distributions=list(self.distributions), on_disk=self.on_disk)
         return found
@@ -78,7 +88,11 @@ class Finding:
             return f"shared {self.path} ({' and '.join(self.distributions)}: {whose})"
         owner = f" ({self.distribution})" if self.distribution and self.path else (self.distribution or "")
         what = f"{self.path}{owner}" if self.path else owner
-        detail = f": {self.expected or '-'} -> {self.found or '-'}" if self.kind in ("other-version", "other-source") else ""
+        detail = (
+            f": {self.expected or '-'} -> {self.found or '-'}"
+            if self.kind in ("other-version", "other-source")
+            else ""
+        )
         kept = f" [{self.known_good}]" if self.known_good else ""
         return f"{self.kind} {what}{kept}{detail}"
 
@@ -95,8 +109,12 @@ class Drift:
     hashed_bytes: int = 0
     remembered: int = 0
     seconds: float = 0.0
-    owners: dict[str, str] = field(default_factory=dict)  # kept path -> "name version" of the distribution listing it
-    notes: list[str] = field(default_factory=list)  # distributions from a source tree or a repository, as locked
+    owners: dict[str, str] = field(
+        default_factory=dict
+    )  # kept path -> "name version" of the distribution listing it
+    notes: list[str] = field(
+        default_factory=list
+    )  # distributions from a source tree or a repository, as locked
     unmatched: set[str] = field(default_factory=set)  # an adopted lock's distributions that matched no wheel
 
     @property
@@ -109,7 +127,9 @@ class Drift:
     def to_reinstall(self) -> list[str]:
         """Distributions the lock must put back: files changed or gone, another version or source, not installed."""
         kinds = ("modified", "missing", "other-version", "other-source")
-        return sorted({f.distribution for f in self.findings if f.kind in kinds and f.distribution and not f.known_good})
+        return sorted(
+            {f.distribution for f in self.findings if f.kind in kinds and f.distribution and not f.known_good}
+        )
 
     def put_back(self) -> list[str]:
         """Accepted and profile files that differ from their kept content, or are gone."""
@@ -126,15 +146,31 @@ class Drift:
         return counts or "nothing differs"
 
     def to_dict(self) -> dict[str, object]:
-        return {"venv": str(self.venv), "site_packages": str(self.site), "lock": self.lock, "status": self.status,
-                "counts": self.counts(), "findings": [f.to_dict() for f in self.findings[:FINDINGS_LISTED]],
-                "findings_left_out": max(0, len(self.findings) - FINDINGS_LISTED),
-                "distributions": self.distributions, "files": self.files, "hashed": self.hashed,
-                "hashed_bytes": self.hashed_bytes, "remembered": self.remembered, "notes": list(self.notes),
-                "seconds": round(self.seconds, 3)}
+        return {
+            "venv": str(self.venv),
+            "site_packages": str(self.site),
+            "lock": self.lock,
+            "status": self.status,
+            "counts": self.counts(),
+            "findings": [f.to_dict() for f in self.findings[:FINDINGS_LISTED]],
+            "findings_left_out": max(0, len(self.findings) - FINDINGS_LISTED),
+            "distributions": self.distributions,
+            "files": self.files,
+            "hashed": self.hashed,
+            "hashed_bytes": self.hashed_bytes,
+            "remembered": self.remembered,
+            "notes": list(self.notes),
+            "seconds": round(self.seconds, 3),
+        }
 
 
-def scan(venv: Path, *, lock: Path | None = None, cache: Path | None = None, kept: Mapping[str, KeptFile] | None = None) -> Drift:
+def scan(
+    venv: Path,
+    *,
+    lock: Path | None = None,
+    cache: Path | None = None,
+    kept: Mapping[str, KeptFile] | None = None,
+) -> Drift:
     """Compare the environment with its RECORDs, its lock and its `kept` files (accepted, the profile's: by path,
     judged by their own content); `cache` remembers what was hashed (None: nothing). Nothing outside the venv is read: site-packages (or lib, lib/pythonX.Y) as a link out of it is an EnvError naming
     the link; a distribution's folder or file that leads out is a finding, not read."""
@@ -171,14 +207,28 @@ def _installed(site: Path, confinement: confined.Confinement, drift: Drift) -> d
     for info in sorted([*site.glob("*.dist-info"), *site.glob("*.egg-info")]):
         escape = _info_escape(info, confinement)
         if escape is not None:  # its METADATA and RECORD would be read from outside the venv: named, not read
-            drift.findings.append(Finding(kind="modified", distribution=info_name(info), path=info.name,
-                                          expected="a folder in the environment", found=f"{escape[0]} leads out to {escape[1]}: not read"))
+            drift.findings.append(
+                Finding(
+                    kind="modified",
+                    distribution=info_name(info),
+                    path=info.name,
+                    expected="a folder in the environment",
+                    found=f"{escape[0]} leads out to {escape[1]}: not read",
+                )
+            )
             continue
         try:
             headers = _headers(info) if info.is_dir() else None
         except OSError as exc:  # a pipe or a device where METADATA belongs: named, never waited on
-            drift.findings.append(Finding(kind="modified", distribution=info_name(info), path=info.name,
-                                          expected="a METADATA or PKG-INFO file", found=f"unreadable ({exc.strerror or exc})"))
+            drift.findings.append(
+                Finding(
+                    kind="modified",
+                    distribution=info_name(info),
+                    path=info.name,
+                    expected="a METADATA or PKG-INFO file",
+                    found=f"unreadable ({exc.strerror or exc})",
+                )
+            )
             continue
         name = headers.get("Name") if headers else None
         if headers is None or not name:
@@ -186,8 +236,15 @@ def _installed(site: Path, confinement: confined.Confinement, drift: Drift) -> d
         try:  # a name such as "-r" or "--index-url=..." would reach uv's command line as an option
             key = str(canonicalize_name(name, validate=True))
         except InvalidName:
-            drift.findings.append(Finding(kind="modified", distribution=None, path=f"{info.name}/METADATA",
-                                          expected="a distribution name (PEP 508)", found=f"Name: {name[:80]!r}"))
+            drift.findings.append(
+                Finding(
+                    kind="modified",
+                    distribution=None,
+                    path=f"{info.name}/METADATA",
+                    expected="a distribution name (PEP 508)",
+                    found=f"Name: {name[:80]!r}",
+                )
+            )
             continue
         found[key] = Installed(name=key, version=headers.get("Version") or "", info=info)
     return found
@@ -267,19 +324,29 @@ def _info_escape(info: Path, confinement: confined.Confinement) -> confined.Esca
     """The link out of the venv that the metadata folder is, or that one of its files is."""
     escape = confinement.folder(str(info))
     if escape is None and info.is_dir():
-        with os.scandir(info) as entries:  # the folder's own listing says which entry is a link: no stat per file
+        with os.scandir(
+            info
+        ) as entries:  # the folder's own listing says which entry is a link: no stat per file
             for entry in entries:
                 if escape is None and entry.is_symlink():
                     escape = confinement.path(entry.path)
     return escape
 
 
-def _files(drift: Drift, installed: dict[str, Installed], cache: filehash.Cache, confinement: confined.Confinement,
-           kept: Mapping[str, KeptFile], known: Mapping[str, Mapping[str, str]]) -> set[str]:
+def _files(
+    drift: Drift,
+    installed: dict[str, Installed],
+    cache: filehash.Cache,
+    confinement: confined.Confinement,
+    kept: Mapping[str, KeptFile],
+    known: Mapping[str, Mapping[str, str]],
+) -> set[str]:
     """Check every file RECORD lists with a hash, and every kept file; return every path RECORD lists (hashed or
     not) and every kept path, normalized. A path two distributions share as the lock recorded when it was made
     (`known`: the same owners, the same hashes) is no finding while one owner's bytes are on disk: a note."""
-    owners: dict[str, dict[str, str]] = {}  # key -> {distribution: the hash its RECORD gives}, in the order read
+    owners: dict[
+        str, dict[str, str]
+    ] = {}  # key -> {distribution: the hash its RECORD gives}, in the order read
     wanted: list[filehash.Wanted] = []
     owned: set[str] = set()
     escaped: dict[str, str] = {}  # key -> what was found instead of reading: a folder on its way leads out
@@ -310,31 +377,55 @@ def _files(drift: Drift, installed: dict[str, Installed], cache: filehash.Cache,
                 if not plain and not path.startswith(root):
                     continue
                 folder = path.rpartition("/")[0]
-                if folder != last_folder:  # RECORD lists a folder's files together: one lookup per run of them
+                if (
+                    folder != last_folder
+                ):  # RECORD lists a folder's files together: one lookup per run of them
                     last_folder, escape = folder, confinement.folder(folder)  # one lstat per folder
                 if escape is not None:
-                    escaped[key] = f"{mode}=({escape[0]} leads out of the environment to {escape[1]}: not read)"
+                    escaped[key] = (
+                        f"{mode}=({escape[0]} leads out of the environment to {escape[1]}: not read)"
+                    )
                 elif key not in owners:
                     wanted.append(filehash.Wanted(key=key, path=path, mode=mode))
                 owners.setdefault(key, {})[name] = row[1]
-        except (csv.Error, UnicodeDecodeError, OSError) as exc:  # a field past csv's limit, bytes that are not UTF-8
+        except (
+            csv.Error,
+            UnicodeDecodeError,
+            OSError,
+        ) as exc:  # a field past csv's limit, bytes that are not UTF-8
             why = exc.strerror if isinstance(exc, OSError) and exc.strerror else type(exc).__name__
-            drift.findings.append(Finding(kind="modified", distribution=name, path=f"{dist.info.name}/RECORD",
-                                          expected="a RECORD (PEP 376)", found=f"unreadable ({why})"))
+            drift.findings.append(
+                Finding(
+                    kind="modified",
+                    distribution=name,
+                    path=f"{dist.info.name}/RECORD",
+                    expected="a RECORD (PEP 376)",
+                    found=f"unreadable ({why})",
+                )
+            )
     if kept:
         wanted += _kept_wanted(drift, kept, installed, owners, escaped, confinement)
         owned |= kept.keys()
     digests = filehash.digests(wanted, cache, inside=links_allowed(drift.venv))
     with contextlib.suppress(OSError):  # a read-only home still gets its answer, only slower next time
         cache.save()
-    drift.files, drift.hashed, drift.hashed_bytes, drift.remembered = len(wanted), digests.hashed, digests.hashed_bytes, digests.remembered
+    drift.files, drift.hashed, drift.hashed_bytes, drift.remembered = (
+        len(wanted),
+        digests.hashed,
+        digests.hashed_bytes,
+        digests.remembered,
+    )
     for key, claims in owners.items():
         got = escaped.get(key) or digests.found.get(key)
-        if len(set(claims.values())) > 1:  # two distributions install this path with other contents: one finding
+        if (
+            len(set(claims.values())) > 1
+        ):  # two distributions install this path with other contents: one finding
             finding = _shared(key, claims, got)
             if finding.on_disk and dict(known.get(key, {})) == claims:
-                drift.notes.append(f"{key} is shared by {' and '.join(finding.distributions)} (recorded in the lock when it was "
-                                   f"made): {finding.on_disk}'s bytes, as installed")
+                drift.notes.append(
+                    f"{key} is shared by {' and '.join(finding.distributions)} (recorded in the lock when it was "
+                    f"made): {finding.on_disk}'s bytes, as installed"
+                )
             else:
                 drift.findings.append(finding)
             continue
@@ -342,22 +433,43 @@ def _files(drift: Drift, installed: dict[str, Installed], cache: filehash.Cache,
         if got is None:
             drift.findings.append(Finding(kind="missing", distribution=owner, path=key, expected=want))
         elif got != want:
-            drift.findings.append(Finding(kind="modified", distribution=owner, path=key, expected=want, found=got))
+            drift.findings.append(
+                Finding(kind="modified", distribution=owner, path=key, expected=want, found=got)
+            )
     for key, file in kept.items():
         want, got = record_form(file.sha256), escaped.get(KEPT + key) or digests.found.get(KEPT + key)
         listed_by = drift.owners.get(key, "").split(" ")[0] or None
         if got is None:
-            drift.findings.append(Finding(kind="missing", distribution=listed_by, path=key, expected=want, known_good=file.origin))
+            drift.findings.append(
+                Finding(
+                    kind="missing", distribution=listed_by, path=key, expected=want, known_good=file.origin
+                )
+            )
         elif got != want:
-            drift.findings.append(Finding(kind="modified", distribution=listed_by, path=key, expected=want, found=got, known_good=file.origin))
+            drift.findings.append(
+                Finding(
+                    kind="modified",
+                    distribution=listed_by,
+                    path=key,
+                    expected=want,
+                    found=got,
+                    known_good=file.origin,
+                )
+            )
     return owned
 
 
 KEPT = "\0kept:"  # a kept file's key among RECORD's (no path holds a NUL byte), hashed as sha256 whatever RECORD says
 
 
-def _kept_wanted(drift: Drift, kept: Mapping[str, KeptFile], installed: dict[str, Installed], owners: dict[str, dict[str, str]],
-                 escaped: dict[str, str], confinement: confined.Confinement) -> list[filehash.Wanted]:
+def _kept_wanted(
+    drift: Drift,
+    kept: Mapping[str, KeptFile],
+    installed: dict[str, Installed],
+    owners: dict[str, dict[str, str]],
+    escaped: dict[str, str],
+    confinement: confined.Confinement,
+) -> list[filehash.Wanted]:
     """The kept files to hash; each is taken out of its RECORDs' judgement, its owner noted."""
     wanted = []
     root = os.path.join(os.path.normpath(drift.venv), "")
@@ -368,9 +480,13 @@ def _kept_wanted(drift: Drift, kept: Mapping[str, KeptFile], installed: dict[str
             drift.owners[key] = f"{owner} {installed[owner].version}"
             escaped.pop(key, None)
         path = os.path.normpath(os.path.join(drift.site, key))
-        escape = confinement.folder(os.path.dirname(path)) if path.startswith(root) else (key, "outside the venv")
+        escape = (
+            confinement.folder(os.path.dirname(path)) if path.startswith(root) else (key, "outside the venv")
+        )
         if escape is not None:
-            escaped[KEPT + key] = f"sha256=({escape[0]} leads out of the environment to {escape[1]}: not read)"
+            escaped[KEPT + key] = (
+                f"sha256=({escape[0]} leads out of the environment to {escape[1]}: not read)"
+            )
         else:
             wanted.append(filehash.Wanted(key=KEPT + key, path=path, mode="sha256"))
     return wanted
@@ -386,9 +502,15 @@ def _shared(key: str, claims: dict[str, str], got: str | None) -> Finding:
     or reinstalling either changes the other. Says whose bytes are on disk (one of them, or neither)."""
     names = tuple(sorted(claims))
     on_disk = next((name for name in names if claims[name] == got), None)
-    return Finding(kind="shared", distribution=on_disk or names[0], path=key,
-                   expected="; ".join(f"{name} {claims[name]}" for name in names), found=got or "",
-                   distributions=names, on_disk=on_disk)
+    return Finding(
+        kind="shared",
+        distribution=on_disk or names[0],
+        path=key,
+        expected="; ".join(f"{name} {claims[name]}" for name in names),
+        found=got or "",
+        distributions=names,
+        on_disk=on_disk,
+    )
 
 
 def _plain(path: str) -> bool:
@@ -402,7 +524,9 @@ def links_allowed(venv: Path) -> Callable[[str], bool]:
     roots = [os.path.join(os.path.realpath(venv), "")]
 
     def allowed(target: str) -> bool:
-        if len(roots) == 1 and not target.startswith(roots[0]):  # uv's cache asked once, and only when a link leads out
+        if len(roots) == 1 and not target.startswith(
+            roots[0]
+        ):  # uv's cache asked once, and only when a link leads out
             from provision.stacks import uvtool
 
             try:
@@ -458,10 +582,18 @@ def _read_lock(lock_path: Path) -> tuple[Pylock, Stamp] | None:
         return None
 
 
-def _against_lock(venv: Path, installed: dict[str, Installed], lock_path: Path, locked: tuple[Pylock, Stamp] | None,
-                  notes: list[str], unmatched: set[str]) -> list[Finding]:
+def _against_lock(
+    venv: Path,
+    installed: dict[str, Installed],
+    lock_path: Path,
+    locked: tuple[Pylock, Stamp] | None,
+    notes: list[str],
+    unmatched: set[str],
+) -> list[Finding]:
     if locked is None:
-        return [Finding(kind="missing", distribution=None, path=str(lock_path), expected="the environment's lock")]
+        return [
+            Finding(kind="missing", distribution=None, path=str(lock_path), expected="the environment's lock")
+        ]
     pylock, stamp = locked
     environment = marker_environment(venv)
     findings = []
@@ -478,11 +610,27 @@ def _against_lock(venv: Path, installed: dict[str, Installed], lock_path: Path, 
         elif package.directory is not None or package.vcs is not None:
             findings += _from_source(name, dist, package, notes)
         elif not _same_version(want, dist.version):
-            findings.append(Finding(kind="other-version", distribution=name, path=dist.info.name, expected=want, found=dist.version))
+            findings.append(
+                Finding(
+                    kind="other-version",
+                    distribution=name,
+                    path=dist.info.name,
+                    expected=want,
+                    found=dist.version,
+                )
+            )
         else:
             other = _other_source(dist, [w.name or urls.filename(w.url or "") for w in package.wheels or []])
             if other:
-                findings.append(Finding(kind="other-source", distribution=name, path=dist.info.name, expected=other[0], found=other[1]))
+                findings.append(
+                    Finding(
+                        kind="other-source",
+                        distribution=name,
+                        path=dist.info.name,
+                        expected=other[0],
+                        found=other[1],
+                    )
+                )
     # an adopted environment's distributions that matched no wheel: in its lock by name and version only
     for entry in stamp.unmatched:
         name, want = entry.name, entry.version
@@ -494,7 +642,15 @@ def _against_lock(venv: Path, installed: dict[str, Installed], lock_path: Path, 
         if dist is None:
             findings.append(Finding(kind="missing", distribution=name, path="", expected=want))
         elif not _same_version(want, dist.version):
-            findings.append(Finding(kind="other-version", distribution=name, path=dist.info.name, expected=want, found=dist.version))
+            findings.append(
+                Finding(
+                    kind="other-version",
+                    distribution=name,
+                    path=dist.info.name,
+                    expected=want,
+                    found=dist.version,
+                )
+            )
     for name, dist in installed.items():
         if name not in locked_names:
             findings.append(Finding(kind="extra", distribution=name, path=dist.info.name, found=dist.version))
@@ -523,8 +679,15 @@ def _from_source(name: str, dist: Installed, package: Package, notes: list[str])
     info = direct.get("vcs_info") if isinstance(direct.get("vcs_info"), dict) else {}
     found = str(info.get("commit_id") or "") if info else ""
     if found != commit:
-        return [Finding(kind="other-source", distribution=name, path=dist.info.name, expected=f"git {url}@{commit}",
-                        found=f"git {direct.get('url', '?')}@{found}" if found else "not from git")]
+        return [
+            Finding(
+                kind="other-source",
+                distribution=name,
+                path=dist.info.name,
+                expected=f"git {url}@{commit}",
+                found=f"git {direct.get('url', '?')}@{found}" if found else "not from git",
+            )
+        ]
     notes.append(f"{name} from git {url} at commit {commit[:12]}, as locked")
     return []
 
@@ -554,7 +717,9 @@ def _other_source(dist: Installed, wheel_names: list[str]) -> tuple[str, str] | 
         return None
     from email.parser import HeaderParser
 
-    installed_tags = _tags([str(value) for key, value in HeaderParser().parsestr(wheel).items() if key == "Tag"])
+    installed_tags = _tags(
+        [str(value) for key, value in HeaderParser().parsestr(wheel).items() if key == "Tag"]
+    )
     locked: set[str] = set()
     for filename in wheel_names:
         try:
@@ -568,7 +733,12 @@ def _other_source(dist: Installed, wheel_names: list[str]) -> tuple[str, str] | 
 
 def scan_env(venv: Path, build: Path, record: EnvRecord) -> Drift:
     """The environment against everything its record says it should be: its lock, its accepted and profile files."""
-    return scan(venv, lock=Path(record.lock) if record.lock else None, cache=build / CACHE_NAME, kept=record.kept_files())
+    return scan(
+        venv,
+        lock=Path(record.lock) if record.lock else None,
+        cache=build / CACHE_NAME,
+        kept=record.kept_files(),
+    )
 
 
 def _tags(lines: list[str]) -> set[str]:
@@ -588,7 +758,11 @@ def _tags(lines: list[str]) -> set[str]:
 def _unrenamed(locked: set[str]) -> set[str]:
     """The `linux_<arch>` tag a manylinux wheel's WHEEL file keeps when the wheel was renamed without rewriting it
     (torchvision 0.29.2: file py3-none-manylinux_2_28_x86_64, WHEEL py3-none-linux_x86_64)."""
-    return {re.sub(r"-manylinux[\w]*?_(x86_64|aarch64)$", r"-linux_\1", tag) for tag in locked if "-manylinux" in tag}
+    return {
+        re.sub(r"-manylinux[\w]*?_(x86_64|aarch64)$", r"-linux_\1", tag)
+        for tag in locked
+        if "-manylinux" in tag
+    }
 
 
 def check(venv: Path, build: Path, record: EnvRecord, *, fresh: bool = False) -> CheckResult:
@@ -609,22 +783,42 @@ def check(venv: Path, build: Path, record: EnvRecord, *, fresh: bool = False) ->
         drift.findings += [f for f in extra if (f.distribution, f.path) not in seen]
         failing = [f for f in drift.findings if f.kind in freshness.FAILING and not f.known_good]
         if failing:
-            shown = "; ".join(f.line() for f in failing[:8]) + (f"; and {len(failing) - 8} more" if len(failing) > 8 else "")
-            return CheckResult(id=said.id, title=said.title, status="fail",
-                               details=DriftDetails.parse(Reader(drift.to_dict(), "details")),
-                               reason=f"files of the build made this minute are not what the lock pins: {shown}; uv's "
-                                      "cache may hold an edited copy of a wheel: uv cache clean PACKAGE, then create again")
-    details = DriftDetails.parse(Reader(drift.to_dict(), "details"))  # the same JSON as restore's drift_before
+            shown = "; ".join(f.line() for f in failing[:8]) + (
+                f"; and {len(failing) - 8} more" if len(failing) > 8 else ""
+            )
+            return CheckResult(
+                id=said.id,
+                title=said.title,
+                status="fail",
+                details=DriftDetails.parse(Reader(drift.to_dict(), "details")),
+                reason=f"files of the build made this minute are not what the lock pins: {shown}; uv's "
+                "cache may hold an edited copy of a wheel: uv cache clean PACKAGE, then create again",
+            )
+    details = DriftDetails.parse(
+        Reader(drift.to_dict(), "details")
+    )  # the same JSON as restore's drift_before
     without_lock = "" if lock else "; no lock (adopted): distributions not compared"
     if not drift.findings:
         kept = len(record.kept_files())
-        reason = f"{drift.files} files of {drift.distributions} distributions match their RECORD" + (
-            " and the lock" if lock else "") + (f", {kept} accepted or profile files their kept content" if kept else "") + without_lock + "".join(f"; {note}" for note in drift.notes)
+        reason = (
+            f"{drift.files} files of {drift.distributions} distributions match their RECORD"
+            + (" and the lock" if lock else "")
+            + (f", {kept} accepted or profile files their kept content" if kept else "")
+            + without_lock
+            + "".join(f"; {note}" for note in drift.notes)
+        )
         return CheckResult(id=said.id, title=said.title, status="pass", reason=reason, details=details)
-    shown = "; ".join(f.line() for f in drift.findings[:8]) + (f"; and {len(drift.findings) - 8} more" if len(drift.findings) > 8 else "")
+    shown = "; ".join(f.line() for f in drift.findings[:8]) + (
+        f"; and {len(drift.findings) - 8} more" if len(drift.findings) > 8 else ""
+    )
     notes = "".join(f"; {note}" for note in drift.notes)
-    return CheckResult(id=said.id, title=said.title, status="warn", details=details,
-                       reason=f"{drift.summary()}: {shown}{without_lock}{notes}; {_restore_hint(drift)}")
+    return CheckResult(
+        id=said.id,
+        title=said.title,
+        status="warn",
+        details=details,
+        reason=f"{drift.summary()}: {shown}{without_lock}{notes}; {_restore_hint(drift)}",
+    )
 
 
 def _restore_hint(drift: Drift) -> str:
@@ -638,10 +832,14 @@ def _restore_hint(drift: Drift) -> str:
     if restorable and not stuck:
         said.append("provision restore puts the rest back" if shared else "provision restore puts it back")
     if stuck:
-        said.append(f"provision restore cannot put back {', '.join(stuck)} (no wheel matched when the environment was "
-                    "locked: provision lock --env NAME once an index has them)")
+        said.append(
+            f"provision restore cannot put back {', '.join(stuck)} (no wheel matched when the environment was "
+            "locked: provision lock --env NAME once an index has them)"
+        )
     if shared:
-        said.append(f"restore leaves {shared[0]}{' and the other shared paths' if len(shared) > 1 else ''} as it is "
-                    "(reinstalling either owner only picks which one wins): keep what is there with provision accept "
-                    f"NAME {shared[0]}, or drop one of the two distributions from the profile")
+        said.append(
+            f"restore leaves {shared[0]}{' and the other shared paths' if len(shared) > 1 else ''} as it is "
+            "(reinstalling either owner only picks which one wins): keep what is there with provision accept "
+            f"NAME {shared[0]}, or drop one of the two distributions from the profile"
+        )
     return "; ".join(said)

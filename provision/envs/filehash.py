@@ -80,12 +80,19 @@ class Cache:
 
     def save(self) -> None:
         if self.path is not None and self.changed:
-            write_atomic(self.path, json.dumps({"version": CACHE_VERSION, "site": self.site, "files": self.entries},
-                                               separators=(",", ":")))
+            write_atomic(
+                self.path,
+                json.dumps(
+                    {"version": CACHE_VERSION, "site": self.site, "files": self.entries},
+                    separators=(",", ":"),
+                ),
+            )
             self.changed = False
 
 
-def digests(wanted: Iterable[Wanted], cache: Cache, *, inside: Callable[[str], bool] | None = None) -> Digests:
+def digests(
+    wanted: Iterable[Wanted], cache: Cache, *, inside: Callable[[str], bool] | None = None
+) -> Digests:
     """Digest every wanted file: from the cache where size, mtime and inode clear it, else by reading it.
 
     A changed file is read too, so that what is reported is its digest. A link whose target `inside` refuses is not
@@ -111,8 +118,19 @@ def digests(wanted: Iterable[Wanted], cache: Cache, *, inside: Callable[[str], b
             continue
         entry = entries.get(item.key)  # Cache.lookup, inlined: it runs once per file of the environment
         try:
-            remembered = str(entry[3]) if entry and entry[0] == stat.st_size and entry[1] == stat.st_mtime_ns and entry[2] == stat.st_ino else None
-        except (TypeError, IndexError, KeyError):  # a damaged cache entry (not [size, mtime, inode, digest]): read the file
+            remembered = (
+                str(entry[3])
+                if entry
+                and entry[0] == stat.st_size
+                and entry[1] == stat.st_mtime_ns
+                and entry[2] == stat.st_ino
+                else None
+            )
+        except (
+            TypeError,
+            IndexError,
+            KeyError,
+        ):  # a damaged cache entry (not [size, mtime, inode, digest]): read the file
             remembered = None
         if remembered is not None and remembered.startswith(item.mode + "="):
             result.found[item.key] = remembered

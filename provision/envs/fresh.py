@@ -22,7 +22,10 @@ from provision.envs import filehash
 from provision.envs.drift import CACHE_NAME, Finding, links_allowed, site_packages
 from provision.errors import ProvisionError
 
-FAILING = ("modified", "missing")  # what makes the drift check of a fresh build FAIL: files not what was locked
+FAILING = (
+    "modified",
+    "missing",
+)  # what makes the drift check of a fresh build FAIL: files not what was locked
 
 
 def against_lock(venv: Path, build: Path, lock: Path, skip: Iterable[str] = ()) -> tuple[list[Finding], int]:
@@ -41,7 +44,10 @@ def against_lock(venv: Path, build: Path, lock: Path, skip: Iterable[str] = ()) 
     expected: dict[str, tuple[str, str]] = {}  # key -> (distribution, the lock's RECORD hash)
     known = 0
     for package in pylock.packages:
-        known_rows = [wheelrecords.known((w.hashes or {}).get("sha256", "").lower(), w.name or "", w.url or "") for w in package.wheels or ()]
+        known_rows = [
+            wheelrecords.known((w.hashes or {}).get("sha256", "").lower(), w.name or "", w.url or "")
+            for w in package.wheels or ()
+        ]
         record = _installed_one([_in_site(rows) for rows in known_rows if rows], site)
         if record is None:
             continue
@@ -53,15 +59,26 @@ def against_lock(venv: Path, build: Path, lock: Path, skip: Iterable[str] = ()) 
                 continue
             expected[key] = (name, digest)
             wanted.append(filehash.Wanted(key=key, path=str(site / key), mode=mode))
-    found = filehash.digests(wanted, filehash.Cache(build / CACHE_NAME, site), inside=links_allowed(venv)).found
+    found = filehash.digests(
+        wanted, filehash.Cache(build / CACHE_NAME, site), inside=links_allowed(venv)
+    ).found
     findings = []  # the memo is not saved: it holds the drift check's whole run, and this asked for part of it
     for key, (name, want) in expected.items():
         got = found.get(key)
         if got is None:
-            findings.append(Finding(kind="missing", distribution=name, path=key, expected=f"{want} (the lock's RECORD)"))
+            findings.append(
+                Finding(kind="missing", distribution=name, path=key, expected=f"{want} (the lock's RECORD)")
+            )
         elif got != want:
-            findings.append(Finding(kind="modified", distribution=name, path=key, expected=f"{want} (the lock's RECORD)",
-                                    found=got))
+            findings.append(
+                Finding(
+                    kind="modified",
+                    distribution=name,
+                    path=key,
+                    expected=f"{want} (the lock's RECORD)",
+                    found=got,
+                )
+            )
     return findings, known
 
 

@@ -48,8 +48,10 @@ def present_site_packages(venv: Path) -> Path:
     EnvError, never read as an empty one (a lock made of it, or a restore into it, would lose what it held)."""
     site = site_packages(venv)
     if not site.is_dir():
-        raise EnvError(f"{venv} has no site-packages ({site.relative_to(venv)} is missing): the venv is gone, or is no venv",
-                       "put the venv back (a mount that is not there?), or remove the environment: provision remove NAME")
+        raise EnvError(
+            f"{venv} has no site-packages ({site.relative_to(venv)} is missing): the venv is gone, or is no venv",
+            "put the venv back (a mount that is not there?), or remove the environment: provision remove NAME",
+        )
     return site
 
 
@@ -62,7 +64,11 @@ def blocking_file(venv: Path) -> Path | None:
     folders: list[Path | str] = [venv, site]
     try:
         with os.scandir(site) as entries:
-            folders += [e.path for e in entries if e.name.endswith((".dist-info", ".egg-info")) and e.is_dir(follow_symlinks=False)]
+            folders += [
+                e.path
+                for e in entries
+                if e.name.endswith((".dist-info", ".egg-info")) and e.is_dir(follow_symlinks=False)
+            ]
     except OSError:
         pass
     startup = (".pth", "sitecustomize.py", "usercustomize.py", ".egg-info")
@@ -70,7 +76,12 @@ def blocking_file(venv: Path) -> Path | None:
         try:
             with os.scandir(folder) as entries:
                 for entry in entries:
-                    if folder == venv and entry.name != "pyvenv.cfg" or folder == site and not entry.name.endswith(startup):
+                    if (
+                        folder == venv
+                        and entry.name != "pyvenv.cfg"
+                        or folder == site
+                        and not entry.name.endswith(startup)
+                    ):
                         continue
                     if not _plain_file(entry):
                         return Path(entry.path)
@@ -153,7 +164,10 @@ class Home:
                 raise not_ours(build / RESTORING, f"provision restore {name}") from None
 
         def refuse(pid: str) -> None:
-            raise EnvError(f"{name} is being restored (pid {pid})", "wait for that restore to finish, then run this again")
+            raise EnvError(
+                f"{name} is being restored (pid {pid})",
+                "wait for that restore to finish, then run this again",
+            )
 
         with links.holding(handle, refuse):
             yield
@@ -161,7 +175,9 @@ class Home:
     def restorer(self, build: Path) -> str | None:
         """The pid of a restore holding `build` now, else None (remove, gc and --replace must not pull it away)."""
         try:
-            handle = _own_file(build / RESTORING, os.O_RDONLY, "r")  # a pipe there must not block remove or gc
+            handle = _own_file(
+                build / RESTORING, os.O_RDONLY, "r"
+            )  # a pipe there must not block remove or gc
         except OSError:
             return None
         with handle:
@@ -207,16 +223,20 @@ class Home:
         link is refused (what it leads to is not HOME's: gc would delete the folders, links and files it finds there)."""
         for folder in (self.builds, self.envs, self.locks):
             if folder.is_symlink():
-                raise EnvError(f"{folder} is a link to {os.readlink(folder)}, not a folder of {self.root}: "
-                               "provision deletes nothing outside its home",
-                               f"replace the link with a folder of its own (move what provision made into {folder}), "
-                               "or set PROVISION_HOME (or --home) to the home it belongs to; nothing was removed")
+                raise EnvError(
+                    f"{folder} is a link to {os.readlink(folder)}, not a folder of {self.root}: "
+                    "provision deletes nothing outside its home",
+                    f"replace the link with a folder of its own (move what provision made into {folder}), "
+                    "or set PROVISION_HOME (or --home) to the home it belongs to; nothing was removed",
+                )
 
     def delete_build(self, build: Path) -> None:
         """Remove one of HOME's build folders; anything outside builds/ is refused, never deleted."""
         if not self.owns(build):
-            raise EnvError(f"{build} is not a build folder of {self.root}; provision deletes nothing outside its home",
-                           f"remove it yourself if it is really unused, or fix the link in {self.envs}")
+            raise EnvError(
+                f"{build} is not a build folder of {self.root}; provision deletes nothing outside its home",
+                f"remove it yourself if it is really unused, or fix the link in {self.envs}",
+            )
         remove_tree(build.resolve())
 
     def active(self) -> str | None:
@@ -250,8 +270,10 @@ def _own_file(path: Path, flags: int, mode: str) -> IO[str]:
 
 def not_ours(path: Path, again: str) -> EnvError:
     """The refusal of a file of provision's own that is a link, a pipe or a device: nothing was changed."""
-    return EnvError(f"{path} is not a file provision wrote (a link, a pipe or a device)",
-                    f"remove it (rm {path}), then run {again} again; nothing was changed")
+    return EnvError(
+        f"{path} is not a file provision wrote (a link, a pipe or a device)",
+        f"remove it (rm {path}), then run {again} again; nothing was changed",
+    )
 
 
 @contextlib.contextmanager

@@ -17,10 +17,15 @@ def find_python(request: str) -> tuple[Path, str]:
     if os.sep in request:
         path = Path(request)
         if not path.exists():
-            raise InputError(f"--python {request}: no such interpreter", "give a path to a python executable, or a version such as 3.12")
+            raise InputError(
+                f"--python {request}: no such interpreter",
+                "give a path to a python executable, or a version such as 3.12",
+            )
         if not path.is_file() or not os.access(path, os.X_OK):
-            raise InputError(f"--python {request}: {'a folder' if path.is_dir() else 'not an executable file'}, not an interpreter",
-                             "give the path of a python executable (say VENV/bin/python), or a version such as 3.12")
+            raise InputError(
+                f"--python {request}: {'a folder' if path.is_dir() else 'not an executable file'}, not an interpreter",
+                "give the path of a python executable (say VENV/bin/python), or a version such as 3.12",
+            )
     else:
         path = _discover(request)
     # -S: no site hooks (a sitecustomize.py or .pth that prints, a venv's banner): the version is all it prints
@@ -29,8 +34,10 @@ def find_python(request: str) -> tuple[Path, str]:
         raise EnvError(f"{path} did not run: {version.tail(1)}", "give another interpreter with --python")
     printed = version.stdout.strip()
     if not re.fullmatch(r"\d+\.\d+", printed):
-        raise EnvError(f"{path} printed no Python version (it printed {printed[:60]!r})",
-                       "give the path of a python executable (say VENV/bin/python), or a version such as 3.12")
+        raise EnvError(
+            f"{path} printed no Python version (it printed {printed[:60]!r})",
+            "give the path of a python executable (say VENV/bin/python), or a version such as 3.12",
+        )
     return path, printed
 
 
@@ -38,15 +45,20 @@ def _discover(request: str) -> Path:
     from provision.stacks import uvtool
 
     for search_path in (None, pyenv_search_path()):
-        done = proc.run([uvtool.binary(), "python", "find", request, "--no-project"], timeout=60,
-                        env=uvtool.environment({"PATH": search_path} if search_path else None))
+        done = proc.run(
+            [uvtool.binary(), "python", "find", request, "--no-project"],
+            timeout=60,
+            env=uvtool.environment({"PATH": search_path} if search_path else None),
+        )
         if done.ok and done.stdout.strip():
             return Path(done.stdout.strip().splitlines()[-1])
         if search_path is None and pyenv_search_path() is None:
             break
-    raise EnvError(f"Python {request} was not found on this machine (uv python find {request}, and pyenv's versions)",
-                   f"install it (uv python install {request}, your OS's python{request} package, or pyenv install {request}) "
-                   "or pass --python PATH")
+    raise EnvError(
+        f"Python {request} was not found on this machine (uv python find {request}, and pyenv's versions)",
+        f"install it (uv python install {request}, your OS's python{request} package, or pyenv install {request}) "
+        "or pass --python PATH",
+    )
 
 
 def pyenv_search_path() -> str | None:

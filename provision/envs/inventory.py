@@ -35,14 +35,27 @@ class EnvRow:
     failed: bool  # a build create --keep-failed kept: never activated
     check_status: Status | None  # the worst of its last checks
     baseline: BaselineRun | None  # its last baseline run
-    upgrade: dict[str, object] | None = None  # the upgrade that built or moved to it (envs/upgrades.py), if any
+    upgrade: dict[str, object] | None = (
+        None  # the upgrade that built or moved to it (envs/upgrades.py), if any
+    )
 
     def to_dict(self) -> dict[str, object]:
-        return {"name": self.name, "active": self.active, "path": str(self.path), "venv": self.venv,
-                "profile": self.profile, "cuda": self.cuda, "python": self.python, "size_bytes": self.size_bytes,
-                "created": self.created, "adopted": self.adopted, "failed": self.failed,
-                "check_status": self.check_status, "baseline": self.baseline.to_dict() if self.baseline else None,
-                "upgrade": self.upgrade}
+        return {
+            "name": self.name,
+            "active": self.active,
+            "path": str(self.path),
+            "venv": self.venv,
+            "profile": self.profile,
+            "cuda": self.cuda,
+            "python": self.python,
+            "size_bytes": self.size_bytes,
+            "created": self.created,
+            "adopted": self.adopted,
+            "failed": self.failed,
+            "check_status": self.check_status,
+            "baseline": self.baseline.to_dict() if self.baseline else None,
+            "upgrade": self.upgrade,
+        }
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -54,7 +67,11 @@ class Listing:
     environments: tuple[EnvRow, ...]
 
     def to_dict(self) -> dict[str, object]:
-        return {"home": str(self.home), "uv_cache": self.uv_cache, "environments": [e.to_dict() for e in self.environments]}
+        return {
+            "home": str(self.home),
+            "uv_cache": self.uv_cache,
+            "environments": [e.to_dict() for e in self.environments],
+        }
 
 
 def listing(home: Home, uv_cache: str = "") -> Listing:
@@ -63,7 +80,9 @@ def listing(home: Home, uv_cache: str = "") -> Listing:
     for name in home.names():
         try:
             build = home.build_of(name)
-        except EnvError as exc:  # a trial's leftovers that cannot be put back: listed, and said (it vanished before)
+        except (
+            EnvError
+        ) as exc:  # a trial's leftovers that cannot be put back: listed, and said (it vanished before)
             from provision import log
             from provision.envs import links
 
@@ -73,12 +92,24 @@ def listing(home: Home, uv_cache: str = "") -> Listing:
                 continue
             log.say(f"warning: {name}: {exc.message}\n")
         record = records.read(build)
-        rows.append(EnvRow(
-            name=name, active=name == active, path=build, venv=record.venv or str(build / "venv"),
-            profile=record.profile, cuda=record.cuda, python=record.python, size_bytes=record.size_bytes,
-            created=record.created, adopted=record.adopted, failed=(build / FAILED).exists(),
-            check_status=worst_status(record.check_results),
-            baseline=record.baselines[-1] if record.baselines else None, upgrade=_upgrade(build)))
+        rows.append(
+            EnvRow(
+                name=name,
+                active=name == active,
+                path=build,
+                venv=record.venv or str(build / "venv"),
+                profile=record.profile,
+                cuda=record.cuda,
+                python=record.python,
+                size_bytes=record.size_bytes,
+                created=record.created,
+                adopted=record.adopted,
+                failed=(build / FAILED).exists(),
+                check_status=worst_status(record.check_results),
+                baseline=record.baselines[-1] if record.baselines else None,
+                upgrade=_upgrade(build),
+            )
+        )
     return Listing(home=home.root, uv_cache=uv_cache, environments=tuple(rows))
 
 

@@ -28,11 +28,15 @@ def key_of(venv: Path, site: Path, given: str) -> str:
     normalized; a path that leaves the venv is a UsageError."""
     inside = os.path.join(os.path.normpath(venv), "")
     target = os.path.normpath(given if os.path.isabs(given) else os.path.join(site, given))
-    if not target.startswith(inside) and "\0" not in given:  # named through a link to the venv ($HOME/envs/NAME/venv)
+    if (
+        not target.startswith(inside) and "\0" not in given
+    ):  # named through a link to the venv ($HOME/envs/NAME/venv)
         target = os.path.join(os.path.realpath(os.path.dirname(target)), os.path.basename(target))
     if "\0" in given or not target.startswith(inside):
-        raise UsageError(f"{given}: not a file in the environment's venv {venv}",
-                         "give a path relative to its site-packages, or an absolute path inside the venv")
+        raise UsageError(
+            f"{given}: not a file in the environment's venv {venv}",
+            "give a path relative to its site-packages, or an absolute path inside the venv",
+        )
     return os.path.relpath(target, site)
 
 
@@ -41,8 +45,10 @@ def location(venv: Path, site: Path, key: str) -> Path:
     or planted env.json is never followed out)."""
     target = os.path.normpath(os.path.join(site, key))
     if os.path.isabs(key) or not target.startswith(os.path.join(os.path.normpath(venv), "")):
-        raise EnvError(f"the kept file {key!r} lies outside the venv {venv}",
-                       "remove it from the environment's env.json (provision accept NAME --drop PATH), or recreate it")
+        raise EnvError(
+            f"the kept file {key!r} lies outside the venv {venv}",
+            "remove it from the environment's env.json (provision accept NAME --drop PATH), or recreate it",
+        )
     return Path(target)
 
 
@@ -52,18 +58,26 @@ def read_in_venv(venv: Path, path: Path, shown: str) -> tuple[bytes, int]:
     given on the command line, and what it names turned out wrong when read."""
     escape = confined.Confinement(venv).path(str(path))
     if escape is not None:
-        raise InputError(f"{shown}: {escape[0]} is a link to {escape[1]}, outside the environment {venv}",
-                         "only a file inside the venv can be accepted; replace the link with the file itself")
+        raise InputError(
+            f"{shown}: {escape[0]} is a link to {escape[1]}, outside the environment {venv}",
+            "only a file inside the venv can be accepted; replace the link with the file itself",
+        )
     try:
         fd = regular.open_fd(path)
     except OSError as exc:
-        what = "not a regular file (a pipe, a socket, a device or a folder)" if exc.errno in (errno.EINVAL, errno.EISDIR) else exc.strerror
+        what = (
+            "not a regular file (a pipe, a socket, a device or a folder)"
+            if exc.errno in (errno.EINVAL, errno.EISDIR)
+            else exc.strerror
+        )
         raise InputError(f"{shown}: {what}", "accept a regular file of the environment's venv") from exc
     with os.fdopen(fd, "rb") as handle:
         content = handle.read(MAX_BYTES + 1)
         mode = stat.S_IMODE(os.fstat(handle.fileno()).st_mode)
     if len(content) > MAX_BYTES:
-        raise InputError(f"{shown}: larger than {MAX_BYTES >> 20} MiB", "accept patches and start-up files, not libraries")
+        raise InputError(
+            f"{shown}: larger than {MAX_BYTES >> 20} MiB", "accept patches and start-up files, not libraries"
+        )
     return content, mode
 
 
@@ -124,11 +138,15 @@ def kept_content(build: Path, kept: KeptFile) -> tuple[bytes, int]:
         os.stat(copy, follow_symlinks=False)
         held = _holds(copy, kept.sha256)
     except OSError as exc:
-        raise EnvError(f"{copy}: the kept copy of {kept.path} cannot be read ({exc.strerror})",
-                       "accept the file again (provision accept NAME PATH) or drop it (--drop PATH)") from exc
+        raise EnvError(
+            f"{copy}: the kept copy of {kept.path} cannot be read ({exc.strerror})",
+            "accept the file again (provision accept NAME PATH) or drop it (--drop PATH)",
+        ) from exc
     if held is None:
-        raise EnvError(f"{copy}: the kept copy of {kept.path} was changed since it was kept",
-                       "accept the file again (provision accept NAME PATH) or drop it (--drop PATH)")
+        raise EnvError(
+            f"{copy}: the kept copy of {kept.path} was changed since it was kept",
+            "accept the file again (provision accept NAME PATH) or drop it (--drop PATH)",
+        )
     return held
 
 

@@ -52,7 +52,11 @@ class Change:
 
     def text(self) -> str:
         """One line for a table: K=V, the arguments, PATH (file)."""
-        parts = [f"{k}={v}" for k, v in self.env.items()] + list(self.args) + [f"{f.path} (file)" for f in self.files]
+        parts = (
+            [f"{k}={v}" for k, v in self.env.items()]
+            + list(self.args)
+            + [f"{f.path} (file)" for f in self.files]
+        )
         return " ".join(parts) or "-"
 
 
@@ -69,8 +73,13 @@ class Series:
         return statistics.median(self.figures) if self.figures else None
 
     def to_dict(self) -> JSONObject:
-        return {"median": self.median, "min": min(self.figures, default=None), "max": max(self.figures, default=None),
-                "runs": len(self.figures), "figures": list(self.figures)}
+        return {
+            "median": self.median,
+            "min": min(self.figures, default=None),
+            "max": max(self.figures, default=None),
+            "runs": len(self.figures),
+            "figures": list(self.figures),
+        }
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -107,34 +116,63 @@ class Trial:
     at: str = ""
 
     def to_dict(self) -> JSONObject:
-        return {"name": self.name, "label": self.label, "change": self.change.to_dict(), "verdict": self.verdict,
-                "reason": self.reason, "figure": self.figure.to_dict(),
-                "baseline": {**self.baseline.to_dict(), "ran_first": self.baseline_ran_first},
-                "change_pct": self.change_pct, "restored": self.restored,
-                "baseline_after": self.baseline_after.to_dict() if self.baseline_after else None,
-                "recipe": self.recipe, "note": self.note, "unit": self.unit, "better": self.better, "at": self.at}
+        return {
+            "name": self.name,
+            "label": self.label,
+            "change": self.change.to_dict(),
+            "verdict": self.verdict,
+            "reason": self.reason,
+            "figure": self.figure.to_dict(),
+            "baseline": {**self.baseline.to_dict(), "ran_first": self.baseline_ran_first},
+            "change_pct": self.change_pct,
+            "restored": self.restored,
+            "baseline_after": self.baseline_after.to_dict() if self.baseline_after else None,
+            "recipe": self.recipe,
+            "note": self.note,
+            "unit": self.unit,
+            "better": self.better,
+            "at": self.at,
+        }
 
     @classmethod
     def parse(cls, fields: Fields) -> Trial:
         change = Fields(fields.path, fields.mapping("change") or {}, f"{fields.where}.change")
         env = change.mapping("env") or {}
-        files = [TrialFile(path=f.text("path") or "", source=f.text("source") or "", sha256=f.text("sha256") or "")
-                 for f in change.objects("files")]
+        files = [
+            TrialFile(path=f.text("path") or "", source=f.text("source") or "", sha256=f.text("sha256") or "")
+            for f in change.objects("files")
+        ]
         verdict = fields.text("verdict")
         if verdict not in VERDICTS or not all(isinstance(v, str) for v in env.values()):
-            raise RecordError(f"{fields.path}: {fields.where} has verdict {verdict!r} or a variable that is no string",
-                              fix_hint(fields.path))
+            raise RecordError(
+                f"{fields.path}: {fields.where} has verdict {verdict!r} or a variable that is no string",
+                fix_hint(fields.path),
+            )
         after = fields.mapping("baseline_after")
-        return cls(name=fields.text("name") or "", label=fields.text("label") or "",
-                   change=Change(env=dict(env), args=change.strings("args"), files=files), verdict=verdict,
-                   reason=fields.text("reason") or "", figure=_series(fields, "figure"), baseline=_series(fields, "baseline"),
-                   change_pct=fields.number("change_pct"), restored=fields.flag("restored"),
-                   baseline_after=None if after is None else After(
-                       median=_number(after.get("median")), within_noise=after.get("within_noise") is True,
-                       error=after.get("error") if isinstance(after.get("error"), str) else None),
-                   baseline_ran_first=(fields.mapping("baseline") or {}).get("ran_first") is True,
-                   recipe=fields.text("recipe"), note=fields.text("note"), unit=fields.text("unit") or "",
-                   better=fields.text("better") or "higher", at=fields.text("at") or "")
+        return cls(
+            name=fields.text("name") or "",
+            label=fields.text("label") or "",
+            change=Change(env=dict(env), args=change.strings("args"), files=files),
+            verdict=verdict,
+            reason=fields.text("reason") or "",
+            figure=_series(fields, "figure"),
+            baseline=_series(fields, "baseline"),
+            change_pct=fields.number("change_pct"),
+            restored=fields.flag("restored"),
+            baseline_after=None
+            if after is None
+            else After(
+                median=_number(after.get("median")),
+                within_noise=after.get("within_noise") is True,
+                error=after.get("error") if isinstance(after.get("error"), str) else None,
+            ),
+            baseline_ran_first=(fields.mapping("baseline") or {}).get("ran_first") is True,
+            recipe=fields.text("recipe"),
+            note=fields.text("note"),
+            unit=fields.text("unit") or "",
+            better=fields.text("better") or "higher",
+            at=fields.text("at") or "",
+        )
 
 
 def _number(value: object) -> float | None:
@@ -144,7 +182,9 @@ def _number(value: object) -> float | None:
 def _series(fields: Fields, key: str) -> Series:
     side = Fields(fields.path, fields.mapping(key) or {}, f"{fields.where}.{key}")
     values = side.data.get("figures") or []
-    return Series(figures=[float(v) for v in values if _number(v) is not None] if isinstance(values, list) else [])
+    return Series(
+        figures=[float(v) for v in values if _number(v) is not None] if isinstance(values, list) else []
+    )
 
 
 def content(build: Path, file: TrialFile) -> bytes:
@@ -166,8 +206,10 @@ def content(build: Path, file: TrialFile) -> bytes:
             raise ValueError("its content is not that sha256 any more: changed since the trial")
     except (OSError, ValueError) as exc:
         why = exc if isinstance(exc, ValueError) else f"it cannot be read: {exc.strerror or exc}"
-        raise EnvError(f"{copy}: the kept copy of {file.path} is not what the trial wrote ({why})",
-                       "try the file again from its source: provision try NAME LABEL --file PATH=SOURCE") from None
+        raise EnvError(
+            f"{copy}: the kept copy of {file.path} is not what the trial wrote ({why})",
+            "try the file again from its source: provision try NAME LABEL --file PATH=SOURCE",
+        ) from None
     return data
 
 
@@ -187,5 +229,7 @@ def add(build: Path, trial: Trial) -> None:
     with os.fdopen(lock_file(build / f".{LEDGER}.lock"), "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         trials = read(build)
-        write_json(build / LEDGER, {"schema_version": SCHEMA_VERSION,
-                                    "trials": [t.to_dict() for t in [*trials, trial]]})
+        write_json(
+            build / LEDGER,
+            {"schema_version": SCHEMA_VERSION, "trials": [t.to_dict() for t in [*trials, trial]]},
+        )

@@ -23,7 +23,9 @@ def remove_stale(build: Path) -> list[Path]:
     it is named. The caller holds the build's restore lock or saw that no restore holds it."""
     record = build / MADE
     try:
-        with os.fdopen(regular.open_fd(record, follow=False), "rb") as handle:  # a link or a pipe there: not ours
+        with os.fdopen(
+            regular.open_fd(record, follow=False), "rb"
+        ) as handle:  # a link or a pipe there: not ours
             data = json.loads(handle.read(1 << 16))
         made = [Path(p) for p in data["made"] if isinstance(p, str)]
     except FileNotFoundError:
@@ -53,5 +55,8 @@ def _ours(build: Path, path: Path, venv: Path | None) -> bool:
     """Whether `path` is what a restore of `build` makes: a subset lock in it, a staging folder beside its venv."""
     if path.parent == build and re.fullmatch(r"pylock\.restore-\d+\.toml", path.name):
         return True
-    return venv is not None and path.parent == venv.parent and \
-        re.fullmatch(re.escape(f".{venv.name}.restore-") + r"\d+-\d{8}T\d{6}Z", path.name) is not None
+    return (
+        venv is not None
+        and path.parent == venv.parent
+        and re.fullmatch(re.escape(f".{venv.name}.restore-") + r"\d+-\d{8}T\d{6}Z", path.name) is not None
+    )

@@ -39,14 +39,15 @@ if TYPE_CHECKING:
     from provision.stacks.profiles import Profile
 
 
-
 def _refuse_existing(home: Home, name: str, replace: bool) -> Path | None:
     """The build `name` points at now, if any; an error unless `replace` was asked for."""
     if name not in home.names():
         return None
     if not replace:
-        raise EnvError(f"an environment named {name!r} exists already",
-                       "pass --replace to build a new one in its place (its baselines are kept), or choose another --name")
+        raise EnvError(
+            f"an environment named {name!r} exists already",
+            "pass --replace to build a new one in its place (its baselines are kept), or choose another --name",
+        )
     return home.build_of(name)
 
 
@@ -89,8 +90,19 @@ class Installed:
     seconds: dict[str, float]
 
 
-def install(home: Home, profile: Profile, name: str, build: Path, previous: Path | None, *, python: str | None,
-            lock_path: Path | None, overrides: dict[str, str], allow_unsealed: bool, progress: Progress) -> Installed:
+def install(
+    home: Home,
+    profile: Profile,
+    name: str,
+    build: Path,
+    previous: Path | None,
+    *,
+    python: str | None,
+    lock_path: Path | None,
+    overrides: dict[str, str],
+    allow_unsealed: bool,
+    progress: Progress,
+) -> Installed:
     """Choose or make the lock (`lock_path` when given: refused without its seal unless `allow_unsealed`), make the
     venv and install it, write the record; with a `previous` build, carry its accepted files over."""
     import time
@@ -103,19 +115,23 @@ def install(home: Home, profile: Profile, name: str, build: Path, previous: Path
 
     timings: dict[str, float] = {}
     found = lockchoice.candidate(profile, lock_path, overrides, allow_unsealed=allow_unsealed)
-    interpreter, version = find_python(python or found.python or profile.python
-                                       or f"{sys.version_info[0]}.{sys.version_info[1]}")
+    interpreter, version = find_python(
+        python or found.python or profile.python or f"{sys.version_info[0]}.{sys.version_info[1]}"
+    )
     found = lockchoice.for_python(found, version)
     started = time.perf_counter()
     indexes = locking.effective_indexes(profile, overrides)
     target = locking.Target(python=version, platform=None)
-    chosen = lockchoice.lock_for(home, profile, target, overrides, indexes, found, progress, build,
-                                 allow_unsealed=allow_unsealed)
+    chosen = lockchoice.lock_for(
+        home, profile, target, overrides, indexes, found, progress, build, allow_unsealed=allow_unsealed
+    )
     timings["lock"] = time.perf_counter() - started
     started = time.perf_counter()
     with home.writing(f"build {name}"):
         record = _install(build, profile, name, interpreter, version, chosen.path, indexes, progress)
-        carried = accepting.carry_over(previous, build, Path(record.venv or build / "venv")) if previous else None
+        carried = (
+            accepting.carry_over(previous, build, Path(record.venv or build / "venv")) if previous else None
+        )
         record = records.read(build) if carried else record
     timings["install"] = time.perf_counter() - started
     return Installed(record=record, chosen=chosen, carried=carried, seconds=timings)
@@ -127,7 +143,9 @@ def record_checks(home: Home, name: str, build: Path, results: list[CheckResult]
         records.add_checks(build, results, record.created or "")
 
 
-def abandon(home: Home, name: str, profile: Profile, build: Path | None, error: BaseException, *, keep_failed: bool) -> None:
+def abandon(
+    home: Home, name: str, profile: Profile, build: Path | None, error: BaseException, *, keep_failed: bool
+) -> None:
     """After a failure or Ctrl-C while `build` was made: keep it as NAME-failed-STAMP (`keep_failed`, a venv there,
     a provision error), else remove it; never one `name` already points at. The caller raises `error` again."""
     if build is None or not build.exists() or _is_live(home, name, build):
@@ -145,44 +163,80 @@ def keep(home: Home, name: str, profile: Profile, build: Path) -> str:
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%S")
     with home.locked(), home.writing(f"keep the failed build of {name}"):
         taken = set(home.names())  # another build of that name failed within the same second: -2, -3, ...
-        kept = next(n for n in (check_name(f"{name[:40]}-failed-{stamp}{f'-{i}' if i > 1 else ''}") for i in range(1, 10_000))
-                    if n not in taken)
+        kept = next(
+            n
+            for n in (
+                check_name(f"{name[:40]}-failed-{stamp}{f'-{i}' if i > 1 else ''}") for i in range(1, 10_000)
+            )
+            if n not in taken
+        )
         if not (build / records.ENV_FILE).exists():  # failed before its record was written: say what it was
-            records.write(build, EnvRecord(name=kept, profile=profile.name, cuda=profile.cuda, venv=str(build / "venv")))
+            records.write(
+                build, EnvRecord(name=kept, profile=profile.name, cuda=profile.cuda, venv=str(build / "venv"))
+            )
         (build / FAILED).write_text(f"create {name} failed; kept by --keep-failed\n")
         (build / BUILDING).unlink(missing_ok=True)
         home.point(home.envs / kept, f"../builds/{build.name}")
     return kept
 
 
-def _install(build: Path, profile: Profile, name: str, interpreter: Path, version: str, lock_file: Path,
-             indexes: dict[str, str | None], progress: Progress) -> EnvRecord:
+def _install(
+    build: Path,
+    profile: Profile,
+    name: str,
+    interpreter: Path,
+    version: str,
+    lock_file: Path,
+    indexes: dict[str, str | None],
+    progress: Progress,
+) -> EnvRecord:
     """Make the venv, install the lock into it, lay out the toolkit; return the environment's record."""
     from provision.stacks import uvtool
 
     progress(f"creating the venv with Python {version}")
     uvtool.run(["venv", str(build / "venv"), "--python", str(interpreter), "--quiet", "--no-project"])
     progress("installing the lock (hashes verified)")
-    with log.ticking(progress, _installing(build / "venv", uvtool.cache_dir())):  # uv is silent while it downloads
-        uvtool.sync(lock_file, build / "venv" / "bin" / "python", indexes, progress=progress,  # what uv installs, as it goes
-                    git=[p.git for p in profile.packages if p.git])
+    with log.ticking(
+        progress, _installing(build / "venv", uvtool.cache_dir())
+    ):  # uv is silent while it downloads
+        uvtool.sync(
+            lock_file,
+            build / "venv" / "bin" / "python",
+            indexes,
+            progress=progress,  # what uv installs, as it goes
+            git=[p.git for p in profile.packages if p.git],
+        )
     if profile.toolkit:
         progress("laying out the environment's CUDA toolkit")
         toolkit_home.make(build / "cuda", site_packages(build / "venv") / profile.toolkit)
     created = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
     carried = []
-    for file in profile.files:  # the team's own patches, from the profile: every machine of a fleet gets the same
+    for (
+        file
+    ) in profile.files:  # the team's own patches, from the profile: every machine of a fleet gets the same
         progress(f"writing {file.path} from {file.source}")
         keeping.keep(build, file.content, file.mode)
         keeping.put(build / "venv", site_packages(build / "venv"), file.path, file.content, file.mode)
         carried.append(KeptFile(path=file.path, sha256=file.sha256, at=created, source=str(file.source)))
     record = EnvRecord(
-        name=name, profile=profile.name, profile_hash=profile.content_hash, profile_path=str(profile.path),
-        cuda=profile.cuda, python=version, interpreter=str(interpreter), lock=str(lock_file), created=created,
-        adopted=False, venv=str(build / "venv"),
-        env=resolve_env(profile.env, build, nvcc=profile.compiler_cuda() or profile.cuda), env_template=env_template(profile),
-        packages=[p.name for p in profile.packages], checks_required=list(profile.checks or []),
-        size_bytes=tree_size(build / "venv"), baseline=profile.baseline, profile_files=carried,
+        name=name,
+        profile=profile.name,
+        profile_hash=profile.content_hash,
+        profile_path=str(profile.path),
+        cuda=profile.cuda,
+        python=version,
+        interpreter=str(interpreter),
+        lock=str(lock_file),
+        created=created,
+        adopted=False,
+        venv=str(build / "venv"),
+        env=resolve_env(profile.env, build, nvcc=profile.compiler_cuda() or profile.cuda),
+        env_template=env_template(profile),
+        packages=[p.name for p in profile.packages],
+        checks_required=list(profile.checks or []),
+        size_bytes=tree_size(build / "venv"),
+        baseline=profile.baseline,
+        profile_files=carried,
     )
     records.write(build, record)
     return record
@@ -213,11 +267,21 @@ def commit(home: Home, name: str, build: Path, *, activate: bool, replace: bool,
         if previous is not None:  # what was measured of the old build is kept with the new one
             kept = records.read(previous)
             with home.writing(f"record {name}'s measurements"):
-                records.write(build, dataclasses.replace(records.read(build), baselines=kept.baselines, allreduce=kept.allreduce))
+                records.write(
+                    build,
+                    dataclasses.replace(
+                        records.read(build), baselines=kept.baselines, allreduce=kept.allreduce
+                    ),
+                )
         (build / BUILDING).unlink()
         home.point(home.envs / name, f"../builds/{build.name}")
-        if (previous is not None and previous != build and previous not in home.referenced() and home.owns(previous)
-                and home.restorer(previous) is None):  # one a restore holds is left to the next gc
+        if (
+            previous is not None
+            and previous != build
+            and previous not in home.referenced()
+            and home.owns(previous)
+            and home.restorer(previous) is None
+        ):  # one a restore holds is left to the next gc
             home.delete_build(previous)  # the old build stays until the new one has passed
         if activate:
             home.activate(name)
@@ -242,15 +306,26 @@ def torch_cuda(venv: Path, python: Path) -> str | None:
     try:
         tree = ast.parse(regular.read_text(site_packages(venv) / "torch" / "version.py", 1 << 20))
     except FileNotFoundError:
-        done = proc.run([python, "-c", "import torch; print('torch.version.cuda=' + (torch.version.cuda or ''))"], timeout=120)
+        done = proc.run(
+            [python, "-c", "import torch; print('torch.version.cuda=' + (torch.version.cuda or ''))"],
+            timeout=120,
+        )
         # the answer is its own line: what site hooks or torch's import printed before it is not part of it
-        answer = next((line for line in reversed(done.stdout.splitlines()) if line.startswith("torch.version.cuda=")), "")
+        answer = next(
+            (line for line in reversed(done.stdout.splitlines()) if line.startswith("torch.version.cuda=")),
+            "",
+        )
         return (answer.partition("=")[2].strip() or None) if done.ok else None
     except (OSError, ValueError, SyntaxError, RecursionError):
         return None
     for node in tree.body:
-        target = node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 else \
-            node.target if isinstance(node, ast.AnnAssign) else None
+        target = (
+            node.targets[0]
+            if isinstance(node, ast.Assign) and len(node.targets) == 1
+            else node.target
+            if isinstance(node, ast.AnnAssign)
+            else None
+        )
         value = getattr(node, "value", None)
         if isinstance(target, ast.Name) and target.id == "cuda" and isinstance(value, ast.Constant):
             return value.value if isinstance(value.value, str) else None
@@ -283,35 +358,56 @@ def register(home: Home, name: str, venv: Path, profile: Profile | None = None) 
     check_name(name)
     python = venv / "bin" / "python"
     if not python.exists():
-        raise InputError(f"{venv}: no bin/python in it", "give the folder of a virtual environment (the one holding bin/python)")
+        raise InputError(
+            f"{venv}: no bin/python in it",
+            "give the folder of a virtual environment (the one holding bin/python)",
+        )
     _, version = find_python(str(python))
     cuda = profile.cuda if profile and profile.cuda else torch_cuda(venv, python)
     with home.locked():
         if name in home.names():
-            raise EnvError(f"an environment named {name!r} exists already", "choose another name or provision remove it first")
+            raise EnvError(
+                f"an environment named {name!r} exists already",
+                "choose another name or provision remove it first",
+            )
         built = [other for other, adopted in registered_as(home, venv) if not adopted]
-        if built or _inside(venv, home.builds):  # its files go when that build is removed: the new name would dangle
-            raise EnvError(f"{venv} was built by provision" + (f" as {built[0]!r}" if built else f" (under {home.builds})")
-                           + ": it is an environment already", f"use it by that name (provision switch {built[0] if built else 'NAME'}), "
-                           "or build another: provision create PROFILE --name " + name)
+        if built or _inside(
+            venv, home.builds
+        ):  # its files go when that build is removed: the new name would dangle
+            raise EnvError(
+                f"{venv} was built by provision"
+                + (f" as {built[0]!r}" if built else f" (under {home.builds})")
+                + ": it is an environment already",
+                f"use it by that name (provision switch {built[0] if built else 'NAME'}), "
+                "or build another: provision create PROFILE --name " + name,
+            )
         stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
         build = home.builds / f"{name}-adopted-{stamp}"
         build.mkdir(parents=True)
         os.symlink(venv.absolute(), build / "venv")
         if profile and profile.toolkit:
             toolkit_home.make(build / "cuda", site_packages(venv) / profile.toolkit)
-        records.write(build, EnvRecord(
-            name=name, profile=profile.name if profile else None, profile_hash=profile.content_hash if profile else None,
-            profile_path=str(profile.path) if profile else None,
-            cuda=cuda or None,
-            python=version, adopted=True, venv=str(venv.absolute()),
-            env=resolve_env(profile.env, build, nvcc=profile.compiler_cuda() or profile.cuda) if profile else {},
-            env_template=env_template(profile) if profile else None,
-            created=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-            packages=[p.name for p in profile.packages] if profile else [], size_bytes=tree_size(venv),
-            checks_required=list(profile.checks or []) if profile else [],
-            baseline=profile.baseline if profile else None))
+        records.write(
+            build,
+            EnvRecord(
+                name=name,
+                profile=profile.name if profile else None,
+                profile_hash=profile.content_hash if profile else None,
+                profile_path=str(profile.path) if profile else None,
+                cuda=cuda or None,
+                python=version,
+                adopted=True,
+                venv=str(venv.absolute()),
+                env=resolve_env(profile.env, build, nvcc=profile.compiler_cuda() or profile.cuda)
+                if profile
+                else {},
+                env_template=env_template(profile) if profile else None,
+                created=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+                packages=[p.name for p in profile.packages] if profile else [],
+                size_bytes=tree_size(venv),
+                checks_required=list(profile.checks or []) if profile else [],
+                baseline=profile.baseline if profile else None,
+            ),
+        )
         home.point(home.envs / name, f"../builds/{build.name}")
     return build
-
-

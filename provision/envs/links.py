@@ -50,9 +50,13 @@ def resolve(home: str | os.PathLike[str] | None = None) -> str:
         data = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
         home = os.path.join(data, "provision")
     root = absolute(os.fspath(home))
-    if os.path.exists(root) and not os.path.isdir(root):  # every command, reading or writing, stops here alike (exit 7)
-        raise EnvError(f"{root} is a file, not a folder: it cannot be provision's home",
-                       "choose another --home (or PROVISION_HOME), or move that file away")
+    if os.path.exists(root) and not os.path.isdir(
+        root
+    ):  # every command, reading or writing, stops here alike (exit 7)
+        raise EnvError(
+            f"{root} is a file, not a folder: it cannot be provision's home",
+            "choose another --home (or PROVISION_HOME), or move that file away",
+        )
     return root
 
 
@@ -131,7 +135,10 @@ def build_of(root: str, name: str) -> str:
     link = os.path.join(root, "envs", check_name(name))
     if not os.path.islink(link):
         known = ", ".join(names(root)) or "none yet"
-        raise EnvError(f"no environment named {name!r} in {root}", f"known: {known}; make one with provision create PROFILE")
+        raise EnvError(
+            f"no environment named {name!r} in {root}",
+            f"known: {known}; make one with provision create PROFILE",
+        )
     return os.path.realpath(os.path.join(root, "envs", os.readlink(link)))
 
 
@@ -183,16 +190,24 @@ def activate(root: str, name: str) -> None:
     moved, then state.json renamed over; when that fails the pointer goes back. One folder sync makes both durable."""
     build = build_of(root, name)
     if os.path.exists(os.path.join(build, FAILED)):
-        raise EnvError(f"{name!r} is a failed build kept for inspection (create --keep-failed); it is never activated",
-                       f"look into {build}, then provision remove {name} (or provision gc)")
+        raise EnvError(
+            f"{name!r} is a failed build kept for inspection (create --keep-failed); it is never activated",
+            f"look into {build}, then provision remove {name} (or provision gc)",
+        )
     if not usable(build):
         python = os.path.join(build, "venv", "bin", "python")
-        raise EnvError(f"environment {name!r} has no python at {python} (its venv is gone)",
-                       f"rebuild it: provision create PROFILE --name {name} --replace, or provision remove {name}")
-    history = states.read(root).activated(name)  # a broken state.json stops here, before the active pointer moves
+        raise EnvError(
+            f"environment {name!r} has no python at {python} (its venv is gone)",
+            f"rebuild it: provision create PROFILE --name {name} --replace, or provision remove {name}",
+        )
+    history = states.read(root).activated(
+        name
+    )  # a broken state.json stops here, before the active pointer moves
     link = os.path.join(root, "active")
     before = os.readlink(link) if os.path.islink(link) else None
-    with writing(root, "write state.json"):  # a full disk stops here too: written and synced beside it, not in place
+    with writing(
+        root, "write state.json"
+    ):  # a full disk stops here too: written and synced beside it, not in place
         staged = states.stage(root, history)
     moved = False
     try:

@@ -47,8 +47,9 @@ class Chosen:
         return self.origin == "cached"
 
 
-def candidate(profile: Profile, given: Path | None, overrides: dict[str, str], *,
-              allow_unsealed: bool = False) -> Candidate:
+def candidate(
+    profile: Profile, given: Path | None, overrides: dict[str, str], *, allow_unsealed: bool = False
+) -> Candidate:
     """The lock to build from when there is one outside HOME. The profile's own (lockfiles/pylock.NAME.toml, as `provision
     lock` writes it) only when it was made from the profile as it is now and no --index changes where wheels come from."""
     if given is not None:
@@ -58,7 +59,9 @@ def candidate(profile: Profile, given: Path | None, overrides: dict[str, str], *
     if not own.is_file():
         return Candidate()
     if overrides:
-        return Candidate(note=f"{own} not used: --index {', '.join(sorted(overrides))} was given; locked with it")
+        return Candidate(
+            note=f"{own} not used: --index {', '.join(sorted(overrides))} was given; locked with it"
+        )
     try:
         lockfile.check_binding(own, profile)
         python = lockfile.read(own)[1].python or None
@@ -70,20 +73,36 @@ def candidate(profile: Profile, given: Path | None, overrides: dict[str, str], *
 def for_python(found: Candidate, version: str) -> Candidate:
     """`found`, unless it is the profile's own lock resolved for another Python than the venv is made with."""
     if found.origin == "lockfiles" and found.python and found.python != version:
-        return Candidate(note=f"{found.path} not used: it was locked for Python {found.python}, the venv is {version}")
+        return Candidate(
+            note=f"{found.path} not used: it was locked for Python {found.python}, the venv is {version}"
+        )
     return found
 
 
-def lock_for(home: Home, profile: Profile, target: Target, overrides: dict[str, str], indexes: dict[str, str | None],
-             found: Candidate, progress: Progress, build: Path, *, allow_unsealed: bool = False) -> Chosen:
+def lock_for(
+    home: Home,
+    profile: Profile,
+    target: Target,
+    overrides: dict[str, str],
+    indexes: dict[str, str | None],
+    found: Candidate,
+    progress: Progress,
+    build: Path,
+    *,
+    allow_unsealed: bool = False,
+) -> Chosen:
     """The lock to install into `build`: a copy of `found` in the build, else the cached lock, else a new one."""
     from provision.stacks import lock as locking
 
     if found.path is not None and found.origin is not None:
-        unsealed = allow_unsealed and found.origin == "given"  # the user's --allow-unsealed is for the lock they gave
+        unsealed = (
+            allow_unsealed and found.origin == "given"
+        )  # the user's --allow-unsealed is for the lock they gave
         lockfile.check_binding(found.path, profile, allow_unsealed=unsealed)
         copy = build / COPY_NAME
-        if unsealed:  # read unproven as the user asked, said on stderr; the build's copy is sealed as what was built
+        if (
+            unsealed
+        ):  # read unproven as the user asked, said on stderr; the build's copy is sealed as what was built
             lockfile.seal_copy(found.path, copy)
         else:
             shutil.copyfile(found.path, copy)

@@ -30,7 +30,9 @@ class Fields:
 
     def __init__(self, path: str | os.PathLike[str], data: object, where: str = "") -> None:
         if not isinstance(data, dict):
-            raise RecordError(f"{path}: {where or 'the file'} is {type(data).__name__}, expected an object", fix_hint(path))
+            raise RecordError(
+                f"{path}: {where or 'the file'} is {type(data).__name__}, expected an object", fix_hint(path)
+            )
         self.path, self.data, self.where = path, data, where
 
     def _get(self, key: str, types: tuple[type, ...], default: Any, what: str) -> Any:
@@ -39,8 +41,10 @@ class Fields:
             return default
         if not isinstance(value, types) or (isinstance(value, bool) and bool not in types):
             name = f"{self.where}.{key}" if self.where else key
-            raise RecordError(f"{self.path}: key {name!r} is {type(value).__name__} {json.dumps(value)[:60]}, expected {what}",
-                              fix_hint(self.path))
+            raise RecordError(
+                f"{self.path}: key {name!r} is {type(value).__name__} {json.dumps(value)[:60]}, expected {what}",
+                fix_hint(self.path),
+            )
         return value
 
     def text(self, key: str) -> str | None:
@@ -65,31 +69,43 @@ class Fields:
     def strings(self, key: str) -> list[str]:
         values: list[Any] = self._get(key, (list,), [], "a list of strings")
         if not all(isinstance(v, str) for v in values):
-            raise RecordError(f"{self.path}: key {key!r} holds a non-string, expected a list of strings", fix_hint(self.path))
+            raise RecordError(
+                f"{self.path}: key {key!r} holds a non-string, expected a list of strings",
+                fix_hint(self.path),
+            )
         return list(values)
 
     def objects(self, key: str) -> list[Fields]:
         values: list[Any] = self._get(key, (list,), [], "a list of objects")
-        return [Fields(self.path, value, f"{self.where + '.' if self.where else ''}{key}[{i}]") for i, value in enumerate(values)]
+        return [
+            Fields(self.path, value, f"{self.where + '.' if self.where else ''}{key}[{i}]")
+            for i, value in enumerate(values)
+        ]
 
     def version(self) -> int:
         version = self.integer("schema_version") or 1
         if version > SCHEMA_VERSION:
-            raise RecordError(f"{self.path}: schema_version {version} is newer than this provision reads ({SCHEMA_VERSION})",
-                              "upgrade provision: pip install -U cuda-provision")
+            raise RecordError(
+                f"{self.path}: schema_version {version} is newer than this provision reads ({SCHEMA_VERSION})",
+                "upgrade provision: pip install -U cuda-provision",
+            )
         return version
 
 
 def load(path: str | os.PathLike[str]) -> object | None:
     """The JSON in `path`, None when there is no file; a file that is not JSON is a RecordError."""
     try:
-        text = regular.read_text(path, follow=False, errors="replace")  # a pipe would block every command; a link may lead anywhere
+        text = regular.read_text(
+            path, follow=False, errors="replace"
+        )  # a pipe would block every command; a link may lead anywhere
     except FileNotFoundError:
         return None
     except OSError as exc:
         if regular.refusal(exc):
-            raise RecordError(f"{path}: not a file provision wrote (a link, a pipe or a device)",
-                              f"remove it (rm {path}) or put provision's own file back; nothing was changed") from None
+            raise RecordError(
+                f"{path}: not a file provision wrote (a link, a pipe or a device)",
+                f"remove it (rm {path}) or put provision's own file back; nothing was changed",
+            ) from None
         raise RecordError(f"{path}: cannot be read ({exc.strerror})", "check its permissions") from exc
     try:
         data: object = json.loads(text, parse_int=_integer)
@@ -120,5 +136,7 @@ def lock_file(path: str | os.PathLike[str]) -> int:
     except OSError as exc:
         if exc.errno not in (errno.ELOOP, errno.EINVAL):
             raise
-        raise EnvError(f"{path} is not a file provision wrote (a link, a pipe or a device): it is never followed",
-                       f"remove it (rm {path}), then run the command again") from None
+        raise EnvError(
+            f"{path} is not a file provision wrote (a link, a pipe or a device): it is never followed",
+            f"remove it (rm {path}), then run the command again",
+        ) from None

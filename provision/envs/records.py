@@ -36,7 +36,12 @@ if TYPE_CHECKING:  # read when a record holds runs (switch and rollback load no 
 ENV_FILE = "env.json"
 
 T = TypeVar("T")
-OPTIONAL_KEYS = ("env_template", "checks_subset", "accepted", "profile_files")  # written only when there is something to say
+OPTIONAL_KEYS = (
+    "env_template",
+    "checks_subset",
+    "accepted",
+    "profile_files",
+)  # written only when there is something to say
 
 
 def _allreduce_runs(stored: list[Fields]) -> list[AllreduceRun]:
@@ -74,7 +79,11 @@ class CheckRun:
         return cls(results=results, at=fields.text("at") or "", only=fields.strings("only"))
 
     def to_dict(self) -> JSONObject:
-        return {"results": [r.to_dict() for r in self.results], "at": self.at, **({"only": self.only} if self.only else {})}
+        return {
+            "results": [r.to_dict() for r in self.results],
+            "at": self.at,
+            **({"only": self.only} if self.only else {}),
+        }
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -85,19 +94,36 @@ class KeptFile:
     path: str  # relative to site-packages, normalized ("../../../bin/tool" for a file elsewhere in the venv)
     sha256: str  # hex, as sha256sum prints it
     at: str = ""  # when it was accepted (or the environment created)
-    owner: str | None = None  # "name version" of the distribution whose RECORD lists it then; None when none does
+    owner: str | None = (
+        None  # "name version" of the distribution whose RECORD lists it then; None when none does
+    )
     source: str | None = None  # a profile's file: the file beside the profile it came from
 
     @classmethod
     def parse(cls, fields: Fields) -> KeptFile:
         path, sha256 = fields.text("path"), fields.text("sha256")
-        if not path or "\0" in path or not sha256 or len(sha256) != 64 or not all(c in "0123456789abcdef" for c in sha256):
-            raise RecordError(f"{fields.path}: {fields.where} needs a 'path' and a 'sha256' of 64 hex digits", fix_hint(fields.path))
-        return cls(path=path, sha256=sha256, at=fields.text("at") or "", owner=fields.text("owner"), source=fields.text("source"))
+        if (
+            not path
+            or "\0" in path
+            or not sha256
+            or len(sha256) != 64
+            or not all(c in "0123456789abcdef" for c in sha256)
+        ):
+            raise RecordError(
+                f"{fields.path}: {fields.where} needs a 'path' and a 'sha256' of 64 hex digits",
+                fix_hint(fields.path),
+            )
+        return cls(
+            path=path,
+            sha256=sha256,
+            at=fields.text("at") or "",
+            owner=fields.text("owner"),
+            source=fields.text("source"),
+        )
 
     @property
     def origin(self) -> str:
-        """"profile" for a profile's file, "accepted" for one `provision accept` took."""
+        """ "profile" for a profile's file, "accepted" for one `provision accept` took."""
         return "accepted" if self.source is None else "profile"
 
     def to_dict(self) -> JSONObject:
@@ -122,8 +148,11 @@ class EnvTemplate:
     def parse(cls, fields: Fields) -> EnvTemplate:
         env = fields.mapping("env")
         if env is None or not all(isinstance(v, str) for v in env.values()):
-            raise RecordError(f"{fields.path}: key 'env_template.env' is {'missing' if env is None else 'not all strings'}, "
-                              "expected the profile's [env] (strings)", fix_hint(fields.path))
+            raise RecordError(
+                f"{fields.path}: key 'env_template.env' is {'missing' if env is None else 'not all strings'}, "
+                "expected the profile's [env] (strings)",
+                fix_hint(fields.path),
+            )
         # a check fills it again: a value it cannot fill is named here, not a KeyError out of `check`
         from provision.envs.variables import fill_env
 
@@ -131,9 +160,11 @@ class EnvTemplate:
             try:
                 fill_env({key: value}, env="", venv="", site="", arch_list="9.0a")
             except (KeyError, IndexError, ValueError, AttributeError) as exc:
-                raise RecordError(f"{fields.path}: key 'env_template.env' holds {key} = {value[:80]!r}, which cannot be "
-                                  f"filled ({type(exc).__name__}: {exc}); known: {{env}} {{venv}} {{site}} {{arch_list}}",
-                                  fix_hint(fields.path)) from exc
+                raise RecordError(
+                    f"{fields.path}: key 'env_template.env' holds {key} = {value[:80]!r}, which cannot be "
+                    f"filled ({type(exc).__name__}: {exc}); known: {{env}} {{venv}} {{site}} {{arch_list}}",
+                    fix_hint(fields.path),
+                ) from exc
         return cls(env=dict(env), nvcc=fields.text("nvcc"))
 
 
@@ -190,7 +221,9 @@ class EnvRecord:
     def to_dict(self) -> JSONObject:
         document: JSONObject = {**self.extra, "schema_version": SCHEMA_VERSION}
         for item in dataclasses.fields(self):
-            if item.name == "extra" or (item.name in OPTIONAL_KEYS and getattr(self, item.name) in (None, [])):
+            if item.name == "extra" or (
+                item.name in OPTIONAL_KEYS and getattr(self, item.name) in (None, [])
+            ):
                 continue
             value = getattr(self, item.name)
             if item.name in ("checks", "checks_subset", "baseline", "env_template"):
@@ -207,28 +240,50 @@ class EnvRecord:
         env = fields.mapping("env") or {}
         if not all(isinstance(v, str) for v in env.values()):
             raise RecordError(f"{path}: key 'env' holds a non-string value, expected strings", fix_hint(path))
-        for key, value in env.items():  # shell-env exports each key as is, into an eval: one not a name would run as code
+        for (
+            key,
+            value,
+        ) in env.items():  # shell-env exports each key as is, into an eval: one not a name would run as code
             if not SHELL_NAME.match(key):
                 shown = repr(key if len(key) <= 80 else key[:77] + "...")
                 raise RecordError(f"{path}: key 'env' holds {shown}, not a variable name", fix_hint(path))
             if "\0" in value:  # no process can be given it: run's exec would fail with a traceback
-                raise RecordError(f"{path}: key 'env' holds {key} with a NUL byte in its value", fix_hint(path))
+                raise RecordError(
+                    f"{path}: key 'env' holds {key} with a NUL byte in its value", fix_hint(path)
+                )
         from provision.records.results import Baseline, BaselineRun
 
-        checks, subset, spec = fields.mapping("checks"), fields.mapping("checks_subset"), fields.mapping("baseline")
+        checks, subset, spec = (
+            fields.mapping("checks"),
+            fields.mapping("checks_subset"),
+            fields.mapping("baseline"),
+        )
         template = fields.mapping("env_template")
         known = {item.name for item in dataclasses.fields(cls)} | {"schema_version"}
         return cls(
-            name=fields.text("name") or name, profile=fields.text("profile"), profile_hash=fields.text("profile_hash"),
-            profile_path=fields.text("profile_path"), cuda=fields.text("cuda"), python=fields.text("python"),
-            interpreter=fields.text("interpreter"), lock=fields.text("lock"), created=fields.text("created"),
-            adopted=fields.flag("adopted"), venv=fields.text("venv"), env=dict(env),
-            env_template=EnvTemplate.parse(Fields(path, template, "env_template")) if template is not None else None,
+            name=fields.text("name") or name,
+            profile=fields.text("profile"),
+            profile_hash=fields.text("profile_hash"),
+            profile_path=fields.text("profile_path"),
+            cuda=fields.text("cuda"),
+            python=fields.text("python"),
+            interpreter=fields.text("interpreter"),
+            lock=fields.text("lock"),
+            created=fields.text("created"),
+            adopted=fields.flag("adopted"),
+            venv=fields.text("venv"),
+            env=dict(env),
+            env_template=EnvTemplate.parse(Fields(path, template, "env_template"))
+            if template is not None
+            else None,
             packages=fields.strings("packages"),
-            checks_required=fields.strings("checks_required"), size_bytes=fields.integer("size_bytes"),
+            checks_required=fields.strings("checks_required"),
+            size_bytes=fields.integer("size_bytes"),
             baseline=_typed(Fields(path, spec, "baseline"), Baseline.parse) if spec is not None else None,
             checks=CheckRun.parse(Fields(path, checks, "checks")) if checks is not None else None,
-            checks_subset=CheckRun.parse(Fields(path, subset, "checks_subset")) if subset is not None else None,
+            checks_subset=CheckRun.parse(Fields(path, subset, "checks_subset"))
+            if subset is not None
+            else None,
             baselines=[_typed(run, BaselineRun.parse) for run in fields.objects("baselines")],
             allreduce=_allreduce_runs(fields.objects("allreduce")),
             accepted=[KeptFile.parse(kept) for kept in fields.objects("accepted")],
@@ -268,8 +323,10 @@ def _update(build: Path, change: Callable[[EnvRecord], EnvRecord]) -> EnvRecord:
 
 
 def _gone(build: Path) -> EnvError:
-    return EnvError(f"{build}: the environment was removed or replaced while this ran; nothing was stored",
-                    "run it again on the environment as it is now (provision envs lists them)")
+    return EnvError(
+        f"{build}: the environment was removed or replaced while this ran; nothing was stored",
+        "run it again on the environment as it is now (provision envs lists them)",
+    )
 
 
 def now() -> str:
@@ -279,13 +336,23 @@ def now() -> str:
     return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
 
 
-def add_checks(build: Path, results: list[CheckResult], at: str, only: tuple[str, ...] | None = None) -> EnvRecord:
+def add_checks(
+    build: Path, results: list[CheckResult], at: str, only: tuple[str, ...] | None = None
+) -> EnvRecord:
     """Store a check run: a full run as the last one, which drops an older --only run; an --only run beside it."""
     if only:
-        return _update(build, lambda current: dataclasses.replace(
-            current, checks_subset=CheckRun(results=results, at=at, only=list(only))))
-    return _update(build, lambda current: dataclasses.replace(
-        current, checks=CheckRun(results=results, at=at), checks_subset=None))
+        return _update(
+            build,
+            lambda current: dataclasses.replace(
+                current, checks_subset=CheckRun(results=results, at=at, only=list(only))
+            ),
+        )
+    return _update(
+        build,
+        lambda current: dataclasses.replace(
+            current, checks=CheckRun(results=results, at=at), checks_subset=None
+        ),
+    )
 
 
 def set_lock(build: Path, lock: Path) -> EnvRecord:

@@ -31,7 +31,9 @@ from provision.log import Progress
 from provision.records.results import BaselineRun, CheckResult
 from provision.stacks import uvtool
 
-STAGING = ".{name}.restore-"  # beside the venv: hard links need the same file system, the swap the same folder
+STAGING = (
+    ".{name}.restore-"  # beside the venv: hard links need the same file system, the swap the same folder
+)
 ASIDE = "set-aside"  # in the build folder: ASIDE/STAMP-PID/<path in site-packages>
 SUBSET = "pylock.restore-{pid}.toml"  # in the build folder: uv takes pylock.<name>.toml only
 
@@ -63,15 +65,25 @@ class RestoreResult:
         return bool(self.reinstall or self.uninstall or self.set_aside or self.put_back)
 
     def to_dict(self) -> dict[str, object]:
-        return {"name": self.name, "venv": str(self.venv), "dry_run": self.dry_run, "drift_before": self.before.to_dict(),
-                "reinstall": list(self.reinstall), "uninstall": list(self.uninstall), "set_aside": list(self.set_aside),
-                "put_back": list(self.put_back),
-                "aside_folder": str(self.aside_folder) if self.aside_folder else None,
-                "not_restorable": list(self.not_restorable), "downloaded": self.downloaded, "refreshed": list(self.refreshed),
-                "drift_after": self.after.to_dict() if self.after else None, "checks": [r.to_dict() for r in self.checks],
-                "baseline": {"name": self.name, **self.baseline.to_dict()} if self.baseline else None,
-                "baseline_before": self.baseline_before.to_dict() if self.baseline_before else None,
-                "baseline_error": self.baseline_error}
+        return {
+            "name": self.name,
+            "venv": str(self.venv),
+            "dry_run": self.dry_run,
+            "drift_before": self.before.to_dict(),
+            "reinstall": list(self.reinstall),
+            "uninstall": list(self.uninstall),
+            "set_aside": list(self.set_aside),
+            "put_back": list(self.put_back),
+            "aside_folder": str(self.aside_folder) if self.aside_folder else None,
+            "not_restorable": list(self.not_restorable),
+            "downloaded": self.downloaded,
+            "refreshed": list(self.refreshed),
+            "drift_after": self.after.to_dict() if self.after else None,
+            "checks": [r.to_dict() for r in self.checks],
+            "baseline": {"name": self.name, **self.baseline.to_dict()} if self.baseline else None,
+            "baseline_before": self.baseline_before.to_dict() if self.baseline_before else None,
+            "baseline_error": self.baseline_error,
+        }
 
 
 def plan(home: Home, name: str) -> tuple[Path, EnvRecord, RestoreResult]:
@@ -79,9 +91,11 @@ def plan(home: Home, name: str) -> tuple[Path, EnvRecord, RestoreResult]:
     record = records.read(build)
     venv = record.venv_path(build).resolve()
     if not record.adopted and venv != (build / "venv").resolve():
-        raise EnvError(f"{build / records.ENV_FILE} names the venv {venv}, but {name} was built by provision in "
-                       f"{build / 'venv'}: only an adopted environment's venv lives elsewhere; restore changes nothing there",
-                       f"fix the venv key in {build / records.ENV_FILE}, or rebuild it: provision create PROFILE --name {name} --replace")
+        raise EnvError(
+            f"{build / records.ENV_FILE} names the venv {venv}, but {name} was built by provision in "
+            f"{build / 'venv'}: only an adopted environment's venv lives elsewhere; restore changes nothing there",
+            f"fix the venv key in {build / records.ENV_FILE}, or rebuild it: provision create PROFILE --name {name} --replace",
+        )
     lock = Path(record.lock) if record.lock else None
     if lock is not None:
         _readable_lock(name, build, lock)
@@ -90,17 +104,31 @@ def plan(home: Home, name: str) -> tuple[Path, EnvRecord, RestoreResult]:
         raise confined.refusal(escape, venv, f"restore {name}", f"provision restore {name} again")
     before = drifting.scan_env(venv, build, record)
     blocking = blocking_file(venv)
-    if blocking is not None:  # uv (and the checks after) would wait on it forever: refused before anything changes
-        raise EnvError(blocking_reason(blocking), f"remove it (rm {blocking}), then run provision restore {name} again; nothing was changed")
-    result = RestoreResult(name=name, venv=venv, dry_run=True, before=before, set_aside=tuple(before.unowned()),
-                           put_back=tuple(before.put_back()))
+    if (
+        blocking is not None
+    ):  # uv (and the checks after) would wait on it forever: refused before anything changes
+        raise EnvError(
+            blocking_reason(blocking),
+            f"remove it (rm {blocking}), then run provision restore {name} again; nothing was changed",
+        )
+    result = RestoreResult(
+        name=name,
+        venv=venv,
+        dry_run=True,
+        before=before,
+        set_aside=tuple(before.unowned()),
+        put_back=tuple(before.put_back()),
+    )
     if lock is None:  # an adopted venv: no lock says what its files should be
         result = dataclasses.replace(result, not_restorable=tuple(before.to_reinstall()))
     else:
         unmatched = _unmatched(lock, name, venv)  # an adopted venv's distributions that matched no wheel
-        result = dataclasses.replace(result, reinstall=tuple(d for d in before.to_reinstall() if d not in unmatched),
-                                     not_restorable=tuple(d for d in before.to_reinstall() if d in unmatched),
-                                     uninstall=tuple(before.extra()))
+        result = dataclasses.replace(
+            result,
+            reinstall=tuple(d for d in before.to_reinstall() if d not in unmatched),
+            not_restorable=tuple(d for d in before.to_reinstall() if d in unmatched),
+            uninstall=tuple(before.extra()),
+        )
     _refuse_links_out(name, build, result)
     return build, record, result
 
@@ -112,8 +140,10 @@ def _readable_lock(name: str, build: Path, lock: Path) -> None:
     try:
         lockfile.read(lock)
     except ProvisionError as exc:
-        raise EnvError(f"{name}'s lock {lock} (named in {build / records.ENV_FILE}) cannot be read: {exc.message}",
-                       f"nothing was changed; put that lock back, or rebuild: provision create PROFILE --name {name} --replace") from None
+        raise EnvError(
+            f"{name}'s lock {lock} (named in {build / records.ENV_FILE}) cannot be read: {exc.message}",
+            f"nothing was changed; put that lock back, or rebuild: provision create PROFILE --name {name} --replace",
+        ) from None
 
 
 def _unmatched(lock: Path, name: str, venv: Path) -> set[str]:
@@ -140,19 +170,29 @@ def _refuse_links_out(name: str, build: Path, result: RestoreResult) -> None:
             raise confined.refusal(escape, build, f"restore {name}", f"provision restore {name} again")
     confinement = confined.Confinement(venv)
     also = drifting.links_allowed(venv)
-    paths = [str(venv / "bin"), str(site), *(str(site / relative) for relative in [*result.set_aside, *result.put_back])]
+    paths = [
+        str(venv / "bin"),
+        str(site),
+        *(str(site / relative) for relative in [*result.set_aside, *result.put_back]),
+    ]
     touched = set(result.reinstall) | set(result.uninstall)
     infos = {drifting.info_name(info): info for info in [*site.glob("*.dist-info"), *site.glob("*.egg-info")]}
     if touched - set(infos):  # a distribution not installed: where its files go is in the wheel, not here
         paths += [str(entry) for entry in site.iterdir()]
     for name_ in sorted(touched & set(infos)):
         info = infos[name_]
-        paths += [str(info), *(os.path.join(info, entry) for entry in (os.listdir(info) if info.is_dir() else []))]
+        paths += [
+            str(info),
+            *(os.path.join(info, entry) for entry in (os.listdir(info) if info.is_dir() else [])),
+        ]
         escape = confinement.path(str(info / "RECORD"))
         if escape is not None:
             continue
         # an unreadable RECORD (a pipe, too large) is the drift check's finding already
-        with contextlib.suppress(csv.Error, OSError), regular.open_file(info / "RECORD", mode="r", errors="replace", newline="") as handle:
+        with (
+            contextlib.suppress(csv.Error, OSError),
+            regular.open_file(info / "RECORD", mode="r", errors="replace", newline="") as handle,
+        ):
             if os.fstat(handle.fileno()).st_size > drifting.RECORD_LIMIT:
                 continue
             for row in csv.reader(handle):
@@ -165,7 +205,9 @@ def _refuse_links_out(name: str, build: Path, result: RestoreResult) -> None:
             raise confined.refusal(escape, venv, f"restore {name}", f"provision restore {name} again")
 
 
-def restore(home: Home, name: str, *, dry_run: bool = False, progress: Progress = lambda _: None) -> tuple[Path, RestoreResult]:
+def restore(
+    home: Home, name: str, *, dry_run: bool = False, progress: Progress = lambda _: None
+) -> tuple[Path, RestoreResult]:
     """Plan, and unless `dry_run` apply, the venv's changes in one swap; the build restored, and the result (the checks
     and the baseline after it are `provision restore`'s next steps: commands/restore.py)."""
     with home.locked():
@@ -175,7 +217,9 @@ def restore(home: Home, name: str, *, dry_run: bool = False, progress: Progress 
     with home.restoring(build, name):
         planned, record, result = plan(home, name)
         if planned != build:
-            raise EnvError(f"{name} was rebuilt while its restore started", f"run provision restore {name} again")
+            raise EnvError(
+                f"{name} was rebuilt while its restore started", f"run provision restore {name} again"
+            )
         result = dataclasses.replace(result, dry_run=dry_run)
         if dry_run or not result.changed:
             return build, result
@@ -188,39 +232,72 @@ def _apply(build: Path, record: EnvRecord, result: RestoreResult, progress: Prog
     venv = result.venv
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     staging = venv.parent / (STAGING.format(name=venv.name) + f"{os.getpid()}-{stamp}")
-    contents = {path: kept.kept_content(build, file) for path, file in record.kept_files().items()}  # before anything changes
+    contents = {
+        path: kept.kept_content(build, file) for path, file in record.kept_files().items()
+    }  # before anything changes
     # recorded before either is made: a restore killed with -9 leaves names that the next restore or gc removes
     # exactly, never a user's folder that merely looks like one
-    write_atomic(build / MADE, json.dumps({"pid": os.getpid(), "made": [str(staging), str(build / SUBSET.format(pid=os.getpid()))]}))
+    write_atomic(
+        build / MADE,
+        json.dumps({"pid": os.getpid(), "made": [str(staging), str(build / SUBSET.format(pid=os.getpid()))]}),
+    )
     aside = _aside_folder(build, stamp) if result.set_aside else build / ASIDE / stamp
-    aside_folder = aside if result.set_aside else None  # before the first move: a Ctrl-C during them undoes them
+    aside_folder = (
+        aside if result.set_aside else None
+    )  # before the first move: a Ctrl-C during them undoes them
     put_back = list(result.put_back)
     swapped = False
     try:
         progress(f"copying {venv} as hard links")
         done = proc.run(["cp", "-al", str(venv), str(staging)], timeout=1800, die_with_parent=True)
         if not done.ok:
-            raise EnvError(f"could not copy {venv} beside itself: {done.tail(2)}",
-                           f"restore needs to write in {venv.parent}; check its permissions and free space")
+            raise EnvError(
+                f"could not copy {venv} beside itself: {done.tail(2)}",
+                f"restore needs to write in {venv.parent}; check its permissions and free space",
+            )
         site = drifting.site_packages(staging)
         for relative in result.set_aside:
             (aside / relative).parent.mkdir(parents=True, exist_ok=True)
             shutil.move(str(site / relative), str(aside / relative))
-        _put_back(staging, site, contents, put_back)  # before uv runs the copy's python: an accepted sitecustomize.py as accepted
-        lock = Path(record.lock) if record.lock else None  # an adopted venv: only start-up files are set aside
-        downloaded, refreshed = _reinstall(build, lock, venv, staging, result.reinstall, progress) if lock else (False, ())
+        _put_back(
+            staging, site, contents, put_back
+        )  # before uv runs the copy's python: an accepted sitecustomize.py as accepted
+        lock = (
+            Path(record.lock) if record.lock else None
+        )  # an adopted venv: only start-up files are set aside
+        downloaded, refreshed = (
+            _reinstall(build, lock, venv, staging, result.reinstall, progress) if lock else (False, ())
+        )
         if result.uninstall:
             progress(f"uninstalling {', '.join(result.uninstall)}")
-            uvtool.run(["pip", "uninstall", "--python", str(staging / "bin" / "python"), "--quiet", "--", *result.uninstall])
-        _put_back(staging, site, contents, put_back)  # a reinstalled distribution's own copy of a kept file is replaced again
+            uvtool.run(
+                [
+                    "pip",
+                    "uninstall",
+                    "--python",
+                    str(staging / "bin" / "python"),
+                    "--quiet",
+                    "--",
+                    *result.uninstall,
+                ]
+            )
+        _put_back(
+            staging, site, contents, put_back
+        )  # a reinstalled distribution's own copy of a kept file is replaced again
         progress("verifying the restored copy")
         after = drifting.scan(staging, lock=lock, cache=build / drifting.CACHE_NAME, kept=record.kept_files())
         # a shared path stays as it is: reinstalling either owner only picks which one wins
-        left = [f for f in after.findings if f.kind != "shared" and (f.distribution not in result.not_restorable
-                                                                     or f.kind == "unowned" or f.known_good)]
+        left = [
+            f
+            for f in after.findings
+            if f.kind != "shared"
+            and (f.distribution not in result.not_restorable or f.kind == "unowned" or f.known_good)
+        ]
         if left:
-            raise EnvError(f"{result.name}: after reinstalling, {after.summary()}: {left[0].line()}",
-                           f"nothing was changed in {venv}; run provision check {result.name} --only drift")
+            raise EnvError(
+                f"{result.name}: after reinstalling, {after.summary()}: {left[0].line()}",
+                f"nothing was changed in {venv}; run provision check {result.name} --only drift",
+            )
         progress("swapping the restored copy in")
         exchange(staging, venv)
         swapped = True
@@ -231,8 +308,14 @@ def _apply(build: Path, record: EnvRecord, result: RestoreResult, progress: Prog
         with contextlib.suppress(OSError):
             shutil.rmtree(staging)  # before the swap the copy, after it the old tree
         (build / MADE).unlink(missing_ok=True)
-    return dataclasses.replace(result, aside_folder=aside_folder, put_back=tuple(put_back), downloaded=downloaded,
-                               refreshed=refreshed, after=after)
+    return dataclasses.replace(
+        result,
+        aside_folder=aside_folder,
+        put_back=tuple(put_back),
+        downloaded=downloaded,
+        refreshed=refreshed,
+        after=after,
+    )
 
 
 def _put_back(staging: Path, site: Path, contents: dict[str, tuple[bytes, int]], put_back: list[str]) -> None:
@@ -241,7 +324,9 @@ def _put_back(staging: Path, site: Path, contents: dict[str, tuple[bytes, int]],
     for path, (content, mode) in contents.items():
         target = kept.location(staging, site, path)
         try:
-            same = kept.same_file(target, content) and stat.S_IMODE(target.stat().st_mode) & ~kept.SAFE_BITS == 0
+            same = (
+                kept.same_file(target, content) and stat.S_IMODE(target.stat().st_mode) & ~kept.SAFE_BITS == 0
+            )
         except OSError:
             same = False
         if not same:
@@ -250,8 +335,9 @@ def _put_back(staging: Path, site: Path, contents: dict[str, tuple[bytes, int]],
                 put_back.append(path)
 
 
-def _reinstall(build: Path, lock: Path, venv: Path, staging: Path, reinstall: tuple[str, ...],
-               progress: Progress) -> tuple[bool, tuple[str, ...]]:
+def _reinstall(
+    build: Path, lock: Path, venv: Path, staging: Path, reinstall: tuple[str, ...], progress: Progress
+) -> tuple[bool, tuple[str, ...]]:
     """Reinstall `reinstall` from the lock into the copy, from uv's cache where it can; (whether anything was
     downloaded, the distributions whose cached wheel had been changed and was fetched again)."""
     if not reinstall:
@@ -261,22 +347,39 @@ def _reinstall(build: Path, lock: Path, venv: Path, staging: Path, reinstall: tu
     write_atomic(subset, _subset_lock(lock, reinstall))
     # uv runs the copy's python, whose start-up files are set aside already: a sitecustomize.py that prints or
     # exits cannot upset uv's look at the interpreter. The scripts it writes name that python; relocated below.
-    args = ["pip", "install", "--python", str(staging / "bin" / "python"), "--no-deps", "--quiet",
-            *uvtool.link_mode(staging / "bin" / "python"),
-            "-r", str(subset), *(f"--reinstall-package={dist}" for dist in reinstall)]
+    args = [
+        "pip",
+        "install",
+        "--python",
+        str(staging / "bin" / "python"),
+        "--no-deps",
+        "--quiet",
+        *uvtool.link_mode(staging / "bin" / "python"),
+        "-r",
+        str(subset),
+        *(f"--reinstall-package={dist}" for dist in reinstall),
+    ]
     _drop_damaged_direct_urls(drifting.site_packages(staging), reinstall)
     try:
         progress(f"reinstalling {', '.join(reinstall)} from uv's cache")
         try:
             uvtool.run([*args, "--offline"])
         except ProvisionError as exc:
-            if not any(word in exc.message for word in ("offline", "connectivity is disabled", "not found in the cache")):
+            if not any(
+                word in exc.message
+                for word in ("offline", "connectivity is disabled", "not found in the cache")
+            ):
                 raise
             progress("not all in uv's cache: downloading")
             uvtool.run(args)
             downloaded = True
-        damaged = sorted({f.distribution for f in drifting.scan(staging, lock=lock, cache=build / drifting.CACHE_NAME).findings
-                          if f.kind == "modified" and f.distribution in reinstall})
+        damaged = sorted(
+            {
+                f.distribution
+                for f in drifting.scan(staging, lock=lock, cache=build / drifting.CACHE_NAME).findings
+                if f.kind == "modified" and f.distribution in reinstall
+            }
+        )
         if damaged:
             # uv links files from its cache; a file patched in place patched the cache's copy too. Fetch it again.
             progress(f"uv's cached copy of {', '.join(damaged)} was changed too: downloading it again")
@@ -368,5 +471,7 @@ def _aside_folder(build: Path, stamp: str) -> Path:
             return folder
         except FileExistsError:
             continue
-    raise EnvError(f"{parent} holds too many set-aside folders", f"move the old ones in {parent} away, then restore again")
-
+    raise EnvError(
+        f"{parent} holds too many set-aside folders",
+        f"move the old ones in {parent} away, then restore again",
+    )

@@ -31,7 +31,9 @@ def _before(environ: Mapping[str, str]) -> tuple[dict[str, str], set[str]]:
     return saved, unset & set(keys)
 
 
-def activate_lines(variables: Mapping[str, str], path_head: str, environ: Mapping[str, str] = os.environ) -> list[str]:
+def activate_lines(
+    variables: Mapping[str, str], path_head: str, environ: Mapping[str, str] = os.environ
+) -> list[str]:
     """export lines for `variables` (PATH: `path_head`, the environment's bin folders, before the shell's PATH before any
     eval), saving what they replace, and the provision_deactivate function."""
     saved, unset = _before(environ)
@@ -46,8 +48,13 @@ def activate_lines(variables: Mapping[str, str], path_head: str, environ: Mappin
     base_path = saved.get("PATH", environ.get("PATH", ""))
     values = {**variables, "PATH": os.pathsep.join(filter(None, [path_head, base_path]))}
     lines = [f"export {SAVED}{k}={shlex.quote(v)}" for k, v in sorted(saved.items())]
-    lines += [f"export {KEYS}={shlex.quote(' '.join(keys))}", f"export {UNSET}={shlex.quote(' '.join(sorted(unset)))}"]
-    lines += [f"unset {k}" for k in sorted(earlier - set(values)) if k in unset]  # set by the earlier eval only
+    lines += [
+        f"export {KEYS}={shlex.quote(' '.join(keys))}",
+        f"export {UNSET}={shlex.quote(' '.join(sorted(unset)))}",
+    ]
+    lines += [
+        f"unset {k}" for k in sorted(earlier - set(values)) if k in unset
+    ]  # set by the earlier eval only
     lines += [f"export {k}={shlex.quote(saved[k])}" for k in sorted(earlier - set(values)) if k in saved]
     lines += [f"export {k}={shlex.quote(v)}" for k, v in values.items()]
     restore = _restore_lines(saved, unset, keys)
@@ -56,7 +63,11 @@ def activate_lines(variables: Mapping[str, str], path_head: str, environ: Mappin
 
 
 def _restore_lines(saved: Mapping[str, str], unset: set[str], keys: list[str]) -> list[str]:
-    lines = [f"export {k}={shlex.quote(saved[k])}" if k in saved else f"unset {k}" for k in keys if k in saved or k in unset]
+    lines = [
+        f"export {k}={shlex.quote(saved[k])}" if k in saved else f"unset {k}"
+        for k in keys
+        if k in saved or k in unset
+    ]
     lines += [f"unset {SAVED}{k}" for k in sorted(saved)]
     return [*lines, f"unset {KEYS} {UNSET}", "hash -r 2>/dev/null || true"]
 
@@ -66,4 +77,7 @@ def undo_lines(environ: Mapping[str, str] = os.environ) -> list[str]:
     if KEYS not in environ:
         return []
     saved, unset = _before(environ)
-    return [*_restore_lines(saved, unset, _names(environ, KEYS)), "unset -f provision_deactivate 2>/dev/null || true"]
+    return [
+        *_restore_lines(saved, unset, _names(environ, KEYS)),
+        "unset -f provision_deactivate 2>/dev/null || true",
+    ]

@@ -41,9 +41,15 @@ def read(root: str | os.PathLike[str]) -> State:
             return State()
         fields = Fields(where, data)
         fields.version()
-        return State(fields.strings("history"), {k: v for k, v in fields.data.items() if k not in ("history", "schema_version")})
+        return State(
+            fields.strings("history"),
+            {k: v for k, v in fields.data.items() if k not in ("history", "schema_version")},
+        )
     except RecordError as exc:
-        if any(words in exc.message for words in ("is newer than this provision", "cannot be read", "not a file provision wrote")):
+        if any(
+            words in exc.message
+            for words in ("is newer than this provision", "cannot be read", "not a file provision wrote")
+        ):
             raise
         return rebuilt(root, exc.message)
 
@@ -64,11 +70,15 @@ def rebuilt(root: str | os.PathLike[str], damage: str) -> State:
         os.rename(where, aside)
         os.replace(stage(root, state), where)
     except OSError as exc:
-        raise RecordError(f"{damage}; it could not be set aside ({exc.strerror or exc})",
-                          f"move it aside (mv {where} {where}.damaged) and run this again: it holds only the history "
-                          "rollback walks back through") from None
-    log.info(f"note: {log.one_line(damage)}: set aside as {log.one_line(aside)}, and the history rebuilt from the "
-             f"environments ({', '.join(state.history) or 'none'}; oldest first, the active one last)")
+        raise RecordError(
+            f"{damage}; it could not be set aside ({exc.strerror or exc})",
+            f"move it aside (mv {where} {where}.damaged) and run this again: it holds only the history "
+            "rollback walks back through",
+        ) from None
+    log.info(
+        f"note: {log.one_line(damage)}: set aside as {log.one_line(aside)}, and the history rebuilt from the "
+        f"environments ({', '.join(state.history) or 'none'}; oldest first, the active one last)"
+    )
     return state
 
 

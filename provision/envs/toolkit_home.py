@@ -22,8 +22,10 @@ LIBCUDA_SONAME = "libcuda.so.1"
 def make(home: Path, wheel_root: Path) -> Path:
     """Lay out `home` (the environment's cuda/ folder) over `wheel_root` (site-packages/nvidia/cu13)."""
     if not (wheel_root / "bin" / "nvcc").exists():
-        raise EnvError(f"{wheel_root}/bin/nvcc is missing: the profile's [toolkit] names no installed compiler",
-                       "add cuda-toolkit[nvcc,crt,cudart,cccl,nvvm] (or nvidia-cuda-nvcc) to its [packages]")
+        raise EnvError(
+            f"{wheel_root}/bin/nvcc is missing: the profile's [toolkit] names no installed compiler",
+            "add cuda-toolkit[nvcc,crt,cudart,cccl,nvvm] (or nvidia-cuda-nvcc) to its [packages]",
+        )
     if home.exists():
         shutil.rmtree(home)
     home.mkdir(parents=True)
@@ -48,6 +50,10 @@ def _libcuda_stub(path: Path) -> None:
     source.write_text("/* link-time stand-in for the NVIDIA driver's libcuda.so.1 */\n")
     compiler = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
     if compiler is None:
-        raise EnvError("no C compiler to build the libcuda link stub", "install gcc (nvcc needs a host compiler anyway)")
-    proc.run([compiler, "-shared", "-o", path, source, f"-Wl,-soname,{LIBCUDA_SONAME}"], timeout=120, check=True)
+        raise EnvError(
+            "no C compiler to build the libcuda link stub", "install gcc (nvcc needs a host compiler anyway)"
+        )
+    proc.run(
+        [compiler, "-shared", "-o", path, source, f"-Wl,-soname,{LIBCUDA_SONAME}"], timeout=120, check=True
+    )
     source.unlink()

@@ -45,8 +45,10 @@ def held(build: Path, name: str) -> Iterator[None]:
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
-            raise EnvError(f"a trial is under way on {name} (pid {handle.read().strip() or '?'})",
-                           "wait for it to finish, then run this again") from None
+            raise EnvError(
+                f"a trial is under way on {name} (pid {handle.read().strip() or '?'})",
+                "wait for it to finish, then run this again",
+            ) from None
         handle.truncate(0)
         handle.write(str(os.getpid()))
         handle.flush()
@@ -77,8 +79,10 @@ def put_back(build: Path, venv: Path, site: Path) -> list[str]:
     never deleted where the link leads."""
     from provision import confined
 
-    damaged = EnvError(f"{build / MADE}: the record of a trial's files is damaged",
-                       f"remove it (rm {build / MADE}), then put the venv back: provision restore NAME")
+    damaged = EnvError(
+        f"{build / MADE}: the record of a trial's files is damaged",
+        f"remove it (rm {build / MADE}), then put the venv back: provision restore NAME",
+    )
     try:
         data = json.loads(regular.read_bytes(build / MADE, 1 << 20, follow=False))
         entries = [e for e in data["files"] if isinstance(e, dict) and isinstance(e.get("path"), str)]
@@ -88,7 +92,9 @@ def put_back(build: Path, venv: Path, site: Path) -> list[str]:
         raise damaged from None
     for entry in entries:
         mode = entry.get("mode")
-        if not (mode is None or (isinstance(mode, int) and not isinstance(mode, bool) and 0 <= mode <= 0o7777)):
+        if not (
+            mode is None or (isinstance(mode, int) and not isinstance(mode, bool) and 0 <= mode <= 0o7777)
+        ):
             raise damaged
     outside = confined.Confinement(venv)
     done = []
@@ -99,11 +105,16 @@ def put_back(build: Path, venv: Path, site: Path) -> list[str]:
             try:
                 content = regular.read_bytes(build / SAVED / saved, MAX_BYTES + 1, follow=False)
             except OSError as exc:
-                raise EnvError(f"{build / SAVED / saved}: the saved copy of {entry['path']} cannot be read "
-                               f"({exc.strerror or exc})", "put the venv back from its lock: provision restore NAME") from None
+                raise EnvError(
+                    f"{build / SAVED / saved}: the saved copy of {entry['path']} cannot be read "
+                    f"({exc.strerror or exc})",
+                    "put the venv back from its lock: provision restore NAME",
+                ) from None
             if kept.sha256(content) != saved:
-                raise EnvError(f"{build / SAVED / saved}: the saved copy of {entry['path']} was changed",
-                               "put the venv back from its lock: provision restore NAME")
+                raise EnvError(
+                    f"{build / SAVED / saved}: the saved copy of {entry['path']} was changed",
+                    "put the venv back from its lock: provision restore NAME",
+                )
             kept.put(venv, site, entry["path"], content, int(entry.get("mode") or 0o644))
         elif target.is_file() or target.is_symlink():
             escape = outside.folder(str(target.parent))

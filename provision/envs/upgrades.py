@@ -41,7 +41,12 @@ class StepRecord:
     result: str
 
     def to_dict(self) -> dict[str, object]:
-        return {"step": self.step, "status": self.status, "seconds": round(self.seconds, 3), "result": self.result}
+        return {
+            "step": self.step,
+            "status": self.status,
+            "seconds": round(self.seconds, 3),
+            "result": self.result,
+        }
 
     @property
     def finished(self) -> bool:
@@ -63,9 +68,17 @@ class Settings:
     activate: bool
 
     def to_dict(self) -> dict[str, object]:
-        return {"profile": self.profile, "from": self.from_env, "to": self.to_env, "built": self.built, "lock": self.lock,
-                "runs": self.runs, "max_slowdown": self.max_slowdown, "baseline_from": self.baseline_from,
-                "activate": self.activate}
+        return {
+            "profile": self.profile,
+            "from": self.from_env,
+            "to": self.to_env,
+            "built": self.built,
+            "lock": self.lock,
+            "runs": self.runs,
+            "max_slowdown": self.max_slowdown,
+            "baseline_from": self.baseline_from,
+            "activate": self.activate,
+        }
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -82,8 +95,14 @@ class Side:
         return statistics.median(self.figures) if self.figures else None
 
     def to_dict(self) -> dict[str, object]:
-        return {"name": self.name, "median": self.median, "min": min(self.figures, default=None),
-                "max": max(self.figures, default=None), "runs": len(self.figures), "figures": list(self.figures)}
+        return {
+            "name": self.name,
+            "median": self.median,
+            "min": min(self.figures, default=None),
+            "max": max(self.figures, default=None),
+            "runs": len(self.figures),
+            "figures": list(self.figures),
+        }
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -106,11 +125,17 @@ class Measured:
 
     def to_dict(self) -> dict[str, object]:
         change = self.change
-        return {"from": self.old.to_dict(), "to": self.new.to_dict(),
-                "change": round(change, 6) if change is not None else None,
-                "within_noise": None if self.verdict == "cannot-tell" else self.verdict == "within-noise",
-                "verdict": self.verdict, "unit": self.unit, "better": self.better, "command": list(self.command),
-                "series": self.series}
+        return {
+            "from": self.old.to_dict(),
+            "to": self.new.to_dict(),
+            "change": round(change, 6) if change is not None else None,
+            "within_noise": None if self.verdict == "cannot-tell" else self.verdict == "within-noise",
+            "verdict": self.verdict,
+            "unit": self.unit,
+            "better": self.better,
+            "command": list(self.command),
+            "series": self.series,
+        }
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -141,15 +166,31 @@ class UpgradeRecord:
         return replace(self, steps=(*(s for s in self.steps if s.step != step.step), step))
 
     def to_dict(self) -> dict[str, object]:
-        return {"schema_version": SCHEMA_VERSION, "from": self.settings.from_env, "to": self.settings.to_env,
-                "decision": self.decision, "reason": self.reason, "steps": [s.to_dict() for s in self.steps],
-                "baseline": self.baseline.to_dict() if self.baseline else None, "undo": self.undo,
-                "started": self.started, "finished": self.finished, "settings": self.settings.to_dict()}
+        return {
+            "schema_version": SCHEMA_VERSION,
+            "from": self.settings.from_env,
+            "to": self.settings.to_env,
+            "decision": self.decision,
+            "reason": self.reason,
+            "steps": [s.to_dict() for s in self.steps],
+            "baseline": self.baseline.to_dict() if self.baseline else None,
+            "undo": self.undo,
+            "started": self.started,
+            "finished": self.finished,
+            "settings": self.settings.to_dict(),
+        }
 
     def summary(self) -> dict[str, object]:
         """What `envs --json` shows of it (docs/json.md)."""
-        return {"from": self.settings.from_env, "decision": self.decision, "reason": self.reason, "undo": self.undo,
-                "last_step": self.last_finished(), "started": self.started, "finished": self.finished}
+        return {
+            "from": self.settings.from_env,
+            "decision": self.decision,
+            "reason": self.reason,
+            "undo": self.undo,
+            "last_step": self.last_finished(),
+            "started": self.started,
+            "finished": self.finished,
+        }
 
 
 @contextlib.contextmanager
@@ -164,7 +205,10 @@ def running(root: Path, name: str) -> Iterator[None]:
         handle = os.fdopen(lock_file(folder / f".{name}.lock"), "r+")
 
     def busy(pid: str) -> None:
-        raise EnvError(f"an upgrade to {name} is running (pid {pid})", "wait for it to end; --resume goes on if it was stopped")
+        raise EnvError(
+            f"an upgrade to {name} is running (pid {pid})",
+            "wait for it to end; --resume goes on if it was stopped",
+        )
 
     with links.holding(handle, busy):
         yield
@@ -185,8 +229,10 @@ def read(path: Path) -> UpgradeRecord | None:
     except FileNotFoundError:
         return None
     except (OSError, ValueError, KeyError, TypeError, RecursionError) as exc:
-        raise EnvError(f"{path}: not an upgrade record ({type(exc).__name__}: {exc})",
-                       f"move it aside (mv {path} {path}.damaged) and run the upgrade again") from None
+        raise EnvError(
+            f"{path}: not an upgrade record ({type(exc).__name__}: {exc})",
+            f"move it aside (mv {path} {path}.damaged) and run the upgrade again",
+        ) from None
 
 
 def write(path: Path, record: UpgradeRecord) -> None:
@@ -197,21 +243,42 @@ def write(path: Path, record: UpgradeRecord) -> None:
 
 def _parse(data: dict[str, object]) -> UpgradeRecord:
     if not isinstance(data, dict) or data.get("schema_version") != SCHEMA_VERSION:
-        raise ValueError(f"schema_version is {data.get('schema_version') if isinstance(data, dict) else None!r}, expected 1")
+        raise ValueError(
+            f"schema_version is {data.get('schema_version') if isinstance(data, dict) else None!r}, expected 1"
+        )
     s = _mapping(data, "settings")
     runs, max_slowdown = s["runs"], s["max_slowdown"]
     if not isinstance(runs, int) or isinstance(runs, bool) or not 3 <= runs <= MAX_RUNS:
         raise ValueError(f"settings.runs is {runs!r}, not 3 to {MAX_RUNS}")
-    if not isinstance(max_slowdown, (int, float)) or isinstance(max_slowdown, bool) or not 0 <= max_slowdown <= MAX_SLOWDOWN:
+    if (
+        not isinstance(max_slowdown, (int, float))
+        or isinstance(max_slowdown, bool)
+        or not 0 <= max_slowdown <= MAX_SLOWDOWN
+    ):
         raise ValueError(f"settings.max_slowdown is {max_slowdown!r}, not 0 to {MAX_SLOWDOWN:g}")
-    settings = Settings(profile=_text(s, "profile"), from_env=str(s["from"]), to_env=str(s["to"]), built=bool(s["built"]),
-                        lock=_text(s, "lock"), runs=runs, max_slowdown=float(max_slowdown),
-                        baseline_from=_text(s, "baseline_from"), activate=bool(s["activate"]))
+    settings = Settings(
+        profile=_text(s, "profile"),
+        from_env=str(s["from"]),
+        to_env=str(s["to"]),
+        built=bool(s["built"]),
+        lock=_text(s, "lock"),
+        runs=runs,
+        max_slowdown=float(max_slowdown),
+        baseline_from=_text(s, "baseline_from"),
+        activate=bool(s["activate"]),
+    )
     steps = []
     for item in data.get("steps") or []:  # type: ignore[attr-defined]
         if item["step"] not in STEPS or item["status"] not in ("pass", "fail", "skip", "error"):
             raise ValueError(f"a step {item['step']!r} of status {item['status']!r}")
-        steps.append(StepRecord(step=item["step"], status=item["status"], seconds=float(item["seconds"]), result=str(item["result"])))
+        steps.append(
+            StepRecord(
+                step=item["step"],
+                status=item["status"],
+                seconds=float(item["seconds"]),
+                result=str(item["result"]),
+            )
+        )
     measured = None
     if data.get("baseline") is not None:
         b = _mapping(data, "baseline")
@@ -220,18 +287,30 @@ def _parse(data: dict[str, object]) -> UpgradeRecord:
         figures = [tuple(map(float, side["figures"])) for side in sides]  # type: ignore[call-overload]
         if b.get("verdict") not in VERDICTS or not all(map(math.isfinite, figures[0] + figures[1])):
             raise ValueError(f"baseline verdict {b.get('verdict')!r} with figures {figures}")
-        measured = Measured(command=tuple(map(str, b["command"])), unit=str(b["unit"]), better=better,  # type: ignore[call-overload]
-                            series=str(b["series"]), verdict=str(b["verdict"]),
-                            old=Side(name=str(sides[0]["name"]), figures=figures[0]),
-                            new=Side(name=str(sides[1]["name"]), figures=figures[1]))
+        measured = Measured(
+            command=tuple(map(str, b["command"])),  # type: ignore[call-overload]
+            unit=str(b["unit"]),
+            better=better,
+            series=str(b["series"]),
+            verdict=str(b["verdict"]),
+            old=Side(name=str(sides[0]["name"]), figures=figures[0]),
+            new=Side(name=str(sides[1]["name"]), figures=figures[1]),
+        )
     if measured is None and any(step.step == "baseline" and step.finished for step in steps):
         raise ValueError("the baseline step finished, and its figures are missing")
     decision = data.get("decision")
     if decision not in (None, "activated", "kept"):
         raise ValueError(f"decision {decision!r}")
-    return UpgradeRecord(settings=settings, started=str(data["started"]), steps=tuple(steps), baseline=measured,
-                         decision=decision, reason=str(data.get("reason") or ""),
-                         undo=_text(data, "undo"), finished=_text(data, "finished"))
+    return UpgradeRecord(
+        settings=settings,
+        started=str(data["started"]),
+        steps=tuple(steps),
+        baseline=measured,
+        decision=decision,
+        reason=str(data.get("reason") or ""),
+        undo=_text(data, "undo"),
+        finished=_text(data, "finished"),
+    )
 
 
 def _mapping(data: dict[str, object], key: str) -> dict[str, object]:

@@ -21,18 +21,28 @@ def fill_env(template: dict[str, str], *, env: str, venv: str, site: str, arch_l
     """Return the [env] table with its placeholders filled. A variable that needs {arch_list} is left out when no
     GPU was read (empty list): unset, FlashInfer and the like detect the GPU themselves when they run."""
     values = {"env": env, "venv": venv, "site": site, "arch_list": arch_list}
-    return {key: value.format(**values) for key, value in template.items() if arch_list or "{arch_list}" not in value}
+    return {
+        key: value.format(**values)
+        for key, value in template.items()
+        if arch_list or "{arch_list}" not in value
+    }
 
 
-def resolve_env(template: dict[str, str], build: Path, gpus: Sequence[Gpu] | None = None, nvcc: str | None = None) -> dict[str, str]:
+def resolve_env(
+    template: dict[str, str], build: Path, gpus: Sequence[Gpu] | None = None, nvcc: str | None = None
+) -> dict[str, str]:
     """The profile's [env] with {venv}, {site}, {env} (the environment's folder) and {arch_list} (these GPUs) filled in."""
     from provision import knowledge
 
     if gpus is None and any("{arch_list}" in v for v in template.values()):
         gpus = machine_gpus()
     venv = build / "venv"
-    arch_list = knowledge.flashinfer_arch_list([g.compute_capability for g in gpus or [] if g.compute_capability], nvcc)
-    return fill_env(template, env=str(build), venv=str(venv), site=str(site_packages(venv)), arch_list=arch_list)
+    arch_list = knowledge.flashinfer_arch_list(
+        [g.compute_capability for g in gpus or [] if g.compute_capability], nvcc
+    )
+    return fill_env(
+        template, env=str(build), venv=str(venv), site=str(site_packages(venv)), arch_list=arch_list
+    )
 
 
 def machine_gpus() -> list[Gpu]:
@@ -63,8 +73,10 @@ def venv_environment(home: Home, name: str | None) -> tuple[str, str, dict[str, 
     record = records.read(build)
     venv = record.venv_path(build)
     if not (venv / "bin" / "python").exists():  # else PATH would fall through to the system's python
-        raise EnvError(f"environment {name!r} has no python at {venv / 'bin' / 'python'} (its venv is gone)",
-                       f"rebuild it: provision create PROFILE --name {name} --replace, or provision remove {name}")
+        raise EnvError(
+            f"environment {name!r} has no python at {venv / 'bin' / 'python'} (its venv is gone)",
+            f"rebuild it: provision create PROFILE --name {name} --replace, or provision remove {name}",
+        )
     toolkit = build / "cuda" / "bin"  # envs/toolkit_home.py lays it out (create, for a profile's [toolkit])
     head = os.pathsep.join([*([str(toolkit)] if toolkit.is_dir() else []), str(venv / "bin")])
     variables = {"VIRTUAL_ENV": str(venv), "PATH": f"{head}{os.pathsep}{os.environ.get('PATH', '')}"}

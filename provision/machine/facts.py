@@ -69,7 +69,9 @@ class Gpu(NamedTuple):
     nvlink_supported: bool = False
     mig_mode: str | None = None  # "enabled" | "disabled" | None when not supported
     persistence_mode: bool | None = None
-    fabric: Fabric | None = None  # None: NVML has no fabric for this GPU (NotSupported: PCIe, H100 PCIe) or no such call
+    fabric: Fabric | None = (
+        None  # None: NVML has no fabric for this GPU (NotSupported: PCIe, H100 PCIe) or no such call
+    )
 
 
 class Link(NamedTuple):
@@ -130,8 +132,12 @@ class Bridge(NamedTuple):
     bdf: str  # "0000:15:01.0", as sysfs and lspci -D name it
     vendor_id: str | None = None  # "8086"
     device_id: str | None = None
-    port_type: str | None = None  # "root port", "switch downstream port", ... (PCIe capability; needs 256 bytes)
-    config_bytes: int = 0  # bytes of configuration space read: 64 without root, 256 without extended space, 4096
+    port_type: str | None = (
+        None  # "root port", "switch downstream port", ... (PCIe capability; needs 256 bytes)
+    )
+    config_bytes: int = (
+        0  # bytes of configuration space read: 64 without root, 256 without extended space, 4096
+    )
     acs: Acs | None = None  # None: no ACS capability, or (config_bytes < 4096) not readable
 
 
@@ -158,7 +164,9 @@ class Iommu(NamedTuple):
 class Pci(NamedTuple):
     """The facts that decide P2P over PCIe: the IOMMU, and every bridge above a GPU with its ACS bits."""
 
-    read: bool = False  # False: nothing was read (no sysfs, or a document or recording from before these facts)
+    read: bool = (
+        False  # False: nothing was read (no sysfs, or a document or recording from before these facts)
+    )
     iommu: Iommu = Iommu()
     gpus: tuple[GpuPath, ...] = ()
     bridges: tuple[Bridge, ...] = ()
@@ -166,11 +174,23 @@ class Pci(NamedTuple):
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Pci:
         iommu = data.get("iommu") or {}
-        bridges = [{**b, "acs": _build(Acs, b["acs"]) if b.get("acs") else None} for b in data.get("bridges") or []]
+        bridges = [
+            {**b, "acs": _build(Acs, b["acs"]) if b.get("acs") else None} for b in data.get("bridges") or []
+        ]
         return cls(
             read=bool(data.get("read")),
-            iommu=_build(Iommu, {**iommu, "units": tuple(iommu.get("units") or ()), "cmdline": tuple(iommu.get("cmdline") or ())}),
-            gpus=tuple(_build(GpuPath, {**g, "bridges": tuple(g.get("bridges") or ())}) for g in data.get("gpus") or []),
+            iommu=_build(
+                Iommu,
+                {
+                    **iommu,
+                    "units": tuple(iommu.get("units") or ()),
+                    "cmdline": tuple(iommu.get("cmdline") or ()),
+                },
+            ),
+            gpus=tuple(
+                _build(GpuPath, {**g, "bridges": tuple(g.get("bridges") or ())})
+                for g in data.get("gpus") or []
+            ),
             bridges=tuple(_build(Bridge, b) for b in bridges),
         )
 
@@ -205,12 +225,20 @@ class MachineFacts(NamedTuple):
         return cls(
             driver=_build(Driver, {**driver, "nvml": _build(NvmlStart, driver.get("nvml") or {})}),
             gpus=tuple(
-                _build(Gpu, {**g, "pcie": _build(Pcie, g.get("pcie") or {}),
-                             "fabric": _build(Fabric, g["fabric"]) if g.get("fabric") else None})
+                _build(
+                    Gpu,
+                    {
+                        **g,
+                        "pcie": _build(Pcie, g.get("pcie") or {}),
+                        "fabric": _build(Fabric, g["fabric"]) if g.get("fabric") else None,
+                    },
+                )
                 for g in data.get("gpus") or []
             ),
-            topology=tuple(_build(Link, {**link, "bridges": tuple(link.get("bridges") or ())})
-                           for link in data.get("topology") or []),
+            topology=tuple(
+                _build(Link, {**link, "bridges": tuple(link.get("bridges") or ())})
+                for link in data.get("topology") or []
+            ),
             toolkits=tuple(
                 _build(Toolkit, {**t, **{k: tuple(t.get(k) or ()) for k in ("found_by", "sms", "ptx")}})
                 for t in data.get("toolkits") or []

@@ -47,8 +47,16 @@ def virtualization(root: str = "/") -> str | None:
         vendor = _text(os.path.join(root, "sys/class/dmi/id/sys_vendor")).strip()
     except OSError:
         vendor = ""
-    known = {"QEMU": "kvm", "KVM": "kvm", "Amazon EC2": "kvm", "Microsoft Corporation": "hyperv", "VMware": "vmware",
-             "Xen": "xen", "Google": "kvm", "Firecracker": "firecracker"}
+    known = {
+        "QEMU": "kvm",
+        "KVM": "kvm",
+        "Amazon EC2": "kvm",
+        "Microsoft Corporation": "hyperv",
+        "VMware": "vmware",
+        "Xen": "xen",
+        "Google": "kvm",
+        "Firecracker": "firecracker",
+    }
     for marker, name in known.items():
         if vendor.startswith(marker):
             return name

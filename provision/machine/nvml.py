@@ -86,8 +86,10 @@ RECORDING_BYTES = 64 << 20  # a recording of a 64-GPU machine, its sysfs answers
 def unreadable(path: Path, exc: Exception) -> Exception:
     from provision.errors import InputError
 
-    return InputError(f"{path}: not a readable NVML recording ({exc})",
-                      "record one on the GPU machine with: provision probe --record-nvml FILE")
+    return InputError(
+        f"{path}: not a readable NVML recording ({exc})",
+        "record one on the GPU machine with: provision probe --record-nvml FILE",
+    )
 
 
 def read(lib: Any) -> Reading:
@@ -134,12 +136,16 @@ def _read_driver(lib: Any, reading: Reading) -> None:
 
 def _read_gpus(lib: Any, reading: Reading) -> tuple[list[Any], list[list[NvLinkEnd]]]:
     count = _try(lambda: int(lib.nvmlDeviceGetCount()), reading, "GPU count") or 0
-    if not 0 <= count <= MAX_GPUS:  # a damaged recording or binding: reading a billion handles would never end
+    if (
+        not 0 <= count <= MAX_GPUS
+    ):  # a damaged recording or binding: reading a billion handles would never end
         reading.notes.append(f"GPU count: {count} is not a number of GPUs (0 to {MAX_GPUS}); no GPUs read")
         count = 0
     handles, ends = [], []
     for index in range(count):
-        handle = _try(functools.partial(lib.nvmlDeviceGetHandleByIndex, index), reading, f"GPU {index} handle")
+        handle = _try(
+            functools.partial(lib.nvmlDeviceGetHandleByIndex, index), reading, f"GPU {index} handle"
+        )
         if handle is None:
             continue
         handles.append(handle)
@@ -149,11 +155,15 @@ def _read_gpus(lib: Any, reading: Reading) -> tuple[list[Any], list[list[NvLinkE
     return handles, ends
 
 
-def _read_gpu(lib: Any, reading: Reading, index: int, handle: Any, nvlink_supported: bool, active: int) -> Gpu:
+def _read_gpu(
+    lib: Any, reading: Reading, index: int, handle: Any, nvlink_supported: bool, active: int
+) -> Gpu:
     def get(what: str, fn: Callable[[], T]) -> T | None:
         return _try(fn, reading, f"GPU {index} {what}")
 
-    cc = get("compute capability", lambda: _compute_capability(lib.nvmlDeviceGetCudaComputeCapability(handle)))
+    cc = get(
+        "compute capability", lambda: _compute_capability(lib.nvmlDeviceGetCudaComputeCapability(handle))
+    )
     memory = get("memory", lambda: lib.nvmlDeviceGetMemoryInfo(handle))
     mig = _quiet(lambda: lib.nvmlDeviceGetMigMode(handle))
     return Gpu(
@@ -183,7 +193,10 @@ def _read_gpu(lib: Any, reading: Reading, index: int, handle: Any, nvlink_suppor
 FABRIC_STATES = {1: "not_started", 2: "in_progress", 3: "completed"}
 NVML_ERROR_NOT_SUPPORTED = 3
 # the versioned call first (driver R550+), then the first one; each with the structure nvidia-ml-py gives it
-FABRIC_CALLS = (("nvmlDeviceGetGpuFabricInfoV", "c_nvmlGpuFabricInfoV_t"), ("nvmlDeviceGetGpuFabricInfo", "c_nvmlGpuFabricInfo_t"))
+FABRIC_CALLS = (
+    ("nvmlDeviceGetGpuFabricInfoV", "c_nvmlGpuFabricInfoV_t"),
+    ("nvmlDeviceGetGpuFabricInfo", "c_nvmlGpuFabricInfo_t"),
+)
 
 
 def fabric(lib: Any, handle: Any) -> Fabric | None:
@@ -194,7 +207,9 @@ def fabric(lib: Any, handle: Any) -> Fabric | None:
         try:
             info = getattr(lib, struct)()
             getattr(lib, call)(handle, ctypes.byref(info))
-        except Exception as exc:  # NotSupported: no fabric here; FunctionNotFound (an older driver): the next call
+        except (
+            Exception
+        ) as exc:  # NotSupported: no fabric here; FunctionNotFound (an older driver): the next call
             if getattr(exc, "value", None) == NVML_ERROR_NOT_SUPPORTED:
                 return None
             continue
@@ -202,9 +217,13 @@ def fabric(lib: Any, handle: Any) -> Fabric | None:
         if state == 0:
             return None
         uuid = bytes(int(b) & 0xFF for b in info.clusterUuid)
-        return Fabric(state=FABRIC_STATES.get(state, "unknown"), status=int(info.status), clique_id=int(info.cliqueId),
-                      cluster_uuid=uuid.hex() if any(uuid) else None,
-                      health_mask=int(info.healthMask) if hasattr(info, "healthMask") else None)
+        return Fabric(
+            state=FABRIC_STATES.get(state, "unknown"),
+            status=int(info.status),
+            clique_id=int(info.cliqueId),
+            cluster_uuid=uuid.hex() if any(uuid) else None,
+            health_mask=int(info.healthMask) if hasattr(info, "healthMask") else None,
+        )
     return None
 
 
@@ -243,10 +262,14 @@ def _remote_bus_id(lib: Any, handle: Any, link: int) -> str:
     return _str(lib.nvmlDeviceGetNvLinkRemotePciInfo(handle, link).busId).lower()
 
 
-def nvlink_name(a_ends: list[NvLinkEnd], b_ends: list[NvLinkEnd], b_bus_id: str, p2p_nvlink_ok: bool) -> str | None:
+def nvlink_name(
+    a_ends: list[NvLinkEnd], b_ends: list[NvLinkEnd], b_bus_id: str, p2p_nvlink_ok: bool
+) -> str | None:
     """NV# as `nvidia-smi topo -m` names a pair: links straight to the peer GPU, or, through NVSwitch, the links each
     GPU has into the switch fabric when NVML says the pair's P2P goes over NVLink. None when NVLink does not join them."""
-    direct = sum(1 for end in a_ends if end.remote_bus_id == b_bus_id and end.remote_type != DEVICE_TYPE_SWITCH)
+    direct = sum(
+        1 for end in a_ends if end.remote_bus_id == b_bus_id and end.remote_type != DEVICE_TYPE_SWITCH
+    )
     if direct:
         return f"NV{direct}"
     a_switch = sum(1 for end in a_ends if end.remote_type == DEVICE_TYPE_SWITCH)
@@ -260,7 +283,11 @@ def _read_topology(lib: Any, reading: Reading, handles: list[Any], ends: list[li
     bus_ids = [(gpu.pci_bus_id or "").lower() for gpu in reading.gpus]
     for a in range(len(handles)):
         for b in range(a + 1, len(handles)):
-            p2p_nvlink = _quiet(functools.partial(_int, lib.nvmlDeviceGetP2PStatus, handles[a], handles[b], P2P_CAPS_INDEX_NVLINK))
+            p2p_nvlink = _quiet(
+                functools.partial(
+                    _int, lib.nvmlDeviceGetP2PStatus, handles[a], handles[b], P2P_CAPS_INDEX_NVLINK
+                )
+            )
             link = nvlink_name(ends[a], ends[b], bus_ids[b], p2p_nvlink == P2P_STATUS_OK) if ends[a] else None
             if link is None:
                 level = _try(
@@ -297,8 +324,12 @@ def kernel_module_flavour(path: str = MODULE_VERSION) -> str | None:
 
 
 def _compute_capability(pair: object) -> str:
-    """"9.0" of NVML's (major, minor); anything else (a recording edited by hand) raises, and is not read."""
-    if not isinstance(pair, (tuple, list)) or len(pair) != 2 or not all(type(v) is int and v >= 0 for v in pair):
+    """ "9.0" of NVML's (major, minor); anything else (a recording edited by hand) raises, and is not read."""
+    if (
+        not isinstance(pair, (tuple, list))
+        or len(pair) != 2
+        or not all(type(v) is int and v >= 0 for v in pair)
+    ):
         raise ValueError(f"not a (major, minor) pair of integers: {pair!r:.40}")
     return f"{pair[0]}.{pair[1]}"
 

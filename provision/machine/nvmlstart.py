@@ -19,23 +19,35 @@ KIND_OF_ERROR = {
 }
 # kind -> (what it means, what to do)
 KINDS = {
-    "no_driver": ("no NVIDIA driver on this machine (NVML's library libnvidia-ml.so.1 is not found)",
-                  "install the NVIDIA driver to use GPUs here; nothing else needs one"),
-    "library_missing": ("the NVIDIA kernel module is loaded but NVML's library libnvidia-ml.so.1 is not found",
-                        "install the driver's user-space libraries of the loaded module's version; in a container, "
-                        "start it with the NVIDIA runtime (docker run --gpus all)"),
-    "version_mismatch": ("the driver's library and its loaded kernel module are different versions (a driver "
-                         "installed or upgraded without a reboot)",
-                         "reboot, or reload the module: stop what uses the GPUs, then rmmod nvidia_uvm nvidia_drm "
-                         "nvidia_modeset nvidia and modprobe nvidia"),
-    "no_permission": ("this user may not open the GPUs (/dev/nvidia*)",
-                      "run as a user allowed to open /dev/nvidia* (often the video group), or fix their permissions"),
-    "driver_not_loaded": ("the NVIDIA driver is installed but its kernel module is not loaded",
-                          "load it (sudo modprobe nvidia) and read dmesg for why it was not (Secure Boot, a kernel "
-                          "without its module)"),
-    "timeout": ("the driver did not answer NVML's start in time",
-                "read nvidia-smi and dmesg (Xid errors, a GPU fallen off the bus); PROVISION_NVML_START_TIMEOUT "
-                "sets the wait"),
+    "no_driver": (
+        "no NVIDIA driver on this machine (NVML's library libnvidia-ml.so.1 is not found)",
+        "install the NVIDIA driver to use GPUs here; nothing else needs one",
+    ),
+    "library_missing": (
+        "the NVIDIA kernel module is loaded but NVML's library libnvidia-ml.so.1 is not found",
+        "install the driver's user-space libraries of the loaded module's version; in a container, "
+        "start it with the NVIDIA runtime (docker run --gpus all)",
+    ),
+    "version_mismatch": (
+        "the driver's library and its loaded kernel module are different versions (a driver "
+        "installed or upgraded without a reboot)",
+        "reboot, or reload the module: stop what uses the GPUs, then rmmod nvidia_uvm nvidia_drm "
+        "nvidia_modeset nvidia and modprobe nvidia",
+    ),
+    "no_permission": (
+        "this user may not open the GPUs (/dev/nvidia*)",
+        "run as a user allowed to open /dev/nvidia* (often the video group), or fix their permissions",
+    ),
+    "driver_not_loaded": (
+        "the NVIDIA driver is installed but its kernel module is not loaded",
+        "load it (sudo modprobe nvidia) and read dmesg for why it was not (Secure Boot, a kernel "
+        "without its module)",
+    ),
+    "timeout": (
+        "the driver did not answer NVML's start in time",
+        "read nvidia-smi and dmesg (Xid errors, a GPU fallen off the bus); PROVISION_NVML_START_TIMEOUT "
+        "sets the wait",
+    ),
     "failed": ("NVML failed to start", "read nvidia-smi and dmesg for why"),
 }
 OK = NvmlStart(state="ok")
@@ -62,5 +74,7 @@ def error_name(code: int) -> str:
     """nvidia-ml-py's name of an NVML error code ("NVML_ERROR_LIB_RM_VERSION_MISMATCH"), or "NVML error N"."""
     import pynvml
 
-    names = [n for n, v in vars(pynvml).items() if n.startswith("NVML_ERROR_") and v == code and type(v) is int]
+    names = [
+        n for n, v in vars(pynvml).items() if n.startswith("NVML_ERROR_") and v == code and type(v) is int
+    ]
     return names[0] if names else f"NVML error {code}"

@@ -20,9 +20,16 @@ from provision.machine.sysfs import Files
 
 DEVICES = "/sys/bus/pci/devices"
 IOMMU_UNITS, IOMMU_GROUPS, CMDLINE = "/sys/class/iommu", "/sys/kernel/iommu_groups", "/proc/cmdline"
-ADDRESS = re.compile(r"^[0-9a-f]{4,8}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$")  # domain:bus:device.function, sysfs spelling
-DOMAINS = {"identity": "passthrough", "DMA": "translated", "DMA-FQ": "translated", "unmanaged": "translated",
-           "blocked": "blocked"}  # /sys/kernel/iommu_groups/N/type (Documentation/ABI/testing/sysfs-kernel-iommu_groups)
+ADDRESS = re.compile(
+    r"^[0-9a-f]{4,8}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$"
+)  # domain:bus:device.function, sysfs spelling
+DOMAINS = {
+    "identity": "passthrough",
+    "DMA": "translated",
+    "DMA-FQ": "translated",
+    "unmanaged": "translated",
+    "blocked": "blocked",
+}  # /sys/kernel/iommu_groups/N/type (Documentation/ABI/testing/sysfs-kernel-iommu_groups)
 # Kernel options that decide the IOMMU and ACS (Documentation/admin-guide/kernel-parameters.txt)
 CMDLINE_OPTIONS = ("intel_iommu=", "amd_iommu=", "iommu=", "iommu.", "pci=", "pcie_acs_override=")
 
@@ -36,29 +43,41 @@ def sysfs_address(bus_id: str) -> str | None:
     return f"{int(domain, 16):04x}:{bus.lower()}:{device.lower()}.{function}"
 
 
-def read(files: Files, bus_ids: list[tuple[int, str | None]], virtualization: str | None = None) -> tuple[Pci, list[str]]:
+def read(
+    files: Files, bus_ids: list[tuple[int, str | None]], virtualization: str | None = None
+) -> tuple[Pci, list[str]]:
     """The PCI facts of the GPUs given as (NVML index, NVML bus id), and notes."""
     notes: list[str] = []
     cmdline = _cmdline(files)
     units, groups = _listing(files, IOMMU_UNITS), _listing(files, IOMMU_GROUPS)
     gpus = [_gpu(files, index, bus_id, cmdline) for index, bus_id in bus_ids]
     if bus_ids and all(g.sysfs_path is None for g in gpus):
-        notes.append(f"PCI facts not read: no GPU found under {DEVICES} (no sysfs here, or a recording without it)")
+        notes.append(
+            f"PCI facts not read: no GPU found under {DEVICES} (no sysfs here, or a recording without it)"
+        )
         return Pci(read=False, iommu=Iommu(cmdline=cmdline), gpus=tuple(gpus)), notes
     addresses = sorted({bdf for g in gpus for bdf in g.bridges})
     bridges = [_bridge(files, bdf) for bdf in addresses]
     unread = [b.bdf for b in bridges if 0 < b.config_bytes < pciconfig.CONVENTIONAL_SIZE]
     if unread:
-        notes.append(f"the ACS bits of {len(unread)} PCI bridge(s) above the GPUs ({', '.join(unread[:4])}"
-                     f"{', ...' if len(unread) > 4 else ''}) lie in extended configuration space, which Linux lets only "
-                     "root read (CAP_SYS_ADMIN: a container needs it too): run the probe as root (sudo provision probe)")
+        notes.append(
+            f"the ACS bits of {len(unread)} PCI bridge(s) above the GPUs ({', '.join(unread[:4])}"
+            f"{', ...' if len(unread) > 4 else ''}) lie in extended configuration space, which Linux lets only "
+            "root read (CAP_SYS_ADMIN: a container needs it too): run the probe as root (sudo provision probe)"
+        )
     failed = [b.bdf for b in bridges if b.config_bytes == 0]
     if failed:
-        notes.append(f"the configuration space of {', '.join(failed)} could not be read ({DEVICES}/BDF/config)")
+        notes.append(
+            f"the configuration space of {', '.join(failed)} could not be read ({DEVICES}/BDF/config)"
+        )
     if virtualization and bus_ids:
-        notes.append(f"a virtual machine ({virtualization}): the PCI tree and IOMMU read here are the guest's; the host's "
-                     "own ACS and IOMMU settings, which decide P2P between passed-through GPUs, cannot be read from inside")
-    return Pci(read=True, iommu=_iommu(gpus, units, groups, cmdline), gpus=tuple(gpus), bridges=tuple(bridges)), notes
+        notes.append(
+            f"a virtual machine ({virtualization}): the PCI tree and IOMMU read here are the guest's; the host's "
+            "own ACS and IOMMU settings, which decide P2P between passed-through GPUs, cannot be read from inside"
+        )
+    return Pci(
+        read=True, iommu=_iommu(gpus, units, groups, cmdline), gpus=tuple(gpus), bridges=tuple(bridges)
+    ), notes
 
 
 def pair_path(a: GpuPath, b: GpuPath) -> tuple[str, ...]:
@@ -79,7 +98,9 @@ def _cmdline(files: Files) -> tuple[str, ...]:
         return ()
     if "--" in words:  # what follows is init's, not the kernel's
         words = words[: words.index("--")]
-    return tuple(w for w in words if w.startswith(CMDLINE_OPTIONS) and (not w.startswith("pci=") or "acs" in w))
+    return tuple(
+        w for w in words if w.startswith(CMDLINE_OPTIONS) and (not w.startswith("pci=") or "acs" in w)
+    )
 
 
 def _listing(files: Files, path: str) -> list[str] | None:
@@ -110,8 +131,15 @@ def _gpu(files: Files, index: int, bus_id: str | None, cmdline: tuple[str, ...] 
         mode = "off" if group is None else _default_domain(cmdline)
     except (OSError, ValueError):
         pass
-    return GpuPath(gpu=index, bdf=bdf, sysfs_path=path, bridges=tuple(parts[:-1]), iommu_group=group,
-                   iommu_domain=domain, iommu=mode)
+    return GpuPath(
+        gpu=index,
+        bdf=bdf,
+        sysfs_path=path,
+        bridges=tuple(parts[:-1]),
+        iommu_group=group,
+        iommu_domain=domain,
+        iommu=mode,
+    )
 
 
 def _default_domain(cmdline: tuple[str, ...]) -> str:
@@ -133,32 +161,58 @@ def _bridge(files: Files, bdf: str) -> Bridge:
     config = pciconfig.parse(data)
     acs = None
     if config.acs_capability is not None and config.acs_control is not None:
-        acs = Acs(capability=config.acs_capability, control=config.acs_control, **pciconfig.acs_flags(config.acs_control))
-    return Bridge(bdf=bdf, vendor_id=_hex(config.vendor_id), device_id=_hex(config.device_id),
-                  port_type=config.port_type, config_bytes=len(data), acs=acs)
+        acs = Acs(
+            capability=config.acs_capability,
+            control=config.acs_control,
+            **pciconfig.acs_flags(config.acs_control),
+        )
+    return Bridge(
+        bdf=bdf,
+        vendor_id=_hex(config.vendor_id),
+        device_id=_hex(config.device_id),
+        port_type=config.port_type,
+        config_bytes=len(data),
+        acs=acs,
+    )
 
 
 def _hex(value: int | None) -> str | None:
     return None if value is None else f"{value:04x}"
 
 
-def _iommu(gpus: list[GpuPath], units: list[str] | None, groups: list[str] | None, cmdline: tuple[str, ...]) -> Iommu:
+def _iommu(
+    gpus: list[GpuPath], units: list[str] | None, groups: list[str] | None, cmdline: tuple[str, ...]
+) -> Iommu:
     found = [g for g in gpus if g.sysfs_path is not None]
     modes = sorted({g.iommu for g in found})
-    listing = (f"{IOMMU_GROUPS}: {'unreadable' if groups is None else f'{len(groups)} group(s)'}, "
-               f"{IOMMU_UNITS}: {', '.join(units) if units else 'no unit'}")
+    listing = (
+        f"{IOMMU_GROUPS}: {'unreadable' if groups is None else f'{len(groups)} group(s)'}, "
+        f"{IOMMU_UNITS}: {', '.join(units) if units else 'no unit'}"
+    )
     if not modes:
         mode, why = ("off" if units == [] and groups == [] else "unknown"), "no GPU read"
     elif len(modes) > 1:
         mode, why = "mixed", "; ".join(f"GPU {g.gpu}: {g.iommu}" for g in found)
     elif modes[0] == "off":
-        mode, why = "off", "no IOMMU group holds the GPUs, so nothing translates their DMA" + (
-            " (no IOMMU unit is registered either: a kernel line 'Default domain type: Translated' then names the "
-            "domain an attached device would get, not that any is attached)" if not units else "")
+        mode, why = (
+            "off",
+            "no IOMMU group holds the GPUs, so nothing translates their DMA"
+            + (
+                " (no IOMMU unit is registered either: a kernel line 'Default domain type: Translated' then names the "
+                "domain an attached device would get, not that any is attached)"
+                if not units
+                else ""
+            ),
+        )
     else:
         mode = modes[0]
         domains = sorted({g.iommu_domain or "type unreadable" for g in found})
         why = f"the GPUs' IOMMU groups {', '.join(str(g.iommu_group) for g in found)}: {', '.join(domains)}"
     options = f"; kernel options: {' '.join(cmdline)}" if cmdline else ""
-    return Iommu(mode=mode, reason=f"{why}; {listing}{options}", units=tuple(units or ()),
-                 groups=None if groups is None else len(groups), cmdline=cmdline)
+    return Iommu(
+        mode=mode,
+        reason=f"{why}; {listing}{options}",
+        units=tuple(units or ()),
+        groups=None if groups is None else len(groups),
+        cmdline=cmdline,
+    )

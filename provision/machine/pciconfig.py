@@ -12,25 +12,56 @@ import struct
 from typing import NamedTuple
 
 CONVENTIONAL_SIZE, EXTENDED_SIZE = 256, 4096  # PCI config space; PCIe adds 4 KB in all (PCIe 6.0, 7.2.2)
-UNPRIVILEGED_SIZE = 64  # what Linux gives a reader without CAP_SYS_ADMIN (drivers/pci/pci-sysfs.c, pci_read_config)
+UNPRIVILEGED_SIZE = (
+    64  # what Linux gives a reader without CAP_SYS_ADMIN (drivers/pci/pci-sysfs.c, pci_read_config)
+)
 
-VENDOR_ID, DEVICE_ID, STATUS, CLASS_CODE, HEADER_TYPE, CAPABILITIES_POINTER = 0x00, 0x02, 0x06, 0x09, 0x0E, 0x34
+VENDOR_ID, DEVICE_ID, STATUS, CLASS_CODE, HEADER_TYPE, CAPABILITIES_POINTER = (
+    0x00,
+    0x02,
+    0x06,
+    0x09,
+    0x0E,
+    0x34,
+)
 STATUS_CAPABILITIES_LIST = 1 << 4  # Status register bit 4: a capability list starts at 34h (PCI 3.0, 6.2.3)
 CAP_ID_PCI_EXPRESS = 0x10  # PCIe 6.0, 7.5.3.1
 EXTENDED_START = 0x100  # the first extended capability header (PCIe 6.0, 7.6.3)
 EXT_CAP_ID_ACS = 0x000D  # PCIe 6.0, 7.7.8.1
 
 # PCI Express Capabilities Register (capability + 02h) bits 7:4, Device/Port Type (PCIe 6.0, 7.5.3.2)
-PORT_TYPES = {0x0: "endpoint", 0x1: "legacy endpoint", 0x4: "root port", 0x5: "switch upstream port",
-              0x6: "switch downstream port", 0x7: "PCIe-to-PCI bridge", 0x8: "PCI-to-PCIe bridge",
-              0x9: "root complex integrated endpoint", 0xA: "root complex event collector"}
+PORT_TYPES = {
+    0x0: "endpoint",
+    0x1: "legacy endpoint",
+    0x4: "root port",
+    0x5: "switch upstream port",
+    0x6: "switch downstream port",
+    0x7: "PCIe-to-PCI bridge",
+    0x8: "PCI-to-PCIe bridge",
+    0x9: "root complex integrated endpoint",
+    0xA: "root complex event collector",
+}
 
 # ACS Capability (ACS + 04h) and ACS Control (ACS + 06h) registers: the same bit for the same feature (PCIe 6.0,
 # 7.7.8.2 and 7.7.8.3), named here as lspci names them in ACSCap/ACSCtl.
-ACS_BITS = {"src_valid": 0, "trans_blk": 1, "req_redir": 2, "cmplt_redir": 3, "upstream_fwd": 4, "egress_ctrl": 5,
-            "direct_trans": 6}
-LSPCI_NAMES = {"src_valid": "SrcValid", "trans_blk": "TransBlk", "req_redir": "ReqRedir", "cmplt_redir": "CmpltRedir",
-               "upstream_fwd": "UpstreamFwd", "egress_ctrl": "EgressCtrl", "direct_trans": "DirectTrans"}
+ACS_BITS = {
+    "src_valid": 0,
+    "trans_blk": 1,
+    "req_redir": 2,
+    "cmplt_redir": 3,
+    "upstream_fwd": 4,
+    "egress_ctrl": 5,
+    "direct_trans": 6,
+}
+LSPCI_NAMES = {
+    "src_valid": "SrcValid",
+    "trans_blk": "TransBlk",
+    "req_redir": "ReqRedir",
+    "cmplt_redir": "CmpltRedir",
+    "upstream_fwd": "UpstreamFwd",
+    "egress_ctrl": "EgressCtrl",
+    "direct_trans": "DirectTrans",
+}
 
 
 class Config(NamedTuple):
@@ -42,7 +73,9 @@ class Config(NamedTuple):
     class_code: int | None  # base class, subclass, programming interface: 0x060400 is a PCI-to-PCI bridge
     header_layout: int | None  # header type bits 6:0: 0 a function, 1 a PCI-to-PCI bridge
     port_type: str | None  # from the PCI Express capability; None where it is not in the bytes read
-    acs_offset: int | None  # where the ACS extended capability starts; None where there is none or it was not read
+    acs_offset: (
+        int | None
+    )  # where the ACS extended capability starts; None where there is none or it was not read
     acs_capability: int | None
     acs_control: int | None
 
@@ -101,11 +134,16 @@ def parse(data: bytes) -> Config:
     for cap_id, offset in capabilities(data) if present else []:
         if cap_id == CAP_ID_PCI_EXPRESS:
             flags = _u16(data, offset + 2)
-            port_type = None if flags is None else PORT_TYPES.get((flags >> 4) & 0xF, f"type {(flags >> 4) & 0xF}")
+            port_type = (
+                None if flags is None else PORT_TYPES.get((flags >> 4) & 0xF, f"type {(flags >> 4) & 0xF}")
+            )
             break
-    acs = next((offset for cap_id, _, offset in extended_capabilities(data) if cap_id == EXT_CAP_ID_ACS), None) \
-        if present else None
-    class_bytes = data[CLASS_CODE:CLASS_CODE + 3] if len(data) >= CLASS_CODE + 3 else b""
+    acs = (
+        next((offset for cap_id, _, offset in extended_capabilities(data) if cap_id == EXT_CAP_ID_ACS), None)
+        if present
+        else None
+    )
+    class_bytes = data[CLASS_CODE : CLASS_CODE + 3] if len(data) >= CLASS_CODE + 3 else b""
     header = _u8(data, HEADER_TYPE)
     return Config(
         size=len(data),

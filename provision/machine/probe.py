@@ -14,8 +14,12 @@ from typing import TYPE_CHECKING, Any
 from provision.errors import ProvisionError
 from provision.machine.threads import Background
 
-REPLAY_VARIABLE = "PROVISION_NVML_REPLAY"  # nvml.REPLAY_VARIABLE, spelt here: importing nvml (and the facts) waits
-START_VARIABLE = "PROVISION_NVML_START_TIMEOUT"  # seconds NVML's start may take (a hung driver); default START_TIMEOUT
+REPLAY_VARIABLE = (
+    "PROVISION_NVML_REPLAY"  # nvml.REPLAY_VARIABLE, spelt here: importing nvml (and the facts) waits
+)
+START_VARIABLE = (
+    "PROVISION_NVML_START_TIMEOUT"  # seconds NVML's start may take (a hung driver); default START_TIMEOUT
+)
 START_TIMEOUT = 60.0  # nvmlInit of eight GPUs without persistence mode takes seconds; a driver that never answers, forever
 
 if TYPE_CHECKING:
@@ -37,7 +41,9 @@ class Probing:
     """A probe under way: made, it has started its threads; `facts()` reads the rest and waits for them. The caller
     may import what it needs meanwhile (`provision probe` its view)."""
 
-    def __init__(self, venvs: tuple[str | os.PathLike[str], ...] = (), record_nvml: Path | None = None) -> None:
+    def __init__(
+        self, venvs: tuple[str | os.PathLike[str], ...] = (), record_nvml: Path | None = None
+    ) -> None:
         # NVML first, on a thread (a replay starts nothing): its start is the slowest part; nvml.read's own nvmlInit
         # then only counts one more user
         self._nvml = None if os.environ.get(REPLAY_VARIABLE) else Background(_start_nvml, None)
@@ -50,7 +56,11 @@ class Probing:
         return _facts(self._nvml, self._toolkits, self._record_nvml)
 
 
-def _facts(started: Background[Any] | None, toolkit_job: Background[tuple[list[Toolkit], list[str]]], record_nvml: Path | None) -> MachineFacts:
+def _facts(
+    started: Background[Any] | None,
+    toolkit_job: Background[tuple[list[Toolkit], list[str]]],
+    record_nvml: Path | None,
+) -> MachineFacts:
     # the facts' classes, NVML's, the host's and the PCI readers are imported while the threads run
     from provision import knowledge
     from provision.machine import host, pci, sysfs
@@ -58,7 +68,9 @@ def _facts(started: Background[Any] | None, toolkit_job: Background[tuple[list[T
 
     host_facts = host.read()  # what needs no NVML is read while nvmlInit runs
     if started is not None:  # pynvml's import (about 20 ms of Python) while the driver starts on the thread
-        with contextlib.suppress(Exception):  # nvml.read's load_library imports it again, and notes what failed
+        with contextlib.suppress(
+            Exception
+        ):  # nvml.read's load_library imports it again, and notes what failed
             import pynvml  # noqa: F401
     if started is not None and started.running():
         knowledge.tables()  # the GPUs' architecture names: knowledge.json read now, not after the wait
@@ -89,7 +101,9 @@ def gpu_reading() -> nvml.Reading:
     return _nvml_reading(started, None)[0]
 
 
-def _nvml_reading(started: Background[Any] | None, record_nvml: Path | None) -> tuple[nvml.Reading, Recorder | None]:
+def _nvml_reading(
+    started: Background[Any] | None, record_nvml: Path | None
+) -> tuple[nvml.Reading, Recorder | None]:
     """nvml.read once NVML's start (on its thread) has ended, or a note where it did not end within the bound; with
     `record_nvml`, through a Recorder (returned, None otherwise or when nothing could be recorded)."""
     from provision.machine import nvml
@@ -101,12 +115,16 @@ def _nvml_reading(started: Background[Any] | None, record_nvml: Path | None) -> 
 
         reading = nvml.Reading()
         reading.driver = Driver(nvml=nvmlstart.started("timeout", detail=f"no answer within {limit:g} s"))
-        reading.notes.append(f"NVML did not start within {limit:g} s (the driver does not answer): no GPUs read"
-                             + ("; nothing recorded" if record_nvml is not None else "")
-                             + f"; {START_VARIABLE} sets the wait")
+        reading.notes.append(
+            f"NVML did not start within {limit:g} s (the driver does not answer): no GPUs read"
+            + ("; nothing recorded" if record_nvml is not None else "")
+            + f"; {START_VARIABLE} sets the wait"
+        )
         return reading, None
     recorder = None
-    early = started.result() if started is not None else None  # nvmlInit done: nvml.read's own is only counted
+    early = (
+        started.result() if started is not None else None
+    )  # nvmlInit done: nvml.read's own is only counted
     try:
         lib = nvml.load_library()
         if record_nvml is not None:
@@ -143,9 +161,13 @@ def _read_within(lib: Any, limit: float) -> tuple[nvml.Reading, bool]:
     from provision.machine.facts import Driver
 
     reading = nvml.Reading()
-    reading.driver = Driver(nvml=nvmlstart.started("timeout", detail=f"it started, then stopped answering within {limit:g} s"))
-    reading.notes.append(f"NVML stopped answering after its start (no reading within {limit:g} s): no GPUs read; "
-                         f"{START_VARIABLE} sets the wait")
+    reading.driver = Driver(
+        nvml=nvmlstart.started("timeout", detail=f"it started, then stopped answering within {limit:g} s")
+    )
+    reading.notes.append(
+        f"NVML stopped answering after its start (no reading within {limit:g} s): no GPUs read; "
+        f"{START_VARIABLE} sets the wait"
+    )
     return reading, False
 
 
@@ -226,4 +248,6 @@ def _write_recording(recorder: object, path: Path, files: sysfs.Files) -> None:
         today = datetime.date.today().isoformat()
         recorder.write(path, note=f"recorded by provision probe --record-nvml on {today}", sysfs=entries)
     except OSError as exc:
-        raise InputError(f"{path}: cannot write the NVML recording ({exc.strerror})", "name a writable file") from None
+        raise InputError(
+            f"{path}: cannot write the NVML recording ({exc.strerror})", "name a writable file"
+        ) from None

@@ -84,7 +84,9 @@ def _fill(structure: Any, recorded: Any) -> None:
         try:
             setattr(structure, name, kind(*value) if isinstance(value, tuple) else value)
         except (TypeError, ValueError, IndexError) as exc:
-            raise RecordingError(f"the recorded {name} does not fit {type(structure).__name__} ({exc})") from None
+            raise RecordingError(
+                f"the recorded {name} does not fit {type(structure).__name__} ({exc})"
+            ) from None
 
 
 def _key(name: str, args: tuple[Any, ...], handles: dict[int, int]) -> str:
@@ -113,7 +115,9 @@ class Recorder:
                 entry["error_name"] = type(exc).__name__
                 self.calls.append(entry)
                 raise
-            outs = [_encode(a._obj, self._handles) if type(a).__name__ == "CArgObject" else None for a in args]
+            outs = [
+                _encode(a._obj, self._handles) if type(a).__name__ == "CArgObject" else None for a in args
+            ]
             if any(out is not None for out in outs):
                 entry["out"] = outs  # what the call wrote into its out-parameters, filled back in by a replay
             if name.startswith("nvmlDeviceGetHandleBy") and hasattr(result, "contents"):
@@ -130,8 +134,14 @@ class Recorder:
     def document(self, note: str = "", sysfs: list[dict[str, Any]] | None = None) -> dict[str, Any]:
         """The recording: NVML's calls, and the sysfs answers the PCI facts came from (machine/sysfs.py)."""
         version = getattr(self._lib, "__version__", None) or _module_version()
-        return {"format": FORMAT, "version": VERSION, "recorded_with": f"nvidia-ml-py {version}", "note": note,
-                "calls": self.calls, "sysfs": sysfs or []}
+        return {
+            "format": FORMAT,
+            "version": VERSION,
+            "recorded_with": f"nvidia-ml-py {version}",
+            "note": note,
+            "calls": self.calls,
+            "sysfs": sysfs or [],
+        }
 
     def write(self, path: Path, note: str = "", sysfs: list[dict[str, Any]] | None = None) -> None:
         from provision import regular
@@ -156,22 +166,32 @@ class Replay:
     """Answer pynvml's calls from a recording. Names the installed pynvml lacks raise AttributeError, as the module
     would; arguments its function would not bind raise TypeError; a call the recording lacks is NotSupported."""
 
-    replaying = True  # nvml.read asks nothing of this machine for a replay (its kernel module is not the recording's)
+    replaying = (
+        True  # nvml.read asks nothing of this machine for a replay (its kernel module is not the recording's)
+    )
 
     def __init__(self, recording: dict[str, Any]) -> None:
         import pynvml
 
         if not isinstance(recording, dict) or recording.get("format") != FORMAT:
-            raise RecordingError(f"not a {FORMAT} document (record one with: provision probe --record-nvml FILE)")
+            raise RecordingError(
+                f"not a {FORMAT} document (record one with: provision probe --record-nvml FILE)"
+            )
         self._lib = pynvml
         self._answers: dict[str, dict[str, Any]] = {}
         calls = recording.get("calls", [])
         if not isinstance(calls, list):
             raise RecordingError("'calls' is not a list")
         for number, entry in enumerate(calls):
-            if not (isinstance(entry, dict) and isinstance(entry.get("fn"), str) and isinstance(entry.get("args"), list)
-                    and ("result" in entry or isinstance(entry.get("error"), int))):
-                raise RecordingError(f"calls[{number}] is not {{fn, args, result or error (an NVML error code)}}")
+            if not (
+                isinstance(entry, dict)
+                and isinstance(entry.get("fn"), str)
+                and isinstance(entry.get("args"), list)
+                and ("result" in entry or isinstance(entry.get("error"), int))
+            ):
+                raise RecordingError(
+                    f"calls[{number}] is not {{fn, args, result or error (an NVML error code)}}"
+                )
             try:
                 _decode(entry.get("result"))  # a handle that is not an index fails here, not mid-probe
             except (ValueError, TypeError) as exc:

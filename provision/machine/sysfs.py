@@ -29,7 +29,9 @@ class Live:
     def read(self, path: str, limit: int = READ_LIMIT) -> bytes:
         from provision import regular
 
-        return regular.read_bytes(path, limit)  # a pipe planted where a file belongs is refused, not waited on
+        return regular.read_bytes(
+            path, limit
+        )  # a pipe planted where a file belongs is refused, not waited on
 
     def resolve(self, path: str) -> str:
         return os.path.realpath(path, strict=True)
@@ -86,9 +88,15 @@ class Replay:
             raise RecordingError("'sysfs' is not a list")
         self._answers: dict[tuple[str, str], dict[str, Any]] = {}
         for number, entry in enumerate(entries):
-            if not (isinstance(entry, dict) and entry.get("op") in ("read", "resolve", "listdir")
-                    and isinstance(entry.get("path"), str) and _answer_ok(entry)):
-                raise RecordingError(f"sysfs[{number}] is not {{op: read|resolve|listdir, path, and its answer or an errno}}")
+            if not (
+                isinstance(entry, dict)
+                and entry.get("op") in ("read", "resolve", "listdir")
+                and isinstance(entry.get("path"), str)
+                and _answer_ok(entry)
+            ):
+                raise RecordingError(
+                    f"sysfs[{number}] is not {{op: read|resolve|listdir, path, and its answer or an errno}}"
+                )
             self._answers.setdefault((entry["op"], entry["path"]), entry)
 
     def _answer(self, op: str, path: str) -> dict[str, Any]:

@@ -20,7 +20,9 @@ NVCC_TIMEOUT = 20.0
 WHEEL_NVCC = ("nvidia/cuda_nvcc/bin/nvcc", "nvidia/cu13/bin/nvcc")
 
 
-def candidates(venvs: tuple[str | os.PathLike[str], ...] = (), env: dict[str, str] | None = None) -> dict[str, list[str]]:
+def candidates(
+    venvs: tuple[str | os.PathLike[str], ...] = (), env: dict[str, str] | None = None
+) -> dict[str, list[str]]:
     """Return {nvcc path (resolved): [how it was found]} in the order a user would look. Paths are strings (os.path,
     glob): `probe --json` loads no pathlib."""
     env = dict(os.environ) if env is None else env
@@ -50,8 +52,10 @@ def describe(nvcc: str | os.PathLike[str], found_by: list[str]) -> Toolkit | str
     """Return the toolkit behind `nvcc`, or a note saying why it could not be read. Its three questions are asked at
     once (each nvcc start costs tens of milliseconds, and the probe waits for the slowest toolkit)."""
     command = os.fspath(nvcc)
-    version, codes, archs = parallel_map(lambda flag: proc.run([command, flag], timeout=NVCC_TIMEOUT),
-                                         ("--version", "--list-gpu-code", "--list-gpu-arch"))
+    version, codes, archs = parallel_map(
+        lambda flag: proc.run([command, flag], timeout=NVCC_TIMEOUT),
+        ("--version", "--list-gpu-code", "--list-gpu-arch"),
+    )
     match = _RELEASE.search(version.stdout)
     if not version.ok or not match:
         return f"toolkit {nvcc}: `nvcc --version` gave no release ({version.tail(1) or 'no output'})"
@@ -94,8 +98,15 @@ def _without_wrappers(toolkits: list[Toolkit]) -> list[Toolkit]:
     for toolkit in toolkits:
         if any(toolkit is w for w in wrappers):
             continue
-        also = [how for w in wrappers if w.full_version == toolkit.full_version and toolkit in real for how in w.found_by]
-        kept.append(toolkit._replace(found_by=tuple(dict.fromkeys([*toolkit.found_by, *also]))) if also else toolkit)
+        also = [
+            how
+            for w in wrappers
+            if w.full_version == toolkit.full_version and toolkit in real
+            for how in w.found_by
+        ]
+        kept.append(
+            toolkit._replace(found_by=tuple(dict.fromkeys([*toolkit.found_by, *also]))) if also else toolkit
+        )
     return kept
 
 

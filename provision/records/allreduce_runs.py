@@ -16,9 +16,23 @@ from provision.records.results import JSONObject, Reader, written
 Kind = Literal["eager", "graph"]
 KINDS: tuple[Kind, ...] = ("eager", "graph")
 # a row's figures in the order the payload writes them, then nccl-tests' beside them (nccl_tests.join)
-FIGURES = ("eager_us", "graph_us", "graph_launch_cpu_us", "eager_algbw", "eager_busbw", "graph_algbw", "graph_busbw",
-           "nccl_tests_eager_us", "nccl_tests_eager_busbw", "eager_ratio", "torch_overhead_eager_us",
-           "nccl_tests_graph_us", "nccl_tests_graph_busbw", "graph_ratio", "torch_overhead_graph_us")
+FIGURES = (
+    "eager_us",
+    "graph_us",
+    "graph_launch_cpu_us",
+    "eager_algbw",
+    "eager_busbw",
+    "graph_algbw",
+    "graph_busbw",
+    "nccl_tests_eager_us",
+    "nccl_tests_eager_busbw",
+    "eager_ratio",
+    "torch_overhead_eager_us",
+    "nccl_tests_graph_us",
+    "nccl_tests_graph_busbw",
+    "graph_ratio",
+    "torch_overhead_graph_us",
+)
 
 
 class Side(NamedTuple):
@@ -61,15 +75,24 @@ class AllreduceRow:
         us: float | None = getattr(self, f"{kind}_us")
         if us is None:
             return None
-        return Side(us, getattr(self, f"{kind}_busbw"), getattr(self, f"nccl_tests_{kind}_us"),
-                    getattr(self, f"{kind}_ratio"), getattr(self, f"torch_overhead_{kind}_us"))
+        return Side(
+            us,
+            getattr(self, f"{kind}_busbw"),
+            getattr(self, f"nccl_tests_{kind}_us"),
+            getattr(self, f"{kind}_ratio"),
+            getattr(self, f"torch_overhead_{kind}_us"),
+        )
 
     @classmethod
     def parse(cls, fields: Reader) -> AllreduceRow:
         figures: dict[str, float | None] = {name: fields.number(name) for name in FIGURES}
-        return cls(size=fields.integer("size", required=True) or 0, count=fields.integer("count", required=True) or 0,
-                   wrong=fields.integer("wrong", required=True) or 0, **figures,
-                   extra=fields.rest({"size", "count", "wrong", *FIGURES}))
+        return cls(
+            size=fields.integer("size", required=True) or 0,
+            count=fields.integer("count", required=True) or 0,
+            wrong=fields.integer("wrong", required=True) or 0,
+            **figures,
+            extra=fields.rest({"size", "count", "wrong", *FIGURES}),
+        )
 
     def to_dict(self) -> JSONObject:
         figures = {name: getattr(self, name) for name in FIGURES if getattr(self, name) is not None}
@@ -89,9 +112,14 @@ class AnchorRow:
 
     @classmethod
     def parse(cls, fields: Reader) -> AnchorRow:
-        return cls(size=fields.integer("size", required=True) or 0, time_us=fields.number("time_us", required=True) or 0.0,
-                   algbw=fields.number("algbw") or 0.0, busbw=fields.number("busbw") or 0.0,
-                   wrong=fields.integer("wrong") or 0, out_of_place_us=fields.number("out_of_place_us") or 0.0)
+        return cls(
+            size=fields.integer("size", required=True) or 0,
+            time_us=fields.number("time_us", required=True) or 0.0,
+            algbw=fields.number("algbw") or 0.0,
+            busbw=fields.number("busbw") or 0.0,
+            wrong=fields.integer("wrong") or 0,
+            out_of_place_us=fields.number("out_of_place_us") or 0.0,
+        )
 
     def to_dict(self) -> JSONObject:
         return dataclasses.asdict(self)
@@ -108,8 +136,13 @@ class NcclTestsFigures:
     pattern: dict[str, float]
 
     def to_dict(self) -> JSONObject:
-        return {"path": self.path, "nccl_library": self.nccl_library, "eager": [r.to_dict() for r in self.eager],
-                "graph": [r.to_dict() for r in self.graph], "pattern": self.pattern}
+        return {
+            "path": self.path,
+            "nccl_library": self.nccl_library,
+            "eager": [r.to_dict() for r in self.eager],
+            "graph": [r.to_dict() for r in self.graph],
+            "pattern": self.pattern,
+        }
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -135,11 +168,19 @@ def parse_nccl_tests(fields: Reader) -> NcclTests:
     path = fields.text("path") or ""
     error = fields.text("error")
     if error is not None:
-        return NcclTestsFailure(path=path, error=error, hung_size=fields.integer("hung_size"),
-                                hung_after_s=fields.number("hung_after_s"))
-    return NcclTestsFigures(path=path, nccl_library=fields.text("nccl_library"),
-                            eager=[AnchorRow.parse(row) for row in fields.objects("eager")],
-                            graph=[AnchorRow.parse(row) for row in fields.objects("graph")], pattern=fields.numbers("pattern") or {})
+        return NcclTestsFailure(
+            path=path,
+            error=error,
+            hung_size=fields.integer("hung_size"),
+            hung_after_s=fields.number("hung_after_s"),
+        )
+    return NcclTestsFigures(
+        path=path,
+        nccl_library=fields.text("nccl_library"),
+        eager=[AnchorRow.parse(row) for row in fields.objects("eager")],
+        graph=[AnchorRow.parse(row) for row in fields.objects("graph")],
+        pattern=fields.numbers("pattern") or {},
+    )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -156,8 +197,14 @@ class Teardown:
 
     @classmethod
     def parse(cls, fields: Reader) -> Teardown:
-        return cls(clean=fields.flag("clean"), how=fields.text("how"), seconds=fields.number("seconds"),
-                   step=fields.text("step"), note=fields.text("note"), error=fields.text("error"))
+        return cls(
+            clean=fields.flag("clean"),
+            how=fields.text("how"),
+            seconds=fields.number("seconds"),
+            step=fields.text("step"),
+            note=fields.text("note"),
+            error=fields.text("error"),
+        )
 
     def to_dict(self) -> JSONObject:
         return {k: v for k, v in dataclasses.asdict(self).items() if v is not None or k == "clean"}
@@ -179,19 +226,31 @@ class VariantRun:
     extra: JSONObject = field(default_factory=dict)
     absent: frozenset[str] = field(default=frozenset(), compare=False, repr=False)
 
-    ALWAYS: ClassVar[tuple[str, ...]] = ("world_size", "pattern", "teardown", "nccl_nvls_enable")  # a record lacking one is written back without
+    ALWAYS: ClassVar[tuple[str, ...]] = (
+        "world_size",
+        "pattern",
+        "teardown",
+        "nccl_nvls_enable",
+    )  # a record lacking one is written back without
 
     @classmethod
     def parse(cls, fields: Reader) -> VariantRun:
         """A stored run (env.json), or the payload's details with the variant put in front."""
         anchor = fields.mapping("nccl_tests")
-        return cls(variant=fields.text_mapping("variant") or {}, world_size=fields.integer("world_size"),
-                   rows=[AllreduceRow.parse(row) for row in fields.objects("rows")], pattern=fields.numbers("pattern"),
-                   teardown=[Teardown.parse(t) for t in fields.objects("teardown")],
-                   nccl_nvls_enable=fields.text("nccl_nvls_enable"),
-                   nccl_tests=parse_nccl_tests(Reader(anchor, fields.name("nccl_tests"))) if anchor is not None else None,
-                   notes=fields.strings("notes"), extra=fields.rest({f.name for f in dataclasses.fields(cls)}),
-                   absent=fields.absent(cls.ALWAYS))
+        return cls(
+            variant=fields.text_mapping("variant") or {},
+            world_size=fields.integer("world_size"),
+            rows=[AllreduceRow.parse(row) for row in fields.objects("rows")],
+            pattern=fields.numbers("pattern"),
+            teardown=[Teardown.parse(t) for t in fields.objects("teardown")],
+            nccl_nvls_enable=fields.text("nccl_nvls_enable"),
+            nccl_tests=parse_nccl_tests(Reader(anchor, fields.name("nccl_tests")))
+            if anchor is not None
+            else None,
+            notes=fields.strings("notes"),
+            extra=fields.rest({f.name for f in dataclasses.fields(cls)}),
+            absent=fields.absent(cls.ALWAYS),
+        )
 
     @property
     def anchor_error(self) -> str | None:
@@ -199,9 +258,14 @@ class VariantRun:
         return self.nccl_tests.error if isinstance(self.nccl_tests, NcclTestsFailure) else None
 
     def to_dict(self) -> JSONObject:
-        document: JSONObject = {"variant": self.variant, "world_size": self.world_size, "rows": [r.to_dict() for r in self.rows],
-                                "pattern": self.pattern, "teardown": [t.to_dict() for t in self.teardown],
-                                "nccl_nvls_enable": self.nccl_nvls_enable}
+        document: JSONObject = {
+            "variant": self.variant,
+            "world_size": self.world_size,
+            "rows": [r.to_dict() for r in self.rows],
+            "pattern": self.pattern,
+            "teardown": [t.to_dict() for t in self.teardown],
+            "nccl_nvls_enable": self.nccl_nvls_enable,
+        }
         if self.nccl_tests is not None:
             document["nccl_tests"] = self.nccl_tests.to_dict()
         if self.notes is not None:
@@ -220,13 +284,21 @@ class AllreduceRun:
 
     @classmethod
     def parse(cls, fields: Reader) -> AllreduceRun:
-        return cls(at=fields.text("at") or "", backend=fields.text("backend") or "nccl",
-                   world_size=fields.integer("world_size") or 0, runs=[VariantRun.parse(run) for run in fields.objects("runs")])
+        return cls(
+            at=fields.text("at") or "",
+            backend=fields.text("backend") or "nccl",
+            world_size=fields.integer("world_size") or 0,
+            runs=[VariantRun.parse(run) for run in fields.objects("runs")],
+        )
 
     def anchor_failures(self) -> list[str]:
         """What went wrong with nccl-tests beside the runs (a hang, a crash): the call then exits 1, its figures kept."""
         return [error for run in self.runs if (error := run.anchor_error) is not None]
 
     def to_dict(self) -> JSONObject:
-        return {"at": self.at, "backend": self.backend, "world_size": self.world_size, "runs": [r.to_dict() for r in self.runs]}
-
+        return {
+            "at": self.at,
+            "backend": self.backend,
+            "world_size": self.world_size,
+            "runs": [r.to_dict() for r in self.runs],
+        }

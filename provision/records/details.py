@@ -22,10 +22,16 @@ D = TypeVar("D", bound="Details")
 class Details:
     """A check's details that provision reads nothing of (imports, torch-cuda, cuda-libs, ...): kept as they came."""
 
-    rest: dict[str, JSONValue] = field(default_factory=dict)  # the keys this version does not read, as they were
-    order: tuple[str, ...] = field(default=(), repr=False, compare=False)  # every key as the answer gave them: written in that order (how it is written, not what it says)
+    rest: dict[str, JSONValue] = field(
+        default_factory=dict
+    )  # the keys this version does not read, as they were
+    order: tuple[str, ...] = field(
+        default=(), repr=False, compare=False
+    )  # every key as the answer gave them: written in that order (how it is written, not what it says)
 
-    READ: ClassVar[tuple[str, ...]] = ()  # the typed keys (attributes of the same name), in the order a payload writes them
+    READ: ClassVar[
+        tuple[str, ...]
+    ] = ()  # the typed keys (attributes of the same name), in the order a payload writes them
 
     @classmethod
     def parse(cls, fields: Reader) -> Details:
@@ -33,7 +39,9 @@ class Details:
 
     def to_json(self) -> dict[str, JSONValue]:
         """The JSON that --json and env.json carry: a typed key read as null (or set) is written, one absent is not."""
-        typed = {k: _json(getattr(self, k)) for k in self.READ if getattr(self, k) is not None or k in self.order}
+        typed = {
+            k: _json(getattr(self, k)) for k in self.READ if getattr(self, k) is not None or k in self.order
+        }
         merged = {**typed, **self.rest}
         keys = [k for k in self.order if k in merged] + [k for k in merged if k not in self.order]
         return {k: merged[k] for k in keys}
@@ -46,7 +54,9 @@ def _json(value: object) -> JSONValue:
         return [_json(v) for v in value]
     if isinstance(value, dict):
         return {str(k): _json(v) for k, v in value.items()}
-    return value if value is None or isinstance(value, (bool, int, float, str)) else str(value)  # as json_text writes it
+    return (
+        value if value is None or isinstance(value, (bool, int, float, str)) else str(value)
+    )  # as json_text writes it
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -59,8 +69,12 @@ class DriftDetails(Details):
 
     @classmethod
     def parse(cls, fields: Reader) -> DriftDetails:
-        return cls(status=fields.status() if "status" in fields.data else None, counts=drift_counts(fields),
-                   rest=_rest(cls, fields), order=tuple(fields.data))
+        return cls(
+            status=fields.status() if "status" in fields.data else None,
+            counts=drift_counts(fields),
+            rest=_rest(cls, fields),
+            order=tuple(fields.data),
+        )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -74,9 +88,13 @@ class SymmetricMemoryDetails(Details):
 
     @classmethod
     def parse(cls, fields: Reader) -> SymmetricMemoryDetails:
-        return cls(world_size=fields.integer("world_size"), multicast=fields.flag("multicast"),
-                   multicast_disabled_by_env=fields.text("multicast_disabled_by_env"),
-                   rest=_rest(cls, fields), order=tuple(fields.data))
+        return cls(
+            world_size=fields.integer("world_size"),
+            multicast=fields.flag("multicast"),
+            multicast_disabled_by_env=fields.text("multicast_disabled_by_env"),
+            rest=_rest(cls, fields),
+            order=tuple(fields.data),
+        )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -90,12 +108,23 @@ class NcclAllreduceDetails(Details):
     @classmethod
     def parse(cls, fields: Reader) -> NcclAllreduceDetails:
         matrix = fields.data.get("peer_access")
-        rows = [[ok for ok in row if isinstance(ok, bool)] for row in matrix if isinstance(row, list)] \
-            if isinstance(matrix, list) else None
-        if matrix is not None and rows != matrix:  # a row that is no list, or a value in one that is not a bool
-            raise MalformedResult(f"key {fields.name('peer_access')!r} is not a list of lists of true or false")
-        return cls(world_size=fields.integer("world_size"), peer_access=rows,
-                   rest=_rest(cls, fields), order=tuple(fields.data))
+        rows = (
+            [[ok for ok in row if isinstance(ok, bool)] for row in matrix if isinstance(row, list)]
+            if isinstance(matrix, list)
+            else None
+        )
+        if (
+            matrix is not None and rows != matrix
+        ):  # a row that is no list, or a value in one that is not a bool
+            raise MalformedResult(
+                f"key {fields.name('peer_access')!r} is not a list of lists of true or false"
+            )
+        return cls(
+            world_size=fields.integer("world_size"),
+            peer_access=rows,
+            rest=_rest(cls, fields),
+            order=tuple(fields.data),
+        )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -122,9 +151,15 @@ class FlashinferJitDetails(Details):
     @classmethod
     def parse(cls, fields: Reader) -> FlashinferJitDetails:
         target = fields.mapping("target")
-        return cls(workspace=fields.text("workspace"), target_cubins=fields.integers("target_cubins"),
-                   target=FlashinferTarget.parse(Reader(target, fields.name("target"))) if target is not None else None,
-                   rest=_rest(cls, fields), order=tuple(fields.data))
+        return cls(
+            workspace=fields.text("workspace"),
+            target_cubins=fields.integers("target_cubins"),
+            target=FlashinferTarget.parse(Reader(target, fields.name("target")))
+            if target is not None
+            else None,
+            rest=_rest(cls, fields),
+            order=tuple(fields.data),
+        )
 
 
 def _rest(cls: type[Details], fields: Reader) -> dict[str, JSONValue]:
@@ -132,8 +167,12 @@ def _rest(cls: type[Details], fields: Reader) -> dict[str, JSONValue]:
     return fields.rest(set(cls.READ))
 
 
-BY_CHECK: dict[str, type[Details]] = {"drift": DriftDetails, "symmetric-memory": SymmetricMemoryDetails,
-                                      "nccl-allreduce": NcclAllreduceDetails, "flashinfer-jit": FlashinferJitDetails}
+BY_CHECK: dict[str, type[Details]] = {
+    "drift": DriftDetails,
+    "symmetric-memory": SymmetricMemoryDetails,
+    "nccl-allreduce": NcclAllreduceDetails,
+    "flashinfer-jit": FlashinferJitDetails,
+}
 
 
 def parse(check_id: str, fields: Reader) -> Details:

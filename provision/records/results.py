@@ -19,7 +19,9 @@ if TYPE_CHECKING:  # records/details.py reads with Reader below; loaded where a 
     from provision.records.details import Details
 
 JSONObject = dict[str, Any]
-JSONValue: TypeAlias = "None | bool | int | float | str | list[JSONValue] | dict[str, JSONValue]"  # JSON as read
+JSONValue: TypeAlias = (
+    "None | bool | int | float | str | list[JSONValue] | dict[str, JSONValue]"  # JSON as read
+)
 Better = Literal["higher", "lower"]
 
 
@@ -50,7 +52,9 @@ class Reader:
             import json
 
             shown = json.dumps(value, default=str)[:60]
-            raise MalformedResult(f"key {self.name(key)!r} is {type(value).__name__} {shown}, expected {what}")
+            raise MalformedResult(
+                f"key {self.name(key)!r} is {type(value).__name__} {shown}, expected {what}"
+            )
         return value
 
     def text(self, key: str, *, required: bool = False) -> str | None:
@@ -78,7 +82,9 @@ class Reader:
         found = self.mapping(key)
         if found is None:
             return None
-        figures = {k: float(v) for k, v in found.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+        figures = {
+            k: float(v) for k, v in found.items() if isinstance(v, (int, float)) and not isinstance(v, bool)
+        }
         if len(figures) != len(found):
             raise MalformedResult(f"key {self.name(key)!r} holds a value that is not a number")
         return figures
@@ -113,12 +119,17 @@ class Reader:
 
     def objects(self, key: str) -> list[Reader]:
         values = self._get(key, (list,), "a list of objects", False)
-        return [Reader(value, f"{self.name(key)}[{i}]") for i, value in enumerate(values if isinstance(values, list) else [])]
+        return [
+            Reader(value, f"{self.name(key)}[{i}]")
+            for i, value in enumerate(values if isinstance(values, list) else [])
+        ]
 
     def status(self, key: str = "status", allowed: frozenset[Status] = statuses.CHECK_STATUSES) -> Status:
         value = self.text(key, required=True)
         if not statuses.known(value) or value not in allowed:
-            raise MalformedResult(f"key {self.name(key)!r} is {value!r}, expected one of {', '.join(sorted(allowed))}")
+            raise MalformedResult(
+                f"key {self.name(key)!r} is {value!r}, expected one of {', '.join(sorted(allowed))}"
+            )
         return value
 
     def rest(self, known: set[str]) -> dict[str, JSONValue]:
@@ -142,13 +153,19 @@ class CheckResult:
     title: str = ""
     status: Status
     reason: str = ""
-    details: Details | None = None  # the check's own findings, typed per check (records/details.py); None: none
+    details: Details | None = (
+        None  # the check's own findings, typed per check (records/details.py); None: none
+    )
     output_tail: str | None = None  # the last lines a failed or crashed payload printed
     seconds: float = 0.0
     extra: JSONObject = field(default_factory=dict)  # keys this version does not know, kept as they were
     absent: frozenset[str] = field(default=frozenset(), compare=False, repr=False)
 
-    ALWAYS: ClassVar[tuple[str, ...]] = ("title", "reason", "seconds")  # written for every result; one an older record lacked stays out of it
+    ALWAYS: ClassVar[tuple[str, ...]] = (
+        "title",
+        "reason",
+        "seconds",
+    )  # written for every result; one an older record lacked stays out of it
 
     @property
     def failed(self) -> bool:
@@ -159,21 +176,39 @@ class CheckResult:
     def parse(cls, fields: Reader) -> CheckResult:
         """A stored result (env.json): id and status required."""
         id = fields.text("id", required=True) or ""
-        return cls(id=id, title=fields.text("title") or "", status=fields.status(),
-                   reason=fields.text("reason") or "", details=_details(id, fields),
-                   output_tail=fields.text("output_tail"), seconds=fields.number("seconds") or 0.0,
-                   extra=fields.rest(KNOWN_CHECK_KEYS), absent=fields.absent(cls.ALWAYS))
+        return cls(
+            id=id,
+            title=fields.text("title") or "",
+            status=fields.status(),
+            reason=fields.text("reason") or "",
+            details=_details(id, fields),
+            output_tail=fields.text("output_tail"),
+            seconds=fields.number("seconds") or 0.0,
+            extra=fields.rest(KNOWN_CHECK_KEYS),
+            absent=fields.absent(cls.ALWAYS),
+        )
 
     @classmethod
     def answer(cls, id: str, title: str, data: object) -> CheckResult:
         """A payload's answer, the last JSON line it printed ({"status", "reason", "details"}), as check `id`'s result."""
         fields = Reader(data)
-        return cls(id=id, title=title, status=fields.status(), reason=fields.text("reason") or "",
-                   details=_details(id, fields), output_tail=fields.text("output_tail"),
-                   extra=fields.rest(KNOWN_CHECK_KEYS))
+        return cls(
+            id=id,
+            title=title,
+            status=fields.status(),
+            reason=fields.text("reason") or "",
+            details=_details(id, fields),
+            output_tail=fields.text("output_tail"),
+            extra=fields.rest(KNOWN_CHECK_KEYS),
+        )
 
     def to_dict(self) -> JSONObject:
-        document: JSONObject = {"id": self.id, "title": self.title, "status": self.status, "reason": self.reason}
+        document: JSONObject = {
+            "id": self.id,
+            "title": self.title,
+            "status": self.status,
+            "reason": self.reason,
+        }
         if self.details is not None:
             document["details"] = self.details.to_json()
         if self.output_tail is not None:
@@ -241,11 +276,20 @@ class DriftStamp:
 
     @classmethod
     def parse(cls, fields: Reader) -> DriftStamp:
-        return cls(status=fields.status(), summary=fields.text("summary") or "", counts=drift_counts(fields) or {},
-                   findings=fields.strings("findings") or [])
+        return cls(
+            status=fields.status(),
+            summary=fields.text("summary") or "",
+            counts=drift_counts(fields) or {},
+            findings=fields.strings("findings") or [],
+        )
 
     def to_dict(self) -> JSONObject:
-        return {"status": self.status, "summary": self.summary, "counts": self.counts, "findings": self.findings}
+        return {
+            "status": self.status,
+            "summary": self.summary,
+            "counts": self.counts,
+            "findings": self.findings,
+        }
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -268,15 +312,30 @@ class Baseline:
             raise MalformedResult(f"key {fields.name('better')!r} is {said!r}, expected higher or lower")
         command = fields.strings("command")
         if not command:
-            raise MalformedResult(f"key {fields.name('command')!r} is missing, expected an argv list of strings")
+            raise MalformedResult(
+                f"key {fields.name('command')!r} is missing, expected an argv list of strings"
+            )
         timeout = fields.number("timeout")
-        return cls(command=tuple(command), cwd=fields.text("cwd") or ".", timeout=1800.0 if timeout is None else timeout,
-                   pattern=fields.text("pattern"), json_key=fields.text("json_key"), unit=fields.text("unit") or "",
-                   better="lower" if said == "lower" else "higher")
+        return cls(
+            command=tuple(command),
+            cwd=fields.text("cwd") or ".",
+            timeout=1800.0 if timeout is None else timeout,
+            pattern=fields.text("pattern"),
+            json_key=fields.text("json_key"),
+            unit=fields.text("unit") or "",
+            better="lower" if said == "lower" else "higher",
+        )
 
     def to_dict(self) -> JSONObject:
-        return {"command": list(self.command), "cwd": self.cwd, "timeout": self.timeout, "pattern": self.pattern,
-                "json_key": self.json_key, "unit": self.unit, "better": self.better}
+        return {
+            "command": list(self.command),
+            "cwd": self.cwd,
+            "timeout": self.timeout,
+            "pattern": self.pattern,
+            "json_key": self.json_key,
+            "unit": self.unit,
+            "better": self.better,
+        }
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -303,18 +362,34 @@ class BaselineRun:
         if said not in ("higher", "lower"):
             raise MalformedResult(f"key {fields.name('better')!r} is {said!r}, expected higher or lower")
         better: Better = "lower" if said == "lower" else "higher"
-        return cls(figure=fields.number("figure"), unit=fields.text("unit") or "", better=better,
-                   at=fields.text("at") or "", machine=MachineStamp.parse(Reader(machine or {}, fields.name("machine"))),
-                   command=fields.strings("command") or [], seconds=fields.number("seconds") or 0.0,
-                   exit_code=fields.integer("exit_code") or 0, output_tail=fields.text("output_tail") or "",
-                   details=fields.mapping("details"), series=fields.text("series"),
-                   drift=DriftStamp.parse(Reader(drift, fields.name("drift"))) if drift is not None else None)
+        return cls(
+            figure=fields.number("figure"),
+            unit=fields.text("unit") or "",
+            better=better,
+            at=fields.text("at") or "",
+            machine=MachineStamp.parse(Reader(machine or {}, fields.name("machine"))),
+            command=fields.strings("command") or [],
+            seconds=fields.number("seconds") or 0.0,
+            exit_code=fields.integer("exit_code") or 0,
+            output_tail=fields.text("output_tail") or "",
+            details=fields.mapping("details"),
+            series=fields.text("series"),
+            drift=DriftStamp.parse(Reader(drift, fields.name("drift"))) if drift is not None else None,
+        )
 
     def to_dict(self) -> JSONObject:
         document: JSONObject = {
-            "figure": self.figure, "unit": self.unit, "better": self.better, "at": self.at, "machine": self.machine.to_dict(),
-            "command": self.command, "seconds": self.seconds, "exit_code": self.exit_code,
-            "output_tail": self.output_tail, "details": self.details}
+            "figure": self.figure,
+            "unit": self.unit,
+            "better": self.better,
+            "at": self.at,
+            "machine": self.machine.to_dict(),
+            "command": self.command,
+            "seconds": self.seconds,
+            "exit_code": self.exit_code,
+            "output_tail": self.output_tail,
+            "details": self.details,
+        }
         if self.drift is not None:  # a run from before drift was kept: rewritten as it was
             document["drift"] = self.drift.to_dict()
         if self.series is not None:  # a single run, or one from before --runs

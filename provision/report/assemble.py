@@ -23,13 +23,24 @@ class ReportResult:
     def to_dict(self) -> dict[str, Any]:
         from provision import knowledge
 
-        return {"summary": self.summary.to_dict(), "machines": [m.to_dict() for m in self.machines],
-                "knowledge_as_of": knowledge.as_of()}
+        return {
+            "summary": self.summary.to_dict(),
+            "machines": [m.to_dict() for m in self.machines],
+            "knowledge_as_of": knowledge.as_of(),
+        }
 
 
-def build(machine_files: Sequence[Path], profile_names: Sequence[str] = (), *, locks: Sequence[Path] = (),
-          env_names: Sequence[str] = (), fetch: bool = True, home: str | Path | None = None,
-          progress: Progress = lambda _: None, allow_unsealed: bool = False) -> ReportResult:
+def build(
+    machine_files: Sequence[Path],
+    profile_names: Sequence[str] = (),
+    *,
+    locks: Sequence[Path] = (),
+    env_names: Sequence[str] = (),
+    fetch: bool = True,
+    home: str | Path | None = None,
+    progress: Progress = lambda _: None,
+    allow_unsealed: bool = False,
+) -> ReportResult:
     """Judge the machines of `machine_files` (none: this machine, probed) against the profiles named (none: every
     profile, or none at all when locks are judged), every lock in `locks` and every environment in `env_names` (of
     `home`). A lock's wheels are scanned once for all machines; with `fetch` false only the cached ones; a lock without
@@ -43,7 +54,9 @@ def build(machine_files: Sequence[Path], profile_names: Sequence[str] = (), *, l
         from provision.machine import probe
 
         facts = [probe.probe()]
-    chosen = [profiles.load(n) for n in profile_names] if profile_names else [] if locks else profiles.available()
+    chosen = (
+        [profiles.load(n) for n in profile_names] if profile_names else [] if locks else profiles.available()
+    )
     uv_cache = Path(uvtool.cache_dir() or ".")
     targets = [list(report.targets) for report in gates.report(facts, chosen, uv_cache)]
     if locks:
@@ -51,8 +64,14 @@ def build(machine_files: Sequence[Path], profile_names: Sequence[str] = (), *, l
 
         for path in locks:
             # a wheel's code judges nothing where no machine has a GPU: only the RECORDs are read then
-            scanned, stack = lockscan.read_lock(path, fetch=fetch, uv_cache=uv_cache, progress=progress,
-                                                code=any(m.gpus for m in facts), allow_unsealed=allow_unsealed)
+            scanned, stack = lockscan.read_lock(
+                path,
+                fetch=fetch,
+                uv_cache=uv_cache,
+                progress=progress,
+                code=any(m.gpus for m in facts),
+                allow_unsealed=allow_unsealed,
+            )
             for machine, found in zip(facts, targets, strict=True):
                 found.append(lockscan.judge(machine, scanned, stack, uv_cache))
     if env_names:

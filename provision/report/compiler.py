@@ -21,7 +21,9 @@ NVCC_PROJECTS = ("nvidia-cuda-nvcc", "nvidia-cuda-nvcc-cu12")
 NVCC_IN_WHEEL = ("nvidia/cu13/bin/nvcc", "nvidia/cuda_nvcc/bin/nvcc")
 TIMEOUT = 20.0
 NVCC_DOCS = "https://docs.nvidia.com/cuda/cuda-compiler-driver-nvcc/"
-MAX_ASKED = 2  # nvcc runs per report at most: a wheel that gave no answer is remembered as such, never asked again
+MAX_ASKED = (
+    2  # nvcc runs per report at most: a wheel that gave no answer is remembered as such, never asked again
+)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -47,7 +49,11 @@ def targets(cuda: str, cache: Path | None) -> CompilerTargets | None:
     if sms is None:
         return None
     row = next(r for r in knowledge.tables()["toolkit"] if r["cuda"] == ".".join(cuda.split(".")[:2]))
-    return CompilerTargets(sms=tuple(sms), name=f"nvcc {cuda} (the table: no compiler wheel in uv's cache)", source=str(row["source"]))
+    return CompilerTargets(
+        sms=tuple(sms),
+        name=f"nvcc {cuda} (the table: no compiler wheel in uv's cache)",
+        source=str(row["source"]),
+    )
 
 
 def _from_wheel(cuda: str, cache: Path) -> CompilerTargets | None:
@@ -70,9 +76,12 @@ def _from_wheel(cuda: str, cache: Path) -> CompilerTargets | None:
             asked += 1
             sms = _ask(nvcc, key)
         if sms:
-            return CompilerTargets(sms=tuple(sms), name=f"nvcc {version} from its wheel ({wheel.project} {version}, uv's cache)",
-                                   source=f"{NVCC_DOCS} (--list-gpu-code), run once on the {wheel.project} {version} wheel in uv's "
-                                          f"cache and remembered by its sha256 {key[:16]}")
+            return CompilerTargets(
+                sms=tuple(sms),
+                name=f"nvcc {version} from its wheel ({wheel.project} {version}, uv's cache)",
+                source=f"{NVCC_DOCS} (--list-gpu-code), run once on the {wheel.project} {version} wheel in uv's "
+                f"cache and remembered by its sha256 {key[:16]}",
+            )
     return None
 
 
@@ -82,7 +91,9 @@ def _remembered(key: str) -> list[str] | None:
         value = json.loads(_own_bytes(memory_file())).get(key)
     except (OSError, ValueError, AttributeError, RecursionError):  # damaged, or another user's: asked again
         return None
-    if not isinstance(value, list) or not all(isinstance(v, str) and re.fullmatch(r"sm_\d+[a-z]?", v) for v in value):
+    if not isinstance(value, list) or not all(
+        isinstance(v, str) and re.fullmatch(r"sm_\d+[a-z]?", v) for v in value
+    ):
         return None
     return value
 

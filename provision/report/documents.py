@@ -19,8 +19,11 @@ HINT = "make one on that machine with: provision probe --json > machine.json"
 MAX_BYTES = 64 * 2**20  # a probe document of a 64-GPU machine is well under 1 MB
 MAX_STRING = 4096  # a path at most (PATH_MAX); a table folds a longer cell in time that grows with its square
 # Values the gates compute with, not only print: their form is checked too (what probe writes).
-FORMS = {(machine.Driver, "cuda"): (r"\d+\.\d+", "13.0"), (machine.Gpu, "compute_capability"): (r"\d+\.\d+", "9.0"),
-         (machine.Toolkit, "version"): (r"\d+\.\d+", "13.0")}
+FORMS = {
+    (machine.Driver, "cuda"): (r"\d+\.\d+", "13.0"),
+    (machine.Gpu, "compute_capability"): (r"\d+\.\d+", "9.0"),
+    (machine.Toolkit, "version"): (r"\d+\.\d+", "13.0"),
+}
 
 
 def load_machine(path: Path) -> machine.MachineFacts:
@@ -55,7 +58,9 @@ _HINTS: dict[type[Any], dict[str, Any]] = {}
 def _hints(cls: type[Any]) -> dict[str, Any]:
     if cls not in _HINTS:
         names = set(cls._fields)
-        _HINTS[cls] = {k: v for k, v in typing.get_type_hints(cls, vars(machine)).items() if k in names and k != "source"}
+        _HINTS[cls] = {
+            k: v for k, v in typing.get_type_hints(cls, vars(machine)).items() if k in names and k != "source"
+        }
     return _HINTS[cls]
 
 
@@ -89,7 +94,9 @@ def _shape(hint: Any) -> tuple[Any, tuple[Any, ...]]:
 
 
 def _fits(hint: Any, value: object, where: str) -> str | None:
-    origin, args = _shape(hint)  # asked once per hint: a document of eight GPUs and their bridges asks thousands of times
+    origin, args = _shape(
+        hint
+    )  # asked once per hint: a document of eight GPUs and their bridges asks thousands of times
     if origin in (typing.Union, types.UnionType):
         if value is None and type(None) in args:
             return None
@@ -103,8 +110,11 @@ def _fits(hint: Any, value: object, where: str) -> str | None:
         if not isinstance(value, list):
             return f"{where}: expected a list, got {_kind(value)}"
         for position, item in enumerate(value):
-            problem = _fits(args[0], item, f"{where}[{position}]") if item is not None else \
-                f"{where}[{position}]: expected {'an object' if _is_record(args[0]) else 'a string'}, got null"
+            problem = (
+                _fits(args[0], item, f"{where}[{position}]")
+                if item is not None
+                else f"{where}[{position}]: expected {'an object' if _is_record(args[0]) else 'a string'}, got null"
+            )
             if problem:
                 return problem
         return None

@@ -41,24 +41,49 @@ def installed(venv: Path) -> dict[str, str]:
 def versions_gate(versions: dict[str, str]) -> Gate:
     title = "package versions agree"
     problems = []
-    flashinfer = {n: versions[n].split("+")[0] for n in ("flashinfer-python", "flashinfer-cubin", "flashinfer-jit-cache") if n in versions}
+    flashinfer = {
+        n: versions[n].split("+")[0]
+        for n in ("flashinfer-python", "flashinfer-cubin", "flashinfer-jit-cache")
+        if n in versions
+    }
     if len(set(flashinfer.values())) > 1:
         problems.append("FlashInfer " + ", ".join(f"{n} {v}" for n, v in flashinfer.items()))
-    labels = {n: m.group(1) for n in ("torch", "sgl-kernel", "sglang-kernel", "flashinfer-jit-cache")
-              if n in versions and (m := re.search(r"\+cu(\d+)", versions[n]))}
+    labels = {
+        n: m.group(1)
+        for n in ("torch", "sgl-kernel", "sglang-kernel", "flashinfer-jit-cache")
+        if n in versions and (m := re.search(r"\+cu(\d+)", versions[n]))
+    }
     if len({label[:-1] for label in labels.values()}) > 1:
         problems.append("CUDA builds differ: " + ", ".join(f"{n} cu{v}" for n, v in labels.items()))
-    runtimes = sorted(n for n in versions if n in ("nvidia-cuda-runtime-cu12", "nvidia-cuda-runtime", "nvidia-cuda-runtime-cu11"))
-    if "nvidia-cuda-runtime-cu12" in runtimes and "nvidia-cuda-runtime" in runtimes and versions["nvidia-cuda-runtime"].startswith("13"):
-        problems.append("two CUDA runtime majors installed: " + ", ".join(f"{n} {versions[n]}" for n in runtimes))
+    runtimes = sorted(
+        n
+        for n in versions
+        if n in ("nvidia-cuda-runtime-cu12", "nvidia-cuda-runtime", "nvidia-cuda-runtime-cu11")
+    )
+    if (
+        "nvidia-cuda-runtime-cu12" in runtimes
+        and "nvidia-cuda-runtime" in runtimes
+        and versions["nvidia-cuda-runtime"].startswith("13")
+    ):
+        problems.append(
+            "two CUDA runtime majors installed: " + ", ".join(f"{n} {versions[n]}" for n in runtimes)
+        )
     source = "https://github.com/flashinfer-ai/flashinfer/blob/main/flashinfer/jit/env.py (version lockstep); torch/sgl-kernel ABI pairing (https://github.com/sgl-project/sglang/tree/main/sgl-kernel)"
     if problems:
         return Gate(id="versions", title=title, status="fail", reason="; ".join(problems), source=source)
-    shown = ", ".join(f"{n} {versions[n]}" for n in ("torch", "sgl-kernel", "sglang-kernel", "flashinfer-python") if n in versions)
-    return Gate(id="versions", title=title, status="pass", reason=shown or "nothing to compare", source=source)
+    shown = ", ".join(
+        f"{n} {versions[n]}"
+        for n in ("torch", "sgl-kernel", "sglang-kernel", "flashinfer-python")
+        if n in versions
+    )
+    return Gate(
+        id="versions", title=title, status="pass", reason=shown or "nothing to compare", source=source
+    )
 
 
-def scan_gate(venv: Path, ccs: list[str], served: tuple[str, ...] = ()) -> tuple[Gate, scan.ScanResult | None, list[Gate]]:
+def scan_gate(
+    venv: Path, ccs: list[str], served: tuple[str, ...] = ()
+) -> tuple[Gate, scan.ScanResult | None, list[Gate]]:
     """The scan's stack gate, its result, and a feature gate per wheel that only some serving paths load and that
     fails here without the profile serving its feature (report/featurewheels.py)."""
     from provision.report import featurewheels
@@ -74,18 +99,56 @@ def scan_gate(venv: Path, ccs: list[str], served: tuple[str, ...] = ()) -> tuple
             if s == "fail":
                 by_package.setdefault(p.name or "?", []).append((cc, r))
     kept, taken = featurewheels.split(list(by_package), served)
-    features = [featurewheels.judged(Gate(id=f"wheel:{name}", title=f"{name} carries code for every GPU", status="fail", source=source,
-                                          reason="; ".join(f"{knowledge.sm_name(cc)}: {r}" for cc, r in by_package[name])[:400]),
-                                     name, served) for name in taken]
+    features = [
+        featurewheels.judged(
+            Gate(
+                id=f"wheel:{name}",
+                title=f"{name} carries code for every GPU",
+                status="fail",
+                source=source,
+                reason="; ".join(f"{knowledge.sm_name(cc)}: {r}" for cc, r in by_package[name])[:400],
+            ),
+            name,
+            served,
+        )
+        for name in taken
+    ]
     failing = [f"{name} on {cc}: {r}" for name in kept for cc, r in by_package[name]]
-    warning = [f"{p.name} on {cc}" for p in result.packages for cc, (s, _) in p.verdicts.items() if s == "warn"]
+    warning = [
+        f"{p.name} on {cc}" for p in result.packages for cc, (s, _) in p.verdicts.items() if s == "warn"
+    ]
     if failing:
-        return Gate(id="scan", title=title, status="fail", reason="; ".join(failing)[:600], source=source), result, features
+        return (
+            Gate(id="scan", title=title, status="fail", reason="; ".join(failing)[:600], source=source),
+            result,
+            features,
+        )
     if warning:
-        return Gate(id="scan", title=title, status="warn", reason="PTX only (JIT at first load): " + ", ".join(warning), source=source), result, features
-    others = f" ({', '.join(g.id.removeprefix('wheel:') for g in features)} aside: features)" if features else ""
-    return Gate(id="scan", title=title, status="pass", source=source,
-                reason=f"{len(result.packages)} CUDA packages, {len(result.files)} files, all with native code for {', '.join(ccs)}{others}"), result, features
+        return (
+            Gate(
+                id="scan",
+                title=title,
+                status="warn",
+                reason="PTX only (JIT at first load): " + ", ".join(warning),
+                source=source,
+            ),
+            result,
+            features,
+        )
+    others = (
+        f" ({', '.join(g.id.removeprefix('wheel:') for g in features)} aside: features)" if features else ""
+    )
+    return (
+        Gate(
+            id="scan",
+            title=title,
+            status="pass",
+            source=source,
+            reason=f"{len(result.packages)} CUDA packages, {len(result.files)} files, all with native code for {', '.join(ccs)}{others}",
+        ),
+        result,
+        features,
+    )
 
 
 def torch_build_gate(versions: dict[str, str], result: scan.ScanResult | None) -> Gate:
@@ -94,16 +157,34 @@ def torch_build_gate(versions: dict[str, str], result: scan.ScanResult | None) -
     source = "https://pytorch.org/get-started/locally/ (CPU and CUDA builds); fatbin entry headers (docs/fatbin.md)"
     version = versions.get("torch")
     if version is None:
-        return Gate(id="torch-build", title=title, status="skip", reason="no torch in this environment", source=source)
+        return Gate(
+            id="torch-build", title=title, status="skip", reason="no torch in this environment", source=source
+        )
     scanned = next((p for p in result.packages if p.name == "torch"), None) if result else None
     if version.endswith("+cpu") or (result is not None and scanned is None):
-        return Gate(id="torch-build", title=title, status="fail", source=source,
-                    reason=f"torch is a CPU build (torch {version}: no CUDA code in its libraries); install a CUDA build of torch")
+        return Gate(
+            id="torch-build",
+            title=title,
+            status="fail",
+            source=source,
+            reason=f"torch is a CPU build (torch {version}: no CUDA code in its libraries); install a CUDA build of torch",
+        )
     if scanned is None:
-        return Gate(id="torch-build", title=title, status="skip", reason=f"torch {version}: not scanned (no GPUs read)", source=source)
+        return Gate(
+            id="torch-build",
+            title=title,
+            status="skip",
+            reason=f"torch {version}: not scanned (no GPUs read)",
+            source=source,
+        )
     labels = sorted(scanned.counts.cubin, key=_label_order)
-    return Gate(id="torch-build", title=title, status="pass", source=source,
-                reason=f"torch {version} carries {' '.join(labels) or 'PTX only'}")
+    return Gate(
+        id="torch-build",
+        title=title,
+        status="pass",
+        source=source,
+        reason=f"torch {version} carries {' '.join(labels) or 'PTX only'}",
+    )
 
 
 def _version(text: str | None) -> Version | None:
@@ -124,22 +205,55 @@ def stored_gates(record: EnvRecord) -> list[Gate]:
     if results:
         bad = [f"{r.id}: {r.reason}" for r in results if r.failed]
         status: Status = "fail" if bad else "pass"
-        reason = "; ".join(bad)[:500] if bad else f"{sum(r.status == 'pass' for r in results)} pass, {sum(r.status == 'skip' for r in results)} skip"
-        gates.append(Gate(id="checks", title=f"last smoke checks ({record.checks.at if record.checks else '?'})", status=status, reason=reason,
-                          source=CHECKS_DOC))
+        reason = (
+            "; ".join(bad)[:500]
+            if bad
+            else f"{sum(r.status == 'pass' for r in results)} pass, {sum(r.status == 'skip' for r in results)} skip"
+        )
+        gates.append(
+            Gate(
+                id="checks",
+                title=f"last smoke checks ({record.checks.at if record.checks else '?'})",
+                status=status,
+                reason=reason,
+                source=CHECKS_DOC,
+            )
+        )
     else:
-        gates.append(Gate(id="checks", title="last smoke checks", status="warn", reason="never checked: run provision check",
-                          source=CHECKS_DOC))
+        gates.append(
+            Gate(
+                id="checks",
+                title="last smoke checks",
+                status="warn",
+                reason="never checked: run provision check",
+                source=CHECKS_DOC,
+            )
+        )
     subset = record.checks_subset
     if subset is not None and subset.results:
         shown = ", ".join(f"{r.id} {r.status}" for r in subset.results)
-        gates.append(Gate(id="checks-only", title=f"later check --only run ({subset.at or '?'})", status="info", kind="feature",
-                          reason=shown, source=CHECKS_DOC))
+        gates.append(
+            Gate(
+                id="checks-only",
+                title=f"later check --only run ({subset.at or '?'})",
+                status="info",
+                kind="feature",
+                reason=shown,
+                source=CHECKS_DOC,
+            )
+        )
     if record.baselines:
         last = record.baselines[-1]
-        gates.append(Gate(id="baseline", title="last baseline", status="info", kind="feature",
-                          reason=f"{last.figure or 0:.2f} {last.unit} on {last.machine.summary} ({last.at})",
-                          source="docs/checks.md (Baselines)"))
+        gates.append(
+            Gate(
+                id="baseline",
+                title="last baseline",
+                status="info",
+                kind="feature",
+                reason=f"{last.figure or 0:.2f} {last.unit} on {last.machine.summary} ({last.at})",
+                source="docs/checks.md (Baselines)",
+            )
+        )
     return gates
 
 
@@ -148,9 +262,14 @@ def drift_gate(venv: Path, build: Path, record: EnvRecord) -> Gate:
     from provision.envs import drift
 
     result = drift.check(venv, build, record)
-    return Gate(id="drift", title="installed files match their RECORD, distributions the lock", status=result.status,
-                reason=result.reason[:600], source="docs/checks.md (Drift and restore): each distribution's RECORD "
-                       "(https://packaging.python.org/en/latest/specifications/recording-installed-packages/), the PEP 751 lock")
+    return Gate(
+        id="drift",
+        title="installed files match their RECORD, distributions the lock",
+        status=result.status,
+        reason=result.reason[:600],
+        source="docs/checks.md (Drift and restore): each distribution's RECORD "
+        "(https://packaging.python.org/en/latest/specifications/recording-installed-packages/), the PEP 751 lock",
+    )
 
 
 def kept_gate(record: EnvRecord) -> Gate | None:
@@ -158,10 +277,21 @@ def kept_gate(record: EnvRecord) -> Gate | None:
     kept = record.kept_files()
     if not kept:
         return None
-    shown = "; ".join(f"{k.origin} {k.path} (sha256 {k.sha256[:12]}" + (f", from {k.source}" if k.source else "")
-                      + (f", over {k.owner}" if k.owner else "") + ")" for k in kept.values())
-    return Gate(id="kept-files", title="accepted and profile files (known-good beside the lock)", status="info", kind="feature",
-                reason=shown[:600], source="provision accept; the profile's [files] (docs/profiles.md)")
+    shown = "; ".join(
+        f"{k.origin} {k.path} (sha256 {k.sha256[:12]}"
+        + (f", from {k.source}" if k.source else "")
+        + (f", over {k.owner}" if k.owner else "")
+        + ")"
+        for k in kept.values()
+    )
+    return Gate(
+        id="kept-files",
+        title="accepted and profile files (known-good beside the lock)",
+        status="info",
+        kind="feature",
+        reason=shown[:600],
+        source="provision accept; the profile's [files] (docs/profiles.md)",
+    )
 
 
 def _served(record: EnvRecord) -> tuple[str, ...]:
@@ -183,16 +313,34 @@ def upgrade_gate(build: Path) -> Gate | None:
     try:
         found = upgrades.read(build / upgrades.UPGRADE_FILE)
     except EnvError as exc:
-        return Gate(id="upgrade", title="the upgrade to it", status="info", kind="feature", reason=exc.message,
-                    source="provision upgrade (envs/upgrades.py)")
+        return Gate(
+            id="upgrade",
+            title="the upgrade to it",
+            status="info",
+            kind="feature",
+            reason=exc.message,
+            source="provision upgrade (envs/upgrades.py)",
+        )
     if found is None:
         return None
     s = found.settings
-    decision = found.decision or f"unfinished (last finished step: {found.last_finished()}; provision upgrade --resume)"
-    said = (f"from {s.from_env}, started {found.started}: {decision}" + (f": {found.reason}" if found.reason else "")
-            + (f"; undo: {found.undo}" if found.undo else ""))
-    return Gate(id="upgrade", title="the upgrade to it", status="info", kind="feature", reason=said[:600],
-                source="provision upgrade (envs/upgrades.py)")
+    decision = (
+        found.decision
+        or f"unfinished (last finished step: {found.last_finished()}; provision upgrade --resume)"
+    )
+    said = (
+        f"from {s.from_env}, started {found.started}: {decision}"
+        + (f": {found.reason}" if found.reason else "")
+        + (f"; undo: {found.undo}" if found.undo else "")
+    )
+    return Gate(
+        id="upgrade",
+        title="the upgrade to it",
+        status="info",
+        kind="feature",
+        reason=said[:600],
+        source="provision upgrade (envs/upgrades.py)",
+    )
 
 
 def judge(where: homes.Home, name: str, facts: MachineFacts, progress: Progress = lambda _: None) -> Target:
@@ -210,22 +358,50 @@ def judge(where: homes.Home, name: str, facts: MachineFacts, progress: Progress 
     progress(f"{name}: its files against the lock (drift)")
     stack = Versions(found=versions, origin="environment")
     features = machine_gates(facts, stack)
-    return Target(kind="environment", name=name, cuda=record.cuda or "?",
-                  kept_files=tuple(record.kept_files().values()), gates=(
-        driver_gate(facts, record.cuda) if record.cuda else
-        Gate(id="driver", title="driver supports the environment's CUDA", status="skip", reason="CUDA release unknown"),
-        scanned_gate, *filter(None, [ptxjit.gate(facts, _ptx_only(scanned), record.cuda)]),
-        torch_build_gate(versions, scanned), versions_gate(versions), drift_gate(venv, build, record),
-        *filter(None, [fabric_gate(facts), newer_than_known(stack),
-                       kernels.flashinfer_kernels(stack, nvcc=_nvcc(versions, facts), offline=_offline(record))]),
-        *taken, *stored_gates(record), *filter(None, [kept_gate(record), upgrade_gate(build)]),
-        kernels.caches_gate(record.env, build, Path.home()),
-        *observed.apply(features, record.latest_results(), len(facts.gpus), facts)))
+    return Target(
+        kind="environment",
+        name=name,
+        cuda=record.cuda or "?",
+        kept_files=tuple(record.kept_files().values()),
+        gates=(
+            driver_gate(facts, record.cuda)
+            if record.cuda
+            else Gate(
+                id="driver",
+                title="driver supports the environment's CUDA",
+                status="skip",
+                reason="CUDA release unknown",
+            ),
+            scanned_gate,
+            *filter(None, [ptxjit.gate(facts, _ptx_only(scanned), record.cuda)]),
+            torch_build_gate(versions, scanned),
+            versions_gate(versions),
+            drift_gate(venv, build, record),
+            *filter(
+                None,
+                [
+                    fabric_gate(facts),
+                    newer_than_known(stack),
+                    kernels.flashinfer_kernels(stack, nvcc=_nvcc(versions, facts), offline=_offline(record)),
+                ],
+            ),
+            *taken,
+            *stored_gates(record),
+            *filter(None, [kept_gate(record), upgrade_gate(build)]),
+            kernels.caches_gate(record.env, build, Path.home()),
+            *observed.apply(features, record.latest_results(), len(facts.gpus), facts),
+        ),
+    )
 
 
 def _ptx_only(result: scan.ScanResult | None) -> list[tuple[str, str | None, str]]:
     """(package, version, GPU) where the package runs only through PTX (the scan's WARN)."""
-    return [(p.name or "?", p.version, cc) for p in (result.packages if result else []) for cc, (s, _) in p.verdicts.items() if s == "warn"]
+    return [
+        (p.name or "?", p.version, cc)
+        for p in (result.packages if result else [])
+        for cc, (s, _) in p.verdicts.items()
+        if s == "warn"
+    ]
 
 
 def _nvcc(versions: dict[str, str], facts: MachineFacts) -> str | None:

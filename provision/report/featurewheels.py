@@ -27,10 +27,16 @@ def judged(gate: Gate, name: str, served: Sequence[str]) -> Gate:
     takes = f"takes away {row['feature']} ({row['what']}), which {row['needed_by']} need"
     source = f"{gate.source}; provision/knowledge.toml [[feature_wheel]]: {row['source']}"
     if row["feature"] in served:
-        return dataclasses.replace(gate, reason=f"{gate.reason}; {takes}, and the profile serves {row['feature']}", source=source)
-    return dataclasses.replace(gate, kind="feature", source=source,
-                               reason=f"{gate.reason}; {takes}: leave those off here (the profile does not list "
-                                      f"{row['feature']} in `serves`; with it there, this is a FAIL of the stack)")
+        return dataclasses.replace(
+            gate, reason=f"{gate.reason}; {takes}, and the profile serves {row['feature']}", source=source
+        )
+    return dataclasses.replace(
+        gate,
+        kind="feature",
+        source=source,
+        reason=f"{gate.reason}; {takes}: leave those off here (the profile does not list "
+        f"{row['feature']} in `serves`; with it there, this is a FAIL of the stack)",
+    )
 
 
 def split(failing: Sequence[str], served: Sequence[str]) -> tuple[list[str], list[str]]:

@@ -24,7 +24,12 @@ class Cause:
     machines: tuple[str, ...]
 
     def to_dict(self) -> dict[str, Any]:
-        return {"status": self.status, "gate": self.gate, "reason": self.reason, "machines": list(self.machines)}
+        return {
+            "status": self.status,
+            "gate": self.gate,
+            "reason": self.reason,
+            "machines": list(self.machines),
+        }
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -39,10 +44,14 @@ class TargetSummary:
         return len(self.machines.get(verdict, ()))
 
     def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "name": self.name, "cuda": self.cuda,
-                **{v: self.count(v) for v in VERDICTS},
-                "machines": {v: list(self.machines.get(v, ())) for v in VERDICTS},
-                "causes": [c.to_dict() for c in self.causes]}
+        return {
+            "kind": self.kind,
+            "name": self.name,
+            "cuda": self.cuda,
+            **{v: self.count(v) for v in VERDICTS},
+            "machines": {v: list(self.machines.get(v, ())) for v in VERDICTS},
+            "causes": [c.to_dict() for c in self.causes],
+        }
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -75,9 +84,18 @@ def summarize(reports: Sequence[MachineReport]) -> FleetSummary:
             for gate in target.gates:
                 if gate.kind == "stack" and gate.status in ("fail", "warn"):
                     grouped.setdefault((gate.status, gate.id, gate.reason), []).append(source)
-        causes = sorted((Cause(status=s, gate=g, reason=r, machines=tuple(m)) for (s, g, r), m in grouped.items()),
-                        key=lambda c: (c.status != "fail", -len(c.machines)))  # stable: gate order within a count
+        causes = sorted(
+            (Cause(status=s, gate=g, reason=r, machines=tuple(m)) for (s, g, r), m in grouped.items()),
+            key=lambda c: (c.status != "fail", -len(c.machines)),
+        )  # stable: gate order within a count
         first = rows[0][1]
-        summaries.append(TargetSummary(kind=first.kind, name=first.name, cuda=first.cuda,
-                                       machines={v: tuple(m) for v, m in machines.items()}, causes=tuple(causes)))
+        summaries.append(
+            TargetSummary(
+                kind=first.kind,
+                name=first.name,
+                cuda=first.cuda,
+                machines={v: tuple(m) for v, m in machines.items()},
+                causes=tuple(causes),
+            )
+        )
     return FleetSummary(machines=len(reports), targets=tuple(summaries))

@@ -33,28 +33,53 @@ def flashinfer_kernels(versions: Versions, *, nvcc: str | None, offline: bool) -
         cubins = f"cubins from flashinfer-cubin {cubin}"
     else:
         downloads = True
-        cubins = (f"flashinfer-cubin {cubin} is not {own}: ignored, cubins downloaded at first use into {cache}" if cubin
-                  else f"no flashinfer-cubin {own}: cubins downloaded at first use into {cache}")
+        cubins = (
+            f"flashinfer-cubin {cubin} is not {own}: ignored, cubins downloaded at first use into {cache}"
+            if cubin
+            else f"no flashinfer-cubin {own}: cubins downloaded at first use into {cache}"
+        )
     matching = {n: v for n, v in jit.items() if _release(v) == own}
     if matching:
         modules = "compiled modules from " + ", ".join(f"{n} {v}" for n, v in sorted(matching.items()))
     else:
-        stale = f"{', '.join(f'{n} {v}' for n, v in sorted(jit.items()))} is not {own}: ignored; " if jit else ""
-        modules = f"{stale}modules JIT-compiled at first use with " + (f"nvcc {nvcc}" if nvcc else "an nvcc: none found (see flashinfer-jit)")
+        stale = (
+            f"{', '.join(f'{n} {v}' for n, v in sorted(jit.items()))} is not {own}: ignored; " if jit else ""
+        )
+        modules = f"{stale}modules JIT-compiled at first use with " + (
+            f"nvcc {nvcc}" if nvcc else "an nvcc: none found (see flashinfer-jit)"
+        )
     reason = f"FlashInfer {flashinfer} ({versions.origin}): {cubins}; {modules}"
-    fix = (f"; add flashinfer-cubin=={own} (and flashinfer-jit-cache=={own} from FlashInfer's index) to the profile, or run "
-           f"`python -m flashinfer download-kernels` where the network is reached")
+    fix = (
+        f"; add flashinfer-cubin=={own} (and flashinfer-jit-cache=={own} from FlashInfer's index) to the profile, or run "
+        f"`python -m flashinfer download-kernels` where the network is reached"
+    )
     if downloads and offline:
-        return Gate(id="flashinfer-kernels", title=g["title"], status="fail", source=g["source"],
-                    reason=f"{reason}: the profile says offline = true, so the first request that needs a cubin fails{fix}")
+        return Gate(
+            id="flashinfer-kernels",
+            title=g["title"],
+            status="fail",
+            source=g["source"],
+            reason=f"{reason}: the profile says offline = true, so the first request that needs a cubin fails{fix}",
+        )
     if downloads:
-        return Gate(id="flashinfer-kernels", title=g["title"], status="warn", source=g["source"], reason=f"{reason}{fix}")
+        return Gate(
+            id="flashinfer-kernels",
+            title=g["title"],
+            status="warn",
+            source=g["source"],
+            reason=f"{reason}{fix}",
+        )
     return Gate(id="flashinfer-kernels", title=g["title"], status="pass", source=g["source"], reason=reason)
 
 
 # The caches a stack writes as it runs, by the variable that moves each (shipped and generated profiles set them under
 # the environment, so a rollback never runs the old stack on kernels or tunings the new one made).
-CACHE_VARIABLES = ("SGLANG_CACHE_DIR", "FLASHINFER_WORKSPACE_BASE", "FLASHINFER_CUBIN_DIR", "FLASHINFER_AUTOTUNE_DIR")
+CACHE_VARIABLES = (
+    "SGLANG_CACHE_DIR",
+    "FLASHINFER_WORKSPACE_BASE",
+    "FLASHINFER_CUBIN_DIR",
+    "FLASHINFER_AUTOTUNE_DIR",
+)
 
 
 def cache_folders(env: dict[str, str], home: Path) -> list[tuple[str, Path, str]]:
@@ -64,14 +89,27 @@ def cache_folders(env: dict[str, str], home: Path) -> list[tuple[str, Path, str]
     base = Path(env["FLASHINFER_WORKSPACE_BASE"]) if env.get("FLASHINFER_WORKSPACE_BASE") else home
     flashinfer = base / ".cache" / "flashinfer"
     by = "FLASHINFER_WORKSPACE_BASE" if env.get("FLASHINFER_WORKSPACE_BASE") else "default (~)"
-    found = [("SGLang (triton, inductor, deep_gemm, cute_aot)", Path(env["SGLANG_CACHE_DIR"]) if env.get("SGLANG_CACHE_DIR")
-              else home / ".cache" / "sglang", "SGLANG_CACHE_DIR" if env.get("SGLANG_CACHE_DIR") else "default (~/.cache/sglang)"),
-             ("FlashInfer cubins", Path(env["FLASHINFER_CUBIN_DIR"]) if env.get("FLASHINFER_CUBIN_DIR") else flashinfer / "cubins",
-              "FLASHINFER_CUBIN_DIR" if env.get("FLASHINFER_CUBIN_DIR") else by),
-             ("FlashInfer JIT modules (VERSION/ARCH/cached_ops)", flashinfer, by)]
+    found = [
+        (
+            "SGLang (triton, inductor, deep_gemm, cute_aot)",
+            Path(env["SGLANG_CACHE_DIR"]) if env.get("SGLANG_CACHE_DIR") else home / ".cache" / "sglang",
+            "SGLANG_CACHE_DIR" if env.get("SGLANG_CACHE_DIR") else "default (~/.cache/sglang)",
+        ),
+        (
+            "FlashInfer cubins",
+            Path(env["FLASHINFER_CUBIN_DIR"]) if env.get("FLASHINFER_CUBIN_DIR") else flashinfer / "cubins",
+            "FLASHINFER_CUBIN_DIR" if env.get("FLASHINFER_CUBIN_DIR") else by,
+        ),
+        ("FlashInfer JIT modules (VERSION/ARCH/cached_ops)", flashinfer, by),
+    ]
     tuning = Path(env["FLASHINFER_AUTOTUNE_DIR"]) if env.get("FLASHINFER_AUTOTUNE_DIR") else None
-    found.append(("PCIe all-reduce tuning (pcie_ipc_all_reduce_ws*.json)", tuning or flashinfer,
-                  "FLASHINFER_AUTOTUNE_DIR" if tuning else f"{by} (VERSION/ARCH/autotune)"))
+    found.append(
+        (
+            "PCIe all-reduce tuning (pcie_ipc_all_reduce_ws*.json)",
+            tuning or flashinfer,
+            "FLASHINFER_AUTOTUNE_DIR" if tuning else f"{by} (VERSION/ARCH/autotune)",
+        )
+    )
     return found
 
 
@@ -100,10 +138,20 @@ def caches_gate(env: dict[str, str], root: Path, home: Path) -> Gate:
         if not folder.resolve().is_relative_to(root.resolve()):
             outside.append(what)
     source = "sglang 0.5.23 srt/environ.py (SGLANG_CACHE_DIR); flashinfer 0.7.2 jit/env.py (FLASHINFER_WORKSPACE_BASE, FLASHINFER_CUBIN_DIR), comm/pcie_ipc_tuning.py (FLASHINFER_AUTOTUNE_DIR)"
-    where = (f"{', '.join(outside)} outside {root}: a rollback would run the old stack on what the new one cached; "
-             "set them under {env} in the profile's [env] (docs/profiles.md); " if outside else "")
-    return Gate(id="caches", title="kernel and tuning caches of the environment", status="info", kind="feature",
-                source=source, reason=where + "; ".join(rows))
+    where = (
+        f"{', '.join(outside)} outside {root}: a rollback would run the old stack on what the new one cached; "
+        "set them under {env} in the profile's [env] (docs/profiles.md); "
+        if outside
+        else ""
+    )
+    return Gate(
+        id="caches",
+        title="kernel and tuning caches of the environment",
+        status="info",
+        kind="feature",
+        source=source,
+        reason=where + "; ".join(rows),
+    )
 
 
 def _mib(count: int) -> str:

@@ -23,17 +23,43 @@ def conflict(wheels: Sequence[WheelScan]) -> Gate:
     if found:
         more = f"; {len(found) - 1} more pairs" if len(found) > 1 else ""
         if found[0].loose:
-            return Gate(id="conflict", title=title, status="warn", source=source,
-                        reason=f"{found[0].message()}{more}: only loose top-level files, the one installed last wins; no package is split")
+            return Gate(
+                id="conflict",
+                title=title,
+                status="warn",
+                source=source,
+                reason=f"{found[0].message()}{more}: only loose top-level files, the one installed last wins; no package is split",
+            )
         if not found[0].comparable:
-            return Gate(id="conflict", title=title, status="warn", source=source,
-                        reason=f"{found[0].message()}{more}: compare the two files, or lock wheels whose RECORDs use one algorithm")
-        return Gate(id="conflict", title=title, status="fail", source=source,
-                    reason=f"{found[0].message()}{more}: the one installed last overwrites the other; drop one from the profile")
+            return Gate(
+                id="conflict",
+                title=title,
+                status="warn",
+                source=source,
+                reason=f"{found[0].message()}{more}: compare the two files, or lock wheels whose RECORDs use one algorithm",
+            )
+        return Gate(
+            id="conflict",
+            title=title,
+            status="fail",
+            source=source,
+            reason=f"{found[0].message()}{more}: the one installed last overwrites the other; drop one from the profile",
+        )
     if unread:
-        return Gate(id="conflict", title=title, status="skip", source=source,
-                    reason=f"{len(unread)} of {len(wheels)} wheels not read (e.g. {unread[0]}); the {len(records)} read share no path")
-    return Gate(id="conflict", title=title, status="pass", source=source, reason=f"the {len(records)} wheels share no path")
+        return Gate(
+            id="conflict",
+            title=title,
+            status="skip",
+            source=source,
+            reason=f"{len(unread)} of {len(wheels)} wheels not read (e.g. {unread[0]}); the {len(records)} read share no path",
+        )
+    return Gate(
+        id="conflict",
+        title=title,
+        status="pass",
+        source=source,
+        reason=f"the {len(records)} wheels share no path",
+    )
 
 
 def cuda_mix(wheels: Sequence[WheelScan]) -> Gate:
@@ -42,8 +68,18 @@ def cuda_mix(wheels: Sequence[WheelScan]) -> Gate:
     pairs = [(w.name, w.version) for w in wheels]
     mixed = lockcheck.cuda_mix(pairs)
     if mixed:
-        return Gate(id="cuda-mix", title=title, status="fail", source=source,
-                    reason=f"{mixed}: libraries of two CUDA majors load into one process; pin the packages of one CUDA release")
+        return Gate(
+            id="cuda-mix",
+            title=title,
+            status="fail",
+            source=source,
+            reason=f"{mixed}: libraries of two CUDA majors load into one process; pin the packages of one CUDA release",
+        )
     majors = lockcheck.cuda_majors(pairs)
-    return Gate(id="cuda-mix", title=title, status="pass", source=source,
-                reason=f"CUDA {next(iter(majors))} only" if majors else "no CUDA-versioned package")
+    return Gate(
+        id="cuda-mix",
+        title=title,
+        status="pass",
+        source=source,
+        reason=f"CUDA {next(iter(majors))} only" if majors else "no CUDA-versioned package",
+    )

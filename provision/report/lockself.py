@@ -20,14 +20,25 @@ if TYPE_CHECKING:
     from provision.stacks.lockfile import Stamp
 
 # Distributions whose version is the CUDA release they belong to (NVIDIA's toolkit wheels and CUDA Python).
-CUDA_VERSIONED = ("cuda-toolkit", "nvidia-cuda-runtime", "nvidia-cuda-runtime-cu12", "nvidia-cuda-nvcc", "nvidia-cuda-nvcc-cu12",
-                  "nvidia-cuda-nvrtc", "nvidia-cuda-nvrtc-cu12", "nvidia-nvjitlink", "nvidia-nvjitlink-cu12")
+CUDA_VERSIONED = (
+    "cuda-toolkit",
+    "nvidia-cuda-runtime",
+    "nvidia-cuda-runtime-cu12",
+    "nvidia-cuda-nvcc",
+    "nvidia-cuda-nvcc-cu12",
+    "nvidia-cuda-nvrtc",
+    "nvidia-cuda-nvrtc-cu12",
+    "nvidia-nvjitlink",
+    "nvidia-nvjitlink-cu12",
+)
 _LOCAL_CUDA = re.compile(r"^cu(\d{2,3})$")
 
 
 @dataclass(frozen=True, kw_only=True)
 class LockStack:
-    profile: Profile | None  # what the gates judge: the lock's own description (or its profile); None: CUDA unknown
+    profile: (
+        Profile | None
+    )  # what the gates judge: the lock's own description (or its profile); None: CUDA unknown
     source: str  # where the CUDA release came from, said in the report
 
 
@@ -36,15 +47,24 @@ def describe(path: Path, pylock: Pylock, stamp: Stamp, found: Profile | None) ->
     used whole only when it is the very profile the lock was made from (same content hash)."""
     name = stamp.profile or path.stem.removeprefix("pylock.") or "lock"
     if found is not None and stamp.profile_hash and found.content_hash == stamp.profile_hash:
-        return LockStack(profile=found, source=f"profile {found.name} ({found.path}), the one the lock was made from")
+        return LockStack(
+            profile=found, source=f"profile {found.name} ({found.path}), the one the lock was made from"
+        )
     if re.fullmatch(r"\d+\.\d+", stamp.cuda):
-        return LockStack(profile=_own(name, path, pylock, stamp, stamp.cuda), source="the lock's [tool.provision] cuda")
+        return LockStack(
+            profile=_own(name, path, pylock, stamp, stamp.cuda), source="the lock's [tool.provision] cuda"
+        )
     if found is not None:
-        return LockStack(profile=found, source=f"profile {found.name} ({found.path}); the lock does not say its CUDA")
+        return LockStack(
+            profile=found, source=f"profile {found.name} ({found.path}); the lock does not say its CUDA"
+        )
     inferred = from_wheels(pylock)
     if inferred:
         cuda, why = inferred
-        return LockStack(profile=_own(name, path, pylock, stamp, cuda), source=f"the lock's wheels ({why}); the lock does not say its CUDA")
+        return LockStack(
+            profile=_own(name, path, pylock, stamp, cuda),
+            source=f"the lock's wheels ({why}); the lock does not say its CUDA",
+        )
     return LockStack(profile=None, source="")
 
 

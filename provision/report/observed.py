@@ -13,8 +13,9 @@ from provision.records.results import CheckResult
 from provision.report.gates import Gate
 
 
-def apply(gates: list[Gate], results: Mapping[str, CheckResult], gpu_count: int,
-          facts: MachineFacts | None = None) -> list[Gate]:
+def apply(
+    gates: list[Gate], results: Mapping[str, CheckResult], gpu_count: int, facts: MachineFacts | None = None
+) -> list[Gate]:
     """Return `gates` with the all-reduce feature gates decided by the checks' evidence where there is some."""
     symm = results.get("symmetric-memory")
     nccl = results.get("nccl-allreduce")
@@ -38,16 +39,31 @@ def _symm_mem(gate: Gate, result: CheckResult, gpu_count: int) -> Gate:
     details = of(SymmetricMemoryDetails, result.details) or SymmetricMemoryDetails()
     where = _world(details.world_size, gpu_count)
     if result.failed:
-        return Gate(**{**gate.__dict__, "status": "fail",
-                       "reason": f"the symmetric-memory check failed on this machine{where}: {result.reason}"[:400]})
+        return Gate(
+            **{
+                **gate.__dict__,
+                "status": "fail",
+                "reason": f"the symmetric-memory check failed on this machine{where}: {result.reason}"[:400],
+            }
+        )
     if details.multicast is False and gate.status != "fail":
         disabled = details.multicast_disabled_by_env
         why = f" (TORCH_SYMM_MEM_DISABLE_MULTICAST={disabled})" if disabled else ""
-        return Gate(**{**gate.__dict__, "status": "fail",
-                       "reason": f"the symmetric-memory check saw no multicast{why}{where}; SGLang's symmetric-memory all-reduce "
-                                 "needs it: leave --enable-torch-symm-mem off"})
+        return Gate(
+            **{
+                **gate.__dict__,
+                "status": "fail",
+                "reason": f"the symmetric-memory check saw no multicast{why}{where}; SGLang's symmetric-memory all-reduce "
+                "needs it: leave --enable-torch-symm-mem off",
+            }
+        )
     if details.multicast is True and gate.status == "pass":
-        return Gate(**{**gate.__dict__, "reason": f"SM and fabric supported; the symmetric-memory check saw multicast{where}"})
+        return Gate(
+            **{
+                **gate.__dict__,
+                "reason": f"SM and fabric supported; the symmetric-memory check saw multicast{where}",
+            }
+        )
     return gate
 
 
@@ -62,9 +78,20 @@ def _p2p(gate: Gate, result: CheckResult, facts: MachineFacts | None) -> Gate:
     problems = pcipath.findings(facts).problems if facts is not None else []
     if missing:
         why = "; ".join(problems) if problems else "check ACS/IOMMU (nccl#606, #2079)"
-        return Gate(**{**gate.__dict__, "status": "warn",
-                       "reason": f"the NCCL check saw no peer access for {', '.join(missing[:6])}: {why}"})
+        return Gate(
+            **{
+                **gate.__dict__,
+                "status": "warn",
+                "reason": f"the NCCL check saw no peer access for {', '.join(missing[:6])}: {why}",
+            }
+        )
     seen = f"the NCCL check saw peer access between all {len(matrix)} GPUs"
     if problems:  # the driver allowing peer access is what vllm#51513 saw before its peer writes were dropped
-        return Gate(**{**gate.__dict__, "status": "warn", "reason": f"{seen}, which the driver allows; but " + "; ".join(problems)})
+        return Gate(
+            **{
+                **gate.__dict__,
+                "status": "warn",
+                "reason": f"{seen}, which the driver allows; but " + "; ".join(problems),
+            }
+        )
     return Gate(**{**gate.__dict__, "status": "pass", "reason": seen})

@@ -10,19 +10,29 @@ from provision import knowledge
 from provision.machine import pciconfig
 from provision.machine.facts import Bridge, Link, MachineFacts
 
-ROOT_COMPLEX_LINKS = ("PHB", "NODE", "SYS")  # nvidia-smi topo -m: the pair meets in a host bridge or across CPUs
+ROOT_COMPLEX_LINKS = (
+    "PHB",
+    "NODE",
+    "SYS",
+)  # nvidia-smi topo -m: the pair meets in a host bridge or across CPUs
 SHOWN = 4  # bridges described in a reason; every one is named in the setpci line
 
 
 @dataclass(frozen=True)
 class Findings:
     read: bool  # the PCI facts were read (a probe from before them, or without sysfs, has none)
-    redirecting: dict[str, list[str]] = field(default_factory=dict)  # bridge -> the GPU pairs whose path it is on
+    redirecting: dict[str, list[str]] = field(
+        default_factory=dict
+    )  # bridge -> the GPU pairs whose path it is on
     bridges: dict[str, Bridge] = field(default_factory=dict)
     translated: list[int] = field(default_factory=list)  # GPUs of PCIe pairs whose DMA an IOMMU translates
     domains: list[str] = field(default_factory=list)
-    via_iommu: list[str] = field(default_factory=list)  # pairs whose peer writes reach the root complex's IOMMU
-    unread: list[str] = field(default_factory=list)  # bridges on the pairs' paths whose ACS bits only root can read
+    via_iommu: list[str] = field(
+        default_factory=list
+    )  # pairs whose peer writes reach the root complex's IOMMU
+    unread: list[str] = field(
+        default_factory=list
+    )  # bridges on the pairs' paths whose ACS bits only root can read
     above: dict[str, list[int]] = field(default_factory=dict)  # bridge -> the GPUs below it
 
     @property
@@ -35,18 +45,22 @@ class Findings:
         names = sorted(self.redirecting)
         shown = [f"{bdf} ({self._describe(bdf)})" for bdf in names[:SHOWN]]
         more = f" and {len(names) - SHOWN} more" if len(names) > SHOWN else ""
-        return (f"ACS on {len(names)} PCI bridge(s) between GPUs redirects their peer traffic up to the root complex: "
-                f"{'; '.join(shown)}{more}. Clear it as root: for b in {' '.join(names)}; do setpci -s $b "
-                "ECAP_ACS+0x6.w=0000; done (lost at reboot; at boot: pci=disable_acs_redir= and the same addresses, "
-                "';'-separated; or ACS / VT-d off in the BIOS)")
+        return (
+            f"ACS on {len(names)} PCI bridge(s) between GPUs redirects their peer traffic up to the root complex: "
+            f"{'; '.join(shown)}{more}. Clear it as root: for b in {' '.join(names)}; do setpci -s $b "
+            "ECAP_ACS+0x6.w=0000; done (lost at reboot; at boot: pci=disable_acs_redir= and the same addresses, "
+            "';'-separated; or ACS / VT-d off in the BIOS)"
+        )
 
     def iommu_text(self) -> str:
         if not self.translated:
             return ""
         gpus = ", ".join(str(g) for g in self.translated)
-        return (f"the IOMMU translates the DMA of GPU {gpus} ({', '.join(self.domains)} domain): peer writes that reach "
-                "it can be dropped or stall where it holds no mapping of the peer's memory. Boot with iommu=pt "
-                "(passthrough), or with the IOMMU off (intel_iommu=off / amd_iommu=off)")
+        return (
+            f"the IOMMU translates the DMA of GPU {gpus} ({', '.join(self.domains)} domain): peer writes that reach "
+            "it can be dropped or stall where it holds no mapping of the peer's memory. Boot with iommu=pt "
+            "(passthrough), or with the IOMMU off (intel_iommu=off / amd_iommu=off)"
+        )
 
     def _describe(self, bdf: str) -> str:
         bridge = self.bridges[bdf]
@@ -78,13 +92,29 @@ def findings(facts: MachineFacts) -> Findings:
             elif 0 < bridge.config_bytes < 256 and bdf not in unread:  # 64 bytes: read without root
                 unread.append(bdf)
     paths = {g.gpu: g for g in pci.gpus}
-    translated = sorted({g for link in pairs for g in (link.gpu_a, link.gpu_b)
-                         if g in paths and paths[g].iommu == "translated"})
-    via_iommu = [f"{link.gpu_a}-{link.gpu_b}" for link in pairs
-                 if {link.gpu_a, link.gpu_b} & set(translated) and _reaches_root(link, redirecting)]
-    return Findings(read=True, redirecting=redirecting, bridges=bridges, translated=translated,
-                    domains=sorted({paths[g].iommu_domain or "?" for g in translated}), via_iommu=via_iommu,
-                    unread=unread, above={bdf: [g.gpu for g in pci.gpus if bdf in g.bridges] for bdf in bridges})
+    translated = sorted(
+        {
+            g
+            for link in pairs
+            for g in (link.gpu_a, link.gpu_b)
+            if g in paths and paths[g].iommu == "translated"
+        }
+    )
+    via_iommu = [
+        f"{link.gpu_a}-{link.gpu_b}"
+        for link in pairs
+        if {link.gpu_a, link.gpu_b} & set(translated) and _reaches_root(link, redirecting)
+    ]
+    return Findings(
+        read=True,
+        redirecting=redirecting,
+        bridges=bridges,
+        translated=translated,
+        domains=sorted({paths[g].iommu_domain or "?" for g in translated}),
+        via_iommu=via_iommu,
+        unread=unread,
+        above={bdf: [g.gpu for g in pci.gpus if bdf in g.bridges] for bdf in bridges},
+    )
 
 
 def _reaches_root(link: Link, redirecting: dict[str, list[str]]) -> bool:

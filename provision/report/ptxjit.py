@@ -14,7 +14,9 @@ from provision.report.gates import Gate
 TITLE = "the driver can JIT the PTX the stack would run"
 
 
-def gate(facts: MachineFacts, ptx_only: Iterable[tuple[str, str | None, str]], cuda: str | None) -> Gate | None:
+def gate(
+    facts: MachineFacts, ptx_only: Iterable[tuple[str, str | None, str]], cuda: str | None
+) -> Gate | None:
     """WARN naming each (package, version, GPU compute capability) that runs there only through PTX built with a CUDA
     newer than the driver's, and the driver to install; None where there is none (nothing to say). A package's CUDA
     is its local version tag's (+cu132), else `cuda`, the stack's own release (a profile's, a lock's, an environment's)."""
@@ -30,9 +32,20 @@ def gate(facts: MachineFacts, ptx_only: Iterable[tuple[str, str | None, str]], c
     rows = knowledge.tables()["minor_compat"]
     source = next((r["source"] for r in rows if r["major"] == newest.split(".")[0]), rows[0]["source"])
     minimum = knowledge.driver_minimum(newest)
-    install = f"a driver >= {minimum}" if minimum else f"a driver that supports CUDA {newest} (nvidia-smi's 'CUDA Version' {newest} or newer)"
-    shown = "; ".join(f"{', '.join(items[:6])}{', ...' if len(items) > 6 else ''}: PTX only, made by CUDA {built}"
-                      for built, items in sorted(found.items()))
-    return Gate(id="ptx-driver", title=TITLE, status="warn", source=source,
-                reason=f"{shown}; driver {facts.driver.version} supports CUDA up to {driver}: its JIT of that PTX fails at "
-                       f"first load with cudaErrorUnsupportedPtxVersion; install {install}")
+    install = (
+        f"a driver >= {minimum}"
+        if minimum
+        else f"a driver that supports CUDA {newest} (nvidia-smi's 'CUDA Version' {newest} or newer)"
+    )
+    shown = "; ".join(
+        f"{', '.join(items[:6])}{', ...' if len(items) > 6 else ''}: PTX only, made by CUDA {built}"
+        for built, items in sorted(found.items())
+    )
+    return Gate(
+        id="ptx-driver",
+        title=TITLE,
+        status="warn",
+        source=source,
+        reason=f"{shown}; driver {facts.driver.version} supports CUDA up to {driver}: its JIT of that PTX fails at "
+        f"first load with cudaErrorUnsupportedPtxVersion; install {install}",
+    )

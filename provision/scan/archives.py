@@ -47,7 +47,9 @@ def members(buffer: Any, base: int = 0, length: int | None = None) -> Iterator[t
         name, body, size, after = header_at(bytes(buffer[offset : offset + _HEADER]), offset - base)
         body, after = body + base, after + base  # header_at counts from the archive's start
         if body + size > end:
-            raise DamagedArchive(f"member at byte {offset - base} runs {body + size - end} bytes past the end")
+            raise DamagedArchive(
+                f"member at byte {offset - base} runs {body + size - end} bytes past the end"
+            )
         if name is not None:
             yield name, body, size
         offset = after

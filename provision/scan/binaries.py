@@ -20,7 +20,9 @@ if TYPE_CHECKING:
     from pathlib import Path
 
 
-class FileScan(NamedTuple):  # named tuples and a plain class: no dataclass generated at import (fatbin.Counts)
+class FileScan(
+    NamedTuple
+):  # named tuples and a plain class: no dataclass generated at import (fatbin.Counts)
     path: str
     package: str | None
     code: fatbin.Code
@@ -105,7 +107,9 @@ def counts_in_file(path: str | os.PathLike[str]) -> fatbin.Counts:
     return code_in_file(path).loadable
 
 
-def scan(paths: Sequence[str | os.PathLike[str]], require: tuple[str, ...] = (), jobs: int | None = None) -> ScanResult:
+def scan(
+    paths: Sequence[str | os.PathLike[str]], require: tuple[str, ...] = (), jobs: int | None = None
+) -> ScanResult:
     """Scan files, wheels (in place, over `jobs` processes) and folders; judge each package version on `require`.
     Paths are read as strings (os.path): a one-file scan loads no pathlib (cli/scan.py says why)."""
     start = time.perf_counter()
@@ -117,11 +121,17 @@ def scan(paths: Sequence[str | os.PathLike[str]], require: tuple[str, ...] = (),
         try:
             os.lstat(path)
         except OSError as exc:  # `lib.so/` is not a directory (ENOTDIR), as ls says: not "no such file"
-            raise InputError(f"{path}: {(exc.strerror or 'cannot be read').lower()}",
-                             "give a shared object, cubin, wheel or folder") from None
-        if os.path.islink(path) and not os.path.exists(path):  # said, not a note of a scan that "found nothing" (exit 0)
-            raise InputError(f"{path} is a link to {os.readlink(path)}, which does not exist (a dangling link)",
-                             "give the file it should point to, or fix the link")
+            raise InputError(
+                f"{path}: {(exc.strerror or 'cannot be read').lower()}",
+                "give a shared object, cubin, wheel or folder",
+            ) from None
+        if os.path.islink(path) and not os.path.exists(
+            path
+        ):  # said, not a note of a scan that "found nothing" (exit 0)
+            raise InputError(
+                f"{path} is a link to {os.readlink(path)}, which does not exist (a dangling link)",
+                "give the file it should point to, or fix the link",
+            )
         if os.path.isdir(path):
             found = _scan_folder(path, notes, jobs)
             scanned += found[0]
@@ -173,7 +183,9 @@ def _scan_folder(folder: str, notes: list[str], jobs: int | None) -> tuple[int, 
     return scanned, files
 
 
-def _scan_wheel(path: str, notes: list[str], jobs: int | None, sha256: str | None = None) -> tuple[int, list[FileScan]]:
+def _scan_wheel(
+    path: str, notes: list[str], jobs: int | None, sha256: str | None = None
+) -> tuple[int, list[FileScan]]:
     """Every member of the wheel at `path` with device code: from provision's scans/ cache by the wheel's sha256 (given
     where the caller checked it, else computed: hashing costs a fraction of inflating), else scanned and kept there."""
     import zipfile
@@ -187,8 +199,10 @@ def _scan_wheel(path: str, notes: list[str], jobs: int | None, sha256: str | Non
     try:
         name, version, _build, _tags = parse_wheel_filename(os.path.basename(path))
     except InvalidWheelFilename as exc:
-        raise InputError(f"{path}: not a wheel file name ({exc})",
-                         "a wheel is named NAME-VERSION-PYTHON-ABI-PLATFORM.whl; rename it as downloaded") from None
+        raise InputError(
+            f"{path}: not a wheel file name ({exc})",
+            "a wheel is named NAME-VERSION-PYTHON-ABI-PLATFORM.whl; rename it as downloaded",
+        ) from None
     project = str(canonicalize_name(name))
     members: remembered.Members = []
     problems: remembered.Problems = []
@@ -207,8 +221,10 @@ def _scan_wheel(path: str, notes: list[str], jobs: int | None, sha256: str | Non
                     members.append((member, code))
             remembered.keep(digest, scanned, members, problems, "wheel")
     except (zipfile.BadZipFile, zlib.error, EOFError, OSError) as exc:
-        raise InputError(f"{path}: not a readable wheel ({type(exc).__name__}: {exc})",
-                         "download the wheel again (pip and uv check its hash), or scan the unpacked folder") from None
+        raise InputError(
+            f"{path}: not a readable wheel ({type(exc).__name__}: {exc})",
+            "download the wheel again (pip and uv check its hash), or scan the unpacked folder",
+        ) from None
     notes.extend(f"{path}!{member}: not read ({problem})" for member, problem in problems)
     return scanned, [FileScan(f"{path}!{member}", project, code, str(version)) for member, code in members]
 
@@ -264,11 +280,17 @@ def verdict(code: fatbin.Code | fatbin.Counts, cc: str) -> tuple[str, str]:
         return "pass", f"native code for {sm}: {', '.join(native)}"
     ptx = sorted(label for label in counts.ptx if _runs_on(label, cc))
     if ptx:
-        return "warn", f"no cubin for {sm}; the driver must JIT PTX {', '.join(ptx)} at first load (slow first run)"
+        return (
+            "warn",
+            f"no cubin for {sm}; the driver must JIT PTX {', '.join(ptx)} at first load (slow first run)",
+        )
     carried = ", ".join(sorted(counts.cubin) + sorted(counts.ptx)) or "nothing"
     linked_only = isinstance(code, fatbin.Code) and not code.relocatable.empty
     extra = " and relocatable code the driver never loads" if linked_only else ""
-    return "fail", f"nothing runs on {sm} (carries {carried}{extra}): 'no kernel image is available for execution'"
+    return (
+        "fail",
+        f"nothing runs on {sm} (carries {carried}{extra}): 'no kernel image is available for execution'",
+    )
 
 
 def _runs_on(label: str, cc: str) -> bool:

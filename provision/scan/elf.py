@@ -20,7 +20,9 @@ SHT_PROGBITS, SHT_NOBITS = 1, 8
 SHF_ALLOC, SHF_EXECINSTR = 0x2, 0x4
 SHN_XINDEX = 0xFFFF
 _HEADER = struct.Struct("<HHIQQQIHHHHHH")  # e_type ... e_shstrndx, after the 16 bytes of e_ident
-_SECTION = struct.Struct("<IIQQQQIIQQ")  # sh_name, sh_type, sh_flags, sh_addr, sh_offset, sh_size, link, info, ...
+_SECTION = struct.Struct(
+    "<IIQQQQIIQQ"
+)  # sh_name, sh_type, sh_flags, sh_addr, sh_offset, sh_size, link, info, ...
 # Bare cubins: the `a` variant. CUDA 12.8/12.9 set bit 0x8 of e_flags (ELF ABI version 8; LLVM's
 # EF_CUDA_ACCELERATORS_V2) and 0x800 before (EF_CUDA_ACCELERATORS); nvcc 13 leaves e_flags alone and writes
 # attribute 9 = 1 in `.nv.compat` (sm_90a, sm_100a, sm_120a: 1; sm_100, sm_100f: 0; docs/fatbin.md).
@@ -28,7 +30,9 @@ EF_CUDA_ACCELERATORS_V2, EF_CUDA_ACCELERATORS = 0x8, 0x800
 COMPAT_ARCH_SPECIFIC = 9
 
 
-class Section(NamedTuple):  # named tuples, not dataclasses: made at import in a sixth of the time (fatbin.Counts)
+class Section(
+    NamedTuple
+):  # named tuples, not dataclasses: made at import in a sixth of the time (fatbin.Counts)
     name: str
     type: int
     flags: int
@@ -73,8 +77,11 @@ def read_header(buffer: Any, base: int = 0) -> Header | None:
     if len(buffer) < base + 64:
         raise ValueError("ELF header truncated")
     (e_type, machine, _v, _entry, phoff, shoff, flags, _eh, phentsize, phnum, shentsize, shnum, shstrndx) = (
-        _HEADER.unpack_from(buffer, base + 16))
-    return Header(e_type, machine, flags, ident[8], phoff, phentsize, phnum, shoff, shentsize, shnum, shstrndx)
+        _HEADER.unpack_from(buffer, base + 16)
+    )
+    return Header(
+        e_type, machine, flags, ident[8], phoff, phentsize, phnum, shoff, shentsize, shnum, shstrndx
+    )
 
 
 def section_rows(header: Header, buffer: Any, at: int, length: int) -> tuple[list[tuple[int, ...]], int]:
@@ -92,7 +99,9 @@ def section_rows(header: Header, buffer: Any, at: int, length: int) -> tuple[lis
     return [_SECTION.unpack_from(buffer, at + index * header.shentsize) for index in range(count)], names
 
 
-def name_sections(rows: list[tuple[int, ...]], names: Any, names_at: int, names_size: int) -> tuple[Section, ...]:
+def name_sections(
+    rows: list[tuple[int, ...]], names: Any, names_at: int, names_size: int
+) -> tuple[Section, ...]:
     """Sections named from the string table held at names[names_at:names_at+names_size]."""
     sections = []
     for row in rows:
@@ -126,12 +135,20 @@ def _read_with_pyelftools(data: bytes) -> Image:
 
     elf = ELFFile(io.BytesIO(data))
     sections = tuple(
-        Section(s.name, {"SHT_PROGBITS": SHT_PROGBITS, "SHT_NOBITS": SHT_NOBITS}.get(s["sh_type"], 0),
-                s["sh_flags"], s["sh_offset"], s["sh_size"])
-        for s in elf.iter_sections())
+        Section(
+            s.name,
+            {"SHT_PROGBITS": SHT_PROGBITS, "SHT_NOBITS": SHT_NOBITS}.get(s["sh_type"], 0),
+            s["sh_flags"],
+            s["sh_offset"],
+            s["sh_size"],
+        )
+        for s in elf.iter_sections()
+    )
     types = {"ET_REL": ET_REL, "ET_EXEC": ET_EXEC, "ET_DYN": ET_DYN}
     machine = EM_CUDA if elf["e_machine"] in ("EM_CUDA", EM_CUDA) else 0
-    return Image(types.get(elf["e_type"], 0), machine, elf["e_flags"], elf["e_ident"]["EI_ABIVERSION"], sections)
+    return Image(
+        types.get(elf["e_type"], 0), machine, elf["e_flags"], elf["e_ident"]["EI_ABIVERSION"], sections
+    )
 
 
 def code_in_image(buffer: Any, base: int = 0, length: int | None = None, jobs: int = 1) -> fatbin.Code:
@@ -150,12 +167,18 @@ def code_in_image(buffer: Any, base: int = 0, length: int | None = None, jobs: i
         target = role(image, section)
         if target is None or section.offset >= length:
             continue
-        size = min(section.size, length - section.offset)  # a size past the end of the file is damage: clip it
+        size = min(
+            section.size, length - section.offset
+        )  # a size past the end of the file is damage: clip it
         counts = code.relocatable if target == "relocatable" else code.loadable
-        (walked if section.name in fatbin.FATBIN_SECTIONS else searched).append((base + section.offset, size, counts))
+        (walked if section.name in fatbin.FATBIN_SECTIONS else searched).append(
+            (base + section.offset, size, counts)
+        )
     from provision.scan import search
 
-    pending = search.Search(buffer, [(start, start + size) for start, size, _counts in searched], jobs, walking=bool(walked))
+    pending = search.Search(
+        buffer, [(start, start + size) for start, size, _counts in searched], jobs, walking=bool(walked)
+    )
     for start, size, counts in walked:
         fatbin.parse(buffer, start, size, counts)
     hits = pending.result()
@@ -181,7 +204,9 @@ def role(image: Image, section: Section) -> str | None:
         return "relocatable" if image.linked else "loadable"
     if section.name == ".nv_fatbin":
         return "loadable"
-    loaded_data = section.type == SHT_PROGBITS and section.flags & SHF_ALLOC and not section.flags & SHF_EXECINSTR
+    loaded_data = (
+        section.type == SHT_PROGBITS and section.flags & SHF_ALLOC and not section.flags & SHF_EXECINSTR
+    )
     return "loadable" if loaded_data else None
 
 

@@ -18,7 +18,9 @@ CONTAINER_VERSION = 1  # every one of the 46,764 containers in the wheels of iss
 CONTAINER_START = struct.pack("<I", CONTAINER_MAGIC)
 _CONTAINER = struct.Struct("<IHHQ")  # magic, version, header size, size of the entries that follow
 _ENTRY = struct.Struct("<HHIQ")  # kind, version, header size, payload size
-_ENTRY_READ = struct.Struct("<HHIQ12xI8xQ")  # the same, then the arch (at 28) and flags (at 40): one read per entry
+_ENTRY_READ = struct.Struct(
+    "<HHIQ12xI8xQ"
+)  # the same, then the arch (at 28) and flags (at 40): one read per entry
 CONTAINER_HEADER = 16
 ENTRY_ARCH_OFFSET = 28  # u32: 90, 100, 120 ...
 ENTRY_FLAGS_OFFSET = 40  # u64
@@ -37,8 +39,14 @@ class Counts:
 
     __slots__ = ("cubin", "ptx", "lto", "compressed", "containers")
 
-    def __init__(self, cubin: Counter[str] | None = None, ptx: Counter[str] | None = None,
-                 lto: Counter[str] | None = None, compressed: int = 0, containers: int = 0) -> None:
+    def __init__(
+        self,
+        cubin: Counter[str] | None = None,
+        ptx: Counter[str] | None = None,
+        lto: Counter[str] | None = None,
+        compressed: int = 0,
+        containers: int = 0,
+    ) -> None:
         self.cubin: Counter[str] = Counter() if cubin is None else cubin
         self.ptx: Counter[str] = Counter() if ptx is None else ptx
         self.lto: Counter[str] = Counter() if lto is None else lto
@@ -51,8 +59,10 @@ class Counts:
         return isinstance(other, Counts) and self._key() == other._key()
 
     def __repr__(self) -> str:
-        return (f"Counts(cubin={self.cubin!r}, ptx={self.ptx!r}, lto={self.lto!r}, compressed={self.compressed}, "
-                f"containers={self.containers})")
+        return (
+            f"Counts(cubin={self.cubin!r}, ptx={self.ptx!r}, lto={self.lto!r}, compressed={self.compressed}, "
+            f"containers={self.containers})"
+        )
 
     def add(self, other: Counts) -> None:
         self.cubin.update(other.cubin)
@@ -81,7 +91,10 @@ class Code:
         self.relocatable = Counts() if relocatable is None else relocatable
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, Code) and (self.loadable, self.relocatable) == (other.loadable, other.relocatable)
+        return isinstance(other, Code) and (self.loadable, self.relocatable) == (
+            other.loadable,
+            other.relocatable,
+        )
 
     def __repr__(self) -> str:
         return f"Code(loadable={self.loadable!r}, relocatable={self.relocatable!r})"
@@ -118,7 +131,10 @@ def container_at(buffer: Any, offset: int) -> int:
     if body_size < ENTRY_HEADER_MIN:
         return 0
     kind, _v, entry_header, payload = _ENTRY.unpack_from(buffer, offset + CONTAINER_HEADER)
-    if kind not in (KIND_PTX, KIND_CUBIN, KIND_LTO) or not ENTRY_HEADER_MIN <= entry_header <= ENTRY_HEADER_MAX:
+    if (
+        kind not in (KIND_PTX, KIND_CUBIN, KIND_LTO)
+        or not ENTRY_HEADER_MIN <= entry_header <= ENTRY_HEADER_MAX
+    ):
         return 0
     if entry_header + payload > body_size:
         return 0
@@ -140,7 +156,9 @@ def count_entry(buffer: Any, offset: int, counts: Counts) -> int:
     return int(entry_header + payload)
 
 
-_LABELS: dict[tuple[int, int, int], str] = {}  # (kind, arch, variant flags) -> label: a library has a few dozen
+_LABELS: dict[
+    tuple[int, int, int], str
+] = {}  # (kind, arch, variant flags) -> label: a library has a few dozen
 
 
 def parse(buffer: Any, start: int, size: int, counts: Counts, hits: list[int] | None = None) -> None:

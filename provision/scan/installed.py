@@ -31,7 +31,10 @@ def record_owners(root: Path) -> dict[str, tuple[str, str | None]]:
         stem = record.parent.name.removesuffix(".dist-info")
         name, _, version = stem.partition("-")
         metadata = _metadata(record.parent / "METADATA")
-        owner = (str(canonicalize_name(metadata.get("Name") or name)), metadata.get("Version") or version or None)
+        owner = (
+            str(canonicalize_name(metadata.get("Name") or name)),
+            metadata.get("Version") or version or None,
+        )
         prefix = str(site)
         try:
             with _open_regular(record, newline="") as handle:

@@ -37,8 +37,15 @@ class Place:
 
     @classmethod
     def of(cls, info: zipfile.ZipInfo) -> Place:
-        return cls(info.filename, info.header_offset, info.compress_type, info.compress_size, info.file_size,
-                   info.CRC, info.flag_bits)
+        return cls(
+            info.filename,
+            info.header_offset,
+            info.compress_type,
+            info.compress_size,
+            info.file_size,
+            info.CRC,
+            info.flag_bits,
+        )
 
 
 @dataclass(frozen=True)
@@ -101,7 +108,9 @@ class Reader:
                 self.pending = self.inflate.unconsumed_tail
                 self.eof = self.inflate.eof
                 if not (data or self.eof or self.pending or self.left):
-                    raise EOFError(f"{self.place.name}: compressed data ended before the end-of-stream marker")
+                    raise EOFError(
+                        f"{self.place.name}: compressed data ended before the end-of-stream marker"
+                    )
             self.crc = zlib.crc32(data, self.crc)
             self.total += len(data)
             parts.append(data)
@@ -120,7 +129,13 @@ class Reader:
     def resumed(self, mark: Mark) -> Reader:
         """A reader of the same member going on from `mark`: what lies before it is not inflated again."""
         other = copy.copy(self)
-        other.total, other.at, other.left, other.pending, other.crc = mark.total, mark.at, mark.left, mark.pending, mark.crc
+        other.total, other.at, other.left, other.pending, other.crc = (
+            mark.total,
+            mark.at,
+            mark.left,
+            mark.pending,
+            mark.crc,
+        )
         other.eof = False
         if mark.inflater is not None:
             other.inflate = mark.inflater.copy()

@@ -17,8 +17,16 @@ Problems = list[tuple[str, str]]  # member name -> why it was not read
 
 def keep(sha256: str, scanned: int, members: Members, problems: Problems, source: str) -> None:
     """Keep the scan of the wheel with this sha256 (`source`: where its bytes were read, for whoever looks)."""
-    wheelfacts.put(KIND, sha256, {"scanned": scanned, "from": source, "problems": [list(p) for p in problems],
-                                  "members": [[name, _counts(code.loadable), _counts(code.relocatable)] for name, code in members]})
+    wheelfacts.put(
+        KIND,
+        sha256,
+        {
+            "scanned": scanned,
+            "from": source,
+            "problems": [list(p) for p in problems],
+            "members": [[name, _counts(code.loadable), _counts(code.relocatable)] for name, code in members],
+        },
+    )
 
 
 def load(sha256: str) -> tuple[int, Members, Problems] | None:
@@ -28,7 +36,10 @@ def load(sha256: str) -> tuple[int, Members, Problems] | None:
         return None
     try:
         scanned = data["scanned"]
-        members = [(_text(name), fatbin.Code(_from(loadable), _from(relocatable))) for name, loadable, relocatable in data["members"]]
+        members = [
+            (_text(name), fatbin.Code(_from(loadable), _from(relocatable)))
+            for name, loadable, relocatable in data["members"]
+        ]
         problems = [(_text(name), _text(why)) for name, why in data["problems"]]
         if type(scanned) is not int or scanned < 0:
             raise ValueError(scanned)
@@ -56,7 +67,9 @@ def _from(data: Any) -> fatbin.Counts:
     found = []
     for kind in ("cubin", "ptx", "lto"):
         labels = data[kind]
-        if not isinstance(labels, dict) or not all(isinstance(k, str) and type(v) is int and v > 0 for k, v in labels.items()):
+        if not isinstance(labels, dict) or not all(
+            isinstance(k, str) and type(v) is int and v > 0 for k, v in labels.items()
+        ):
             raise ValueError(kind)
         found.append(Counter(labels))
     compressed, containers = data["compressed"], data["containers"]

@@ -57,7 +57,9 @@ class Search:
     with `walking`, that work is its share, and every share of the search goes to a child (cuBLASLt: a walk of
     2,782 containers beside 258 MB searched; the caller's share after its walk was the longest path)."""
 
-    def __init__(self, buffer: Any, ranges: list[tuple[int, int]], jobs: int = 1, walking: bool = False) -> None:
+    def __init__(
+        self, buffer: Any, ranges: list[tuple[int, int]], jobs: int = 1, walking: bool = False
+    ) -> None:
         self.buffer = buffer
         count = min(jobs, sum(end - start for start, end in ranges) // SLICE_MIN)
         if count < 2 or not _may_fork():

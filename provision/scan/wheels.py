@@ -24,8 +24,13 @@ WHOLE = 16 << 20  # members up to this size are read whole
 PARALLEL = 64 << 20  # below this many candidate bytes in all, worker processes cost more than they save
 MARK = 16 << 20  # a member of a wheel is marked this often, so a second look at its names starts near them
 KEEP = 1 << 20  # bytes kept before the section table: where linkers put the section-name table
-TABLE_MAX = 16 << 20  # the most of a section table (or of its name table) held: 65,280 sections of 64 bytes is 4 MiB
-WHOLE_MAX = 64 << 20  # what is read whole when it cannot be streamed (a 32-bit or big-endian ELF, a bare cubin)
+TABLE_MAX = (
+    16 << 20
+)  # the most of a section table (or of its name table) held: 65,280 sections of 64 bytes is 4 MiB
+WHOLE_MAX = (
+    64 << 20
+)  # what is read whole when it cannot be streamed (a 32-bit or big-endian ELF, a bare cubin)
+
 
 class Stream(Protocol):
     """What the streaming reader needs of a member: a file object, a zip member (members.Reader), a slice of one."""
@@ -42,8 +47,30 @@ Result = tuple[str, "fatbin.Code | None", str]  # member name, code found (None:
 
 # Members whose names say they are text or Python: never opened to look for an ELF header (a wheel such as
 # tensorflow's holds 24,000 members, 77 of them ELF).
-NOT_BINARY = (".py", ".pyi", ".pyc", ".h", ".hpp", ".cuh", ".inc", ".txt", ".md", ".rst", ".json", ".toml", ".cfg",
-              ".ini", ".yaml", ".yml", ".html", ".css", ".js", ".csv", ".proto", ".typed")
+NOT_BINARY = (
+    ".py",
+    ".pyi",
+    ".pyc",
+    ".h",
+    ".hpp",
+    ".cuh",
+    ".inc",
+    ".txt",
+    ".md",
+    ".rst",
+    ".json",
+    ".toml",
+    ".cfg",
+    ".ini",
+    ".yaml",
+    ".yml",
+    ".html",
+    ".css",
+    ".js",
+    ".csv",
+    ".proto",
+    ".typed",
+)
 
 
 def candidates(wheel: zipfile.ZipFile) -> list[zipfile.ZipInfo]:
@@ -52,7 +79,12 @@ def candidates(wheel: zipfile.ZipFile) -> list[zipfile.ZipInfo]:
     fd = os.open(wheel.filename or "", os.O_RDONLY)
     try:
         for info in wheel.infolist():
-            if info.is_dir() or info.file_size < 8 or info.filename.endswith(NOT_BINARY) or ".dist-info/" in info.filename:
+            if (
+                info.is_dir()
+                or info.file_size < 8
+                or info.filename.endswith(NOT_BINARY)
+                or ".dist-info/" in info.filename
+            ):
                 continue
             with members.Reader(fd, members.Place.of(info), wheel.filename or "", chunk=4096) as member:
                 head = member.read(8)
@@ -75,8 +107,12 @@ def scan_wheel(path: Path, jobs: int | None = None) -> Iterator[Result]:
         if jobs > 1 and len(places) > 1 and sum(p.size for p in places) > PARALLEL:
             import multiprocessing
 
-            with ProcessPoolExecutor(min(jobs, len(places)), mp_context=multiprocessing.get_context("fork"),
-                                     initializer=_open_wheel, initargs=(str(path),)) as pool:
+            with ProcessPoolExecutor(
+                min(jobs, len(places)),
+                mp_context=multiprocessing.get_context("fork"),
+                initializer=_open_wheel,
+                initargs=(str(path),),
+            ) as pool:
                 yield from pool.map(_scan_member, places)
             return
         for place in places:
@@ -130,10 +166,15 @@ class _Window:
     """The bytes of a stream from absolute offset `base` on; older bytes are dropped as the reader moves on, except
     those from `keep_from` on, which are kept (the section table and its names, at the end of the file)."""
 
-    def __init__(self, read: Callable[[int], bytes], mark: Callable[[], Any] | None = None, base: int = 0) -> None:
+    def __init__(
+        self, read: Callable[[int], bytes], mark: Callable[[], Any] | None = None, base: int = 0
+    ) -> None:
         self.source, self.data, self.base, self.eof = read, bytearray(), base, False
         self.keep_from, self.keep_to, self.kept = 1 << 62, 1 << 62, bytearray()
-        self.mark, self.marks = mark, [(base, None)]  # (offset, where the stream stood there) every MARK bytes
+        self.mark, self.marks = (
+            mark,
+            [(base, None)],
+        )  # (offset, where the stream stood there) every MARK bytes
 
     def read(self, count: int) -> bytes:
         if self.mark is not None and self.end >= self.marks[-1][0] + MARK:
@@ -142,7 +183,11 @@ class _Window:
 
     def mark_before(self, offset: int) -> tuple[int, Any]:
         """The last (offset, mark) taken at or before `offset`; (0, None) when none was."""
-        return max((m for m in self.marks if m[0] <= offset and m[1] is not None), default=(0, None), key=lambda m: m[0])
+        return max(
+            (m for m in self.marks if m[0] <= offset and m[1] is not None),
+            default=(0, None),
+            key=lambda m: m[0],
+        )
 
     @property
     def end(self) -> int:
@@ -159,7 +204,9 @@ class _Window:
         return self.end >= upto
 
     def _drop(self, count: int) -> None:
-        if self.end > self.keep_from and count and self.base < self.keep_to:  # only [keep_from, keep_to) is kept
+        if (
+            self.end > self.keep_from and count and self.base < self.keep_to
+        ):  # only [keep_from, keep_to) is kept
             self.kept += self.data[max(0, self.keep_from - self.base) : min(count, self.keep_to - self.base)]
         del self.data[:count]
         self.base += count
@@ -196,10 +243,14 @@ def code_in_stream(open_member: Callable[[], Stream], size: int | None = None) -
         header = None if window.end < 64 else elf.read_header(window.data)
         if header is None or header.machine == elf.EM_CUDA:  # rare: read whole, within a bound
             if (size or 0) > WHOLE_MAX or window.fill(WHOLE_MAX + 1):
-                raise ValueError(f"a 32-bit or big-endian ELF, or a bare cubin, larger than {WHOLE_MAX >> 20} MiB: not read")
+                raise ValueError(
+                    f"a 32-bit or big-endian ELF, or a bare cubin, larger than {WHOLE_MAX >> 20} MiB: not read"
+                )
             return code_in_bytes(window.data)
         window.keep_from = max(0, header.shoff - KEEP)
-        window.keep_to = header.shoff + min(header.shnum * header.shentsize if header.shnum else TABLE_MAX, TABLE_MAX)
+        window.keep_to = header.shoff + min(
+            header.shnum * header.shentsize if header.shnum else TABLE_MAX, TABLE_MAX
+        )
         found = _containers(window)
         tail = window.finish()
         end = min(window.end, window.keep_to)
@@ -207,14 +258,17 @@ def code_in_stream(open_member: Callable[[], Stream], size: int | None = None) -
     rows, names = elf.section_rows(header, tail, table, max(0, len(tail) - table))
     if names >= len(rows):
         raise ValueError("no section-name table")
-    names_at, names_size = rows[names][4], min(rows[names][5], TABLE_MAX)  # names past TABLE_MAX are never read
+    names_at, names_size = (
+        rows[names][4],
+        min(rows[names][5], TABLE_MAX),
+    )  # names past TABLE_MAX are never read
     if names_at >= window.keep_from and names_at + names_size <= end:
         sections = elf.name_sections(rows, tail, names_at - window.keep_from, names_size)
     else:  # the name table lies further from the end than kept (before a large `.strtab`): read it again, from the
         # last mark before it (a member of a wheel), else from the start
         start, mark = window.mark_before(names_at)
         resumed = getattr(member, "resumed", None)
-        with (resumed(mark) if resumed and mark else open_member()) as again_member:
+        with resumed(mark) if resumed and mark else open_member() as again_member:
             again = _Window(again_member.read, base=start if resumed and mark else 0)
             again.skip_to(names_at)
             again.fill(names_at + names_size)
@@ -233,7 +287,11 @@ def _archive_in_stream(window: _Window, open_member: Callable[[], Stream]) -> fa
         if not window.fill(offset + archives.HEADER):
             return total
         name, start, length, offset = archives.header_at(bytes(window.data[: archives.HEADER]), offset)
-        if name is None or not window.fill(start + 4) or window.data[start - window.base : start - window.base + 4] != elf.ELF_MAGIC:
+        if (
+            name is None
+            or not window.fill(start + 4)
+            or window.data[start - window.base : start - window.base + 4] != elf.ELF_MAGIC
+        ):
             continue
         if length <= WHOLE:
             window.fill(start + length)
@@ -307,7 +365,9 @@ def _containers(window: _Window) -> list[tuple[int, int, fatbin.Counts]]:
         entry = at + fatbin.CONTAINER_HEADER
         while entry + fatbin.ENTRY_HEADER_MIN <= at + size:
             window.skip_to(entry)
-            if not window.fill(entry + fatbin.ENTRY_HEADER_MIN) or not (step := fatbin.count_entry(window.data, 0, counts)):
+            if not window.fill(entry + fatbin.ENTRY_HEADER_MIN) or not (
+                step := fatbin.count_entry(window.data, 0, counts)
+            ):
                 break
             entry += step
         found.append((at, size, counts))

@@ -20,7 +20,9 @@ from provision.stacks import wheelcache
 
 DAY = 86400.0
 OLDER_THAN_DAYS = 30  # gc's default: what was not used for this long goes
-TEMP_AGE = 3600.0  # a fetch's temporary folder (`.<sha256 prefix>-...`) older than this was left by a killed fetch
+TEMP_AGE = (
+    3600.0  # a fetch's temporary folder (`.<sha256 prefix>-...`) older than this was left by a killed fetch
+)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -35,8 +37,14 @@ class Cache:
     removed_bytes: int = 0
 
     def to_dict(self) -> dict[str, object]:
-        return {"name": self.name, "path": self.path, "entries": self.entries, "bytes": self.bytes,
-                "removed": self.removed, "removed_bytes": self.removed_bytes}
+        return {
+            "name": self.name,
+            "path": self.path,
+            "entries": self.entries,
+            "bytes": self.bytes,
+            "removed": self.removed,
+            "removed_bytes": self.removed_bytes,
+        }
 
 
 def named_by(locks: Iterable[Path]) -> set[str]:
@@ -59,7 +67,16 @@ def prune(*, named: set[str] | None, older_than: float | None) -> list[Cache]:
     for kind in wheelfacts.KINDS:
         count, size = wheelfacts.prune(kind, older_than=older_than)
         entries, held = wheelfacts.usage(kind)
-        found.append(Cache(name=kind, path=wheelfacts.folder(kind), entries=entries, bytes=held, removed=count, removed_bytes=size))
+        found.append(
+            Cache(
+                name=kind,
+                path=wheelfacts.folder(kind),
+                entries=entries,
+                bytes=held,
+                removed=count,
+                removed_bytes=size,
+            )
+        )
     return found
 
 
@@ -82,7 +99,9 @@ def _prune_wheels(named: set[str] | None, older_than: float | None) -> Cache:
         elif not stat.S_ISDIR(status.st_mode) or not wheelcache.SHA256.match(entry.name):
             stale = True  # a link, a file, a foreign name: no wheel provision kept
         else:
-            stale = (named is not None and entry.name not in named) or (older_than is not None and now - used > older_than)
+            stale = (named is not None and entry.name not in named) or (
+                older_than is not None and now - used > older_than
+            )
         if stale:
             if stat.S_ISDIR(status.st_mode):
                 shutil.rmtree(entry.path, ignore_errors=True)
@@ -91,7 +110,14 @@ def _prune_wheels(named: set[str] | None, older_than: float | None) -> Cache:
             removed, removed_bytes = removed + 1, removed_bytes + size
         else:
             entries, held = entries + 1, held + size
-    return Cache(name="wheels", path=str(folder), entries=entries, bytes=held, removed=removed, removed_bytes=removed_bytes)
+    return Cache(
+        name="wheels",
+        path=str(folder),
+        entries=entries,
+        bytes=held,
+        removed=removed,
+        removed_bytes=removed_bytes,
+    )
 
 
 def _last_used(path: str, fallback: float) -> float:

@@ -37,7 +37,10 @@ class EarlyReads:
 
         try:
             document = toml.loads(regular.read_text(previous, LOCK_LIMIT, errors="replace"))
-        except (OSError, ValueError):  # no lock there yet, or not one this can read: lock reads what it needs later
+        except (
+            OSError,
+            ValueError,
+        ):  # no lock there yet, or not one this can read: lock reads what it needs later
             return
         packages = document.get("packages")
         self._start(self._claim(jobs_of(packages if isinstance(packages, list) else [])))
@@ -51,7 +54,11 @@ class EarlyReads:
 
     def _claim(self, jobs: list[wheelrecords.Job]) -> list[wheelrecords.Job]:
         with self.guard:
-            jobs = [job for job in jobs if job[3] not in self.futures and (self.wanted is None or job[3] in self.wanted)]
+            jobs = [
+                job
+                for job in jobs
+                if job[3] not in self.futures and (self.wanted is None or job[3] in self.wanted)
+            ]
             for job in jobs:  # claimed before the slow part below: another batch does not start them again
                 self.futures[job[3]] = Future()
         return jobs
@@ -66,7 +73,9 @@ class EarlyReads:
             return
         with self.guard:
             for job in jobs:
-                if not self.closed:  # keep_only comes once the lock is known: what it wants was started before
+                if (
+                    not self.closed
+                ):  # keep_only comes once the lock is known: what it wants was started before
                     self.futures[job[3]] = self.pool.submit(wheelrecords.read_one, job, unpacked)
 
     def keep_only(self, sha256s: set[str]) -> None:
@@ -100,7 +109,11 @@ def jobs_of(packages: list[Any]) -> list[wheelrecords.Job]:
             filename = named if isinstance(named, str) else urls.filename(url)
             hashes = wheel.get("hashes")
             sha256 = hashes.get("sha256", "") if isinstance(hashes, dict) else ""
-            if filename.endswith(".whl") and isinstance(sha256, str) and sha256 and \
-                    (name not in jobs or jobs[name][1].endswith("-none-any.whl")):
+            if (
+                filename.endswith(".whl")
+                and isinstance(sha256, str)
+                and sha256
+                and (name not in jobs or jobs[name][1].endswith("-none-any.whl"))
+            ):
                 jobs[name] = (name, filename, url, sha256.lower())
     return list(jobs.values())

@@ -17,7 +17,7 @@ _HTTP = ("http://", "https://", "git+http://", "git+https://")
 _USER = "PROVISION_GIT_USERNAME_{}"
 _PASSWORD = "PROVISION_GIT_PASSWORD_{}"
 # git runs a helper that starts with ! through the shell, with `get`, `store` or `erase` after it: only `get` answers
-_HELPER = "!f() { test \"$1\" = get && printf 'username=%s\\npassword=%s\\n' \"${user}\" \"${password}\"; }; f"
+_HELPER = '!f() { test "$1" = get && printf \'username=%s\\npassword=%s\\n\' "${user}" "${password}"; }; f'
 
 
 def bare(url: str) -> str:
@@ -32,7 +32,11 @@ def problem(url: str) -> str | None:
     a / ? # @ or \\ left unencoded in the user info (where the host begins is then a guess, and the helper would give
     the password to the host guessed), a query (git and uv pass it on as it is), a password in an ssh URL (ssh takes
     none from a URL), a line break in the user info (the helper's answer is one line a key)."""
-    if re.match(r"(?i)(?:git\+)?https?:", url) and not re.match(r"(?:git\+)?https?://[^/\\]", url) or "\\" in url:
+    if (
+        re.match(r"(?i)(?:git\+)?https?:", url)
+        and not re.match(r"(?:git\+)?https?://[^/\\]", url)
+        or "\\" in url
+    ):
         return "an http(s) git URL not spelled scheme://host/... (uv reads http:/ and http:/// as http://, and a \\ as a /): write it so"
     user_info = urls.userinfo(url)
     if user_info is not None and re.search(r"[/?#@\\]", user_info[1]):
@@ -54,11 +58,15 @@ def variables(git_urls: Iterable[str], environ: Mapping[str, str] | None = None)
     given = environ.get("GIT_CONFIG_COUNT", "")
     count = int(given) if given.isdigit() and len(given) < 6 else 0
     env: dict[str, str] = {}
-    for number, url in enumerate(u for u in dict.fromkeys(git_urls) if u.startswith(_HTTP) and urls.credentials(u) != ("", "")):
+    for number, url in enumerate(
+        u for u in dict.fromkeys(git_urls) if u.startswith(_HTTP) and urls.credentials(u) != ("", "")
+    ):
         user, password = urls.credentials(url)
         where = bare(url).removeprefix("git+")
         env[_USER.format(number)], env[_PASSWORD.format(number)] = user, password
-        helper = _HELPER.replace("${user}", "${" + _USER.format(number) + "}").replace("${password}", "${" + _PASSWORD.format(number) + "}")
+        helper = _HELPER.replace("${user}", "${" + _USER.format(number) + "}").replace(
+            "${password}", "${" + _PASSWORD.format(number) + "}"
+        )
         for key, value in ((f"credential.{where}.helper", ""), (f"credential.{where}.helper", helper)):
             env[f"GIT_CONFIG_KEY_{count}"], env[f"GIT_CONFIG_VALUE_{count}"] = key, value
             count += 1

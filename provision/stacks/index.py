@@ -25,9 +25,13 @@ if TYPE_CHECKING:
 JSON_TYPE = "application/vnd.pypi.simple.v1+json"
 RETRIES = 2
 CHUNK = 1 << 20
-MIN_RATE = 64 << 10  # bytes a second: past its first 2 x PROVISION_HTTP_TIMEOUT seconds, a transfer must average this
+MIN_RATE = (
+    64 << 10
+)  # bytes a second: past its first 2 x PROVISION_HTTP_TIMEOUT seconds, a transfer must average this
 PAGE_LIMIT = 64 << 20  # a project page (the largest, torch's, is a few MB)
-DOWNLOAD_LIMIT = 4 << 30  # a file whose size neither the lock nor the index gives: larger than any wheel indexes serve
+DOWNLOAD_LIMIT = (
+    4 << 30
+)  # a file whose size neither the lock nor the index gives: larger than any wheel indexes serve
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -49,7 +53,14 @@ class _Links(HTMLParser):
             found = dict(attrs)
             href = found.get("href")
             if href:
-                self.links.append((href, _core_metadata(found.get("data-core-metadata") or found.get("data-dist-info-metadata"))))
+                self.links.append(
+                    (
+                        href,
+                        _core_metadata(
+                            found.get("data-core-metadata") or found.get("data-dist-info-metadata")
+                        ),
+                    )
+                )
 
 
 def _core_metadata(value: object) -> bool | dict[str, str]:
@@ -103,7 +114,9 @@ class _Transfer:
     def __init__(self) -> None:
         self.started = time.monotonic()
         self.received = 0
-        self.cancelled = False  # set, under `lock`, by the waiting thread at the deadline: no chunk is handed on after
+        self.cancelled = (
+            False  # set, under `lock`, by the waiting thread at the deadline: no chunk is handed on after
+        )
         self.lock = threading.Lock()
         self.done = threading.Event()
         self.answer: Answer | None = None
@@ -115,9 +128,17 @@ class _Transfer:
         return self.started + 2 * seconds + self.received / MIN_RATE
 
 
-def get(url: str, *, accept: str | None = None, headers: Mapping[str, str] | None = None, method: str = "GET",
-        limit: int = PAGE_LIMIT, sink: Callable[[bytes], None] | None = None, bodies: Collection[int] = range(200, 300),
-        what: str = "the answer") -> Answer:
+def get(
+    url: str,
+    *,
+    accept: str | None = None,
+    headers: Mapping[str, str] | None = None,
+    method: str = "GET",
+    limit: int = PAGE_LIMIT,
+    sink: Callable[[bytes], None] | None = None,
+    bodies: Collection[int] = range(200, 300),
+    what: str = "the answer",
+) -> Answer:
     """GET (or HEAD) `url` and read its body: the one way provision reads the network. The whole request has a
     deadline (twice PROVISION_HTTP_TIMEOUT seconds, plus one per MIN_RATE bytes that arrived: a server trickling a
     byte a second fails then, a large wheel arriving at any useful speed does not) and the body a byte bound
@@ -132,8 +153,12 @@ def get(url: str, *, accept: str | None = None, headers: Mapping[str, str] | Non
     for attempt in range(RETRIES + 1):
         session = _session()
         transfer = _Transfer()
-        worker = threading.Thread(target=_exchange, args=(session, url, method, sent, limit, sink, bodies, transfer, seconds),
-                                  daemon=True, name="provision-http")
+        worker = threading.Thread(
+            target=_exchange,
+            args=(session, url, method, sent, limit, sink, bodies, transfer, seconds),
+            daemon=True,
+            name="provision-http",
+        )
         worker.start()
         while not transfer.done.wait(max(0.0, transfer.deadline(seconds) - time.monotonic())):
             if time.monotonic() >= transfer.deadline(seconds):
@@ -141,8 +166,10 @@ def get(url: str, *, accept: str | None = None, headers: Mapping[str, str] | Non
                     transfer.cancelled = True
                 _local.session = None  # the stalled thread keeps that session's connection: never reused
                 got = f"; {transfer.received:,} bytes of {what} had come" if transfer.received else ""
-                raise IndexUnreachable(f"{redact(url)}: no complete answer within {transfer.deadline(seconds) - transfer.started:.3g} s{got}",
-                                  f"the server is too slow or stalled; retry, use a mirror, or raise {TIMEOUT_VARIABLE} (now {seconds:g})")
+                raise IndexUnreachable(
+                    f"{redact(url)}: no complete answer within {transfer.deadline(seconds) - transfer.started:.3g} s{got}",
+                    f"the server is too slow or stalled; retry, use a mirror, or raise {TIMEOUT_VARIABLE} (now {seconds:g})",
+                )
         if transfer.error is None and transfer.answer is not None:
             if transfer.answer.status_code < 500:
                 return transfer.answer
@@ -150,21 +177,34 @@ def get(url: str, *, accept: str | None = None, headers: Mapping[str, str] | Non
         elif isinstance(transfer.error, _Retry) and not (sink is not None and transfer.received):
             last = str(transfer.error)  # a sink that was handed bytes cannot take them again: no retry then
         elif isinstance(transfer.error, _Retry):
-            raise IndexUnreachable(f"{redact(url)}: {transfer.error} after {transfer.received:,} bytes", "retry; check the index") from None
+            raise IndexUnreachable(
+                f"{redact(url)}: {transfer.error} after {transfer.received:,} bytes", "retry; check the index"
+            ) from None
         else:
             raise transfer.error or IndexUnreachable(f"{redact(url)}: no answer", "retry")
         if attempt < RETRIES:
             time.sleep(0.2 * (attempt + 1))
-    raise IndexUnreachable(f"{redact(url)}: {last} after {RETRIES + 1} tries",
-                      "check the index is up, or point --index NAME=URL (or PROVISION_INDEX_NAME) at a mirror")
+    raise IndexUnreachable(
+        f"{redact(url)}: {last} after {RETRIES + 1} tries",
+        "check the index is up, or point --index NAME=URL (or PROVISION_INDEX_NAME) at a mirror",
+    )
 
 
 class _Retry(Exception):
     """A failure that another try may mend: no connection, no answer in time, a connection that broke."""
 
 
-def _exchange(session: requests.Session, url: str, method: str, sent: dict[str, str], limit: int, sink: Callable[[bytes], None] | None,
-              bodies: Collection[int], transfer: _Transfer, seconds: float) -> None:
+def _exchange(
+    session: requests.Session,
+    url: str,
+    method: str,
+    sent: dict[str, str],
+    limit: int,
+    sink: Callable[[bytes], None] | None,
+    bodies: Collection[int],
+    transfer: _Transfer,
+    seconds: float,
+) -> None:
     """The request and its body, on the worker thread; the outcome goes into `transfer`, never raised."""
     import requests
     import urllib3
@@ -172,29 +212,56 @@ def _exchange(session: requests.Session, url: str, method: str, sent: dict[str, 
     try:
         # the credentials as requests' auth, split by our rule: a password with an unencoded / ? or # is whole; a URL
         # without any (a wheel's in a lock) gets those a PROVISION_INDEX_<NAME> variable gives for its host, as uv sends them
-        response = session.request(method, strip_credentials(url), headers=sent, timeout=(seconds, seconds), stream=True,
-                                   allow_redirects=True, auth=credentials(url) if userinfo(url) else urls.host_credentials(url))
+        response = session.request(
+            method,
+            strip_credentials(url),
+            headers=sent,
+            timeout=(seconds, seconds),
+            stream=True,
+            allow_redirects=True,
+            auth=credentials(url) if userinfo(url) else urls.host_credentials(url),
+        )
         with response:
             content = b""
             if method != "HEAD" and response.status_code in bodies:
                 content = _body(response, url, limit, sink, transfer)
-            where = urls.page_base(url, response.url) if response.history else url  # redirected: where it came from
-            transfer.answer = Answer(url=where, status_code=response.status_code, headers=response.headers, content=content)
+            where = (
+                urls.page_base(url, response.url) if response.history else url
+            )  # redirected: where it came from
+            transfer.answer = Answer(
+                url=where, status_code=response.status_code, headers=response.headers, content=content
+            )
     except requests.TooManyRedirects:  # a loop of redirects: the index's fault, and no retry mends it
-        transfer.error = IndexUnreachable(f"{redact(url)}: more than {session.max_redirects} redirects", "check the index URL, or use a mirror")
+        transfer.error = IndexUnreachable(
+            f"{redact(url)}: more than {session.max_redirects} redirects",
+            "check the index URL, or use a mirror",
+        )
     except (requests.Timeout, urllib3.exceptions.TimeoutError):
         transfer.error = _Retry(f"no answer within {seconds:g} s")
-    except (requests.ConnectionError, urllib3.exceptions.HTTPError, requests.exceptions.ChunkedEncodingError) as exc:
+    except (
+        requests.ConnectionError,
+        urllib3.exceptions.HTTPError,
+        requests.exceptions.ChunkedEncodingError,
+    ) as exc:
         transfer.error = _Retry(f"cannot connect or the connection broke ({type(exc).__name__})")
-    except (requests.RequestException, ValueError) as exc:  # InvalidURL, InvalidSchema, MissingSchema; urllib3's own
+    except (
+        requests.RequestException,
+        ValueError,
+    ) as exc:  # InvalidURL, InvalidSchema, MissingSchema; urllib3's own
         # URL parsing ("Invalid IPv6 URL", a bad port) in some versions: no retry mends the URL
         why = type(exc).__name__ if isinstance(exc, requests.RequestException) else str(exc)
-        if _fetchable(url):  # the URL asked is one: a redirect led where no fetch goes (file://, a port that is no number)
-            transfer.error = IndexUnreachable(f"{redact(url)}: the index redirected to a URL provision does not fetch ({why})",
-                                         "check the index URL, or use a mirror; only http:// and https:// URLs are fetched")
+        if _fetchable(
+            url
+        ):  # the URL asked is one: a redirect led where no fetch goes (file://, a port that is no number)
+            transfer.error = IndexUnreachable(
+                f"{redact(url)}: the index redirected to a URL provision does not fetch ({why})",
+                "check the index URL, or use a mirror; only http:// and https:// URLs are fetched",
+            )
         else:
-            transfer.error = InputError(f"{redact(url)}: not a URL provision can fetch ({why})",
-                                        "give an http:// or https:// URL with a host (and a port that is a number)")
+            transfer.error = InputError(
+                f"{redact(url)}: not a URL provision can fetch ({why})",
+                "give an http:// or https:// URL with a host (and a port that is a number)",
+            )
     except BaseException as exc:
         transfer.error = exc
     finally:
@@ -207,12 +274,22 @@ def _fetchable(url: str) -> bool:
 
     try:
         parts = urlsplit(strip_credentials(url))
-        return parts.scheme in ("http", "https") and bool(parts.hostname) and (parts.port is None or parts.port > 0)
+        return (
+            parts.scheme in ("http", "https")
+            and bool(parts.hostname)
+            and (parts.port is None or parts.port > 0)
+        )
     except ValueError:
         return False
 
 
-def _body(response: requests.Response, url: str, limit: int, sink: Callable[[bytes], None] | None, transfer: _Transfer) -> bytes:
+def _body(
+    response: requests.Response,
+    url: str,
+    limit: int,
+    sink: Callable[[bytes], None] | None,
+    transfer: _Transfer,
+) -> bytes:
     """The body, read as it arrives (read1: whatever the socket has, so the deadline is looked at often) and
     never past `limit` bytes."""
     declared = response.headers.get("Content-Length", "")
@@ -234,8 +311,10 @@ def _body(response: requests.Response, url: str, limit: int, sink: Callable[[byt
 
 
 def _too_large(url: str, limit: int, why: str) -> IndexUnreachable:
-    return IndexUnreachable(f"{redact(url)}: larger than the {limit:,} bytes provision reads of it ({why}); nothing more was read",
-                       "the index serves something other than what it lists; check the URL, or use a mirror")
+    return IndexUnreachable(
+        f"{redact(url)}: larger than the {limit:,} bytes provision reads of it ({why}); nothing more was read",
+        "the index serves something other than what it lists; check the URL, or use a mirror",
+    )
 
 
 def project_files(index_url: str, project: str, keep: Callable[[str], bool] | None = None) -> list[IndexFile]:
@@ -246,7 +325,9 @@ def project_files(index_url: str, project: str, keep: Callable[[str], bool] | No
     if response.status_code == 404:
         return []
     if response.status_code >= 400:
-        raise IndexUnreachable(f"{redact(url)}: HTTP {response.status_code}", "check the index URL and its credentials")
+        raise IndexUnreachable(
+            f"{redact(url)}: HTTP {response.status_code}", "check the index URL and its credentials"
+        )
     if response.headers.get("Content-Type", "").startswith(JSON_TYPE):
         return _json_files(url, response.url, response.content, keep)
     parser = _Links()
@@ -257,12 +338,14 @@ def project_files(index_url: str, project: str, keep: Callable[[str], bool] | No
             continue
         absolute = urljoin(response.url, href)  # relative to where the page came from, after redirects
         path, _, fragment = absolute.partition("#")
-        sha = fragment[len("sha256="):] if fragment.startswith("sha256=") else None
+        sha = fragment[len("sha256=") :] if fragment.startswith("sha256=") else None
         files.append(IndexFile(filename=urls.filename(path), url=path, sha256=sha, core_metadata=metadata))
     return files
 
 
-def _json_files(url: str, base: str, content: bytes, keep: Callable[[str], bool] | None = None) -> list[IndexFile]:
+def _json_files(
+    url: str, base: str, content: bytes, keep: Callable[[str], bool] | None = None
+) -> list[IndexFile]:
     """The files of the PEP 691 page asked at `url` (their URLs relative to `base`, where it came from after
     redirects); a page of another shape is an IndexUnreachable naming `url`, whatever it holds."""
     import json
@@ -276,26 +359,47 @@ def _json_files(url: str, base: str, content: bytes, keep: Callable[[str], bool]
         raise _bad_page(url, "no list of files")
     files = []
     for entry in listed:
-        if not isinstance(entry, dict) or not isinstance(entry.get("filename"), str) or not isinstance(entry.get("url"), str):
+        if (
+            not isinstance(entry, dict)
+            or not isinstance(entry.get("filename"), str)
+            or not isinstance(entry.get("url"), str)
+        ):
             raise _bad_page(url, "a file without a filename and url")
         if keep is not None and not keep(entry["filename"]):
             continue
         hashes = entry.get("hashes")
         sha256 = hashes.get("sha256") if isinstance(hashes, dict) else None
         size = entry.get("size")
-        files.append(IndexFile(filename=entry["filename"], url=urljoin(base, entry["url"]),
-                               sha256=sha256 if isinstance(sha256, str) else None,
-                               core_metadata=_core_metadata(entry.get("core-metadata", entry.get("data-dist-info-metadata", False))),
-                               size=size if isinstance(size, int) and not isinstance(size, bool) and size >= 0 else None))
+        files.append(
+            IndexFile(
+                filename=entry["filename"],
+                url=urljoin(base, entry["url"]),
+                sha256=sha256 if isinstance(sha256, str) else None,
+                core_metadata=_core_metadata(
+                    entry.get("core-metadata", entry.get("data-dist-info-metadata", False))
+                ),
+                size=size if isinstance(size, int) and not isinstance(size, bool) and size >= 0 else None,
+            )
+        )
     return files
 
 
 def _bad_page(url: str, why: str) -> IndexUnreachable:
-    return IndexUnreachable(f"{redact(url)}: not a PEP 691 project page ({why})", "check the index URL; report it to the index's operators")
+    return IndexUnreachable(
+        f"{redact(url)}: not a PEP 691 project page ({why})",
+        "check the index URL; report it to the index's operators",
+    )
 
 
-def download(url: str, sink: BinaryIO | None = None, *, sha256: str | None = None, expected_from: str = "the index's",
-             hint: str = "check the index", size: int | None = None) -> str:
+def download(
+    url: str,
+    sink: BinaryIO | None = None,
+    *,
+    sha256: str | None = None,
+    expected_from: str = "the index's",
+    hint: str = "check the index",
+    size: int | None = None,
+) -> str:
     """Stream `url` into `sink` (or nowhere) and return its sha256; a file whose sha256 is not `sha256` is an error
     that names both (`expected_from` says whose: "the lock's", "the index's"). No more than `size` bytes are read
     where the size is known (the lock's, the index's, a server's Content-Length), and never more than DOWNLOAD_LIMIT:
@@ -307,12 +411,16 @@ def download(url: str, sink: BinaryIO | None = None, *, sha256: str | None = Non
         if sink is not None:
             sink.write(chunk)
 
-    response = get(url, sink=take, limit=DOWNLOAD_LIMIT if size is None else min(size, DOWNLOAD_LIMIT), what="the file")
+    response = get(
+        url, sink=take, limit=DOWNLOAD_LIMIT if size is None else min(size, DOWNLOAD_LIMIT), what="the file"
+    )
     if response.status_code >= 400:
         raise IndexUnreachable(f"{redact(url)}: HTTP {response.status_code}", hint)
     found = digest.hexdigest()
     if sha256 and found != sha256:
-        raise IndexUnreachable(f"{redact(url)}: sha256 {found[:16]}... is not {expected_from} {sha256[:16]}...", hint)
+        raise IndexUnreachable(
+            f"{redact(url)}: sha256 {found[:16]}... is not {expected_from} {sha256[:16]}...", hint
+        )
     return found
 
 

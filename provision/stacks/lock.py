@@ -70,8 +70,15 @@ class LockedPackage:
     hash_source: HashSource
 
     def to_dict(self) -> dict[str, str]:
-        return {"name": self.name, "version": self.version, "index": self.index, "file": self.file, "url": self.url,
-                "sha256": self.sha256, "hash_source": self.hash_source}
+        return {
+            "name": self.name,
+            "version": self.version,
+            "index": self.index,
+            "file": self.file,
+            "url": self.url,
+            "sha256": self.sha256,
+            "hash_source": self.hash_source,
+        }
 
 
 @dataclass(frozen=True)
@@ -117,24 +124,34 @@ def parse_overrides(pairs: tuple[str, ...]) -> dict[str, str]:
     for pair in pairs:
         name, sep, url = pair.partition("=")
         if not sep or not name or not url.startswith(("http://", "https://", "file://")):
-            raise UsageError(f"--index {urls.redact(pair if sep else url or name)!r}: expected NAME=URL", "for example --index pytorch=https://mirror.example/whl/nightly/cu130")
+            raise UsageError(
+                f"--index {urls.redact(pair if sep else url or name)!r}: expected NAME=URL",
+                "for example --index pytorch=https://mirror.example/whl/nightly/cu130",
+            )
         from provision.stacks.profiles import index_url_problem
 
         problem = index_url_problem(url)
         if problem:
-            raise UsageError(f"--index {name}=...: {problem}", "for example --index pytorch=https://mirror.example/whl/nightly/cu130")
+            raise UsageError(
+                f"--index {name}=...: {problem}",
+                "for example --index pytorch=https://mirror.example/whl/nightly/cu130",
+            )
         overrides[name] = url
     return overrides
 
 
-def effective_indexes(profile: Profile, overrides: dict[str, str], environ: dict[str, str] | None = None) -> dict[str, str | None]:
+def effective_indexes(
+    profile: Profile, overrides: dict[str, str], environ: dict[str, str] | None = None
+) -> dict[str, str | None]:
     """The profile's indexes in order, `default` last, each replaced by --index or PROVISION_INDEX_<NAME>."""
     environ = dict(os.environ) if environ is None else environ
     names = [*(n for n in profile.indexes if n != DEFAULT_INDEX), DEFAULT_INDEX]
     for name in overrides:
         if name not in names:
-            raise UsageError(f"--index {name}=...: profile {profile.name} has no index {name!r}",
-                             f"its indexes are: {', '.join(names)}")
+            raise UsageError(
+                f"--index {name}=...: profile {profile.name} has no index {name!r}",
+                f"its indexes are: {', '.join(names)}",
+            )
     result: dict[str, str | None] = {}
     for name in names:
         variable = INDEX_VARIABLE.format(name.upper().replace("-", "_"))
@@ -153,8 +170,10 @@ def index_variable(variable: str, environ: dict[str, str] | None = None) -> str 
         return None
     problem = index_url_problem(urls.strip_credentials(value))  # a password may hold an unencoded / ? or #
     if problem:
-        raise InputError(f"{variable}: {problem}", f"set {variable} to the index's URL (such as "
-                                                   "https://mirror.example/simple), or unset it")
+        raise InputError(
+            f"{variable}: {problem}",
+            f"set {variable} to the index's URL (such as https://mirror.example/simple), or unset it",
+        )
     return value
 
 
@@ -163,7 +182,9 @@ def unused_index_variables(profile: Profile, environ: dict[str, str] | None = No
     mirror): by name only, never their values (a URL may hold a password)."""
     environ = dict(os.environ) if environ is None else environ
     names = {INDEX_VARIABLE.format(n.upper().replace("-", "_")) for n in [*profile.indexes, DEFAULT_INDEX]}
-    return sorted(v for v in environ if v.startswith(INDEX_VARIABLE.format("")) and v not in names and environ[v])
+    return sorted(
+        v for v in environ if v.startswith(INDEX_VARIABLE.format("")) and v not in names and environ[v]
+    )
 
 
 def lock_key(profile: Profile, indexes: dict[str, str | None], target: Target) -> str:
@@ -175,7 +196,9 @@ def lock_key(profile: Profile, indexes: dict[str, str | None], target: Target) -
 def check_python(version: str) -> str:
     """`version` when it is a Python version X.Y (or X.Y.Z) to lock for; else a UsageError naming it."""
     if not re.fullmatch(r"3\.\d{1,3}(\.\d{1,3})?", version):
-        raise UsageError(f"--python {version[:80]!r}: not a Python version to lock for", "write it as X.Y, such as 3.12")
+        raise UsageError(
+            f"--python {version[:80]!r}: not a Python version to lock for", "write it as X.Y, such as 3.12"
+        )
     return version
 
 
@@ -185,8 +208,12 @@ def target_tags(target: Target) -> frozenset[tags.Tag]:
 
     version = tuple(int(part) for part in target.python.split(".")[:2])
     platforms = _platforms(target)
-    return frozenset(itertools.chain(tags.cpython_tags(version, platforms=platforms),
-                                     tags.compatible_tags(version, platforms=platforms)))
+    return frozenset(
+        itertools.chain(
+            tags.cpython_tags(version, platforms=platforms),
+            tags.compatible_tags(version, platforms=platforms),
+        )
+    )
 
 
 def _platforms(target: Target) -> list[str]:
@@ -200,7 +227,11 @@ def _platforms(target: Target) -> list[str]:
         return [f"musllinux_1_{minor}_{arch}" for minor in range(2, -1, -1)] + [f"linux_{arch}"]
     if "linux" in name:
         found = re.search(r"manylinux_?(\d+)_(\d+)", name)
-        glibc = (int(found.group(1)), int(found.group(2))) if found else (2, 17 if "manylinux2014" in name else 28)
+        glibc = (
+            (int(found.group(1)), int(found.group(2)))
+            if found
+            else (2, 17 if "manylinux2014" in name else 28)
+        )
         legacy = {17: "manylinux2014", 12: "manylinux2010", 5: "manylinux1"}
         result = []
         for minor in range(glibc[1], 4 if arch == "x86_64" else 16, -1):
@@ -209,7 +240,9 @@ def _platforms(target: Target) -> list[str]:
                 result.append(f"{legacy[minor]}_{arch}")
         return [*result, f"linux_{arch}"]
     if "darwin" in name or "macos" in name:
-        return list(tags.mac_platforms((15, 0), "arm64" if "aarch64" in name or "arm64" in name else "x86_64"))
+        return list(
+            tags.mac_platforms((15, 0), "arm64" if "aarch64" in name or "arm64" in name else "x86_64")
+        )
     if "windows" in name:
         return ["win_arm64" if "aarch64" in name else "win_amd64"]
     return []
@@ -223,7 +256,9 @@ def _compatible(filename: str, accepted: frozenset[tags.Tag]) -> bool:
     return not accepted.isdisjoint(wheel_tags)
 
 
-def nightly_pins(profile: Profile, indexes: dict[str, str | None], target: Target) -> tuple[dict[str, str], str | None]:
+def nightly_pins(
+    profile: Profile, indexes: dict[str, str | None], target: Target
+) -> tuple[dict[str, str], str | None]:
     """Pin every nightly package of one index to the newest date that all of them have a wheel for."""
     pins: dict[str, str] = {}
     chosen: str | None = None
@@ -256,8 +291,10 @@ def nightly_pins(profile: Profile, indexes: dict[str, str | None], target: Targe
         common = set.intersection(*(set(d) for d in by_package.values()))
         if not common:
             newest = ", ".join(f"{n} {max(d)}" for n, d in by_package.items())
-            raise ResolveError(f"no nightly date has every package of index {index_name!r} for Python {target.python} {target.arch} (newest: {newest})",
-                               "pin one package to an older nightly in the profile, or wait for the next nightly")
+            raise ResolveError(
+                f"no nightly date has every package of index {index_name!r} for Python {target.python} {target.arch} (newest: {newest})",
+                "pin one package to an older nightly in the profile, or wait for the next nightly",
+            )
         chosen = max(common)
         for name, dates in by_package.items():
             pins[name] = str(dates[chosen].public)
@@ -285,8 +322,11 @@ def _project_doc(profile: Profile, pins: dict[str, str], indexes: dict[str, str 
     # alone (uv gets no other: uvtool.environment) the binding changes nothing uv picks, and made uv ask its pages and
     # metadata one after another (docs/performance.md, figures taken out of the code)
     named = any(url for name, url in indexes.items() if name != DEFAULT_INDEX)
-    sources = {p.name: _source(p) for p in profile.packages
-               if p.from_source or p.index != DEFAULT_INDEX or (indexes.get(DEFAULT_INDEX) and named)}
+    sources = {
+        p.name: _source(p)
+        for p in profile.packages
+        if p.from_source or p.index != DEFAULT_INDEX or (indexes.get(DEFAULT_INDEX) and named)
+    }
     doc["tool"] = {"uv": {**({"sources": sources} if sources else {}), "workspace": OWN_WORKSPACE}}
     return doc
 
@@ -303,26 +343,51 @@ def _source(package: Package) -> dict[str, str | bool]:
     if package.path:
         return {"path": package.path, **({"editable": True} if package.editable else {})}
     if package.git:
-        return {"git": gitauth.bare(package.git), **({"rev": package.rev} if package.rev else {})}  # its password: by helper
+        return {
+            "git": gitauth.bare(package.git),
+            **({"rev": package.rev} if package.rev else {}),
+        }  # its password: by helper
     return {"index": package.index}
 
 
-def _resolve_explicit(folder: Path, profile: Profile, pins: dict[str, str], indexes: dict[str, str | None], target: Target,
-                      first: dict[str, Any], origin: dict[str, str]) -> str:
+def _resolve_explicit(
+    folder: Path,
+    profile: Profile,
+    pins: dict[str, str],
+    indexes: dict[str, str | None],
+    target: Target,
+    first: dict[str, Any],
+    origin: dict[str, str],
+) -> str:
     """Resolve again with every named index explicit (uv takes from it only what a source names): the profile's bound
     packages, and each dependency the first pass found on a named index, pinned to the version found there. A package
     declared without an index can then come from the default index only. Returns uv's lock text."""
     declared = {str(canonicalize_name(p.name)) for p in profile.packages}
-    carried = {str(canonicalize_name(p["name"])): (str(p.get("version", "")), origin[str(canonicalize_name(p["name"]))])
-               for p in first.get("packages", []) if str(canonicalize_name(p["name"])) not in declared
-               and origin.get(str(canonicalize_name(p["name"])), DEFAULT_INDEX) != DEFAULT_INDEX}
+    carried = {
+        str(canonicalize_name(p["name"])): (
+            str(p.get("version", "")),
+            origin[str(canonicalize_name(p["name"]))],
+        )
+        for p in first.get("packages", [])
+        if str(canonicalize_name(p["name"])) not in declared
+        and origin.get(str(canonicalize_name(p["name"])), DEFAULT_INDEX) != DEFAULT_INDEX
+    }
     doc = _project_doc(profile, pins, indexes)
-    doc["project"]["dependencies"].extend(f"{name}=={version}" for name, (version, _) in sorted(carried.items()))
+    doc["project"]["dependencies"].extend(
+        f"{name}=={version}" for name, (version, _) in sorted(carried.items())
+    )
     sources = {p.name: _source(p) for p in profile.packages if p.from_source or p.index != DEFAULT_INDEX}
     sources.update({name: {"index": where} for name, (_, where) in carried.items()})
     named = {n: u for n, u in indexes.items() if n != DEFAULT_INDEX and u}
-    doc["tool"] = {"uv": {"sources": sources, "index": [{"name": n, "url": urls.strip_credentials(str(u)), "explicit": True}
-                                                       for n, u in named.items()], "workspace": OWN_WORKSPACE}}
+    doc["tool"] = {
+        "uv": {
+            "sources": sources,
+            "index": [
+                {"name": n, "url": urls.strip_credentials(str(u)), "explicit": True} for n, u in named.items()
+            ],
+            "workspace": OWN_WORKSPACE,
+        }
+    }
     (folder / "pyproject.toml").write_text(uvproject.dumps(doc))
     # the named indexes are in pyproject.toml here (explicit): only the default one by variable, and every credential
     variables = uvtool.index_options(indexes)[1] | gitauth.variables(p.git for p in profile.packages)
@@ -333,21 +398,40 @@ def _resolve_explicit(folder: Path, profile: Profile, pins: dict[str, str], inde
 
 def _uv_compile_args(target: Target, output: str) -> list[str]:
     # --python names the interpreter uv may use for builds: it skips a search of every Python on PATH.
-    args = ["pip", "compile", "pyproject.toml", "--no-config", "--quiet", "-o", output, "--format", "pylock.toml",
-            "--python-version", target.python, "--no-header", "--python", sys.executable]
+    args = [
+        "pip",
+        "compile",
+        "pyproject.toml",
+        "--no-config",
+        "--quiet",
+        "-o",
+        output,
+        "--format",
+        "pylock.toml",
+        "--python-version",
+        target.python,
+        "--no-header",
+        "--python",
+        sys.executable,
+    ]
     if target.platform:
         args += ["--python-platform", target.platform]
     return args
 
 
-def attribution(packages: list[dict[str, Any]], profile: Profile, indexes: dict[str, str | None]) -> dict[str, str]:
+def attribution(
+    packages: list[dict[str, Any]], profile: Profile, indexes: dict[str, str | None]
+) -> dict[str, str]:
     """Which index each locked package came from. A package bound by a source is from its index (uv guarantees
     it); any other from the named index whose page lists the very file locked, else the default index. The pages
     are read in parallel over kept-alive connections; a lock that involves only the default index reads none."""
     from concurrent.futures import ThreadPoolExecutor
 
-    bound = {str(canonicalize_name(p.name)): p.index for p in profile.packages
-             if p.index != DEFAULT_INDEX or indexes.get(DEFAULT_INDEX)}
+    bound = {
+        str(canonicalize_name(p.name)): p.index
+        for p in profile.packages
+        if p.index != DEFAULT_INDEX or indexes.get(DEFAULT_INDEX)
+    }
     # an index whose URL an earlier one (or the default index) already has adds nothing to ask: each URL is read once
     seen = {urls.strip_credentials(str(indexes[DEFAULT_INDEX]))} if indexes.get(DEFAULT_INDEX) else set()
     named = []
@@ -355,7 +439,10 @@ def attribution(packages: list[dict[str, Any]], profile: Profile, indexes: dict[
         if name != DEFAULT_INDEX and url and urls.strip_credentials(url) not in seen:
             seen.add(urls.strip_credentials(url))
             named.append(name)
-    locked = {str(canonicalize_name(p["name"])): {urls.strip_credentials(w.get("url", "")) for w in _files(p)} for p in packages}
+    locked = {
+        str(canonicalize_name(p["name"])): {urls.strip_credentials(w.get("url", "")) for w in _files(p)}
+        for p in packages
+    }
     asked = [(name, index_name) for name in locked if name not in bound for index_name in named]
 
     def listed(pair: tuple[str, str]) -> bool:
@@ -366,15 +453,26 @@ def attribution(packages: list[dict[str, Any]], profile: Profile, indexes: dict[
 
     with ThreadPoolExecutor(max_workers=16) as pool:
         found = dict(zip(asked, pool.map(listed, asked), strict=True)) if asked else {}
-    return {name: bound.get(name) or next((n for n in named if found.get((name, n))), DEFAULT_INDEX) for name in locked}
+    return {
+        name: bound.get(name) or next((n for n in named if found.get((name, n))), DEFAULT_INDEX)
+        for name in locked
+    }
 
 
 def _files(package: dict[str, Any]) -> list[dict[str, Any]]:
     return [*package.get("wheels", []), *([package["sdist"]] if "sdist" in package else [])]
 
 
-def lock(profile: Profile, *, target: Target, overrides: dict[str, str], output: Path,
-         progress: Progress = lambda _: None, work: Path | None = None, meanwhile: Callable[[], object] = lambda: None) -> LockResult:
+def lock(
+    profile: Profile,
+    *,
+    target: Target,
+    overrides: dict[str, str],
+    output: Path,
+    progress: Progress = lambda _: None,
+    work: Path | None = None,
+    meanwhile: Callable[[], object] = lambda: None,
+) -> LockResult:
     """Resolve `profile` with uv into a PEP 751 lock at `output`. uv works in a private folder: under `work` when
     given (create's build folder, which gc removes whole after a kill -9), else in TMPDIR. While uv resolves, what
     the rest needs is loaded off the main thread (the main thread only waits for uv): this module's later imports,
@@ -391,8 +489,10 @@ def lock(profile: Profile, *, target: Target, overrides: dict[str, str], output:
 
         names = ", ".join(indexes)  # the profile's, default last
         for variable in unused:
-            log.info(f"note: {variable} is set, but profile {profile.name} has no index of that name (its indexes: {names}): "
-                     "not used")
+            log.info(
+                f"note: {variable} is set, but profile {profile.name} has no index of that name (its indexes: {names}): "
+                "not used"
+            )
     from provision.stacks import mirrors
 
     note = mirrors.mirror_note(profile, indexes)
@@ -404,14 +504,26 @@ def lock(profile: Profile, *, target: Target, overrides: dict[str, str], output:
         progress("finding the newest complete nightly")
     early = earlyrecords.EarlyReads(lambda: Path(uvtool.cache_dir() or "."))
     try:
-        early.start_from(output)  # the wheels of the lock this one replaces: their RECORDs read while uv resolves
+        early.start_from(
+            output
+        )  # the wheels of the lock this one replaces: their RECORDs read while uv resolves
         return _lock(profile, target, overrides, output, progress, work, indexes, early, start, meanwhile)
     finally:
         early.keep_only(set())  # what the gate needed was read; nothing more is started
 
 
-def _lock(profile: Profile, target: Target, overrides: dict[str, str], output: Path, progress: Progress, work: Path | None,
-          indexes: dict[str, str | None], early: earlyrecords.EarlyReads, start: float, meanwhile: Callable[[], object]) -> LockResult:
+def _lock(
+    profile: Profile,
+    target: Target,
+    overrides: dict[str, str],
+    output: Path,
+    progress: Progress,
+    work: Path | None,
+    indexes: dict[str, str | None],
+    early: earlyrecords.EarlyReads,
+    start: float,
+    meanwhile: Callable[[], object],
+) -> LockResult:
     import time
 
     pins, nightly = nightly_pins(profile, indexes, target)
@@ -420,8 +532,12 @@ def _lock(profile: Profile, target: Target, overrides: dict[str, str], output: P
         progress("resolving with uv")
         before = _Meanwhile(output, meanwhile)
         try:
-            uvtool.run(_uv_compile_args(target, "pylock.toml"), cwd=folder,
-                       env=uvtool.index_options(indexes)[1] | gitauth.variables(p.git for p in profile.packages), started=before.start)
+            uvtool.run(
+                _uv_compile_args(target, "pylock.toml"),
+                cwd=folder,
+                env=uvtool.index_options(indexes)[1] | gitauth.variables(p.git for p in profile.packages),
+                started=before.start,
+            )
         except IndexUnreachable as exc:
             from provision.stacks import mirrors
 
@@ -432,22 +548,36 @@ def _lock(profile: Profile, target: Target, overrides: dict[str, str], output: P
         finally:
             if before.ident is not None:  # started: uv ran
                 before.join()
-        written = (folder / "pylock.toml").read_text()  # uv's own text: kept where provision changes no package
+        written = (
+            folder / "pylock.toml"
+        ).read_text()  # uv's own text: kept where provision changes no package
         raw = toml.loads(written)
         early.add(earlyrecords.jobs_of(raw.get("packages", [])))  # read while the packages are attributed
         progress("attributing each package to its index")
         origin = attribution(raw.get("packages", []), profile, indexes)
-        strays = [p.name for p in profile.packages
-                  if p.index == DEFAULT_INDEX and origin.get(str(canonicalize_name(p.name)), DEFAULT_INDEX) != DEFAULT_INDEX]
-        if strays:  # uv's own default index has no name to bind them to: resolve again with the named ones explicit
-            progress(f"{', '.join(strays)} came from a named index; resolving again with the named indexes explicit")
+        strays = [
+            p.name
+            for p in profile.packages
+            if p.index == DEFAULT_INDEX
+            and origin.get(str(canonicalize_name(p.name)), DEFAULT_INDEX) != DEFAULT_INDEX
+        ]
+        if (
+            strays
+        ):  # uv's own default index has no name to bind them to: resolve again with the named ones explicit
+            progress(
+                f"{', '.join(strays)} came from a named index; resolving again with the named indexes explicit"
+            )
             written = _resolve_explicit(folder, profile, pins, indexes, target, raw, origin)
             raw = toml.loads(written)
             early.add(earlyrecords.jobs_of(raw.get("packages", [])))
             origin = attribution(raw.get("packages", []), profile, indexes)
-    stamp = _Stamp(key=lock_key(profile, indexes, target), nightly=nightly,
-                   rebuild=relock.rebuild_command(profile, python=target.python, platform=target.platform,
-                                                  overrides=overrides, output=output))
+    stamp = _Stamp(
+        key=lock_key(profile, indexes, target),
+        nightly=nightly,
+        rebuild=relock.rebuild_command(
+            profile, python=target.python, platform=target.platform, overrides=overrides, output=output
+        ),
+    )
     packages = _packages(raw, indexes, origin, progress)
     _check_bindings(profile, packages)
     _check_flashinfer(packages)
@@ -457,10 +587,21 @@ def _lock(profile: Profile, target: Target, overrides: dict[str, str], output: P
     try:
         write_atomic(output, document)
     except OSError as exc:
-        raise InputError(f"cannot write the lock to {output}: {exc.strerror or exc}", "choose -o in a folder you can write") from exc
-    return LockResult(path=output, profile=profile.name, target=target, packages=packages, nightly=nightly,
-                      seconds=time.perf_counter() - start, key=stamp.key, warnings=warnings, rebuild=stamp.rebuild,
-                      changes=changes)
+        raise InputError(
+            f"cannot write the lock to {output}: {exc.strerror or exc}", "choose -o in a folder you can write"
+        ) from exc
+    return LockResult(
+        path=output,
+        profile=profile.name,
+        target=target,
+        packages=packages,
+        nightly=nightly,
+        seconds=time.perf_counter() - start,
+        key=stamp.key,
+        warnings=warnings,
+        rebuild=stamp.rebuild,
+        changes=changes,
+    )
 
 
 def _writable(output: Path) -> None:
@@ -469,10 +610,15 @@ def _writable(output: Path) -> None:
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise InputError(f"cannot write the lock to {output}: {folder}: {exc.strerror or exc}", "choose -o in a folder you can write") from exc
+        raise InputError(
+            f"cannot write the lock to {output}: {folder}: {exc.strerror or exc}",
+            "choose -o in a folder you can write",
+        ) from exc
     if output.is_dir() or not os.access(folder, os.W_OK | os.X_OK):
         problem = "is a folder" if output.is_dir() else f"{folder} is not writable"
-        raise InputError(f"cannot write the lock to {output}: {problem}", "choose -o in a folder you can write")
+        raise InputError(
+            f"cannot write the lock to {output}: {problem}", "choose -o in a folder you can write"
+        )
 
 
 WORK_PREFIX = "provision-lock-"
@@ -493,8 +639,13 @@ def _work_folder(parent: Path | None = None) -> Iterator[Path]:
         for leftover in base.glob(f"{WORK_PREFIX}*-*"):
             shape = _WORK_NAME.fullmatch(leftover.name)
             with contextlib.suppress(OSError):
-                if shape and not leftover.is_symlink() and leftover.is_dir() and leftover.stat().st_uid == os.getuid() \
-                        and not proc.pid_alive(int(shape.group(1))):
+                if (
+                    shape
+                    and not leftover.is_symlink()
+                    and leftover.is_dir()
+                    and leftover.stat().st_uid == os.getuid()
+                    and not proc.pid_alive(int(shape.group(1)))
+                ):
                     shutil.rmtree(leftover, ignore_errors=True)
         folder = Path(tempfile.mkdtemp(prefix=f"{WORK_PREFIX}{os.getpid()}-"))
     try:
@@ -518,7 +669,12 @@ class _Meanwhile(threading.Thread):
         import importlib
 
         with contextlib.suppress(Exception):
-            for module in ("packaging.pylock", "tomlkit", "provision.stacks.lockcheck", "provision.stacks.wheelrecords"):
+            for module in (
+                "packaging.pylock",
+                "tomlkit",
+                "provision.stacks.lockcheck",
+                "provision.stacks.wheelrecords",
+            ):
                 importlib.import_module(module)
             self.meanwhile()
             if not self.output.exists():  # a first lock: its RECORDs are read by HTTP once uv answers
@@ -544,12 +700,18 @@ class _Stamp:
     rebuild: str
 
 
-def _packages(raw: dict[str, Any], indexes: dict[str, str | None], origin: dict[str, str],
-              progress: Progress) -> tuple[LockedPackage, ...]:
+def _packages(
+    raw: dict[str, Any], indexes: dict[str, str | None], origin: dict[str, str], progress: Progress
+) -> tuple[LockedPackage, ...]:
     """Every file uv locked, each with its index and a sha256 (computed where its index gives none), put into `raw`
     too (each package's `index`, each file's URL without credentials and its hashes): what is written."""
     locked: list[LockedPackage] = []
-    unhashed = [urls.strip_credentials(w.get("url", "")) for p in raw.get("packages", []) for w in _files(p) if not w.get("hashes")]
+    unhashed = [
+        urls.strip_credentials(w.get("url", ""))
+        for p in raw.get("packages", [])
+        for w in _files(p)
+        if not w.get("hashes")
+    ]
     for file_url in unhashed:
         progress(f"hashing {urls.filename(file_url)} (its index gives no hash)")
     digests: dict[str, str] = {}
@@ -558,7 +720,9 @@ def _packages(raw: dict[str, Any], indexes: dict[str, str | None], origin: dict[
 
         from provision.stacks import index
 
-        with ThreadPoolExecutor(max_workers=8) as pool:  # downloads of one file each: in parallel, not one after another
+        with ThreadPoolExecutor(
+            max_workers=8
+        ) as pool:  # downloads of one file each: in parallel, not one after another
             digests = dict(zip(unhashed, pool.map(index.sha256_of, unhashed), strict=True))
     for package in raw.get("packages", []):
         name = str(canonicalize_name(package["name"]))
@@ -574,15 +738,30 @@ def _packages(raw: dict[str, Any], indexes: dict[str, str | None], origin: dict[
             if not wheel.get("hashes"):
                 wheel["hashes"] = {"sha256": digests[wheel["url"]]}
                 source = "computed"
-            locked.append(LockedPackage(
-                name=name, version=str(package.get("version", "")), index=index_name,
-                file=wheel.get("name") or urls.filename(wheel["url"]), url=wheel["url"],
-                sha256=wheel["hashes"].get("sha256", ""), hash_source=source))
+            locked.append(
+                LockedPackage(
+                    name=name,
+                    version=str(package.get("version", "")),
+                    index=index_name,
+                    file=wheel.get("name") or urls.filename(wheel["url"]),
+                    url=wheel["url"],
+                    sha256=wheel["hashes"].get("sha256", ""),
+                    hash_source=source,
+                )
+            )
     return tuple(locked)
 
 
-def _document(raw: dict[str, Any], profile: Profile, indexes: dict[str, str | None], target: Target, stamp: _Stamp,
-              packages: tuple[LockedPackage, ...], written: str = "", known: list[dict[str, object]] | None = None) -> str:
+def _document(
+    raw: dict[str, Any],
+    profile: Profile,
+    indexes: dict[str, str | None],
+    target: Target,
+    stamp: _Stamp,
+    packages: tuple[LockedPackage, ...],
+    written: str = "",
+    known: list[dict[str, object]] | None = None,
+) -> str:
     """The lock's text: `raw` with provision's `created-by` and [tool.provision], validated by packaging.pylock."""
     computed = [urls.filename(p.url) for p in packages if p.hash_source == "computed"]
     raw["created-by"] = "provision (uv pip compile)"
@@ -593,7 +772,9 @@ def _document(raw: dict[str, Any], profile: Profile, indexes: dict[str, str | No
         "cuda": profile.cuda,  # the lock describes itself: report --lock judges it without its profile
         "compiler_cuda": profile.compiler_cuda() or "",
         "flashinfer_arch_list": profile.env.get("FLASHINFER_CUDA_ARCH_LIST", ""),
-        **({"serves": list(profile.serves)} if profile.serves else {}),  # report --lock judges the feature wheels by it
+        **(
+            {"serves": list(profile.serves)} if profile.serves else {}
+        ),  # report --lock judges the feature wheels by it
         "python": target.python,
         "platform": target.platform or f"this machine ({host_platform.machine()})",
         "indexes": {n: urls.shown(u) for n, u in indexes.items() if u},
@@ -611,7 +792,9 @@ def _document(raw: dict[str, Any], profile: Profile, indexes: dict[str, str | No
     try:
         Pylock.from_dict(raw).validate()
     except (PylockValidationError, InvalidVersion) as exc:
-        raise ResolveError(f"uv produced a lock that PEP 751 rejects: {exc}", "report this with the profile") from exc
+        raise ResolveError(
+            f"uv produced a lock that PEP 751 rejects: {exc}", "report this with the profile"
+        ) from exc
     header = f"# PEP 751 lock of profile {profile.name!r}, written by provision {__version__}. Rebuild: {stamp.rebuild}\n"
     return header + _dumps(raw, written)
 
@@ -634,8 +817,15 @@ def _patched(raw: dict[str, Any], written: str) -> str | None:
     packages = raw.get("packages", [])
     if not written or "[tool" in written or len(blocks) != len(packages) + 1:
         return None
-    out = [re.sub(r"^created-by = .*$", lambda _: f"created-by = {json.dumps(raw.get('created-by', ''))}", blocks[0], count=1,
-                  flags=re.MULTILINE)]
+    out = [
+        re.sub(
+            r"^created-by = .*$",
+            lambda _: f"created-by = {json.dumps(raw.get('created-by', ''))}",
+            blocks[0],
+            count=1,
+            flags=re.MULTILINE,
+        )
+    ]
     for package, block in zip(packages, blocks[1:], strict=True):
         lines = block.split("\n")
         if "index" in package and not any(line.startswith("index = ") for line in lines[:4]):
@@ -654,11 +844,26 @@ def _from_source(name: str, package: dict[str, Any]) -> LockedPackage:
     if "vcs" in package:
         vcs = package["vcs"]
         url = f"{urls.strip_credentials(str(vcs.get('url', '')))}@{vcs.get('commit-id', '')}"
-        return LockedPackage(name=name, version=str(package.get("version", "")), index="", file="", url=url, sha256="", hash_source="git")
+        return LockedPackage(
+            name=name,
+            version=str(package.get("version", "")),
+            index="",
+            file="",
+            url=url,
+            sha256="",
+            hash_source="git",
+        )
     directory = package["directory"]
     kind: HashSource = "editable" if directory.get("editable") else "directory"
-    return LockedPackage(name=name, version=str(package.get("version", "")), index="", file="", url=str(directory.get("path", "")),
-                         sha256="", hash_source=kind)
+    return LockedPackage(
+        name=name,
+        version=str(package.get("version", "")),
+        index="",
+        file="",
+        url=str(directory.get("path", "")),
+        sha256="",
+        hash_source=kind,
+    )
 
 
 def _check_bindings(profile: Profile, packages: tuple[LockedPackage, ...]) -> None:
@@ -668,15 +873,24 @@ def _check_bindings(profile: Profile, packages: tuple[LockedPackage, ...]) -> No
         name = str(canonicalize_name(package.name))
         for locked in packages:
             if locked.name == name and locked.index != package.index:
-                hint = ("name the default index's URL (indexes.default in the profile, --index default=URL or "
+                hint = (
+                    (
+                        "name the default index's URL (indexes.default in the profile, --index default=URL or "
                         "PROVISION_INDEX_DEFAULT) so that provision can bind the package to it, or bind it to "
-                        f"index {locked.index!r} in the profile") if package.index == DEFAULT_INDEX else \
-                    "check the index URLs: a package bound to an index must come from it alone"
-                raise ResolveError(f"{name} came from index {locked.index!r}, but the profile binds it to {package.index!r}", hint)
+                        f"index {locked.index!r} in the profile"
+                    )
+                    if package.index == DEFAULT_INDEX
+                    else "check the index URLs: a package bound to an index must come from it alone"
+                )
+                raise ResolveError(
+                    f"{name} came from index {locked.index!r}, but the profile binds it to {package.index!r}",
+                    hint,
+                )
 
 
-def _warnings(packages: tuple[LockedPackage, ...], progress: Progress,
-              early: earlyrecords.EarlyReads | None = None) -> tuple[tuple[LockWarning, ...], list[dict[str, object]]]:
+def _warnings(
+    packages: tuple[LockedPackage, ...], progress: Progress, early: earlyrecords.EarlyReads | None = None
+) -> tuple[tuple[LockWarning, ...], list[dict[str, object]]]:
     """What `report --lock` would FAIL, said at once: NVIDIA libraries of two CUDA majors, two wheels installing one
     path (from their RECORDs, read without downloading the wheels; one that cannot be read is said); and the paths
     shared, for the lock to record (`lockcheck.known`)."""
@@ -685,7 +899,9 @@ def _warnings(packages: tuple[LockedPackage, ...], progress: Progress,
     found: list[LockWarning] = []
     first: dict[str, LockedPackage] = {}
     for package in packages:  # the wheel an installer takes: a platform wheel before a pure-Python one
-        if package.file.endswith(".whl") and (package.name not in first or first[package.name].file.endswith("-none-any.whl")):
+        if package.file.endswith(".whl") and (
+            package.name not in first or first[package.name].file.endswith("-none-any.whl")
+        ):
             first[package.name] = package
     mixed = lockcheck.cuda_mix([(p.name, p.version) for p in first.values()])
     if mixed:
@@ -694,14 +910,25 @@ def _warnings(packages: tuple[LockedPackage, ...], progress: Progress,
     if early is not None:
         early.keep_only({p.sha256 for p in first.values()})  # the reads started early for other wheels stop
     records = wheelrecords.read_all(jobs, lambda: Path(uvtool.cache_dir() or "."), progress)
-    conflicts = sorted(lockcheck.conflicts({k: v for k, v in records.items() if v is not None}), key=lockcheck.Conflict.rank)
+    conflicts = sorted(
+        lockcheck.conflicts({k: v for k, v in records.items() if v is not None}), key=lockcheck.Conflict.rank
+    )
     if conflicts:
-        found.append(LockWarning("conflict-loose" if conflicts[0].loose else "conflict",
-                                 conflicts[0].message() + (f"; {len(conflicts) - 1} more pairs" if len(conflicts) > 1 else "")))
+        found.append(
+            LockWarning(
+                "conflict-loose" if conflicts[0].loose else "conflict",
+                conflicts[0].message() + (f"; {len(conflicts) - 1} more pairs" if len(conflicts) > 1 else ""),
+            )
+        )
     unread = sorted(k for k, v in records.items() if v is None)
     if unread:
-        found.append(LockWarning("conflict-unread", f"the RECORD of {len(unread)} wheels could not be read without downloading them "
-                                                    f"(e.g. {unread[0]}): provision report --lock reads them"))
+        found.append(
+            LockWarning(
+                "conflict-unread",
+                f"the RECORD of {len(unread)} wheels could not be read without downloading them "
+                f"(e.g. {unread[0]}): provision report --lock reads them",
+            )
+        )
     return tuple(found), lockcheck.known({k: v for k, v in records.items() if v is not None})
 
 
@@ -709,5 +936,7 @@ def _check_flashinfer(packages: tuple[LockedPackage, ...]) -> None:
     versions = {p.name: Version(p.version).public for p in packages if p.name in FLASHINFER_FAMILY}
     if len(set(versions.values())) > 1:
         found = ", ".join(f"{n} {v}" for n, v in sorted(versions.items()))
-        raise ResolveError(f"FlashInfer packages disagree ({found}); flashinfer raises at import unless they match",
-                           "pin flashinfer-python, flashinfer-cubin and flashinfer-jit-cache to one version in the profile")
+        raise ResolveError(
+            f"FlashInfer packages disagree ({found}); flashinfer raises at import unless they match",
+            "pin flashinfer-python, flashinfer-cubin and flashinfer-jit-cache to one version in the profile",
+        )

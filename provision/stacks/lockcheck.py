@@ -16,8 +16,20 @@ from packaging.version import InvalidVersion, Version
 
 # Distributions whose version major is the CUDA major they are built for (nvidia-cublas 13.0.0.19 is CUDA 13.0's
 # cuBLAS; nvidia-cufft 12.0.0 is CUDA 13.0's too, so the other math libraries are not here).
-CUDA_VERSIONED = ("cuda-toolkit", "cuda-python", "cuda-bindings", "nvidia-cuda-runtime", "nvidia-cuda-nvcc", "nvidia-cuda-nvrtc",
-                  "nvidia-nvjitlink", "nvidia-cuda-cupti", "nvidia-cuda-crt", "nvidia-nvvm", "nvidia-nvtx", "nvidia-cublas")
+CUDA_VERSIONED = (
+    "cuda-toolkit",
+    "cuda-python",
+    "cuda-bindings",
+    "nvidia-cuda-runtime",
+    "nvidia-cuda-nvcc",
+    "nvidia-cuda-nvrtc",
+    "nvidia-nvjitlink",
+    "nvidia-cuda-cupti",
+    "nvidia-cuda-crt",
+    "nvidia-nvvm",
+    "nvidia-nvtx",
+    "nvidia-cublas",
+)
 # Families NVIDIA installs for both CUDA majors side by side, one picked at run time: nvidia-cutlass-dsl 4.8.0 requires
 # nvidia-cutlass-dsl-libs-cu12 always and -libs-cu13 with its cu13 extra (its Requires-Dist).
 PER_MAJOR = ("nvidia-cutlass-dsl-libs-",)
@@ -37,7 +49,9 @@ class Conflict:
     second: str
     path: str  # one path both install, as it lands relative to site-packages
     count: int  # how many paths in all
-    comparable: bool = True  # False: hashed with different algorithms, so whether the contents differ cannot be told
+    comparable: bool = (
+        True  # False: hashed with different algorithms, so whether the contents differ cannot be told
+    )
     why: str = "both install"
 
     @property
@@ -53,8 +67,11 @@ class Conflict:
 
     def message(self) -> str:
         more = f" (and {self.count - 1} more)" if self.count > 1 else ""
-        contents = "with different contents" if self.comparable else \
-            "hashed with different algorithms in their RECORDs, so whether the contents differ cannot be told"
+        contents = (
+            "with different contents"
+            if self.comparable
+            else "hashed with different algorithms in their RECORDs, so whether the contents differ cannot be told"
+        )
         if self.why != "both install":
             return f"{self.second} {self.why} {self.path}{more}"
         return f"{self.first} and {self.second} both install {self.path}{more}, {contents}"
@@ -84,7 +101,11 @@ def installed(record: str | list[list[str]]) -> dict[str, str] | None:
             if not row or not row[0]:
                 continue
             path = landing(row[0])
-            if path is None or (path.endswith("/RECORD") and path.count("/") == 1 and path.split("/")[0].endswith(".dist-info")):
+            if path is None or (
+                path.endswith("/RECORD")
+                and path.count("/") == 1
+                and path.split("/")[0].endswith(".dist-info")
+            ):
                 continue
             found[path] = row[1] if len(row) > 1 else _NO_HASH
     except csv.Error:
@@ -139,9 +160,19 @@ def conflicts(records: dict[str, dict[str, str]]) -> list[Conflict]:
                 pairs.setdefault((first, wheel), []).append((path, same is not None))
         for folder, paths in sorted(foreign.items()):
             victim = names.get(_info_name(folder), folder)
-            intrusions.append(Conflict(first=victim, second=wheel, path=sorted(paths)[0], count=len(paths),
-                                       why=f"writes into {folder}, the metadata of another distribution:"))
-    for path, (wheel, _) in owner.items():  # a file where another wheel has a folder: one of them cannot be installed
+            intrusions.append(
+                Conflict(
+                    first=victim,
+                    second=wheel,
+                    path=sorted(paths)[0],
+                    count=len(paths),
+                    why=f"writes into {folder}, the metadata of another distribution:",
+                )
+            )
+    for path, (
+        wheel,
+        _,
+    ) in owner.items():  # a file where another wheel has a folder: one of them cannot be installed
         parent = path.rpartition("/")[0]
         while parent:
             if parent in owner and owner[parent][0] != wheel:
@@ -153,8 +184,15 @@ def conflicts(records: dict[str, dict[str, str]]) -> list[Conflict]:
         comparable = [p for p, known in listed if known]
         shown = comparable or [p for p, _ in listed]
         # the path named is one inside a package where there is one: the reason it matters
-        found.append(Conflict(first=a, second=b, path=sorted(shown, key=lambda p: ("/" not in p, p))[0], count=len(listed),
-                              comparable=bool(comparable)))
+        found.append(
+            Conflict(
+                first=a,
+                second=b,
+                path=sorted(shown, key=lambda p: ("/" not in p, p))[0],
+                count=len(listed),
+                comparable=bool(comparable),
+            )
+        )
     return intrusions + found
 
 
@@ -170,8 +208,11 @@ def known(records: dict[str, dict[str, str]]) -> list[dict[str, object]]:
         name = _own_name(wheel)
         for path, digest in paths.items() if name else ():
             claims.setdefault(path, {})[name] = digest
-    shared: list[dict[str, object]] = [{"path": path, "installs": dict(sorted(by.items()))} for path, by in sorted(claims.items())
-              if len(by) > 1 and len(set(by.values())) > 1]
+    shared: list[dict[str, object]] = [
+        {"path": path, "installs": dict(sorted(by.items()))}
+        for path, by in sorted(claims.items())
+        if len(by) > 1 and len(set(by.values())) > 1
+    ]
     return shared[:KNOWN_MAX]
 
 
@@ -189,7 +230,9 @@ def cuda_majors(packages: list[tuple[str, str]]) -> dict[int, list[str]]:
             continue
         if name.startswith(PER_MAJOR):
             continue
-        major = next((_major(m.group(1), m.group(2)) for part in name.split("-")[1:] if (m := _PART.match(part))), None)
+        major = next(
+            (_major(m.group(1), m.group(2)) for part in name.split("-")[1:] if (m := _PART.match(part))), None
+        )
         local = _LOCAL.match(version.local or "")
         if major is None and local:
             major = _major(local.group(1), "")
@@ -213,5 +256,7 @@ def cuda_mix(packages: list[tuple[str, str]]) -> str:
     majors = cuda_majors(packages)
     if len(majors) < 2:
         return ""
-    return "; ".join(f"CUDA {major}: {', '.join(sorted(names)[:3])}{' ...' if len(names) > 3 else ''}"
-                     for major, names in sorted(majors.items()))
+    return "; ".join(
+        f"CUDA {major}: {', '.join(sorted(names)[:3])}{' ...' if len(names) > 3 else ''}"
+        for major, names in sorted(majors.items())
+    )

@@ -41,7 +41,9 @@ class Stamp:
 
     profile: str = ""  # the profile it was made from, by name, and that profile's content hash
     profile_hash: str = ""
-    cuda: str = ""  # the profile's CUDA release, its compiler's, and its FlashInfer arch list: report --lock's gates
+    cuda: str = (
+        ""  # the profile's CUDA release, its compiler's, and its FlashInfer arch list: report --lock's gates
+    )
     compiler_cuda: str = ""
     flashinfer_arch_list: str = ""
     python: str = ""  # the Python X.Y it was resolved for
@@ -60,18 +62,35 @@ class Stamp:
             return value if isinstance(value, str) else ""
 
         listed = table.get("unmatched")
-        unmatched = tuple(Unlisted(entry["name"], str(entry.get("version") or ""))
-                          for entry in (listed if isinstance(listed, list) else [])
-                          if isinstance(entry, dict) and isinstance(entry.get("name"), str) and entry["name"])
+        unmatched = tuple(
+            Unlisted(entry["name"], str(entry.get("version") or ""))
+            for entry in (listed if isinstance(listed, list) else [])
+            if isinstance(entry, dict) and isinstance(entry.get("name"), str) and entry["name"]
+        )
         listed = table.get("known_conflicts")
-        known = {entry["path"]: {str(k): str(v) for k, v in entry["installs"].items()}
-                 for entry in (listed if isinstance(listed, list) else [])
-                 if isinstance(entry, dict) and isinstance(entry.get("path"), str) and isinstance(entry.get("installs"), dict)}
-        return cls(profile=text("profile"), profile_hash=text("profile_hash"), cuda=text("cuda"),
-                   compiler_cuda=text("compiler_cuda"), flashinfer_arch_list=text("flashinfer_arch_list"),
-                   python=text("python"), adopted=table.get("adopted") is True, environment=text("environment"),
-                   venv=text("venv"), unmatched=unmatched, known_conflicts=known,
-                   serves=tuple(f for f in served if isinstance(f, str)) if isinstance(served := table.get("serves"), list) else ())
+        known = {
+            entry["path"]: {str(k): str(v) for k, v in entry["installs"].items()}
+            for entry in (listed if isinstance(listed, list) else [])
+            if isinstance(entry, dict)
+            and isinstance(entry.get("path"), str)
+            and isinstance(entry.get("installs"), dict)
+        }
+        return cls(
+            profile=text("profile"),
+            profile_hash=text("profile_hash"),
+            cuda=text("cuda"),
+            compiler_cuda=text("compiler_cuda"),
+            flashinfer_arch_list=text("flashinfer_arch_list"),
+            python=text("python"),
+            adopted=table.get("adopted") is True,
+            environment=text("environment"),
+            venv=text("venv"),
+            unmatched=unmatched,
+            known_conflicts=known,
+            serves=tuple(f for f in served if isinstance(f, str))
+            if isinstance(served := table.get("serves"), list)
+            else (),
+        )
 
 
 SEAL = "packages_sha256"
@@ -89,13 +108,19 @@ def read(path: Path, *, allow_unsealed: bool = False) -> tuple[Pylock, Stamp]:
     if not isinstance(recorded, str):
         _unsealed(path, raw, allow_unsealed)
     elif recorded != packages_digest(raw.get("packages", []), tool.get("known_conflicts")):
-        raise InputError(f"{path}: its packages were changed after provision locked them (a hash, a URL, a package "
-                         "added or removed: [tool.provision] packages_sha256 no longer matches)",
-                         "lock again with provision lock PROFILE; never edit a lock by hand")
+        raise InputError(
+            f"{path}: its packages were changed after provision locked them (a hash, a URL, a package "
+            "added or removed: [tool.provision] packages_sha256 no longer matches)",
+            "lock again with provision lock PROFILE; never edit a lock by hand",
+        )
     stamp = Stamp.from_table(tool)
-    if stamp.python and not re.fullmatch(r"\d+\.\d+(\.\d+)?", stamp.python):  # create makes the venv with it: never a path
-        raise InputError(f"{path}: [tool.provision] python {stamp.python[:60]!r} is not a Python version X.Y",
-                         "lock again with provision lock PROFILE; never edit a lock by hand")
+    if stamp.python and not re.fullmatch(
+        r"\d+\.\d+(\.\d+)?", stamp.python
+    ):  # create makes the venv with it: never a path
+        raise InputError(
+            f"{path}: [tool.provision] python {stamp.python[:60]!r} is not a Python version X.Y",
+            "lock again with provision lock PROFILE; never edit a lock by hand",
+        )
     return pylock, stamp
 
 
@@ -106,16 +131,30 @@ def _parse(path: Path) -> tuple[dict[str, Any], Pylock, dict[str, Any]]:
 
     try:
         data = regular.read_bytes(path, MAX_BYTES + 1)
-        if len(data) > MAX_BYTES:  # read whole, an 8 GB file (a sparse one, a wrong path) took the machine's memory
-            raise InputError(f"{path}: not a PEP 751 lock (larger than {MAX_BYTES >> 20} MiB)", "make one with: provision lock PROFILE")
+        if (
+            len(data) > MAX_BYTES
+        ):  # read whole, an 8 GB file (a sparse one, a wrong path) took the machine's memory
+            raise InputError(
+                f"{path}: not a PEP 751 lock (larger than {MAX_BYTES >> 20} MiB)",
+                "make one with: provision lock PROFILE",
+            )
         raw = toml.loads(data.decode("utf-8"))
         pylock = Pylock.from_dict(raw)
         tool = (raw.get("tool") or {}).get("provision") or {}
         if not isinstance(tool, dict):
             raise PylockValidationError("[tool.provision] is not a table")
-    except (OSError, UnicodeDecodeError, RecursionError, toml.TOMLDecodeError, PylockValidationError,
-            InvalidVersion, AttributeError) as exc:
-        raise InputError(f"{path}: not a readable PEP 751 lock ({exc})", "make one with: provision lock PROFILE") from exc
+    except (
+        OSError,
+        UnicodeDecodeError,
+        RecursionError,
+        toml.TOMLDecodeError,
+        PylockValidationError,
+        InvalidVersion,
+        AttributeError,
+    ) as exc:
+        raise InputError(
+            f"{path}: not a readable PEP 751 lock ({exc})", "make one with: provision lock PROFILE"
+        ) from exc
     return raw, pylock, tool
 
 
@@ -140,12 +179,15 @@ def seal_copy(source: Path, copy: Path) -> None:
 
     raw, _, tool = _parse(source)
     document = tomlkit.parse(regular.read_bytes(source, MAX_BYTES).decode("utf-8"))
-    document.setdefault("tool", tomlkit.table()).setdefault("provision", tomlkit.table())[SEAL] = packages_digest(
-        raw.get("packages", []), tool.get("known_conflicts"))
+    document.setdefault("tool", tomlkit.table()).setdefault("provision", tomlkit.table())[SEAL] = (
+        packages_digest(raw.get("packages", []), tool.get("known_conflicts"))
+    )
     copy.write_text(tomlkit.dumps(document))
 
 
-_warned: set[str] = set()  # the unsealed locks already said in this process (create and report read a lock twice)
+_warned: set[str] = (
+    set()
+)  # the unsealed locks already said in this process (create and report read a lock twice)
 
 
 def _unsealed(path: Path, raw: dict[str, object], allowed: bool) -> None:
@@ -157,15 +199,26 @@ def _unsealed(path: Path, raw: dict[str, object], allowed: bool) -> None:
         if shown in _warned:
             return
         _warned.add(shown)
-        log.say(f"warning: {shown} has no seal ([tool.provision] {SEAL}): read as it is because of {UNSEALED_OPTION}; "
-                "nothing proves its hashes and URLs are the ones a resolver chose\n")
+        log.say(
+            f"warning: {shown} has no seal ([tool.provision] {SEAL}): read as it is because of {UNSEALED_OPTION}; "
+            "nothing proves its hashes and URLs are the ones a resolver chose\n"
+        )
         return
     by_provision = str(raw.get("created-by", "")).startswith("provision")
-    why = ("provision writes one into every lock: the line was removed or [tool.provision] moved, or an older provision "
-           "wrote it") if by_provision else "it was not written by this provision"
-    raise InputError(f"{shown}: the lock has no seal ([tool.provision] {SEAL}; {why}), so a changed hash or URL "
-                     "could not be told", f"re-lock it (provision lock PROFILE, or provision lock --env NAME for an adopted "
-                                          f"environment), or read it unproven with {UNSEALED_OPTION}")
+    why = (
+        (
+            "provision writes one into every lock: the line was removed or [tool.provision] moved, or an older provision "
+            "wrote it"
+        )
+        if by_provision
+        else "it was not written by this provision"
+    )
+    raise InputError(
+        f"{shown}: the lock has no seal ([tool.provision] {SEAL}; {why}), so a changed hash or URL "
+        "could not be told",
+        f"re-lock it (provision lock PROFILE, or provision lock --env NAME for an adopted "
+        f"environment), or read it unproven with {UNSEALED_OPTION}",
+    )
 
 
 def _check_entries(path: Path, packages: object) -> None:
@@ -178,19 +231,30 @@ def _check_entries(path: Path, packages: object) -> None:
         name = str(canonicalize_name(package["name"]))
         if "marker" not in package:
             if name in unmarked:
-                raise InputError(f"{path}: not a usable PEP 751 lock (packages[{position}]: {name} is listed twice, "
-                                 "with no marker to tell the entries apart)", "make one with: provision lock PROFILE")
+                raise InputError(
+                    f"{path}: not a usable PEP 751 lock (packages[{position}]: {name} is listed twice, "
+                    "with no marker to tell the entries apart)",
+                    "make one with: provision lock PROFILE",
+                )
             unmarked.add(name)
         vcs = package.get("vcs")
-        if isinstance(vcs, dict) and isinstance(vcs.get("url"), str) and urls.credentials(vcs["url"]) != ("", "") \
-                and vcs["url"].startswith(("http://", "https://")):
-            raise InputError(f"{path}: packages[{position}]: {name}'s git URL holds a user name or password (uv would put "
-                             "it on git's command line, which every local user can read)",
-                             "lock again with provision lock PROFILE: the lock records the URL without them, and git gets them by helper")
+        if (
+            isinstance(vcs, dict)
+            and isinstance(vcs.get("url"), str)
+            and urls.credentials(vcs["url"]) != ("", "")
+            and vcs["url"].startswith(("http://", "https://"))
+        ):
+            raise InputError(
+                f"{path}: packages[{position}]: {name}'s git URL holds a user name or password (uv would put "
+                "it on git's command line, which every local user can read)",
+                "lock again with provision lock PROFILE: the lock records the URL without them, and git gets them by helper",
+            )
         files = [*(package.get("wheels") or []), package.get("sdist") or {}]
         if any(isinstance(f, dict) and isinstance(f.get("size"), int) and f["size"] < 0 for f in files):
-            raise InputError(f"{path}: not a usable PEP 751 lock (packages[{position}]: {name} has a file of negative size)",
-                             "make one with: provision lock PROFILE")
+            raise InputError(
+                f"{path}: not a usable PEP 751 lock (packages[{position}]: {name} has a file of negative size)",
+                "make one with: provision lock PROFILE",
+            )
 
 
 def packages_digest(packages: object, known_conflicts: object = None) -> str:
@@ -206,24 +270,38 @@ def check_binding(path: Path, profile: Profile, *, allow_unsealed: bool = False)
     pylock, stamp = read(path, allow_unsealed=allow_unsealed)
     made_from, made_hash = stamp.profile, stamp.profile_hash
     if not made_from or not made_hash:
-        raise EnvError(f"{path} carries no [tool.provision] binding (profile, profile_hash): nothing says which "
-                       "profile it was made from", f"lock it with provision: provision lock {profile.name}")
+        raise EnvError(
+            f"{path} carries no [tool.provision] binding (profile, profile_hash): nothing says which "
+            "profile it was made from",
+            f"lock it with provision: provision lock {profile.name}",
+        )
     if made_from != profile.name:
-        raise EnvError(f"{path} was locked from profile {made_from!r}, not {profile.name!r}",
-                       f"give it to the profile it was made from, or lock this one: provision lock {profile.name}")
+        raise EnvError(
+            f"{path} was locked from profile {made_from!r}, not {profile.name!r}",
+            f"give it to the profile it was made from, or lock this one: provision lock {profile.name}",
+        )
     if made_hash != profile.content_hash:
         changed = f"{profile.path} or a file its [files] carries" if profile.files else str(profile.path)
-        raise EnvError(f"{path} was locked from another version of profile {profile.name} ({changed} changed since)",
-                       f"re-lock it: provision lock {profile.name}")
+        raise EnvError(
+            f"{path} was locked from another version of profile {profile.name} ({changed} changed since)",
+            f"re-lock it: provision lock {profile.name}",
+        )
     locked = {str(canonicalize_name(p.name)): p.version for p in pylock.packages}
     for package in profile.packages:
         name = str(canonicalize_name(package.name))
         if name not in locked:
-            raise EnvError(f"{path} has no {name}, which profile {profile.name} asks for", f"re-lock it: provision lock {profile.name}")
+            raise EnvError(
+                f"{path} has no {name}, which profile {profile.name} asks for",
+                f"re-lock it: provision lock {profile.name}",
+            )
         version = locked[name]
-        if package.version and (version is None or not SpecifierSet(package.version).contains(version, prereleases=True)):
-            raise EnvError(f"{path} has {name} {version or '(no version)'}, which the profile's {package.version!r} does not allow",
-                           f"re-lock it: provision lock {profile.name}")
+        if package.version and (
+            version is None or not SpecifierSet(package.version).contains(version, prereleases=True)
+        ):
+            raise EnvError(
+                f"{path} has {name} {version or '(no version)'}, which the profile's {package.version!r} does not allow",
+                f"re-lock it: provision lock {profile.name}",
+            )
 
 
 _NAMED = re.compile(r"pylock\.[^.]+\.toml")

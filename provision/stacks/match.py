@@ -37,7 +37,12 @@ if TYPE_CHECKING:
 WORKERS = max(8, min(16, 2 * (os.cpu_count() or 1)))
 RECORD_LIMIT = 64 << 20  # as the drift check reads them: torch's RECORD, among the largest, is a few MB
 HEADERS_LIMIT = 1 << 20  # of a METADATA, WHEEL or direct_url.json: the header fields come first
-INSTALLER_FILES = ("INSTALLER", "REQUESTED", "direct_url.json", "RECORD")  # written by the installer, not the wheel
+INSTALLER_FILES = (
+    "INSTALLER",
+    "REQUESTED",
+    "direct_url.json",
+    "RECORD",
+)  # written by the installer, not the wheel
 _URL = re.compile(rb"https?://[\x21-\x7e]+?\.whl")
 
 
@@ -61,7 +66,9 @@ class Matched:
     filename: str
     url: str
     sha256: str
-    record_from: str  # where the proven RECORD was read: "uv-cache" (that very file), "download" (the whole wheel)
+    record_from: (
+        str  # where the proven RECORD was read: "uv-cache" (that very file), "download" (the whole wheel)
+    )
 
     def to_dict(self) -> dict[str, str]:
         return self.__dict__.copy()
@@ -94,7 +101,9 @@ class _Asker:
     def __init__(self, indexes: dict[str, str]) -> None:
         self.indexes = indexes
         self.unreachable: dict[str, str] = {}
-        self.answered: set[str] = set()  # indexes that gave one page at least: a later failure is that page's own
+        self.answered: set[str] = (
+            set()
+        )  # indexes that gave one page at least: a later failure is that page's own
         self.pages = 0
         self.lock = threading.Lock()
 
@@ -145,15 +154,29 @@ def installed(site: Path, venv: Path) -> tuple[list[Installed], list[Unmatched]]
     confinement = confined.Confinement(venv)
     for info in sorted(site.glob("*.egg-info")):
         name, version = _name_version(info, "PKG-INFO")
-        unmatched.append(Unmatched(name=name, version=version, reason="an .egg-info: installed from source without a wheel"))
+        unmatched.append(
+            Unmatched(
+                name=name, version=version, reason="an .egg-info: installed from source without a wheel"
+            )
+        )
     for info in sorted(site.glob("*.dist-info")):
         if confinement.folder(str(info)) is not None or not info.is_dir():
-            unmatched.append(Unmatched(name=info.name, version="", reason="its .dist-info leads out of the environment: not read"))
+            unmatched.append(
+                Unmatched(
+                    name=info.name, version="", reason="its .dist-info leads out of the environment: not read"
+                )
+            )
             continue
         name, version = _name_version(info, "METADATA")
         record = _text(info / "RECORD", RECORD_LIMIT + 1)
         if len(record) > RECORD_LIMIT:
-            unmatched.append(Unmatched(name=name, version=version, reason=f"its RECORD is larger than {RECORD_LIMIT >> 20} MiB: not read"))
+            unmatched.append(
+                Unmatched(
+                    name=name,
+                    version=version,
+                    reason=f"its RECORD is larger than {RECORD_LIMIT >> 20} MiB: not read",
+                )
+            )
             continue
         try:
             rows = list(csv.reader(record.splitlines()))
@@ -161,9 +184,20 @@ def installed(site: Path, venv: Path) -> tuple[list[Installed], list[Unmatched]]
             unmatched.append(Unmatched(name=name, version=version, reason="no readable RECORD"))
             continue
         direct, editable = _direct_url(info)
-        tags = frozenset(v.strip() for k, v in HeaderParser().parsestr(_text(info / "WHEEL")).items() if k == "Tag")
-        found.append(Installed(name=name, version=version, info=info, files=_installed_files(rows, info.name), tags=tags,
-                               direct_url=direct, editable=editable))
+        tags = frozenset(
+            v.strip() for k, v in HeaderParser().parsestr(_text(info / "WHEEL")).items() if k == "Tag"
+        )
+        found.append(
+            Installed(
+                name=name,
+                version=version,
+                info=info,
+                files=_installed_files(rows, info.name),
+                tags=tags,
+                direct_url=direct,
+                editable=editable,
+            )
+        )
     return found, unmatched
 
 
@@ -181,7 +215,9 @@ def _name_version(info: Path, member: str) -> tuple[str, str]:
     headers = HeaderParser().parsestr(head + "\n")
     stem = info.name.rsplit(".", 1)[0]
     name = headers.get("Name") or stem.split("-", 1)[0]
-    return str(canonicalize_name(name)), headers.get("Version") or (stem.split("-", 1)[1] if "-" in stem else "")
+    return str(canonicalize_name(name)), headers.get("Version") or (
+        stem.split("-", 1)[1] if "-" in stem else ""
+    )
 
 
 def _direct_url(info: Path) -> tuple[str, bool]:
@@ -194,7 +230,11 @@ def _direct_url(info: Path) -> tuple[str, bool]:
         document = json.loads(text)
         url = str(document.get("url") or "a direct URL")
         editable = bool((document.get("dir_info") or {}).get("editable"))
-    except (ValueError, AttributeError, RecursionError):  # not JSON, another shape, nested past the recursion limit
+    except (
+        ValueError,
+        AttributeError,
+        RecursionError,
+    ):  # not JSON, another shape, nested past the recursion limit
         return "a direct URL", False
     return urls.redact(url), editable
 
@@ -237,13 +277,27 @@ def difference(installed: dict[str, str], wheel: dict[str, str]) -> str | None:
     """None when the wheel installs exactly these files with these hashes; else the first path that tells them apart."""
     for path in sorted(set(installed) | set(wheel)):
         if installed.get(path) != wheel.get(path):
-            where = "not in the wheel" if path not in wheel else "not installed" if path not in installed else "differs"
+            where = (
+                "not in the wheel"
+                if path not in wheel
+                else "not installed"
+                if path not in installed
+                else "differs"
+            )
             return f"{path} {where}"
     return None
 
 
-def match(site: Path, venv: Path, indexes: dict[str, str], *, bound: dict[str, str] | None = None, cache: Path | None = None,
-          uv_default: str = "", progress: Progress = lambda _: None) -> MatchResult:
+def match(
+    site: Path,
+    venv: Path,
+    indexes: dict[str, str],
+    *,
+    bound: dict[str, str] | None = None,
+    cache: Path | None = None,
+    uv_default: str = "",
+    progress: Progress = lambda _: None,
+) -> MatchResult:
     """Match every distribution installed in `site` to a wheel on `indexes` (name -> URL, asked in that order; a
     distribution in `bound` is looked for on its own index only) or in uv's cache at `cache` (whose `pypi` bucket
     holds what came from `uv_default`, uv's own default index)."""
@@ -253,23 +307,43 @@ def match(site: Path, venv: Path, indexes: dict[str, str], *, bound: dict[str, s
     lookups = []
     for dist in dists:
         if dist.editable:
-            result.unmatched.append(Unmatched(name=dist.name, version=dist.version, reason=f"an editable install of {dist.direct_url}"))
+            result.unmatched.append(
+                Unmatched(
+                    name=dist.name, version=dist.version, reason=f"an editable install of {dist.direct_url}"
+                )
+            )
         elif dist.direct_url:
-            result.unmatched.append(Unmatched(name=dist.name, version=dist.version,
-                                              reason=f"installed from {dist.direct_url} (direct_url.json), not from an index"))
+            result.unmatched.append(
+                Unmatched(
+                    name=dist.name,
+                    version=dist.version,
+                    reason=f"installed from {dist.direct_url} (direct_url.json), not from an index",
+                )
+            )
         else:
             lookups.append(dist)
     cached = uvcache.wheels(cache, {d.name for d in lookups}) if cache is not None and cache.is_dir() else {}
     asker = _Asker(indexes)
-    progress(f"matching {len(lookups)} distributions to wheels on {', '.join(indexes) or 'no index'} and in uv's cache")
+    progress(
+        f"matching {len(lookups)} distributions to wheels on {', '.join(indexes) or 'no index'} and in uv's cache"
+    )
     bound = bound or {}
 
     def one(dist: Installed) -> Matched | Unmatched:
         names = [bound[dist.name]] if dist.name in bound else list(indexes)
         try:
             return _match_one(dist, [n for n in names if n in indexes], asker, cached, uv_default)
-        except (ProvisionError, OSError, ValueError, zipfile.BadZipFile) as exc:  # one odd page or wheel: that one unmatched
-            return Unmatched(name=dist.name, version=dist.version, reason=f"could not be matched: {getattr(exc, 'message', exc)}")
+        except (
+            ProvisionError,
+            OSError,
+            ValueError,
+            zipfile.BadZipFile,
+        ) as exc:  # one odd page or wheel: that one unmatched
+            return Unmatched(
+                name=dist.name,
+                version=dist.version,
+                reason=f"could not be matched: {getattr(exc, 'message', exc)}",
+            )
 
     with ThreadPoolExecutor(max_workers=WORKERS) as pool:
         for found in pool.map(one, lookups):
@@ -298,13 +372,22 @@ def _candidates(dist: Installed, files: list[index.IndexFile]) -> list[index.Ind
             name, wheel_version, _, wheel_tags = parse_wheel_filename(file.filename)
         except InvalidWheelFilename:
             continue
-        if name == dist.name and wheel_version == version and (not dist.tags or not dist.tags.isdisjoint(str(t) for t in wheel_tags)):
+        if (
+            name == dist.name
+            and wheel_version == version
+            and (not dist.tags or not dist.tags.isdisjoint(str(t) for t in wheel_tags))
+        ):
             found.append(file)
     return found
 
 
-def _match_one(dist: Installed, index_names: list[str], asker: _Asker,
-               cached: dict[tuple[str, str], uvcache.CachedWheel], uv_default: str) -> Matched | Unmatched:
+def _match_one(
+    dist: Installed,
+    index_names: list[str],
+    asker: _Asker,
+    cached: dict[tuple[str, str], uvcache.CachedWheel],
+    uv_default: str,
+) -> Matched | Unmatched:
     others: list[str] = []
     listed: list[str] = []
     for index_name in index_names:
@@ -314,24 +397,46 @@ def _match_one(dist: Installed, index_names: list[str], asker: _Asker,
         listed.append(index_name)
         for file in _candidates(dist, files):
             try:
-                record, how, sha256 = _record(file, cached.get((dist.name, uvcache.stem_of(file.filename))), dist)
-            except (ProvisionError, zipfile.BadZipFile, wheelproof.NotProven, OSError, UnicodeDecodeError) as exc:
-                others.append(f"{file.filename} on {index_name} could not be read ({getattr(exc, 'message', exc)})")
+                record, how, sha256 = _record(
+                    file, cached.get((dist.name, uvcache.stem_of(file.filename))), dist
+                )
+            except (
+                ProvisionError,
+                zipfile.BadZipFile,
+                wheelproof.NotProven,
+                OSError,
+                UnicodeDecodeError,
+            ) as exc:
+                others.append(
+                    f"{file.filename} on {index_name} could not be read ({getattr(exc, 'message', exc)})"
+                )
                 continue
             differs = difference(dist.files, wheel_files(record)) if record is not None else how
             if differs is None and sha256:
-                return Matched(name=dist.name, version=dist.version, index=index_name, index_url=urls.strip_credentials(asker.indexes[index_name]),
-                               filename=file.filename, url=urls.strip_credentials(file.url), sha256=sha256, record_from=how)
+                return Matched(
+                    name=dist.name,
+                    version=dist.version,
+                    index=index_name,
+                    index_url=urls.strip_credentials(asker.indexes[index_name]),
+                    filename=file.filename,
+                    url=urls.strip_credentials(file.url),
+                    sha256=sha256,
+                    record_from=how,
+                )
             others.append(f"{file.filename} on {index_name} is another build ({differs})")
     from_cache = _from_cache(dist, cached, {n: asker.indexes[n] for n in index_names}, uv_default)
     if isinstance(from_cache, Matched):
         return from_cache
-    unreachable = [f"index {n} unreachable" for n in index_names if n in asker.unreachable]  # why: once, in `unreachable`
+    unreachable = [
+        f"index {n} unreachable" for n in index_names if n in asker.unreachable
+    ]  # why: once, in `unreachable`
     if others:
         reasons = others + unreachable
     elif listed:
-        reasons = [f"no wheel of {dist.name} {dist.version} ({', '.join(sorted(dist.tags)) or 'any tags'}) on {', '.join(listed)}",
-                   *unreachable]
+        reasons = [
+            f"no wheel of {dist.name} {dist.version} ({', '.join(sorted(dist.tags)) or 'any tags'}) on {', '.join(listed)}",
+            *unreachable,
+        ]
     else:
         reasons = unreachable or [f"no index to look on for {dist.name}"]
     reasons.append(from_cache or "uv's cache has no wheel of this build")
@@ -339,7 +444,9 @@ def _match_one(dist: Installed, index_names: list[str], asker: _Asker,
     return Unmatched(name=dist.name, version=dist.version, reason=reason)
 
 
-def _record(file: index.IndexFile, cached: uvcache.CachedWheel | None, dist: Installed) -> tuple[str | list[list[str]] | None, str, str]:
+def _record(
+    file: index.IndexFile, cached: uvcache.CachedWheel | None, dist: Installed
+) -> tuple[str | list[list[str]] | None, str, str]:
     """(the wheel's RECORD, its text or its rows where read before; where it was read; the sha256 of the bytes it was
     read from): provision's records/ cache where a proven read kept it by that sha256, uv's unpacked copy of that very
     file (same sha256), else the whole wheel downloaded and its members checked against its RECORD (wheelproof). Range
@@ -360,7 +467,11 @@ def _record(file: index.IndexFile, cached: uvcache.CachedWheel | None, dist: Ins
             return _kept(file.sha256, text, "uv cache"), "uv-cache", file.sha256
     metadata_hash = file.core_metadata.get("sha256") if isinstance(file.core_metadata, dict) else None
     installed_metadata = dist.files.get(f"{dist.info.name}/METADATA", "")
-    if metadata_hash and installed_metadata.startswith("sha256=") and _hex(installed_metadata) != metadata_hash:
+    if (
+        metadata_hash
+        and installed_metadata.startswith("sha256=")
+        and _hex(installed_metadata) != metadata_hash
+    ):
         return None, "METADATA differs (PEP 658)", ""
     tail = _Tail.open(file.url)
     if tail is not None:
@@ -383,14 +494,15 @@ def _kept(sha256: str | None, text: str, source: str, url: str = "") -> str:
     return text
 
 
-
 class _Tail(wheelmeta.RangeFile):
     """A remote wheel read by range requests, opened by one request for its last block (`bytes=-N`, whose answer
     also gives the size): a small wheel's RECORD and central directory are all in it, so no HEAD is needed."""
 
     @classmethod
     def open(cls, url: str) -> _Tail | None:
-        response = index.get(url, headers={"Range": f"bytes=-{wheelmeta.BLOCK}", "Accept-Encoding": "identity"})
+        response = index.get(
+            url, headers={"Range": f"bytes=-{wheelmeta.BLOCK}", "Accept-Encoding": "identity"}
+        )
         total = response.headers.get("Content-Range", "").rpartition("/")[2]
         if response.status_code != 206 or not total.isdigit():
             return None
@@ -403,7 +515,9 @@ class _Tail(wheelmeta.RangeFile):
 
     def readinto(self, buffer: WriteableBuffer) -> int:
         if self.position < self.tail_start:
-            return super().readinto(buffer)  # aligned blocks from the server: the same bytes where they reach the tail
+            return super().readinto(
+                buffer
+            )  # aligned blocks from the server: the same bytes where they reach the tail
         view = memoryview(buffer).cast("B")
         data = self.tail[self.position - self.tail_start : self.position - self.tail_start + len(view)]
         view[: len(data)] = data
@@ -424,8 +538,12 @@ def _cached_record(cached: uvcache.CachedWheel) -> str | None:
     return None
 
 
-def _from_cache(dist: Installed, cached: dict[tuple[str, str], uvcache.CachedWheel], indexes: dict[str, str],
-                uv_default: str) -> Matched | str | None:
+def _from_cache(
+    dist: Installed,
+    cached: dict[tuple[str, str], uvcache.CachedWheel],
+    indexes: dict[str, str],
+    uv_default: str,
+) -> Matched | str | None:
     """A wheel of this build in uv's cache, with the URL, sha256 and index it was fetched with: a match where that
     index is one of `indexes`; else why not (None: uv's cache has no such wheel)."""
     for (project, stem), wheel in sorted(cached.items()):
@@ -443,8 +561,16 @@ def _from_cache(dist: Installed, cached: dict[tuple[str, str], uvcache.CachedWhe
         name = next((n for n, u in indexes.items() if index_url and _same_index(u, index_url)), None)
         if name is None:
             return f"uv's cache holds this build, from {index_url or 'an index'} that is not among {', '.join(indexes)}"
-        return Matched(name=dist.name, version=dist.version, index=name, index_url=urls.strip_credentials(indexes[name]),
-                       filename=urls.filename(url), url=url, sha256=sha256s.pop(), record_from="uv-cache")
+        return Matched(
+            name=dist.name,
+            version=dist.version,
+            index=name,
+            index_url=urls.strip_credentials(indexes[name]),
+            filename=urls.filename(url),
+            url=url,
+            sha256=sha256s.pop(),
+            record_from="uv-cache",
+        )
     return None
 
 
@@ -461,9 +587,15 @@ def _origin(wheel: uvcache.CachedWheel, uv_default: str) -> tuple[str, set[str],
     if bucket.name == "pypi":
         index_url = uv_default
     else:
-        for page in sorted(bucket.parent.parent.parent.glob(f"simple-v*/index/{bucket.name}/{wheel.project}.rkyv"), reverse=True):
+        for page in sorted(
+            bucket.parent.parent.parent.glob(f"simple-v*/index/{bucket.name}/{wheel.project}.rkyv"),
+            reverse=True,
+        ):
             try:
-                hit = re.search(rb"(https?://[\x21-\x7e]+?/)" + re.escape(wheel.project.encode()) + rb"/", regular.read_bytes(page, 64 << 20))
+                hit = re.search(
+                    rb"(https?://[\x21-\x7e]+?/)" + re.escape(wheel.project.encode()) + rb"/",
+                    regular.read_bytes(page, 64 << 20),
+                )
             except OSError:
                 continue
             if hit:
@@ -474,4 +606,3 @@ def _origin(wheel: uvcache.CachedWheel, uv_default: str) -> tuple[str, set[str],
 
 def _same_index(a: str, b: str) -> bool:
     return urls.strip_credentials(a).rstrip("/") == b.rstrip("/")
-

@@ -35,21 +35,33 @@ def mirror_note(profile: Profile, indexes: Mapping[str, str | None]) -> str:
             continue  # unreachable: uv will say so, naming it
         if listed:
             variable = "PROVISION_INDEX_" + re.sub(r"[^A-Za-z0-9]", "_", name).upper()
-            return (f"the mirror given for index {name} (--index {name}=... or {variable}) also serves {plain[0]}, which "
-                    f"profile {profile.name} takes from the default index: give the default index's mirror too "
-                    "(--index default=URL or PROVISION_INDEX_DEFAULT), or the lock stops after resolving")
+            return (
+                f"the mirror given for index {name} (--index {name}=... or {variable}) also serves {plain[0]}, which "
+                f"profile {profile.name} takes from the default index: give the default index's mirror too "
+                "(--index default=URL or PROVISION_INDEX_DEFAULT), or the lock stops after resolving"
+            )
     return ""
 
 
-def same_build_hint(profile: Profile, indexes: Mapping[str, str | None], failure: ProvisionError, python: str,
-                    platform: str | None, folder: Path) -> str:
+def same_build_hint(
+    profile: Profile,
+    indexes: Mapping[str, str | None],
+    failure: ProvisionError,
+    python: str,
+    platform: str | None,
+    folder: Path,
+) -> str:
     """When uv could not reach an index: which package the profile binds to it has the same build (`==X+cuNNN`) on the
     default index, asked of uv with the default index alone (uv's own default unless the profile or a flag names one);
     "" when none does or it cannot be told."""
     from provision.stacks import uvtool
 
     said = urls.redact_text(failure.message)
-    down = [n for n, u in indexes.items() if n != DEFAULT_INDEX and u and urls.strip_credentials(u).rstrip("/") in said]
+    down = [
+        n
+        for n, u in indexes.items()
+        if n != DEFAULT_INDEX and u and urls.strip_credentials(u).rstrip("/") in said
+    ]
     label = "cu" + profile.cuda.replace(".", "")
     for package in profile.packages:
         if package.index not in down or package.from_source:
@@ -62,13 +74,31 @@ def same_build_hint(profile: Profile, indexes: Mapping[str, str | None], failure
             continue
         wanted = f"{package.name}=={pins[0]}+{label}"
         (folder / "same-build.in").write_text(wanted + "\n")
-        args = ["pip", "compile", "same-build.in", "--no-deps", "--no-config", "--quiet", "--no-header",
-                "--python-version", python, "-o", "same-build.txt"] + (["--python-platform", platform] if platform else [])
+        args = [
+            "pip",
+            "compile",
+            "same-build.in",
+            "--no-deps",
+            "--no-config",
+            "--quiet",
+            "--no-header",
+            "--python-version",
+            python,
+            "-o",
+            "same-build.txt",
+        ] + (["--python-platform", platform] if platform else [])
         try:
-            uvtool.run(args, cwd=folder, timeout=60, env=uvtool.index_options({DEFAULT_INDEX: indexes.get(DEFAULT_INDEX)})[1])
+            uvtool.run(
+                args,
+                cwd=folder,
+                timeout=60,
+                env=uvtool.index_options({DEFAULT_INDEX: indexes.get(DEFAULT_INDEX)})[1],
+            )
         except ProvisionError:
             continue
-        return (f"index {package.index} cannot be reached, but the default index has {wanted.replace('==', ' ')}: bind "
-                f"{package.name} to it (drop index = \"{package.index}\" from it in a copy of the profile), or point "
-                f"--index {package.index}=URL at a mirror")
+        return (
+            f"index {package.index} cannot be reached, but the default index has {wanted.replace('==', ' ')}: bind "
+            f'{package.name} to it (drop index = "{package.index}" from it in a copy of the profile), or point '
+            f"--index {package.index}=URL at a mirror"
+        )
     return ""

@@ -18,8 +18,12 @@ def named(text: str) -> ResolveError | None:
     found = [hit for row in knowledge.tables()["pin"] if (hit := _explains(row, text))]
     if not found:
         return None
-    row, partner = max(found, key=lambda hit: "conflicts_with" in hit[0])  # "SGLang and vLLM" before a torch pin alone
-    return ResolveError(f"{row['package']} and {partner} cannot be resolved together: {row['why']}", str(row["fix"]))
+    row, partner = max(
+        found, key=lambda hit: "conflicts_with" in hit[0]
+    )  # "SGLang and vLLM" before a torch pin alone
+    return ResolveError(
+        f"{row['package']} and {partner} cannot be resolved together: {row['why']}", str(row["fix"])
+    )
 
 
 def _explains(row: dict[str, Any], text: str) -> tuple[dict[str, Any], str] | None:
@@ -35,7 +39,9 @@ def _explains(row: dict[str, Any], text: str) -> tuple[dict[str, Any], str] | No
         name, _, version = requirement.partition("==")
         others = sorted({f"{name}{spec.rstrip('.')}" for spec in _specs(name, text)} - {requirement})
         if requirement in text and (others or f"no version of {requirement}" in text):
-            return row, partners[0] if partners else others[0] if others else f"{name} (its index has no {version})"
+            return row, partners[0] if partners else others[
+                0
+            ] if others else f"{name} (its index has no {version})"
     return None
 
 

@@ -35,19 +35,35 @@ class ProfileFile:
 def parse(c: _Checker, written: object) -> tuple[ProfileFile, ...]:
     if written is None:
         return ()
-    table: dict[str, object] = c.typed(written, "files", dict, 'a table of "path in site-packages" = "file beside the profile"')
+    table: dict[str, object] = c.typed(
+        written, "files", dict, 'a table of "path in site-packages" = "file beside the profile"'
+    )
     folder = c.path.parent
     found = []
     for path, given in table.items():
         key = f'files."{path}"'
-        _relative(c, key, path, "the path in site-packages", 'such as "sitecustomize.py" or "sglang/srt/patch.py"')
+        _relative(
+            c, key, path, "the path in site-packages", 'such as "sitecustomize.py" or "sglang/srt/patch.py"'
+        )
         if path.split("/")[0].endswith(METADATA):
-            raise c.fail(key, f"{path!r} lies in a distribution's metadata; carry your own files, not a RECORD or METADATA")
-        source = c.typed(given, key, str, 'the path of a file beside the profile, such as "patches/sitecustomize.py"')
+            raise c.fail(
+                key,
+                f"{path!r} lies in a distribution's metadata; carry your own files, not a RECORD or METADATA",
+            )
+        source = c.typed(
+            given, key, str, 'the path of a file beside the profile, such as "patches/sitecustomize.py"'
+        )
         _relative(c, key, source, "the source", 'beside the profile, such as "patches/sitecustomize.py"')
         content, mode = _read(c, key, folder, source)
-        found.append(ProfileFile(path=path, source=folder / source, content=content, mode=mode,
-                                 sha256=hashlib.sha256(content).hexdigest()))
+        found.append(
+            ProfileFile(
+                path=path,
+                source=folder / source,
+                content=content,
+                mode=mode,
+                sha256=hashlib.sha256(content).hexdigest(),
+            )
+        )
     return tuple(found)
 
 
@@ -55,23 +71,34 @@ def _relative(c: _Checker, key: str, value: str, what: str, example: str) -> Non
     """A relative path, written plainly: no leading /, no . or .. part, no empty part, no NUL byte."""
     parts = value.split("/")
     if not value or "\0" in value or value.startswith("/") or any(part in ("", ".", "..") for part in parts):
-        raise c.fail(key, f"{what} {value!r} must be a plain relative path that stays where it belongs, {example}")
+        raise c.fail(
+            key, f"{what} {value!r} must be a plain relative path that stays where it belongs, {example}"
+        )
 
 
 def _read(c: _Checker, key: str, folder: Path, source: str) -> tuple[bytes, int]:
     path = folder / source
     escape = confined.Confinement(folder).path(str(path))
     if escape is not None:
-        raise c.fail(key, f"{escape[0]} is a link to {escape[1]}, outside the profile's folder {folder}; put the file itself there")
+        raise c.fail(
+            key,
+            f"{escape[0]} is a link to {escape[1]}, outside the profile's folder {folder}; put the file itself there",
+        )
     try:
         fd = regular.open_fd(path)
     except OSError as exc:
-        what = "not a regular file (a pipe, a socket, a device or a folder)" if exc.errno in (errno.EINVAL, errno.EISDIR) else \
-            f"cannot be read ({exc.strerror})"
+        what = (
+            "not a regular file (a pipe, a socket, a device or a folder)"
+            if exc.errno in (errno.EINVAL, errno.EISDIR)
+            else f"cannot be read ({exc.strerror})"
+        )
         raise c.fail(key, f"the source {path} is {what}") from exc
     with os.fdopen(fd, "rb") as handle:
         content = handle.read(MAX_BYTES + 1)
         mode = stat.S_IMODE(os.fstat(handle.fileno()).st_mode)
     if len(content) > MAX_BYTES:
-        raise c.fail(key, f"the source {path} is larger than {MAX_BYTES >> 20} MiB; carry patches and start-up files, not libraries")
+        raise c.fail(
+            key,
+            f"the source {path} is larger than {MAX_BYTES >> 20} MiB; carry patches and start-up files, not libraries",
+        )
     return content, mode

@@ -71,16 +71,24 @@ class Profile:
     env: dict[str, str] = field(default_factory=dict)
     checks: tuple[str, ...] | None = None  # None: every built-in check
     baseline: Baseline | None = None
-    toolkit: str | None = None  # site-packages folder of NVIDIA's compiler wheels ("nvidia/cu13"): {env}/cuda is laid over it
+    toolkit: str | None = (
+        None  # site-packages folder of NVIDIA's compiler wheels ("nvidia/cu13"): {env}/cuda is laid over it
+    )
     files: tuple[ProfileFile, ...] = ()  # [files]: the content of each is covered by content_hash
-    offline: bool = False  # its machines reach no network: nothing may be downloaded at first use (report FAILs it)
-    serves: tuple[str, ...] = ()  # the optional features its served path needs (knowledge.toml [[feature_wheel]])
+    offline: bool = (
+        False  # its machines reach no network: nothing may be downloaded at first use (report FAILs it)
+    )
+    serves: tuple[
+        str, ...
+    ] = ()  # the optional features its served path needs (knowledge.toml [[feature_wheel]])
     content_hash: str = ""
 
     def compiler_cuda(self) -> str | None:
         """The CUDA release of the compiler the profile installs itself (cuda-toolkit[nvcc] or nvidia-cuda-nvcc)."""
         for package in self.packages:
-            if package.name in COMPILER_PACKAGES and (package.name != "cuda-toolkit" or "nvcc" in package.extras):
+            if package.name in COMPILER_PACKAGES and (
+                package.name != "cuda-toolkit" or "nvcc" in package.extras
+            ):
                 found = re.search(r"(\d+\.\d+)", package.version)
                 return found.group(1) if found else self.cuda
         return None
@@ -124,7 +132,9 @@ class Found:
 
     profiles: tuple[Profile, ...]
     skipped: tuple[Skipped, ...] = ()
-    folders: tuple[Path, ...] = ()  # where they were read from, in order: PROVISION_PROFILES's, then the shipped ones
+    folders: tuple[
+        Path, ...
+    ] = ()  # where they were read from, in order: PROVISION_PROFILES's, then the shipped ones
 
 
 def available() -> list[Profile]:
@@ -146,10 +156,21 @@ def found() -> Found:
             try:
                 mode = path.stat().st_mode  # follows a link: what a load would open
             except OSError as exc:
-                skipped.append(Skipped(path=path, reason=f"cannot read it ({exc.strerror or exc}): a link loop or a dangling link"))
+                skipped.append(
+                    Skipped(
+                        path=path,
+                        reason=f"cannot read it ({exc.strerror or exc}): a link loop or a dangling link",
+                    )
+                )
                 continue
             if not stat.S_ISREG(mode):
-                what = "a folder" if stat.S_ISDIR(mode) else "a pipe" if stat.S_ISFIFO(mode) else "a device or socket"
+                what = (
+                    "a folder"
+                    if stat.S_ISDIR(mode)
+                    else "a pipe"
+                    if stat.S_ISFIFO(mode)
+                    else "a device or socket"
+                )
                 skipped.append(Skipped(path=path, reason=f"not a regular file ({what})"))
                 continue
             seen[path.stem] = load_file(path)
@@ -161,13 +182,17 @@ def load(name_or_path: str) -> Profile:
     candidate = Path(name_or_path)
     if candidate.suffix == ".toml" or os.sep in name_or_path:
         if not (candidate.exists() or candidate.is_symlink()):
-            raise ProfileError(f"{candidate}: no such profile file", "give a path to a .toml profile or a profile name")
+            raise ProfileError(
+                f"{candidate}: no such profile file", "give a path to a .toml profile or a profile name"
+            )
         return load_file(candidate)
     for folder in search_dirs():
         path = folder / f"{name_or_path}.toml"
         if (path.exists() or path.is_symlink()) and not is_lock_name(path.name):
             return load_file(path)
-    names = sorted({p.stem for folder in search_dirs() for p in folder.glob("*.toml") if not is_lock_name(p.name)})
+    names = sorted(
+        {p.stem for folder in search_dirs() for p in folder.glob("*.toml") if not is_lock_name(p.name)}
+    )
     raise ProfileError(f"no profile named {name_or_path!r}", f"known profiles: {', '.join(names) or 'none'}")
 
 
@@ -178,15 +203,23 @@ def load_file(path: Path) -> Profile:
 def parse(raw: bytes, path: Path) -> Profile:
     """The profile `raw` holds, checked key by key; errors name `path` (where it is, or is to be, written)."""
     if len(raw) > MAX_BYTES:
-        raise ProfileError(f"{path}: larger than {MAX_BYTES >> 20} MiB, so not a profile", "a profile is a few hundred bytes of TOML")
+        raise ProfileError(
+            f"{path}: larger than {MAX_BYTES >> 20} MiB, so not a profile",
+            "a profile is a few hundred bytes of TOML",
+        )
     if not raw.strip():
-        raise ProfileError(f"{path}: the file is empty", "a profile needs at least schema, name, cuda and [packages]")
+        raise ProfileError(
+            f"{path}: the file is empty", "a profile needs at least schema, name, cuda and [packages]"
+        )
     try:
         data = toml.loads(raw.decode("utf-8"))
     except (toml.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise ProfileError(f"{path}: not valid TOML: {exc}", "fix the syntax at that line") from exc
     except RecursionError as exc:
-        raise ProfileError(f"{path}: nested too deeply to be a profile", "a profile is a few flat tables; see docs/profiles.md") from exc
+        raise ProfileError(
+            f"{path}: nested too deeply to be a profile",
+            "a profile is a few flat tables; see docs/profiles.md",
+        ) from exc
     return _validate(path, data, raw)
 
 
@@ -196,10 +229,16 @@ def _read(path: Path) -> bytes:
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     except OSError as exc:
-        raise ProfileError(f"{path}: cannot read it ({exc.strerror or exc})", "check the file, its permissions and any link to it") from exc
+        raise ProfileError(
+            f"{path}: cannot read it ({exc.strerror or exc})",
+            "check the file, its permissions and any link to it",
+        ) from exc
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise ProfileError(f"{path}: not a regular file", "a profile is a .toml file; move whatever this is out of the way")
+            raise ProfileError(
+                f"{path}: not a regular file",
+                "a profile is a .toml file; move whatever this is out of the way",
+            )
         chunks = []
         while chunk := os.read(fd, 1 << 16):
             chunks.append(chunk)
@@ -218,9 +257,17 @@ class _Checker:
         self.path = path
 
     def fail(self, key: str, expected: str) -> ProfileError:
-        return ProfileError(f"{self.path}: {key}: {expected}", f"see docs/profiles.md for the {key.split('.')[0]} key")
+        return ProfileError(
+            f"{self.path}: {key}: {expected}", f"see docs/profiles.md for the {key.split('.')[0]} key"
+        )
 
-    def keys(self, table: Mapping[str, object], where: str, allowed: Collection[str], required: Collection[str] = ()) -> None:
+    def keys(
+        self,
+        table: Mapping[str, object],
+        where: str,
+        allowed: Collection[str],
+        required: Collection[str] = (),
+    ) -> None:
         for key in table:
             if key not in allowed:
                 import difflib
@@ -243,15 +290,35 @@ class _Checker:
 
 def _validate(path: Path, data: Mapping[str, object], raw: bytes) -> Profile:
     c = _Checker(path)
-    top = {"schema", "name", "description", "python", "cuda", "indexes", "packages", "env", "checks", "baseline", "toolkit", "files",
-           "offline", "serves"}
+    top = {
+        "schema",
+        "name",
+        "description",
+        "python",
+        "cuda",
+        "indexes",
+        "packages",
+        "env",
+        "checks",
+        "baseline",
+        "toolkit",
+        "files",
+        "offline",
+        "serves",
+    }
     c.keys(data, "", top, {"schema", "name", "cuda", "packages"})
     schema = c.typed(data["schema"], "schema", int, "an integer")
     if schema != SCHEMA:
-        raise c.fail("schema", f"version {schema} is not known to this provision (it reads schema {SCHEMA}); upgrade provision")
+        raise c.fail(
+            "schema",
+            f"version {schema} is not known to this provision (it reads schema {SCHEMA}); upgrade provision",
+        )
     name = c.typed(data["name"], "name", str, "a string")
     if not NAME_RULE.match(name):
-        raise c.fail("name", f"letters, digits, '.', '_' and '-' only, starting with a letter or digit, at most {NAME_MAX} characters (it names a folder)")
+        raise c.fail(
+            "name",
+            f"letters, digits, '.', '_' and '-' only, starting with a letter or digit, at most {NAME_MAX} characters (it names a folder)",
+        )
     cuda = c.typed(data["cuda"], "cuda", str, 'a CUDA release such as "13.0"')
     if not _CUDA.match(cuda):
         raise c.fail("cuda", f'expected a CUDA release such as "13.0", got {cuda!r}')
@@ -264,17 +331,24 @@ def _validate(path: Path, data: Mapping[str, object], raw: bytes) -> Profile:
     for index_name, url in c.typed(data.get("indexes", {}), "indexes", dict, "a table of name = URL").items():
         indexes[index_name] = c.typed(url, f"indexes.{index_name}", str, "a URL string")
         if not _INDEX_NAME.match(index_name):
-            raise c.fail(f"indexes.{index_name}", "an index name is letters, digits, '.', '_' and '-', starting with a "
-                         "letter or digit (an index is given as NAME=URL, and its name names a variable)")
+            raise c.fail(
+                f"indexes.{index_name}",
+                "an index name is letters, digits, '.', '_' and '-', starting with a "
+                "letter or digit (an index is given as NAME=URL, and its name names a variable)",
+            )
         _index_url(c, f"indexes.{index_name}", url)
-    packages = _packages(c, c.typed(data["packages"], "packages", dict, "a table of package = { ... }"), indexes, path)
+    packages = _packages(
+        c, c.typed(data["packages"], "packages", dict, "a table of package = { ... }"), indexes, path
+    )
     env: dict[str, str] = {}
     for key, value in c.typed(data.get("env", {}), "env", dict, "a table of NAME = value").items():
         env[key] = c.typed(value, f"env.{key}", str, "a string")
         _env_entry(c, key, env[key])
     files = profile_files.parse(c, data.get("files"))
     digest = hashlib.sha256(raw)
-    for file in files:  # a lock made before a carried file changed is refused as for any other change of the profile
+    for (
+        file
+    ) in files:  # a lock made before a carried file changed is refused as for any other change of the profile
         digest.update(f"\0files\0{file.path}\0{file.sha256}".encode())
     return Profile(
         name=name,
@@ -334,19 +408,28 @@ def _name(c: _Checker, key: str, name: str, what: str) -> None:
     try:
         canonicalize_name(name, validate=True)
     except InvalidName:
-        raise c.fail(key, f"{name!r} is not a {what} name (letters, digits, '.', '_' and '-', starting and ending with a "
-                          "letter or digit); a version goes in version, extras in extras, no markers or URLs") from None
+        raise c.fail(
+            key,
+            f"{name!r} is not a {what} name (letters, digits, '.', '_' and '-', starting and ending with a "
+            "letter or digit); a version goes in version, extras in extras, no markers or URLs",
+        ) from None
 
 
 def _env_entry(c: _Checker, key: str, value: str) -> None:
     """A key that a shell takes as a variable name (shell-env prints `export KEY=...`), and only known placeholders."""
     if not SHELL_NAME.match(key):
-        raise ProfileError(f"{c.path}: env: {key!r} is not a variable name",
-                           "use letters, digits and '_', not starting with a digit (shell-env exports it as is)")
+        raise ProfileError(
+            f"{c.path}: env: {key!r} is not a variable name",
+            "use letters, digits and '_', not starting with a digit (shell-env exports it as is)",
+        )
     if "\0" in value:  # no process can be given it: create failed at its first check, after uv had installed
         raise c.fail(f"env.{key}", "a NUL byte in its value: no environment variable can hold one")
     try:
-        fields = [(name, spec, conversion) for _, name, spec, conversion in string.Formatter().parse(value) if name is not None]
+        fields = [
+            (name, spec, conversion)
+            for _, name, spec, conversion in string.Formatter().parse(value)
+            if name is not None
+        ]
     except ValueError as exc:
         raise c.fail(f"env.{key}", f"{exc} in {value!r}; write {{{{ and }}}} for a literal brace") from exc
     for name, spec, conversion in fields:
@@ -355,28 +438,42 @@ def _env_entry(c: _Checker, key: str, value: str) -> None:
             raise c.fail(f"env.{key}", f"unknown placeholder {{{name}}} (known: {known})")
 
 
-def _packages(c: _Checker, table: dict[str, object], indexes: dict[str, str], path: Path) -> tuple[Package, ...]:
+def _packages(
+    c: _Checker, table: dict[str, object], indexes: dict[str, str], path: Path
+) -> tuple[Package, ...]:
     if not table:
         raise c.fail("packages", "empty; list at least one package")
     result = []
     for name, written in table.items():
         key = f"packages.{name}"
         _name(c, key, name, "package")
-        spec: dict[str, object] = c.typed({"version": written} if isinstance(written, str) else written, key, dict,
-                                          'a table such as { index = "pytorch", version = ">=2.10" } or a version string')
+        spec: dict[str, object] = c.typed(
+            {"version": written} if isinstance(written, str) else written,
+            key,
+            dict,
+            'a table such as { index = "pytorch", version = ">=2.10" } or a version string',
+        )
         c.keys(spec, key, {"index", "version", "prerelease", "extras", "path", "editable", "git", "rev"})
         source = _source(c, key, spec, path)
         index = c.typed(spec.get("index", DEFAULT_INDEX), f"{key}.index", str, "an index name")
         if index != DEFAULT_INDEX and index not in indexes:
             defined = ", ".join(sorted({*indexes, DEFAULT_INDEX}))
-            raise c.fail(f"{key}.index", f"names index {index!r}, which [indexes] does not define (defined: {defined})")
-        version = c.typed(spec.get("version", ""), f"{key}.version", str, 'a version specifier such as ">=2.10"')
+            raise c.fail(
+                f"{key}.index", f"names index {index!r}, which [indexes] does not define (defined: {defined})"
+            )
+        version = c.typed(
+            spec.get("version", ""), f"{key}.version", str, 'a version specifier such as ">=2.10"'
+        )
         try:
             SpecifierSet(version)
         except InvalidSpecifier as exc:
-            raise c.fail(f"{key}.version", f"{version!r} is not a valid version specifier (PEP 440), e.g. '>=2.10,<3'") from exc
-        extras = tuple(c.typed(e, f"{key}.extras", str, "a string")
-                       for e in c.typed(spec.get("extras", []), f"{key}.extras", list, "a list of strings"))
+            raise c.fail(
+                f"{key}.version", f"{version!r} is not a valid version specifier (PEP 440), e.g. '>=2.10,<3'"
+            ) from exc
+        extras = tuple(
+            c.typed(e, f"{key}.extras", str, "a string")
+            for e in c.typed(spec.get("extras", []), f"{key}.extras", list, "a list of strings")
+        )
         for extra in extras:
             _name(c, f"{key}.extras", extra, "extra")
         result.append(
@@ -405,23 +502,34 @@ class _Source:
 
 def _source(c: _Checker, key: str, spec: Mapping[str, object], profile: Path) -> _Source:
     """A package's source tree or repository (uv's `path` and `git` sources), checked: one of them, not with an index."""
-    path = c.typed(spec.get("path", ""), f"{key}.path", str, "a folder (absolute, or relative to the profile)")
+    path = c.typed(
+        spec.get("path", ""), f"{key}.path", str, "a folder (absolute, or relative to the profile)"
+    )
     git = c.typed(spec.get("git", ""), f"{key}.git", str, "a git URL")
     editable = c.typed(spec.get("editable", False), f"{key}.editable", bool, "true or false")
     rev = c.typed(spec.get("rev", ""), f"{key}.rev", str, "a branch, tag or commit")
     for part, value in (("path", path), ("git", git), ("rev", rev)):
-        if "\0" in value:  # no file name, URL or argument can hold one: uv and every path call would fail (exit 3)
-            raise c.fail(f"{key}.{part}", "a NUL byte in its value: no path, URL or git revision can hold one")
+        if (
+            "\0" in value
+        ):  # no file name, URL or argument can hold one: uv and every path call would fail (exit 3)
+            raise c.fail(
+                f"{key}.{part}", "a NUL byte in its value: no path, URL or git revision can hold one"
+            )
     if path and git:
         raise c.fail(key, "give one of path and git, not both")
     if (path or git) and "index" in spec:
-        raise c.fail(f"{key}.index", "a package from a path or git comes from there, not from an index: remove index")
+        raise c.fail(
+            f"{key}.index", "a package from a path or git comes from there, not from an index: remove index"
+        )
     if editable and not path:
         raise c.fail(f"{key}.editable", "editable needs path (a source tree)")
     if rev and not git:
         raise c.fail(f"{key}.rev", "rev needs git (a repository)")
     if git and not git.startswith(("https://", "http://", "ssh://", "git+", "file://", "git@")):
-        raise c.fail(f"{key}.git", f"expected a git URL (https://, ssh://, file:// or git@host:...), got {redact_text(git)!r}")
+        raise c.fail(
+            f"{key}.git",
+            f"expected a git URL (https://, ssh://, file:// or git@host:...), got {redact_text(git)!r}",
+        )
     if git and gitauth.problem(git):
         raise c.fail(f"{key}.git", f"{gitauth.problem(git)}; got {redact_text(git)!r}")
     if path and not Path(path).is_absolute():
@@ -434,9 +542,13 @@ def _toolkit(c: _Checker, written: object) -> str | None:
         return None
     table: dict[str, object] = c.typed(written, "toolkit", dict, 'a table such as { wheels = "nvidia/cu13" }')
     c.keys(table, "toolkit", {"wheels"}, {"wheels"})
-    wheels = c.typed(table["wheels"], "toolkit.wheels", str, 'a folder inside site-packages, such as "nvidia/cu13"')
+    wheels = c.typed(
+        table["wheels"], "toolkit.wheels", str, 'a folder inside site-packages, such as "nvidia/cu13"'
+    )
     if wheels.startswith("/") or ".." in wheels.split("/"):
-        raise c.fail("toolkit.wheels", f"{wheels!r} must be a folder inside site-packages, such as nvidia/cu13")
+        raise c.fail(
+            "toolkit.wheels", f"{wheels!r} must be a folder inside site-packages, such as nvidia/cu13"
+        )
     return wheels
 
 
@@ -446,10 +558,15 @@ def _serves(c: _Checker, written: object) -> tuple[str, ...]:
     from provision import knowledge
 
     known = knowledge.feature_names()
-    listed: list[object] = c.typed(written if written is not None else [], "serves", list, f"a list of features ({', '.join(known)})")
+    listed: list[object] = c.typed(
+        written if written is not None else [], "serves", list, f"a list of features ({', '.join(known)})"
+    )
     for feature in listed:
         if not isinstance(feature, str) or feature not in known:
-            raise c.fail("serves", f"unknown feature {feature!r} (known: {', '.join(known)}; provision/knowledge.toml [[feature_wheel]])")
+            raise c.fail(
+                "serves",
+                f"unknown feature {feature!r} (known: {', '.join(known)}; provision/knowledge.toml [[feature_wheel]])",
+            )
     return tuple(dict.fromkeys(str(f) for f in listed))
 
 
@@ -460,7 +577,9 @@ def _checks(c: _Checker, written: object) -> tuple[str, ...] | None:
     c.keys(table, "checks", {"required"})
     from provision.records.checks import BY_ID
 
-    required: list[object] = c.typed(table.get("required", []), "checks.required", list, "a list of check ids")
+    required: list[object] = c.typed(
+        table.get("required", []), "checks.required", list, "a list of check ids"
+    )
     for check in required:
         if not isinstance(check, str) or check not in BY_ID:  # a list or table there cannot even be looked up
             raise c.fail("checks.required", f"unknown check {check!r} (known: {', '.join(BY_ID)})")
@@ -471,7 +590,9 @@ def _baseline(c: _Checker, written: object) -> Baseline | None:
     if written is None:
         return None
     table: dict[str, object] = c.typed(written, "baseline", dict, "a table")
-    c.keys(table, "baseline", {"command", "cwd", "timeout", "pattern", "json_key", "unit", "better"}, {"command"})
+    c.keys(
+        table, "baseline", {"command", "cwd", "timeout", "pattern", "json_key", "unit", "better"}, {"command"}
+    )
     command: list[object] = c.typed(table["command"], "baseline.command", list, "an argv list of strings")
     argv = tuple(a for a in command if isinstance(a, str))
     if not command or len(argv) != len(command):
@@ -481,7 +602,11 @@ def _baseline(c: _Checker, written: object) -> Baseline | None:
     written_pattern, json_key = table.get("pattern"), table.get("json_key")
     if (written_pattern is None) == (json_key is None):
         raise c.fail("baseline", "give exactly one of pattern (a regex with one group) or json_key")
-    pattern = None if written_pattern is None else c.typed(written_pattern, "baseline.pattern", str, "a regular expression")
+    pattern = (
+        None
+        if written_pattern is None
+        else c.typed(written_pattern, "baseline.pattern", str, "a regular expression")
+    )
     if pattern is not None:
         try:
             if re.compile(pattern).groups < 1:

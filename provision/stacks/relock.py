@@ -12,10 +12,14 @@ from provision.stacks import urls
 from provision.stacks.profiles import Profile, search_dirs
 
 
-def rebuild_command(profile: Profile, *, python: str, platform: str | None, overrides: dict[str, str], output: Path) -> str:
+def rebuild_command(
+    profile: Profile, *, python: str, platform: str | None, overrides: dict[str, str], output: Path
+) -> str:
     """`provision lock ...` that makes this lock again: the profile by name where lock finds it by name, else by its
     path; the same Python, platform and --index flags (credentials stripped, query values and token-like path segments as ****), and the same output."""
-    by_name = any((folder / f"{profile.name}.toml").resolve() == profile.path.resolve() for folder in search_dirs())
+    by_name = any(
+        (folder / f"{profile.name}.toml").resolve() == profile.path.resolve() for folder in search_dirs()
+    )
     argv = ["provision", "lock", profile.name if by_name else str(profile.path), "--python", python]
     if platform:
         argv += ["--platform", platform]
@@ -29,8 +33,14 @@ def quoted(word: str) -> str:
     comment, which a raw newline ended) and means the same to bash."""
     if not any(ord(c) < 32 or ord(c) == 127 for c in word):
         return shlex.quote(word)
-    return "$'" + "".join(f"\\x{ord(c):02x}" if ord(c) < 32 or ord(c) == 127 else "\\" + c if c in "\\'" else c
-                          for c in word) + "'"
+    return (
+        "$'"
+        + "".join(
+            f"\\x{ord(c):02x}" if ord(c) < 32 or ord(c) == 127 else "\\" + c if c in "\\'" else c
+            for c in word
+        )
+        + "'"
+    )
 
 
 def versions_in(path: Path) -> dict[str, str] | None:
@@ -72,9 +82,11 @@ class Changes:
 
     def to_dict(self) -> dict[str, list[dict[str, str]]]:
         """{"added": [{name, version}], "removed": [{name, version}], "changed": [{name, from, to}]}."""
-        return {"added": [{"name": a.name, "version": a.version} for a in self.added],
-                "removed": [{"name": r.name, "version": r.version} for r in self.removed],
-                "changed": [{"name": c.name, "from": c.before, "to": c.after} for c in self.changed]}
+        return {
+            "added": [{"name": a.name, "version": a.version} for a in self.added],
+            "removed": [{"name": r.name, "version": r.version} for r in self.removed],
+            "changed": [{"name": c.name, "from": c.before, "to": c.after} for c in self.changed],
+        }
 
     def describe(self) -> list[str]:
         """uv lock's lines: `Added x v1`, `Removed y v2`, `Updated z v1 -> v2`; `No changes` when there are none."""
@@ -88,7 +100,12 @@ def changes(before: dict[str, str] | None, after: dict[str, str]) -> Changes | N
     """What changed from the versions `before` to those `after`; None without an earlier lock."""
     if before is None:
         return None
-    return Changes(added=tuple(Pinned(n, after[n]) for n in sorted(after.keys() - before.keys())),
-                   removed=tuple(Pinned(n, before[n]) for n in sorted(before.keys() - after.keys())),
-                   changed=tuple(Updated(n, before[n], after[n]) for n in sorted(after.keys() & before.keys())
-                                 if before[n] != after[n]))
+    return Changes(
+        added=tuple(Pinned(n, after[n]) for n in sorted(after.keys() - before.keys())),
+        removed=tuple(Pinned(n, before[n]) for n in sorted(before.keys() - after.keys())),
+        changed=tuple(
+            Updated(n, before[n], after[n])
+            for n in sorted(after.keys() & before.keys())
+            if before[n] != after[n]
+        ),
+    )

@@ -38,8 +38,16 @@ def parser_flags(tree: ast.Module) -> set[str]:
     """Every flag an `add_argument` call names, and every annotated field's flag."""
     found: set[str] = set()
     for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "add_argument":
-            found |= {a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str) and a.value.startswith("-")}
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "add_argument"
+        ):
+            found |= {
+                a.value
+                for a in node.args
+                if isinstance(a, ast.Constant) and isinstance(a.value, str) and a.value.startswith("-")
+            }
         elif isinstance(node, ast.ClassDef):
             for item in node.body:
                 if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name):
@@ -66,8 +74,10 @@ def _field_flags(name: str, annotation: ast.expr) -> set[str]:
                 return set()
             cli_name = _literal(keywords.get("cli_name"))
             aliases = _literal(keywords.get("aliases"))
-            return {cli_name if isinstance(cli_name, str) else "--" + name.replace("_", "-"),
-                    *(a for a in (aliases if isinstance(aliases, list) else []) if isinstance(a, str))}
+            return {
+                cli_name if isinstance(cli_name, str) else "--" + name.replace("_", "-"),
+                *(a for a in (aliases if isinstance(aliases, list) else []) if isinstance(a, str)),
+            }
     return set()
 
 
@@ -78,7 +88,13 @@ def table_variables(tree: ast.Module) -> set[str]:
         if isinstance(node, ast.ClassDef) and node.name == "Envs":
             for item in node.body:
                 value = item.value if isinstance(item, (ast.Assign, ast.AnnAssign)) else None
-                targets = item.targets if isinstance(item, ast.Assign) else [item.target] if isinstance(item, ast.AnnAssign) else []
+                targets = (
+                    item.targets
+                    if isinstance(item, ast.Assign)
+                    else [item.target]
+                    if isinstance(item, ast.AnnAssign)
+                    else []
+                )
                 if isinstance(value, ast.Call) and _name(value.func).startswith("Env"):
                     found |= {t.id for t in targets if isinstance(t, ast.Name)}
     return found

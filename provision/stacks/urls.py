@@ -35,13 +35,17 @@ def userinfo(url: str) -> tuple[str, str, str] | None:
     scheme, rest = found.groups()
     host_part = re.split(r"[/?#]", rest, maxsplit=1)[0]
     last = rest.rfind("@")
-    if last > 0 and re.match(r"[^/?#@:]*:", rest) and re.match(r"[A-Za-z0-9.\[\]:-]+(?:[/?#]|$)", rest[last + 1:]):
+    if (
+        last > 0
+        and re.match(r"[^/?#@:]*:", rest)
+        and re.match(r"[A-Za-z0-9.\[\]:-]+(?:[/?#]|$)", rest[last + 1 :])
+    ):
         at = last  # user:password@host, the password holding what urlsplit would end the host part at
     elif "@" in host_part:
         at = host_part.rfind("@")
     else:
         return None
-    return scheme, rest[:at], rest[at + 1:]
+    return scheme, rest[:at], rest[at + 1 :]
 
 
 def strip_credentials(url: str) -> str:
@@ -63,7 +67,7 @@ def page_base(asked: str, final: str) -> str:
     if (here.scheme, here.netloc) != (there.scheme, there.netloc):
         return final
     scheme, user, _rest = userinfo(asked) or ("", "", "")
-    return scheme + user + "@" + final[len(scheme):]
+    return scheme + user + "@" + final[len(scheme) :]
 
 
 def shown(url: str) -> str:

@@ -28,7 +28,12 @@ class CachedWheel:
         found: set[str] = set()
         for suffix in (".http", ".msgpack", ".rev"):
             try:
-                found.update(m.decode() for m in _SHA256.findall(regular.read_bytes(self.link.with_name(self.link.name + suffix), 16 << 20)))
+                found.update(
+                    m.decode()
+                    for m in _SHA256.findall(
+                        regular.read_bytes(self.link.with_name(self.link.name + suffix), 16 << 20)
+                    )
+                )
             except OSError:
                 continue
         return found
@@ -40,10 +45,16 @@ def wheels(cache: Path, projects: set[str] | None = None) -> dict[tuple[str, str
     found: dict[tuple[str, str], CachedWheel] = {}
     for bucket in sorted(cache.glob("wheels-v*"), reverse=True):
         if projects is None:
-            folders = [f for f in bucket.glob("*/*") if f.is_dir()] + [f for f in bucket.glob("*/*/*") if f.is_dir()]
+            folders = [f for f in bucket.glob("*/*") if f.is_dir()] + [
+                f for f in bucket.glob("*/*/*") if f.is_dir()
+            ]
         else:  # <kind>/<project> (pypi) or <kind>/<index or url hash>/<project>: a stat per place, not a glob
-            folders = [Path(place, name) for place in _places(bucket) for name in sorted(projects)
-                       if os.path.isdir(os.path.join(place, name))]
+            folders = [
+                Path(place, name)
+                for place in _places(bucket)
+                for name in sorted(projects)
+                if os.path.isdir(os.path.join(place, name))
+            ]
         for folder in folders:
             project = str(canonicalize_name(folder.name))
             try:
@@ -56,7 +67,9 @@ def wheels(cache: Path, projects: set[str] | None = None) -> dict[tuple[str, str
                     continue
                 target = Path(entry.path).resolve()
                 if target.is_dir():
-                    found[key] = CachedWheel(project=project, stem=entry.name, archive=target, link=Path(entry.path))
+                    found[key] = CachedWheel(
+                        project=project, stem=entry.name, archive=target, link=Path(entry.path)
+                    )
     return found
 
 
@@ -77,5 +90,5 @@ def _subfolders(folder: str) -> list[str]:
 
 
 def stem_of(filename: str) -> str:
-    """"2.9.1+cu128-cp312-cp312-manylinux_2_28_x86_64" for torch-2.9.1+cu128-cp312-cp312-manylinux_2_28_x86_64.whl."""
+    """ "2.9.1+cu128-cp312-cp312-manylinux_2_28_x86_64" for torch-2.9.1+cu128-cp312-cp312-manylinux_2_28_x86_64.whl."""
     return filename.removesuffix(".whl").split("-", 1)[1] if "-" in filename else filename

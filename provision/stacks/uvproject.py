@@ -15,11 +15,19 @@ def dumps(doc: Mapping[str, Any]) -> str:
     lines = ["[project]", *(f"{_key(k)} = {_value(v)}" for k, v in doc["project"].items())]
     uv = doc.get("tool", {}).get("uv", {})
     if uv.get("sources"):
-        lines += ["", "[tool.uv.sources]", *(f"{_key(name)} = {_value(source)}" for name, source in uv["sources"].items())]
+        lines += [
+            "",
+            "[tool.uv.sources]",
+            *(f"{_key(name)} = {_value(source)}" for name, source in uv["sources"].items()),
+        ]
     for index in uv.get("index", []):
         lines += ["", "[[tool.uv.index]]", *(f"{_key(k)} = {_value(v)}" for k, v in index.items())]
     if "workspace" in uv:
-        lines += ["", "[tool.uv.workspace]", *(f"{_key(k)} = {_value(v)}" for k, v in uv["workspace"].items())]
+        lines += [
+            "",
+            "[tool.uv.workspace]",
+            *(f"{_key(k)} = {_value(v)}" for k, v in uv["workspace"].items()),
+        ]
     return "\n".join(lines) + "\n"
 
 

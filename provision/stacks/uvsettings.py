@@ -65,7 +65,11 @@ def _folder(value: str) -> str | None:
     while not os.path.lexists(path):
         path = os.path.dirname(path)
     if not os.path.isdir(path):
-        return f"is not a folder ({path} is a file)" if path == os.path.abspath(value) else f"cannot be made ({path} is a file)"
+        return (
+            f"is not a folder ({path} is a file)"
+            if path == os.path.abspath(value)
+            else f"cannot be made ({path} is a file)"
+        )
     return None
 
 
@@ -89,7 +93,9 @@ HONOURED: dict[str, tuple[str, Callable[[str], str | None], bool]] = {
     "UV_INDEX_URL": ("uv's default index", _default_index, False),
     "UV_KEYRING_PROVIDER": ("uv's keyring", _keyring, False),
 }
-_CREDENTIAL = re.compile(r"UV_INDEX_[A-Z0-9_]+_(USERNAME|PASSWORD)\Z")  # an index's credentials: they choose nothing
+_CREDENTIAL = re.compile(
+    r"UV_INDEX_[A-Z0-9_]+_(USERNAME|PASSWORD)\Z"
+)  # an index's credentials: they choose nothing
 
 
 def honoured(environ: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -104,8 +110,10 @@ def honoured(environ: Mapping[str, str] | None = None) -> dict[str, str]:
                 continue
             problem = check(value)
             if problem:
-                raise InputError(f"{name}={log.one_line(value)[:80]!r} ({what}) {problem}",
-                                 f"unset {name}, or give it a value uv takes")
+                raise InputError(
+                    f"{name}={log.one_line(value)[:80]!r} ({what}) {problem}",
+                    f"unset {name}, or give it a value uv takes",
+                )
             kept[name] = value
         elif _CREDENTIAL.match(name):
             kept[name] = value
@@ -115,7 +123,9 @@ def honoured(environ: Mapping[str, str] | None = None) -> dict[str, str]:
 def left_out(environ: Mapping[str, str] | None = None) -> list[str]:
     """The UV_* variables of `environ` that uv does not get (by name: a value may be a URL with a password)."""
     environ = os.environ if environ is None else environ
-    return sorted(n for n in environ if n.startswith("UV_") and n not in HONOURED and not _CREDENTIAL.match(n))
+    return sorted(
+        n for n in environ if n.startswith("UV_") and n not in HONOURED and not _CREDENTIAL.match(n)
+    )
 
 
 _said: list[bool] = []
@@ -128,9 +138,16 @@ def say_once(environ: Mapping[str, str] | None = None) -> None:
     _said.append(True)
     kept = honoured(environ)
     if kept:
-        log.debug("uv settings honoured from the environment: " + ", ".join(
-            name if _CREDENTIAL.match(name) else f"{name}={log.one_line(value)}" for name, value in sorted(kept.items())))
+        log.debug(
+            "uv settings honoured from the environment: "
+            + ", ".join(
+                name if _CREDENTIAL.match(name) else f"{name}={log.one_line(value)}"
+                for name, value in sorted(kept.items())
+            )
+        )
     dropped = left_out(environ)
     if dropped:
-        log.info(f"note: {', '.join(dropped)} {'is' if len(dropped) == 1 else 'are'} set, and not passed to uv: the profile, "
-                 "its indexes and provision's options decide what uv resolves and installs (docs/profiles.md)")
+        log.info(
+            f"note: {', '.join(dropped)} {'is' if len(dropped) == 1 else 'are'} set, and not passed to uv: the profile, "
+            "its indexes and provision's options decide what uv resolves and installs (docs/profiles.md)"
+        )

@@ -30,14 +30,19 @@ def binary() -> str:
 
         found = shutil.which("uv")  # an image that ships uv's binary without its Python package
         if found is None:
-            raise ToolError("the uv binary was not found", "reinstall provision: pip install cuda-provision (it depends on uv)") from exc
+            raise ToolError(
+                "the uv binary was not found",
+                "reinstall provision: pip install cuda-provision (it depends on uv)",
+            ) from exc
         path = found
     done = proc.run([path, "--version"], timeout=30)
     match = re.search(r"(\d+)\.(\d+)\.(\d+)", done.stdout)
     version = tuple(int(x) for x in match.groups()) if match else (0, 0, 0)
     if version < MINIMUM:
-        raise ToolError(f"uv {'.'.join(map(str, version))} at {path} is older than {'.'.join(map(str, MINIMUM))}",
-                        "upgrade it: pip install -U uv")
+        raise ToolError(
+            f"uv {'.'.join(map(str, version))} at {path} is older than {'.'.join(map(str, MINIMUM))}",
+            "upgrade it: pip install -U uv",
+        )
     return path
 
 
@@ -62,16 +67,31 @@ def environment(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     return env
 
 
-def run(args: Sequence[str | Path], *, timeout: float = 1800, cwd: Path | None = None,
-        env: Mapping[str, str] | None = None, progress: Progress | None = None,
-        started: Callable[[], None] | None = None) -> proc.Completed:
+def run(
+    args: Sequence[str | Path],
+    *,
+    timeout: float = 1800,
+    cwd: Path | None = None,
+    env: Mapping[str, str] | None = None,
+    progress: Progress | None = None,
+    started: Callable[[], None] | None = None,
+) -> proc.Completed:
     """Run uv from the main thread; it dies with provision (a kill -9 leaves no install writing on). With
     `progress`, each line uv writes on stderr (what it downloads, installs) is handed to it as it comes; `started`
     is called once uv runs (proc.run)."""
-    done = proc.run([binary(), *args], timeout=timeout, cwd=cwd, env=environment(env),
-                    on_stderr_line=None if progress is None else (lambda line: _say(line, progress)), started=started)
+    done = proc.run(
+        [binary(), *args],
+        timeout=timeout,
+        cwd=cwd,
+        env=environment(env),
+        on_stderr_line=None if progress is None else (lambda line: _say(line, progress)),
+        started=started,
+    )
     if done.timed_out:
-        raise ToolError(f"uv {args[0]} {args[1] if len(args) > 1 else ''} took longer than {timeout:g} s", "retry; check the indexes")
+        raise ToolError(
+            f"uv {args[0]} {args[1] if len(args) > 1 else ''} took longer than {timeout:g} s",
+            "retry; check the indexes",
+        )
     if not done.ok:
         raise failure(done.stderr)
     return done
@@ -80,7 +100,9 @@ def run(args: Sequence[str | Path], *, timeout: float = 1800, cwd: Path | None =
 def _say(line: str, progress: Progress) -> None:
     text = urls.redact_text(line.strip())
     if text and not text.startswith(("warning", "error", "×", "hint")):
-        progress(f"uv: {text}")  # "Downloading torch (846.0MiB)", " + torch==2.9.1", "Installed 61 packages in 3.2s"
+        progress(
+            f"uv: {text}"
+        )  # "Downloading torch (846.0MiB)", " + torch==2.9.1", "Installed 61 packages in 3.2s"
 
 
 def index_options(indexes: Mapping[str, str | None]) -> tuple[list[str], dict[str, str]]:
@@ -108,12 +130,21 @@ def index_options(indexes: Mapping[str, str | None]) -> tuple[list[str], dict[st
         if password:
             env[f"{variable}_PASSWORD"] = password
     if listed:
-        env["UV_INDEX"] = " ".join(listed)  # uv splits it at spaces: a profile's URL has none (the profile check)
+        env["UV_INDEX"] = " ".join(
+            listed
+        )  # uv splits it at spaces: a profile's URL has none (the profile check)
     return [], env
 
 
-def sync(lock_file: Path, python: Path, indexes: Mapping[str, str | None], *, timeout: float = 1800,
-         progress: Progress | None = None, git: Sequence[str] = ()) -> proc.Completed:
+def sync(
+    lock_file: Path,
+    python: Path,
+    indexes: Mapping[str, str | None],
+    *,
+    timeout: float = 1800,
+    progress: Progress | None = None,
+    git: Sequence[str] = (),
+) -> proc.Completed:
     """Install `lock_file` into the venv of `python` exactly (hashes verified); credentials for its files come from
     the indexes, and for its git sources from the profile's `git` URLs, by variable (gitauth). With `progress`, what
     uv downloads and installs, package by package."""
@@ -122,8 +153,12 @@ def sync(lock_file: Path, python: Path, indexes: Mapping[str, str | None], *, ti
     args, env = index_options(indexes)
     env |= gitauth.variables(git)
     quiet = [] if progress is not None else ["--quiet"]
-    return run(["pip", "sync", str(lock_file), "--python", str(python), *quiet, *args, *link_mode(python)],
-               timeout=timeout, env=env, progress=progress)
+    return run(
+        ["pip", "sync", str(lock_file), "--python", str(python), *quiet, *args, *link_mode(python)],
+        timeout=timeout,
+        env=env,
+        progress=progress,
+    )
 
 
 FICLONE = 0x40049409  # linux/fs.h: make the target share the source's blocks, copy-on-write
@@ -155,7 +190,10 @@ def _reflinks(source_dir: Path, target_dir: Path) -> bool:
 
     try:
         source_dir.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryFile(dir=source_dir) as source, tempfile.TemporaryFile(dir=target_dir) as target:
+        with (
+            tempfile.TemporaryFile(dir=source_dir) as source,
+            tempfile.TemporaryFile(dir=target_dir) as target,
+        ):
             source.write(b"provision")
             source.flush()
             fcntl.ioctl(target.fileno(), FICLONE, source.fileno())
@@ -169,31 +207,65 @@ def failure(stderr: str) -> ProvisionError:
     text = urls.redact_text(stderr)
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     errors = [re.sub(r"^(error|×)\s*:?\s*", "", line) for line in lines if line.startswith(("error", "×"))]
-    causes = [line.removeprefix("Caused by:").removeprefix("cause:").strip() for line in lines
-              if line.startswith(("Caused by", "cause:", "╰─▶", "├─▶"))]
-    body = [line.lstrip("╰─▶├│ ").strip() for line in lines if not line.startswith(("error", "hint", "warning"))]
+    causes = [
+        line.removeprefix("Caused by:").removeprefix("cause:").strip()
+        for line in lines
+        if line.startswith(("Caused by", "cause:", "╰─▶", "├─▶"))
+    ]
+    body = [
+        line.lstrip("╰─▶├│ ").strip() for line in lines if not line.startswith(("error", "hint", "warning"))
+    ]
     hints = [line.removeprefix("hint:").strip() for line in lines if line.startswith("hint")]
     message = "; ".join(dict.fromkeys(errors + causes)) or (lines[-1] if lines else "uv failed")
     detail = " ".join(body)[:600]
     if "no wheels with a matching" in text:
-        explanation = " ".join(line.removeprefix("cause:").strip() for line in body if "Because" in line or "no wheels" in line)
-        return ResolveError(f"no wheel fits the target Python and platform: {(explanation or detail)[:500]}",
-                            hints[0] if hints else "choose --python/--platform that the package publishes wheels for")
+        explanation = " ".join(
+            line.removeprefix("cause:").strip() for line in body if "Because" in line or "no wheels" in line
+        )
+        return ResolveError(
+            f"no wheel fits the target Python and platform: {(explanation or detail)[:500]}",
+            hints[0] if hints else "choose --python/--platform that the package publishes wheels for",
+        )
     if "No solution found" in text or "unsatisfiable" in text:
         from provision.stacks import pinpairs
 
-        known = pinpairs.named(text)  # sglang-kernel's exact torch, SGLang beside vLLM: the pair and what to do
+        known = pinpairs.named(
+            text
+        )  # sglang-kernel's exact torch, SGLang beside vLLM: the pair and what to do
         if known is not None:
             return known
-        explanation = " ".join(line.removeprefix("cause:").strip() for line in body
-                               if "Because" in line or "we can conclude" in line or "depends on" in line)
-        return ResolveError(f"the pins cannot all hold: {(explanation or detail)[:700]}",
-                            hints[0] if hints else "relax one of the versions named above in the profile")
+        explanation = " ".join(
+            line.removeprefix("cause:").strip()
+            for line in body
+            if "Because" in line or "we can conclude" in line or "depends on" in line
+        )
+        return ResolveError(
+            f"the pins cannot all hold: {(explanation or detail)[:700]}",
+            hints[0] if hints else "relax one of the versions named above in the profile",
+        )
     if "ash mismatch" in text:
-        return ResolveError(f"hash mismatch: {detail[:500]}", "the file changed on the index since it was hashed; re-lock, and check the index")
-    if any(marker in text for marker in ("Failed to fetch", "Request failed", "error sending request", "HTTP status", "timed out", "operation timed out")):
-        return IndexUnreachable(f"index request failed: {message[:500]}", hints[0] if hints else "check that the index is up, or use --index NAME=URL for a mirror")
-    return ResolveError(message[:700], hints[0] if hints else "run again with -v to see uv's command and its full message")
+        return ResolveError(
+            f"hash mismatch: {detail[:500]}",
+            "the file changed on the index since it was hashed; re-lock, and check the index",
+        )
+    if any(
+        marker in text
+        for marker in (
+            "Failed to fetch",
+            "Request failed",
+            "error sending request",
+            "HTTP status",
+            "timed out",
+            "operation timed out",
+        )
+    ):
+        return IndexUnreachable(
+            f"index request failed: {message[:500]}",
+            hints[0] if hints else "check that the index is up, or use --index NAME=URL for a mirror",
+        )
+    return ResolveError(
+        message[:700], hints[0] if hints else "run again with -v to see uv's command and its full message"
+    )
 
 
 def cache_dir() -> str:
@@ -205,11 +277,25 @@ def cache_dir() -> str:
         return chosen
     try:
         cwd: str | None = os.getcwd()
-    except OSError:  # the shell's folder was removed (a build `provision remove` took): uv is asked all the same
+    except (
+        OSError
+    ):  # the shell's folder was removed (a build `provision remove` took): uv is asked all the same
         cwd = None
     with _ASKING:  # lock's early RECORD reads ask from a thread of their own, beside the main thread: uv once
-        return _cache_dir(cwd, *(os.environ.get(name) for name in ("UV_CACHE_DIR", "XDG_CACHE_HOME", "HOME",
-                                                                   "UV_NO_CACHE", "UV_CONFIG_FILE", "XDG_CONFIG_HOME")))
+        return _cache_dir(
+            cwd,
+            *(
+                os.environ.get(name)
+                for name in (
+                    "UV_CACHE_DIR",
+                    "XDG_CACHE_HOME",
+                    "HOME",
+                    "UV_NO_CACHE",
+                    "UV_CONFIG_FILE",
+                    "XDG_CONFIG_HOME",
+                )
+            ),
+        )
 
 
 _ASKING = threading.Lock()

@@ -74,11 +74,15 @@ def cached(sha256: str, filename: str) -> Path | None:
             return None
         with os.fdopen(regular.open_fd(wheel, follow=False), "rb") as handle:
             if regular.foreign(status) or regular.foreign(os.fstat(handle.fileno())):
-                raise OSError("another user's")  # removed below: a wheel this user did not keep is fetched again
+                raise OSError(
+                    "another user's"
+                )  # removed below: a wheel this user did not keep is fetched again
             now = stamp_of(os.fstat(handle.fileno()))
             if _checked(checked) == now:
                 return wheel
-            if _sha256(handle) == sha256 and stamp_of(os.fstat(handle.fileno())) == now:  # not changed while hashed
+            if (
+                _sha256(handle) == sha256 and stamp_of(os.fstat(handle.fileno())) == now
+            ):  # not changed while hashed
                 write_atomic(checked, json.dumps(now), 0o644)
                 return wheel
     except (OSError, ValueError, RecursionError):  # RecursionError: a stamp nested past the limit
@@ -120,8 +124,15 @@ class _Counting:
         return self.handle.write(data)  # type: ignore[attr-defined, no-any-return]
 
 
-def fetch(url: str, sha256: str, filename: str, *, hint: str, size: int | None = None,
-          progress: Progress = lambda _: None) -> Path:
+def fetch(
+    url: str,
+    sha256: str,
+    filename: str,
+    *,
+    hint: str,
+    size: int | None = None,
+    progress: Progress = lambda _: None,
+) -> Path:
     """The wheel at `url`, from the cache or downloaded into it (its sha256 checked against `sha256`, the lock's;
     no more than `size` bytes read, the lock's, where it gives one)."""
     found = cached(sha256, filename)
@@ -136,10 +147,14 @@ def fetch(url: str, sha256: str, filename: str, *, hint: str, size: int | None =
     if shared is not None:
         from provision.errors import EnvError
 
-        raise EnvError(f"{shared[0]} is {shared[1]}: a wheel kept there could be replaced by another user",
-                       "make it yours alone (chown, chmod go-w), or remove it; or set XDG_CACHE_HOME to a folder of your own")
+        raise EnvError(
+            f"{shared[0]} is {shared[1]}: a wheel kept there could be replaced by another user",
+            "make it yours alone (chown, chmod go-w), or remove it; or set XDG_CACHE_HOME to a folder of your own",
+        )
     if os.path.islink(place):
-        os.unlink(place)  # a link where the kept wheel's folder belongs: the rename below must not land through it
+        os.unlink(
+            place
+        )  # a link where the kept wheel's folder belongs: the rename below must not land through it
     started = time.perf_counter()
     progress(f"fetching {filename}")
     with tempfile.TemporaryDirectory(prefix=f".{sha256[:12]}-", dir=place.parent) as work:

@@ -28,10 +28,14 @@ if TYPE_CHECKING:
     from packaging.metadata import Metadata
 
 BLOCK = 256 * 1024  # one range request: the zip's tail usually holds the whole central directory
-METADATA_LIMIT = 16 << 20  # a METADATA, long description and all (the largest real ones are a few hundred KiB)
+METADATA_LIMIT = (
+    16 << 20
+)  # a METADATA, long description and all (the largest real ones are a few hundred KiB)
 RECORD_LIMIT = 64 << 20  # a RECORD (torch's, among the largest, is a few MB)
 RANGE_LIMIT = 64 << 20  # bytes fetched by range requests before reading the wheel whole is cheaper
-Source = Literal["pep658", "range", "download"]  # how a METADATA was read: its own file, range requests, the whole wheel
+Source = Literal[
+    "pep658", "range", "download"
+]  # how a METADATA was read: its own file, range requests, the whole wheel
 
 
 class RangeFile(io.RawIOBase):
@@ -78,8 +82,13 @@ class RangeFile(io.RawIOBase):
             if len(self.blocks) * BLOCK >= RANGE_LIMIT:
                 raise _NoRanges(f"more than {RANGE_LIMIT:,} bytes by range requests")
             end = min(self.size, start + BLOCK) - 1
-            response = index.get(self.url, headers={"Range": f"bytes={start}-{end}", "Accept-Encoding": "identity"},
-                                 limit=BLOCK, bodies=(206,), what="the range")
+            response = index.get(
+                self.url,
+                headers={"Range": f"bytes={start}-{end}", "Accept-Encoding": "identity"},
+                limit=BLOCK,
+                bodies=(206,),
+                what="the range",
+            )
             if response.status_code != 206:
                 raise _NoRanges(f"HTTP {response.status_code} to a range request")
             self.requests += 1
@@ -94,8 +103,13 @@ class _NoRanges(Exception):
 SOURCES: tuple[Source, ...] = ("pep658", "range", "download")
 
 
-def metadata(url: str, *, core_metadata: bool | dict[str, str] = False, sha256: str | None = None,
-             size: int | None = None) -> tuple[Metadata, Source]:
+def metadata(
+    url: str,
+    *,
+    core_metadata: bool | dict[str, str] = False,
+    sha256: str | None = None,
+    size: int | None = None,
+) -> tuple[Metadata, Source]:
     """Return the wheel's core metadata and how it was read: "pep658", "range" or "download" (no more than `size`
     bytes, the index's, else what the server says, else index.DOWNLOAD_LIMIT). With the wheel's `sha256` (the
     index's), what was read of it before is taken from `metadata/` with how it was read then; what is read now is
@@ -109,9 +123,10 @@ def metadata(url: str, *, core_metadata: bool | dict[str, str] = False, sha256: 
     if key:
         bound = {} if how == "download" else {"url": urls.digest(url)}  # what the sha256 does not prove
         with contextlib.suppress(UnicodeDecodeError):
-            wheelfacts.put("metadata", key, {"headers": _headers(raw).decode("utf-8"), "source": how, **bound})
+            wheelfacts.put(
+                "metadata", key, {"headers": _headers(raw).decode("utf-8"), "source": how, **bound}
+            )
     return meta, how
-
 
 
 def _kept(key: str, url: str) -> tuple[Metadata, Source] | None:
@@ -133,14 +148,19 @@ def _kept(key: str, url: str) -> tuple[Metadata, Source] | None:
     return None
 
 
-def _read(url: str, *, core_metadata: bool | dict[str, str], sha256: str | None, size: int | None) -> tuple[bytes, Source]:
+def _read(
+    url: str, *, core_metadata: bool | dict[str, str], sha256: str | None, size: int | None
+) -> tuple[bytes, Source]:
     """The wheel's METADATA, read the cheapest way the index allows, and how."""
     if core_metadata:
         response = index.get(url + ".metadata", limit=METADATA_LIMIT, what="the metadata")
         if response.status_code == 200:
             expected = core_metadata.get("sha256") if isinstance(core_metadata, dict) else None
             if expected and hashlib.sha256(response.content).hexdigest() != expected:
-                raise IndexUnreachable(f"{urls.redact(url)}.metadata: its sha256 does not match the index", "the index is inconsistent; retry or use a mirror")
+                raise IndexUnreachable(
+                    f"{urls.redact(url)}.metadata: its sha256 does not match the index",
+                    "the index is inconsistent; retry or use a mirror",
+                )
             return response.content, "pep658"
     head = index.get(url, method="HEAD", headers={"Accept-Encoding": "identity"})
     length = head.headers.get("Content-Length") or ""
@@ -151,14 +171,21 @@ def _read(url: str, *, core_metadata: bool | dict[str, str], sha256: str | None,
         except (_NoRanges, zipfile.BadZipFile):
             pass
     with tempfile.TemporaryFile() as spool:
-        index.download(url, spool, sha256=sha256, hint="check the index and the version; retry if the file changed",
-                       size=size or length_said or None)
+        index.download(
+            url,
+            spool,
+            sha256=sha256,
+            hint="check the index and the version; retry if the file changed",
+            size=size or length_said or None,
+        )
         spool.seek(0)
         try:
             return _member(spool), "download"
         except zipfile.BadZipFile as exc:
-            raise IndexUnreachable(f"{urls.redact(url)}: not a wheel with a METADATA ({_one_line(str(exc))})",
-                              "the index serves something other than a wheel there; report it, or use a mirror") from None
+            raise IndexUnreachable(
+                f"{urls.redact(url)}: not a wheel with a METADATA ({_one_line(str(exc))})",
+                "the index serves something other than a wheel there; report it, or use a mirror",
+            ) from None
 
 
 def record(url: str) -> bytes | None:
@@ -184,7 +211,9 @@ def _ranged(url: str) -> io.BufferedReader | None:
     return io.BufferedReader(RangeFile(url, size), BLOCK)
 
 
-def sources(url: str, wanted: Callable[[str], bool], limit: int = 1 << 20, total: int = 8 << 20) -> dict[str, bytes] | None:
+def sources(
+    url: str, wanted: Callable[[str], bool], limit: int = 1 << 20, total: int = 8 << 20
+) -> dict[str, bytes] | None:
     """The members of the remote wheel whose names `wanted` accepts, each at most `limit` bytes (a larger one is left
     out) and `total` together, read by HTTP range requests; None where the index answers no range requests (the
     whole wheel is never downloaded for it) or the zip is damaged."""
@@ -194,8 +223,14 @@ def sources(url: str, wanted: Callable[[str], bool], limit: int = 1 << 20, total
     found: dict[str, bytes] = {}
     try:
         with zipfile.ZipFile(remote) as wheel:
-            for info in sorted(wheel.infolist(), key=lambda i: i.header_offset):  # in file order: fewer ranges
-                if wanted(info.filename) and info.file_size <= limit and sum(map(len, found.values())) + info.file_size <= total:
+            for info in sorted(
+                wheel.infolist(), key=lambda i: i.header_offset
+            ):  # in file order: fewer ranges
+                if (
+                    wanted(info.filename)
+                    and info.file_size <= limit
+                    and sum(map(len, found.values())) + info.file_size <= total
+                ):
                     with wheel.open(info) as opened:
                         found[info.filename] = opened.read(limit + 1)[:limit]
     except (_NoRanges, zipfile.BadZipFile, OSError, ValueError, EOFError, NotImplementedError, zlib.error):
@@ -203,11 +238,17 @@ def sources(url: str, wanted: Callable[[str], bool], limit: int = 1 << 20, total
     return found
 
 
-def _member(stream: IO[bytes] | io.BufferedReader, member: str = "METADATA", limit: int = METADATA_LIMIT) -> bytes:
+def _member(
+    stream: IO[bytes] | io.BufferedReader, member: str = "METADATA", limit: int = METADATA_LIMIT
+) -> bytes:
     """The wheel's .dist-info/`member`, read no further than `limit`; BadZipFile for any damage, or a larger one."""
     try:
         with zipfile.ZipFile(stream) as wheel:
-            names = [i for i in wheel.infolist() if i.filename.count("/") == 1 and i.filename.endswith(f".dist-info/{member}")]
+            names = [
+                i
+                for i in wheel.infolist()
+                if i.filename.count("/") == 1 and i.filename.endswith(f".dist-info/{member}")
+            ]
             if not names:
                 raise zipfile.BadZipFile(f"no .dist-info/{member}")
             with wheel.open(names[0]) as opened:
@@ -227,16 +268,25 @@ def _parse(raw: bytes, url: str) -> Metadata:
     from packaging.metadata import Metadata  # email's parser with it: a RECORD alone is read without them
 
     if len(raw) > METADATA_LIMIT:
-        raise IndexUnreachable(f"{urls.redact(url)}: its METADATA is larger than {METADATA_LIMIT:,} bytes", "report it to the package's maintainers")
+        raise IndexUnreachable(
+            f"{urls.redact(url)}: its METADATA is larger than {METADATA_LIMIT:,} bytes",
+            "report it to the package's maintainers",
+        )
     head = _headers(raw)
     try:
         meta = Metadata.from_email(head, validate=False)
-        for requirement in meta.requires_dist or []:  # parsed now (and kept by packaging): a bad one is named here
-            for spec in requirement.specifier:  # a version packaging takes as text and fails on where it compares it
+        for requirement in (
+            meta.requires_dist or []
+        ):  # parsed now (and kept by packaging): a bad one is named here
+            for (
+                spec
+            ) in requirement.specifier:  # a version packaging takes as text and fails on where it compares it
                 _check_version(requirement.name, spec.operator, spec.version)
     except Exception as exc:
-        raise IndexUnreachable(f"{urls.redact(url)}: its METADATA cannot be read ({_one_line(_reason(exc))})",
-                          "report it to the package's maintainers; choose another release") from None
+        raise IndexUnreachable(
+            f"{urls.redact(url)}: its METADATA cannot be read ({_one_line(_reason(exc))})",
+            "report it to the package's maintainers; choose another release",
+        ) from None
     return meta
 
 
@@ -255,7 +305,9 @@ def _check_version(name: str, operator: str, version: str) -> None:
     try:
         Version(version.removesuffix(".*"))
     except ValueError:
-        raise ValueError(f"Requires-Dist {name} {operator} a version of {len(version)} characters that no release can have") from None
+        raise ValueError(
+            f"Requires-Dist {name} {operator} a version of {len(version)} characters that no release can have"
+        ) from None
 
 
 def _reason(exc: BaseException) -> str:

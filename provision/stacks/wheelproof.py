@@ -43,7 +43,11 @@ def record_of(stream: IO[bytes], *, verify: bool) -> str:
     """The .dist-info/RECORD of the wheel in `stream`; with `verify`, every member hashed against it first."""
     try:
         with zipfile.ZipFile(stream) as archive:
-            infos = [i for i in archive.infolist() if i.filename.count("/") == 1 and i.filename.endswith(".dist-info/RECORD")]
+            infos = [
+                i
+                for i in archive.infolist()
+                if i.filename.count("/") == 1 and i.filename.endswith(".dist-info/RECORD")
+            ]
             if not infos:
                 raise NotProven("it has no .dist-info/RECORD")
             text = bounded_member(archive, infos[0], RECORD_LIMIT).decode("utf-8", "replace")

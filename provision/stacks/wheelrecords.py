@@ -32,8 +32,9 @@ Job = tuple[str, str, str, str]  # project, wheel file name, URL, sha256
 Unpacked = dict[tuple[str, str], uvcache.CachedWheel]
 
 
-def read_all(wheels: list[Job], uv_cache: Callable[[], Path | None],
-             progress: Progress = lambda _: None) -> dict[str, dict[str, str] | None]:
+def read_all(
+    wheels: list[Job], uv_cache: Callable[[], Path | None], progress: Progress = lambda _: None
+) -> dict[str, dict[str, str] | None]:
     """wheel file name -> what its RECORD installs (None: not read) for each (project, file name, url, sha256);
     `uv_cache` says where uv's cache is, asked only when some RECORD was not read before."""
     found = {filename: remembered(sha256, url) for _, filename, url, sha256 in wheels}
@@ -103,7 +104,12 @@ def known(sha256: str, filename: str, url: str) -> list[list[str]] | None:
     what create's fresh check distrusts), else a kept wheel whose sha256 was checked; None when it holds neither. No
     network, and uv's cache is not read."""
     data = wheelfacts.get("records", sha256) if wheelcache.SHA256.match(sha256) else None
-    if isinstance(data, dict) and _rows_shape(data.get("rows")) and data.get("from") != "uv cache" and answers(data, url):
+    if (
+        isinstance(data, dict)
+        and _rows_shape(data.get("rows"))
+        and data.get("from") != "uv cache"
+        and answers(data, url)
+    ):
         return data["rows"]  # type: ignore[no-any-return]
     kept = wheelcache.cached(sha256, filename) if wheelcache.SHA256.match(sha256) else None
     text = text_in_wheel(kept) if kept is not None else None
@@ -148,7 +154,9 @@ def answers(data: dict[str, object], url: str) -> bool:
 
 
 def _rows_shape(rows: object) -> bool:
-    return isinstance(rows, list) and all(isinstance(r, list) and all(isinstance(f, str) for f in r) for r in rows)
+    return isinstance(rows, list) and all(
+        isinstance(r, list) and all(isinstance(f, str) for f in r) for r in rows
+    )
 
 
 def rows_of(text: str) -> list[list[str]] | None:
@@ -166,7 +174,11 @@ def keep(sha256: str, text: str, source: str, url: str = "") -> dict[str, str] |
     if rows is None:
         return None
     if wheelcache.SHA256.match(sha256):
-        wheelfacts.put("records", sha256, {"rows": rows, "from": source, **({"url": urls.digest(url)} if source == RANGE else {})})
+        wheelfacts.put(
+            "records",
+            sha256,
+            {"rows": rows, "from": source, **({"url": urls.digest(url)} if source == RANGE else {})},
+        )
     found = _read[wheelfacts.root(), sha256] = lockcheck.installed(rows)
     return found
 
@@ -215,12 +227,25 @@ def text_in_wheel(wheel: Path) -> str | None:
 
     try:
         with zipfile.ZipFile(wheel) as archive:
-            infos = [i for i in archive.infolist() if i.filename.count("/") == 1 and i.filename.endswith(".dist-info/RECORD")]
+            infos = [
+                i
+                for i in archive.infolist()
+                if i.filename.count("/") == 1 and i.filename.endswith(".dist-info/RECORD")
+            ]
             if not infos:
                 return None
             # inflated no further than the bound, as a METADATA is: a 2 MB wheel's RECORD may inflate to 1.2 GB
-            return wheelproof.bounded_member(archive, infos[0], wheelproof.RECORD_LIMIT).decode("utf-8", "replace")
-    except (OSError, zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError, wheelproof.NotProven):  # as scan reads a damaged wheel
+            return wheelproof.bounded_member(archive, infos[0], wheelproof.RECORD_LIMIT).decode(
+                "utf-8", "replace"
+            )
+    except (
+        OSError,
+        zipfile.BadZipFile,
+        zlib.error,
+        EOFError,
+        NotImplementedError,
+        wheelproof.NotProven,
+    ):  # as scan reads a damaged wheel
         return None
 
 

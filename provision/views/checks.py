@@ -22,20 +22,33 @@ def checks(name: str, results: list[CheckResult], *, strict: bool = False) -> Sh
     """`provision check`: exit 1 on FAIL or ERROR, and with `strict` on WARN too."""
     status = overall(results)
     counts = {s: sum(1 for r in results if r.status == s) for s in COUNTED}
-    document = {"environment": name, "status": status, "summary": {**counts, "total": len(results)},
-                "checks": [r.to_dict() for r in results]}
+    document = {
+        "environment": name,
+        "status": status,
+        "summary": {**counts, "total": len(results)},
+        "checks": [r.to_dict() for r in results],
+    }
     failed = statuses.failed(status) or (strict and status == "warn")
     return Shown(document, check_blocks(name, results), 1 if failed else 0)
 
 
 def check_blocks(name: str, results: list[CheckResult]) -> list[Block]:
     """The checks' table, their counts, and the last lines of each failed check's output (create and restore too)."""
-    table = TableBuilder(f"Checks of {name}: {overall(results).upper()}", "check", "status", "seconds", "reason")
+    table = TableBuilder(
+        f"Checks of {name}: {overall(results).upper()}", "check", "status", "seconds", "reason"
+    )
     for r in results:
         table.add(r.id, Verdict(r.status), f"{r.seconds:.1f}", r.reason)
     counts = {s: sum(1 for r in results if r.status == s) for s in COUNTED}
-    blocks: list[Block] = [table.done(), Line(", ".join(f"{v} {k}" for k, v in counts.items() if v) + f" of {len(results)}")]
-    blocks += [Line(f"--- {r.id} output (last lines) ---\n{r.output_tail}") for r in results if r.failed and r.output_tail]
+    blocks: list[Block] = [
+        table.done(),
+        Line(", ".join(f"{v} {k}" for k, v in counts.items() if v) + f" of {len(results)}"),
+    ]
+    blocks += [
+        Line(f"--- {r.id} output (last lines) ---\n{r.output_tail}")
+        for r in results
+        if r.failed and r.output_tail
+    ]
     return blocks
 
 
@@ -45,19 +58,29 @@ def baseline(name: str, runs: list[BaselineRun]) -> Shown:
 
     last, figures = runs[-1], [r.figure for r in runs if r.figure is not None]
     shown = figures or [0.0]
-    several = f"median of {len(shown)} runs: {', '.join(f'{f:.2f}' for f in shown)}; " if len(shown) > 1 else ""
-    line = (f"{name}: {statistics.median(shown):.2f} {last.unit} ({several}{last.better} is better) "
-            f"on {last.machine.summary}, last run {last.seconds} s")
+    several = (
+        f"median of {len(shown)} runs: {', '.join(f'{f:.2f}' for f in shown)}; " if len(shown) > 1 else ""
+    )
+    line = (
+        f"{name}: {statistics.median(shown):.2f} {last.unit} ({several}{last.better} is better) "
+        f"on {last.machine.summary}, last run {last.seconds} s"
+    )
     return Shown({"name": name, **last.to_dict(), "figures": [r.figure for r in runs]}, [Line(line)])
 
 
 def comparison(result: Comparison) -> Shown:
     """`provision compare`: each side's median and spread, the change, and what to be careful of."""
-    table = TableBuilder("Baselines", "environment", "median", "spread (min - max)", "runs compared", "when", "machine")
+    table = TableBuilder(
+        "Baselines", "environment", "median", "spread (min - max)", "runs compared", "when", "machine"
+    )
     sides = (result.first, result.second)
     for side in sides:
         figures = side.figures
-        spread = f"{min(figures):.2f} - {max(figures):.2f}" if len(figures) > 1 else "- (one run: baseline --runs N)"
+        spread = (
+            f"{min(figures):.2f} - {max(figures):.2f}"
+            if len(figures) > 1
+            else "- (one run: baseline --runs N)"
+        )
         median = f"{side.median:.2f} {side.unit}" if side.median is not None else "-"
         table.add(side.name, median, spread, str(len(figures)), side.at[:16], side.machine)
     blocks: list[Block] = [table.done()]
@@ -65,16 +88,21 @@ def comparison(result: Comparison) -> Shown:
     if change is not None:
         from provision.checks.baseline import MIN_RUNS
 
-        verdict = {"within-noise": "within noise: the spreads cover it",
-                   "cannot-tell": f"cannot tell: fewer than {MIN_RUNS} runs a side; baseline --runs {MIN_RUNS}"}.get(
-            result.verdict, result.verdict)
+        verdict = {
+            "within-noise": "within noise: the spreads cover it",
+            "cannot-tell": f"cannot tell: fewer than {MIN_RUNS} runs a side; baseline --runs {MIN_RUNS}",
+        }.get(result.verdict, result.verdict)
         blocks.append(Line(f"{result.second.name} vs {result.first.name}: {change:+.1f}% ({verdict})"))
     if not result.same_machine:
         blocks.append(Line("note: the two baselines ran on different machines"))
     for side in sides:
         if side.drift is not None and side.drift.drifted:
-            blocks.append(Line(f"note: {side.name}'s baseline was measured on a drifted environment ({side.drift.summary}): "
-                               f"provision check {side.name} --only drift; provision restore {side.name}"))
+            blocks.append(
+                Line(
+                    f"note: {side.name}'s baseline was measured on a drifted environment ({side.drift.summary}): "
+                    f"provision check {side.name} --only drift; provision restore {side.name}"
+                )
+            )
     return Shown(result.to_dict(), blocks)
 
 
@@ -85,9 +113,15 @@ def allreduce(name: str, run: AllreduceRun) -> Shown:
     lines: list[str] = []
     for variant in run.runs:
         lines += _variant_lines(name, run, variant)
-    text = printable("\n".join(lines) + "\n")  # Raw is never escaped: nccl-tests' own lines reach it in its error
-    return Shown({"name": name, **run.to_dict()}, [Raw(text)], 1 if run.anchor_failures() else 0,
-                 markdown=[Raw(f"```\n{text}```\n")])
+    text = printable(
+        "\n".join(lines) + "\n"
+    )  # Raw is never escaped: nccl-tests' own lines reach it in its error
+    return Shown(
+        {"name": name, **run.to_dict()},
+        [Raw(text)],
+        1 if run.anchor_failures() else 0,
+        markdown=[Raw(f"```\n{text}```\n")],
+    )
 
 
 def _variant_lines(name: str, run: AllreduceRun, measured: VariantRun) -> list[str]:
@@ -95,15 +129,21 @@ def _variant_lines(name: str, run: AllreduceRun, measured: VariantRun) -> list[s
 
     variant = " ".join(f"{k}={v}" for k, v in measured.variant.items()) or "NCCL defaults"
     lines = [f"# {name}: all_reduce sum float, {run.world_size} rank(s), {run.backend}, {variant}"]
-    if measured.anchor_error is not None and measured.nccl_tests is not None:  # provision's own figures stand alone
+    if (
+        measured.anchor_error is not None and measured.nccl_tests is not None
+    ):  # provision's own figures stand alone
         lines.append(f"# nccl-tests {measured.nccl_tests.path}: {measured.anchor_error}")
     anchor = measured.nccl_tests if isinstance(measured.nccl_tests, NcclTestsFigures) else None
     if anchor:
-        lines.append(f"# beside nccl-tests {anchor.path} (NCCL {anchor.nccl_library}): 'nccl' is its in-place "
-                     "time, 'x' provision/nccl-tests, '+torch' what torch.distributed adds per op")
+        lines.append(
+            f"# beside nccl-tests {anchor.path} (NCCL {anchor.nccl_library}): 'nccl' is its in-place "
+            "time, 'x' provision/nccl-tests, '+torch' what torch.distributed adds per op"
+        )
     head, unit = f"# {'size':>10} {'count':>11}", f"# {'(B)':>10} {'(elements)':>11}"
     for kind in KINDS:
-        head += f" | {kind + ' (us)':>11} {'busbw':>7}" + (f" {'nccl':>7} {'x':>5} {'+torch':>7}" if anchor else "")
+        head += f" | {kind + ' (us)':>11} {'busbw':>7}" + (
+            f" {'nccl':>7} {'x':>5} {'+torch':>7}" if anchor else ""
+        )
         unit += f" | {'':>11} {'(GB/s)':>7}" + (f" {'(us)':>7} {'':>5} {'(us)':>7}" if anchor else "")
     lines += [head + f" {'#wrong':>6}", unit]
     lines += [_row_line(row, bool(anchor)) for row in measured.rows]
@@ -111,7 +151,9 @@ def _variant_lines(name: str, run: AllreduceRun, measured: VariantRun) -> list[s
     if pattern:
         theirs = anchor.pattern if anchor else {}
         small, large = (_beside_anchor(pattern, theirs, key) for key in ("122x42KB_ms", "2x2.5MB_ms"))
-        lines.append(f"# verify pass in one CUDA graph: 122 x 42 KB = {small}; 2 x 2.5 MB (same bytes, coalesced) = {large}")
+        lines.append(
+            f"# verify pass in one CUDA graph: 122 x 42 KB = {small}; 2 x 2.5 MB (same bytes, coalesced) = {large}"
+        )
         if "122x42KB_one_buffer_ms" in pattern:
             lines.append(f"# the 122 on one buffer: {pattern['122x42KB_one_buffer_ms']:.3f} ms")
     lines += [f"# note: {note}" for note in measured.notes or []]
@@ -132,8 +174,11 @@ def _row_line(row: AllreduceRow, anchored: bool) -> str:
             continue
         line += f" | {side.us:11.2f} {_figure(side.busbw, 7)}"
         if anchored:
-            line += (f" {side.nccl_tests_us:7.2f} {_figure(side.ratio, 5)} {_figure(side.torch_overhead_us, 7)}"
-                     if side.nccl_tests_us is not None else f" {'-':>7} {'-':>5} {'-':>7}")
+            line += (
+                f" {side.nccl_tests_us:7.2f} {_figure(side.ratio, 5)} {_figure(side.torch_overhead_us, 7)}"
+                if side.nccl_tests_us is not None
+                else f" {'-':>7} {'-':>5} {'-':>7}"
+            )
     return line + f" {row.wrong:>6}"
 
 
@@ -143,4 +188,6 @@ def _figure(value: float | None, width: int) -> str:
 
 def _beside_anchor(mine: dict[str, float], theirs: dict[str, float], key: str) -> str:
     text = f"{mine[key]:.3f} ms"
-    return text + (f" (nccl-tests {theirs[key]:.3f} ms, {mine[key] / theirs[key]:.2f}x)" if theirs.get(key) else "")
+    return text + (
+        f" (nccl-tests {theirs[key]:.3f} ms, {mine[key] / theirs[key]:.2f}x)" if theirs.get(key) else ""
+    )

@@ -25,7 +25,9 @@ def _cause(cause: Cause) -> str:
 
 
 def blocks(summary: FleetSummary) -> list[Block]:
-    counts = TableBuilder(f"Fleet: {summary.machines} machines", "target", "CUDA", "pass", "warn", "fail", "skip")
+    counts = TableBuilder(
+        f"Fleet: {summary.machines} machines", "target", "CUDA", "pass", "warn", "fail", "skip"
+    )
     for t in summary.targets:
         counts.add(f"{t.kind} {t.name}", t.cuda, *(str(t.count(v)) for v in VERDICTS))
     causes = [Line(f"{t.kind} {t.name}: {_cause(cause)}") for t in summary.targets for cause in t.causes]
@@ -36,6 +38,14 @@ def markdown(summary: FleetSummary) -> list[Block]:
     counts = TableBuilder("", "target", "CUDA", "pass", "warn", "fail", "skip")
     for t in summary.targets:
         counts.add(f"{t.kind} `{t.name}`", t.cuda, *(str(t.count(v)) for v in VERDICTS))
-    causes = [f"- {t.kind} `{t.name}`: " + " ".join(_cause(cause).replace("|", "\\|").splitlines())  # one bullet each
-              for t in summary.targets for cause in t.causes]
-    return [Line(f"Fleet: {summary.machines} machines", heading=2), counts.done(), *([Line("\n".join(causes))] if causes else [])]
+    causes = [
+        f"- {t.kind} `{t.name}`: "
+        + " ".join(_cause(cause).replace("|", "\\|").splitlines())  # one bullet each
+        for t in summary.targets
+        for cause in t.causes
+    ]
+    return [
+        Line(f"Fleet: {summary.machines} machines", heading=2),
+        counts.done(),
+        *([Line("\n".join(causes))] if causes else []),
+    ]

@@ -198,7 +198,13 @@ def _escape(cell: Cell) -> str:
     """A cell as data: a backslash, pipe or newline never ends it, and no HTML, autolink, link or image is made of it."""
     if isinstance(cell, Verdict):
         return f"**{cell}**"
-    return cell.replace("\\", "\\\\").replace("|", "\\|").replace("<", "&lt;").replace("](", "\\](").replace("\n", "<br>")
+    return (
+        cell.replace("\\", "\\\\")
+        .replace("|", "\\|")
+        .replace("<", "&lt;")
+        .replace("](", "\\](")
+        .replace("\n", "<br>")
+    )
 
 
 def _markdown(block: Table | Line | Raw) -> str:
@@ -206,7 +212,9 @@ def _markdown(block: Table | Line | Raw) -> str:
 
     if isinstance(block, Raw):
         return block.text
-    if isinstance(block, Line) and block.heading:  # a heading is one line: a newline in a path must not end it
+    if (
+        isinstance(block, Line) and block.heading
+    ):  # a heading is one line: a newline in a path must not end it
         return "#" * block.heading + " " + " ".join(printable(block.text).splitlines()) + "\n"
     if isinstance(block, Line):
         return printable(block.text) + "\n"
@@ -214,7 +222,9 @@ def _markdown(block: Table | Line | Raw) -> str:
     lines.append("| " + " | ".join(_escape(printable(c)) for c in block.columns) + " |")
     lines.append("|" + " --- |" * len(block.columns))
     for row in block.rows:
-        lines.append("| " + " | ".join(_escape(c if isinstance(c, Verdict) else printable(c)) for c in row) + " |")
+        lines.append(
+            "| " + " | ".join(_escape(c if isinstance(c, Verdict) else printable(c)) for c in row) + " |"
+        )
     if block.caption:
         lines.append(f"\n{printable(block.caption)}")
     return "\n".join(lines) + "\n"

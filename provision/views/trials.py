@@ -12,8 +12,14 @@ if TYPE_CHECKING:
     from provision.commands.trials import Ledger, RecipeList
     from provision.envs.ledger import Series, Trial
 
-STYLE = {"better": "pass", "worse": "fail", "failed": "error", "within-noise": "info", "cannot-tell": "warn",
-         "not-applicable": "skip"}
+STYLE = {
+    "better": "pass",
+    "worse": "fail",
+    "failed": "error",
+    "within-noise": "info",
+    "cannot-tell": "warn",
+    "not-applicable": "skip",
+}
 
 
 def trial(result: Trial) -> Shown:
@@ -33,13 +39,40 @@ def replayed(new: str, old: str, results: Sequence[Trial]) -> Shown:
 def ledger(result: Ledger) -> Shown:
     """`provision trials`: one row per trial; with several environments, the matrix too. --markdown: a ticket's page."""
     if not result.trials:
-        return Shown(result.to_dict(), [Line("no trials recorded" + (f" on {', '.join(result.names)}" if result.names else "")
-                                             + ": provision try NAME LABEL --env K=V")])
-    table = TableBuilder("Trials", "label", "change", "environment", "median (spread)", "baseline", "change", "verdict",
-                         "reason", "date")
+        return Shown(
+            result.to_dict(),
+            [
+                Line(
+                    "no trials recorded"
+                    + (f" on {', '.join(result.names)}" if result.names else "")
+                    + ": provision try NAME LABEL --env K=V"
+                )
+            ],
+        )
+    table = TableBuilder(
+        "Trials",
+        "label",
+        "change",
+        "environment",
+        "median (spread)",
+        "baseline",
+        "change",
+        "verdict",
+        "reason",
+        "date",
+    )
     for t in result.trials:
-        table.add(t.label, t.change.text(), t.name, _series(t.figure, t.unit), _series(t.baseline, t.unit),
-                  f"{t.change_pct:+.1f}%" if t.change_pct is not None else "-", Verdict(t.verdict), t.reason, t.at[:16])
+        table.add(
+            t.label,
+            t.change.text(),
+            t.name,
+            _series(t.figure, t.unit),
+            _series(t.baseline, t.unit),
+            f"{t.change_pct:+.1f}%" if t.change_pct is not None else "-",
+            Verdict(t.verdict),
+            t.reason,
+            t.at[:16],
+        )
     blocks: list[Block] = [table.done()]
     names = list(dict.fromkeys(t.name for t in result.trials))
     if len(names) > 1:
@@ -48,23 +81,43 @@ def ledger(result: Ledger) -> Shown:
             cells = [result.latest(name, label) for name in names]
             matrix.add(label, *(_cell(c) for c in cells))
         blocks.append(matrix.done())
-    page: list[Block] = [Line(f"Trials on {', '.join(names)}", heading=2), *blocks,
-                         Line("Each trial ran the baseline command N times with the change and was judged against the "
-                              "environment's baseline of N runs; the environment was put back and its baseline run once "
-                              "more (`provision trials --json` has every figure).")]
+    page: list[Block] = [
+        Line(f"Trials on {', '.join(names)}", heading=2),
+        *blocks,
+        Line(
+            "Each trial ran the baseline command N times with the change and was judged against the "
+            "environment's baseline of N runs; the environment was put back and its baseline run once "
+            "more (`provision trials --json` has every figure)."
+        ),
+    ]
     return Shown(result.to_dict(), blocks, markdown=page)
 
 
 def recipes(result: RecipeList) -> Shown:
     """`provision try --list-recipes NAME`."""
-    table = TableBuilder(f"Recipes on {result.name} (sglang {result.sglang or 'not installed'})", "recipe", "applies",
-                         "change or why not", "source")
+    table = TableBuilder(
+        f"Recipes on {result.name} (sglang {result.sglang or 'not installed'})",
+        "recipe",
+        "applies",
+        "change or why not",
+        "source",
+    )
     for fit in result.fits:
-        table.add(fit.recipe.id, Verdict("pass" if fit.applies else "skip"),
-                  fit.change.text() + (f"\nnot here: {fit.gate_reason}" if fit.gate_reason else "")
-                  if fit.change is not None else fit.reason, fit.recipe.source)
-    return Shown(result.to_dict(), [table.done(), Line("run one: provision try NAME --recipe ID (--force where report "
-                                                       "says it cannot run here)")])
+        table.add(
+            fit.recipe.id,
+            Verdict("pass" if fit.applies else "skip"),
+            fit.change.text() + (f"\nnot here: {fit.gate_reason}" if fit.gate_reason else "")
+            if fit.change is not None
+            else fit.reason,
+            fit.recipe.source,
+        )
+    return Shown(
+        result.to_dict(),
+        [
+            table.done(),
+            Line("run one: provision try NAME --recipe ID (--force where report says it cannot run here)"),
+        ],
+    )
 
 
 def _came_back(result: Trial) -> bool:
@@ -75,7 +128,9 @@ def _trial_blocks(t: Trial) -> list[Block]:
     lines: list[Block] = []
     if t.baseline_ran_first:
         lines.append(Line(f"{t.name} had no baseline of {len(t.baseline.figures)} runs: ran it first"))
-    head = f"{t.name}: {t.label} ({t.change.text()}): {t.verdict.upper()}" + (f", {t.reason}" if t.reason else "")
+    head = f"{t.name}: {t.label} ({t.change.text()}): {t.verdict.upper()}" + (
+        f", {t.reason}" if t.reason else ""
+    )
     lines.append(Line(head))
     if t.figure.figures or t.baseline.figures:
         table = TableBuilder("", "side", "median", "spread (min - max)", "runs")
@@ -84,13 +139,21 @@ def _trial_blocks(t: Trial) -> list[Block]:
         lines.append(table.done())
     after = t.baseline_after
     if not t.restored:
-        lines.append(Line(f"NOT PUT BACK: drift finds {t.name} changed after the trial: provision restore {t.name}"))
+        lines.append(
+            Line(f"NOT PUT BACK: drift finds {t.name} changed after the trial: provision restore {t.name}")
+        )
     if after is not None and after.within_noise:
-        lines.append(Line(f"{t.name} put back; its baseline is back within its noise: {_value(after.median, t.unit)}"))
+        lines.append(
+            Line(f"{t.name} put back; its baseline is back within its noise: {_value(after.median, t.unit)}")
+        )
     elif after is not None:
         got = after.error or f"{_value(after.median, t.unit)}, outside {_spread(t.baseline)}"
-        lines.append(Line(f"WARNING: {t.name}'s baseline did NOT return to its noise band after the trial: {got}. "
-                          f"Measure again (provision baseline {t.name} --runs 5) before trusting any trial on it"))
+        lines.append(
+            Line(
+                f"WARNING: {t.name}'s baseline did NOT return to its noise band after the trial: {got}. "
+                f"Measure again (provision baseline {t.name} --runs 5) before trusting any trial on it"
+            )
+        )
     return lines
 
 

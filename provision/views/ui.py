@@ -25,7 +25,9 @@ def dump_json(document: Mapping[str, object]) -> None:
     body = {"schema_version": SCHEMA_VERSION, **document}
     try:
         text = json.dumps(body, indent=2, default=str, allow_nan=False)
-    except ValueError:  # NaN or an infinity (a figure measured as 0/0): JSON has no such number, so it is null
+    except (
+        ValueError
+    ):  # NaN or an infinity (a figure measured as 0/0): JSON has no such number, so it is null
         from provision.atomic import finite
 
         text = json.dumps(finite(body), indent=2, default=str)
@@ -36,7 +38,9 @@ def console(stderr: bool = False) -> Console:
     from rich.console import Console
 
     class _Console(Console):
-        def print(self, *objects: Any, **options: Any) -> None:  # what a file or a child wrote, never as escapes
+        def print(
+            self, *objects: Any, **options: Any
+        ) -> None:  # what a file or a child wrote, never as escapes
             super().print(*(printable(o) if isinstance(o, str) else o for o in objects), **options)
 
     # markup and emoji codes off: a package extra such as torch[cu128] or a path with :fire: in it prints as written.
@@ -74,7 +78,14 @@ def info(message: str) -> None:
     log.info(message)
 
 
-STATUS_STYLE = {"pass": "green", "warn": "yellow", "fail": "red", "error": "red", "skip": "dim", "info": "cyan"}
+STATUS_STYLE = {
+    "pass": "green",
+    "warn": "yellow",
+    "fail": "red",
+    "error": "red",
+    "skip": "dim",
+    "info": "cyan",
+}
 
 
 def status_text(status: str) -> Text:
@@ -115,10 +126,11 @@ class progress:
         elif not self.quiet:
             info(f"... {message}")
 
-    def __exit__(self, kind: type[BaseException] | None, value: BaseException | None, trace: TracebackType | None) -> None:
+    def __exit__(
+        self, kind: type[BaseException] | None, value: BaseException | None, trace: TracebackType | None
+    ) -> None:
         if self.status is not None:
             self.status.__exit__(kind, value, trace)
-
 
 
 def size(value: object) -> str:

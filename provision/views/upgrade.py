@@ -20,12 +20,20 @@ def upgraded(result: UpgradeResult) -> Shown:
 def page(result: UpgradeResult) -> str:
     """The record as a Markdown page: a heading, the settings, then the tables and lines people read."""
     record, settings = result.record, result.record.settings
-    head: list[Table | Line | Raw] = [Line(f"Upgrade {settings.from_env} -> {settings.to_env}: {_decision(record)}", heading=2)]
+    head: list[Table | Line | Raw] = [
+        Line(f"Upgrade {settings.from_env} -> {settings.to_env}: {_decision(record)}", heading=2)
+    ]
     facts = TableBuilder("", "setting", "value")
-    for key, value in (("profile", settings.profile or f"{settings.to_env} (built already)"), ("lock", settings.lock or "-"),
-                       ("runs a side", str(settings.runs)), ("max slowdown", f"{settings.max_slowdown:g}%"),
-                       ("baseline command", " ".join(record.baseline.command) if record.baseline else "-"),
-                       ("started", record.started), ("finished", record.finished or "-"), ("record", str(result.path))):
+    for key, value in (
+        ("profile", settings.profile or f"{settings.to_env} (built already)"),
+        ("lock", settings.lock or "-"),
+        ("runs a side", str(settings.runs)),
+        ("max slowdown", f"{settings.max_slowdown:g}%"),
+        ("baseline command", " ".join(record.baseline.command) if record.baseline else "-"),
+        ("started", record.started),
+        ("finished", record.finished or "-"),
+        ("record", str(result.path)),
+    ):
         facts.add(key, value)
     body = [b for b in _blocks(record, str(result.path)) if isinstance(b, (Table, Line, Raw))]
     return markdown_text([*head, facts.done(), *body])
@@ -37,14 +45,26 @@ def _decision(record: UpgradeRecord) -> str:
 
 def _blocks(record: UpgradeRecord, path: str) -> list[Block]:
     settings = record.settings
-    steps = TableBuilder(f"Upgrade {settings.from_env} -> {settings.to_env}: {_decision(record)}", "step", "status", "seconds", "result")
+    steps = TableBuilder(
+        f"Upgrade {settings.from_env} -> {settings.to_env}: {_decision(record)}",
+        "step",
+        "status",
+        "seconds",
+        "result",
+    )
     for step in record.steps:
         steps.add(step.step, Verdict(step.status), f"{step.seconds:.1f}", step.result)
     blocks: list[Block] = [steps.done()]
     measured = record.baseline
     if measured is not None:
-        figures = TableBuilder(f"Baseline: {' '.join(measured.command)}", "environment", "median", "min - max", "runs",
-                               caption=f"{measured.better} is better; runs interleaved old, new; judged {measured.verdict}")
+        figures = TableBuilder(
+            f"Baseline: {' '.join(measured.command)}",
+            "environment",
+            "median",
+            "min - max",
+            "runs",
+            caption=f"{measured.better} is better; runs interleaved old, new; judged {measured.verdict}",
+        )
         for side in (measured.old, measured.new):
             median = f"{side.median:.2f} {measured.unit}" if side.median is not None else "-"
             spread = f"{min(side.figures):.2f} - {max(side.figures):.2f}" if side.figures else "-"

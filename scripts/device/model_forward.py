@@ -30,9 +30,16 @@ with torch.no_grad():
         torch.cuda.synchronize()
         latencies.append(time.perf_counter() - start)
 median = statistics.median(latencies[2:])
-result = {"batch_size": 1, "input_len": 256, "output_len": 32, "tp_size": args.tp_size,
-          "median_decode_latency": median, "median_decode_throughput": 1 / median,
-          "parameters": sum(p.numel() for p in model.parameters()), "device": torch.cuda.get_device_name()}
+result = {
+    "batch_size": 1,
+    "input_len": 256,
+    "output_len": 32,
+    "tp_size": args.tp_size,
+    "median_decode_latency": median,
+    "median_decode_throughput": 1 / median,
+    "parameters": sum(p.numel() for p in model.parameters()),
+    "device": torch.cuda.get_device_name(),
+}
 with open(args.result_filename, "a") as out_file:
     out_file.write(json.dumps(result) + "\n")
 print(json.dumps(result))

@@ -15,8 +15,16 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 parser = argparse.ArgumentParser()
-for flag in ("--model-path", "--load-format", "--host", "--port", "--tp-size", "--mem-fraction-static",
-             "--sampling-backend", "--kv-canary"):
+for flag in (
+    "--model-path",
+    "--load-format",
+    "--host",
+    "--port",
+    "--tp-size",
+    "--mem-fraction-static",
+    "--sampling-backend",
+    "--kv-canary",
+):
     parser.add_argument(flag)
 parser.add_argument("--skip-tokenizer-init", action="store_true")
 parser.add_argument("--cuda-graph-backend-prefill")
@@ -24,14 +32,32 @@ args = parser.parse_args()
 mode = os.environ.get("FAKE_SGLANG", "ok")
 worker = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3600)"])  # the scheduler, say
 workers = [os.getpid(), worker.pid]
-if mode == "escapes":  # setsid, then fork again and leave: the grandchild is nobody's child and in no group of ours
-    escaped = subprocess.run([sys.executable, "-c", "import os, subprocess, sys, time\n"
-                              "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(3600)'], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\n"
-                              "print(child.pid)"], start_new_session=True, capture_output=True, text=True, check=True)
+if (
+    mode == "escapes"
+):  # setsid, then fork again and leave: the grandchild is nobody's child and in no group of ours
+    escaped = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import os, subprocess, sys, time\n"
+            "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(3600)'], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\n"
+            "print(child.pid)",
+        ],
+        start_new_session=True,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     workers.append(int(escaped.stdout))
 with open(os.environ["FAKE_SGLANG_TRACE"], "w") as trace:
-    json.dump({"argv": sys.argv[1:], "workers": workers, "env": {
-        k: v for k, v in os.environ.items() if k.startswith("SGLANG_")}}, trace)
+    json.dump(
+        {
+            "argv": sys.argv[1:],
+            "workers": workers,
+            "env": {k: v for k, v in os.environ.items() if k.startswith("SGLANG_")},
+        },
+        trace,
+    )
 with open(os.path.join(args.model_path, "config.json")) as file:
     config = json.load(file)
 print("Loading dummy weights", flush=True)
@@ -59,8 +85,13 @@ class Handler(BaseHTTPRequestHandler):
     def do_POST(self):
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         wanted = body["sampling_params"]["max_new_tokens"] - (1 if mode == "short" else 0)
-        answers = [{"output_ids": [(len(p) + i) % config["vocab_size"] for i in range(wanted)],
-                    "meta_info": {"completion_tokens": wanted}} for p in body["input_ids"]]
+        answers = [
+            {
+                "output_ids": [(len(p) + i) % config["vocab_size"] for i in range(wanted)],
+                "meta_info": {"completion_tokens": wanted},
+            }
+            for p in body["input_ids"]
+        ]
         if mode == "canary":
             print("kv_canary violation: slot 3 expected 17 got 0", flush=True)
         data = json.dumps(answers).encode() if mode != "nested" else b"[" * 100000 + b"]" * 100000

@@ -57,8 +57,6 @@ def covers(arch_list: list[str], major: int, minor: int) -> tuple[str, list[str]
     return ("native", native) if native else ("ptx", ptx) if ptx else ("none", [])
 
 
-
-
 def free_port() -> int:
     import socket
 
@@ -67,7 +65,9 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def launch(target: Any, world: int, config: dict[str, Any], timeout: float, grace: float = 10.0) -> list[dict[str, Any]]:
+def launch(
+    target: Any, world: int, config: dict[str, Any], timeout: float, grace: float = 10.0
+) -> list[dict[str, Any]]:
     """Run target(rank, world, port, out_dir, config) in one process per rank (in this process for one rank) and
     return each rank's result (its JSON file). A rank that reports progress (`progress()`) and then does not finish
     that step within the step's own bound is a hang: every rank is killed and the verdict names the step. A rank
@@ -83,8 +83,9 @@ def launch(target: Any, world: int, config: dict[str, Any], timeout: float, grac
         shutil.rmtree(out_dir, ignore_errors=True)
 
 
-def _run_ranks(target: Any, world: int, config: dict[str, Any], timeout: float, grace: float,
-               out_dir: str) -> list[dict[str, Any]]:
+def _run_ranks(
+    target: Any, world: int, config: dict[str, Any], timeout: float, grace: float, out_dir: str
+) -> list[dict[str, Any]]:
     import time
 
     port = free_port()
@@ -95,8 +96,10 @@ def _run_ranks(target: Any, world: int, config: dict[str, Any], timeout: float, 
 
     context = multiprocessing.get_context("spawn")
     parent = os.getpid()
-    processes = [context.Process(target=_rank_entry, args=(parent, target, rank, world, port, out_dir, config))
-                 for rank in range(world)]
+    processes = [
+        context.Process(target=_rank_entry, args=(parent, target, rank, world, port, out_dir, config))
+        for rank in range(world)
+    ]
     for process in processes:
         process.start()
     started = time.monotonic()
@@ -118,14 +121,22 @@ def _run_ranks(target: Any, world: int, config: dict[str, Any], timeout: float, 
             _kill_all(processes)
             if stalled:
                 rank, step, waited = stalled
-                emit("fail", f"rank {rank} hung at {step} ({waited:.0f} s without finishing it); every rank was killed: "
-                     f"{HANG_HINT}", hung_rank=rank, hung_step=step)
+                emit(
+                    "fail",
+                    f"rank {rank} hung at {step} ({waited:.0f} s without finishing it); every rank was killed: "
+                    f"{HANG_HINT}",
+                    hung_rank=rank,
+                    hung_step=step,
+                )
             emit("fail", f"ranks {unfinished} hung for {timeout:g} s and were killed: {HANG_HINT}")
     results = [read_rank(out_dir, rank) for rank in range(world)]
     for rank in killed_in_teardown:
         last = _last_step(out_dir, rank)
-        results[rank]["teardown"] = {"clean": False, "step": last,
-                                     "note": f"teardown outlasted {grace:g} s (at {last}); the rank was killed"}
+        results[rank]["teardown"] = {
+            "clean": False,
+            "step": last,
+            "note": f"teardown outlasted {grace:g} s (at {last}); the rank was killed",
+        }
     return results
 
 
@@ -153,8 +164,9 @@ def progress(out_dir: str, rank: int, step: str, bound_s: float) -> None:
     os.replace(path + ".tmp", path)
 
 
-def _stalled(out_dir: str, world: int, finished_at: dict[int, float], started: float,
-             config: dict[str, Any]) -> tuple[int, str, float] | None:
+def _stalled(
+    out_dir: str, world: int, finished_at: dict[int, float], started: float, config: dict[str, Any]
+) -> tuple[int, str, float] | None:
     import time
 
     for rank in range(world):
@@ -223,5 +235,7 @@ def init_group(rank: int, world: int, port: int, backend: str) -> Any:
     if backend == "nccl":
         torch.cuda.set_device(rank)
         kwargs["device_id"] = torch.device("cuda", rank)
-    dist.init_process_group(backend, init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world, **kwargs)
+    dist.init_process_group(
+        backend, init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world, **kwargs
+    )
     return dist

@@ -9,8 +9,10 @@ START_BOUND_S = 300.0  # start-up: the process group or communicators, before th
 ALLOWANCE_S = 60.0  # per size: graph capture and NCCL's lazy set-up of a new size
 SLOWEST_BYTES_PER_S = 0.5e9  # PCIe through a busy root complex: slower than any working link
 
-HANG_HINT = ("check peer-to-peer access between the GPUs (nvidia-smi topo -p2p r), PCIe ACS and the IOMMU "
-             "(NVIDIA/nccl#606, #2079; nccl-tests#117); NCCL_P2P_DISABLE=1 tells whether P2P is the cause")
+HANG_HINT = (
+    "check peer-to-peer access between the GPUs (nvidia-smi topo -p2p r), PCIe ACS and the IOMMU "
+    "(NVIDIA/nccl#606, #2079; nccl-tests#117); NCCL_P2P_DISABLE=1 tells whether P2P is the cause"
+)
 
 
 def step_bound_s(size: int, ops: int, allowance_s: float = ALLOWANCE_S) -> float:

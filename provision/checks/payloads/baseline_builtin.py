@@ -36,7 +36,11 @@ def main() -> None:
         for _ in range(3):
             a @ b
         seconds = timed(lambda a=a, b=b: a @ b, 20)
-        row = {"gpu": index, "name": torch.cuda.get_device_name(index), "bf16_gemm_tflops": 2 * size**3 / seconds / 1e12}
+        row = {
+            "gpu": index,
+            "name": torch.cuda.get_device_name(index),
+            "bf16_gemm_tflops": 2 * size**3 / seconds / 1e12,
+        }
         try:
             import flashinfer
 
@@ -45,15 +49,21 @@ def main() -> None:
             for _ in range(3):
                 flashinfer.norm.rmsnorm(x, w)
             seconds = timed(lambda x=x, w=w: flashinfer.norm.rmsnorm(x, w), 50)
-            row["flashinfer_rmsnorm_gbps"] = (2 * x.numel() + w.numel()) * 2 / seconds / 1e9  # read x, write out
+            row["flashinfer_rmsnorm_gbps"] = (
+                (2 * x.numel() + w.numel()) * 2 / seconds / 1e9
+            )  # read x, write out
         except ImportError:
             row["flashinfer_rmsnorm_gbps"] = None
         results.append(row)
         del a, b
         torch.cuda.empty_cache()
     summary = {
-        "bf16_gemm_tflops": min(r["bf16_gemm_tflops"] for r in results),  # the slowest GPU bounds tensor parallelism
-        "flashinfer_rmsnorm_gbps": min((r["flashinfer_rmsnorm_gbps"] for r in results if r["flashinfer_rmsnorm_gbps"]), default=None),
+        "bf16_gemm_tflops": min(
+            r["bf16_gemm_tflops"] for r in results
+        ),  # the slowest GPU bounds tensor parallelism
+        "flashinfer_rmsnorm_gbps": min(
+            (r["flashinfer_rmsnorm_gbps"] for r in results if r["flashinfer_rmsnorm_gbps"]), default=None
+        ),
         "per_gpu": results,
     }
     print(json.dumps(summary))

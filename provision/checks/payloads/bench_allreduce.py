@@ -120,7 +120,9 @@ def rank_main(rank: int, world: int, port: int, out_dir: str, config: dict[str, 
         expected = world * (world + 1) / 2
         rows = []
         for size in sweep_sizes(config):
-            progress(out_dir, rank, f"size {size} B", step_bound_s(size, (iterations + 1) * (2 * repeats + 2) + 1))
+            progress(
+                out_dir, rank, f"size {size} B", step_bound_s(size, (iterations + 1) * (2 * repeats + 2) + 1)
+            )
             count = max(1, size // FLOAT)
             buffer = torch.full((count,), float(rank + 1), dtype=torch.float32, device=device)
             dist.all_reduce(buffer)  # the correctness pass, also a warm-up
@@ -131,14 +133,20 @@ def rank_main(rank: int, world: int, port: int, out_dir: str, config: dict[str, 
                     dist.all_reduce(buffer)
 
             eager()
-            row = {"size": count * FLOAT, "count": count, "wrong": wrong,
-                   "eager_us": timed_ms(eager, repeats, use_cuda) * 1e3 / iterations}
+            row = {
+                "size": count * FLOAT,
+                "count": count,
+                "wrong": wrong,
+                "eager_us": timed_ms(eager, repeats, use_cuda) * 1e3 / iterations,
+            }
             if use_cuda:
                 graph = capture(lambda b=buffer: dist.all_reduce(b), iterations)
                 graphs.append(graph)
                 graph.replay()
                 launch = launch_cpu_ms(graph.replay)
-                row["graph_us"] = timed_ms(graph.replay, repeats, True, spin(launch, clock)) * 1e3 / iterations
+                row["graph_us"] = (
+                    timed_ms(graph.replay, repeats, True, spin(launch, clock)) * 1e3 / iterations
+                )
                 row["graph_launch_cpu_us"] = launch * 1e3 / iterations
             for kind in ("eager", "graph"):
                 if f"{kind}_us" in row:
@@ -147,7 +155,12 @@ def rank_main(rank: int, world: int, port: int, out_dir: str, config: dict[str, 
             rows.append(row)
         result["rows"] = rows
         if use_cuda:
-            progress(out_dir, rank, "the 122 x 42 KB / 2 x 2.5 MB pattern", step_bound_s(LARGE[1], 40 * repeats * 4))
+            progress(
+                out_dir,
+                rank,
+                "the 122 x 42 KB / 2 x 2.5 MB pattern",
+                step_bound_s(LARGE[1], 40 * repeats * 4),
+            )
             result["pattern"] = pattern(dist, device, repeats, graphs, clock)
         result["ok"] = not any(r["wrong"] for r in rows)
     except BaseException as exc:
@@ -202,7 +215,11 @@ def pattern(dist, device: str, repeats: int, graphs: list[object], clock: float)
     one = torch.ones(small_bytes // FLOAT, device=device)
     large = [torch.ones(large_bytes // FLOAT, device=device) for _ in range(n_large)]
     out = {}
-    for name, buffers in (("122x42KB_ms", small), ("2x2.5MB_ms", large), ("122x42KB_one_buffer_ms", [one] * n_small)):
+    for name, buffers in (
+        ("122x42KB_ms", small),
+        ("2x2.5MB_ms", large),
+        ("122x42KB_one_buffer_ms", [one] * n_small),
+    ):
         graph = capture(lambda b=buffers: [dist.all_reduce(t) for t in b], 1)
         graphs.append(graph)
         graph.replay()
@@ -215,16 +232,28 @@ def pattern(dist, device: str, repeats: int, graphs: list[object], clock: float)
 def main() -> None:
     args = arguments()
     world = int(args.get("gpu_count") or 1)
-    config = {k: args[k] for k in ("backend", "min_bytes", "max_bytes", "factor", "iters", "repeats", "start_bound_s")
-              if k in args}
-    results = launch(rank_main, world, config, float(args.get("rank_timeout", 1800)), float(args.get("grace", 10)))
+    config = {
+        k: args[k]
+        for k in ("backend", "min_bytes", "max_bytes", "factor", "iters", "repeats", "start_bound_s")
+        if k in args
+    }
+    results = launch(
+        rank_main, world, config, float(args.get("rank_timeout", 1800)), float(args.get("grace", 10))
+    )
     failed = [r for r in results if not r.get("ok")]
     teardown = [r.get("teardown", {"clean": None}) for r in results]
     if failed:
         first = failed[0]
         emit("fail", f"rank {first['rank']}: {first.get('error') or 'wrong results'}", ranks=results)
-    emit("pass", f"{world} rank(s), {len(results[0]['rows'])} sizes", world_size=world, rows=results[0]["rows"],
-         pattern=results[0].get("pattern"), teardown=teardown, nccl_nvls_enable=os.environ.get("NCCL_NVLS_ENABLE"))
+    emit(
+        "pass",
+        f"{world} rank(s), {len(results[0]['rows'])} sizes",
+        world_size=world,
+        rows=results[0]["rows"],
+        pattern=results[0].get("pattern"),
+        teardown=teardown,
+        nccl_nvls_enable=os.environ.get("NCCL_NVLS_ENABLE"),
+    )
 
 
 if __name__ == "__main__":

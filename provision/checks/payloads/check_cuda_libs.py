@@ -7,7 +7,9 @@ import re
 
 from _common import arguments, crash_reason, emit
 
-FAMILIES = re.compile(r"/(lib(cudart|cublas|cublasLt|cudnn|nvrtc|nccl|cusparse|cufft|curand|cusolver|nvJitLink|cupti))\.so\.(\d+)")
+FAMILIES = re.compile(
+    r"/(lib(cudart|cublas|cublasLt|cudnn|nvrtc|nccl|cusparse|cufft|curand|cusolver|nvJitLink|cupti))\.so\.(\d+)"
+)
 
 
 def main() -> None:
@@ -17,7 +19,9 @@ def main() -> None:
     try:
         x = torch.randn(256, 256, device="cuda", dtype=torch.float16)
         (x @ x).float().sum().item()  # cuBLAS
-        torch.nn.functional.conv2d(torch.randn(1, 3, 16, 16, device="cuda"), torch.randn(4, 3, 3, 3, device="cuda"))
+        torch.nn.functional.conv2d(
+            torch.randn(1, 3, 16, 16, device="cuda"), torch.randn(4, 3, 3, 3, device="cuda")
+        )
         torch.cuda.synchronize()
     except RuntimeError as exc:
         emit("fail", f"CUDA work failed while loading the libraries: {crash_reason(exc)}")
@@ -27,7 +31,9 @@ def main() -> None:
             match = FAMILIES.search(line)
             if match:
                 path = line.split()[-1]
-                loaded.setdefault(match.group(1), set()).add((match.group(3), os.path.dirname(os.path.realpath(path))))
+                loaded.setdefault(match.group(1), set()).add(
+                    (match.group(3), os.path.dirname(os.path.realpath(path)))
+                )
     problems = []
     for family, places in sorted(loaded.items()):
         majors = sorted({m for m, _ in places})
@@ -39,11 +45,17 @@ def main() -> None:
     torch_major = (torch.version.cuda or "0").split(".")[0]
     cudart = {m for m, _ in loaded.get("libcudart", set())}
     if cudart and cudart != {torch_major}:
-        problems.append(f"libcudart.so.{'/'.join(sorted(cudart))} loaded, but torch is built for CUDA {torch.version.cuda}")
+        problems.append(
+            f"libcudart.so.{'/'.join(sorted(cudart))} loaded, but torch is built for CUDA {torch.version.cuda}"
+        )
     summary = {family: sorted(f"so.{m} in {f}" for m, f in places) for family, places in loaded.items()}
     if problems:
         emit("fail", "; ".join(problems), loaded=summary)
-    emit("pass", f"{len(loaded)} CUDA library families, one major ({torch_major}) and one folder each", loaded=summary)
+    emit(
+        "pass",
+        f"{len(loaded)} CUDA library families, one major ({torch_major}) and one folder each",
+        loaded=summary,
+    )
 
 
 main()

@@ -73,37 +73,69 @@ def main() -> None:
         return
     import torch
 
-    py, cubin, jit_cache = version("flashinfer-python"), version("flashinfer-cubin"), version("flashinfer-jit-cache")
-    details: dict[str, object] = {"flashinfer_python": py, "flashinfer_cubin": cubin, "flashinfer_jit_cache": jit_cache}
+    py, cubin, jit_cache = (
+        version("flashinfer-python"),
+        version("flashinfer-cubin"),
+        version("flashinfer-jit-cache"),
+    )
+    details: dict[str, object] = {
+        "flashinfer_python": py,
+        "flashinfer_cubin": cubin,
+        "flashinfer_jit_cache": jit_cache,
+    }
     if cubin and cubin != py:
-        emit("fail", f"flashinfer-cubin {cubin} != flashinfer-python {py} (flashinfer raises at import)", **details)
+        emit(
+            "fail",
+            f"flashinfer-cubin {cubin} != flashinfer-python {py} (flashinfer raises at import)",
+            **details,
+        )
     if jit_cache:
         public, _, local = jit_cache.partition("+")
         if not public.startswith(str(py)):
             emit("fail", f"flashinfer-jit-cache {jit_cache} does not match flashinfer-python {py}", **details)
         torch_major = (torch.version.cuda or "").split(".")[0]
         if local.startswith("cu") and torch_major and not local[2:].startswith(torch_major):
-            emit("fail", f"flashinfer-jit-cache {jit_cache} is built for {local}, torch for CUDA {torch.version.cuda}", **details)
+            emit(
+                "fail",
+                f"flashinfer-jit-cache {jit_cache} is built for {local}, torch for CUDA {torch.version.cuda}",
+                **details,
+            )
     nvcc = nvcc_path()
     if not nvcc or not os.path.exists(nvcc):
-        emit("fail", f"no nvcc for FlashInfer's JIT (looked at {nvcc or 'FLASHINFER_NVCC, CUDA_HOME, CUDA_PATH, PATH'})", **details)
+        emit(
+            "fail",
+            f"no nvcc for FlashInfer's JIT (looked at {nvcc or 'FLASHINFER_NVCC, CUDA_HOME, CUDA_PATH, PATH'})",
+            **details,
+        )
     out = subprocess.run([nvcc, "--version"], capture_output=True, text=True, timeout=60)
     match = re.search(r"release (\d+)\.(\d+)", out.stdout)
     nvcc_version = (int(match.group(1)), int(match.group(2))) if match else (0, 0)
-    codes = subprocess.run([nvcc, "--list-gpu-code"], capture_output=True, text=True, timeout=60).stdout.split()
+    codes = subprocess.run(
+        [nvcc, "--list-gpu-code"], capture_output=True, text=True, timeout=60
+    ).stdout.split()
     details.update(nvcc=nvcc, nvcc_version=".".join(map(str, nvcc_version)))
     arch_list = os.environ.get("FLASHINFER_CUDA_ARCH_LIST", "").split()
     details["arch_list"] = arch_list
     ccs = sorted({tuple(torch.cuda.get_device_capability(i)) for i in range(torch.cuda.device_count())})
     for major, minor in ccs:
         if f"sm_{major}{minor}" not in codes:
-            emit("fail", f"nvcc {details['nvcc_version']} at {nvcc} cannot target sm_{major}{minor}", **details)
+            emit(
+                "fail", f"nvcc {details['nvcc_version']} at {nvcc} cannot target sm_{major}{minor}", **details
+            )
         if major == 12 and nvcc_version < (12, 9) and not any(e.endswith("a") for e in arch_list):
-            emit("fail", f"SM {major}.{minor} needs nvcc >= 12.9 for FlashInfer's JIT (it has {details['nvcc_version']}); "
-                 "use a CUDA 12.9+/13 toolkit or FLASHINFER_CUDA_ARCH_LIST=12.0a", **details)
+            emit(
+                "fail",
+                f"SM {major}.{minor} needs nvcc >= 12.9 for FlashInfer's JIT (it has {details['nvcc_version']}); "
+                "use a CUDA 12.9+/13 toolkit or FLASHINFER_CUDA_ARCH_LIST=12.0a",
+                **details,
+            )
         if arch_list and not any(arch_entry_runs_on(e, major, minor) for e in arch_list):
-            emit("fail", f"FLASHINFER_CUDA_ARCH_LIST={' '.join(arch_list)} has nothing for sm_{major}{minor}: "
-                 "JIT modules would carry no code for this GPU", **details)
+            emit(
+                "fail",
+                f"FLASHINFER_CUDA_ARCH_LIST={' '.join(arch_list)} has nothing for sm_{major}{minor}: "
+                "JIT modules would carry no code for this GPU",
+                **details,
+            )
     try:
         import flashinfer
         from flashinfer.jit import env as jit_env
@@ -112,7 +144,11 @@ def main() -> None:
     details["workspace"] = str(jit_env.FLASHINFER_WORKSPACE_DIR)
     runs = []
     for major, minor in ccs:
-        index = next(i for i in range(torch.cuda.device_count()) if torch.cuda.get_device_capability(i) == (major, minor))
+        index = next(
+            i
+            for i in range(torch.cuda.device_count())
+            if torch.cuda.get_device_capability(i) == (major, minor)
+        )
         device = f"cuda:{index}"
         x = torch.randn(64, 4096, dtype=torch.bfloat16, device=device)
         w = torch.randn(4096, dtype=torch.bfloat16, device=device)
@@ -121,29 +157,54 @@ def main() -> None:
             out = flashinfer.norm.rmsnorm(x, w, eps=1e-6)
             torch.cuda.synchronize(index)
         except BaseException as exc:
-            emit("fail", f"sm_{major}{minor}: FlashInfer's JIT RMSNorm failed: {crash_reason(exc)}", **details)
+            emit(
+                "fail", f"sm_{major}{minor}: FlashInfer's JIT RMSNorm failed: {crash_reason(exc)}", **details
+            )
         first = time.perf_counter() - start
         xf = x.float()
         ref = xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + 1e-6) * w.float()
         error = relative_error(out, ref)
         runs.append({"sm": f"sm_{major}{minor}", "first_call_s": round(first, 2), "rel_error": error})
         if error > 2e-2:
-            emit("fail", f"sm_{major}{minor}: FlashInfer RMSNorm differs from the reference by {error:.2e}", **details)
+            emit(
+                "fail",
+                f"sm_{major}{minor}: FlashInfer RMSNorm differs from the reference by {error:.2e}",
+                **details,
+            )
     details["runs"] = runs
     target = args.get("target_sm")
     if target:
-        entry = arch_entry(target, nvcc_version, args.get("arch_suffix") or {}, args.get("family_suffix_min_nvcc") or "12.9")
+        entry = arch_entry(
+            target, nvcc_version, args.get("arch_suffix") or {}, args.get("family_suffix_min_nvcc") or "12.9"
+        )
         env = {**os.environ, "FLASHINFER_CUDA_ARCH_LIST": entry}
-        child = subprocess.run([sys.executable, __file__, json.dumps({"mode": "build-only"})], capture_output=True, text=True,
-                               env=env, timeout=1500)
+        child = subprocess.run(
+            [sys.executable, __file__, json.dumps({"mode": "build-only"})],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=1500,
+        )
         lines = [line for line in child.stdout.splitlines() if line.startswith("{")]
         if child.returncode != 0 or not lines:
-            emit("fail", f"building for {entry} failed: {(child.stderr or child.stdout).strip().splitlines()[-1:]}", **details)
+            emit(
+                "fail",
+                f"building for {entry} failed: {(child.stderr or child.stdout).strip().splitlines()[-1:]}",
+                **details,
+            )
         built = json.loads(lines[-1])
-        details["target"] = {"arch_list": entry, "built": [built["built"]], "seconds": round(built["seconds"], 1)}
-    emit("pass", f"FlashInfer {py} JIT with nvcc {details['nvcc_version']}: RMSNorm on "
-         + ", ".join(f"{r['sm']} (first call {r['first_call_s']} s, error {r['rel_error']:.1e})" for r in runs)
-         + (f"; built for {details['target']['arch_list']}" if target else ""), **details)
+        details["target"] = {
+            "arch_list": entry,
+            "built": [built["built"]],
+            "seconds": round(built["seconds"], 1),
+        }
+    emit(
+        "pass",
+        f"FlashInfer {py} JIT with nvcc {details['nvcc_version']}: RMSNorm on "
+        + ", ".join(f"{r['sm']} (first call {r['first_call_s']} s, error {r['rel_error']:.1e})" for r in runs)
+        + (f"; built for {details['target']['arch_list']}" if target else ""),
+        **details,
+    )
 
 
 if __name__ == "__main__":

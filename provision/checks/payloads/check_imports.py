@@ -24,7 +24,11 @@ def _from_files(dist: metadata.Distribution) -> list[str]:
     names, loose = set(), set()
     for file in dist.files or []:
         parts = file.parts
-        if not parts or parts[0].endswith((".dist-info", ".data")) or parts[0] in ("..", "bin", "__pycache__"):
+        if (
+            not parts
+            or parts[0].endswith((".dist-info", ".data"))
+            or parts[0] in ("..", "bin", "__pycache__")
+        ):
             continue
         if len(parts) > 1 and parts[-1] == "__init__.py" and len(parts) == 2:
             names.add(parts[0])
@@ -91,7 +95,11 @@ def main() -> None:
     wanted += [("sglang", name) for name in server_entry()]
     for number, (distribution, name) in enumerate(wanted, 1):
         # what it imports, as it goes (the runner shows it): a whole SGLang stack's imports take minutes
-        print(f"progress: importing {name} ({distribution}), {number} of {len(wanted)}", file=sys.stderr, flush=True)
+        print(
+            f"progress: importing {name} ({distribution}), {number} of {len(wanted)}",
+            file=sys.stderr,
+            flush=True,
+        )
         try:
             importlib.import_module(name)
             tried.append(name)
@@ -106,13 +114,23 @@ def main() -> None:
                 continue
             failed.append(f"{distribution} ({name}): {crash_reason(exc)}")
             modules[name] = {"status": "fail", "reason": crash_reason(exc)}
-    skip_note = f"; skipped {', '.join(skipped)}: they need {LIBCUDA} and this machine has no NVIDIA driver" if skipped else ""
+    skip_note = (
+        f"; skipped {', '.join(skipped)}: they need {LIBCUDA} and this machine has no NVIDIA driver"
+        if skipped
+        else ""
+    )
     if failed:
         emit("fail", ("; ".join(failed) + skip_note)[:800], imported=tried, modules=modules)
     if skipped and not tried:
         emit("skip", skip_note.removeprefix("; "), imported=tried, modules=modules)
-    emit("pass", f"imported {', '.join(tried) or 'nothing'}" + (f"; no module in {', '.join(none)}" if none else "") + skip_note,
-         imported=tried, modules=modules)
+    emit(
+        "pass",
+        f"imported {', '.join(tried) or 'nothing'}"
+        + (f"; no module in {', '.join(none)}" if none else "")
+        + skip_note,
+        imported=tried,
+        modules=modules,
+    )
 
 
 def _names(distribution: str, failed: list[str], none: list[str]) -> list[str]:

@@ -5,7 +5,12 @@ from __future__ import annotations
 
 from _common import arguments, crash_reason, emit, init_group, launch, write_rank
 
-SIZES = (8, 42 * 1024, int(2.5 * 2**20), 64 * 2**20)  # bytes: tiny, the EAGLE-3 verify message, coalesced, large
+SIZES = (
+    8,
+    42 * 1024,
+    int(2.5 * 2**20),
+    64 * 2**20,
+)  # bytes: tiny, the EAGLE-3 verify message, coalesced, large
 
 
 def rank_main(rank: int, world: int, port: int, out_dir: str, config: dict[str, object]) -> None:
@@ -27,7 +32,10 @@ def rank_main(rank: int, world: int, port: int, out_dir: str, config: dict[str, 
                 wrong[size] = bad
         if rank == 0 and backend == "nccl":
             count = torch.cuda.device_count()
-            result["peer_access"] = [[i == j or torch.cuda.can_device_access_peer(i, j) for j in range(count)] for i in range(count)]
+            result["peer_access"] = [
+                [i == j or torch.cuda.can_device_access_peer(i, j) for j in range(count)]
+                for i in range(count)
+            ]
         dist.destroy_process_group()
         result.update(ok=not wrong, wrong=wrong)
     except BaseException as exc:
@@ -42,17 +50,30 @@ def main() -> None:
     results = launch(rank_main, world, {"backend": backend}, float(args.get("rank_timeout", 240)))
     failed = [r for r in results if not r.get("ok")]
     matrix = results[0].get("peer_access")
-    details = {"world_size": world, "backend": backend, "peer_access": matrix, "sizes": list(SIZES), "ranks": results}
+    details = {
+        "world_size": world,
+        "backend": backend,
+        "peer_access": matrix,
+        "sizes": list(SIZES),
+        "ranks": results,
+    }
     if failed:
         first = failed[0]
         reason = first.get("error") or f"wrong elements at sizes {first.get('wrong')}"
         emit("fail", f"rank {first['rank']}: {reason}", **details)
     no_peer = [(i, j) for i, row in enumerate(matrix or []) for j, ok in enumerate(row) if not ok]
     if no_peer:
-        emit("warn", f"all-reduce correct on {world} ranks, but no peer access for {no_peer[:6]}: NCCL goes through host memory",
-             **details)
-    emit("pass", f"all-reduce exact on {world} rank(s) at {', '.join(str(s) for s in SIZES)} bytes"
-         + (f"; peer access between all {len(matrix)} GPUs" if matrix and len(matrix) > 1 else ""), **details)
+        emit(
+            "warn",
+            f"all-reduce correct on {world} ranks, but no peer access for {no_peer[:6]}: NCCL goes through host memory",
+            **details,
+        )
+    emit(
+        "pass",
+        f"all-reduce exact on {world} rank(s) at {', '.join(str(s) for s in SIZES)} bytes"
+        + (f"; peer access between all {len(matrix)} GPUs" if matrix and len(matrix) > 1 else ""),
+        **details,
+    )
 
 
 if __name__ == "__main__":

@@ -12,10 +12,16 @@ def main() -> None:
     try:
         import sgl_kernel
     except BaseException as exc:  # an ABI mismatch with torch shows here as 'undefined symbol'
-        emit("fail", f"import sgl_kernel failed: {crash_reason(exc)} (sgl-kernel is built against one torch version)")
+        emit(
+            "fail",
+            f"import sgl_kernel failed: {crash_reason(exc)} (sgl-kernel is built against one torch version)",
+        )
     op = getattr(sgl_kernel, "rmsnorm", None)
     if op is None:
-        emit("warn", f"sgl_kernel {getattr(sgl_kernel, '__version__', '?')} imported, but has no rmsnorm op to run")
+        emit(
+            "warn",
+            f"sgl_kernel {getattr(sgl_kernel, '__version__', '?')} imported, but has no rmsnorm op to run",
+        )
     errors = []
     for index in range(int(args.get("gpu_count") or torch.cuda.device_count())):
         device = f"cuda:{index}"
@@ -31,7 +37,10 @@ def main() -> None:
         errors.append(relative_error(out, ref))
     if max(errors) > 2e-2:
         emit("fail", f"sgl_kernel.rmsnorm differs from the reference by {max(errors):.2e}")
-    emit("pass", f"sgl_kernel {getattr(sgl_kernel, '__version__', '')} rmsnorm on {len(errors)} GPU(s), error <= {max(errors):.1e}")
+    emit(
+        "pass",
+        f"sgl_kernel {getattr(sgl_kernel, '__version__', '')} rmsnorm on {len(errors)} GPU(s), error <= {max(errors):.1e}",
+    )
 
 
 main()

@@ -22,7 +22,13 @@ from _common import arguments, emit, free_port
 
 MAX_NEW_TOKENS = 8
 PROMPTS = [[1, 2, 3, 4, 5, 6, 7, 8], [100, 101, 102], [257, 72, 101, 108, 108, 111]]
-MOCK_FLAGS = ["--sampling-backend", "token_oracle", "--cuda-graph-backend-prefill=disabled", "--kv-canary", "raise"]
+MOCK_FLAGS = [
+    "--sampling-backend",
+    "token_oracle",
+    "--cuda-graph-backend-prefill=disabled",
+    "--kv-canary",
+    "raise",
+]
 MOCK_ENV = {"SGLANG_KV_CANARY_ENABLE_TOKEN_ORACLE": "1", "SGLANG_KV_CANARY_ENABLE_WRITE_INPUT_ASSERT": "1"}
 
 
@@ -119,7 +125,9 @@ OPENER = urllib.request.build_opener(_Stay)
 
 
 def post(url: str, body: dict[str, object], timeout: float) -> object:
-    request = urllib.request.Request(url, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"})
+    request = urllib.request.Request(
+        url, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"}
+    )
     with OPENER.open(request, timeout=timeout) as answer:  # 127.0.0.1, the server we started
         return json.loads(answer.read(16 << 20))
 
@@ -127,9 +135,25 @@ def post(url: str, body: dict[str, object], timeout: float) -> object:
 def server_command(model: str, port: int, tp: int, mock: bool) -> list[str]:
     """The server's command line; every flag in it is one SGLang 0.5.23's parser accepts (a network-tier test reads
     them from the released wheel)."""
-    return [sys.executable, "-m", "sglang.launch_server", "--model-path", model, "--load-format", "dummy",
-            "--skip-tokenizer-init", "--host", "127.0.0.1", "--port", str(port), "--tp-size", str(tp),
-            "--mem-fraction-static", "0.3", *(MOCK_FLAGS if mock else [])]
+    return [
+        sys.executable,
+        "-m",
+        "sglang.launch_server",
+        "--model-path",
+        model,
+        "--load-format",
+        "dummy",
+        "--skip-tokenizer-init",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--tp-size",
+        str(tp),
+        "--mem-fraction-static",
+        "0.3",
+        *(MOCK_FLAGS if mock else []),
+    ]
 
 
 def main() -> None:
@@ -146,42 +170,79 @@ def main() -> None:
     adopt_orphans()
     with open(log_path, "wb") as log:
         # in this payload's process group, which the runner kills whole at the check's timeout
-        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env)
+        process = subprocess.Popen(
+            command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env
+        )
     try:
         base = f"http://127.0.0.1:{port}"
         while True:
             if process.poll() is not None:
-                emit("fail", f"the SGLang server exited with code {process.returncode} before it answered",
-                     log_tail=tail(log_path), **details)
+                emit(
+                    "fail",
+                    f"the SGLang server exited with code {process.returncode} before it answered",
+                    log_tail=tail(log_path),
+                    **details,
+                )
             try:
-                with OPENER.open(base + "/health", timeout=5) as answer:  # our own server, no redirect followed
+                with OPENER.open(
+                    base + "/health", timeout=5
+                ) as answer:  # our own server, no redirect followed
                     if answer.status == 200:
                         break
             except (urllib.error.URLError, OSError, ValueError):
                 pass
             if time.monotonic() - started > bound:
-                emit("fail", f"the SGLang server did not answer /health within {bound:g} s", log_tail=tail(log_path),
-                     **details)
+                emit(
+                    "fail",
+                    f"the SGLang server did not answer /health within {bound:g} s",
+                    log_tail=tail(log_path),
+                    **details,
+                )
             time.sleep(1.0)
         details["start_s"] = round(time.monotonic() - started, 1)
         sampling = {"max_new_tokens": MAX_NEW_TOKENS, "temperature": 0.0, "ignore_eos": True}
         try:
-            answers = post(base + "/generate", {"input_ids": PROMPTS, "sampling_params": sampling}, timeout=bound)
-        except (urllib.error.URLError, OSError, ValueError, RecursionError) as exc:  # nested past the limit: garbage
-            emit("fail", f"POST /generate failed: {type(exc).__name__}: {str(exc)[:300]}", log_tail=tail(log_path), **details)
+            answers = post(
+                base + "/generate", {"input_ids": PROMPTS, "sampling_params": sampling}, timeout=bound
+            )
+        except (
+            urllib.error.URLError,
+            OSError,
+            ValueError,
+            RecursionError,
+        ) as exc:  # nested past the limit: garbage
+            emit(
+                "fail",
+                f"POST /generate failed: {type(exc).__name__}: {str(exc)[:300]}",
+                log_tail=tail(log_path),
+                **details,
+            )
         if not isinstance(answers, list) or len(answers) != len(PROMPTS):
-            emit("fail", f"POST /generate: expected {len(PROMPTS)} answers, got {str(answers)[:200]}", **details)
+            emit(
+                "fail",
+                f"POST /generate: expected {len(PROMPTS)} answers, got {str(answers)[:200]}",
+                **details,
+            )
         counts = [len(a.get("output_ids") or []) if isinstance(a, dict) else -1 for a in answers]
         details["output_tokens"] = counts
         if any(count != MAX_NEW_TOKENS for count in counts):
-            emit("fail", f"asked for {MAX_NEW_TOKENS} tokens a request, got {counts}", log_tail=tail(log_path), **details)
+            emit(
+                "fail",
+                f"asked for {MAX_NEW_TOKENS} tokens a request, got {counts}",
+                log_tail=tail(log_path),
+                **details,
+            )
         if "kv_canary violation" in tail(log_path, 400):
             emit("fail", "the KV-cache canary reported a violation", log_tail=tail(log_path), **details)
     finally:
         stop(process)
     how = "mock mode: token oracle and KV canary" if mock else "random weights; answers counted, not checked"
-    emit("pass", f"SGLang served {len(PROMPTS)} requests x {MAX_NEW_TOKENS} tokens at TP {tp} "
-         f"(started in {details['start_s']} s; {how})", **details)
+    emit(
+        "pass",
+        f"SGLang served {len(PROMPTS)} requests x {MAX_NEW_TOKENS} tokens at TP {tp} "
+        f"(started in {details['start_s']} s; {how})",
+        **details,
+    )
 
 
 if __name__ == "__main__":

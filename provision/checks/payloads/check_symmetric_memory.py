@@ -67,16 +67,26 @@ def main() -> None:
     results = launch(rank_main, world, {}, float(args.get("rank_timeout", 240)))
     failed = [r for r in results if not r.get("ok")]
     multicast = any(r.get("multicast") for r in results)
-    details = {"world_size": world, "ranks": results, "multicast": multicast,
-               "multicast_disabled_by_env": os.environ.get("TORCH_SYMM_MEM_DISABLE_MULTICAST")}
+    details = {
+        "world_size": world,
+        "ranks": results,
+        "multicast": multicast,
+        "multicast_disabled_by_env": os.environ.get("TORCH_SYMM_MEM_DISABLE_MULTICAST"),
+    }
     if failed:
         first = failed[0]
-        reason = explain(str(first.get("error") or f"peer reads wrong from ranks {first.get('peer_reads_wrong')}"))
+        reason = explain(
+            str(first.get("error") or f"peer reads wrong from ranks {first.get('peer_reads_wrong')}")
+        )
         emit("fail", f"rank {first['rank']}: {reason}", **details)
     one_shot = results[0].get("one_shot")
-    emit("pass", f"world size {world}: rendezvous and peer reads on every rank; one_shot_all_reduce "
-         + ("correct" if one_shot else "not in this torch") + f"; multicast {'available' if multicast else 'not available'}",
-         **details)
+    emit(
+        "pass",
+        f"world size {world}: rendezvous and peer reads on every rank; one_shot_all_reduce "
+        + ("correct" if one_shot else "not in this torch")
+        + f"; multicast {'available' if multicast else 'not available'}",
+        **details,
+    )
 
 
 if __name__ == "__main__":

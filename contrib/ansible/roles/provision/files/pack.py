@@ -30,16 +30,29 @@ def checked(members: object) -> list[list[str]]:
     """`members` when it is a list of [SOURCE, NAME] or [SOURCE, NAME, MODE_OCTAL] of non-empty strings (no NUL byte,
     MODE of one to four octal digits); else a ValueError that says which entry is wrong and how."""
     if not isinstance(members, list):
-        raise ValueError(f"the member list is {type(members).__name__}, expected [[SOURCE, NAME, MODE_OCTAL?], ...]")
+        raise ValueError(
+            f"the member list is {type(members).__name__}, expected [[SOURCE, NAME, MODE_OCTAL?], ...]"
+        )
     for position, member in enumerate(members):
-        shape = isinstance(member, list) and len(member) in (2, 3) and all(isinstance(part, str) and part and "\0" not in part
-                                                                           for part in member)
+        shape = (
+            isinstance(member, list)
+            and len(member) in (2, 3)
+            and all(isinstance(part, str) and part and "\0" not in part for part in member)
+        )
         if not shape:
-            raise ValueError(f"member {position} is {json.dumps(member)[:120]}, expected [SOURCE, NAME, MODE_OCTAL?] of "
-                             "non-empty strings")
-        if len(member) == 3 and not (member[2].isascii() and member[2].isdigit() and len(member[2]) <= 4
-                                     and set(member[2]) <= set("01234567")):
-            raise ValueError(f"member {position}: mode {member[2][:20]!r} is not one to four octal digits, such as 644")
+            raise ValueError(
+                f"member {position} is {json.dumps(member)[:120]}, expected [SOURCE, NAME, MODE_OCTAL?] of "
+                "non-empty strings"
+            )
+        if len(member) == 3 and not (
+            member[2].isascii()
+            and member[2].isdigit()
+            and len(member[2]) <= 4
+            and set(member[2]) <= set("01234567")
+        ):
+            raise ValueError(
+                f"member {position}: mode {member[2][:20]!r} is not one to four octal digits, such as 644"
+            )
     return members
 
 
@@ -48,9 +61,13 @@ def pack(out: str, members: list[list[str]]) -> None:
     names = [member[1] for member in members]
     twice = sorted({name for name in names if names.count(name) > 1})
     if twice:
-        raise ValueError(f"two files would land at {', '.join(twice)} on each host; name the environment (or the profile) "
-                         "so that its lock, the profile and the files it carries differ")
-    fd, part = tempfile.mkstemp(prefix=f"{os.path.basename(out)}.", suffix=".part", dir=os.path.dirname(out) or ".")
+        raise ValueError(
+            f"two files would land at {', '.join(twice)} on each host; name the environment (or the profile) "
+            "so that its lock, the profile and the files it carries differ"
+        )
+    fd, part = tempfile.mkstemp(
+        prefix=f"{os.path.basename(out)}.", suffix=".part", dir=os.path.dirname(out) or "."
+    )
     os.close(fd)
     try:
         with tarfile.open(part, "w", format=tarfile.PAX_FORMAT) as tar:
@@ -82,5 +99,10 @@ if __name__ == "__main__":
         if len(sys.argv) != 3:
             raise ValueError("usage: python pack.py OUT.tar '[[SOURCE, NAME_IN_ARCHIVE, MODE_OCTAL?], ...]'")
         pack(sys.argv[1], json.loads(sys.argv[2]))
-    except (OSError, ValueError, RecursionError, tarfile.TarError) as error:  # JSONDecodeError is a ValueError
+    except (
+        OSError,
+        ValueError,
+        RecursionError,
+        tarfile.TarError,
+    ) as error:  # JSONDecodeError is a ValueError
         sys.exit(f"pack.py: {error}")

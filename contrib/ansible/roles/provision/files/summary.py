@@ -25,11 +25,23 @@ def row(fleet: str, host: str) -> dict[str, object]:
     except (OSError, ValueError) as exc:
         return {"host": host, "decision": None, "reason": f"{path}: not readable ({exc})"}
     if "error" in said:
-        return {"host": host, "decision": None, "reason": f"did not finish: {said['error'].get('message', '')}"}
+        return {
+            "host": host,
+            "decision": None,
+            "reason": f"did not finish: {said['error'].get('message', '')}",
+        }
     measured = said.get("baseline") or {}
-    return {"host": host, "decision": said.get("decision"), "from": said.get("from"), "to": said.get("to"),
-            "from_median": (measured.get("from") or {}).get("median"), "to_median": (measured.get("to") or {}).get("median"),
-            "change": measured.get("change"), "unit": measured.get("unit"), "reason": said.get("reason", "")}
+    return {
+        "host": host,
+        "decision": said.get("decision"),
+        "from": said.get("from"),
+        "to": said.get("to"),
+        "from_median": (measured.get("from") or {}).get("median"),
+        "to_median": (measured.get("to") or {}).get("median"),
+        "change": measured.get("change"),
+        "unit": measured.get("unit"),
+        "reason": said.get("reason", ""),
+    }
 
 
 def line(entry: dict[str, object]) -> str:
@@ -37,9 +49,11 @@ def line(entry: dict[str, object]) -> str:
         return f"{value:.2f}" if isinstance(value, (int, float)) else "-"
 
     change = entry.get("change")
-    medians = (f"{entry.get('from') or '-'} {shown(entry.get('from_median'))} -> {entry.get('to') or '-'} "
-               f"{shown(entry.get('to_median'))} {entry.get('unit') or ''}".rstrip()
-               + (f" ({change * 100:+.1f}%)" if isinstance(change, (int, float)) else ""))
+    medians = (
+        f"{entry.get('from') or '-'} {shown(entry.get('from_median'))} -> {entry.get('to') or '-'} "
+        f"{shown(entry.get('to_median'))} {entry.get('unit') or ''}".rstrip()
+        + (f" ({change * 100:+.1f}%)" if isinstance(change, (int, float)) else "")
+    )
     return f"{entry['host']}: {entry.get('decision') or 'no decision'}; {medians}; {entry.get('reason', '')}"
 
 
@@ -55,8 +69,10 @@ def write(path: str, text: str) -> None:
 def main(fleet: str, hosts: list[str]) -> None:
     entries = [row(fleet, host) for host in hosts]
     counts = {d: sum(e.get("decision") == d for e in entries) for d in ("activated", "kept")}
-    lines = [f"Fleet upgrade: {counts['activated']} activated, {counts['kept']} kept, "
-             f"{len(entries) - sum(counts.values())} without a decision, of {len(entries)} hosts"]
+    lines = [
+        f"Fleet upgrade: {counts['activated']} activated, {counts['kept']} kept, "
+        f"{len(entries) - sum(counts.values())} without a decision, of {len(entries)} hosts"
+    ]
     lines += [line(entry) for entry in entries]
     text = "\n".join(lines) + "\n"
     write(os.path.join(fleet, "upgrade.txt"), text)
