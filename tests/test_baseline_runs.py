@@ -65,3 +65,18 @@ def test_runs_are_stored_and_compare_says_within_noise(
     )  # one run cannot tell noise from a change
     assert "cannot tell: fewer than 3 runs a side" in tool("compare", "old", "fast").stdout
     assert noise["verdict"] == "within-noise" and real["verdict"] == "better"
+
+
+def test_the_one_rule_judges_a_hair_between_ranges_as_noise_and_a_real_change_as_one() -> None:
+    """On an H100 two copies of one venv read 698.88 and 695.28 TFLOP/s with ranges 0.25 apart: the ranges did not
+    meet, and `upgrade` kept the same stack as "worse". The spread (up to 9.25) covers that difference of 3.6: within
+    noise. A slowdown of 42% with the same spreads, and 2% with spreads of a tenth of that, are changes."""
+    from provision.checks.baseline import judge
+
+    a = [702.5626221570817, 695.7578065640638, 698.8796151981448]
+    b = [686.2567367515283, 695.2776903380791, 695.5088664394283]
+    assert judge(a, b, "higher") == "within-noise" and judge(b, a, "higher") == "within-noise"
+    assert judge(a, [402.71, 409.04, 354.90], "higher") == "worse"
+    assert judge([100.0, 100.1, 99.9], [98.0, 98.1, 97.9], "higher") == "worse"
+    assert judge([100.0, 100.1, 99.9], [98.0, 98.1, 97.9], "lower") == "better"
+    assert judge([1.0, 1.0], [2.0, 2.0, 2.0], "higher") == "cannot-tell"

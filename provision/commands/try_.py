@@ -318,7 +318,7 @@ def _judged(trial: Trial, failure: BaselineFailed | None) -> Trial:
     reason = {
         "better": f"{shown}, beyond the noise of both",
         "worse": f"{shown}, beyond the noise of both",
-        "within-noise": f"{shown}: the spreads meet",
+        "within-noise": f"{shown}: the spread covers it",
         "cannot-tell": f"{shown}: fewer than {baselines.MIN_RUNS} runs a side cannot tell noise from a change",
     }[verdict]
     return dataclasses.replace(trial, verdict=verdict, reason=reason, change_pct=change)
