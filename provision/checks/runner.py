@@ -123,7 +123,12 @@ def run(
                 drift,  # its readers (packaging's markers, email, importlib.metadata): here only
             )
 
-            result = drift.check(venv, build, record, fresh=fresh)
+            if fresh:  # the build create made this minute: against the lock's RECORDs too, a difference FAILs
+                from provision.envs import fresh as freshness
+
+                result = freshness.check(venv, build, record)
+            else:
+                result = drift.check(venv, build, record)
         elif check.payload is None:
             result = _driver(check, record, driver.cuda)
         elif check.id == "sglang-serve":

@@ -511,7 +511,11 @@ def rule(measured: Measured, max_slowdown: float) -> tuple[bool, str]:
     if measured.verdict == "cannot-tell" or change is None:
         return False, f"cannot tell: {new.name}'s {medians}{shown}, too few runs"
     if measured.verdict in ("better", "within-noise"):
-        said = "better" if measured.verdict == "better" else "within noise (the spread covers the difference), not worse"
+        said = (
+            "better"
+            if measured.verdict == "better"
+            else "within noise (the spread covers the difference), not worse"
+        )
         return True, f"{new.name}'s {medians}{shown}: {said}"
     slowdown = (-change if measured.better == "higher" else change) * 100
     if slowdown <= max_slowdown:

@@ -765,35 +765,25 @@ def _unrenamed(locked: set[str]) -> set[str]:
     }
 
 
-def check(venv: Path, build: Path, record: EnvRecord, *, fresh: bool = False) -> CheckResult:
-    """The check's result: PASS when nothing differs, WARN listing each finding with its path and distribution. With
-    `fresh` (create, on the build it made this minute) the files are compared with the lock's RECORDs too (fresh.py),
-    and a file that is not what was locked is a FAIL."""
-    said = BY_ID["drift"]
-    lock = Path(record.lock) if record.lock else None
+def check(venv: Path, build: Path, record: EnvRecord) -> CheckResult:
+    """The check's result: PASS when nothing differs, WARN listing each finding with its path and distribution (a
+    build made this minute is judged by envs/fresh.py, which adds the lock's RECORDs and FAILs)."""
     try:
         drift = scan_env(venv, build, record)
     except EnvError as exc:  # site-packages leads out of the venv: nothing there is read
-        return CheckResult(id=said.id, title=said.title, status="error", reason=f"{exc.message}; {exc.hint}")
-    if fresh and lock is not None:
-        from provision.envs import fresh as freshness
+        return unreadable(exc)
+    return judged(drift, record)
 
-        seen = {(f.distribution, f.path) for f in drift.findings}
-        extra, _ = freshness.against_lock(venv, build, lock, record.kept_files())
-        drift.findings += [f for f in extra if (f.distribution, f.path) not in seen]
-        failing = [f for f in drift.findings if f.kind in freshness.FAILING and not f.known_good]
-        if failing:
-            shown = "; ".join(f.line() for f in failing[:8]) + (
-                f"; and {len(failing) - 8} more" if len(failing) > 8 else ""
-            )
-            return CheckResult(
-                id=said.id,
-                title=said.title,
-                status="fail",
-                details=DriftDetails.parse(Reader(drift.to_dict(), "details")),
-                reason=f"files of the build made this minute are not what the lock pins: {shown}; uv's "
-                "cache may hold an edited copy of a wheel: uv cache clean PACKAGE, then create again",
-            )
+
+def unreadable(exc: EnvError) -> CheckResult:
+    said = BY_ID["drift"]
+    return CheckResult(id=said.id, title=said.title, status="error", reason=f"{exc.message}; {exc.hint}")
+
+
+def judged(drift: Drift, record: EnvRecord) -> CheckResult:
+    """PASS when `drift` found nothing, else WARN listing each finding with its path and distribution."""
+    said = BY_ID["drift"]
+    lock = Path(record.lock) if record.lock else None
     details = DriftDetails.parse(
         Reader(drift.to_dict(), "details")
     )  # the same JSON as restore's drift_before

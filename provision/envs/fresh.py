@@ -15,17 +15,55 @@ import hashlib
 import os
 from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from packaging.utils import canonicalize_name
 
+from provision.envs import drift as drifting
 from provision.envs import filehash
 from provision.envs.drift import CACHE_NAME, Finding, links_allowed, site_packages
-from provision.errors import ProvisionError
+from provision.errors import EnvError, ProvisionError
+from provision.records.checks import BY_ID
+from provision.records.details import DriftDetails
+from provision.records.results import CheckResult, Reader
+
+if TYPE_CHECKING:
+    from provision.envs.records import EnvRecord
 
 FAILING = (
     "modified",
     "missing",
 )  # what makes the drift check of a fresh build FAIL: files not what was locked
+
+
+def check(venv: Path, build: Path, record: EnvRecord) -> CheckResult:
+    """The drift check of a build `create` made this minute: its files against the venv's RECORDs and the lock's too,
+    and a file that is not what was locked is a FAIL (else the drift check's own PASS or WARN)."""
+    lock = Path(record.lock) if record.lock else None
+    if lock is None:
+        return drifting.check(venv, build, record)
+    try:
+        drift = drifting.scan_env(venv, build, record)
+    except EnvError as exc:
+        return drifting.unreadable(exc)
+    seen = {(f.distribution, f.path) for f in drift.findings}
+    extra, _ = against_lock(venv, build, lock, record.kept_files())
+    drift.findings += [f for f in extra if (f.distribution, f.path) not in seen]
+    failing = [f for f in drift.findings if f.kind in FAILING and not f.known_good]
+    if not failing:
+        return drifting.judged(drift, record)
+    shown = "; ".join(f.line() for f in failing[:8]) + (
+        f"; and {len(failing) - 8} more" if len(failing) > 8 else ""
+    )
+    said = BY_ID["drift"]
+    return CheckResult(
+        id=said.id,
+        title=said.title,
+        status="fail",
+        details=DriftDetails.parse(Reader(drift.to_dict(), "details")),
+        reason=f"files of the build made this minute are not what the lock pins: {shown}; uv's "
+        "cache may hold an edited copy of a wheel: uv cache clean PACKAGE, then create again",
+    )
 
 
 def against_lock(venv: Path, build: Path, lock: Path, skip: Iterable[str] = ()) -> tuple[list[Finding], int]:

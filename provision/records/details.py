@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import ClassVar, TypeVar
 
-from provision.records.results import JSONValue, MalformedResult, Reader, drift_counts
+from provision.records.reader import JSONValue, MalformedResult, Reader, drift_counts
 from provision.status import Status
 
 D = TypeVar("D", bound="Details")

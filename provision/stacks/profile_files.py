@@ -10,12 +10,26 @@ import os
 import stat
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from provision import confined, regular
 
 if TYPE_CHECKING:
-    from provision.stacks.profiles import _Checker
+    from provision.errors import ProfileError
+
+T = TypeVar("T")
+
+
+class _Checker(Protocol):
+    """What the profile loader's checker (stacks/profiles.py) gives [files]' parse: the profile's path, typed keys, the
+    error naming a key. A protocol, so that this module, which profiles.py imports, imports nothing of it back."""
+
+    path: Path
+
+    def fail(self, key: str, expected: str) -> ProfileError: ...
+
+    def typed(self, value: object, key: str, kind: type[T] | tuple[type[T], ...], expected: str) -> T: ...
+
 
 MAX_BYTES = 64 << 20  # a patch, a .pth, an edited module: never a library
 METADATA = (".dist-info", ".egg-info")
