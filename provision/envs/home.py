@@ -29,18 +29,13 @@ from provision.envs import links
 from provision.envs import state as states
 from provision.envs.links import FAILED as FAILED
 from provision.envs.links import HOME_VARIABLE as HOME_VARIABLE
+from provision.envs.sites import site_packages as site_packages  # defined below home, which trialfiles reads
 from provision.errors import EnvError
 from provision.names import NAME_RULE as NAME_RULE
 from provision.names import check_name as check_name
 
 BUILDING = ".building"
 RESTORING = ".restoring"  # a build's own lock, held by a restore
-
-
-def site_packages(venv: Path) -> Path:
-    """The venv's site-packages folder (lib/python3.X/site-packages)."""
-    found = sorted(venv.glob("lib/python3*/site-packages"))
-    return found[0] if found else venv / "lib" / "site-packages"
 
 
 def present_site_packages(venv: Path) -> Path:

@@ -133,6 +133,17 @@ class KeptFile:
         return document
 
 
+def fill_env(template: dict[str, str], *, env: str, venv: str, site: str, arch_list: str) -> dict[str, str]:
+    """Return the [env] table with its placeholders filled. A variable that needs {arch_list} is left out when no
+    GPU was read (empty list): unset, FlashInfer and the like detect the GPU themselves when they run."""
+    values = {"env": env, "venv": venv, "site": site, "arch_list": arch_list}
+    return {
+        key: value.format(**values)
+        for key, value in template.items()
+        if arch_list or "{arch_list}" not in value
+    }
+
+
 @dataclass(frozen=True, kw_only=True)
 class EnvTemplate:
     """The profile's [env] as written and the nvcc release it was built with: kept when [env] names {arch_list}, so
@@ -154,8 +165,6 @@ class EnvTemplate:
                 fix_hint(fields.path),
             )
         # a check fills it again: a value it cannot fill is named here, not a KeyError out of `check`
-        from provision.envs.variables import fill_env
-
         for key, value in env.items():
             try:
                 fill_env({key: value}, env="", venv="", site="", arch_list="9.0a")

@@ -154,7 +154,7 @@ def recover(build: Path) -> list[str]:
     if not leftover(build):
         return []
     from provision.envs import records
-    from provision.envs.home import site_packages
+    from provision.envs.sites import site_packages
     from provision.log import info
 
     venv = records.read(build).venv_path(build).resolve()

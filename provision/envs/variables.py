@@ -10,22 +10,12 @@ from typing import TYPE_CHECKING
 
 from provision.envs import records
 from provision.envs.home import Home, site_packages
+from provision.envs.records import fill_env as fill_env  # defined beside EnvTemplate, which it fills
 from provision.errors import EnvError
 
 if TYPE_CHECKING:
     from provision.machine.facts import Gpu
     from provision.stacks.profiles import Profile
-
-
-def fill_env(template: dict[str, str], *, env: str, venv: str, site: str, arch_list: str) -> dict[str, str]:
-    """Return the [env] table with its placeholders filled. A variable that needs {arch_list} is left out when no
-    GPU was read (empty list): unset, FlashInfer and the like detect the GPU themselves when they run."""
-    values = {"env": env, "venv": venv, "site": site, "arch_list": arch_list}
-    return {
-        key: value.format(**values)
-        for key, value in template.items()
-        if arch_list or "{arch_list}" not in value
-    }
 
 
 def resolve_env(

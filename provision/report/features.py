@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from provision import knowledge
 from provision.machine.facts import MachineFacts
-from provision.report.gates import Gate, Versions
+from provision.report.verdicts import Gate, Versions
 from provision.status import Status
 
 if TYPE_CHECKING:

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from packaging.utils import canonicalize_name
 
 from provision import knowledge
-from provision.report.gates import Gate
+from provision.report.verdicts import Gate
 
 TAKEN = ("fail", "warn", "error")  # what a wheel's gate says when the GPU cannot run (or only JITs) its code
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from provision import knowledge
-from provision.report.gates import Gate, Versions
+from provision.report.verdicts import Gate, Versions
 
 
 def _release(version: str | None) -> str:

@@ -6,11 +6,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from provision.report.gates import Gate
+from provision.report.verdicts import Gate
 from provision.stacks import lockcheck
 
 if TYPE_CHECKING:
-    from provision.report.lockscan import WheelScan
+    from provision.report.wheels import WheelScan
 
 
 def conflict(wheels: Sequence[WheelScan]) -> Gate:

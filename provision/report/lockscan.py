@@ -10,9 +10,9 @@ import re
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from packaging.tags import sys_tags
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
@@ -22,8 +22,12 @@ from provision import status as statuses
 from provision.errors import ResolveError
 from provision.log import Progress
 from provision.machine.facts import MachineFacts
-from provision.report.gates import Gate, Target
 from provision.report.lockself import LockStack
+from provision.report.verdicts import Gate, Target
+from provision.report.wheels import JudgedWheel as JudgedWheel
+from provision.report.wheels import LockScan as LockScan
+from provision.report.wheels import WheelScan as WheelScan
+from provision.report.wheels import verdict as verdict
 from provision.scan import binaries, fatbin, remembered
 from provision.stacks import urls, uvcache
 
@@ -33,59 +37,6 @@ if TYPE_CHECKING:
     from provision.stacks.lockfile import Stamp
 
 WORKERS = 4  # downloads overlap with scans; zlib and the fatbin walk release the GIL for the large members
-
-
-@dataclass(frozen=True, kw_only=True)
-class WheelScan:
-    """One wheel of a lock: where it was read from and the code it carries."""
-
-    name: str
-    version: str
-    wheel: str
-    origin: str  # "uv cache", "provision cache", "fetched", or why it was not scanned
-    counts: fatbin.Counts = field(default_factory=fatbin.Counts)
-    seconds: float = 0.0
-    record: dict[str, str] | None = None  # what its RECORD installs (path -> hash); None: not read
-
-    @property
-    def cuda(self) -> bool:
-        return not self.counts.empty
-
-
-@dataclass(frozen=True, kw_only=True)
-class JudgedWheel:
-    """A lock's CUDA wheel on one machine: what it carries and its verdict per GPU (`packages` in the JSON)."""
-
-    scan: WheelScan
-    ccs: tuple[str, ...]
-
-    def to_dict(self) -> dict[str, Any]:
-        w = self.scan
-        return {
-            "name": w.name,
-            "version": w.version,
-            "wheel": w.wheel,
-            "origin": w.origin,
-            **w.counts.labels(),
-            "seconds": round(w.seconds, 3),
-            "require": {cc: dict(zip(("status", "reason"), verdict(w, cc), strict=True)) for cc in self.ccs},
-        }
-
-
-@dataclass(frozen=True, kw_only=True)
-class LockScan:
-    path: Path
-    profile: str | None
-    wheels: tuple[WheelScan, ...]
-    seconds: float
-    cache: str
-
-    def by_name(self, name: str) -> WheelScan | None:
-        return next((w for w in self.wheels if w.name == name), None)
-
-
-def verdict(wheel: WheelScan, cc: str) -> tuple[str, str]:
-    return binaries.verdict(wheel.counts, cc)
 
 
 def _choose(wheels: Sequence[PackageWheel]) -> PackageWheel:

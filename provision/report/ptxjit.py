@@ -9,7 +9,7 @@ from collections.abc import Iterable
 
 from provision import knowledge
 from provision.machine.facts import MachineFacts
-from provision.report.gates import Gate
+from provision.report.verdicts import Gate
 
 TITLE = "the driver can JIT the PTX the stack would run"
 
