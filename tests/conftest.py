@@ -39,6 +39,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -47,6 +48,9 @@ sys.path.insert(0, str(Path(__file__).parent))
 import launch
 from hostile_http import HostileServer
 from wheelhouse import IndexServer
+
+if TYPE_CHECKING:
+    import tiny
 
 # A run started in the background (`.ci/run &`, nohup) inherits SIGINT ignored, and so would every provision the tests
 # start: the Ctrl-C tests would then see it finish instead of stop. Tests start children with SIGINT at its default,
@@ -216,3 +220,17 @@ def provision_bin() -> str:
     """The installed `provision` console script (tests start it through launch.run_provision)."""
     assert launch.BINARY, "provision is not installed in this environment: pip install -e '.[test]'"
     return launch.BINARY
+
+
+@pytest.fixture
+def tool(
+    request: pytest.FixtureRequest, tmp_path: Path, provision_bin: str, index_server: IndexServer
+) -> tiny.Tool:
+    """A home in tmp_path with profile `tiny` served on 127.0.0.1 (tests/tiny.py); a module that says
+    `TOOL_WITH_ENV = True` gets environment tiny made in it too. One fixture where thirteen modules had a copy; a module
+    that needs another setup defines its own `tool`."""
+    import tiny
+
+    if getattr(request.module, "TOOL_WITH_ENV", False):
+        return tiny.tool_with_env(tmp_path, provision_bin, tiny.index(index_server))
+    return tiny.make_tool(tmp_path, provision_bin, tiny.index(index_server))

@@ -17,9 +17,7 @@ from provision.envs import drift
 PATCH = "import os\nos.environ.setdefault('SGLANG_DISABLE_CUSTOM_AR', '1')\n"
 
 
-@pytest.fixture
-def tool(tmp_path: Path, provision_bin: str, index_server) -> tiny.Tool:
-    return tiny.tool_with_env(tmp_path, provision_bin, tiny.index(index_server))
+TOOL_WITH_ENV = True  # conftest's `tool`: a home with profile tiny served on 127.0.0.1, environment tiny made
 
 
 build_of = tiny.build_of

@@ -14,11 +14,6 @@ import pytest
 import tiny
 
 
-@pytest.fixture
-def tool(tmp_path: Path, provision_bin: str, index_server) -> tiny.Tool:
-    return tiny.make_tool(tmp_path, provision_bin, tiny.index(index_server))
-
-
 def one_error(done: subprocess.CompletedProcess[str], code: int, *words: str) -> None:
     lines = done.stderr.strip().splitlines()
     assert done.returncode == code and "Traceback" not in done.stderr, done.stderr

@@ -6,13 +6,9 @@ import json
 import subprocess
 from pathlib import Path
 
-import pytest
 import tiny
 
-
-@pytest.fixture
-def tool(tmp_path: Path, provision_bin: str, index_server) -> tiny.Tool:
-    return tiny.tool_with_env(tmp_path, provision_bin, tiny.index(index_server))
+TOOL_WITH_ENV = True  # conftest's `tool`: a home with profile tiny served on 127.0.0.1, environment tiny made
 
 
 def test_an_env_json_key_that_is_not_a_variable_name_is_refused_never_evaluated(

@@ -5,13 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
 import tiny
 
-
-@pytest.fixture
-def tool(tmp_path: Path, provision_bin: str, index_server) -> tiny.Tool:
-    return tiny.tool_with_env(tmp_path, provision_bin, tiny.index(index_server))
+TOOL_WITH_ENV = True  # conftest's `tool`: a home with profile tiny served on 127.0.0.1, environment tiny made
 
 
 COMMANDS = [

@@ -12,16 +12,10 @@ import threading
 import time
 from pathlib import Path
 
-import pytest
 import tiny
 from test_accept import profile_with_files
 
 from provision.envs import drift
-
-
-@pytest.fixture
-def tool(index_server, tmp_path: Path, provision_bin: str) -> tiny.Tool:
-    return tiny.make_tool(tmp_path, provision_bin, tiny.index(index_server))
 
 
 def _peak_rss(process_pid: int, done: threading.Event, peak: list[int]) -> None:

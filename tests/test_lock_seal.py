@@ -21,11 +21,6 @@ H200 = ROOT / "docs/machines/h200.probe.json"
 SWAPPED = "ab" * 32
 
 
-@pytest.fixture
-def tool(tmp_path: Path, provision_bin: str, index_server) -> tiny.Tool:
-    return tiny.make_tool(tmp_path, provision_bin, tiny.index(index_server))
-
-
 def swapped(lock: Path) -> str:
     """The lock's text with alpha's sha256 swapped for another."""
     text = lock.read_text()

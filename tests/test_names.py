@@ -33,11 +33,6 @@ BAD = [
 ]
 
 
-@pytest.fixture
-def tool(tmp_path: Path, provision_bin: str, index_server) -> tiny.Tool:
-    return tiny.make_tool(tmp_path, provision_bin, tiny.index(index_server))
-
-
 def snapshot(folder: Path) -> set[str]:
     return {str(p.relative_to(folder)) for p in folder.rglob("*")}
 

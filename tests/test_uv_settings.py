@@ -16,11 +16,6 @@ from provision.errors import InputError
 from provision.stacks import uvsettings
 
 
-@pytest.fixture
-def tool(tmp_path: Path, provision_bin: str, index_server) -> tiny.Tool:
-    return tiny.make_tool(tmp_path, provision_bin, tiny.index(index_server))
-
-
 def test_inherited_uv_settings_that_bend_resolution_never_reach_uv(
     tool: tiny.Tool, tmp_path: Path, index_server
 ) -> None:
