@@ -14,7 +14,7 @@ _LABEL = re.compile(r"^(sm|compute|lto)_(\d+)([af]?)$")
 @cache
 def tables() -> dict[str, Any]:
     """Return knowledge.toml's tables, as knowledge.json holds them (written from it by scripts/knowledge_json.py, and
-    checked equal by tests/test_knowledge.py): json's C scanner, so that `probe` imports no tomllib."""
+    checked equal by tests/report/test_knowledge.py): json's C scanner, so that `probe` imports no tomllib."""
     import json
 
     # beside this module in the package (importlib.resources would import tempfile, shutil and zipfile for it)

@@ -4,7 +4,7 @@
 
 knowledge.toml is what people edit; knowledge.json is what provision reads: the same tables, parsed by json's C
 scanner in a tenth of a millisecond where tomllib's import and parse cost `probe` about 5 ms of CPU (its whole process
-has 0.15 s on the GPU machine). tests/test_knowledge.py fails when the two differ, naming this command.
+has 0.15 s on the GPU machine). tests/report/test_knowledge.py fails when the two differ, naming this command.
 """
 
 from __future__ import annotations

@@ -59,6 +59,11 @@ if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
 DATA = Path(__file__).parent / "data"
+# The tests are laid out by command (tests/create/, tests/lock/, ...; tests/cli/ for the command line as a whole); a
+# test module that borrows another's helpers (`from test_lockscan import cubin`) finds it in whichever folder it is.
+for _folder in sorted(Path(__file__).parent.iterdir()):
+    if _folder.is_dir() and any(_folder.glob("test_*.py")) and str(_folder) not in sys.path:
+        sys.path.append(str(_folder))
 ROOT = Path(__file__).parent.parent
 INHERITED = ("UV_", "PIP_", "PROVISION_")
 

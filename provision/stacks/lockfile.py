@@ -309,7 +309,7 @@ _NAMED = re.compile(r"pylock\.[^.]+\.toml")
 
 def is_lock_name(path: Path) -> bool:
     """Whether PEP 751 names a lock `path` (pylock.toml or pylock.NAME.toml): packaging.pylock's is_valid_pylock_path
-    (tests/test_lock_arguments.py holds them equal), asked before a lock is made without loading packaging.pylock."""
+    (tests/lock/test_lock_arguments.py holds them equal), asked before a lock is made without loading packaging.pylock."""
     return path.name == "pylock.toml" or _NAMED.fullmatch(path.name) is not None
 
 

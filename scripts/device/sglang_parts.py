@@ -25,7 +25,7 @@ TAG = "py3-none-manylinux_2_28_x86_64"
 
 
 def cubin(sm: int) -> bytes:
-    """A bare cubin as nvcc writes its ELF header (as tests/test_lockscan.py builds it; that module needs pytest)."""
+    """A bare cubin as nvcc writes its ELF header (as tests/report/test_lockscan.py builds it; that module needs pytest)."""
     import struct
 
     ident = b"\x7fELF" + bytes([2, 1, 1, 0x33, 8]) + bytes(7)

@@ -20,7 +20,7 @@ step 11-adopt $P adopt h200 $VENV --profile scripts/device/h200-image.toml
 step 12-check $P check h200
 step 20-bench-json $P bench allreduce h200 --nccl-tests $NT --json
 step 21-bench $P bench allreduce h200 --nccl-tests $NT
-step 22-pytest-gpu python3 -m pytest -q -p no:cacheprovider tests/test_gpu.py
+step 22-pytest-gpu python3 -m pytest -q -p no:cacheprovider tests/check/test_gpu.py
 step 23-bench-mixing-off env NCCL_GRAPH_MIXING_SUPPORT=0 $P bench allreduce h200 --nccl-tests $NT -b 32K -e 64K
 step 24-bench-ring-tree $P bench allreduce h200 --nccl-tests $NT -e 64K --nccl-algo allreduce:ring --nccl-algo allreduce:tree
 step 25-nvls-refused $P bench allreduce h200 --nccl-algo NVLS

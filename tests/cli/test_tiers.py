@@ -43,7 +43,7 @@ def test_the_measured_slow_tests_are_marked(pytestconfig) -> None:
             "0",
             "-m",
             "slow",
-            "tests/test_envs.py",
+            "tests/envs/test_envs.py",
         ],
         cwd=ROOT,
         capture_output=True,
@@ -51,5 +51,5 @@ def test_the_measured_slow_tests_are_marked(pytestconfig) -> None:
         timeout=120,
     )
     listed = [line.split("[", 1)[0] for line in done.stdout.splitlines() if "::" in line]
-    measured = {t for t in _measured_slow() if t.startswith("tests/test_envs.py::")}
+    measured = {t for t in _measured_slow() if t.startswith("tests/envs/test_envs.py::")}
     assert measured and measured <= set(listed), (sorted(measured - set(listed))[:5], done.stderr[-500:])

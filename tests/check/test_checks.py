@@ -21,7 +21,7 @@ from provision.records.details import FlashinferJitDetails, FlashinferTarget
 from provision.records.results import CheckResult, overall
 from provision.stacks import uvtool
 
-FAKES = Path(__file__).parent / "fakes"
+FAKES = Path(__file__).parent.parent / "fakes"
 SM120 = [Gpu(index=0, name="Fake RTX PRO 6000", compute_capability="12.0", sm="sm_120")]
 SM90 = [Gpu(index=0, name="Fake H200", compute_capability="9.0", sm="sm_90")]
 
@@ -185,7 +185,7 @@ def test_flashinfer_without_nvcc(env: Path, tmp_path: Path) -> None:
 def test_jit_workspace_built_by_another_cuda_major(env: Path, tmp_path: Path) -> None:
     workspace = tmp_path / "ws"
     modules = workspace / ".cache/flashinfer/0.6.9/120f/cached_ops/norm"
-    script = Path(__file__).parent.parent / "scripts/device/make_stale_module.sh"
+    script = Path(__file__).parent.parent.parent / "scripts/device/make_stale_module.sh"
     subprocess.run(["bash", str(script), str(modules)], check=True)
     result = run(env, "flashinfer-jit", FLASHINFER_WORKSPACE_BASE=str(workspace))
     assert (
@@ -244,7 +244,10 @@ def test_check_command_exit_codes(env: Path, tmp_path: Path, provision_bin: str)
         "--json",
         "--home",
         str(home),
-        env={**os.environ, "PROVISION_NVML_REPLAY": str(Path(__file__).parent / "data/no-driver.nvml.json")},
+        env={
+            **os.environ,
+            "PROVISION_NVML_REPLAY": str(Path(__file__).parent.parent / "data/no-driver.nvml.json"),
+        },
     )
     assert done.returncode == 0, done.stdout + done.stderr
     import json
@@ -254,7 +257,7 @@ def test_check_command_exit_codes(env: Path, tmp_path: Path, provision_bin: str)
     assert {c["id"] for c in doc["checks"]} >= {"driver", "torch-cuda", "symmetric-memory", "flashinfer-jit"}
     replay = {
         **os.environ,
-        "PROVISION_NVML_REPLAY": str(Path(__file__).parent / "data/rtx-pro-6000-x8.nvml.json"),
+        "PROVISION_NVML_REPLAY": str(Path(__file__).parent.parent / "data/rtx-pro-6000-x8.nvml.json"),
     }
     failing = run_provision("check", "fake", "--only", "sgl-kernel", "--home", str(home), env=replay)
     assert failing.returncode == 1 and "FAIL" in failing.stdout
@@ -317,7 +320,11 @@ def test_jit_workspace_module_with_a_damaged_dynamic_section_is_read_past(tmp_pa
 
     modules = tmp_path / "norm"
     subprocess.run(
-        ["bash", str(Path(__file__).parent.parent / "scripts/device/make_stale_module.sh"), str(modules)],
+        [
+            "bash",
+            str(Path(__file__).parent.parent.parent / "scripts/device/make_stale_module.sh"),
+            str(modules),
+        ],
         check=True,
     )
     library = modules / "norm.so"

@@ -1,4 +1,4 @@
-"""The environment commands' views build a `Shown` from the operation's record (tests/test_render.py checks that the
+"""The environment commands' views build a `Shown` from the operation's record (tests/cli/test_render.py checks that the
 commands and views never print or exit): the document, the lines and the exit code: create's 1 when its checks
 failed, restore's 1 where something is not put back, shell-env's text as is."""
 

@@ -19,8 +19,8 @@ from launch import run_provision
 from test_network_hostile import lock_of
 from wheelhouse import build_wheel
 
-ROOT = Path(__file__).parent.parent
-DATA = Path(__file__).parent / "data"
+ROOT = Path(__file__).parent.parent.parent
+DATA = Path(__file__).parent.parent / "data"
 H200 = ROOT / "docs/machines/h200.probe.json"
 WHEEL_PATH = (
     "/files/alpha-1.0-py3-none-any.whl"  # where the hostile server trickles the wheel of _hung_report
@@ -162,8 +162,9 @@ def _process_facts(pid: int) -> dict[str, object]:
     }
 
 
-def _pid_of(exec_only: bool, server: launch.ForkServer) -> int:
-    """The pid of the provision command this test started, once it runs."""
+def _pid_of(exec_only: bool, server: launch.ForkServer, marker: str) -> int:
+    """The pid of the provision command this test started, once it runs: exec'd, the child of this process whose
+    command line names `marker` (this test's lock: a command another test of this worker left exiting is not it)."""
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         if not exec_only and server.running:
@@ -174,6 +175,7 @@ def _pid_of(exec_only: bool, server: launch.ForkServer) -> int:
                     if (
                         int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1]) == os.getpid()
                         and launch.BINARY.encode() in (entry / "cmdline").read_bytes().split(b"\0")[:2]
+                        and marker.encode() in (entry / "cmdline").read_bytes().split(b"\0")
                         and int(entry.name) != server.process.pid
                     ):
                         return int(entry.name)
@@ -213,7 +215,7 @@ def test_a_forked_command_inherits_what_an_execd_one_does(
             )
         )
         running.start()
-        pid = _pid_of(exec_only, server)
+        pid = _pid_of(exec_only, server, str(lock))
         facts[exec_only] = _spooling(pid)
         os.kill(pid, signal.SIGKILL)
         running.join(60)

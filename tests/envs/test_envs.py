@@ -96,7 +96,7 @@ def test_the_profiles_own_toolkit_is_laid_out_as_a_cuda_home(tool: Tool, stack) 
 
 def test_run_adds_nothing_and_keeps_exit_code_and_profile_env(tool: Tool, stack) -> None:
     # {arch_list} is filled from the GPUs at create: the recorded H200 gives 9.0a
-    h200 = {"PROVISION_NVML_REPLAY": str(Path(__file__).parent / "data" / "h200.nvml.json")}
+    h200 = {"PROVISION_NVML_REPLAY": str(Path(__file__).parent.parent / "data" / "h200.nvml.json")}
     tool("create", "cu130", "--python", PY, "--no-checks", *stacks.index_args(stack["cu130"]), env=h200)
     done = tool(
         "run", "cu130", "--", "sh", "-c", 'printf "%s" "$FLASHINFER_CUDA_ARCH_LIST"; exit 7', check=False
@@ -202,7 +202,7 @@ def test_recreate_keeps_the_old_build_until_the_new_one_passes(tool: Tool, stack
     )
     profile = tmp_path / "cu130-broken.toml"
     profile.write_text(
-        (Path(__file__).parent.parent / "profiles/cu130.toml")
+        (Path(__file__).parent.parent.parent / "profiles/cu130.toml")
         .read_text()
         .replace("ninja = {}", 'ninja = "==1.13.1"')
     )
@@ -256,7 +256,9 @@ def test_missing_python_and_a_stale_lock_are_clear_errors(tool: Tool, stack, tmp
     )
     assert locked.returncode == 0
     changed = tmp_path / "cu130.toml"
-    changed.write_text((Path(__file__).parent.parent / "profiles/cu130.toml").read_text() + "\n# edited\n")
+    changed.write_text(
+        (Path(__file__).parent.parent.parent / "profiles/cu130.toml").read_text() + "\n# edited\n"
+    )
     refused = tool("create", str(changed), "--python", PY, "--lock", str(lockfile), check=False)
     assert refused.returncode == 7 and "locked from another version of profile" in refused.stderr
     reused = tool(

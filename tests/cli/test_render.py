@@ -15,7 +15,7 @@ from provision import log
 from provision.views import render
 from provision.views.render import Info, Line, Problem, Raw, Shown, TableBuilder, Verdict
 
-PACKAGE = Path(__file__).parent.parent / "provision"
+PACKAGE = Path(__file__).parent.parent.parent / "provision"
 
 
 @pytest.fixture

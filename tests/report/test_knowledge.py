@@ -164,7 +164,7 @@ def test_torch_wheels_of_cuda_13_2_are_known_from_a_real_wheel() -> None:
     sms = knowledge.torch_wheel_sms("13.2")
     assert sms is not None and "sm_120" in sms and "sm_90" in sms
     row = next(r for r in knowledge.tables()["torch_wheels"] if r["cuda"] == "13.2")
-    evidence = (Path(__file__).resolve().parent.parent / row["source"].split(" ")[0]).read_text()
+    evidence = (Path(__file__).resolve().parent.parent.parent / row["source"].split(" ")[0]).read_text()
     assert "2.15.0+cu132 13.2 " + " ".join(sms) in evidence
 
 

@@ -50,7 +50,10 @@ def test_report_lock_without_a_gpu_reads_records_only_and_says_why(
 
     before = default.range_requests
     with_gpu, judged = report(
-        "--machine", str(Path(__file__).parent.parent / "docs/machines/h200.probe.json"), "--json", env={}
+        "--machine",
+        str(Path(__file__).parent.parent.parent / "docs/machines/h200.probe.json"),
+        "--json",
+        env={},
     )
     without, done = report("--json", env=NO_GPU)
     target = lock_target(done)

@@ -258,7 +258,7 @@ def test_kill_9_after_each_step_then_resume(made: tiny.Tool, after: str) -> None
 def test_a_driver_that_does_not_answer_fails_the_checks_step(made: tiny.Tool, tmp_path: Path) -> None:
     """NVML's start never returns (a real library that sleeps): the machine's driver gate FAILs before anything is
     built, and so it does for a stack built already (--to-env): nothing is activated either way. (Where the driver
-    stops answering after the gates, the checks step fails: its GPU checks are ERROR, tests/test_nvml_failures.py.)"""
+    stops answering after the gates, the checks step fails: its GPU checks are ERROR, tests/probe/test_nvml_failures.py.)"""
     hung = hung_nvml(tmp_path)
     code, said = upgrade(made, "fast", env=hung)
     assert code == 1 and said["decision"] == "kept" and active(made) == "old", said

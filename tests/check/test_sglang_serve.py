@@ -21,7 +21,7 @@ from provision.machine.facts import Driver, Gpu
 from provision.records.results import CheckResult
 from provision.stacks import uvtool
 
-FAKES = Path(__file__).parent / "fakes"
+FAKES = Path(__file__).parent.parent / "fakes"
 H200 = [Gpu(index=i, name="Fake H200", compute_capability="9.0", sm="sm_90") for i in range(2)]
 
 

@@ -139,7 +139,7 @@ def test_report_lock_no_fetch_counts_match_its_rows(tmp_path: Path, index_server
     probe = tool(
         "probe",
         "--json",
-        env={"PROVISION_NVML_REPLAY": str(Path(__file__).parent / "data" / "h200.nvml.json")},
+        env={"PROVISION_NVML_REPLAY": str(Path(__file__).parent.parent / "data" / "h200.nvml.json")},
     )
     (tmp_path / "h200.json").write_text(probe.stdout)
     done = tool(
