@@ -314,6 +314,16 @@ Verdict = Literal["better", "worse", "within-noise", "cannot-tell"]
 MIN_RUNS = 3  # fewer runs a side cannot tell noise from a change: one run each read -58% for identical stacks
 
 
+def covers(series: list[float], figure: float, spread: float = 0.0) -> bool:
+    """Whether `figure` is within the noise of `series`: its distance from the series' median is no larger than the
+    wider of the series' own range (min to max) and `spread` (the other side's range, when a series is compared). One
+    run after a trial (`try`) is judged by it as two series are (`judge`): a band of 3 runs 1.2 TFLOP/s wide on an H100
+    read a run 0.1 above its max as "not back" (docs/evidence/h100-2026-12-06-final-try/)."""
+    import statistics
+
+    return abs(figure - statistics.median(series)) <= max(max(series) - min(series), spread)
+
+
 def judge(first: list[float], second: list[float], better: Better) -> Verdict:
     """The one rule `compare`, `upgrade` and `try` judge two series by: cannot-tell with fewer than MIN_RUNS figures a
     side; within-noise when the spread covers the difference of the medians (it is no larger than the wider of the two
@@ -324,9 +334,9 @@ def judge(first: list[float], second: list[float], better: Better) -> Verdict:
 
     if len(first) < MIN_RUNS or len(second) < MIN_RUNS:
         return "cannot-tell"
-    difference = abs(statistics.median(second) - statistics.median(first))
-    spread = max(max(first) - min(first), max(second) - min(second))
-    if (max(first) >= min(second) and max(second) >= min(first)) or difference <= spread:
+    if covers(first, statistics.median(second), max(second) - min(second)) or (
+        max(first) >= min(second) and max(second) >= min(first)
+    ):
         return "within-noise"
     higher = statistics.median(second) > statistics.median(first)
     return "better" if higher == (better == "higher") else "worse"

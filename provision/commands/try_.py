@@ -291,13 +291,14 @@ def _with_change(record: EnvRecord, change: Change) -> EnvRecord:
 
 
 def _after(name: str, build: Path, record: EnvRecord, base: list[float], progress: Progress) -> After:
-    """One baseline run on NAME as put back: within its recorded noise (the baseline's min to max), or not."""
+    """One baseline run on NAME as put back: within its recorded noise (as `judge` takes noise: its distance from the
+    baseline's median no larger than the baseline's range), or not."""
     progress(f"{name}: one more baseline run, which must fall within its noise")
     try:
         figure = _figure(baselines.run(name, build, record, progress))
     except EnvError as exc:
         return After(median=None, within_noise=False, error=exc.message)
-    return After(median=figure, within_noise=min(base) <= figure <= max(base))
+    return After(median=figure, within_noise=baselines.covers(base, figure))
 
 
 def _judged(trial: Trial, failure: BaselineFailed | None) -> Trial:

@@ -80,3 +80,13 @@ def test_the_one_rule_judges_a_hair_between_ranges_as_noise_and_a_real_change_as
     assert judge([100.0, 100.1, 99.9], [98.0, 98.1, 97.9], "higher") == "worse"
     assert judge([100.0, 100.1, 99.9], [98.0, 98.1, 97.9], "lower") == "better"
     assert judge([1.0, 1.0], [2.0, 2.0, 2.0], "higher") == "cannot-tell"
+
+
+def test_one_run_after_a_trial_is_judged_by_the_same_noise() -> None:
+    """On the H100 a baseline of 781.88, 780.71, 781.16 TFLOP/s and one run after a trial of 781.98 (0.1 above the max,
+    0.82 from the median, inside the band's width of 1.17): back. 751.67 (-3.8%) is not."""
+    from provision.checks.baseline import covers
+
+    base = [781.8805028972217, 780.7079911296574, 781.1605560960229]
+    assert covers(base, 781.9783463435764) and covers(base, 780.1)
+    assert not covers(base, 751.6650720150747) and not covers(base, 783.0)
