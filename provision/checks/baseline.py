@@ -185,6 +185,7 @@ def run(
     reading = reading or ready(name, record)
     spec = record.baseline or BUILTIN
     result_file = build / f".baseline-result.{os.getpid()}.jsonl"  # {result}: a fresh file each run
+    _remove_stale_results(build)
     command = _filled(spec.command, build, len(reading.gpus), result_file)
     venv = record.venv_path(build)
     env = check_runner.environment(venv, record)
@@ -259,6 +260,17 @@ class BaselineFailed(EnvError):
 def _last_line(tail: str) -> str:
     """The last line of output that is not blank."""
     return next((line.strip() for line in reversed(tail.splitlines()) if line.strip()), "")
+
+
+def _remove_stale_results(build: Path) -> None:
+    """The {result} files of baselines killed with -9 (their process gone): removed; a running one's is left alone."""
+    import contextlib
+
+    for left in build.glob(".baseline-result.*.jsonl"):
+        pid = left.name.split(".")[2]
+        if pid.isdigit() and not os.path.exists(f"/proc/{pid}"):
+            with contextlib.suppress(OSError):
+                left.unlink()
 
 
 def _filled(command: tuple[str, ...], build: Path, gpus: int, result_file: Path) -> list[str]:

@@ -43,6 +43,16 @@ def test_model_tp_size_and_result_file_are_filled_and_the_figure_read_from_the_f
     build = Path(tool.envs()["sg"]["path"])
     assert json.loads((build / "dummy-model" / "config.json").read_text()) == dummy_model.CONFIG
     assert not list(build.glob(".baseline-result.*"))  # each run's file is removed after it is read
+    # a baseline killed with -9 leaves its file: the next run removes it (its pid is gone), not a live one's
+    import os
+    import subprocess
+
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    (build / f".baseline-result.{gone.pid}.jsonl").write_text("{}\n")
+    (build / f".baseline-result.{os.getpid()}.jsonl").write_text("{}\n")
+    tool("baseline", "sg", "--json")
+    assert [p.name for p in build.glob(".baseline-result.*")] == [f".baseline-result.{os.getpid()}.jsonl"]
     model_arg = ran["command"][ran["command"].index(str(build / "dummy-model"))]
     assert model_arg == str(build / "dummy-model")
 
