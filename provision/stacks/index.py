@@ -225,6 +225,9 @@ def _exchange(
             content = b""
             if method != "HEAD" and response.status_code in bodies:
                 content = _body(response, url, limit, sink, transfer)
+            if method == "HEAD" or response.raw.closed:  # answered whole (no body, or read to its end): its
+                response.raw.release_conn()  # connection is kept for the next request, not closed with the response
+
             where = (
                 urls.page_base(url, response.url) if response.history else url
             )  # redirected: where it came from

@@ -473,7 +473,7 @@ def _record(
         and _hex(installed_metadata) != metadata_hash
     ):
         return None, "METADATA differs (PEP 658)", ""
-    tail = _Tail.open(file.url)
+    tail = wheelmeta.RangeFile.opened(file.url)
     if tail is not None:
         try:
             ranged = wheelproof.record_of(io.BufferedReader(tail, wheelmeta.BLOCK), verify=False)
@@ -492,37 +492,6 @@ def _kept(sha256: str | None, text: str, source: str, url: str = "") -> str:
     if sha256:
         wheelrecords.keep(sha256.lower(), text, source, url)
     return text
-
-
-class _Tail(wheelmeta.RangeFile):
-    """A remote wheel read by range requests, opened by one request for its last block (`bytes=-N`, whose answer
-    also gives the size): a small wheel's RECORD and central directory are all in it, so no HEAD is needed."""
-
-    @classmethod
-    def open(cls, url: str) -> _Tail | None:
-        response = index.get(
-            url, headers={"Range": f"bytes=-{wheelmeta.BLOCK}", "Accept-Encoding": "identity"}
-        )
-        total = response.headers.get("Content-Range", "").rpartition("/")[2]
-        if response.status_code != 206 or not total.isdigit():
-            return None
-        tail = cls(url, int(total))
-        tail.tail_start, tail.tail = int(total) - len(response.content), response.content
-        return tail
-
-    tail_start: int = 0
-    tail: bytes = b""
-
-    def readinto(self, buffer: WriteableBuffer) -> int:
-        if self.position < self.tail_start:
-            return super().readinto(
-                buffer
-            )  # aligned blocks from the server: the same bytes where they reach the tail
-        view = memoryview(buffer).cast("B")
-        data = self.tail[self.position - self.tail_start : self.position - self.tail_start + len(view)]
-        view[: len(data)] = data
-        self.position += len(data)
-        return len(data)
 
 
 def _hex(record_hash: str) -> str:

@@ -48,12 +48,12 @@ def wheels(cache: Path, projects: set[str] | None = None) -> dict[tuple[str, str
             folders = [f for f in bucket.glob("*/*") if f.is_dir()] + [
                 f for f in bucket.glob("*/*/*") if f.is_dir()
             ]
-        else:  # <kind>/<project> (pypi) or <kind>/<index or url hash>/<project>: a stat per place, not a glob
+        else:  # <kind>/<project> (pypi) or <kind>/<index or url hash>/<project>: each place listed once
             folders = [
-                Path(place, name)
+                Path(entry.path)
                 for place in _places(bucket)
-                for name in sorted(projects)
-                if os.path.isdir(os.path.join(place, name))
+                for entry in _entries(place)
+                if entry.name in projects and entry.is_dir()
             ]
         for folder in folders:
             project = str(canonicalize_name(folder.name))
@@ -83,8 +83,13 @@ def _places(bucket: Path) -> list[str]:
 
 
 def _subfolders(folder: str) -> list[str]:
+    return [entry.path for entry in _entries(folder) if entry.is_dir(follow_symlinks=False)]
+
+
+def _entries(folder: str) -> list[os.DirEntry[str]]:
     try:
-        return [entry.path for entry in os.scandir(folder) if entry.is_dir(follow_symlinks=False)]
+        with os.scandir(folder) as listing:
+            return sorted(listing, key=lambda entry: entry.name)
     except OSError:
         return []
 

@@ -39,13 +39,35 @@ Source = Literal[
 
 
 class RangeFile(io.RawIOBase):
-    """A seekable, read-only view of a remote file, fetched in blocks by HTTP range requests (what zipfile needs)."""
+    """A seekable, read-only view of a remote file, fetched in blocks by HTTP range requests (what zipfile needs);
+    `tail` holds the bytes from `tail_start` to the end when they were fetched first (`opened`)."""
 
-    def __init__(self, url: str, size: int) -> None:
+    def __init__(self, url: str, size: int, tail_start: int | None = None, tail: bytes = b"") -> None:
         super().__init__()
         self.url, self.size, self.position = url, size, 0
+        self.tail_start, self.tail = (size if tail_start is None else tail_start), tail
         self.blocks: dict[int, bytes] = {}
-        self.requests = 0
+        self.fetched = len(tail)
+
+    @classmethod
+    def opened(cls, url: str) -> RangeFile | None:
+        """The remote wheel, opened by one request for its last block (`bytes=-BLOCK`, whose answer also gives the
+        size): a small wheel's central directory and RECORD are all in it, so no HEAD is asked first. None where the
+        index answers no range request (a 200 is not read on) or answers one that does not add up."""
+        response = index.get(
+            url,
+            headers={"Range": f"bytes=-{BLOCK}", "Accept-Encoding": "identity"},
+            limit=BLOCK,
+            bodies=(206,),
+            what="the range",
+        )
+        span = re.fullmatch(r"bytes (\d+)-(\d+)/(\d+)", response.headers.get("Content-Range", "").strip())
+        if response.status_code != 206 or span is None:
+            return None
+        first, last, size = (int(n) for n in span.groups())
+        if not (first <= last == size - 1 and last - first + 1 == len(response.content)):
+            return None  # not the tail asked for: read no further
+        return cls(url, size, first, response.content)
 
     def readable(self) -> bool:
         return True
@@ -66,8 +88,11 @@ class RangeFile(io.RawIOBase):
         wanted = min(len(view), max(0, self.size - self.position))
         done = 0
         while done < wanted:
-            start = (self.position // BLOCK) * BLOCK
-            block = self._block(start)
+            if self.position >= self.tail_start:
+                start, block = self.tail_start, self.tail
+            else:  # aligned blocks from the server: the same bytes where they reach the tail
+                start = (self.position // BLOCK) * BLOCK
+                block = self._block(start)
             offset = self.position - start
             take = min(wanted - done, len(block) - offset)
             if take <= 0:
@@ -79,7 +104,7 @@ class RangeFile(io.RawIOBase):
 
     def _block(self, start: int) -> bytes:
         if start not in self.blocks:
-            if len(self.blocks) * BLOCK >= RANGE_LIMIT:
+            if self.fetched >= RANGE_LIMIT:
                 raise _NoRanges(f"more than {RANGE_LIMIT:,} bytes by range requests")
             end = min(self.size, start + BLOCK) - 1
             response = index.get(
@@ -91,7 +116,7 @@ class RangeFile(io.RawIOBase):
             )
             if response.status_code != 206:
                 raise _NoRanges(f"HTTP {response.status_code} to a range request")
-            self.requests += 1
+            self.fetched += len(response.content)
             self.blocks[start] = response.content
         return self.blocks[start]
 
@@ -162,12 +187,10 @@ def _read(
                     "the index is inconsistent; retry or use a mirror",
                 )
             return response.content, "pep658"
-    head = index.get(url, method="HEAD", headers={"Accept-Encoding": "identity"})
-    length = head.headers.get("Content-Length") or ""
-    length_said = int(length) if length.isdigit() and head.status_code < 400 else 0
-    if length_said and head.headers.get("Accept-Ranges", "").lower() == "bytes":
+    remote = RangeFile.opened(url)
+    if remote is not None:
         try:
-            return _member(io.BufferedReader(RangeFile(url, length_said), BLOCK)), "range"
+            return _member(io.BufferedReader(remote, BLOCK)), "range"
         except (_NoRanges, zipfile.BadZipFile):
             pass
     with tempfile.TemporaryFile() as spool:
@@ -176,7 +199,7 @@ def _read(
             spool,
             sha256=sha256,
             hint="check the index and the version; retry if the file changed",
-            size=size or length_said or None,
+            size=size or (remote.size if remote is not None else None),
         )
         spool.seek(0)
         try:
@@ -202,13 +225,9 @@ def record(url: str) -> bytes | None:
 
 
 def _ranged(url: str) -> io.BufferedReader | None:
-    """The remote wheel as a file read by range requests; None where the index answers none (or no size)."""
-    head = index.get(url, method="HEAD", headers={"Accept-Encoding": "identity"})
-    length = head.headers.get("Content-Length") or ""
-    size = int(length) if length.isdigit() else 0
-    if head.status_code >= 400 or not size or head.headers.get("Accept-Ranges", "").lower() != "bytes":
-        return None
-    return io.BufferedReader(RangeFile(url, size), BLOCK)
+    """The remote wheel as a file read by range requests; None where the index answers none."""
+    remote = RangeFile.opened(url)
+    return io.BufferedReader(remote, BLOCK) if remote is not None else None
 
 
 def sources(
