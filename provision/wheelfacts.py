@@ -1,6 +1,9 @@
 """What a wheel's bytes determine, kept by the wheel's sha256 under `$XDG_CACHE_HOME/provision/`: `scans/` (the SMs
 and PTX of each CUDA member), `records/` (the rows of its RECORD), `metadata/` (its METADATA's header
-fields, Requires-Dist among them: `profiles new`). A wheel named by
+fields, Requires-Dist among them: `profiles new`); `urls/`, keyed by the sha256 of a wheel's URL, holds the sha256 of
+the wheel last read from it (what `lock` needs to know before uv has said which file a URL serves); `verdicts/`, keyed
+by the sha256 of a set of wheels (their sha256s, URLs and the rules' own source), what lock's conflict gate found in
+their RECORDs, so a lock made again with the same wheels reads none of them. A wheel named by
 its sha256 never changes, so what was read of it once is read from here after: `report --lock`, `lock`'s gates,
 `adopt` and `scan` of a wheel ask here first.
 
@@ -26,12 +29,14 @@ from typing import Any
 from provision import atomic, regular
 
 VERSION = 1
-KINDS = ("scans", "records", "metadata")
-LIMITS = {"scans": 64 << 20, "records": 512 << 20, "metadata": 64 << 20}  # the most each kind's folder holds
+KINDS = ("scans", "records", "metadata", "urls", "verdicts")
+LIMITS = {"scans": 64 << 20, "records": 512 << 20, "metadata": 64 << 20, "urls": 16 << 20, "verdicts": 16 << 20}  # the most each kind's folder holds
 ENTRY_MAX = {
     "scans": 8 << 20,
     "records": 160 << 20,
     "metadata": 8 << 20,
+    "urls": 4096,
+    "verdicts": 1 << 20,
 }  # one entry: a RECORD may be 64 MiB of CSV
 SHA256 = re.compile(r"[0-9a-f]{64}")
 TEMP = re.compile(
@@ -88,6 +93,27 @@ def get(kind: str, key: str) -> Any:
                 key, dir_fd=held, follow_symlinks=False
             )  # used now: the last to go when the kind is bounded
         return entry
+    finally:
+        os.close(held)
+
+
+def has(kind: str, keys: list[str]) -> bool:
+    """Whether an entry of this kind lies there for every key (a regular file, not read: `get` checks it when it is
+    read), each touched as `get` touches what it reads."""
+    held = _open_folder(kind, create=False) if kind in LIMITS else None
+    if held is None:
+        return not keys
+    try:
+        for key in keys:
+            if not SHA256.fullmatch(key):
+                return False
+            try:
+                if not stat.S_ISREG(os.stat(key, dir_fd=held, follow_symlinks=False).st_mode):
+                    return False
+                os.utime(key, dir_fd=held, follow_symlinks=False)
+            except OSError:
+                return False
+        return True
     finally:
         os.close(held)
 

@@ -121,6 +121,20 @@ def new_profile(
     shell_complete=complete_env,
     help="Lock what the adopted environment NAME holds instead: each distribution matched to its wheel.",
 )
+@click.option(
+    "-U",
+    "--upgrade",
+    is_flag=True,
+    help="Resolve afresh: the newest versions the profile allows, not those of the lock being replaced.",
+)
+@click.option(
+    "-P",
+    "--upgrade-package",
+    "upgrade_packages",
+    multiple=True,
+    metavar="NAME",
+    help="Resolve this package afresh, keeping the other versions of the lock being replaced (repeatable).",
+)
 @home_option
 @json_option
 @verbosity_options
@@ -133,20 +147,34 @@ def lock_command(
     indexes: tuple[str, ...],
     output: Path | None,
     env_name: str | None,
+    upgrade: bool,
+    upgrade_packages: tuple[str, ...],
 ) -> Shown:
-    """Resolve PROFILE into a PEP 751 lockfile: exact URLs and sha256 for every file. With --env NAME, lock what the
-    adopted environment NAME holds (what adopt does unless --no-lock): on its profile's indexes, else the default one."""
+    """Resolve PROFILE into a PEP 751 lockfile: exact URLs and sha256 for every file. A lock made again keeps the
+    versions of the lock it replaces where the profile still allows them (as `uv pip compile -o` and `uv lock` do):
+    --upgrade resolves afresh, --upgrade-package NAME frees one package. With --env NAME, lock what the adopted
+    environment NAME holds (what adopt does unless --no-lock): on its profile's indexes, else the default one."""
+    from packaging.utils import InvalidName, canonicalize_name
+
     from provision.stacks import lock, lockfile, profiles
     from provision.views import stacks as views
 
     if env_name is not None:
-        if profile_name or python or platform_name or indexes or output:
+        if profile_name or python or platform_name or indexes or output or upgrade or upgrade_packages:
             raise click.UsageError(
-                "--env locks what the environment holds: it takes no PROFILE, --python, --platform, --index or -o"
+                "--env locks what the environment holds: it takes no PROFILE, --python, --platform, --index, -o "
+                "or --upgrade"
             )
         return _lock_env(app, env_name)
     if profile_name is None:
         raise click.UsageError("give a PROFILE to lock, or --env NAME for an adopted environment")
+    for name in upgrade_packages:
+        try:
+            canonicalize_name(name, validate=True)
+        except InvalidName:
+            raise click.BadParameter(
+                f"{name!r} is not a package name (letters, digits, '.', '-', '_')", param_hint="--upgrade-package"
+            ) from None
     profile = profiles.load(profile_name)
     path = output or lockfile.default_output(profile)
     if not lockfile.is_lock_name(path):
@@ -167,6 +195,8 @@ def lock_command(
             output=path,
             progress=step,
             meanwhile=app.warm,
+            upgrade=upgrade,
+            upgrade_packages=upgrade_packages,
         )
     return views.locked(result)
 

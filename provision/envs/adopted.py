@@ -223,7 +223,7 @@ def render(result: MatchResult, *, name: str, venv: Path, profile: Profile | Non
         raw
     )  # from plain data: a tomlkit document built item by item costs seconds for 200 packages
     try:
-        Pylock.from_dict(toml.loads(text)).validate()  # what is written is read back as PEP 751
+        Pylock.from_dict(toml.loads(text))  # what is written is read back as PEP 751 (from_dict validates)
     except (toml.TOMLDecodeError, PylockValidationError, InvalidVersion) as exc:
         raise EnvError(
             f"the lock of {name} would not be PEP 751: {exc}", "report this with the venv's distribution list"

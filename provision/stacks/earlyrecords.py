@@ -12,6 +12,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from provision import wheelfacts
 from provision.stacks import wheelrecords
 
 LOCK_LIMIT = 64 << 20  # the most of an earlier lock read for its wheels
@@ -26,6 +27,8 @@ class EarlyReads:
         self.wanted: set[str] | None = None
         self.closed = False  # keep_only shut the pool: nothing more is submitted
         self.guard = threading.Lock()
+        self.previous: set[str] | None = None  # the URLs of the lock replaced, once read (`start_from`)
+        self.waiting: list[str] = []  # URLs uv named before that lock was read
         self.pool = ThreadPoolExecutor(max_workers=wheelrecords.WORKERS, thread_name_prefix="early-record")
 
     def start_from(self, previous: Path) -> None:
@@ -33,17 +36,33 @@ class EarlyReads:
         threading.Thread(target=self._previous, args=(previous,), name="early-records", daemon=True).start()
 
     def _previous(self, previous: Path) -> None:
+        jobs: list[wheelrecords.Job] = []
+        try:
+            jobs = self._jobs_of(previous)
+        finally:
+            with self.guard:  # what uv named meanwhile, less what that lock holds
+                self.previous = {job[2] for job in jobs}
+                waiting, self.waiting = self.waiting, []
+            for url in waiting:
+                self.ahead(url)
+        if (
+            jobs
+            and wheelfacts.get("verdicts", wheelrecords.verdict_key(jobs)) is not None
+            and wheelfacts.has("records", [job[3] for job in jobs])
+        ):
+            return  # judged before: made again with the same wheels, the lock reads none of their RECORDs
+        self._start(self._claim(jobs))
+
+    @staticmethod
+    def _jobs_of(previous: Path) -> list[wheelrecords.Job]:
         from provision import regular, toml
 
         try:
             document = toml.loads(regular.read_text(previous, LOCK_LIMIT, errors="replace"))
-        except (
-            OSError,
-            ValueError,
-        ):  # no lock there yet, or not one this can read: lock reads what it needs later
-            return
+        except (OSError, ValueError):  # no lock there yet, or not one this can read: lock reads what it needs later
+            return []
         packages = document.get("packages")
-        self._start(self._claim(jobs_of(packages if isinstance(packages, list) else [])))
+        return jobs_of(packages if isinstance(packages, list) else [])
 
     def add(self, jobs: list[wheelrecords.Job]) -> None:
         """Start reading these wheels' RECORDs, but for those read before or started already: the main thread only
@@ -78,6 +97,15 @@ class EarlyReads:
                 ):  # keep_only comes once the lock is known: what it wants was started before
                     self.futures[job[3]] = self.pool.submit(wheelrecords.read_one, job, unpacked)
 
+    def ahead(self, url: str) -> None:
+        """Start reading the RECORD of the wheel at `url`, which uv is looking at now (wheelrecords.ahead), unless the
+        lock replaced holds it (read as that lock's, or judged with it); asked before that lock was read, it waits."""
+        with self.guard:
+            if self.previous is None:
+                self.waiting.append(url)
+            elif not self.closed and url not in self.previous:
+                wheelrecords.ahead(url, self.pool.submit)
+
     def keep_only(self, sha256s: set[str]) -> None:
         """Stop the reads not yet started of wheels outside `sha256s`; the started ones end in their threads."""
         with self.guard:
@@ -86,7 +114,7 @@ class EarlyReads:
             for sha256, future in self.futures.items():
                 if sha256 not in sha256s:
                     future.cancel()
-        self.pool.shutdown(wait=False)
+        self.pool.shutdown(wait=False, cancel_futures=True)  # reads ahead not started are not started
 
 
 def jobs_of(packages: list[Any]) -> list[wheelrecords.Job]:

@@ -26,7 +26,7 @@ from packaging.version import InvalidVersion, Version
 
 from provision import __version__, proc, toml
 from provision.atomic import write_atomic
-from provision.errors import IndexUnreachable, InputError, ResolveError, UsageError
+from provision.errors import IndexUnreachable, InputError, ProvisionError, ResolveError, UsageError
 from provision.log import Progress
 from provision.stacks import earlyrecords, gitauth, lockfile, relock, urls, uvproject, uvtool
 from provision.stacks.profiles import DEFAULT_INDEX, Package, Profile
@@ -102,6 +102,7 @@ class LockResult:
     warnings: tuple[LockWarning, ...] = ()
     rebuild: str = ""  # the command that makes this lock again
     changes: relock.Changes | None = None  # against the lock it replaced; None when it replaced none
+    preferred: str | None = None  # the lock whose versions uv kept where it could; None: resolved afresh
 
     def to_dict(self) -> dict[str, object]:
         return {
@@ -115,6 +116,7 @@ class LockResult:
             "warnings": [w.to_dict() for w in self.warnings],
             "rebuild": self.rebuild,
             "changes": self.changes.to_dict() if self.changes is not None else None,
+            "preferred": self.preferred,
             "seconds": round(self.seconds, 3),
         }
 
@@ -396,6 +398,22 @@ def _resolve_explicit(
     return (folder / "pylock.toml").read_text()
 
 
+# uv's log of what it fetches (its HTTP cache's: "Sending fresh HEAD request for: URL"): the wheels whose metadata it
+# reads are the wheels the lock will hold, or candidates on the way to it. Their RECORDs are read from then on, while uv
+# resolves; a uv that logs otherwise only leaves them to be read once it is done.
+UV_FETCHES = "uv_client::cached_client=debug"
+_UV_FETCH = re.compile(r"DEBUG .* for: (https?://\S+?\.whl)(?:\.metadata)?\s*$")
+
+
+def _wheels_seen(early: earlyrecords.EarlyReads) -> Callable[[str], None]:
+    def seen(line: str) -> None:
+        found = _UV_FETCH.match(line)
+        if found:
+            early.ahead(urls.strip_credentials(found.group(1)))
+
+    return seen
+
+
 def _uv_compile_args(target: Target, output: str) -> list[str]:
     # --python names the interpreter uv may use for builds: it skips a search of every Python on PATH.
     args = [
@@ -472,11 +490,15 @@ def lock(
     progress: Progress = lambda _: None,
     work: Path | None = None,
     meanwhile: Callable[[], object] = lambda: None,
+    upgrade: bool = False,
+    upgrade_packages: tuple[str, ...] = (),
 ) -> LockResult:
     """Resolve `profile` with uv into a PEP 751 lock at `output`. uv works in a private folder: under `work` when
-    given (create's build folder, which gc removes whole after a kill -9), else in TMPDIR. While uv resolves, what
-    the rest needs is loaded off the main thread (the main thread only waits for uv): this module's later imports,
-    the lock `output` replaces, and the caller's `meanwhile` (the CLI's rendering)."""
+    given (create's build folder, which gc removes whole after a kill -9), else in TMPDIR. A lock that `output`
+    replaces is uv's preferences (as `uv pip compile -o` and `uv lock` keep what they locked before): the versions it
+    holds stay where the profile still allows them, unless `upgrade` (resolve afresh) or `upgrade_packages` (those
+    afresh). While uv resolves, what the rest needs is loaded off the main thread (the main thread only waits for uv):
+    this module's later imports, and the caller's `meanwhile` (the CLI's rendering)."""
     import time
 
     start = time.perf_counter()
@@ -507,7 +529,19 @@ def lock(
         early.start_from(
             output
         )  # the wheels of the lock this one replaces: their RECORDs read while uv resolves
-        return _lock(profile, target, overrides, output, progress, work, indexes, early, start, meanwhile)
+        return _lock(
+            profile,
+            target,
+            overrides,
+            output,
+            progress,
+            work,
+            indexes,
+            early,
+            start,
+            meanwhile,
+            Preferences.of(output, upgrade=upgrade, packages=upgrade_packages),
+        )
     finally:
         early.keep_only(set())  # what the gate needed was read; nothing more is started
 
@@ -523,21 +557,41 @@ def _lock(
     early: earlyrecords.EarlyReads,
     start: float,
     meanwhile: Callable[[], object],
+    preferences: Preferences,
 ) -> LockResult:
     import time
 
     pins, nightly = nightly_pins(profile, indexes, target)
     with _work_folder(work) as folder:
         (folder / "pyproject.toml").write_text(_project(profile, pins, indexes))
+        preferences.place(folder / "pylock.toml")
         progress("resolving with uv")
         before = _Meanwhile(output, meanwhile)
-        try:
+
+        def compile_(preferences: Preferences, started: Callable[[], None] | None = None) -> None:
             uvtool.run(
-                _uv_compile_args(target, "pylock.toml"),
+                _uv_compile_args(target, "pylock.toml") + preferences.arguments(),
                 cwd=folder,
-                env=uvtool.index_options(indexes)[1] | gitauth.variables(p.git for p in profile.packages),
-                started=before.start,
+                env=uvtool.index_options(indexes)[1]
+                | gitauth.variables(p.git for p in profile.packages)
+                | ({} if "RUST_LOG" in os.environ else {"RUST_LOG": UV_FETCHES}),
+                started=started,
+                on_line=_wheels_seen(early),
             )
+
+        try:
+            try:
+                compile_(preferences, before.start)
+            except ProvisionError:
+                if preferences.source is None:
+                    raise
+                if before.ident is not None:
+                    before.join()
+                if (before.versions() if before.ident is not None else relock.versions_in(output)) is not None:
+                    raise  # the lock replaced reads well: uv's error is the profile's
+                (folder / "pylock.toml").unlink(missing_ok=True)  # not a lock: no preference, and replaced
+                preferences = Preferences(None)
+                compile_(preferences)
         except IndexUnreachable as exc:
             from provision.stacks import mirrors
 
@@ -601,6 +655,7 @@ def _lock(
         warnings=warnings,
         rebuild=stamp.rebuild,
         changes=changes,
+        preferred=preferences.source,
     )
 
 
@@ -668,27 +723,57 @@ class _Meanwhile(threading.Thread):
     def run(self) -> None:
         import importlib
 
+        try:
+            self._versions = relock.versions_in(self.output)
+        except BaseException as exc:
+            self._failed = exc
         with contextlib.suppress(Exception):
             for module in (
                 "packaging.pylock",
                 "tomlkit",
                 "provision.stacks.lockcheck",
                 "provision.stacks.wheelrecords",
+                "requests",
             ):
                 importlib.import_module(module)
             self.meanwhile()
-            if not self.output.exists():  # a first lock: its RECORDs are read by HTTP once uv answers
-                importlib.import_module("requests")
-        try:
-            self._versions = relock.versions_in(self.output)
-        except BaseException as exc:
-            self._failed = exc
 
     def versions(self) -> dict[str, str] | None:
-        """{package: version} of the lock replaced (relock.versions_in), once joined."""
+        """{package: version} of the lock replaced (relock.versions_in), once joined; None when it is none provision
+        reads as a lock."""
         if self._failed is not None:
             raise self._failed
         return self._versions
+
+
+@dataclass(frozen=True)
+class Preferences:
+    """The lock `output` replaces, as uv's preferences: uv reads an existing output file's versions and keeps them
+    where the requirements allow (`uv pip compile -o`), which also spares it most of the search."""
+
+    source: str | None  # the lock given to uv as preferences; None when none was (none there, or --upgrade)
+    text: bytes = b""
+    upgrade_packages: tuple[str, ...] = ()
+
+    @classmethod
+    def of(cls, output: Path, *, upgrade: bool, packages: tuple[str, ...]) -> Preferences:
+        """The lock at `output` as it is (read while uv resolves: `_Meanwhile`; one uv cannot read is no preference,
+        `_lock` resolves again without it)."""
+        from provision import regular
+
+        if upgrade:
+            return cls(None)
+        try:
+            return cls(str(output), regular.read_bytes(output, lockfile.MAX_BYTES), packages)
+        except OSError:  # none there yet, a folder, a pipe, too large: none
+            return cls(None)
+
+    def place(self, path: Path) -> None:
+        if self.source is not None:
+            path.write_bytes(self.text)
+
+    def arguments(self) -> list[str]:
+        return [a for name in self.upgrade_packages for a in ("--upgrade-package", name)]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -790,7 +875,7 @@ def _document(
     from packaging.pylock import Pylock, PylockValidationError
 
     try:
-        Pylock.from_dict(raw).validate()
+        Pylock.from_dict(raw)  # from_dict validates (validate() would only convert it back and again)
     except (PylockValidationError, InvalidVersion) as exc:
         raise ResolveError(
             f"uv produced a lock that PEP 751 rejects: {exc}", "report this with the profile"
@@ -909,10 +994,8 @@ def _warnings(
     jobs = [(p.name, p.file, p.url, p.sha256) for p in first.values()]
     if early is not None:
         early.keep_only({p.sha256 for p in first.values()})  # the reads started early for other wheels stop
-    records = wheelrecords.read_all(jobs, lambda: Path(uvtool.cache_dir() or "."), progress)
-    conflicts = sorted(
-        lockcheck.conflicts({k: v for k, v in records.items() if v is not None}), key=lockcheck.Conflict.rank
-    )
+    judged = wheelrecords.verdict(jobs, lambda: Path(uvtool.cache_dir() or "."), progress)
+    conflicts = judged.conflicts
     if conflicts:
         found.append(
             LockWarning(
@@ -920,7 +1003,7 @@ def _warnings(
                 conflicts[0].message() + (f"; {len(conflicts) - 1} more pairs" if len(conflicts) > 1 else ""),
             )
         )
-    unread = sorted(k for k, v in records.items() if v is None)
+    unread = judged.unread
     if unread:
         found.append(
             LockWarning(
@@ -929,7 +1012,7 @@ def _warnings(
                 f"(e.g. {unread[0]}): provision report --lock reads them",
             )
         )
-    return tuple(found), lockcheck.known({k: v for k, v in records.items() if v is not None})
+    return tuple(found), list(judged.known)
 
 
 def _check_flashinfer(packages: tuple[LockedPackage, ...]) -> None:

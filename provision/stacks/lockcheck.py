@@ -77,10 +77,17 @@ class Conflict:
         return f"{self.first} and {self.second} both install {self.path}{more}, {contents}"
 
 
+# what makes a path other than its own landing: an empty or dot segment anywhere, a first segment NAME.data; the
+# empty path
+_UNUSUAL = re.compile(r"//|(?:^|/)\.\.?(?:/|$)|^/|/$|^[^/]*\.data(?:/|$)|^$")
+
+
 def landing(path: str) -> str | None:
     """Where a RECORD path lands, relative to site-packages and normalized (`pkg/./x.py`, `pkg//x.py` and `./pkg/x.py`
     are one file; `NAME.data/purelib/x` and `NAME.data/data/lib/python3.12/site-packages/x` land beside the rest);
     None for an empty path."""
+    if not _UNUSUAL.search(path):
+        return path  # nearly every path: already normal, and not under NAME.data/
     parts = [p for p in path.split("/") if p not in ("", ".")]
     if not parts:
         return None

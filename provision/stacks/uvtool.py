@@ -75,16 +75,25 @@ def run(
     env: Mapping[str, str] | None = None,
     progress: Progress | None = None,
     started: Callable[[], None] | None = None,
+    on_line: Callable[[str], None] | None = None,
 ) -> proc.Completed:
     """Run uv from the main thread; it dies with provision (a kill -9 leaves no install writing on). With
-    `progress`, each line uv writes on stderr (what it downloads, installs) is handed to it as it comes; `started`
-    is called once uv runs (proc.run)."""
+    `progress`, each line uv writes on stderr (what it downloads, installs) is handed to it as it comes, and with
+    `on_line` each line as it is (uv's log, where RUST_LOG asks for one); `started` is called once uv runs
+    (proc.run). uv's log lines (DEBUG ...) are no part of an error said."""
+
+    def each(line: str) -> None:
+        if on_line is not None:
+            on_line(line)
+        if progress is not None and not line.startswith(_LOG):
+            _say(line, progress)
+
     done = proc.run(
         [binary(), *args],
         timeout=timeout,
         cwd=cwd,
         env=environment(env),
-        on_stderr_line=None if progress is None else (lambda line: _say(line, progress)),
+        on_stderr_line=None if progress is None and on_line is None else each,
         started=started,
     )
     if done.timed_out:
@@ -93,8 +102,11 @@ def run(
             "retry; check the indexes",
         )
     if not done.ok:
-        raise failure(done.stderr)
+        raise failure("".join(line for line in done.stderr.splitlines(True) if not line.startswith(_LOG)))
     return done
+
+
+_LOG = ("DEBUG ", "TRACE ", "INFO ")  # uv's log lines, as RUST_LOG asks for them
 
 
 def _say(line: str, progress: Progress) -> None:

@@ -6,9 +6,13 @@ hundred KiB of each wheel, never the whole of it)."""
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
+import os
 import threading
 from collections.abc import Callable
+from concurrent.futures import CancelledError, Future
+from dataclasses import dataclass
 from pathlib import Path
 
 from provision import regular, wheelfacts
@@ -16,7 +20,9 @@ from provision.errors import ProvisionError
 from provision.log import Progress
 from provision.stacks import lockcheck, urls, uvcache, wheelcache
 
-WORKERS = 16
+# reads at a time: each is a little network and a little CPU (TLS, the zip's directory), so past a few per core more
+# threads only fight for the interpreter (on 2 cores, 8 read the SGLang stack's 207 RECORDs 15% faster than 16)
+WORKERS = max(4, min(16, 4 * (os.cpu_count() or 1)))
 
 
 def folder() -> Path:
@@ -28,6 +34,9 @@ def folder() -> Path:
 _read: dict[tuple[str, str], dict[str, str] | None] = {}  # by (cache folder, sha256)
 _reading: dict[tuple[str, str], threading.Event] = {}
 _claims = threading.Lock()
+# URL -> its RECORD's bytes, read by range requests before the lock said which sha256 the URL serves (lock's reads
+# while uv resolves: ahead)
+_ahead: dict[str, Future[bytes | None]] = {}
 Job = tuple[str, str, str, str]  # project, wheel file name, URL, sha256
 Unpacked = dict[tuple[str, str], uvcache.CachedWheel]
 
@@ -47,6 +56,90 @@ def read_all(
         with ThreadPoolExecutor(max_workers=WORKERS) as pool:
             found.update(pool.map(lambda job: (job[1], read_one(job, unpacked)), wheels))
     return found
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What the RECORDs of a set of wheels say together: the pairs that install one path, the wheels whose RECORD could
+    not be read, and the paths shared (lockcheck.known, what a lock records)."""
+
+    conflicts: tuple[lockcheck.Conflict, ...]
+    unread: tuple[str, ...]
+    known: tuple[dict[str, object], ...]
+
+
+def verdict(
+    wheels: list[Job], uv_cache: Callable[[], Path | None], progress: Progress = lambda _: None
+) -> Verdict:
+    """lockcheck's conflicts and shared paths of these wheels' RECORDs (read_all), kept in verdicts/ by the set of
+    wheels: a lock made again with the same wheels reads no RECORD, so long as records/ still holds each of them (what
+    create's check of a new build compares its files with: one pruned since is read again). Kept only where every
+    RECORD was read."""
+    key = verdict_key(wheels)
+    kept = wheelfacts.get("verdicts", key)
+    found = _verdict_of(kept) if isinstance(kept, dict) else None
+    if found is not None and wheelfacts.has("records", [sha256 for _, _, _, sha256 in wheels]):
+        return found
+    if kept is not None and found is None:
+        wheelfacts.discard("verdicts", key)
+    records = read_all(wheels, uv_cache, progress)
+    read = {k: v for k, v in records.items() if v is not None}
+    found = Verdict(
+        conflicts=tuple(sorted(lockcheck.conflicts(read), key=lockcheck.Conflict.rank)),
+        unread=tuple(sorted(k for k, v in records.items() if v is None)),
+        known=tuple(lockcheck.known(read)),
+    )
+    for _, filename, url, sha256 in wheels:
+        if records.get(filename) is not None and wheelcache.SHA256.match(sha256):
+            wheelfacts.put("urls", urls.digest(url), {"sha256": sha256})  # for lock's reads ahead (`ahead`)
+    if not found.unread:
+        wheelfacts.put(
+            "verdicts",
+            key,
+            {"conflicts": [dataclasses.asdict(c) for c in found.conflicts], "known": list(found.known)},
+        )
+    return found
+
+
+def verdict_key(wheels: list[Job]) -> str:
+    """The sha256 that names a set of wheels and the rules that judge them: each wheel's sha256 and URL (a RECORD read
+    by range answers for its URL only), and lockcheck's source (rules changed, verdicts kept before are not taken)."""
+    import hashlib
+    import json
+
+    rules = hashlib.sha256(regular.read_bytes(Path(lockcheck.__file__), 1 << 20)).hexdigest()
+    listed = sorted((filename, urls.digest(url), sha256) for _, filename, url, sha256 in wheels)
+    return hashlib.sha256(json.dumps([rules, listed]).encode()).hexdigest()
+
+
+def _verdict_of(data: dict[str, object]) -> Verdict | None:
+    """A kept verdict, None unless it is exactly of the shape `verdict` writes."""
+    conflicts, known = data.get("conflicts"), data.get("known")
+    if not isinstance(conflicts, list) or not isinstance(known, list):
+        return None
+    fields = {f.name: f.type for f in dataclasses.fields(lockcheck.Conflict)}
+    shapes = {"str": str, "int": int, "bool": bool}
+    try:
+        found = tuple(
+            lockcheck.Conflict(**c)
+            for c in conflicts
+            if isinstance(c, dict)
+            and set(c) == set(fields)
+            and all(type(c[n]) is shapes[str(t)] for n, t in fields.items())
+        )
+    except (TypeError, KeyError):
+        return None
+    shared = all(
+        isinstance(k, dict)
+        and isinstance(k.get("path"), str)
+        and isinstance(k.get("installs"), dict)
+        and all(isinstance(a, str) and isinstance(b, str) for a, b in k["installs"].items())
+        and set(k) == {"path", "installs"}
+        for k in known
+    )
+    if len(found) != len(conflicts) or not shared:
+        return None
+    return Verdict(conflicts=found, unread=(), known=tuple(known))
 
 
 def in_uv_cache(wheels: list[Job], uv_cache: Callable[[], Path | None]) -> Unpacked:
@@ -179,6 +272,7 @@ def keep(sha256: str, text: str, source: str, url: str = "") -> dict[str, str] |
             sha256,
             {"rows": rows, "from": source, **({"url": urls.digest(url)} if source == RANGE else {})},
         )
+
     found = _read[wheelfacts.root(), sha256] = lockcheck.installed(rows)
     return found
 
@@ -190,16 +284,52 @@ def _elsewhere(filename: str, url: str, sha256: str) -> dict[str, str] | None:
         return keep(sha256, text, "provision cache") if text is not None else None
     if not url.lower().startswith(("http://", "https://")):
         return None
-    from provision.stacks import wheelmeta  # packaging.metadata and the index client: a remote zip is read
+    raw = _read_ahead(url)
+    if raw is None:
+        from provision.stacks import wheelmeta  # packaging.metadata and the index client: a remote zip is read
 
-    try:
-        raw = wheelmeta.record(url)
-    except ProvisionError:
-        return None  # a warning that cannot be given is not an error of the lock
+        try:
+            raw = wheelmeta.record(url)
+        except ProvisionError:
+            return None  # a warning that cannot be given is not an error of the lock
     if raw is None:
         return None
     # by the lock's sha256: read from that URL for that lock, as the lock's own file
     return keep(sha256, raw.decode("utf-8", "replace"), RANGE, url)
+
+
+def ahead(url: str, submit: Callable[[Callable[[], bytes | None]], Future[bytes | None]]) -> None:
+    """Start reading the RECORD of the wheel at `url` (through `submit`, a pool's) before its sha256 is known, unless
+    it was started before or provision holds the RECORD of the wheel last read from that URL (urls/ names its sha256):
+    the gate's read of that wheel later takes what this read (`_elsewhere`)."""
+    with _claims:
+        if url not in _ahead:
+            _ahead[url] = submit(lambda: _fetch_ahead(url))
+
+
+def _fetch_ahead(url: str) -> bytes | None:
+    last = wheelfacts.get("urls", urls.digest(url))
+    sha256 = last.get("sha256") if isinstance(last, dict) else None
+    if isinstance(sha256, str) and remembered(sha256, url) is not None:
+        return None  # read before: the gate finds it kept
+    from provision.stacks import wheelmeta
+
+    try:
+        return wheelmeta.record(url)
+    except ProvisionError:
+        return None
+
+
+def _read_ahead(url: str) -> bytes | None:
+    """What the read ahead of `url` found (waited for while it runs); None when there was none or it found nothing."""
+    with _claims:
+        future = _ahead.pop(url, None)
+    if future is None or future.cancel():  # not started yet: read now rather than wait behind the others
+        return None
+    try:
+        return future.result()
+    except CancelledError:
+        return None
 
 
 def text_in_folder(archive: Path) -> str | None:
