@@ -30,7 +30,13 @@ from provision import atomic, regular
 
 VERSION = 1
 KINDS = ("scans", "records", "metadata", "urls", "verdicts")
-LIMITS = {"scans": 64 << 20, "records": 512 << 20, "metadata": 64 << 20, "urls": 16 << 20, "verdicts": 16 << 20}  # the most each kind's folder holds
+LIMITS = {
+    "scans": 64 << 20,
+    "records": 512 << 20,
+    "metadata": 64 << 20,
+    "urls": 16 << 20,
+    "verdicts": 16 << 20,
+}  # the most each kind's folder holds
 ENTRY_MAX = {
     "scans": 8 << 20,
     "records": 160 << 20,

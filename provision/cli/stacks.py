@@ -173,7 +173,8 @@ def lock_command(
             canonicalize_name(name, validate=True)
         except InvalidName:
             raise click.BadParameter(
-                f"{name!r} is not a package name (letters, digits, '.', '-', '_')", param_hint="--upgrade-package"
+                f"{name!r} is not a package name (letters, digits, '.', '-', '_')",
+                param_hint="--upgrade-package",
             ) from None
     profile = profiles.load(profile_name)
     path = output or lockfile.default_output(profile)

@@ -59,7 +59,10 @@ class EarlyReads:
 
         try:
             document = toml.loads(regular.read_text(previous, LOCK_LIMIT, errors="replace"))
-        except (OSError, ValueError):  # no lock there yet, or not one this can read: lock reads what it needs later
+        except (
+            OSError,
+            ValueError,
+        ):  # no lock there yet, or not one this can read: lock reads what it needs later
             return []
         packages = document.get("packages")
         return jobs_of(packages if isinstance(packages, list) else [])

@@ -587,7 +587,9 @@ def _lock(
                     raise
                 if before.ident is not None:
                     before.join()
-                if (before.versions() if before.ident is not None else relock.versions_in(output)) is not None:
+                if (
+                    before.versions() if before.ident is not None else relock.versions_in(output)
+                ) is not None:
                     raise  # the lock replaced reads well: uv's error is the profile's
                 (folder / "pylock.toml").unlink(missing_ok=True)  # not a lock: no preference, and replaced
                 preferences = Preferences(None)

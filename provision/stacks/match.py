@@ -30,7 +30,7 @@ from provision.log import Progress
 from provision.stacks import index, urls, uvcache, wheelmeta, wheelproof
 
 if TYPE_CHECKING:
-    from _typeshed import WriteableBuffer
+    pass
 
 # Pages and RECORDs read at once, each thread over its own kept-alive connections. A slow index wants many; a loaded
 # machine fewer, each thread paying its own TLS handshakes (the figures: docs/performance.md).

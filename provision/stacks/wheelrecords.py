@@ -286,7 +286,9 @@ def _elsewhere(filename: str, url: str, sha256: str) -> dict[str, str] | None:
         return None
     raw = _read_ahead(url)
     if raw is None:
-        from provision.stacks import wheelmeta  # packaging.metadata and the index client: a remote zip is read
+        from provision.stacks import (
+            wheelmeta,
+        )  # packaging.metadata and the index client: a remote zip is read
 
         try:
             raw = wheelmeta.record(url)

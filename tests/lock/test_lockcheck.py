@@ -38,6 +38,28 @@ def test_record_paths_land_where_an_installer_puts_them() -> None:
     )
 
 
+def test_a_path_already_normal_lands_as_it_is_and_every_other_as_normpath_puts_it() -> None:
+    """landing's shortcut (a path with no empty or dot segment, not under NAME.data/, is its own landing) agrees with
+    the whole rule on every path of up to four segments drawn from the awkward ones."""
+    import itertools
+    import posixpath
+
+    def whole(path: str) -> str | None:
+        parts = [p for p in path.split("/") if p not in ("", ".")]
+        if not parts:
+            return None
+        if parts[0].endswith(".data") and len(parts) > 2:
+            where = lockcheck.SCHEMES.get(parts[1], f"../{parts[1]}/") + "/".join(parts[2:])
+            return lockcheck._SITE.sub("", posixpath.normpath(where))
+        return posixpath.normpath("/".join(parts))
+
+    segments = ["a", ".", "..", "", "x.data", "purelib", "...", ".a", "a.", "data", "scripts", "b.data"]
+    for size in range(1, 5):
+        for parts in itertools.product(segments, repeat=size):
+            path = "/".join(parts)
+            assert lockcheck.landing(path) == whole(path), path
+
+
 def test_lock_warns_of_a_shared_path_and_mixed_cuda_majors(
     index_server, tmp_path: Path, provision_bin: str
 ) -> None:

@@ -411,7 +411,9 @@ def test_sglangs_metadata_is_read_once_by_its_sha256(
     done = new(provision_bin, default, again, "--from", "sglang==0.5.23", "--cuda", "13.0", "--json")
     assert done.returncode == 0 and json.loads(done.stdout)["metadata_from"] == how, done.stderr
     second_reads = [r for r in default.requests if "sglang-0.5.23" in r][len(first_reads) :]
-    metadata_reads = 1  # its .metadata file; else the zip's tail by one range (its answer gives the size: no HEAD)
+    metadata_reads = (
+        1  # its .metadata file; else the zip's tail by one range (its answer gives the size: no HEAD)
+    )
     assert len(second_reads) == len(first_reads) - metadata_reads and not any(
         r.endswith(".metadata") for r in second_reads
     )

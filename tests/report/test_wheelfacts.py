@@ -181,3 +181,18 @@ def test_scan_of_a_wheel_is_kept_and_a_damaged_scan_entry_is_scanned_again(
     (cache / "scans" / digest).write_text(json.dumps(entry))
     third = binaries.scan([wheel])
     assert third.files[0].code.loadable.cubin == {"sm_90": 1}
+
+
+def test_has_names_entries_that_lie_there_and_nothing_else(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    one, two = "1" * 64, "2" * 64
+    assert wheelfacts.has("records", []) and not wheelfacts.has("records", [one])  # no folder yet
+    wheelfacts.put("records", one, {"rows": []})
+    assert wheelfacts.has("records", [one]) and not wheelfacts.has("records", [one, two])
+    assert not wheelfacts.has("records", ["../" + one]) and not wheelfacts.has("nothing", [one])
+    (tmp_path / "provision" / "records" / two).mkdir()  # a folder where an entry belongs is none
+    assert not wheelfacts.has("records", [two])
+    os.symlink(tmp_path / "provision" / "records" / one, tmp_path / "provision" / "records" / ("3" * 64))
+    assert not wheelfacts.has("records", ["3" * 64])  # nor a link

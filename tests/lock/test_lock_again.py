@@ -1,0 +1,175 @@
+"""`provision lock` made again: the versions of the lock it replaces are uv's preferences (as `uv pip compile -o` and
+`uv lock` keep what they locked), `--upgrade` and `--upgrade-package` free them; the conflict gate's verdict is kept by
+the set of wheels, so a lock made again with the same wheels reads no RECORD; the RECORDs of a first lock are read
+while uv resolves, from the wheels uv's own log says it is fetching."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import tiny
+from launch import run_provision
+
+from provision.stacks import lock, uvtool, wheelrecords
+
+PY = f"{sys.version_info.major}.{sys.version_info.minor}"
+
+
+def _served(index_server):  # type: ignore[no-untyped-def]
+    served = index_server.index("default")
+    served.ranges = served.pep658 = (
+        True  # as the default registry: uv reads .metadata, RECORDs are read by range
+    )
+    served.add("app", "1.0", requires=("lib>=1.0",))
+    served.add("lib", "1.0")
+    return served
+
+
+def _lock(tmp_path: Path, served, *extra: str, check: bool = True) -> subprocess.CompletedProcess[str]:  # type: ignore[no-untyped-def]
+    profile = tiny.profile(tmp_path, "mine", packages='app = "==1.0"')
+    env = {"UV_CACHE_DIR": str(tmp_path / "uv"), "XDG_CACHE_HOME": str(tmp_path / "xdg")}
+    return run_provision(
+        "lock",
+        str(profile),
+        "--python",
+        PY,
+        f"--index=default={served.url}",
+        "-o",
+        str(tmp_path / "pylock.mine.toml"),
+        "--json",
+        *extra,
+        env=env,
+        check=check,
+    )
+
+
+def _versions(done: subprocess.CompletedProcess[str]) -> dict[str, str]:
+    return {p["name"]: p["version"] for p in json.loads(done.stdout)["packages"]}
+
+
+def test_a_lock_made_again_keeps_its_versions_until_asked_to_upgrade(index_server, tmp_path: Path) -> None:
+    served = _served(index_server)
+    first = _lock(tmp_path, served)
+    assert _versions(first)["lib"] == "1.0" and json.loads(first.stdout)["preferred"] is None
+    served.add("lib", "1.1")  # a newer release of what the profile does not pin
+    again = _lock(tmp_path, served)
+    result = json.loads(again.stdout)
+    assert _versions(again)["lib"] == "1.0", "a lock made again keeps the version it had"
+    assert result["preferred"] == str(tmp_path / "pylock.mine.toml")
+    assert result["changes"] == {"added": [], "removed": [], "changed": []}
+    one = _lock(tmp_path, served, "--upgrade-package", "LIB")
+    assert _versions(one)["lib"] == "1.1"
+    assert json.loads(one.stdout)["changes"]["changed"] == [{"name": "lib", "from": "1.0", "to": "1.1"}]
+    served.add("lib", "1.2")
+    fresh = _lock(tmp_path, served, "--upgrade")
+    assert _versions(fresh)["lib"] == "1.2" and json.loads(fresh.stdout)["preferred"] is None
+
+
+@pytest.mark.parametrize(
+    "damage", [b"garbage = [\n", b"lock-version = '1.0'\npackages = 7\n", b"\xff\xfe not text"]
+)
+def test_a_damaged_lock_in_the_way_is_no_preference_and_is_replaced(
+    index_server, tmp_path: Path, damage: bytes
+) -> None:
+    served = _served(index_server)
+    (tmp_path / "pylock.mine.toml").write_bytes(damage)
+    done = _lock(tmp_path, served, check=False)
+    assert done.returncode == 0, done.stderr
+    assert _versions(done) == {"app": "1.0", "lib": "1.0"} and json.loads(done.stdout)["changes"] is None
+    assert (tmp_path / "pylock.mine.toml").read_text().startswith("# PEP 751 lock")
+
+
+def test_an_upgrade_package_that_is_no_name_is_one_line(index_server, tmp_path: Path) -> None:
+    done = _lock(tmp_path, _served(index_server), "--upgrade-package", "lib; rm -rf /", check=False)
+    assert done.returncode == 2 and "--upgrade-package" in done.stderr and "not a package name" in done.stderr
+    assert len(done.stderr.strip().splitlines()) <= 3, done.stderr  # click's usage line, then the one error
+
+
+def test_the_verdict_is_kept_by_the_set_of_wheels_and_a_damaged_one_is_judged_again(
+    index_server, tmp_path: Path
+) -> None:
+    served = _served(index_server)
+    served.add("other", "1.0", files={"app/__init__.py": b"# not app's\n"})  # installs a path app installs
+    profile = tiny.profile(tmp_path, "mine", packages='app = "==1.0"\nother = "==1.0"')
+    env = {"UV_CACHE_DIR": str(tmp_path / "uv"), "XDG_CACHE_HOME": str(tmp_path / "xdg")}
+    argv = ("lock", str(profile), "--python", PY, f"--index=default={served.url}", "-o", str(tmp_path / "pylock.mine.toml"), "--json")  # fmt: skip
+
+    def warnings() -> dict[str, str]:
+        done = run_provision(*argv, env=env)
+        return {w["id"]: w["reason"] for w in json.loads(done.stdout)["warnings"]}
+
+    first = warnings()
+    assert "both install app/__init__.py" in first["conflict"]
+    verdicts = list((tmp_path / "xdg/provision/verdicts").iterdir())
+    assert len(verdicts) == 1
+    ranges = served.range_requests
+    assert warnings() == first and served.range_requests == ranges  # the same wheels: no RECORD read
+    retyped = (
+        verdicts[0].read_bytes().replace(b'"count":1', b'"count":"1"')
+    )  # well-formed JSON, a field retyped
+    assert retyped != verdicts[0].read_bytes()
+    for damage in (b"{", b'{"kind": "verdicts"}', retyped):
+        verdicts[0].write_bytes(damage)
+        assert warnings() == first  # not trusted: judged again from records/
+        assert json.loads(verdicts[0].read_text())["key"] == verdicts[0].name
+    # records/ pruned while the verdict stays: create's check of a new build compares with them, so they are read again
+    for entry in (tmp_path / "xdg/provision/records").iterdir():
+        entry.unlink()
+    assert warnings() == first and served.range_requests > ranges
+    assert len(list((tmp_path / "xdg/provision/records").iterdir())) == 3
+
+
+def test_the_verdict_key_names_each_wheel_its_url_and_the_rules() -> None:
+    job = ("app", "app-1.0-py3-none-any.whl", "http://127.0.0.1:1/app-1.0-py3-none-any.whl", "a" * 64)
+    key = wheelrecords.verdict_key([job])
+    assert key == wheelrecords.verdict_key([job])
+    assert key != wheelrecords.verdict_key([(*job[:3], "b" * 64)])
+    assert key != wheelrecords.verdict_key([(job[0], job[1], job[2] + "?other", job[3])])
+    assert key != wheelrecords.verdict_key([])
+
+
+@pytest.mark.parametrize("pep658", [False, True], ids=["range", "metadata-file"])
+def test_uvs_log_names_the_wheels_it_fetches_as_lock_reads_them(
+    index_server, tmp_path: Path, pep658: bool
+) -> None:
+    """The reads ahead depend on uv's log line for what its HTTP cache fetches: this uv still writes it, and lock's
+    pattern finds every wheel the lock holds in it (a uv that logs otherwise only costs the reads' head start)."""
+    served = _served(index_server)
+    served.pep658 = pep658
+    (tmp_path / "pyproject.toml").write_text(lock._project(_profile(tmp_path), {}, {"default": served.url}))
+    env = {
+        **uvtool.environment(uvtool.index_options({"default": served.url})[1]),
+        "UV_CACHE_DIR": str(tmp_path / "uv"),
+        "RUST_LOG": lock.UV_FETCHES,
+    }
+    done = subprocess.run(
+        [uvtool.binary(), *lock._uv_compile_args(lock.Target(python=PY, platform=None), "pylock.toml")],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    seen = {m.group(1) for line in done.stderr.splitlines() if (m := lock._UV_FETCH.match(line))}
+    assert {f"{served.url.removesuffix('/simple')}/files/{w}" for w in ("app-1.0-py3-none-any.whl", "lib-1.0-py3-none-any.whl")} <= seen  # fmt: skip
+
+
+def _profile(tmp_path: Path):  # type: ignore[no-untyped-def]
+    from provision.stacks import profiles
+
+    return profiles.load_file(tiny.profile(tmp_path, "mine", packages='app = "==1.0"'))
+
+
+def test_a_first_lock_reads_each_record_once_by_one_request(index_server, tmp_path: Path) -> None:
+    """uv reads each wheel's .metadata (PEP 658) and names it in its log; lock reads its RECORD then, by one request
+    for the zip's tail (no HEAD), and never again in the run though the gate asks for it after uv."""
+    served = _served(index_server)
+    done = _lock(tmp_path, served)
+    assert not json.loads(done.stdout)["warnings"]
+    assert served.range_requests == 2  # app's and lib's, one each
+    assert len(list((tmp_path / "xdg/provision/urls").iterdir())) == 2
