@@ -61,7 +61,10 @@ class RangeFile(io.RawIOBase):
             bodies=(206,),
             what="the range",
         )
-        span = re.fullmatch(r"bytes (\d+)-(\d+)/(\d+)", response.headers.get("Content-Range", "").strip())
+        # each number at most 18 digits: a size past any file's (and int() refuses a string of 4,300 digits)
+        span = re.fullmatch(
+            r"bytes (\d{1,18})-(\d{1,18})/(\d{1,18})", response.headers.get("Content-Range", "").strip()
+        )
         if response.status_code != 206 or span is None:
             return None
         first, last, size = (int(n) for n in span.groups())

@@ -36,8 +36,9 @@ _reading: dict[tuple[str, str], threading.Event] = {}
 _claims = threading.Lock()
 # URL -> its RECORD's bytes, read by range requests before the lock said which sha256 the URL serves (lock's reads
 # while uv resolves: ahead)
-_ahead: dict[str, Future[bytes | None]] = {}
+_ahead: dict[str, Future[Ahead]] = {}
 Job = tuple[str, str, str, str]  # project, wheel file name, URL, sha256
+Ahead = tuple[bool, bytes | None]  # whether the index was asked, and the RECORD it gave (None: none it could)
 Unpacked = dict[tuple[str, str], uvcache.CachedWheel]
 
 
@@ -284,8 +285,8 @@ def _elsewhere(filename: str, url: str, sha256: str) -> dict[str, str] | None:
         return keep(sha256, text, "provision cache") if text is not None else None
     if not url.lower().startswith(("http://", "https://")):
         return None
-    raw = _read_ahead(url)
-    if raw is None:
+    asked, raw = _read_ahead(url)
+    if not asked:  # an answer of the index read ahead is its answer, found or not: it is not asked again
         from provision.stacks import (
             wheelmeta,
         )  # packaging.metadata and the index client: a remote zip is read
@@ -300,7 +301,7 @@ def _elsewhere(filename: str, url: str, sha256: str) -> dict[str, str] | None:
     return keep(sha256, raw.decode("utf-8", "replace"), RANGE, url)
 
 
-def ahead(url: str, submit: Callable[[Callable[[], bytes | None]], Future[bytes | None]]) -> None:
+def ahead(url: str, submit: Callable[[Callable[[], Ahead]], Future[Ahead]]) -> None:
     """Start reading the RECORD of the wheel at `url` (through `submit`, a pool's) before its sha256 is known, unless
     it was started before or provision holds the RECORD of the wheel last read from that URL (urls/ names its sha256):
     the gate's read of that wheel later takes what this read (`_elsewhere`)."""
@@ -309,29 +310,36 @@ def ahead(url: str, submit: Callable[[Callable[[], bytes | None]], Future[bytes 
             _ahead[url] = submit(lambda: _fetch_ahead(url))
 
 
-def _fetch_ahead(url: str) -> bytes | None:
+def _fetch_ahead(url: str) -> Ahead:
     last = wheelfacts.get("urls", urls.digest(url))
     sha256 = last.get("sha256") if isinstance(last, dict) else None
     if isinstance(sha256, str) and remembered(sha256, url) is not None:
-        return None  # read before: the gate finds it kept
+        return (
+            False,
+            None,
+        )  # read before: the gate finds it kept (or, the URL serving another file now, reads it)
     from provision.stacks import wheelmeta
 
     try:
-        return wheelmeta.record(url)
+        return True, wheelmeta.record(url)
     except ProvisionError:
-        return None
+        return (
+            True,
+            None,
+        )  # the index failed it (no answer in time, after index.get's retries): not asked again
 
 
-def _read_ahead(url: str) -> bytes | None:
-    """What the read ahead of `url` found (waited for while it runs); None when there was none or it found nothing."""
+def _read_ahead(url: str) -> Ahead:
+    """Whether the index was asked for the RECORD at `url` ahead, and what it gave (waited for while it runs);
+    (False, None) where it was not (no read ahead, one not started yet, or one that found it kept)."""
     with _claims:
         future = _ahead.pop(url, None)
     if future is None or future.cancel():  # not started yet: read now rather than wait behind the others
-        return None
+        return False, None
     try:
         return future.result()
     except CancelledError:
-        return None
+        return False, None
 
 
 def text_in_folder(archive: Path) -> str | None:
