@@ -62,6 +62,7 @@ class EarlyReads:
         except (
             OSError,
             ValueError,
+            RecursionError,  # arrays nested past the limit
         ):  # no lock there yet, or not one this can read: lock reads what it needs later
             return []
         packages = document.get("packages")
@@ -132,7 +133,8 @@ def jobs_of(packages: list[Any]) -> list[wheelrecords.Job]:
         if not isinstance(package, dict) or not isinstance(package.get("name"), str):
             continue
         name = str(canonicalize_name(package["name"]))
-        for wheel in package.get("wheels") or []:
+        wheels = package.get("wheels")
+        for wheel in wheels if isinstance(wheels, list) else []:
             if not isinstance(wheel, dict) or not isinstance(wheel.get("url", ""), str):
                 continue
             url = urls.strip_credentials(wheel.get("url", ""))

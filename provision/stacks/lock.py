@@ -405,6 +405,11 @@ UV_FETCHES = "uv_client::cached_client=debug"
 _UV_FETCH = re.compile(r"DEBUG .* for: (https?://\S+?\.whl)(?:\.metadata)?\s*$")
 
 
+# uv's error where a TOML file it reads does not read as what it expects: of what provision gives it, only the lock
+# replaced can be that (pyproject.toml is provision's own); uv's message names neither the file nor the key
+_UV_TOML_ERROR = "TOML parse error"
+
+
 def _wheels_seen(early: earlyrecords.EarlyReads) -> Callable[[str], None]:
     def seen(line: str) -> None:
         found = _UV_FETCH.match(line)
@@ -582,15 +587,15 @@ def _lock(
         try:
             try:
                 compile_(preferences, before.start)
-            except ProvisionError:
+            except ProvisionError as exc:
                 if preferences.source is None:
                     raise
                 if before.ident is not None:
                     before.join()
                 if (
                     before.versions() if before.ident is not None else relock.versions_in(output)
-                ) is not None:
-                    raise  # the lock replaced reads well: uv's error is the profile's
+                ) is not None and not exc.message.startswith(_UV_TOML_ERROR):
+                    raise  # the lock replaced reads well, to provision and to uv: uv's error is the profile's
                 (folder / "pylock.toml").unlink(missing_ok=True)  # not a lock: no preference, and replaced
                 preferences = Preferences(None)
                 compile_(preferences)
