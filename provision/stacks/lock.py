@@ -765,15 +765,17 @@ class Preferences:
     @classmethod
     def of(cls, output: Path, *, upgrade: bool, packages: tuple[str, ...]) -> Preferences:
         """The lock at `output` as it is (read while uv resolves: `_Meanwhile`; one uv cannot read is no preference,
-        `_lock` resolves again without it)."""
+        `_lock` resolves again without it). A link there is none: uv quotes the line it cannot parse, and a lockfile
+        committed as a link to a file of secrets (~/.netrc) had its lines shown by -v."""
         from provision import regular
 
         if upgrade:
             return cls(None)
         try:
-            return cls(str(output), regular.read_bytes(output, lockfile.MAX_BYTES), packages)
-        except OSError:  # none there yet, a folder, a pipe, too large: none
+            text = regular.read_bytes(output, lockfile.MAX_BYTES + 1, follow=False)
+        except OSError:  # none there yet, a link, a folder, a pipe: none
             return cls(None)
+        return cls(str(output), text, packages) if len(text) <= lockfile.MAX_BYTES else cls(None)
 
     def place(self, path: Path) -> None:
         if self.source is not None:

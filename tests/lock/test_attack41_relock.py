@@ -51,3 +51,37 @@ def test_a_lock_in_the_way_of_any_shape_is_replaced_without_a_traceback(
     assert done.returncode == 0, done.stderr
     assert "Traceback" not in done.stderr and "Exception in thread" not in done.stderr, done.stderr
     assert _versions(done) == {"app": "1.0", "lib": "1.0"}
+
+
+def test_a_link_in_the_way_is_no_preference_and_what_it_names_is_never_shown(
+    index_server, tmp_path: Path
+) -> None:
+    """A lockfile committed as a link to a file of secrets (lockfiles/pylock.mine.toml -> ~/.netrc): handed to uv as its
+    preferences, uv's parse error quoted the secret's line, which -v prints (a CI log). A link is no preference."""
+    import os
+
+    served = _served(index_server)
+    secret = tmp_path / "netrc"
+    secret.write_text("machine example.org login alice password hunter2\n")
+    os.symlink(secret, tmp_path / "pylock.mine.toml")
+    done = _lock(tmp_path, served, "-v", check=False)
+    assert done.returncode == 0, done.stderr
+    assert "hunter2" not in done.stderr + done.stdout
+    assert json.loads(done.stdout)["preferred"] is None
+    assert (
+        secret.read_text() == "machine example.org login alice password hunter2\n"
+    )  # the link replaced, not it
+    assert not (tmp_path / "pylock.mine.toml").is_symlink()
+
+
+def test_a_file_past_a_locks_size_in_the_way_is_no_preference(index_server, tmp_path: Path) -> None:
+    """A file past lockfile.MAX_BYTES is no lock: its first 64 MiB were handed to uv, which failed on them, and uv ran
+    again without them."""
+    from provision.stacks import lockfile
+
+    served = _served(index_server)
+    (tmp_path / "pylock.mine.toml").write_bytes(b"#" * (lockfile.MAX_BYTES + 1))
+    done = _lock(tmp_path, served, "-v", check=False)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["preferred"] is None
+    assert len(re.findall(r"^\$ \S*uv pip compile", done.stderr, re.M)) == 1, done.stderr
