@@ -32,6 +32,7 @@ class Server:
 
     def __init__(self, answer: Callable[[str, str], tuple[int, dict[str, str], bytes]]) -> None:
         self.connections = 0
+        self.handlers: list[threading.Thread] = []
         self.requests: list[tuple[str, str]] = []
         server = self
 
@@ -40,6 +41,7 @@ class Server:
 
             def setup(self) -> None:
                 server.connections += 1
+                server.handlers.append(threading.current_thread())
                 super().setup()
 
             def log_message(self, *args: object) -> None:
@@ -67,8 +69,16 @@ class Server:
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
 
     def close(self) -> None:
+        """Stop serving, and end each connection's thread: the client's kept connections closed first (a thread left
+        waiting on one keeps this process from forking: scan's searchers fork only where one thread runs)."""
+        session = getattr(index._local, "session", None)
+        if session is not None:
+            session.close()
         self.httpd.shutdown()
         self.httpd.server_close()
+        for handler in self.handlers:
+            handler.join(10)
+            assert not handler.is_alive(), "a connection's thread outlived the test"
 
 
 def ranges_of(data: bytes) -> Callable[[str, str], tuple[int, dict[str, str], bytes]]:
