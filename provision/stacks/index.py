@@ -225,8 +225,9 @@ def _exchange(
             content = b""
             if method != "HEAD" and response.status_code in bodies:
                 content = _body(response, url, limit, sink, transfer)
-            if method == "HEAD" or response.raw.closed:  # answered whole (no body, or read to its end): its
-                response.raw.release_conn()  # connection is kept for the next request, not closed with the response
+            if method != "HEAD" and response.raw.closed:  # a body read to its end: its connection is kept for
+                response.raw.release_conn()  # the next request, not closed with the response (a HEAD's is closed:
+                # a server that sends a body after one would have it read as the next answer)
 
             where = (
                 urls.page_base(url, response.url) if response.history else url

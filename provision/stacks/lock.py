@@ -28,7 +28,7 @@ from provision import __version__, proc, toml
 from provision.atomic import write_atomic
 from provision.errors import IndexUnreachable, InputError, ProvisionError, ResolveError, UsageError
 from provision.log import Progress
-from provision.stacks import earlyrecords, gitauth, lockfile, relock, urls, uvproject, uvtool
+from provision.stacks import earlyrecords, gitauth, lockfile, relock, urls, uvproject, uvtool, wheelrecords
 from provision.stacks.profiles import DEFAULT_INDEX, Package, Profile
 
 if TYPE_CHECKING:
@@ -549,6 +549,7 @@ def lock(
         )
     finally:
         early.keep_only(set())  # what the gate needed was read; nothing more is started
+        wheelrecords.drop_ahead()
 
 
 def _lock(

@@ -108,7 +108,12 @@ def verdict_key(wheels: list[Job]) -> str:
     import hashlib
     import json
 
-    rules = hashlib.sha256(regular.read_bytes(Path(lockcheck.__file__), 1 << 20)).hexdigest()
+    try:
+        rules = hashlib.sha256(regular.read_bytes(Path(lockcheck.__file__), 1 << 20)).hexdigest()
+    except OSError:  # no source on disk (a zipapp): the release names the rules
+        from provision import __version__
+
+        rules = f"provision {__version__}"
     listed = sorted((filename, urls.digest(url), sha256) for _, filename, url, sha256 in wheels)
     return hashlib.sha256(json.dumps([rules, listed]).encode()).hexdigest()
 
@@ -327,6 +332,16 @@ def _fetch_ahead(url: str) -> Ahead:
             True,
             None,
         )  # the index failed it (no answer in time, after index.get's retries): not asked again
+
+
+def drop_ahead() -> None:
+    """Forget the reads ahead of a lock that has ended (those not started are not started): a later lock in this
+    process reads its own."""
+    with _claims:
+        left = list(_ahead.values())
+        _ahead.clear()
+    for future in left:
+        future.cancel()
 
 
 def _read_ahead(url: str) -> Ahead:

@@ -173,3 +173,27 @@ def test_a_first_lock_reads_each_record_once_by_one_request(index_server, tmp_pa
     assert not json.loads(done.stdout)["warnings"]
     assert served.range_requests == 2  # app's and lib's, one each
     assert len(list((tmp_path / "xdg/provision/urls").iterdir())) == 2
+
+
+def test_the_verdict_key_without_lockchecks_source_names_the_release(monkeypatch: pytest.MonkeyPatch) -> None:
+    job = ("app", "app-1.0-py3-none-any.whl", "http://127.0.0.1:1/app-1.0-py3-none-any.whl", "a" * 64)
+    with_source = wheelrecords.verdict_key([job])
+
+    def unreadable(*args: object, **kwargs: object) -> bytes:
+        raise FileNotFoundError("no source on disk")
+
+    monkeypatch.setattr(wheelrecords.regular, "read_bytes", unreadable)  # a zipapp: no lockcheck.py to read
+    assert wheelrecords.verdict_key([job]) not in ("", with_source)
+
+
+def test_the_reads_ahead_of_a_lock_that_ended_are_forgotten() -> None:
+    from concurrent.futures import Future
+
+    pending: Future[wheelrecords.Ahead] = Future()
+    url = "http://127.0.0.1:1/forgotten-1.0-py3-none-any.whl"
+    wheelrecords.ahead(url, lambda _: pending)
+    wheelrecords.drop_ahead()
+    assert pending.cancelled() and wheelrecords._read_ahead(url) == (
+        False,
+        None,
+    )  # a later lock reads its own
