@@ -62,9 +62,13 @@ class RangeFile(io.RawIOBase):
             what="the range",
         )
         # each number at most 18 digits: a size past any file's (and int() refuses a string of 4,300 digits)
-        span = re.fullmatch(
-            r"bytes (\d{1,18})-(\d{1,18})/(\d{1,18})", response.headers.get("Content-Range", "").strip()
-        )
+        said = response.headers.get("Content-Range", "").strip()
+        whole = re.fullmatch(r"bytes \*/(\d{1,18})", said)
+        if response.status_code == 416 and whole and 0 < int(whole.group(1)) <= BLOCK:
+            return cls(
+                url, int(whole.group(1))
+            )  # a server that refuses a suffix longer than the file: by ranges
+        span = re.fullmatch(r"bytes (\d{1,18})-(\d{1,18})/(\d{1,18})", said)
         if response.status_code != 206 or span is None:
             return None
         first, last, size = (int(n) for n in span.groups())

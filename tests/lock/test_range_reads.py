@@ -121,6 +121,22 @@ def test_a_record_is_read_by_one_request_and_the_connection_is_kept(serve, monke
     assert server.connections == 1  # each answer read whole: its connection kept for the next
 
 
+def test_a_server_refusing_a_suffix_longer_than_the_file_is_read_by_ranges(serve) -> None:  # type: ignore[no-untyped-def]
+    """RFC 9110 answers a suffix longer than the file with all of it; a server that answers 416 instead says the
+    size (`bytes */SIZE`), and the wheel is read by ordinary ranges."""
+    data = _wheel()
+    plain = ranges_of(data)
+
+    def answer(method: str, wanted: str) -> tuple[int, dict[str, str], bytes]:
+        if wanted.startswith("bytes=-") and int(wanted.removeprefix("bytes=-")) > len(data):
+            return 416, {"Content-Range": f"bytes */{len(data)}"}, b""
+        return plain(method, wanted)
+
+    server = serve(answer)
+    assert wheelmeta.record(f"{server.url}/pkg-1.0-py3-none-any.whl") is not None
+    assert server.requests == [("GET", f"bytes=-{wheelmeta.BLOCK}"), ("GET", f"bytes=0-{len(data) - 1}")]
+
+
 def test_a_large_directory_is_read_in_blocks_before_the_tail(serve, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     monkeypatch.setattr(wheelmeta, "BLOCK", 4096)
     data = _wheel(files=400)  # a central directory larger than the tail first read
