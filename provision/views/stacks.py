@@ -112,7 +112,12 @@ def locked(result: LockResult) -> Shown:
             Line(
                 "\n".join(
                     [
-                        f"changes since the {result.path} it replaced:",
+                        f"changes since the {result.path} it replaced"
+                        + (
+                            " (its versions kept where the profile allows them; --upgrade resolves afresh):"
+                            if result.preferred
+                            else ":"
+                        ),
                         *(f"  {line}" for line in result.changes.describe()),
                     ]
                 )

@@ -29,7 +29,9 @@ def _served(index_server):  # type: ignore[no-untyped-def]
     return served
 
 
-def _lock(tmp_path: Path, served, *extra: str, check: bool = True) -> subprocess.CompletedProcess[str]:  # type: ignore[no-untyped-def]
+def _lock(
+    tmp_path: Path, served, *extra: str, check: bool = True, json_: bool = True
+) -> subprocess.CompletedProcess[str]:  # type: ignore[no-untyped-def]
     profile = tiny.profile(tmp_path, "mine", packages='app = "==1.0"')
     env = {"UV_CACHE_DIR": str(tmp_path / "uv"), "XDG_CACHE_HOME": str(tmp_path / "xdg")}
     return run_provision(
@@ -40,9 +42,9 @@ def _lock(tmp_path: Path, served, *extra: str, check: bool = True) -> subprocess
         f"--index=default={served.url}",
         "-o",
         str(tmp_path / "pylock.mine.toml"),
-        "--json",
+        *(["--json"] if json_ else []),
         *extra,
-        env=env,
+        env={**env, "COLUMNS": "250"},
         check=check,
     )
 
@@ -61,6 +63,11 @@ def test_a_lock_made_again_keeps_its_versions_until_asked_to_upgrade(index_serve
     assert _versions(again)["lib"] == "1.0", "a lock made again keeps the version it had"
     assert result["preferred"] == str(tmp_path / "pylock.mine.toml")
     assert result["changes"] == {"added": [], "removed": [], "changed": []}
+    said = _lock(tmp_path, served, json_=False).stdout
+    assert (
+        "its versions kept where the profile allows them; --upgrade resolves afresh" in said
+        and "No changes" in said
+    )
     one = _lock(tmp_path, served, "--upgrade-package", "LIB")
     assert _versions(one)["lib"] == "1.1"
     assert json.loads(one.stdout)["changes"]["changed"] == [{"name": "lib", "from": "1.0", "to": "1.1"}]
