@@ -49,7 +49,8 @@ def binary() -> str:
 def environment(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     """The environment uv runs with: the caller's, less every UV_* setting provision does not honour (uvsettings.py:
     the ones it honours are checked by uv's rules, and -v names them), no uv.toml read, its HTTP timeout bounded like
-    ours unless UV_HTTP_TIMEOUT says otherwise, no interpreter downloaded; then `extra` (the indexes provision gives)."""
+    ours unless UV_HTTP_TIMEOUT says otherwise, no interpreter downloaded, no colour; then `extra` (the indexes
+    provision gives)."""
     from provision.stacks import uvsettings
 
     uvsettings.say_once()
@@ -60,6 +61,10 @@ def environment(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     env.setdefault("UV_HTTP_RETRIES", "2")
     # Never fetch an interpreter behind the user's back: a missing Python is reported with how to get it.
     env["UV_PYTHON_DOWNLOADS"] = "never"
+    # uv's words are read, not shown: never coloured (a CI's FORCE_COLOR had its errors' "error:" arrive as escapes)
+    for forcing in ("FORCE_COLOR", "CLICOLOR_FORCE"):
+        env.pop(forcing, None)
+    env["NO_COLOR"] = "1"
     env.update(extra or {})
     if "UV_DEFAULT_INDEX" in (extra or {}):
         env.pop("UV_INDEX_URL", None)  # provision's default index replaces uv's, and uv takes one of the two

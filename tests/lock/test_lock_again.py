@@ -163,6 +163,7 @@ def test_uvs_log_names_the_wheels_it_fetches_as_lock_reads_them(
         **uvtool.environment(uvtool.index_options({"default": served.url})[1]),
         "UV_CACHE_DIR": str(tmp_path / "uv"),
         "RUST_LOG": lock.UV_FETCHES,
+        "FORCE_COLOR": "1",  # as a CI sets it: uv's log stays plain for lock (it colours DEBUG otherwise)
     }
     done = subprocess.run(
         [uvtool.binary(), *lock._uv_compile_args(lock.Target(python=PY, platform=None), "pylock.toml")],
@@ -215,3 +216,34 @@ def test_the_reads_ahead_of_a_lock_that_ended_are_forgotten() -> None:
         False,
         None,
     )  # a later lock reads its own
+
+
+def test_uvs_errors_arrive_plain_where_the_caller_forces_colour(index_server, tmp_path: Path) -> None:
+    """A CI sets FORCE_COLOR: uv's words are read by provision (its error turned into one line, its log into reads
+    ahead), so uv is never asked for colour, whatever the caller's environment says."""
+    served = _served(index_server)
+    profile = tiny.profile(tmp_path, "mine", packages='app = "==1.0"\nlib = "<1.0"')  # app needs lib>=1.0
+    done = run_provision(
+        "lock",
+        str(profile),
+        "--python",
+        PY,
+        f"--index=default={served.url}",
+        "-o",
+        str(tmp_path / "pylock.mine.toml"),
+        env={"FORCE_COLOR": "1", "CLICOLOR_FORCE": "1", "UV_CACHE_DIR": str(tmp_path / "uv")},
+        check=False,
+    )
+    assert done.returncode != 0 and "\x1b" not in done.stderr, done.stderr
+    assert "the pins cannot all hold" in done.stderr and "DEBUG" not in done.stderr, done.stderr
+
+
+def test_every_uv_run_is_asked_for_no_colour(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Not lock's compile alone (which says --color never): any uv run whose error provision reads."""
+    from provision.errors import ProvisionError
+
+    monkeypatch.setenv("FORCE_COLOR", "1")
+    monkeypatch.setenv("CLICOLOR_FORCE", "1")
+    with pytest.raises(ProvisionError) as failed:
+        uvtool.run(["pip", "compile", str(tmp_path / "missing.in")], cwd=tmp_path)
+    assert "\x1b" not in failed.value.message and "missing.in" in failed.value.message, failed.value.message
