@@ -150,6 +150,9 @@ class ForkServer:
         """This process's fork server, if it can run a command in `env`."""
         with cls.starting:
             if os.getpid() not in cls.started:
+                if start_settings(env) != start_settings(environment()):
+                    return None  # a command of other start settings (a stand-in NVML on LD_LIBRARY_PATH) is exec'd:
+                    # the server is started for the test process's own, which the other commands share
                 made = cls(env)
                 cls.started[os.getpid()] = made if made.ready else None
         server = cls.started[os.getpid()]

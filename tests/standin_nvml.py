@@ -8,10 +8,16 @@ import shutil
 import subprocess
 from pathlib import Path
 
-CODE_VARIABLE = "STANDIN_NVML_INIT"  # the code every nvmlInit* returns (0: NVML_SUCCESS)
+CODE_VARIABLE = "STANDIN_NVML_INIT"  # the code every nvmlInit* returns (0: NVML_SUCCESS), or "crash": SIGSEGV
 SOURCE = r"""
+#include <signal.h>
 #include <stdlib.h>
-static int code(void) { const char *s = getenv("STANDIN_NVML_INIT"); return s ? atoi(s) : 0; }
+#include <string.h>
+static int code(void) {
+    const char *s = getenv("STANDIN_NVML_INIT");
+    if (s && strcmp(s, "crash") == 0) raise(SIGSEGV);  /* a library that kills the process that starts it */
+    return s ? atoi(s) : 0;
+}
 int nvmlInitWithFlags(unsigned int flags) { (void)flags; return code(); }
 int nvmlInit_v2(void) { return code(); }
 int nvmlInit(void) { return code(); }
@@ -32,6 +38,6 @@ def build(folder: Path) -> Path:
     return library.parent
 
 
-def environment(lib: Path, code: int) -> dict[str, str | None]:
+def environment(lib: Path, code: int | str) -> dict[str, str | None]:
     """The variables of a process whose NVML start answers `code`, through the stand-in (no replay)."""
     return {"LD_LIBRARY_PATH": str(lib), CODE_VARIABLE: str(code), "PROVISION_NVML_REPLAY": None}

@@ -48,6 +48,13 @@ KINDS = {
         "read nvidia-smi and dmesg (Xid errors, a GPU fallen off the bus); PROVISION_NVML_START_TIMEOUT "
         "sets the wait",
     ),
+    "crashed": (
+        "NVML's library killed the process that started it (a reading died inside NVML before, and a child that "
+        "started it again died too)",
+        "a broken or mismatched libnvidia-ml.so.1: see which one loads (ldconfig -p | grep nvidia-ml; a CUDA "
+        "toolkit's stubs/ folder or another driver's libraries on LD_LIBRARY_PATH, a container's mounted driver "
+        "files) and that nvidia-smi runs; provision starts NVML in a child until one starts cleanly",
+    ),
     "failed": ("NVML failed to start", "read nvidia-smi and dmesg for why"),
 }
 OK = NvmlStart(state="ok")

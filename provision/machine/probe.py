@@ -45,8 +45,8 @@ class Probing:
         self, venvs: tuple[str | os.PathLike[str], ...] = (), record_nvml: Path | None = None
     ) -> None:
         # NVML first, on a thread (a replay starts nothing): its start is the slowest part; nvml.read's own nvmlInit
-        # then only counts one more user
-        self._nvml = None if os.environ.get(REPLAY_VARIABLE) else Background(_start_nvml, None)
+        # then only counts one more user. Where NVML crashed a reading before, it is started in a child first.
+        self._nvml = _NvmlStart()
         from provision.machine import toolkits
 
         self._toolkits = Background(toolkits.find, venvs)  # the nvcc processes, on a thread too
@@ -56,8 +56,30 @@ class Probing:
         return _facts(self._nvml, self._toolkits, self._record_nvml)
 
 
+class _NvmlStart:
+    """NVML's start under way on its thread (`started`), None for a replay or where NVML crashed a child just now
+    (`crashed`: why, and the reading says so without calling NVML); `mark` is nvmlguard's mark of the reading."""
+
+    def __init__(self) -> None:
+        self.started: Background[Any] | None = None
+        self.crashed: str | None = None
+        self.mark: str | None = None
+        if os.environ.get(REPLAY_VARIABLE):
+            return
+        from provision.machine import nvmlguard
+
+        if nvmlguard.suspected():  # a reading died inside NVML before: its start is tried in a child first
+            died = nvmlguard.child_start(NVML_LIBRARY, _start_timeout())
+            nvmlguard.crashed(died not in (None, "timeout"))
+            if died not in (None, "timeout"):
+                self.crashed = died
+                return
+        self.mark = nvmlguard.begin()
+        self.started = Background(_start_nvml, None)
+
+
 def _facts(
-    started: Background[Any] | None,
+    started: _NvmlStart,
     toolkit_job: Background[tuple[list[Toolkit], list[str]]],
     record_nvml: Path | None,
 ) -> MachineFacts:
@@ -67,12 +89,14 @@ def _facts(
     from provision.machine.facts import MachineFacts
 
     host_facts = host.read()  # what needs no NVML is read while nvmlInit runs
-    if started is not None:  # pynvml's import (about 20 ms of Python) while the driver starts on the thread
+    if (
+        started.started is not None
+    ):  # pynvml's import (about 20 ms of Python) while the driver starts on the thread
         with contextlib.suppress(
             Exception
         ):  # nvml.read's load_library imports it again, and notes what failed
             import pynvml  # noqa: F401
-    if started is not None and started.running():
+    if started.started is not None and started.started.running():
         knowledge.tables()  # the GPUs' architecture names: knowledge.json read now, not after the wait
     reading, recorder = _nvml_reading(started, record_nvml)
     files = _files(record=recorder is not None)
@@ -97,15 +121,33 @@ def _facts(
 def gpu_reading() -> nvml.Reading:
     """NVML's reading alone, behind the probe's bounded start: what `check` and `baseline` read. A driver that never
     answers is a note after PROVISION_NVML_START_TIMEOUT seconds (no GPUs), never a hang."""
-    started = None if os.environ.get(REPLAY_VARIABLE) else Background(_start_nvml, None)
-    return _nvml_reading(started, None)[0]
+    return _nvml_reading(_NvmlStart(), None)[0]
 
 
-def _nvml_reading(
+def _nvml_reading(begun: _NvmlStart, record_nvml: Path | None) -> tuple[nvml.Reading, Recorder | None]:
+    """nvml.read once NVML's start (on its thread) has ended, or a note where it did not end within the bound (or
+    where NVML crashed a child just now: it is not called); with `record_nvml`, through a Recorder (returned, None
+    otherwise or when nothing could be recorded)."""
+    from provision.machine import nvml, nvmlguard
+
+    if begun.crashed is not None:
+        from provision.machine import nvmlstart
+        from provision.machine.facts import Driver
+
+        reading = nvml.Reading()
+        start = nvmlstart.started("crashed", detail=begun.crashed)
+        reading.driver = Driver(nvml=start)
+        reading.notes.append(nvml.failed_note(start))
+        return reading, None
+    try:
+        return _nvml_read(begun.started, record_nvml)
+    finally:
+        nvmlguard.end(begun.mark)
+
+
+def _nvml_read(
     started: Background[Any] | None, record_nvml: Path | None
 ) -> tuple[nvml.Reading, Recorder | None]:
-    """nvml.read once NVML's start (on its thread) has ended, or a note where it did not end within the bound; with
-    `record_nvml`, through a Recorder (returned, None otherwise or when nothing could be recorded)."""
     from provision.machine import nvml
 
     limit = _start_timeout() if started is not None else 0.0

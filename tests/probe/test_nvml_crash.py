@@ -1,0 +1,78 @@
+"""NVML that kills the process starting it (SIGSEGV inside nvmlInit: a broken or mismatched libnvidia-ml.so.1), told
+apart from one that does not answer. The crash itself cannot be caught: it prints where (faulthandler), and the run
+after it starts NVML in a child first, says `crashed` with what to do, and never calls NVML itself; once a child starts
+NVML cleanly, NVML is read in process again. Proven through a real libnvidia-ml.so.1 (tests/standin_nvml.py) that
+raises SIGSEGV in its nvmlInit, first on the loader's path."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import standin_nvml
+from launch import run_provision
+
+pytestmark = pytest.mark.skipif(not standin_nvml.CC, reason="no C compiler to build a stand-in NVML library")
+
+
+@pytest.fixture(scope="module")
+def lib(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return standin_nvml.build(tmp_path_factory.mktemp("standin"))
+
+
+def _guard() -> Path:
+    return Path(os.environ["XDG_CACHE_HOME"]) / "provision" / "nvml"
+
+
+def test_a_crash_inside_nvml_is_named_by_the_next_run_which_never_calls_nvml(lib: Path) -> None:
+    crash = standin_nvml.environment(lib, "crash")
+    first = subprocess.run(
+        [sys.executable, "-m", "provision", "probe", "--json"],
+        env={**os.environ, **{k: v for k, v in crash.items() if v is not None}, "PROVISION_NVML_REPLAY": ""},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert first.returncode == -signal.SIGSEGV, (first.returncode, first.stderr)
+    assert "Segmentation fault" in first.stderr and "_start_nvml" in first.stderr, (
+        first.stderr
+    )  # where it died
+    (mark,) = _guard().iterdir()  # the mark of the reading that died with its process
+    assert mark.name.startswith("reading-") and mark.name.removeprefix("reading-").isdigit(), mark.name
+
+    for _ in range(2):  # and every run after, while the library is broken
+        done = run_provision("probe", "--json", env=crash, timeout=120)
+        assert done.returncode == 0, done.stderr
+        start = json.loads(done.stdout)["driver"]["nvml"]
+        assert start["state"] == "crashed" and "SIGSEGV" in start["reason"], start
+        assert "libnvidia-ml.so.1" in start["hint"] and "ldconfig" in start["hint"], start
+        assert sorted(p.name for p in _guard().iterdir()) == ["crashed"]  # no mark: NVML was not called here
+    table = run_provision("probe", env=crash, timeout=120)
+    assert "crashed" in table.stdout and "what to do" in table.stdout, table.stdout
+
+    mended = run_provision("probe", "--json", env=standin_nvml.environment(lib, 0), timeout=120)
+    assert mended.returncode == 0, mended.stderr
+    assert json.loads(mended.stdout)["driver"]["nvml"]["state"] != "crashed"
+    assert list(_guard().iterdir()) == []  # a child started it cleanly: read in process again, nothing kept
+
+
+def test_a_mark_of_a_running_reading_is_no_crash_and_one_of_a_dead_process_is_checked(lib: Path) -> None:
+    _guard().mkdir(parents=True, exist_ok=True)
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        (_guard() / f"reading-{sleeper.pid}").touch()  # another probe reading NVML right now
+        done = run_provision("probe", "--json", env=standin_nvml.environment(lib, 0), timeout=120)
+        assert json.loads(done.stdout)["driver"]["nvml"]["state"] != "crashed"
+        assert (_guard() / f"reading-{sleeper.pid}").exists()  # left to its reader
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+    # its reader is gone now: the next run starts NVML in a child first, which starts cleanly
+    crash_free = run_provision("probe", "--json", env=standin_nvml.environment(lib, 0), timeout=120)
+    assert json.loads(crash_free.stdout)["driver"]["nvml"]["state"] != "crashed"
+    assert list(_guard().iterdir()) == []
