@@ -57,7 +57,9 @@ def child_start(library: str, limit: float) -> str | None:
             import faulthandler
 
             faulthandler.disable()
-            os.dup2(os.open(os.devnull, os.O_WRONLY), 2)
+            quiet = os.open(os.devnull, os.O_WRONLY)
+            for fd in (1, 2):  # nothing of the child's reaches the parent's output (probe --json is stdout)
+                os.dup2(quiet, fd)
             lib = ctypes.CDLL(library)
             if lib.nvmlInitWithFlags(0) == 0:
                 lib.nvmlShutdown()
@@ -105,8 +107,12 @@ def begin() -> str | None:
     except OSError:
         return None
     if not faulthandler.is_enabled():
-        faulthandler.enable()
-        _enabled.append(name)
+        try:
+            faulthandler.enable()  # onto sys.stderr's descriptor
+        except (AttributeError, ValueError, OSError):  # a stderr with none (an embedding's): the mark alone
+            pass
+        else:
+            _enabled.append(name)
     atexit.register(end, name)  # a reading left hung on its thread ends with the process: no crash
     return name
 

@@ -76,3 +76,26 @@ def test_a_mark_of_a_running_reading_is_no_crash_and_one_of_a_dead_process_is_ch
     crash_free = run_provision("probe", "--json", env=standin_nvml.environment(lib, 0), timeout=120)
     assert json.loads(crash_free.stdout)["driver"]["nvml"]["state"] != "crashed"
     assert list(_guard().iterdir()) == []
+
+
+def test_a_stderr_without_a_descriptor_costs_the_stacks_not_the_reading(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """provision used inside a notebook: sys.stderr has no file descriptor for faulthandler. The mark is made all the
+    same, and the reading goes on."""
+    import faulthandler
+    import io
+
+    from provision.machine import nvmlguard
+
+    was = faulthandler.is_enabled()
+    faulthandler.disable()
+    monkeypatch.setattr(sys, "stderr", io.StringIO())
+    try:
+        mark = nvmlguard.begin()
+        assert mark is not None and (_guard() / mark).exists() and not faulthandler.is_enabled()
+        nvmlguard.end(mark)
+        assert not (_guard() / mark).exists()
+    finally:
+        if was:
+            faulthandler.enable(file=sys.__stderr__)
