@@ -2,11 +2,12 @@
 
 A libnvidia-ml.so.1 that dies inside nvmlInit (SIGSEGV: another driver's library mounted into a container, a broken
 install) takes provision with it, and no Python code can catch that. So each NVML reading leaves a mark on disk while
-it runs (`begin`, removed by `end` or at the process's exit). A mark left by a process that is gone means the last
-reading died inside NVML: the next one starts NVML in a child process first (`child_start`). A child killed by a
-signal means this process never calls NVML; the reading says why (state `crashed`) and what to do, and a kept
-`crashed` file makes every later run check in a child first, until a child starts NVML cleanly. The crash itself
-prints the Python stacks (faulthandler, on while NVML runs), and the run after it explains.
+it runs (`begin`, removed by `end` or at the process's exit). A mark left by a process that is gone (or one of this
+process's own pid that it did not make: a container's provision has the same pid every run) means the last reading
+died inside NVML: the next one starts and reads NVML in a child process first (`child_start`). A child killed by a
+signal (or ended by the library) means this process never calls NVML; the reading says why (state `crashed`) and what
+to do, and a kept `crashed` file makes every later run check in a child first, until a child reads NVML cleanly. The
+crash itself prints the Python stacks (faulthandler, on while NVML runs), and the run after it explains.
 
 Only os here: the probe loads no pathlib, and this runs before its threads start.
 """
@@ -16,11 +17,16 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import time
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 FOLDER = "nvml"  # under provision's cache folder (wheelfacts.root)
-CRASHED = "crashed"  # kept while NVML's start kills a child: every run checks in a child first
+CRASHED = "crashed"  # kept while NVML kills a child: every run checks in a child first
 _MARK = "reading-"  # reading-<pid>: a reading under way
+_PID_MAX = 1 << 22  # Linux's largest pid_max: a larger number is no mark of provision's
+_OPEN = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK  # a FIFO put there is no wait for a reader
 
 
 def folder() -> str:
@@ -37,57 +43,75 @@ def suspected() -> bool:
         return False
     found = CRASHED in names
     for name in names:
-        pid = name[len(_MARK) :]
-        if name.startswith(_MARK) and pid.isdigit() and not _alive(int(pid)):
+        pid = _pid(name)
+        if pid is not None and not _reading(pid):
             found = True
             _remove(name)
     return found
 
 
-def child_start(library: str, limit: float) -> str | None:
-    """Start NVML (`library`'s nvmlInitWithFlags, then nvmlShutdown) in a forked child: the name of the signal that
-    killed it ("SIGSEGV"), "timeout" where it did not end within `limit` seconds (killed then), or None where it
-    ended by itself, whatever NVML answered (an error code is read in this process, as ever)."""
+def child_start(work: Callable[[], object], limit: float) -> str | None:
+    """`work` (NVML's start and reading) in a forked child: how the child died where it ended before it answered
+    (the signal's name, "SIGSEGV"; "exit status N": a library that ends the process), "timeout" where it did not
+    answer within `limit` seconds (killed then), or None where it answered, whatever NVML said (an error is read in
+    this process, as ever). The child answers on a pipe, so that a caller's SIGCHLD ignored (the child reaped by
+    itself) costs nothing; it dies with this process (PR_SET_PDEATHSIG), and this one's Ctrl-C kills it."""
     if not hasattr(os, "fork"):
         return None
+    readable, writable = os.pipe()
+    parent = os.getpid()
     pid = os.fork()
-    if pid == 0:  # the child: nothing but the start; its own stderr closed (a crash there says nothing)
+    if pid == 0:  # the child: nothing but `work`; its own output closed (a crash there says nothing)
         try:
-            import ctypes
+            os.close(readable)
+            _die_with(parent)
             import faulthandler
 
             faulthandler.disable()
             quiet = os.open(os.devnull, os.O_WRONLY)
             for fd in (1, 2):  # nothing of the child's reaches the parent's output (probe --json is stdout)
                 os.dup2(quiet, fd)
-            lib = ctypes.CDLL(library)
-            if lib.nvmlInitWithFlags(0) == 0:
-                lib.nvmlShutdown()
+            work()
+        except BaseException:  # a Python error is an answer: NVML did not end the child
+            pass
         finally:
+            with contextlib.suppress(BaseException):
+                os.write(writable, b"1")
             os._exit(0)
-    deadline = time.monotonic() + limit
-    while True:
-        done, status = os.waitpid(pid, os.WNOHANG)
-        if done:
-            break
-        if time.monotonic() >= deadline:
-            os.kill(pid, signal.SIGKILL)
-            os.waitpid(pid, 0)
-            return "timeout"
-        time.sleep(0.005)
+    os.close(writable)
+    try:
+        import select
+
+        ended = bool(select.select([readable], [], [], limit)[0])  # its answer, or its end (EOF)
+        answered = ended and os.read(readable, 1) == b"1"
+    except BaseException:  # Ctrl-C: the child goes too
+        _kill(pid)
+        raise
+    finally:
+        os.close(readable)
+    if not ended:
+        _kill(pid)
+        return "timeout"
+    status = _reap(pid)
+    if answered:
+        return None
+    if status is None:
+        return "ended without answering"
     if os.WIFSIGNALED(status):
-        return signal.Signals(os.WTERMSIG(status)).name
-    return None
+        number = os.WTERMSIG(status)
+        try:
+            return signal.Signals(number).name
+        except ValueError:  # a real-time signal: Python names none of them
+            return f"signal {number}"
+    return f"exit status {os.WEXITSTATUS(status)}"
 
 
 def crashed(kept: bool) -> None:
-    """Keep (or, `kept` False, drop) the `crashed` file: whether NVML's start killed the last child."""
+    """Keep (or, `kept` False, drop) the `crashed` file: whether NVML killed the last child."""
     if kept:
         try:
             os.makedirs(folder(), mode=0o700, exist_ok=True)
-            os.close(
-                os.open(os.path.join(folder(), CRASHED), os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW, 0o600)
-            )
+            os.close(os.open(os.path.join(folder(), CRASHED), _OPEN, 0o600))
         except OSError:
             pass
     else:
@@ -103,9 +127,10 @@ def begin() -> str | None:
     name = f"{_MARK}{os.getpid()}"
     try:
         os.makedirs(folder(), mode=0o700, exist_ok=True)
-        os.close(os.open(os.path.join(folder(), name), os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW, 0o600))
+        os.close(os.open(os.path.join(folder(), name), _OPEN, 0o600))
     except OSError:
         return None
+    _under_way.append(name)
     if not faulthandler.is_enabled():
         try:
             faulthandler.enable()  # onto sys.stderr's descriptor
@@ -118,13 +143,17 @@ def begin() -> str | None:
 
 
 _enabled: list[str] = []  # the marks whose begin turned faulthandler on
+# this process's readings under way, one entry each (a mark is removed with the last)
+_under_way: list[str] = []
 
 
 def end(name: str | None) -> None:
     """The reading marked `name` ended (NVML answered, or this process ends without a crash)."""
-    if name is None:
+    if name is None or name not in _under_way:
         return
-    _remove(name)
+    _under_way.remove(name)
+    if name not in _under_way:
+        _remove(name)
     if name in _enabled:
         import faulthandler
 
@@ -132,12 +161,47 @@ def end(name: str | None) -> None:
         faulthandler.disable()
 
 
-def _remove(name: str) -> None:
-    with contextlib.suppress(OSError):
-        os.unlink(os.path.join(folder(), name))
+def _pid(name: str) -> int | None:
+    """The pid of a mark's name, None for a name provision never writes (reading-abc, reading-², reading-0)."""
+    number = name[len(_MARK) :]
+    if not (name.startswith(_MARK) and number.isascii() and number.isdigit() and len(number) <= 8):
+        return None
+    return int(number) if 0 < int(number) <= _PID_MAX else None
 
 
-def _alive(pid: int) -> bool:
+def _reading(pid: int) -> bool:
+    """Whether the process of a mark is reading NVML: alive, or this one where it has a reading under way."""
+    if pid == os.getpid():
+        return f"{_MARK}{pid}" in _under_way
     from provision import proc
 
     return proc.pid_alive(pid)
+
+
+def _die_with(parent: int) -> None:
+    """The child is killed when its parent ends (Linux's prctl PR_SET_PDEATHSIG), even by kill -9."""
+    with contextlib.suppress(Exception):
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    if os.getppid() != parent:  # it ended before the prctl
+        os._exit(0)
+
+
+def _kill(pid: int) -> None:
+    with contextlib.suppress(OSError):
+        os.kill(pid, signal.SIGKILL)
+    _reap(pid)
+
+
+def _reap(pid: int) -> int | None:
+    """The child's wait status, None where it was reaped by itself (SIGCHLD ignored)."""
+    try:
+        return os.waitpid(pid, 0)[1]
+    except ChildProcessError:
+        return None
+
+
+def _remove(name: str) -> None:
+    with contextlib.suppress(OSError):
+        os.unlink(os.path.join(folder(), name))

@@ -49,11 +49,11 @@ KINDS = {
         "sets the wait",
     ),
     "crashed": (
-        "NVML's library killed the process that started it (a reading died inside NVML before, and a child that "
-        "started it again died too)",
+        "NVML's library killed the process that read it (a reading died inside NVML before, and a child that "
+        "read it again died too)",
         "a broken or mismatched libnvidia-ml.so.1: see which one loads (ldconfig -p | grep nvidia-ml; a CUDA "
         "toolkit's stubs/ folder or another driver's libraries on LD_LIBRARY_PATH, a container's mounted driver "
-        "files) and that nvidia-smi runs; provision starts NVML in a child until one starts cleanly",
+        "files) and that nvidia-smi runs; provision reads NVML in a child first until one reads it cleanly",
     ),
     "failed": ("NVML failed to start", "read nvidia-smi and dmesg for why"),
 }

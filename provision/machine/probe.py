@@ -68,10 +68,14 @@ class _NvmlStart:
             return
         from provision.machine import nvmlguard
 
-        if nvmlguard.suspected():  # a reading died inside NVML before: its start is tried in a child first
-            died = nvmlguard.child_start(NVML_LIBRARY, _start_timeout())
-            nvmlguard.crashed(died not in (None, "timeout"))
-            if died not in (None, "timeout"):
+        if nvmlguard.suspected():  # a reading died inside NVML before: it is tried in a child first
+            died = nvmlguard.child_start(_read_in_child, _start_timeout())
+            # a child that never answered says nothing of a crash: `crashed` stays as it is
+            if died != "timeout":
+                nvmlguard.crashed(died is not None)
+            if (
+                died is not None
+            ):  # NVML is not called here (a driver that does not answer is not waited for twice)
                 self.crashed = died
                 return
         self.mark = nvmlguard.begin()
@@ -130,6 +134,8 @@ def _nvml_reading(begun: _NvmlStart, record_nvml: Path | None) -> tuple[nvml.Rea
     otherwise or when nothing could be recorded)."""
     from provision.machine import nvml, nvmlguard
 
+    if begun.crashed == "timeout":
+        return _start_timed_out(_start_timeout(), record_nvml), None
     if begun.crashed is not None:
         from provision.machine import nvmlstart
         from provision.machine.facts import Driver
@@ -152,17 +158,7 @@ def _nvml_read(
 
     limit = _start_timeout() if started is not None else 0.0
     if started is not None and not started.wait(limit):  # a hung driver: pynvml's own nvmlInit would wait too
-        from provision.machine import nvmlstart
-        from provision.machine.facts import Driver
-
-        reading = nvml.Reading()
-        reading.driver = Driver(nvml=nvmlstart.started("timeout", detail=f"no answer within {limit:g} s"))
-        reading.notes.append(
-            f"NVML did not start within {limit:g} s (the driver does not answer): no GPUs read"
-            + ("; nothing recorded" if record_nvml is not None else "")
-            + f"; {START_VARIABLE} sets the wait"
-        )
-        return reading, None
+        return _start_timed_out(limit, record_nvml), None
     recorder = None
     early = (
         started.result() if started is not None else None
@@ -188,6 +184,29 @@ def _nvml_read(
     finally:
         _stop_nvml(early)
     return reading, recorder
+
+
+def _start_timed_out(limit: float, record_nvml: Path | None) -> nvml.Reading:
+    """The reading of a driver that did not answer NVML's start within `limit` seconds."""
+    from provision.machine import nvml, nvmlstart
+    from provision.machine.facts import Driver
+
+    reading = nvml.Reading()
+    reading.driver = Driver(nvml=nvmlstart.started("timeout", detail=f"no answer within {limit:g} s"))
+    reading.notes.append(
+        f"NVML did not start within {limit:g} s (the driver does not answer): no GPUs read"
+        + ("; nothing recorded" if record_nvml is not None else "")
+        + f"; {START_VARIABLE} sets the wait"
+    )
+    return reading
+
+
+def _read_in_child() -> None:
+    """NVML read whole in nvmlguard's child: a library that starts cleanly and dies in a later call (its driver
+    version, a GPU's handle) is caught there too, not only one that dies in nvmlInit."""
+    from provision.machine import nvml
+
+    nvml.read(nvml.load_library())
 
 
 def _read_within(lib: Any, limit: float) -> tuple[nvml.Reading, bool]:

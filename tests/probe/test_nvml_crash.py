@@ -1,6 +1,6 @@
 """NVML that kills the process starting it (SIGSEGV inside nvmlInit: a broken or mismatched libnvidia-ml.so.1), told
 apart from one that does not answer. The crash itself cannot be caught: it prints where (faulthandler), and the run
-after it starts NVML in a child first, says `crashed` with what to do, and never calls NVML itself; once a child starts
+after it reads NVML in a child first, says `crashed` with what to do, and never calls NVML itself; once a child starts
 NVML cleanly, NVML is read in process again. Proven through a real libnvidia-ml.so.1 (tests/standin_nvml.py) that
 raises SIGSEGV in its nvmlInit, first on the loader's path."""
 
@@ -72,7 +72,7 @@ def test_a_mark_of_a_running_reading_is_no_crash_and_one_of_a_dead_process_is_ch
     finally:
         sleeper.kill()
         sleeper.wait()
-    # its reader is gone now: the next run starts NVML in a child first, which starts cleanly
+    # its reader is gone now: the next run reads NVML in a child first, which reads it cleanly
     crash_free = run_provision("probe", "--json", env=standin_nvml.environment(lib, 0), timeout=120)
     assert json.loads(crash_free.stdout)["driver"]["nvml"]["state"] != "crashed"
     assert list(_guard().iterdir()) == []
