@@ -130,6 +130,9 @@ def begin() -> str | None:
         os.close(os.open(os.path.join(folder(), name), _OPEN, 0o600))
     except OSError:
         return None
+    # once a process, however many readings: one left hung on its thread ends with the process, no crash
+    if not _at_exit:
+        _at_exit.append(atexit.register(_end_all))
     _under_way.append(name)
     if not faulthandler.is_enabled():
         try:
@@ -138,13 +141,13 @@ def begin() -> str | None:
             pass
         else:
             _enabled.append(name)
-    atexit.register(end, name)  # a reading left hung on its thread ends with the process: no crash
     return name
 
 
 _enabled: list[str] = []  # the marks whose begin turned faulthandler on
 # this process's readings under way, one entry each (a mark is removed with the last)
 _under_way: list[str] = []
+_at_exit: list[object] = []  # _end_all, once registered with atexit
 
 
 def end(name: str | None) -> None:
@@ -159,6 +162,11 @@ def end(name: str | None) -> None:
 
         _enabled.remove(name)
         faulthandler.disable()
+
+
+def _end_all() -> None:
+    for name in list(_under_way):
+        end(name)
 
 
 def _pid(name: str) -> int | None:

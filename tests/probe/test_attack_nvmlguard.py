@@ -201,3 +201,17 @@ def _running(pid: int) -> bool:
     except OSError:
         return False
     return state != "Z"
+
+
+def test_many_readings_in_one_process_register_one_exit_handler() -> None:
+    """A process that reads NVML again and again (a notebook, a service calling gpu_reading): each reading registered
+    another atexit handler, kept for ever."""
+    import atexit
+
+    from provision.machine import nvmlguard
+
+    before = atexit._ncallbacks()
+    for _ in range(50):
+        nvmlguard.end(nvmlguard.begin())
+    assert atexit._ncallbacks() <= before + 1
+    assert not (_guard() / f"reading-{os.getpid()}").exists()
