@@ -42,7 +42,9 @@ class DaemonPool:
                 raise RuntimeError("the pool is shut")
             self.jobs.put((future, fn, args))
             if len(self.threads) < self.workers:  # a thread per job until there are `workers`
-                thread = threading.Thread(target=self._work, name=f"{self.name}-{len(self.threads)}", daemon=True)
+                thread = threading.Thread(
+                    target=self._work, name=f"{self.name}-{len(self.threads)}", daemon=True
+                )
                 self.threads.append(thread)
                 thread.start()
         return future
