@@ -30,11 +30,17 @@ def _served(index_server):  # type: ignore[no-untyped-def]
     return served
 
 
-def _lock(
-    tmp_path: Path, served, *extra: str, check: bool = True, json_: bool = True
-) -> subprocess.CompletedProcess[str]:  # type: ignore[no-untyped-def]
-    profile = tiny.profile(tmp_path, "mine", packages='app = "==1.0"')
-    env = {"UV_CACHE_DIR": str(tmp_path / "uv"), "XDG_CACHE_HOME": str(tmp_path / "xdg")}
+def _lock(  # type: ignore[no-untyped-def]
+    tmp_path: Path,
+    served,
+    *extra: str,
+    check: bool = True,
+    json_: bool = True,
+    packages: str = 'app = "==1.0"',
+    env: dict[str, str] | None = None,
+) -> subprocess.CompletedProcess[str]:
+    profile = tiny.profile(tmp_path, "mine", packages=packages)
+    env = {"UV_CACHE_DIR": str(tmp_path / "uv"), "XDG_CACHE_HOME": str(tmp_path / "xdg"), **(env or {})}
     return run_provision(
         "lock",
         str(profile),
@@ -222,18 +228,13 @@ def test_the_reads_ahead_of_a_lock_that_ended_are_forgotten() -> None:
 def test_uvs_errors_arrive_plain_where_the_caller_forces_colour(index_server, tmp_path: Path) -> None:
     """A CI sets FORCE_COLOR: uv's words are read by provision (its error turned into one line, its log into reads
     ahead), so uv is never asked for colour, whatever the caller's environment says."""
-    served = _served(index_server)
-    profile = tiny.profile(tmp_path, "mine", packages='app = "==1.0"\nlib = "<1.0"')  # app needs lib>=1.0
-    done = run_provision(
-        "lock",
-        str(profile),
-        "--python",
-        PY,
-        f"--index=default={served.url}",
-        "-o",
-        str(tmp_path / "pylock.mine.toml"),
-        env={"FORCE_COLOR": "1", "CLICOLOR_FORCE": "1", "UV_CACHE_DIR": str(tmp_path / "uv")},
+    done = _lock(  # app needs lib>=1.0
+        tmp_path,
+        _served(index_server),
+        packages='app = "==1.0"\nlib = "<1.0"',
+        env={"FORCE_COLOR": "1", "CLICOLOR_FORCE": "1"},
         check=False,
+        json_=False,
     )
     assert done.returncode != 0 and "\x1b" not in done.stderr, done.stderr
     assert "the pins cannot all hold" in done.stderr and "DEBUG" not in done.stderr, done.stderr
