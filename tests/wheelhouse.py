@@ -73,6 +73,9 @@ class Index:
     )
     pep658: bool = False  # serve each wheel's METADATA as <wheel>.metadata and say so (PEP 658/714)
     ranges: bool = False  # answer Range requests with 206 (as PyPI's file host does)
+    hold_ranges: threading.Event | None = (
+        None  # when set to an Event, every range answer waits until it is set
+    )
     range_requests: int = 0
     password: str = ""  # when set, every request must carry HTTP basic auth alice:<password>
     swapped: dict[str, bytes] = field(
@@ -158,6 +161,8 @@ class IndexServer:
             wanted = request.headers.get("Range", "")
             if data is not None and index.ranges and wanted.startswith("bytes="):
                 index.range_requests += 1
+                if index.hold_ranges is not None:
+                    index.hold_ranges.wait(120)
                 self._send_range(request, data, wanted, body=body)
             else:
                 self._send(

@@ -2,20 +2,78 @@
 after a small change keeps most of them) before uv starts, and the new lock's wheels as soon as uv's first answer is
 out, while the packages are attributed to their indexes and uv may resolve a second time. Their RECORDs are read in
 the background from then on, as many at a time as wheelrecords.WORKERS, each once (wheelrecords waits for a read in
-flight instead of starting it again); once the lock is known, what it does not hold is no longer started."""
+flight instead of starting it again); once the lock is known, what it does not hold is no longer started, and what
+still runs when the lock ends is dropped with the process, never waited for (`DaemonPool`)."""
 
 from __future__ import annotations
 
+import queue
 import threading
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from provision import wheelfacts
 from provision.stacks import wheelrecords
 
 LOCK_LIMIT = 64 << 20  # the most of an earlier lock read for its wheels
+T = TypeVar("T")
+
+
+class DaemonPool:
+    """`submit` as ThreadPoolExecutor's, on daemon threads: a read still running when the process ends is dropped
+    with it. ThreadPoolExecutor's threads are joined at exit: a lock that uv failed in 0.4 s waited 20 s more for a
+    read ahead that a slow index held, a read no one needed any more."""
+
+    def __init__(self, workers: int, name: str) -> None:
+        self.workers, self.name = workers, name
+        self.jobs: queue.SimpleQueue[tuple[Future[Any], Callable[..., Any], tuple[Any, ...]] | None] = (
+            queue.SimpleQueue()
+        )
+        self.threads: list[threading.Thread] = []
+        self.closed = False
+        self.guard = threading.Lock()
+
+    def submit(self, fn: Callable[..., T], /, *args: Any) -> Future[T]:
+        future: Future[T] = Future()
+        with self.guard:
+            if self.closed:
+                raise RuntimeError("the pool is shut")
+            self.jobs.put((future, fn, args))
+            if len(self.threads) < self.workers:  # a thread per job until there are `workers`
+                thread = threading.Thread(
+                    target=self._work, name=f"{self.name}-{len(self.threads)}", daemon=True
+                )
+                self.threads.append(thread)
+                thread.start()
+        return future
+
+    def _work(self) -> None:
+        while (job := self.jobs.get()) is not None:
+            future, fn, args = job
+            if not future.set_running_or_notify_cancel():
+                continue
+            try:
+                result = fn(*args)
+            except BaseException as exc:
+                future.set_exception(exc)
+            else:
+                future.set_result(result)
+
+    def shutdown(self) -> None:
+        """Start nothing more: what waits is cancelled, what runs ends in its thread (or with the process)."""
+        with self.guard:
+            self.closed = True
+            while True:
+                try:
+                    job = self.jobs.get_nowait()
+                except queue.Empty:
+                    break
+                if job is not None:
+                    job[0].cancel()
+            for _ in self.threads:
+                self.jobs.put(None)
 
 
 class EarlyReads:
@@ -29,7 +87,7 @@ class EarlyReads:
         self.guard = threading.Lock()
         self.previous: set[str] | None = None  # the URLs of the lock replaced, once read (`start_from`)
         self.waiting: list[str] = []  # URLs uv named before that lock was read
-        self.pool = ThreadPoolExecutor(max_workers=wheelrecords.WORKERS, thread_name_prefix="early-record")
+        self.pool = DaemonPool(wheelrecords.WORKERS, "early-record")
 
     def start_from(self, previous: Path) -> None:
         """Read, off the main thread, the RECORDs of the wheels of the lock at `previous` (none if it cannot be read)."""
@@ -118,7 +176,7 @@ class EarlyReads:
             for sha256, future in self.futures.items():
                 if sha256 not in sha256s:
                     future.cancel()
-        self.pool.shutdown(wait=False, cancel_futures=True)  # reads ahead not started are not started
+        self.pool.shutdown()  # reads ahead not started are not started
 
 
 def jobs_of(packages: list[Any]) -> list[wheelrecords.Job]:

@@ -6,6 +6,7 @@ while uv resolves, from the wheels uv's own log says it is fetching."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -29,11 +30,17 @@ def _served(index_server):  # type: ignore[no-untyped-def]
     return served
 
 
-def _lock(
-    tmp_path: Path, served, *extra: str, check: bool = True, json_: bool = True
-) -> subprocess.CompletedProcess[str]:  # type: ignore[no-untyped-def]
-    profile = tiny.profile(tmp_path, "mine", packages='app = "==1.0"')
-    env = {"UV_CACHE_DIR": str(tmp_path / "uv"), "XDG_CACHE_HOME": str(tmp_path / "xdg")}
+def _lock(  # type: ignore[no-untyped-def]
+    tmp_path: Path,
+    served,
+    *extra: str,
+    check: bool = True,
+    json_: bool = True,
+    packages: str = 'app = "==1.0"',
+    env: dict[str, str] | None = None,
+) -> subprocess.CompletedProcess[str]:
+    profile = tiny.profile(tmp_path, "mine", packages=packages)
+    env = {"UV_CACHE_DIR": str(tmp_path / "uv"), "XDG_CACHE_HOME": str(tmp_path / "xdg"), **(env or {})}
     return run_provision(
         "lock",
         str(profile),
@@ -221,18 +228,13 @@ def test_the_reads_ahead_of_a_lock_that_ended_are_forgotten() -> None:
 def test_uvs_errors_arrive_plain_where_the_caller_forces_colour(index_server, tmp_path: Path) -> None:
     """A CI sets FORCE_COLOR: uv's words are read by provision (its error turned into one line, its log into reads
     ahead), so uv is never asked for colour, whatever the caller's environment says."""
-    served = _served(index_server)
-    profile = tiny.profile(tmp_path, "mine", packages='app = "==1.0"\nlib = "<1.0"')  # app needs lib>=1.0
-    done = run_provision(
-        "lock",
-        str(profile),
-        "--python",
-        PY,
-        f"--index=default={served.url}",
-        "-o",
-        str(tmp_path / "pylock.mine.toml"),
-        env={"FORCE_COLOR": "1", "CLICOLOR_FORCE": "1", "UV_CACHE_DIR": str(tmp_path / "uv")},
+    done = _lock(  # app needs lib>=1.0
+        tmp_path,
+        _served(index_server),
+        packages='app = "==1.0"\nlib = "<1.0"',
+        env={"FORCE_COLOR": "1", "CLICOLOR_FORCE": "1"},
         check=False,
+        json_=False,
     )
     assert done.returncode != 0 and "\x1b" not in done.stderr, done.stderr
     assert "the pins cannot all hold" in done.stderr and "DEBUG" not in done.stderr, done.stderr
@@ -247,3 +249,32 @@ def test_every_uv_run_is_asked_for_no_colour(tmp_path: Path, monkeypatch: pytest
     with pytest.raises(ProvisionError) as failed:
         uvtool.run(["pip", "compile", str(tmp_path / "missing.in")], cwd=tmp_path)
     assert "\x1b" not in failed.value.message and "missing.in" in failed.value.message, failed.value.message
+
+
+def test_a_lock_that_fails_does_not_wait_for_its_reads_ahead(index_server, tmp_path: Path) -> None:
+    """uv fails at once (app needs a lib the index does not have) after naming app's wheel; the read ahead of its RECORD
+    is held by a slow index. The lock ends with uv's error, not with that read: a read no one needs is dropped with the
+    process (it took 20 s more, the slow read's own time, when the reads' threads were joined at exit)."""
+    import threading
+    import time
+
+    served = _served(index_server)
+    served.add("app", "2.0", requires=("lib>=9",))
+    served.hold_ranges = threading.Event()
+    profile = tiny.profile(tmp_path, "mine", packages='app = "==2.0"')
+    try:
+        started = time.monotonic()
+        done = subprocess.run(  # exec'd, not through the tests' fork server: a process that ends as a user's does
+            [sys.executable, "-m", "provision", "lock", str(profile), "--python", PY]
+            + [f"--index=default={served.url}", "-o", str(tmp_path / "pylock.mine.toml")],
+            env={**os.environ, "UV_CACHE_DIR": str(tmp_path / "uv"), "XDG_CACHE_HOME": str(tmp_path / "xdg")},
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        took = time.monotonic() - started
+    finally:
+        served.hold_ranges.set()
+    assert done.returncode != 0 and "cannot all hold" in done.stderr, done.stderr
+    assert served.range_requests >= 1  # the read ahead was asked, and held
+    assert took < 15, took
