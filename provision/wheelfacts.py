@@ -71,7 +71,7 @@ def get(kind: str, key: str) -> Any:
     """The data kept for the wheel of sha256 `key`, None when there is none that checks (a bad one is removed)."""
     if kind not in LIMITS or not SHA256.fullmatch(key):
         return None
-    held = _open_folder(kind, create=False)
+    held = open_folder(kind, create=False)
     if held is None:
         return None
     try:
@@ -106,7 +106,7 @@ def get(kind: str, key: str) -> Any:
 def has(kind: str, keys: list[str]) -> bool:
     """Whether an entry of this kind lies there for every key (a regular file, not read: `get` checks it when it is
     read), each touched as `get` touches what it reads."""
-    held = _open_folder(kind, create=False) if kind in LIMITS else None
+    held = open_folder(kind, create=False) if kind in LIMITS else None
     if held is None:
         return not keys
     try:
@@ -151,7 +151,7 @@ def put(kind: str, key: str, data: Any) -> None:
     if len(text) > ENTRY_MAX[kind]:
         return
     try:
-        held = _open_folder(kind, create=True)
+        held = open_folder(kind, create=True)
     except OSError:
         return
     if held is None:
@@ -175,7 +175,7 @@ def put(kind: str, key: str, data: Any) -> None:
 
 def discard(kind: str, key: str) -> None:
     """Remove an entry its reader found of the wrong shape."""
-    held = _open_folder(kind, create=False) if kind in LIMITS and SHA256.fullmatch(key) else None
+    held = open_folder(kind, create=False) if kind in LIMITS and SHA256.fullmatch(key) else None
     if held is not None:
         try:
             _discard(held, kind, key)
@@ -183,7 +183,7 @@ def discard(kind: str, key: str) -> None:
             os.close(held)
 
 
-def _open_folder(kind: str, *, create: bool) -> int | None:
+def open_folder(kind: str, *, create: bool) -> int | None:
     """A descriptor of the kind's folder, opened without following a link; a link or a file there is removed (and,
     with `create`, a folder made in its place). None where there is none, or where the cache's folder or the kind's is
     another user's or writable by others (`untrusted`): nothing there is read or written."""
@@ -301,7 +301,7 @@ def _entries(held: int) -> list[tuple[float, str, int]]:
 
 def usage(kind: str) -> tuple[int, int]:
     """(entries, bytes) the kind's folder holds."""
-    held = _open_folder(kind, create=False)
+    held = open_folder(kind, create=False)
     if held is None:
         return 0, 0
     try:
@@ -314,7 +314,7 @@ def usage(kind: str) -> tuple[int, int]:
 def prune(kind: str, *, older_than: float | None, everything: bool = False) -> tuple[int, int]:
     """Remove the kind's entries not used for `older_than` seconds (all with `everything`), what is no entry (a link,
     a folder, a foreign name) and temp files killed writers left: (count, bytes) removed."""
-    held = _open_folder(kind, create=False)
+    held = open_folder(kind, create=False)
     if held is None:
         return 0, 0
     now, count, size = time.time(), 0, 0

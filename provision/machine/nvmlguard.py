@@ -29,24 +29,24 @@ _PID_MAX = 1 << 22  # Linux's largest pid_max: a larger number is no mark of pro
 _OPEN = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK  # a FIFO put there is no wait for a reader
 
 
-def folder() -> str:
-    from provision import wheelfacts
-
-    return os.path.join(wheelfacts.root(), FOLDER)
-
-
 def suspected() -> bool:
     """Whether NVML crashed a reading before: a `crashed` file, or a mark of a process that is gone (removed now)."""
+    held = _held(create=False)
+    if held is None:
+        return False
     try:
-        names = os.listdir(folder())
+        names = os.listdir(held)
+        found = CRASHED in names
+        for name in names:
+            pid = _pid(name)
+            if pid is not None and not _reading(pid):
+                found = True
+                with contextlib.suppress(OSError):
+                    os.unlink(name, dir_fd=held)
     except OSError:
         return False
-    found = CRASHED in names
-    for name in names:
-        pid = _pid(name)
-        if pid is not None and not _reading(pid):
-            found = True
-            _remove(name)
+    finally:
+        os.close(held)
     return found
 
 
@@ -109,11 +109,7 @@ def child_start(work: Callable[[], object], limit: float) -> str | None:
 def crashed(kept: bool) -> None:
     """Keep (or, `kept` False, drop) the `crashed` file: whether NVML killed the last child."""
     if kept:
-        try:
-            os.makedirs(folder(), mode=0o700, exist_ok=True)
-            os.close(os.open(os.path.join(folder(), CRASHED), _OPEN, 0o600))
-        except OSError:
-            pass
+        _make(CRASHED)
     else:
         _remove(CRASHED)
 
@@ -125,10 +121,7 @@ def begin() -> str | None:
     import faulthandler
 
     name = f"{_MARK}{os.getpid()}"
-    try:
-        os.makedirs(folder(), mode=0o700, exist_ok=True)
-        os.close(os.open(os.path.join(folder(), name), _OPEN, 0o600))
-    except OSError:
+    if not _make(name):
         return None
     # once a process, however many readings: one left hung on its thread ends with the process, no crash
     if not _at_exit:
@@ -210,6 +203,33 @@ def _reap(pid: int) -> int | None:
         return None
 
 
+def _held(create: bool) -> int | None:
+    """The folder's descriptor, trusted as wheelfacts trusts the cache's folders (a link there removed, never
+    followed; none where it or the cache is another user's or writable by others), None where there is none."""
+    from provision import wheelfacts
+
+    try:
+        return wheelfacts.open_folder(FOLDER, create=create)
+    except OSError:  # a read-only cache: no guard, as before
+        return None
+
+
+def _make(name: str) -> bool:
+    held = _held(create=True)
+    if held is None:
+        return False
+    try:
+        os.close(os.open(name, _OPEN, 0o600, dir_fd=held))
+    except OSError:
+        return False
+    finally:
+        os.close(held)
+    return True
+
+
 def _remove(name: str) -> None:
-    with contextlib.suppress(OSError):
-        os.unlink(os.path.join(folder(), name))
+    held = _held(create=False)
+    if held is not None:
+        with contextlib.suppress(OSError):
+            os.unlink(name, dir_fd=held)
+        os.close(held)

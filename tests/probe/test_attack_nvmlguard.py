@@ -215,3 +215,33 @@ def test_many_readings_in_one_process_register_one_exit_handler() -> None:
         nvmlguard.end(nvmlguard.begin())
     assert atexit._ncallbacks() <= before + 1
     assert not (_guard() / f"reading-{os.getpid()}").exists()
+
+
+def test_a_link_for_the_nvml_folder_is_never_written_through(lib: Path, tmp_path: Path) -> None:
+    """provision/nvml a link to another folder (a cache in a shared place, another user's link): the marks and
+    `crashed` were made (and removed) there, as root too. The cache's folders are trusted as wheelfacts trusts them:
+    a link is removed, a folder made in its place."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    _guard().parent.mkdir(parents=True, exist_ok=True)
+    _guard().symlink_to(elsewhere)
+    crash = standin_nvml.environment(lib, "crash")
+    first = run_provision("probe", "--json", env=crash, timeout=60)
+    assert first.returncode in (-signal.SIGSEGV, 128 + signal.SIGSEGV), (first.returncode, first.stderr)
+    assert list(elsewhere.iterdir()) == []
+    assert not _guard().is_symlink() and [p.name for p in _guard().iterdir()][0].startswith("reading-")
+    assert _start(run_provision("probe", "--json", env=crash, timeout=60))["state"] == "crashed"
+    assert list(elsewhere.iterdir()) == [] and [p.name for p in _guard().iterdir()] == ["crashed"]
+
+
+def test_an_nvml_folder_others_may_write_is_not_used(lib: Path) -> None:
+    """A `crashed` or marks in a folder others may write (a cache in /tmp) are nobody's word: that folder is neither
+    read nor written, NVML read in process as without the guard."""
+    _guard().mkdir(parents=True)
+    _guard().chmod(0o777)
+    (_guard() / "crashed").touch()
+    done = run_provision("probe", "--json", env=standin_nvml.environment(lib, 0), timeout=60)
+    assert _start(done)["state"] not in ("crashed", "timeout")
+    assert "writable by others" in done.stderr, done.stderr
+    # untouched: no child was asked, nothing written
+    assert [p.name for p in _guard().iterdir()] == ["crashed"]
