@@ -242,6 +242,6 @@ def test_an_nvml_folder_others_may_write_is_not_used(lib: Path) -> None:
     (_guard() / "crashed").touch()
     done = run_provision("probe", "--json", env=standin_nvml.environment(lib, 0), timeout=60)
     assert _start(done)["state"] not in ("crashed", "timeout")
-    assert "writable by others" in done.stderr, done.stderr
+    assert "nvml is writable by other users" in done.stderr, done.stderr
     # untouched: no child was asked, nothing written
     assert [p.name for p in _guard().iterdir()] == ["crashed"]
