@@ -68,8 +68,9 @@ class _NvmlStart:
             return
         from provision.machine import nvmlguard
 
+        limit = _start_timeout()  # a wait that is no number is exit 2 before a mark is removed
         if nvmlguard.suspected():  # a reading died inside NVML before: it is tried in a child first
-            died = nvmlguard.child_start(_read_in_child, _start_timeout())
+            died = nvmlguard.child_start(_read_in_child, limit)
             # a child that never answered says nothing of a crash: `crashed` stays as it is
             if died != "timeout":
                 nvmlguard.crashed(died is not None)

@@ -245,3 +245,19 @@ def test_an_nvml_folder_others_may_write_is_not_used(lib: Path) -> None:
     assert "nvml is writable by other users" in done.stderr, done.stderr
     # untouched: no child was asked, nothing written
     assert [p.name for p in _guard().iterdir()] == ["crashed"]
+
+
+def test_a_wait_that_is_no_number_costs_no_evidence(lib: Path) -> None:
+    """PROVISION_NVML_START_TIMEOUT=abc is exit 2; it was read after the dead mark had been removed: the run after,
+    the variable mended, called NVML in process and died again."""
+    _dead_mark()
+    (mark,) = _guard().iterdir()
+    bad = {**standin_nvml.environment(lib, "crash"), "PROVISION_NVML_START_TIMEOUT": "abc"}
+    assert run_provision("probe", "--json", env=bad, timeout=60).returncode == 2
+    assert mark.exists()
+    assert (
+        _start(run_provision("probe", "--json", env=standin_nvml.environment(lib, "crash"), timeout=60))[
+            "state"
+        ]
+        == "crashed"
+    )
