@@ -71,9 +71,10 @@ def _prctl() -> Callable[..., int] | None:
         return None
 
 
-def _death_signal(parent: int) -> Callable[[], None] | None:
-    """In the child: ask Linux to SIGKILL it when provision dies (PR_SET_PDEATHSIG), so a kill -9 leaves nothing
-    running on; if provision died already, before the request, the child ends at once."""
+def death_signal(parent: int) -> Callable[[], None] | None:
+    """In the child (made in the parent, called in the child: a subprocess's preexec_fn, a fork's first step): ask
+    Linux to SIGKILL it when provision dies (PR_SET_PDEATHSIG), so a kill -9 leaves nothing running on; if provision
+    died already, before the request, the child ends at once."""
     prctl = _prctl() if sys.platform == "linux" else None
     if prctl is None:
         return None
@@ -131,7 +132,7 @@ def run(
             errors="replace",
             env=dict(env) if env is not None else environment(),
             cwd=cwd,
-            preexec_fn=_death_signal(os.getpid()) if die_with_parent else None,
+            preexec_fn=death_signal(os.getpid()) if die_with_parent else None,
             start_new_session=group,
         )
     except BaseException as exc:
@@ -316,7 +317,7 @@ def run_watched(
             stderr=subprocess.PIPE,
             env=dict(env),
             start_new_session=True,  # its own process group: a kill takes its helpers too
-            preexec_fn=_death_signal(os.getpid()) if main_thread else None,
+            preexec_fn=death_signal(os.getpid()) if main_thread else None,
         )
     except OSError as exc:
         os.close(master)

@@ -58,13 +58,16 @@ def child_start(work: Callable[[], object], limit: float) -> str | None:
     itself) costs nothing; it dies with this process (PR_SET_PDEATHSIG), and this one's Ctrl-C kills it."""
     if not hasattr(os, "fork"):
         return None
+    from provision import proc
+
+    die_with_parent = proc.death_signal(os.getpid())  # prctl looked up here: the child only calls it
     readable, writable = os.pipe()
-    parent = os.getpid()
     pid = os.fork()
     if pid == 0:  # the child: nothing but `work`; its own output closed (a crash there says nothing)
         try:
             os.close(readable)
-            _die_with(parent)
+            if die_with_parent is not None:
+                die_with_parent()
             import faulthandler
 
             faulthandler.disable()
@@ -177,16 +180,6 @@ def _reading(pid: int) -> bool:
     from provision import proc
 
     return proc.pid_alive(pid)
-
-
-def _die_with(parent: int) -> None:
-    """The child is killed when its parent ends (Linux's prctl PR_SET_PDEATHSIG), even by kill -9."""
-    with contextlib.suppress(Exception):
-        import ctypes
-
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    if os.getppid() != parent:  # it ended before the prctl
-        os._exit(0)
 
 
 def _kill(pid: int) -> None:
