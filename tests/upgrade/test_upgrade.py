@@ -234,7 +234,8 @@ def test_kill_9_after_each_step_then_resume(made: tiny.Tool, after: str) -> None
     finished = [s["step"] for s in before["steps"] if s["status"] in ("pass", "skip")]
     assert finished[: STEPS.index(after) + 1] == STEPS[: STEPS.index(after) + 1], before["steps"]
     if before["decision"] is None:
-        assert active(made) == "old"
+        # killed within the decision (after the baseline), the switch may be made before the record says so
+        assert active(made) == "old" or (after == "baseline" and active(made) == "fast"), active(made)
         again = made("upgrade", "fast", check=False)
         assert again.returncode == 7 and "an upgrade to fast is unfinished" in again.stderr
         assert "hint: go on with it: the same command with --resume" in again.stderr, again.stderr
