@@ -105,12 +105,14 @@ def shared_uv_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session", autouse=True)
-def _session_isolation(shared_uv_cache: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+def _session_isolation(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    # the shared cache by its path, not as the fixture: an autouse fixture's dependency is in every test's fixturenames,
+    # and `isolated` then gave every test the shared cache (a test that edits uv's cache reached the others' wheels)
     with pytest.MonkeyPatch.context() as patch:
         for name in list(os.environ):
             if name.startswith(INHERITED):
                 patch.delenv(name)
-        patch.setenv("UV_CACHE_DIR", str(shared_uv_cache))
+        patch.setenv("UV_CACHE_DIR", str(run_folder(tmp_path_factory) / "uv-cache-shared"))
         # The tests start provision about a thousand times: its bytecode is compiled once, into the session's folder
         # (never beside the sources), even where PYTHONDONTWRITEBYTECODE would compile every module in every process.
         patch.delenv("PYTHONDONTWRITEBYTECODE", raising=False)

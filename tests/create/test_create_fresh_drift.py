@@ -54,9 +54,10 @@ def edit_uv_cache(cache: Path, with_record: bool) -> None:
 def test_a_wheel_edited_in_uvs_cache_fails_create(
     tool: tiny.Tool, tmp_path: Path, isolated, with_record: bool
 ) -> None:
-    env = {"XDG_CACHE_HOME": str(tmp_path / "xdg")}  # where provision keeps the RECORDs it read when locking
+    own = tmp_path / "uv"  # a uv cache of this test's own: the edit must reach no other test's alpha 1.0
+    env = {"XDG_CACHE_HOME": str(tmp_path / "xdg"), "UV_CACHE_DIR": str(own)}  # and provision's RECORDs
     tool("create", "tiny", "--python", tiny.PY, env=env)
-    edit_uv_cache(isolated.uv_cache, with_record)
+    edit_uv_cache(own, with_record)
     done = tool("create", "tiny", "--name", "again", "--python", tiny.PY, "--json", env=env, check=False)
     result = json.loads(done.stdout)
     drift = next(c for c in result["checks"] if c["id"] == "drift")
