@@ -2,8 +2,10 @@
 
 A libnvidia-ml.so.1 that dies inside nvmlInit (SIGSEGV: another driver's library mounted into a container, a broken
 install) takes provision with it, and no Python code can catch that. So each NVML reading leaves a mark on disk while
-it runs (`begin`, removed by `end` or at the process's exit). A mark left by a process that is gone (or one of this
-process's own pid that it did not make: a container's provision has the same pid every run) means the last reading
+it runs (`begin`, removed by `end` or at the process's exit), stamped with its writer's start time. A mark left by a
+process that is gone (its pid free, or now a process that started at another time: a reused pid, another pid
+namespace's; or one of this process's own pid that it did not make: a container's provision has the same pid every
+run) means the last reading
 died inside NVML: the next one starts and reads NVML in a child process first (`child_start`). A child killed by a
 signal (or ended by the library) means this process never calls NVML; the reading says why (state `crashed`) and what
 to do, and a kept `crashed` file makes every later run check in a child first, until a child reads NVML cleanly. The
@@ -39,7 +41,7 @@ def suspected() -> bool:
         found = CRASHED in names
         for name in names:
             pid = _pid(name)
-            if pid is not None and not _reading(pid):
+            if pid is not None and not _reading(pid, _stamped(held, name)):
                 found = True
                 with contextlib.suppress(OSError):
                     os.unlink(name, dir_fd=held)
@@ -124,7 +126,7 @@ def begin() -> str | None:
     import faulthandler
 
     name = f"{_MARK}{os.getpid()}"
-    if not _make(name):
+    if not _make(name, _started(os.getpid()) or ""):
         return None
     # once a process, however many readings: one left hung on its thread ends with the process, no crash
     if not _at_exit:
@@ -173,13 +175,51 @@ def _pid(name: str) -> int | None:
     return int(number) if 0 < int(number) <= _PID_MAX else None
 
 
-def _reading(pid: int) -> bool:
-    """Whether the process of a mark is reading NVML: alive, or this one where it has a reading under way."""
+def _reading(pid: int, stamp: str | None = None) -> bool:
+    """Whether the process of a mark is reading NVML: alive, or this one where it has a reading under way. A mark
+    stamped with its writer's start time (`_started`) is of a process that is gone where the pid's process now
+    started at another time: the pid was reused, or the mark was written in another pid namespace."""
     if pid == os.getpid():
         return f"{_MARK}{pid}" in _under_way
     from provision import proc
 
-    return proc.pid_alive(pid)
+    if not proc.pid_alive(pid):
+        return False
+    now = _started(pid)
+    return not stamp or now is None or now == stamp
+
+
+def _started(pid: int) -> str | None:
+    """When the process `pid` started, in clock ticks after boot (/proc/PID/stat's 22nd field), None where it cannot
+    be read (no /proc, another user's hidden one)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            fields = (
+                stat.read(4096).rpartition(b")")[2].split()
+            )  # after the command's name, which may hold spaces
+        started = fields[19].decode()  # field 22: those after the name start at field 3, the state
+    except (OSError, IndexError, UnicodeDecodeError):
+        return None
+    return started if started.isdigit() else None
+
+
+def _stamped(held: int, name: str) -> str | None:
+    """The start time a mark holds, None for a mark of the format before (empty) or one that cannot be read."""
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=held)
+    except OSError:
+        return None
+    try:
+        import stat
+
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        text = os.read(fd, 32).decode("ascii", "replace").strip()
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    return text if text.isdigit() else None
 
 
 def _kill(pid: int) -> None:
@@ -207,12 +247,20 @@ def _held(create: bool) -> int | None:
         return None
 
 
-def _make(name: str) -> bool:
+def _make(name: str, text: str = "") -> bool:
     held = _held(create=True)
     if held is None:
         return False
     try:
-        os.close(os.open(name, _OPEN, 0o600, dir_fd=held))
+        fd = os.open(name, _OPEN, 0o600, dir_fd=held)
+        try:
+            import stat
+
+            if text and stat.S_ISREG(os.fstat(fd).st_mode):
+                os.ftruncate(fd, 0)
+                os.write(fd, text.encode())
+        finally:
+            os.close(fd)
     except OSError:
         return False
     finally:

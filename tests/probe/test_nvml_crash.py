@@ -99,3 +99,28 @@ def test_a_stderr_without_a_descriptor_costs_the_stacks_not_the_reading(
     finally:
         if was:
             faulthandler.enable(file=sys.__stderr__)
+
+
+def test_a_mark_whose_pid_now_names_another_process_is_of_one_that_is_gone() -> None:
+    """A mark holds its writer's start time: the same pid started at another time is a reused pid (or a pid of another
+    namespace, a container's sharing the cache), so the reading it marked died, and the next run checks in a child."""
+    from provision.machine import nvmlguard
+
+    _guard().mkdir(parents=True, exist_ok=True)
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        started = nvmlguard._started(sleeper.pid)
+        assert started is not None and started.isdigit()
+        mark = _guard() / f"reading-{sleeper.pid}"
+        for stamp, gone in ((started, False), ("", False), (str(int(started) + 1), True)):
+            mark.write_text(stamp)  # its own start time, a mark of the format before, another process's
+            assert nvmlguard.suspected() is gone, stamp
+            assert mark.exists() is not gone
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+    made = nvmlguard.begin()  # this process's own mark carries its start time
+    try:
+        assert made is not None and (_guard() / made).read_text() == nvmlguard._started(os.getpid())
+    finally:
+        nvmlguard.end(made)
