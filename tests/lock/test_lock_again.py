@@ -278,3 +278,67 @@ def test_a_lock_that_fails_does_not_wait_for_its_reads_ahead(index_server, tmp_p
     assert done.returncode != 0 and "cannot all hold" in done.stderr, done.stderr
     assert served.range_requests >= 1  # the read ahead was asked, and held
     assert took < 15, took
+
+
+def _popen_lock(tmp_path: Path, served, profile: Path) -> subprocess.Popen[str]:  # type: ignore[no-untyped-def]
+    return subprocess.Popen(
+        [sys.executable, "-m", "provision", "lock", str(profile), "--python", PY]
+        + [f"--index=default={served.url}", "-o", str(tmp_path / "pylock.mine.toml"), "--json"],
+        env={**os.environ, "UV_CACHE_DIR": str(tmp_path / "uv"), "XDG_CACHE_HOME": str(tmp_path / "xdg")},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def test_two_locks_at_once_onto_one_lock_and_one_cache_both_end_with_a_whole_lock(
+    index_server, tmp_path: Path
+) -> None:
+    """A second copy at once (two terminals, two CI jobs on one runner): same -o, same caches. Each exits 0; what
+    lies at -o is a whole lock (one of theirs), and the kept verdict is whole."""
+    from provision.stacks import lockfile
+
+    served = _served(index_server)
+    _lock(tmp_path, served)  # a lock in the way: both take it as their preferences
+    profile = tiny.profile(tmp_path, "mine", packages='app = "==1.0"')
+    runs = [_popen_lock(tmp_path, served, profile) for _ in range(3)]
+    for run in runs:
+        out, err = run.communicate(timeout=120)
+        assert run.returncode == 0, err
+        assert {p["name"] for p in json.loads(out)["packages"]} == {"app", "lib"}
+    assert lockfile.versions(tmp_path / "pylock.mine.toml") == {"app": "1.0", "lib": "1.0"}
+    (verdict,) = (tmp_path / "xdg/provision/verdicts").iterdir()
+    assert json.loads(verdict.read_text())["key"] == verdict.name
+
+
+def test_a_lock_killed_while_it_reads_leaves_the_lock_it_would_replace_as_it_was(
+    index_server, tmp_path: Path
+) -> None:
+    """kill -9 while the reads ahead wait on a slow index: the lock at -o is byte for byte the one before, and the next
+    lock is made."""
+    import signal
+    import threading
+    import time
+
+    served = _served(index_server)
+    _lock(tmp_path, served)
+    before = (tmp_path / "pylock.mine.toml").read_bytes()
+    served.add("app", "2.0", requires=("lib>=1.0",))
+    for entry in (tmp_path / "xdg/provision/records").iterdir():  # its RECORDs read again: by range, held
+        entry.unlink()
+    served.hold_ranges = threading.Event()
+    profile = tiny.profile(tmp_path, "mine", packages='app = "==2.0"')
+    try:
+        run = _popen_lock(tmp_path, served, profile)
+        deadline = time.monotonic() + 60
+        while served.range_requests == 0 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert served.range_requests > 0, "no read started"
+        run.send_signal(signal.SIGKILL)
+        run.communicate(timeout=60)
+    finally:
+        served.hold_ranges.set()
+    assert (tmp_path / "pylock.mine.toml").read_bytes() == before
+    served.hold_ranges = None
+    again = _lock(tmp_path, served, packages='app = "==2.0"')
+    assert _versions(again)["app"] == "2.0"
