@@ -427,8 +427,6 @@ def _uv_compile_args(target: Target, output: str) -> list[str]:
         "pyproject.toml",
         "--no-config",
         "--quiet",
-        "--color",
-        "never",  # its log read plain (a FORCE_COLOR in the caller's environment colours uv's DEBUG)
         "-o",
         output,
         "--format",

@@ -159,10 +159,12 @@ def test_the_verdict_key_names_each_wheel_its_url_and_the_rules() -> None:
 
 @pytest.mark.parametrize("pep658", [False, True], ids=["range", "metadata-file"])
 def test_uvs_log_names_the_wheels_it_fetches_as_lock_reads_them(
-    index_server, tmp_path: Path, pep658: bool
+    index_server, tmp_path: Path, pep658: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The reads ahead depend on uv's log line for what its HTTP cache fetches: this uv still writes it, and lock's
-    pattern finds every wheel the lock holds in it (a uv that logs otherwise only costs the reads' head start)."""
+    pattern finds every wheel the lock holds in it (a uv that logs otherwise only costs the reads' head start), in
+    the environment provision gives uv whatever the caller's (a CI's FORCE_COLOR coloured uv's DEBUG otherwise)."""
+    monkeypatch.setenv("FORCE_COLOR", "1")
     served = _served(index_server)
     served.pep658 = pep658
     (tmp_path / "pyproject.toml").write_text(lock._project(_profile(tmp_path), {}, {"default": served.url}))
@@ -170,7 +172,6 @@ def test_uvs_log_names_the_wheels_it_fetches_as_lock_reads_them(
         **uvtool.environment(uvtool.index_options({"default": served.url})[1]),
         "UV_CACHE_DIR": str(tmp_path / "uv"),
         "RUST_LOG": lock.UV_FETCHES,
-        "FORCE_COLOR": "1",  # as a CI sets it: uv's log stays plain for lock (it colours DEBUG otherwise)
     }
     done = subprocess.run(
         [uvtool.binary(), *lock._uv_compile_args(lock.Target(python=PY, platform=None), "pylock.toml")],
@@ -241,7 +242,7 @@ def test_uvs_errors_arrive_plain_where_the_caller_forces_colour(index_server, tm
 
 
 def test_every_uv_run_is_asked_for_no_colour(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Not lock's compile alone (which says --color never): any uv run whose error provision reads."""
+    """Any uv run whose error provision reads, not lock's compile alone."""
     from provision.errors import ProvisionError
 
     monkeypatch.setenv("FORCE_COLOR", "1")
