@@ -262,7 +262,9 @@ def test_a_lock_that_fails_does_not_wait_for_its_reads_ahead(index_server, tmp_p
     served = _served(index_server)
     served.add("app", "2.0", requires=("lib>=9",))
     served.hold_ranges = threading.Event()
-    served.delay = 1.0  # each answer a second late: the read ahead is asked before uv, one page on, has failed
+    served.delay = (
+        1.0  # each answer a second late: the read ahead is asked before uv, one page on, has failed
+    )
     profile = tiny.profile(tmp_path, "mine", packages='app = "==2.0"')
     try:
         started = time.monotonic()
