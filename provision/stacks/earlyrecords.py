@@ -14,7 +14,6 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import Any, TypeVar
 
-from provision import wheelfacts
 from provision.stacks import wheelrecords
 
 LOCK_LIMIT = 64 << 20  # the most of an earlier lock read for its wheels
@@ -87,6 +86,9 @@ class EarlyReads:
         self.guard = threading.Lock()
         self.previous: set[str] | None = None  # the URLs of the lock replaced, once read (`start_from`)
         self.waiting: list[str] = []  # URLs uv named before that lock was read
+        self.judged: frozenset[wheelrecords.Job] | None = (
+            None  # that lock's wheels, where their verdict was kept
+        )
         self.pool = DaemonPool(wheelrecords.WORKERS, "early-record")
 
     def start_from(self, previous: Path) -> None:
@@ -103,11 +105,9 @@ class EarlyReads:
                 waiting, self.waiting = self.waiting, []
             for url in waiting:
                 self.ahead(url)
-        if (
-            jobs
-            and wheelfacts.get("verdicts", wheelrecords.verdict_key(jobs)) is not None
-            and wheelfacts.has("records", [job[3] for job in jobs])
-        ):
+        if jobs and wheelrecords.kept_verdict(jobs) is not None:
+            with self.guard:
+                self.judged = frozenset(jobs)
             return  # judged before: made again with the same wheels, the lock reads none of their RECORDs
         self._start(self._claim(jobs))
 
@@ -129,6 +129,9 @@ class EarlyReads:
     def add(self, jobs: list[wheelrecords.Job]) -> None:
         """Start reading these wheels' RECORDs, but for those read before or started already: the main thread only
         claims them; what was kept in records/ is looked up, and uv's cache searched, in a thread of its own."""
+        with self.guard:
+            if self.judged is not None and set(jobs) == self.judged:
+                return  # the wheels of the lock replaced, judged before: the gate reads none of them
         claimed = self._claim(jobs)
         if claimed:
             threading.Thread(target=self._start, args=(claimed,), name="early-records", daemon=True).start()

@@ -80,6 +80,31 @@ class Conflict:
 # what makes a path other than its own landing: an empty or dot segment anywhere, a first segment NAME.data; the
 # empty path
 _UNUSUAL = re.compile(r"//|(?:^|/)\.\.?(?:/|$)|^/|/$|^[^/]*\.data(?:/|$)|^$")
+# what _UNUSUAL looks for, as text in a RECORD's paths joined by newlines (and one before and after): none of these in
+# them, no path of them matches it (each alternative of _UNUSUAL shows as one of these, "\n" for ^ and $); found, the
+# paths go the whole way. A search of each path cost as much as reading the RECORD
+_UNUSUAL_TEXT = (
+    "//",
+    "/./",
+    "/../",
+    "\n./",
+    "\n../",
+    "\n.\n",
+    "\n..\n",
+    "/.\n",
+    "/..\n",
+    "/\n",
+    "\n/",
+    "\n\n",
+    ".data/",
+    ".data\n",
+)
+
+
+def _all_normal(paths: list[str]) -> bool:
+    """Whether every one of these paths is its own landing and not under NAME.data/ (landing's shortcut, for all)."""
+    joined = "\n" + "\n".join(paths) + "\n"
+    return not any(text in joined for text in _UNUSUAL_TEXT)
 
 
 def landing(path: str) -> str | None:
@@ -104,19 +129,20 @@ def installed(record: str | list[list[str]]) -> dict[str, str] | None:
     is its text, or its rows as kept in provision's records/ cache (stacks/wheelrecords.py)."""
     found: dict[str, str] = {}
     try:
-        for row in csv.reader(io.StringIO(record)) if isinstance(record, str) else record:
-            if not row or not row[0]:
-                continue
-            path = landing(row[0])
-            if path is None or (
-                path.endswith("/RECORD")
-                and path.count("/") == 1
-                and path.split("/")[0].endswith(".dist-info")
-            ):
-                continue
-            found[path] = row[1] if len(row) > 1 else _NO_HASH
+        rows = list(csv.reader(io.StringIO(record))) if isinstance(record, str) else record
     except csv.Error:
         return None
+    # nearly every RECORD lists paths already normal: one search over all of them spares a search of each
+    normal = _all_normal([row[0] for row in rows if row and row[0]])
+    for row in rows:
+        if not row or not row[0]:
+            continue
+        path = row[0] if normal else landing(row[0])
+        if path is None or (
+            path.endswith("/RECORD") and path.count("/") == 1 and path.split("/")[0].endswith(".dist-info")
+        ):
+            continue
+        found[path] = row[1] if len(row) > 1 else _NO_HASH
     return found
 
 
@@ -176,16 +202,16 @@ def conflicts(records: dict[str, dict[str, str]]) -> list[Conflict]:
                     why=f"writes into {folder}, the metadata of another distribution:",
                 )
             )
-    for path, (
-        wheel,
-        _,
-    ) in owner.items():  # a file where another wheel has a folder: one of them cannot be installed
-        parent = path.rpartition("/")[0]
-        while parent:
-            if parent in owner and owner[parent][0] != wheel:
-                key = tuple(sorted((owner[parent][0], wheel)))
-                pairs.setdefault((key[0], key[1]), []).append((f"{parent} (a file) and {path}", True))
-            parent = parent.rpartition("/")[0]
+    if not _folders(owner).isdisjoint(
+        owner
+    ):  # a file where another wheel has a folder: one cannot be installed
+        for path, (wheel, _) in owner.items():
+            parent = path.rpartition("/")[0]
+            while parent:
+                if parent in owner and owner[parent][0] != wheel:
+                    key = tuple(sorted((owner[parent][0], wheel)))
+                    pairs.setdefault((key[0], key[1]), []).append((f"{parent} (a file) and {path}", True))
+                parent = parent.rpartition("/")[0]
     found = []
     for (a, b), listed in sorted(pairs.items()):
         comparable = [p for p, known in listed if known]
@@ -203,6 +229,17 @@ def conflicts(records: dict[str, dict[str, str]]) -> list[Conflict]:
     return intrusions + found
 
 
+def _folders(paths: dict[str, object]) -> set[str]:
+    """Every folder above these paths (each folder's own parents walked once)."""
+    found: set[str] = set()
+    for path in paths:
+        parent = path.rpartition("/")[0]
+        while parent and parent not in found:
+            found.add(parent)
+            parent = parent.rpartition("/")[0]
+    return found
+
+
 KNOWN_MAX = 200  # a lock records at most this many shared paths (a stack of 207 wheels has one)
 
 
@@ -210,11 +247,19 @@ def known(records: dict[str, dict[str, str]]) -> list[dict[str, object]]:
     """Every path two or more wheels install with different hashes, for the lock to record (`known_conflicts`):
     `{"path", "installs": {distribution: RECORD hash}}`, sorted by path, KNOWN_MAX at most. Drift judges an untouched
     build by it: such a path is shared from the first install, and no restore changes that."""
-    claims: dict[str, dict[str, str]] = {}
+    first: dict[str, tuple[str, str]] = {}  # path -> the first (distribution, hash) that installs it
+    claims: dict[
+        str, dict[str, str]
+    ] = {}  # path -> every (distribution: hash), for a path installed twice or more
     for wheel, paths in records.items():
         name = _own_name(wheel)
         for path, digest in paths.items() if name else ():
-            claims.setdefault(path, {})[name] = digest
+            if path in claims:
+                claims[path][name] = digest  # a distribution's last hash of it counts
+            elif path in first:
+                claims[path] = dict([first[path], (name, digest)])
+            else:
+                first[path] = (name, digest)
     shared: list[dict[str, object]] = [
         {"path": path, "installs": dict(sorted(by.items()))}
         for path, by in sorted(claims.items())

@@ -33,12 +33,27 @@ def folder() -> Path:
 # gate; report --lock's conflict gate after its scans); a RECORD being read is waited for, not read again
 _read: dict[tuple[str, str], dict[str, str] | None] = {}  # by (cache folder, sha256)
 _reading: dict[tuple[str, str], threading.Event] = {}
+_judged: dict[
+    tuple[str, str], Verdict
+] = {}  # (cache folder, verdict key) -> a kept verdict found in this run
 _claims = threading.Lock()
-# URL -> its RECORD's bytes, read by range requests before the lock said which sha256 the URL serves (lock's reads
+# URL -> its RECORD, read by range requests and parsed before the lock said which sha256 the URL serves (lock's reads
 # while uv resolves: ahead)
 _ahead: dict[str, Future[Ahead]] = {}
 Job = tuple[str, str, str, str]  # project, wheel file name, URL, sha256
-Ahead = tuple[bool, bytes | None]  # whether the index was asked, and the RECORD it gave (None: none it could)
+
+
+@dataclass(frozen=True)
+class Parsed:
+    """A RECORD's rows (path and hash) and what they install (lockcheck.installed), parsed once, where it was read."""
+
+    rows: list[list[str]]
+    installs: dict[str, str]
+
+
+Ahead = tuple[
+    bool, Parsed | None
+]  # whether the index was asked, and the RECORD it gave (None: none it could)
 Unpacked = dict[tuple[str, str], uvcache.CachedWheel]
 
 
@@ -77,12 +92,9 @@ def verdict(
     create's check of a new build compares its files with: one pruned since is read again). Kept only where every
     RECORD was read."""
     key = verdict_key(wheels)
-    kept = wheelfacts.get("verdicts", key)
-    found = _verdict_of(kept) if isinstance(kept, dict) else None
-    if found is not None and wheelfacts.has("records", [sha256 for _, _, _, sha256 in wheels]):
+    found = kept_verdict(wheels, key)
+    if found is not None:
         return found
-    if kept is not None and found is None:
-        wheelfacts.discard("verdicts", key)
     records = read_all(wheels, uv_cache, progress)
     read = {k: v for k, v in records.items() if v is not None}
     found = Verdict(
@@ -100,6 +112,22 @@ def verdict(
             {"conflicts": [dataclasses.asdict(c) for c in found.conflicts], "known": list(found.known)},
         )
     return found
+
+
+def kept_verdict(wheels: list[Job], key: str | None = None) -> Verdict | None:
+    """The verdict kept in verdicts/ for this set of wheels (`verdict`), where records/ still holds each of their
+    RECORDs; found once per run (lock asks while uv resolves, of the lock it replaces, and again after)."""
+    key = key or verdict_key(wheels)
+    if (wheelfacts.root(), key) in _judged:
+        return _judged[wheelfacts.root(), key]
+    kept = wheelfacts.get("verdicts", key)
+    found = _verdict_of(kept) if isinstance(kept, dict) else None
+    if found is not None and wheelfacts.has("records", [sha256 for _, _, _, sha256 in wheels]):
+        _judged[wheelfacts.root(), key] = found
+        return found
+    if kept is not None and found is None:
+        wheelfacts.discard("verdicts", key)
+    return None
 
 
 def verdict_key(wheels: list[Job]) -> str:
@@ -266,21 +294,30 @@ def rows_of(text: str) -> list[list[str]] | None:
         return None
 
 
+def parsed(text: str) -> Parsed | None:
+    """A RECORD's text parsed (rows_of, lockcheck.installed); None where csv cannot read it."""
+    rows = rows_of(text)
+    installs = lockcheck.installed(rows) if rows is not None else None
+    return Parsed(rows, installs) if rows is not None and installs is not None else None
+
+
 def keep(sha256: str, text: str, source: str, url: str = "") -> dict[str, str] | None:
     """What the RECORD `text` of the wheel with this sha256 installs, kept in records/ (with where it was read) and for
     this run. A RECORD csv cannot read is not kept: nothing is said of it, and it is read again next time."""
-    rows = rows_of(text)
-    if rows is None:
-        return None
+    found = parsed(text)
+    return keep_parsed(sha256, found, source, url) if found is not None else None
+
+
+def keep_parsed(sha256: str, found: Parsed, source: str, url: str = "") -> dict[str, str]:
+    """keep, of a RECORD parsed before (a read ahead parses it in its own thread, while uv resolves)."""
     if wheelcache.SHA256.match(sha256):
         wheelfacts.put(
             "records",
             sha256,
-            {"rows": rows, "from": source, **({"url": urls.digest(url)} if source == RANGE else {})},
+            {"rows": found.rows, "from": source, **({"url": urls.digest(url)} if source == RANGE else {})},
         )
-
-    found = _read[wheelfacts.root(), sha256] = lockcheck.installed(rows)
-    return found
+    _read[wheelfacts.root(), sha256] = found.installs
+    return found.installs
 
 
 def _elsewhere(filename: str, url: str, sha256: str) -> dict[str, str] | None:
@@ -290,20 +327,25 @@ def _elsewhere(filename: str, url: str, sha256: str) -> dict[str, str] | None:
         return keep(sha256, text, "provision cache") if text is not None else None
     if not url.lower().startswith(("http://", "https://")):
         return None
-    asked, raw = _read_ahead(url)
+    asked, found = _read_ahead(url)
     if not asked:  # an answer of the index read ahead is its answer, found or not: it is not asked again
-        from provision.stacks import (
-            wheelmeta,
-        )  # packaging.metadata and the index client: a remote zip is read
-
-        try:
-            raw = wheelmeta.record(url)
-        except ProvisionError:
-            return None  # a warning that cannot be given is not an error of the lock
-    if raw is None:
+        found = _fetched(url)
+    if found is None:
         return None
     # by the lock's sha256: read from that URL for that lock, as the lock's own file
-    return keep(sha256, raw.decode("utf-8", "replace"), RANGE, url)
+    return keep_parsed(sha256, found, RANGE, url)
+
+
+def _fetched(url: str) -> Parsed | None:
+    """The RECORD of the wheel at `url`, read by range requests and parsed; None where the index gives none (a warning
+    that cannot be given is not an error of the lock)."""
+    from provision.stacks import wheelmeta  # packaging.metadata and the index client: a remote zip is read
+
+    try:
+        raw = wheelmeta.record(url)
+    except ProvisionError:
+        return None
+    return parsed(raw.decode("utf-8", "replace")) if raw is not None else None
 
 
 def ahead(url: str, submit: Callable[[Callable[[], Ahead]], Future[Ahead]]) -> None:
@@ -323,15 +365,7 @@ def _fetch_ahead(url: str) -> Ahead:
             False,
             None,
         )  # read before: the gate finds it kept (or, the URL serving another file now, reads it)
-    from provision.stacks import wheelmeta
-
-    try:
-        return True, wheelmeta.record(url)
-    except ProvisionError:
-        return (
-            True,
-            None,
-        )  # the index failed it (no answer in time, after index.get's retries): not asked again
+    return True, _fetched(url)  # parsed here, while uv resolves; None: the index failed it, not asked again
 
 
 def drop_ahead() -> None:

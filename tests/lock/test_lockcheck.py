@@ -60,6 +60,82 @@ def test_a_path_already_normal_lands_as_it_is_and_every_other_as_normpath_puts_i
             assert lockcheck.landing(path) == whole(path), path
 
 
+def test_one_search_over_a_whole_record_agrees_with_each_paths_landing() -> None:
+    """installed's shortcut (one search over every path of a RECORD, joined by newlines) takes a RECORD's paths as
+    they are only where each is its own landing: one awkward path among normal ones, wherever it stands, and paths
+    holding a newline (csv reads a quoted one) go the whole way."""
+    import itertools
+
+    def each(rows: list[list[str]]) -> dict[str, str]:
+        found = {}
+        for row in rows:
+            path = lockcheck.landing(row[0]) if row and row[0] else None
+            if path is not None and not (
+                path.endswith("/RECORD")
+                and path.count("/") == 1
+                and path.split("/")[0].endswith(".dist-info")
+            ):
+                found[path] = row[1]
+        return found
+
+    awkward = [
+        "./a",
+        "a//b",
+        "a/",
+        "/a",
+        "x.data/purelib/p.py",
+        "a/../b",
+        "a/.",
+        "..",
+        "p\n/b",
+        "p\n../b",
+        "q/\n",
+        "\n",
+    ]
+    normal = ["pkg/__init__.py", "pkg/x.data", "pkg/a.py", "x-1.0.dist-info/RECORD", "a.data"]
+    for odd, at in itertools.product(awkward, range(len(normal) + 1)):
+        paths = normal[:at] + [odd] + normal[at:]
+        rows = [[path, f"sha256={i}", "1"] for i, path in enumerate(paths)]
+        assert lockcheck.installed(rows) == each(rows), paths
+    rows = [[path, "sha256=0", "1"] for path in normal]
+    assert lockcheck.installed(rows) == each(rows)
+
+
+def test_known_names_each_distributions_last_hash_of_a_path_installed_by_two() -> None:
+    """known keeps only paths two distributions install with different hashes, each distribution's hash the last of
+    its wheels', in whatever order the wheels come."""
+    import itertools
+
+    wheels = {
+        "a-1.0-py3-none-any.whl": {"p/x.py": "sha256=1", "a/only.py": "sha256=9"},
+        "a-1.0-cp312-cp312-linux_x86_64.whl": {"p/x.py": "sha256=3"},
+        "b-1.0-py3-none-any.whl": {"p/x.py": "sha256=2", "same.py": "sha256=5"},
+        "c-1.0-py3-none-any.whl": {"same.py": "sha256=5"},
+    }
+    for order in itertools.permutations(wheels):
+        records = {name: wheels[name] for name in order}
+        last_a = next(wheels[n]["p/x.py"] for n in reversed(order) if n.startswith("a-"))
+        assert lockcheck.known(records) == [{"path": "p/x.py", "installs": {"a": last_a, "b": "sha256=2"}}], (
+            order
+        )
+
+
+def test_a_file_where_another_wheel_has_a_folder_is_found_wherever_it_lies() -> None:
+    found = lockcheck.conflicts(
+        {
+            "a-1.0-py3-none-any.whl": {"pkg/sub": "sha256=1", "pkg/a.py": "sha256=2"},
+            "b-1.0-py3-none-any.whl": {"pkg/sub/deep/x.py": "sha256=3", "pkg/sub/y.py": "sha256=4"},
+        }
+    )
+    assert [(c.first, c.second, c.count) for c in found] == [
+        ("a-1.0-py3-none-any.whl", "b-1.0-py3-none-any.whl", 2)
+    ]
+    assert found[0].path == "pkg/sub (a file) and pkg/sub/deep/x.py"
+    assert not lockcheck.conflicts(
+        {"a-1.0-py3-none-any.whl": {"pkg/sub": "sha256=1", "pkg/sub/x.py": "sha256=2"}}
+    )
+
+
 def test_lock_warns_of_a_shared_path_and_mixed_cuda_majors(
     index_server, tmp_path: Path, provision_bin: str
 ) -> None:

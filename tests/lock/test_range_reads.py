@@ -116,7 +116,7 @@ def test_a_record_is_read_by_one_request_and_the_connection_is_kept(serve, monke
             b"pkg/m0.py,sha256=abc,10\npkg-1.0.dist-info/RECORD,,\n"
         )
     assert (
-        server.requests == [("GET", f"bytes=-{wheelmeta.BLOCK}")] * 5
+        server.requests == [("GET", f"bytes=-{wheelmeta.RECORD_TAIL}")] * 5
     )  # no HEAD: the tail's answer gives the size
     assert server.connections == 1  # each answer read whole: its connection kept for the next
 
@@ -134,17 +134,25 @@ def test_a_server_refusing_a_suffix_longer_than_the_file_is_read_by_ranges(serve
 
     server = serve(answer)
     assert wheelmeta.record(f"{server.url}/pkg-1.0-py3-none-any.whl") is not None
-    assert server.requests == [("GET", f"bytes=-{wheelmeta.BLOCK}"), ("GET", f"bytes=0-{len(data) - 1}")]
+    assert server.requests == [
+        ("GET", f"bytes=-{wheelmeta.RECORD_TAIL}"),
+        ("GET", f"bytes=0-{len(data) - 1}"),
+    ]
 
 
 def test_a_large_directory_is_read_in_blocks_before_the_tail(serve, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     monkeypatch.setattr(wheelmeta, "BLOCK", 4096)
+    monkeypatch.setattr(wheelmeta, "RECORD_TAIL", 1024)
     data = _wheel(files=400)  # a central directory larger than the tail first read
     assert len(data) > 4 * 4096
     server = serve(ranges_of(data))
-    assert wheelmeta.record(f"{server.url}/pkg-1.0-py3-none-any.whl") is not None
-    assert server.requests[0] == ("GET", "bytes=-4096") and len(server.requests) > 1
+    assert wheelmeta.record(f"{server.url}/pkg-1.0-py3-none-any.whl") == wheelmeta._member(
+        io.BytesIO(data), "RECORD"
+    )
+    assert server.requests[0] == ("GET", "bytes=-1024") and len(server.requests) > 1
     assert all(method == "GET" for method, _ in server.requests)
+    later = [wanted for _, wanted in server.requests[1:]]
+    assert all(int(w.split("=")[1].split("-")[0]) % 4096 == 0 for w in later), later  # then by aligned BLOCKs
 
 
 @pytest.mark.parametrize(
