@@ -9,6 +9,7 @@ import csv
 import io
 import posixpath
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
@@ -202,9 +203,8 @@ def conflicts(records: dict[str, dict[str, str]]) -> list[Conflict]:
                     why=f"writes into {folder}, the metadata of another distribution:",
                 )
             )
-    if not _folders(owner).isdisjoint(
-        owner
-    ):  # a file where another wheel has a folder: one cannot be installed
+    # a file where another wheel has a folder: one of them cannot be installed
+    if not _folders(owner).isdisjoint(owner):
         for path, (wheel, _) in owner.items():
             parent = path.rpartition("/")[0]
             while parent:
@@ -229,7 +229,7 @@ def conflicts(records: dict[str, dict[str, str]]) -> list[Conflict]:
     return intrusions + found
 
 
-def _folders(paths: dict[str, object]) -> set[str]:
+def _folders(paths: Iterable[str]) -> set[str]:
     """Every folder above these paths (each folder's own parents walked once)."""
     found: set[str] = set()
     for path in paths:
