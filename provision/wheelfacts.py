@@ -16,10 +16,12 @@ used least recently go (a read touches its entry). Paths are handled with os.pat
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import errno
 import json
 import os
+import queue
 import re
 import stat
 import threading
@@ -141,8 +143,9 @@ def _parsed(raw: bytes, kind: str, key: str) -> Any:
     return entry.get("data")
 
 
-def put(kind: str, key: str, data: Any) -> None:
-    """Keep `data` for the wheel of sha256 `key`; a cache that cannot be written is no error (it is computed again)."""
+def put(kind: str, key: str, data: Any, *, at: str | None = None) -> None:
+    """Keep `data` for the wheel of sha256 `key` (in the cache folder `at`, root() unless given); a cache that cannot be
+    written is no error (it is computed again)."""
     if kind not in LIMITS or not SHA256.fullmatch(key):
         return
     text = json.dumps(
@@ -151,7 +154,7 @@ def put(kind: str, key: str, data: Any) -> None:
     if len(text) > ENTRY_MAX[kind]:
         return
     try:
-        held = open_folder(kind, create=True)
+        held = open_folder(kind, create=True, at=at)
     except OSError:
         return
     if held is None:
@@ -173,6 +176,56 @@ def put(kind: str, key: str, data: Any) -> None:
         os.close(held)
 
 
+_soon: queue.Queue[tuple[str, str, str, Any]] | None = None  # what put_soon was given, for its writers
+_soon_guard = threading.Lock()
+WRITERS = 2  # entries made at a time: each is a file created and renamed, mostly time in the kernel
+
+
+def put_soon(kind: str, key: str, data: Any) -> None:
+    """`put`, by a writer thread: the caller goes on while the file is made (a lock's 207 RECORDs are 414 files, 0.1 to
+    0.3 s of a disk's time, spent while the lock is judged and written). `settle` waits for what was given; a process
+    that ends settles first."""
+    global _soon
+    with _soon_guard:
+        if _soon is None:
+            _soon = queue.Queue()
+            for n in range(WRITERS):
+                threading.Thread(
+                    target=_write_soon, args=(_soon,), name=f"wheelfacts-{n}", daemon=True
+                ).start()
+        _soon.put(
+            (root(), kind, key, data)
+        )  # the cache folder as it is now: the environment may change meanwhile
+
+
+def _write_soon(given: queue.Queue[tuple[str, str, str, Any]]) -> None:
+    while True:
+        at, kind, key, data = given.get()
+        try:
+            put(kind, key, data, at=at)
+        except Exception:  # a cache that cannot be written is computed again; the writer goes on
+            pass
+        finally:
+            given.task_done()
+
+
+def settle() -> None:
+    """Wait until every entry given to put_soon is written (or failed)."""
+    with _soon_guard:
+        given = _soon
+    if given is not None:
+        given.join()
+
+
+def _forked() -> None:  # a child has none of its parent's threads: it starts writers of its own
+    global _soon, _soon_guard
+    _soon, _soon_guard = None, threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forked)
+atexit.register(settle)
+
+
 def discard(kind: str, key: str) -> None:
     """Remove an entry its reader found of the wrong shape."""
     held = open_folder(kind, create=False) if kind in LIMITS and SHA256.fullmatch(key) else None
@@ -183,11 +236,11 @@ def discard(kind: str, key: str) -> None:
             os.close(held)
 
 
-def open_folder(kind: str, *, create: bool) -> int | None:
+def open_folder(kind: str, *, create: bool, at: str | None = None) -> int | None:
     """A descriptor of the kind's folder, opened without following a link; a link or a file there is removed (and,
     with `create`, a folder made in its place). None where there is none, or where the cache's folder or the kind's is
     another user's or writable by others (`untrusted`): nothing there is read or written."""
-    base = _open_root(create=create)
+    base = _open_root(create=create, at=at)
     if base is None:
         return None
     try:
@@ -207,7 +260,7 @@ def open_folder(kind: str, *, create: bool) -> int | None:
                 if not create:
                     return None
             else:
-                if _trusted(held, folder(kind)):
+                if _trusted(held, os.path.join(at or root(), kind)):
                     return held
                 os.close(held)
                 return None
@@ -218,10 +271,10 @@ def open_folder(kind: str, *, create: bool) -> int | None:
         os.close(base)
 
 
-def _open_root(*, create: bool) -> int | None:
-    """A descriptor of provision's cache folder (it may be a link: a bigger disk is the user's), None where there is
-    none or it is not trusted."""
-    path = root()
+def _open_root(*, create: bool, at: str | None = None) -> int | None:
+    """A descriptor of provision's cache folder (`at`, else root(); it may be a link: a bigger disk is the user's), None
+    where there is none or it is not trusted."""
+    path = at or root()
     try:
         base = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
     except FileNotFoundError:

@@ -162,6 +162,17 @@ def _write(shown: Shown | None, state: App) -> int:
 
 def main(argv: Sequence[str] | None = None) -> None:
     """Run the command line, exit with its code (0 ok, 1 a verdict failed, 2 usage, others per error class)."""
+    try:
+        _main(argv)
+    finally:
+        facts = sys.modules.get(
+            "provision.wheelfacts"
+        )  # loaded: what its writers were given is written before exit
+        if facts is not None:
+            facts.settle()
+
+
+def _main(argv: Sequence[str] | None) -> None:
     _closed_streams()
     args = list(sys.argv[1:] if argv is None else argv)
     state = App()

@@ -78,8 +78,8 @@ class DaemonPool:
 class EarlyReads:
     """The background reads of one lock run; `keep_only` stops what the new lock does not need."""
 
-    def __init__(self, uv_cache: Callable[[], Path | None]) -> None:
-        self.uv_cache = uv_cache
+    def __init__(self, uv_cache: Callable[[], Path | None], rank: Rank) -> None:
+        self.uv_cache, self.rank = uv_cache, rank
         self.futures: dict[str, Future[object]] = {}
         self.wanted: set[str] | None = None
         self.closed = False  # keep_only shut the pool: nothing more is submitted
@@ -98,7 +98,7 @@ class EarlyReads:
     def _previous(self, previous: Path) -> None:
         jobs: list[wheelrecords.Job] = []
         try:
-            jobs = self._jobs_of(previous)
+            jobs = self._jobs_of(previous, self.rank)
         finally:
             with self.guard:  # what uv named meanwhile, less what that lock holds
                 self.previous = {job[2] for job in jobs}
@@ -112,7 +112,7 @@ class EarlyReads:
         self._start(self._claim(jobs))
 
     @staticmethod
-    def _jobs_of(previous: Path) -> list[wheelrecords.Job]:
+    def _jobs_of(previous: Path, rank: Rank) -> list[wheelrecords.Job]:
         from provision import regular, toml
 
         try:
@@ -124,7 +124,7 @@ class EarlyReads:
         ):  # no lock there yet, or not one this can read: lock reads what it needs later
             return []
         packages = document.get("packages")
-        return jobs_of(packages if isinstance(packages, list) else [])
+        return jobs_of(packages if isinstance(packages, list) else [], rank)
 
     def add(self, jobs: list[wheelrecords.Job]) -> None:
         """Start reading these wheels' RECORDs, but for those read before or started already: the main thread only
@@ -148,7 +148,11 @@ class EarlyReads:
         return jobs
 
     def _start(self, jobs: list[wheelrecords.Job]) -> None:
-        jobs = [job for job in jobs if wheelrecords.remembered(job[3], job[2]) is None]
+        jobs = [  # what is read ahead already is taken by the gate as it ends
+            job
+            for job in jobs
+            if not wheelrecords.ahead_started(job[2]) and wheelrecords.remembered(job[3], job[2]) is None
+        ]
         if not jobs:
             return
         try:
@@ -182,9 +186,15 @@ class EarlyReads:
         self.pool.shutdown()  # reads ahead not started are not started
 
 
-def jobs_of(packages: list[Any]) -> list[wheelrecords.Job]:
-    """(project, file name, URL, sha256) of the wheel `lock`'s gate reads for each package of a lock's `packages` (a
-    platform wheel before a pure-Python one), those without a sha256 left out."""
+Rank = Callable[
+    [str], int
+]  # a wheel's file name -> where the target's installer ranks it (lower: taken first)
+
+
+def jobs_of(packages: list[Any], rank: Rank) -> list[wheelrecords.Job]:
+    """(project, file name, URL, sha256) of the wheel `lock`'s gate reads for each package of a lock's `packages`: the
+    one the target's installer takes (`rank`, the first of equals listed; uv reads that one's metadata while it
+    resolves, so its RECORD is read ahead), those without a sha256 left out."""
     from packaging.utils import canonicalize_name
 
     from provision.stacks import urls
@@ -207,7 +217,7 @@ def jobs_of(packages: list[Any]) -> list[wheelrecords.Job]:
                 filename.endswith(".whl")
                 and isinstance(sha256, str)
                 and sha256
-                and (name not in jobs or jobs[name][1].endswith("-none-any.whl"))
+                and (name not in jobs or rank(filename) < rank(jobs[name][1]))
             ):
                 jobs[name] = (name, filename, url, sha256.lower())
     return list(jobs.values())

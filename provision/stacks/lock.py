@@ -24,7 +24,7 @@ from packaging.specifiers import SpecifierSet
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 from packaging.version import InvalidVersion, Version
 
-from provision import __version__, proc, toml
+from provision import __version__, proc, toml, wheelfacts
 from provision.atomic import write_atomic
 from provision.errors import IndexUnreachable, InputError, ProvisionError, ResolveError, UsageError
 from provision.log import Progress
@@ -216,6 +216,36 @@ def target_tags(target: Target) -> frozenset[tags.Tag]:
             tags.compatible_tags(version, platforms=platforms),
         )
     )
+
+
+def wheel_rank(target: Target) -> Callable[[str], int]:
+    """A wheel's file name -> where the target's installer ranks it among a release's wheels: the place of its best tag
+    in packaging.tags' order for the target (most specific first), after every tag one it does not accept. The order
+    is made at the first call, once (the lock replaced is read beside uv, in a thread of its own)."""
+    order: dict[tags.Tag, int] = {}
+    making = threading.Lock()
+
+    def rank(filename: str) -> int:
+        from packaging import tags
+
+        with making:
+            if not order:
+                version = tuple(int(part) for part in target.python.split(".")[:2])
+                platforms = _platforms(target)
+                every = itertools.chain(
+                    tags.cpython_tags(version, platforms=platforms),
+                    tags.compatible_tags(version, platforms=platforms),
+                )
+                for n, tag in enumerate(every):
+                    order.setdefault(tag, n)
+        parts = filename.removesuffix(".whl").split("-")
+        try:
+            found = tags.parse_tag("-".join(parts[-3:])) if len(parts) >= 5 else frozenset()
+        except ValueError:
+            found = frozenset()
+        return min((order[t] for t in found if t in order), default=len(order))
+
+    return rank
 
 
 def _platforms(target: Target) -> list[str]:
@@ -529,7 +559,7 @@ def lock(
         log.info(f"note: {note}")
     if any(p.prerelease and p.index != DEFAULT_INDEX and indexes.get(p.index) for p in profile.packages):
         progress("finding the newest complete nightly")
-    early = earlyrecords.EarlyReads(lambda: Path(uvtool.cache_dir() or "."))
+    early = earlyrecords.EarlyReads(lambda: Path(uvtool.cache_dir() or "."), wheel_rank(target))
     try:
         early.start_from(
             output
@@ -550,6 +580,7 @@ def lock(
     finally:
         early.keep_only(set())  # what the gate needed was read; nothing more is started
         wheelrecords.drop_ahead()
+        wheelfacts.settle()  # the RECORDs and the verdict kept, written while the lock was judged and written
 
 
 def _lock(
@@ -614,7 +645,7 @@ def _lock(
             folder / "pylock.toml"
         ).read_text()  # uv's own text: kept where provision changes no package
         raw = toml.loads(written)
-        early.add(earlyrecords.jobs_of(raw.get("packages", [])))  # read while the packages are attributed
+        early.add(earlyrecords.jobs_of(raw.get("packages", []), early.rank))  # read while attributed
         progress("attributing each package to its index")
         origin = attribution(raw.get("packages", []), profile, indexes)
         strays = [
@@ -631,7 +662,7 @@ def _lock(
             )
             written = _resolve_explicit(folder, profile, pins, indexes, target, raw, origin)
             raw = toml.loads(written)
-            early.add(earlyrecords.jobs_of(raw.get("packages", [])))
+            early.add(earlyrecords.jobs_of(raw.get("packages", []), early.rank))
             origin = attribution(raw.get("packages", []), profile, indexes)
     stamp = _Stamp(
         key=lock_key(profile, indexes, target),
@@ -643,7 +674,7 @@ def _lock(
     packages = _packages(raw, indexes, origin, progress)
     _check_bindings(profile, packages)
     _check_flashinfer(packages)
-    warnings, known = _warnings(packages, progress, early)
+    warnings, known = _warnings(packages, progress, early.rank, early)
     document = _document(raw, profile, indexes, target, stamp, packages, written, known)
     changes = relock.changes(before.versions(), {p.name: p.version for p in packages})
     try:
@@ -984,7 +1015,10 @@ def _check_bindings(profile: Profile, packages: tuple[LockedPackage, ...]) -> No
 
 
 def _warnings(
-    packages: tuple[LockedPackage, ...], progress: Progress, early: earlyrecords.EarlyReads | None = None
+    packages: tuple[LockedPackage, ...],
+    progress: Progress,
+    rank: earlyrecords.Rank,
+    early: earlyrecords.EarlyReads | None = None,
 ) -> tuple[tuple[LockWarning, ...], list[dict[str, object]]]:
     """What `report --lock` would FAIL, said at once: NVIDIA libraries of two CUDA majors, two wheels installing one
     path (from their RECORDs, read without downloading the wheels; one that cannot be read is said); and the paths
@@ -993,9 +1027,9 @@ def _warnings(
 
     found: list[LockWarning] = []
     first: dict[str, LockedPackage] = {}
-    for package in packages:  # the wheel an installer takes: a platform wheel before a pure-Python one
+    for package in packages:  # the wheel the target's installer takes (earlyrecords.jobs_of's choice)
         if package.file.endswith(".whl") and (
-            package.name not in first or first[package.name].file.endswith("-none-any.whl")
+            package.name not in first or rank(package.file) < rank(first[package.name].file)
         ):
             first[package.name] = package
     mixed = lockcheck.cuda_mix([(p.name, p.version) for p in first.values()])

@@ -64,6 +64,10 @@ def read_all(
     `uv_cache` says where uv's cache is, asked only when some RECORD was not read before."""
     found = {filename: remembered(sha256, url) for _, filename, url, sha256 in wheels}
     wheels = [job for job in wheels if found[job[1]] is None]  # a RECORD read before is not looked for again
+    ended = {job for job in wheels if ahead_ended(job[2])}  # read while uv resolved: taken as it is
+    for job in ended:
+        found[job[1]] = read_one(job, {})
+    wheels = [job for job in wheels if job not in ended]  # asked once: ended is ended, whatever it found
     if wheels:  # every RECORD read before (a lock made again): no thread, no zip or HTTP reader is loaded
         from concurrent.futures import ThreadPoolExecutor
 
@@ -104,9 +108,11 @@ def verdict(
     )
     for _, filename, url, sha256 in wheels:
         if records.get(filename) is not None and wheelcache.SHA256.match(sha256):
-            wheelfacts.put("urls", urls.digest(url), {"sha256": sha256})  # for lock's reads ahead (`ahead`)
+            wheelfacts.put_soon(
+                "urls", urls.digest(url), {"sha256": sha256}
+            )  # for lock's reads ahead (`ahead`)
     if not found.unread:
-        wheelfacts.put(
+        wheelfacts.put_soon(
             "verdicts",
             key,
             {"conflicts": [dataclasses.asdict(c) for c in found.conflicts], "known": list(found.known)},
@@ -311,7 +317,7 @@ def keep(sha256: str, text: str, source: str, url: str = "") -> dict[str, str] |
 def keep_parsed(sha256: str, found: Parsed, source: str, url: str = "") -> dict[str, str]:
     """keep, of a RECORD parsed before (a read ahead parses it in its own thread, while uv resolves)."""
     if wheelcache.SHA256.match(sha256):
-        wheelfacts.put(
+        wheelfacts.put_soon(  # written while the caller goes on (wheelfacts.settle waits for it)
             "records",
             sha256,
             {"rows": found.rows, "from": source, **({"url": urls.digest(url)} if source == RANGE else {})},
@@ -366,6 +372,19 @@ def _fetch_ahead(url: str) -> Ahead:
             None,
         )  # read before: the gate finds it kept (or, the URL serving another file now, reads it)
     return True, _fetched(url)  # parsed here, while uv resolves; None: the index failed it, not asked again
+
+
+def ahead_ended(url: str) -> bool:
+    """Whether a read ahead of the RECORD at `url` has ended, its answer waiting to be taken (`_read_ahead`)."""
+    with _claims:
+        future = _ahead.get(url)
+    return future is not None and future.done() and not future.cancelled()
+
+
+def ahead_started(url: str) -> bool:
+    """Whether the RECORD at `url` is being read ahead, or was and waits to be taken."""
+    with _claims:
+        return url in _ahead
 
 
 def drop_ahead() -> None:

@@ -346,3 +346,76 @@ def test_a_lock_killed_while_it_reads_leaves_the_lock_it_would_replace_as_it_was
     served.hold_ranges = None
     again = _lock(tmp_path, served, packages='app = "==2.0"')
     assert _versions(again)["app"] == "2.0"
+
+
+def test_the_wheel_judged_is_the_one_the_targets_installer_takes() -> None:
+    """Of a release's wheels the gate judges the one an installer for the target takes (packaging.tags' order): the
+    newest manylinux the target allows, the own Python's pure wheel before an older one's, a platform wheel before a
+    pure one, a wheel the target refuses last; whatever order the lock lists them in."""
+    import itertools
+
+    from provision.stacks import earlyrecords
+
+    rank = lock.wheel_rank(lock.Target(python="3.12", platform="x86_64-manylinux_2_28"))
+    best_first = [
+        "c-1.0-cp312-cp312-manylinux_2_28_x86_64.whl",
+        "c-1.0-cp312-cp312-manylinux_2_17_x86_64.manylinux2014_x86_64.whl",
+        "c-1.0-cp311-abi3-manylinux_2_28_x86_64.whl",
+        "c-1.0-py312-none-any.whl",
+        "c-1.0-py3-none-any.whl",
+        "c-1.0-py39-none-any.whl",
+    ]
+    refused = ["c-1.0-cp312-cp312-manylinux_2_34_x86_64.whl", "c-1.0-cp313-cp313-manylinux_2_28_x86_64.whl", "c-1.0-cp312-cp312-win_amd64.whl", "not-a-wheel.whl"]  # fmt: skip
+    assert [rank(name) for name in best_first] == sorted(rank(name) for name in best_first)
+    assert len({rank(name) for name in best_first}) == len(best_first)
+    assert min(rank(name) for name in refused) > rank(best_first[-1])
+    for listed in itertools.permutations(best_first[:4]):
+        package = {
+            "name": "c",
+            "version": "1.0",
+            "wheels": [{"url": f"http://127.0.0.1:1/{n}", "hashes": {"sha256": "a" * 64}} for n in listed],
+        }
+        assert [job[1] for job in earlyrecords.jobs_of([package], rank)] == [best_first[0]]
+
+
+def test_the_record_read_ahead_is_the_one_the_gate_takes(index_server, tmp_path: Path) -> None:
+    """uv reads the metadata of the wheel the target's installer takes, lock reads that wheel's RECORD while uv
+    resolves, and the gate judges that same wheel: one range request a package, none after uv, whichever wheel the lock
+    lists first."""
+    served = _served(index_server)
+    own = f"py{PY.replace('.', '')}-none-any"
+    for tag in ("py3-none-any", own, "py2-none-any"):
+        served.add("lib", "1.1", tag=tag)
+    done = _lock(
+        tmp_path, served, "--platform", "x86_64-manylinux_2_28", packages='app = "==1.0"\nlib = "==1.1"'
+    )
+    assert not json.loads(done.stdout)["warnings"]
+    ranged = [path for path in served.requests if "/files/lib-" in path and not path.endswith(".metadata")]
+    assert ranged == [f"/default/files/lib-1.1-{own}.whl"], served.requests
+    assert served.range_requests == 2  # app's and lib's, one each
+
+
+def test_a_read_ahead_that_ends_while_the_gate_looks_is_taken(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The gate takes the reads ahead that have ended, then reads the rest: one that ends between those two looks
+    was left out of both, and its wheel said unread (3 locks in 40, two cores under load)."""
+    from concurrent.futures import Future
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    url = "http://127.0.0.1:1/app-1.0-py3-none-any.whl"
+    ended: Future[wheelrecords.Ahead] = Future()
+    ended.set_result((True, wheelrecords.parsed("app/__init__.py,sha256=abc,1\n")))
+    wheelrecords.ahead(url, lambda _: ended)
+    looks: list[str] = []
+
+    def looked(at: str) -> bool:  # not ended at the first look, ended at every later one
+        looks.append(at)
+        return len(looks) > 1
+
+    monkeypatch.setattr(wheelrecords, "ahead_ended", looked)
+    try:
+        found = wheelrecords.read_all([("app", "app-1.0-py3-none-any.whl", url, "c" * 64)], lambda: None)
+    finally:
+        wheelrecords.drop_ahead()
+    assert found == {"app-1.0-py3-none-any.whl": {"app/__init__.py": "sha256=abc"}}
