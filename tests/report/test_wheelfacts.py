@@ -196,3 +196,64 @@ def test_has_names_entries_that_lie_there_and_nothing_else(
     assert not wheelfacts.has("records", [two])
     os.symlink(tmp_path / "provision" / "records" / one, tmp_path / "provision" / "records" / ("3" * 64))
     assert not wheelfacts.has("records", ["3" * 64])  # nor a link
+
+
+def test_an_entry_given_to_be_written_soon_lands_where_the_cache_was_when_given(
+    cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """put_soon writes in a writer thread (a lock goes on judging while 414 files are made): the entry lands in the
+    cache folder of the moment it was given, though the environment changes before it is written, and settle waits
+    for it."""
+    import threading
+
+    held = threading.Event()
+    put = wheelfacts.put
+
+    def slow(*args: object, **kwargs: object) -> None:
+        held.wait(10)
+        put(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(wheelfacts, "put", slow)
+    wheelfacts.put_soon("records", KEY, {"rows": [["a.py", "sha256=x"]]})
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "elsewhere"))
+    assert not (cache / "records" / KEY).exists()  # not written yet: the writer is held
+    held.set()
+    wheelfacts.settle()
+    assert json.loads((cache / "records" / KEY).read_text())["data"] == {"rows": [["a.py", "sha256=x"]]}
+    assert not (tmp_path / "elsewhere").exists()
+
+
+def test_a_forked_child_writes_soon_with_writers_of_its_own(cache: Path) -> None:
+    """A child forked while its parent's writers exist has none of their threads: its entries are written by its own
+    (the test suite's fork server, nvmlguard's child), and its settle does not wait for its parent's queue."""
+    wheelfacts.put_soon("records", OTHER, {"rows": []})
+    wheelfacts.settle()
+    child = os.fork()
+    if child == 0:  # pragma: no cover - the child's exit code is the assertion
+        try:
+            wheelfacts.put_soon("records", KEY, {"rows": [["c.py", "sha256=y"]]})
+            wheelfacts.settle()
+            os._exit(0 if wheelfacts.get("records", KEY) == {"rows": [["c.py", "sha256=y"]]} else 1)
+        except BaseException:
+            os._exit(2)
+    _, status = os.waitpid(child, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert wheelfacts.get("records", KEY) == {"rows": [["c.py", "sha256=y"]]}
+
+
+def test_a_write_that_fails_leaves_the_writer_writing(cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    put = wheelfacts.put
+    calls: list[str] = []
+
+    def failing_once(kind: str, key: str, data: object, **kwargs: object) -> None:
+        calls.append(key)
+        if len(calls) == 1:
+            raise RuntimeError("a bug in one write")
+        put(kind, key, data, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(wheelfacts, "put", failing_once)
+    for key in (KEY, OTHER):
+        wheelfacts.put_soon("urls", key, {"sha256": key})
+    wheelfacts.settle()
+    assert sorted(calls) == sorted([KEY, OTHER])
+    assert [wheelfacts.get("urls", k) is not None for k in (KEY, OTHER)].count(True) == 1
