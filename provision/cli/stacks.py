@@ -168,6 +168,9 @@ def lock_command(
         return _lock_env(app, env_name)
     if profile_name is None:
         raise click.UsageError("give a PROFILE to lock, or --env NAME for an adopted environment")
+    from provision.stacks import uvtool
+
+    uvtool.binary_soon()  # found while the profile is read
     for name in upgrade_packages:
         try:
             canonicalize_name(name, validate=True)

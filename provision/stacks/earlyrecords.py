@@ -89,10 +89,16 @@ class EarlyReads:
         self.judged: frozenset[wheelrecords.Job] | None = (
             None  # that lock's wheels, where their verdict was kept
         )
+        self.started = False  # start_from was asked
         self.pool = DaemonPool(wheelrecords.WORKERS, "early-record")
 
     def start_from(self, previous: Path) -> None:
-        """Read, off the main thread, the RECORDs of the wheels of the lock at `previous` (none if it cannot be read)."""
+        """Read, off the main thread, the RECORDs of the wheels of the lock at `previous` (none if it cannot be read);
+        asked again (uv run a second time), nothing more."""
+        with self.guard:
+            if self.started:
+                return
+            self.started = True
         threading.Thread(target=self._previous, args=(previous,), name="early-records", daemon=True).start()
 
     def _previous(self, previous: Path) -> None:

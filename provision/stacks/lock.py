@@ -449,6 +449,11 @@ def _wheels_seen(early: earlyrecords.EarlyReads) -> Callable[[str], None]:
     return seen
 
 
+def _both(first: Callable[[], None], second: Callable[[], None]) -> None:
+    first()
+    second()
+
+
 def _uv_compile_args(target: Target, output: str) -> list[str]:
     # --python names the interpreter uv may use for builds: it skips a search of every Python on PATH.
     args = [
@@ -561,9 +566,6 @@ def lock(
         progress("finding the newest complete nightly")
     early = earlyrecords.EarlyReads(lambda: Path(uvtool.cache_dir() or "."), wheel_rank(target))
     try:
-        early.start_from(
-            output
-        )  # the wheels of the lock this one replaces: their RECORDs read while uv resolves
         return _lock(
             profile,
             target,
@@ -605,14 +607,16 @@ def _lock(
         progress("resolving with uv")
         before = _Meanwhile(output, meanwhile)
 
-        def compile_(preferences: Preferences, started: Callable[[], None] | None = None) -> None:
+        def compile_(preferences: Preferences, started: Callable[[], None] = lambda: None) -> None:
             uvtool.run(
                 _uv_compile_args(target, "pylock.toml") + preferences.arguments(),
                 cwd=folder,
                 env=uvtool.index_options(indexes)[1]
                 | gitauth.variables(p.git for p in profile.packages)
                 | ({} if "RUST_LOG" in os.environ else {"RUST_LOG": UV_FETCHES}),
-                started=started,
+                # once uv runs (not before: reading it took the interpreter from what leads to uv), the wheels of the
+                # lock this one replaces: their RECORDs read while uv resolves
+                started=lambda: _both(started, lambda: early.start_from(output)),
                 on_line=_wheels_seen(early),
             )
 

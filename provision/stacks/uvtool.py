@@ -18,9 +18,30 @@ from provision.stacks import urls
 MINIMUM = (0, 9, 0)
 
 
-@cache
+_finding = threading.Lock()  # binary() asked from two threads (binary_soon's and the caller's): found once
+
+
 def binary() -> str:
     """Return the uv binary of the `uv` package (its Python module exposes it), checked against MINIMUM."""
+    with _finding:
+        return _binary()
+
+
+def binary_soon() -> None:
+    """Find uv (`binary`) in a thread of its own: the caller goes on with what comes before uv runs while `uv
+    --version` answers (16 ms of a lock's 95 before uv starts); binary() then waits for it, or says its error."""
+    threading.Thread(target=_quietly, name="uv-binary", daemon=True).start()
+
+
+def _quietly() -> None:
+    import contextlib
+
+    with contextlib.suppress(Exception):  # said where binary() is asked next, in the caller's thread
+        binary()
+
+
+@cache
+def _binary() -> str:
     try:
         import uv
 
