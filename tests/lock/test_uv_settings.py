@@ -110,3 +110,34 @@ def test_values_uv_takes_are_honoured_and_empty_ones_are_unset() -> None:
         uvsettings.honoured({"UV_DEFAULT_INDEX": "not a url"})
     with pytest.raises(InputError, match="UV_HTTP_RETRIES"):
         uvsettings.honoured({"UV_HTTP_RETRIES": "-1"})
+
+
+def test_uv_found_in_a_thread_is_asked_once_and_an_old_one_is_said_in_the_callers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """binary_soon asks `uv --version` in a thread while lock reads the profile; binary() then takes its answer (one
+    run of uv, however the two meet), and a uv older than MINIMUM is the caller's one-line error, never a thread's."""
+    import uv as uv_package
+
+    from provision.errors import ToolError
+    from provision.stacks import uvtool
+
+    asked = tmp_path / "asked"
+    fake = tmp_path / "uv"
+    fake.write_text(f"#!/bin/sh\nsleep 0.2\necho x >> {asked}\necho 'uv 0.1.0'\n")
+    fake.chmod(0o755)
+    monkeypatch.setattr(uv_package, "find_uv_bin", lambda: str(fake))
+    uvtool._binary.cache_clear()
+    try:
+        uvtool.binary_soon()
+        with pytest.raises(ToolError, match=r"uv 0\.1\.0 at .* is older than"):
+            uvtool.binary()
+        fake.write_text(f"#!/bin/sh\necho x >> {asked}\necho 'uv 9.9.9'\n")
+        uvtool.binary_soon()
+        assert uvtool.binary() == str(fake)
+        assert uvtool.binary() == str(fake)
+    finally:
+        uvtool._binary.cache_clear()
+    assert (
+        asked.read_text().count("x") == 3
+    )  # the old one asked twice (its error is not kept), the new one once
