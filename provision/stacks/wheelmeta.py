@@ -272,7 +272,16 @@ def sources(
 def _member(
     stream: IO[bytes] | io.BufferedReader, member: str = "METADATA", limit: int = METADATA_LIMIT
 ) -> bytes:
-    """The wheel's .dist-info/`member`, read no further than `limit`; BadZipFile for any damage, or a larger one."""
+    """The wheel's .dist-info/`member`, read no further than `limit`; BadZipFile for any damage, or a larger one. Read
+    by its own directory entry where the zip is of the common case (zipentry), else by zipfile."""
+    from provision.stacks import zipentry
+
+    try:
+        found = zipentry.member(stream, member, limit)
+    except (OSError, ValueError) as exc:
+        raise zipfile.BadZipFile(f"{type(exc).__name__}: {exc}") from exc
+    if found is not None:
+        return found
     try:
         with zipfile.ZipFile(stream) as wheel:
             names = [

@@ -22,7 +22,7 @@ from provision.stacks import lockcheck, urls, uvcache, wheelcache
 
 # reads at a time: each is a little network and a little CPU (TLS, the zip's directory), so past a few per core more
 # threads only fight for the interpreter (on 2 cores, 8 read the SGLang stack's 207 RECORDs 15% faster than 16)
-WORKERS = max(4, min(16, 4 * (os.cpu_count() or 1)))
+WORKERS = max(4, min(16, 2 * (os.cpu_count() or 1)))
 
 
 def folder() -> Path:
