@@ -21,11 +21,11 @@ import contextlib
 import errno
 import json
 import os
-import queue
 import re
 import stat
 import threading
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from provision import atomic, regular
@@ -143,15 +143,35 @@ def _parsed(raw: bytes, kind: str, key: str) -> Any:
     return entry.get("data")
 
 
-def put(kind: str, key: str, data: Any, *, at: str | None = None) -> None:
-    """Keep `data` for the wheel of sha256 `key` (in the cache folder `at`, root() unless given); a cache that cannot be
-    written is no error (it is computed again)."""
-    if kind not in LIMITS or not SHA256.fullmatch(key):
-        return
+@dataclass(frozen=True)
+class Encoded:
+    """An entry of `kind` encoded before its key is known (a RECORD read while uv resolves, its sha256 said after):
+    its JSON up to the key's value, and from the quote that closes it. `put` puts the key between."""
+
+    kind: str
+    head: bytes
+    tail: bytes
+
+
+def encoded(kind: str, data: Any) -> Encoded:
+    """`data` as the entry `put` writes, its key left out."""
     text = json.dumps(
-        {"kind": kind, "key": key, "version": VERSION, "data": data}, separators=(",", ":")
+        {"kind": kind, "key": "", "version": VERSION, "data": data}, separators=(",", ":")
     ).encode()
-    if len(text) > ENTRY_MAX[kind]:
+    head, _, tail = text.partition(b'"key":""')  # the first: "kind" before it is one of KINDS
+    return Encoded(kind, head + b'"key":"', b'"' + tail)
+
+
+def put(kind: str, key: str, data: Any, *, at: str | None = None) -> None:
+    """Keep `data` (or an entry `encoded` before) for the wheel of sha256 `key` (in the cache folder `at`, root()
+    unless given); a cache that cannot be written is no error (it is computed again)."""
+    _put_all(kind, [(key, data)], at)
+
+
+def _put_all(kind: str, entries: list[tuple[str, Any]], at: str | None) -> None:
+    """`put` of each (key, data), the kind's folder opened once for all of them."""
+    texts = [(key, text) for key, data in entries if (text := _text(kind, key, data)) is not None]
+    if not texts:
         return
     try:
         held = open_folder(kind, create=True, at=at)
@@ -160,69 +180,65 @@ def put(kind: str, key: str, data: Any, *, at: str | None = None) -> None:
     if held is None:
         return
     try:
-        try:
-            atomic.write_atomic_at(
-                held, key, text, sync=False
-            )  # checked on every read: a torn entry is recomputed
-        except OSError as exc:
-            if exc.errno not in (errno.EISDIR, errno.ENOTEMPTY, errno.EEXIST):
-                raise
-            _discard(held, kind, key)  # a folder where the entry belongs: rename cannot replace it
-            atomic.write_atomic_at(held, key, text, sync=False)
-        _bound(held, kind, len(text))
-    except OSError:
-        pass
+        for key, text in texts:
+            with contextlib.suppress(OSError):
+                try:
+                    atomic.write_atomic_at(
+                        held, key, text, sync=False
+                    )  # checked on every read: a torn one is recomputed
+                except OSError as exc:
+                    if exc.errno not in (errno.EISDIR, errno.ENOTEMPTY, errno.EEXIST):
+                        raise
+                    _discard(held, kind, key)  # a folder where the entry belongs: rename cannot replace it
+                    atomic.write_atomic_at(held, key, text, sync=False)
+                _bound(held, kind, len(text))
     finally:
         os.close(held)
 
 
-_soon: queue.Queue[tuple[str, str, str, Any]] | None = None  # what put_soon was given, for its writers
-_soon_guard = threading.Lock()
-WRITERS = 2  # entries made at a time: each is a file created and renamed, mostly time in the kernel
+def _text(kind: str, key: str, data: Any) -> bytes | None:
+    """The entry's bytes; None for a kind or key that is none, or an entry past its kind's bound."""
+    if kind not in LIMITS or not SHA256.fullmatch(key):
+        return None
+    if isinstance(data, Encoded):
+        if data.kind != kind:
+            return None
+        text = data.head + key.encode() + data.tail
+    else:
+        text = json.dumps(
+            {"kind": kind, "key": key, "version": VERSION, "data": data}, separators=(",", ":")
+        ).encode()
+    return text if len(text) <= ENTRY_MAX[kind] else None
 
 
-def put_soon(kind: str, key: str, data: Any) -> None:
-    """`put`, by a writer thread: the caller goes on while the file is made (a lock's 207 RECORDs are 414 files, 0.1 to
-    0.3 s of a disk's time, spent while the lock is judged and written). `settle` waits for what was given; a process
-    that ends settles first."""
-    global _soon
-    with _soon_guard:
-        if _soon is None:
-            _soon = queue.Queue()
-            for n in range(WRITERS):
-                threading.Thread(
-                    target=_write_soon, args=(_soon,), name=f"wheelfacts-{n}", daemon=True
-                ).start()
-        _soon.put(
-            (root(), kind, key, data)
-        )  # the cache folder as it is now: the environment may change meanwhile
+_later: list[tuple[str, str, str, Any]] = []  # what put_later was given: (cache folder, kind, key, data)
+_later_guard = threading.Lock()
 
 
-def _write_soon(given: queue.Queue[tuple[str, str, str, Any]]) -> None:
-    while True:
-        at, kind, key, data = given.get()
-        try:
-            put(kind, key, data, at=at)
-        except Exception:  # a cache that cannot be written is computed again; the writer goes on
-            pass
-        finally:
-            given.task_done()
+def put_later(kind: str, key: str, data: Any) -> None:
+    """`put`, when `settle` comes: a lock's 207 RECORDs are 414 entries, written at its end in one go rather than
+    one by one among the reads and the judging (writer threads beside them, each file's syscalls waiting for the
+    interpreter, took longer than the judging itself). A process that ends settles first."""
+    with _later_guard:
+        _later.append((root(), kind, key, data))  # the cache folder as it is now: the environment may change
 
 
 def settle() -> None:
-    """Wait until every entry given to put_soon is written (or failed)."""
-    with _soon_guard:
-        given = _soon
-    if given is not None:
-        given.join()
+    """Write every entry given to put_later (in this thread; one that cannot be written is computed again later)."""
+    while True:
+        with _later_guard:
+            given = list(_later)
+            _later.clear()
+        if not given:
+            return
+        batches: dict[tuple[str, str], list[tuple[str, Any]]] = {}
+        for at, kind, key, data in given:
+            batches.setdefault((at, kind), []).append((key, data))
+        for (at, kind), entries in batches.items():  # each kind's folder opened once
+            with contextlib.suppress(Exception):  # a cache that cannot be written is no error
+                _put_all(kind, entries, at)
 
 
-def _forked() -> None:  # a child has none of its parent's threads: it starts writers of its own
-    global _soon, _soon_guard
-    _soon, _soon_guard = None, threading.Lock()
-
-
-os.register_at_fork(after_in_child=_forked)
 atexit.register(settle)
 
 

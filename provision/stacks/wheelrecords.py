@@ -49,6 +49,9 @@ class Parsed:
 
     rows: list[list[str]]
     installs: dict[str, str]
+    entry: wheelfacts.Encoded | None = (
+        None  # its records/ entry, encoded where it was read by range (`_fetched`)
+    )
 
 
 Ahead = tuple[
@@ -108,11 +111,11 @@ def verdict(
     )
     for _, filename, url, sha256 in wheels:
         if records.get(filename) is not None and wheelcache.SHA256.match(sha256):
-            wheelfacts.put_soon(
+            wheelfacts.put_later(
                 "urls", urls.digest(url), {"sha256": sha256}
             )  # for lock's reads ahead (`ahead`)
     if not found.unread:
-        wheelfacts.put_soon(
+        wheelfacts.put_later(
             "verdicts",
             key,
             {"conflicts": [dataclasses.asdict(c) for c in found.conflicts], "known": list(found.known)},
@@ -317,13 +320,18 @@ def keep(sha256: str, text: str, source: str, url: str = "") -> dict[str, str] |
 def keep_parsed(sha256: str, found: Parsed, source: str, url: str = "") -> dict[str, str]:
     """keep, of a RECORD parsed before (a read ahead parses it in its own thread, while uv resolves)."""
     if wheelcache.SHA256.match(sha256):
-        wheelfacts.put_soon(  # written while the caller goes on (wheelfacts.settle waits for it)
+        wheelfacts.put_later(  # written when the caller settles (wheelfacts.settle)
             "records",
             sha256,
-            {"rows": found.rows, "from": source, **({"url": urls.digest(url)} if source == RANGE else {})},
+            found.entry if source == RANGE and found.entry is not None else _entry(found.rows, source, url),
         )
     _read[wheelfacts.root(), sha256] = found.installs
     return found.installs
+
+
+def _entry(rows: list[list[str]], source: str, url: str) -> dict[str, object]:
+    """A records/ entry: the rows, where they were read, and for a read by range the URL's digest (`answers`)."""
+    return {"rows": rows, "from": source, **({"url": urls.digest(url)} if source == RANGE else {})}
 
 
 def _elsewhere(filename: str, url: str, sha256: str) -> dict[str, str] | None:
@@ -351,7 +359,11 @@ def _fetched(url: str) -> Parsed | None:
         raw = wheelmeta.record(url)
     except ProvisionError:
         return None
-    return parsed(raw.decode("utf-8", "replace")) if raw is not None else None
+    found = parsed(raw.decode("utf-8", "replace")) if raw is not None else None
+    if found is None:
+        return None
+    # its entry encoded here too: a read ahead runs while uv resolves, and what is left after uv is only written
+    return dataclasses.replace(found, entry=wheelfacts.encoded("records", _entry(found.rows, RANGE, url)))
 
 
 def ahead(url: str, submit: Callable[[Callable[[], Ahead]], Future[Ahead]]) -> None:

@@ -7,6 +7,7 @@ import json
 import os
 from pathlib import Path
 
+import pytest
 import stacks
 from launch import run_provision
 from test_lockscan import TAG
@@ -369,3 +370,53 @@ def test_the_known_conflicts_a_lock_records_are_sealed_with_its_packages() -> No
         packages
     )  # a lock without: as before
     assert lockfile.packages_digest(packages, known) != lockfile.packages_digest(packages)
+
+
+def test_conflicts_and_known_read_only_what_two_wheels_share(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The judging finds shared paths by set operations over each wheel's paths: a path of one wheel alone is never
+    compared (the SGLang stack's 74,000 paths, a few dozen shared), and the answers are those of a walk over every
+    path, checked here on every way three wheels can share two paths."""
+    import itertools
+
+    compared: list[tuple[str, str]] = []
+    same = lockcheck._same
+    monkeypatch.setattr(lockcheck, "_same", lambda a, b: compared.append((a, b)) or same(a, b))
+
+    def walked(
+        records: dict[str, dict[str, str]],
+    ) -> tuple[list[tuple[str, str, str, int]], list[dict[str, object]]]:
+        owner: dict[str, tuple[str, str]] = {}
+        pairs: dict[tuple[str, str], list[str]] = {}
+        claims: dict[str, dict[str, str]] = {}
+        for wheel in sorted(records):
+            for path, digest in records[wheel].items():
+                if path in owner and same(owner[path][1], digest) is not True:
+                    pairs.setdefault((owner[path][0], wheel), []).append(path)
+                owner.setdefault(path, (wheel, digest))
+        for wheel, paths in records.items():
+            for path, digest in paths.items():
+                claims.setdefault(path, {})[wheel.split("-")[0]] = digest
+        shared = [
+            {"path": p, "installs": dict(sorted(by.items()))}
+            for p, by in sorted(claims.items())
+            if len(by) > 1 and len(set(by.values())) > 1
+        ]
+        return [(a, b, sorted(ps)[0], len(ps)) for (a, b), ps in sorted(pairs.items())], shared
+
+    digests = ["sha256=1", "sha256=2"]
+    for choice in itertools.product([None, *digests], repeat=6):
+        records = {
+            f"{name}-1.0-py3-none-any.whl": {
+                path: digest
+                for path, digest in zip(("p/x.py", "p/y.py"), choice[2 * n : 2 * n + 2], strict=True)
+                if digest is not None
+            }
+            | {f"{name}/own.py": "sha256=0"}
+            for n, name in enumerate("abc")
+        }
+        found = [(c.first, c.second, c.path, c.count) for c in lockcheck.conflicts(records)]
+        assert (found, lockcheck.known(records)) == walked(records), records
+    assert compared
+    compared.clear()
+    alone = {f"{n}-1.0-py3-none-any.whl": {f"{n}/m{i}.py": "sha256=1" for i in range(1000)} for n in "abc"}
+    assert lockcheck.conflicts(alone) == [] and lockcheck.known(alone) == [] and compared == []

@@ -198,62 +198,66 @@ def test_has_names_entries_that_lie_there_and_nothing_else(
     assert not wheelfacts.has("records", ["3" * 64])  # nor a link
 
 
-def test_an_entry_given_to_be_written_soon_lands_where_the_cache_was_when_given(
+def test_an_entry_put_later_lands_where_the_cache_was_when_given(
     cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """put_soon writes in a writer thread (a lock goes on judging while 414 files are made): the entry lands in the
-    cache folder of the moment it was given, though the environment changes before it is written, and settle waits
-    for it."""
-    import threading
-
-    held = threading.Event()
-    put = wheelfacts.put
-
-    def slow(*args: object, **kwargs: object) -> None:
-        held.wait(10)
-        put(*args, **kwargs)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(wheelfacts, "put", slow)
-    wheelfacts.put_soon("records", KEY, {"rows": [["a.py", "sha256=x"]]})
+    """put_later keeps an entry until settle (a lock writes its 414 entries at its end, not among its reads): written
+    then into the cache folder of the moment it was given, though the environment changed since."""
+    wheelfacts.put_later("records", KEY, {"rows": [["a.py", "sha256=x"]]})
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "elsewhere"))
-    assert not (cache / "records" / KEY).exists()  # not written yet: the writer is held
-    held.set()
+    assert not (cache / "records" / KEY).exists()
     wheelfacts.settle()
     assert json.loads((cache / "records" / KEY).read_text())["data"] == {"rows": [["a.py", "sha256=x"]]}
     assert not (tmp_path / "elsewhere").exists()
+    wheelfacts.settle()  # nothing left: nothing done
 
 
-def test_a_forked_child_writes_soon_with_writers_of_its_own(cache: Path) -> None:
-    """A child forked while its parent's writers exist has none of their threads: its entries are written by its own
-    (the test suite's fork server, nvmlguard's child), and its settle does not wait for its parent's queue."""
-    wheelfacts.put_soon("records", OTHER, {"rows": []})
-    wheelfacts.settle()
-    child = os.fork()
-    if child == 0:  # pragma: no cover - the child's exit code is the assertion
-        try:
-            wheelfacts.put_soon("records", KEY, {"rows": [["c.py", "sha256=y"]]})
-            wheelfacts.settle()
-            os._exit(0 if wheelfacts.get("records", KEY) == {"rows": [["c.py", "sha256=y"]]} else 1)
-        except BaseException:
-            os._exit(2)
-    _, status = os.waitpid(child, 0)
-    assert os.waitstatus_to_exitcode(status) == 0
+def test_a_process_that_ends_writes_what_it_was_given_to_put_later(cache: Path) -> None:
+    """An entry put_later and never settled by its caller is written as the process ends (atexit), a child's as well."""
+    import subprocess
+    import sys
+
+    code = (
+        "from provision import wheelfacts\n"
+        f"wheelfacts.put_later('records', {KEY!r}, {{'rows': [['c.py', 'sha256=y']]}})\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
     assert wheelfacts.get("records", KEY) == {"rows": [["c.py", "sha256=y"]]}
 
 
-def test_a_write_that_fails_leaves_the_writer_writing(cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    put = wheelfacts.put
+def test_a_write_that_fails_leaves_the_rest_written(cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """One entry the disk refuses (full, for a moment) costs that entry alone: the others settled with it are written."""
+    import errno
+
+    from provision import atomic
+
+    write = atomic.write_atomic_at
     calls: list[str] = []
 
-    def failing_once(kind: str, key: str, data: object, **kwargs: object) -> None:
-        calls.append(key)
+    def failing_once(folder: int, name: str, data: bytes, *args: object, **kwargs: object) -> None:
+        calls.append(name)
         if len(calls) == 1:
-            raise RuntimeError("a bug in one write")
-        put(kind, key, data, **kwargs)  # type: ignore[arg-type]
+            raise OSError(errno.ENOSPC, "No space left on device")
+        write(folder, name, data, *args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(wheelfacts, "put", failing_once)
+    monkeypatch.setattr(atomic, "write_atomic_at", failing_once)
     for key in (KEY, OTHER):
-        wheelfacts.put_soon("urls", key, {"sha256": key})
+        wheelfacts.put_later("urls", key, {"sha256": key})
     wheelfacts.settle()
-    assert sorted(calls) == sorted([KEY, OTHER])
-    assert [wheelfacts.get("urls", k) is not None for k in (KEY, OTHER)].count(True) == 1
+    assert calls == [KEY, OTHER]
+    assert wheelfacts.get("urls", KEY) is None and wheelfacts.get("urls", OTHER) == {"sha256": OTHER}
+
+
+def test_an_entry_encoded_before_its_key_is_known_reads_back_as_one_put_whole(cache: Path) -> None:
+    """A RECORD read while uv resolves is encoded then (its sha256 is said later): put with its key, it is the very
+    entry put would have written, and an encoding of another kind is not written."""
+    data = {"rows": [["a/b.py", "sha256=x"], ['q"uote\\\\', ""]], "from": "range", "url": "d" * 64}
+    wheelfacts.put("records", OTHER, data)
+    wheelfacts.put("records", KEY, wheelfacts.encoded("records", data))
+    assert (cache / "records" / KEY).read_bytes().replace(KEY.encode(), OTHER.encode()) == (
+        cache / "records" / OTHER
+    ).read_bytes()
+    assert wheelfacts.get("records", KEY) == data
+    wheelfacts.put("urls", KEY, wheelfacts.encoded("records", data))
+    assert wheelfacts.get("urls", KEY) is None
