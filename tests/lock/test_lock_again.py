@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -419,3 +420,28 @@ def test_a_read_ahead_that_ends_while_the_gate_looks_is_taken(
     finally:
         wheelrecords.drop_ahead()
     assert found == {"app-1.0-py3-none-any.whl": {"app/__init__.py": "sha256=abc"}}
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="Linux sets a thread's niceness by its id")
+def test_reads_ahead_run_behind_uv() -> None:
+    """A read ahead runs (and starts its HTTP exchanges) at a niceness BEHIND its caller's: uv, which the lock waits
+    for, is not slowed by it where cores are few."""
+    from provision.stacks import earlyrecords
+
+    pool = earlyrecords.DaemonPool(2, "test-behind")
+    ours = os.getpriority(os.PRIO_PROCESS, 0)
+
+    def child_niceness() -> int:  # a thread the read starts (index.get's exchange) inherits it
+        found: list[int] = []
+        thread = threading.Thread(target=lambda: found.append(os.getpriority(os.PRIO_PROCESS, 0)))
+        thread.start()
+        thread.join()
+        return found[0]
+
+    try:
+        own = pool.submit(lambda: os.getpriority(os.PRIO_PROCESS, 0)).result(timeout=30)
+        started = pool.submit(child_niceness).result(timeout=30)
+    finally:
+        pool.shutdown()
+    assert own == started == min(19, ours + earlyrecords.BEHIND)
+    assert os.getpriority(os.PRIO_PROCESS, 0) == ours  # the caller's own is untouched
