@@ -25,7 +25,6 @@ import re
 import stat
 import threading
 import time
-from dataclasses import dataclass
 from typing import Any
 
 from provision import atomic, regular
@@ -143,14 +142,15 @@ def _parsed(raw: bytes, kind: str, key: str) -> Any:
     return entry.get("data")
 
 
-@dataclass(frozen=True)
 class Encoded:
     """An entry of `kind` encoded before its key is known (a RECORD read while uv resolves, its sha256 said after):
-    its JSON up to the key's value, and from the quote that closes it. `put` puts the key between."""
+    its JSON up to the key's value, and from the quote that closes it. `put` puts the key between. (A plain class:
+    `probe` loads this module for its cache folder, and no dataclasses.)"""
 
-    kind: str
-    head: bytes
-    tail: bytes
+    __slots__ = ("head", "kind", "tail")
+
+    def __init__(self, kind: str, head: bytes, tail: bytes) -> None:
+        self.kind, self.head, self.tail = kind, head, tail
 
 
 def encoded(kind: str, data: Any) -> Encoded:
