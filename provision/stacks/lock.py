@@ -224,8 +224,14 @@ def wheel_rank(target: Target) -> Callable[[str], int]:
     is made at the first call, once (the lock replaced is read beside uv, in a thread of its own)."""
     order: dict[tags.Tag, int] = {}
     making = threading.Lock()
+    ranked: dict[str, int] = {}  # file name -> its rank: the gate ranks the wheels jobs_of ranked
 
     def rank(filename: str) -> int:
+        if filename not in ranked:
+            ranked[filename] = _rank(filename)
+        return ranked[filename]
+
+    def _rank(filename: str) -> int:
         from packaging import tags
 
         with making:
