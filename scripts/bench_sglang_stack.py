@@ -116,6 +116,9 @@ def main() -> None:
             "first lock, uv pip compile (bare), median s": round(statistics.median(cold_bare), 2),
             "first lock, provision lock, median s": round(statistics.median(cold_ours), 2),
             "first lock, ratio": round(statistics.median(cold_ours) / statistics.median(cold_bare), 2),
+            "first lock, each run (bare, provision), s": [
+                (round(b, 2), round(o, 2)) for b, o in zip(cold_bare, cold_ours, strict=True)
+            ],
         }
     )
     timed(bare, work, env)  # uv's cache warm for both, and each one's lock there to keep (its preferences)
@@ -131,6 +134,9 @@ def main() -> None:
             "again, uv pip compile (bare), median s": round(statistics.median(bare_times), 2),
             "again, provision lock, median s": round(statistics.median(our_times), 2),
             "again, ratio": round(statistics.median(our_times) / statistics.median(bare_times), 2),
+            "again, each run (bare, provision), s": [
+                (round(b, 2), round(o, 2)) for b, o in zip(bare_times, our_times, strict=True)
+            ],
         }
     )
     if not args.skip_report:
