@@ -32,6 +32,9 @@ _CD_FLAGS, _CD_METHOD, _CD_CRC, _CD_COMPRESSED, _CD_SIZE, _CD_NAME, _CD_DISK, _C
 _LF_NAME, _LF_EXTRA = 10, 11
 _ENCRYPTED = 0x1
 _FAR = 0xFFFFFFFF  # a 32-bit field that says "see the zip64 record"
+# APPNOTE 4.3.15: zipfile takes the 20 bytes before the end record for a zip64 locator wherever they say so (even inside
+# the last entry's comment) and then reads the directory and offsets it names instead
+LOCATOR_SIGNATURE, LOCATOR_SIZE = b"PK\x06\x07", 20
 
 
 def member(stream: IO[bytes], name: str, limit: int) -> bytes | None:
@@ -48,8 +51,12 @@ def _member(stream: IO[bytes], name: str, limit: int) -> bytes | None:
     size = stream.seek(0, 2)
     if size < END.size:
         return None
-    stream.seek(size - END.size)
-    end = END.unpack(_exactly(stream, END.size))
+    before = min(size - END.size, LOCATOR_SIZE)
+    stream.seek(size - END.size - before)
+    tail = _exactly(stream, before + END.size)
+    if tail[: len(LOCATOR_SIGNATURE)] == LOCATOR_SIGNATURE:
+        return None  # zipfile reads it as a zip64 locator
+    end = END.unpack(tail[before:])
     signature, disk, cd_disk, here, entries, cd_size, cd_offset, comment = end
     if (
         signature != END_SIGNATURE
@@ -71,6 +78,8 @@ def _member(stream: IO[bytes], name: str, limit: int) -> bytes | None:
     start = directory.rfind(CENTRAL_SIGNATURE, 0, found[0])
     if start < 0 or start + CENTRAL.size > found[0]:
         return None
+    if directory.find(CENTRAL_SIGNATURE, max(0, start - _SPELLED), start + len(CENTRAL_SIGNATURE) - 1) >= 0:
+        return None  # a signature spelled by the fields of an entry that starts just before (see _SPELLED)
     fields = CENTRAL.unpack(directory[start : start + CENTRAL.size])
     named = directory[start + CENTRAL.size : start + CENTRAL.size + fields[_CD_NAME]]
     if (
@@ -82,6 +91,7 @@ def _member(stream: IO[bytes], name: str, limit: int) -> bytes | None:
         or _FAR in (fields[_CD_COMPRESSED], fields[_CD_SIZE], fields[_CD_OFFSET])
         or fields[_CD_SIZE] > limit
         or fields[_CD_OFFSET] + LOCAL.size > cd_offset
+        or fields[_CD_COMPRESSED] > _deflated_bound(fields[_CD_SIZE])  # read no further than the size allows
     ):
         return None
     stream.seek(fields[_CD_OFFSET])
@@ -102,6 +112,19 @@ def _member(stream: IO[bytes], name: str, limit: int) -> bytes | None:
     if len(data) != fields[_CD_SIZE] or zlib.crc32(data) != fields[_CD_CRC]:
         return None
     return data
+
+
+# How far into an entry a signature spelled by its own fields can start and still be taken for an entry whose name ends
+# where that entry's name ends: the fake's disk number (at +34, zero) must fall within the real entry's 46 bytes of
+# fields, since a zero byte in a name ends it for zipfile (which would not take that entry for the member). A fake 12 or
+# more bytes on would end the real name early; one closer is refused by looking this far back.
+_SPELLED = CENTRAL.size - 34 - 1
+
+
+def _deflated_bound(size: int) -> int:
+    """The most compressed bytes an honest entry of `size` bytes takes: deflate's worst case (stored blocks, 5 bytes of
+    each 64 KiB; zlib's deflateBound is smaller) with room to spare; stored takes exactly `size`."""
+    return size + (size >> 10) + 64
 
 
 def _exactly(stream: IO[bytes], count: int) -> bytes:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import io
 import struct
 import zipfile
+import zlib
 from collections.abc import Callable
 
 import pytest
@@ -127,3 +128,184 @@ def test_a_name_field_pointing_past_the_directory_is_refused() -> None:
     moved = data[:at] + zipentry.CENTRAL.pack(*fields) + data[at + zipentry.CENTRAL.size :]
     assert zipentry.member(io.BytesIO(moved), "RECORD", 1 << 20) is None
     assert struct.calcsize(zipentry.CENTRAL.format) == zipentry.CENTRAL.size
+
+
+def _by_zipfile(data: bytes) -> bytes | None:
+    """What zipfile alone answers for the zip's RECORD (wheelmeta's way after zipentry); None where it refuses it."""
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:
+            names = [
+                i
+                for i in archive.infolist()
+                if i.filename.count("/") == 1 and i.filename.endswith(".dist-info/RECORD")
+            ]
+            with archive.open(names[0]) as opened:
+                return opened.read()
+    except (zipfile.BadZipFile, IndexError):
+        return None
+
+
+def _forged(data: bytes, crc: int) -> bytes:
+    """`data` with its last 4 bytes chosen so that its CRC-32 is `crc` (CRC-32 is affine: a linear system over GF(2))."""
+    base = bytearray(data[:-4] + b"\0\0\0\0")
+    columns = []
+    for bit in range(32):
+        flipped = bytearray(base)
+        flipped[len(base) - 4 + bit // 8] ^= 1 << (bit % 8)
+        columns.append(zlib.crc32(flipped) ^ zlib.crc32(base))
+    rows = [(columns[bit], 1 << bit) for bit in range(32)]
+    want, chosen = zlib.crc32(base) ^ crc, 0
+    for pivot in range(32):  # Gaussian elimination over the 32 columns
+        at = next(n for n in range(pivot, 32) if rows[n][0] >> pivot & 1)
+        rows[pivot], rows[at] = rows[at], rows[pivot]
+        for n in range(32):
+            if n != pivot and rows[n][0] >> pivot & 1:
+                rows[n] = (rows[n][0] ^ rows[pivot][0], rows[n][1] ^ rows[pivot][1])
+    for pivot in range(32):
+        if want >> pivot & 1:
+            chosen ^= rows[pivot][1]
+    base[-4:] = chosen.to_bytes(4, "little")
+    assert zlib.crc32(base) == crc
+    return bytes(base)
+
+
+def _local(name: bytes, data: bytes, method: int = zipfile.ZIP_STORED) -> bytes:
+    packed = zlib.compressobj(9, zlib.DEFLATED, -15) if method == zipfile.ZIP_DEFLATED else None
+    body = packed.compress(data) + packed.flush() if packed else data
+    return (
+        zipentry.LOCAL.pack(
+            zipentry.LOCAL_SIGNATURE,
+            20,
+            0,
+            0,
+            method,
+            0,
+            0,
+            zlib.crc32(data),
+            len(body),
+            len(data),
+            len(name),
+            0,
+        )
+        + name
+        + body
+    )
+
+
+def _central(name: bytes, data: bytes, offset: int, *, comment: bytes = b"", **fields: int) -> bytes:
+    values = {"version": 20, "system": 3, "extract": 20, "reserved": 0, "flags": 0, "method": 0, "time": 0}
+    values |= {"date": 0, "crc": zlib.crc32(data), "compressed": len(data), "size": len(data)} | fields
+    return (
+        zipentry.CENTRAL.pack(
+            zipentry.CENTRAL_SIGNATURE,
+            *(
+                values[k]
+                for k in ("version", "system", "extract", "reserved", "flags", "method", "time", "date")
+            ),
+            *(values[k] for k in ("crc", "compressed", "size")),
+            len(name),
+            0,
+            len(comment),
+            0,
+            0,
+            0,
+            offset,
+        )
+        + name
+        + comment
+    )
+
+
+def _end(entries: int, cd_size: int, cd_offset: int) -> bytes:
+    return zipentry.END.pack(zipentry.END_SIGNATURE, 0, 0, entries, entries, cd_size, cd_offset, 0)
+
+
+def test_a_zip64_locator_in_the_last_entrys_comment_is_left_to_zipfile() -> None:
+    """zipfile takes a zip64 locator and record just before the end record as the zip's, wherever they are: here inside
+    the last central entry's comment, saying the directory starts where it does but the zip begins elsewhere, so that
+    zipfile reads the RECORD by another local header (of the same name, size and CRC, other bytes)."""
+    name = b"pkg-1.0.dist-info/RECORD"
+    honest = RECORD
+    other = _forged(
+        b"evil/path.py,sha256=x,1\n".ljust(len(RECORD) - 4, b"#") + b"\0\0\0\0", zlib.crc32(honest)
+    )
+    first = _local(name, honest)
+    second = _local(name, other)
+    shift = len(first)  # zipfile's offsets moved by this: onto the second local header
+    cd_offset = len(first) + len(second)
+    entry_size = zipentry.CENTRAL.size + len(name) + 56 + 20
+    record64 = struct.pack(
+        "<4sQ2H2L4Q", b"PK\x06\x06", 44, 45, 45, 0, 0, 1, 1, entry_size - 76, cd_offset - shift
+    )
+    locator = struct.pack("<4sLQL", b"PK\x06\x07", 0, 0, 1)
+    directory = _central(name, honest, 0, comment=record64 + locator)
+    # zipfile: the directory is the `size` bytes before the zip64 record, from the entry on; the zip starts at `shift`
+    data = first + second + directory + _end(1, len(directory), cd_offset)
+    assert _by_zipfile(data) == other  # what zipfile reads: the other bytes
+    assert zipentry.member(io.BytesIO(data), "RECORD", 1 << 20) in (None, other)
+
+
+def test_a_central_signature_inside_the_entrys_own_fields_is_left_to_zipfile() -> None:
+    """A central entry whose first bytes after its signature spell another signature, a fake entry 4 bytes in (its
+    fields are the real entry's fields and the first 4 bytes of its name) naming `x.dist-info/RECORD` and another local
+    header, 16 MB on: zipfile reads the real entry's RECORD, so must this (or leave it to zipfile)."""
+    real_data, fake_data = (
+        RECORD[:30],
+        _forged(b"evil.py,sha256=x,1\n\0\0\0", 30),
+    )  # the fake's CRC: the real's size
+    fake_name, lead = (
+        b"x.dist-info/RECORD",
+        b"\x01\x01\x01\x01",
+    )  # the fake's offset: the real name's first 4 bytes
+    fake_at = int.from_bytes(lead, "little")
+    real_local = _local(lead + fake_name, real_data)
+    fake_local = _local(fake_name, fake_data, zipfile.ZIP_DEFLATED)
+    fake_local = fake_local.ljust(
+        zipentry.LOCAL.size + len(fake_name) + len(real_data), b"\0"
+    )  # 30 bytes of data
+    body = real_local + b"\0" * (fake_at - len(real_local)) + fake_local
+    real = _central(
+        lead + fake_name,
+        real_data,
+        0,
+        comment=b"",
+        version=ord("P"),
+        system=ord("K"),
+        extract=1,
+        reserved=2,
+        method=zipfile.ZIP_STORED,
+        date=zipfile.ZIP_DEFLATED,  # the fake's method
+    )
+    fields = list(zipentry.CENTRAL.unpack(real[: zipentry.CENTRAL.size]))
+    fields[14] = len(
+        fake_name
+    )  # the comment length, the fake's name length: its name ends where the real one does
+    real = zipentry.CENTRAL.pack(*fields) + real[zipentry.CENTRAL.size :] + b"\0" * len(fake_name)
+    data = body + real + _end(1, len(real), len(body))
+    assert _by_zipfile(data) == real_data
+    assert zipentry.member(io.BytesIO(data), "RECORD", 1 << 20) in (None, real_data)
+
+
+class _Counted(io.BytesIO):
+    def __init__(self, data: bytes) -> None:
+        super().__init__(data)
+        self.taken = 0
+
+    def read(self, size: int | None = -1, /) -> bytes:
+        got = super().read(size)
+        self.taken += len(got)
+        return got
+
+
+@pytest.mark.parametrize("method", [zipfile.ZIP_DEFLATED, zipfile.ZIP_STORED], ids=["deflated", "stored"])
+def test_a_compressed_size_that_lies_is_not_read_past_the_limit(method: int) -> None:
+    """A 100-byte RECORD whose entry says it takes 8 MB compressed (the rest of a big wheel): what the entry's size
+    allows is read, not 8 MB (zipfile reads no more than the limit either)."""
+    name = b"pkg-1.0.dist-info/RECORD"
+    local = _local(name, RECORD[:100], method)
+    padded = local + b"\0" * (8 << 20)
+    compressed = len(padded) - zipentry.LOCAL.size - len(name)
+    directory = _central(name, RECORD[:100], 0, method=method, compressed=compressed)
+    stream = _Counted(padded + directory + _end(1, len(directory), len(padded)))
+    zipentry.member(stream, "RECORD", 1 << 20)
+    assert stream.taken < 1 << 20
