@@ -22,9 +22,21 @@ _finding = threading.Lock()  # binary() asked from two threads (binary_soon's an
 
 
 def binary() -> str:
-    """Return the uv binary of the `uv` package (its Python module exposes it), checked against MINIMUM."""
+    """Return the uv binary of the `uv` package (its Python module exposes it), checked against MINIMUM. Found once per
+    process, its failure too: a uv that hangs on --version costs its 30 s once, not again in the caller's thread."""
     with _finding:
+        found = _found()
+    if isinstance(found, ToolError):
+        raise found
+    return found
+
+
+@cache
+def _found() -> str | ToolError:
+    try:
         return _binary()
+    except ToolError as exc:
+        return exc
 
 
 def binary_soon() -> None:
@@ -40,7 +52,6 @@ def _quietly() -> None:
         binary()
 
 
-@cache
 def _binary() -> str:
     try:
         import uv
