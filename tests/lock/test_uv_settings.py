@@ -141,4 +141,5 @@ def test_uv_found_in_a_thread_is_asked_once_and_an_old_one_is_said_in_the_caller
         assert uvtool.binary() == str(fake)
     finally:
         uvtool._found.cache_clear()
-    assert asked.read_text().count("x") == 2  # each uv asked once: the old one's error is kept for the process
+    # each uv asked once: the old one's error is kept for the process
+    assert asked.read_text().count("x") == 2
