@@ -165,14 +165,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     try:
         _main(argv)
     finally:
-        facts = sys.modules.get(
-            "provision.wheelfacts"
-        )  # loaded: what it was given to put later is written now
+        # wheelfacts loaded: what it was given to put later is written now
+        facts = sys.modules.get("provision.wheelfacts")
         if facts is not None:
             facts.settle()
-        if (
-            argv is None
-        ):  # the process ends here (`provision`, `python -m provision`): not a caller's own main()
+        # the process ends here (`provision`, `python -m provision`), not in a caller's own main()
+        if argv is None:
             _quick_exit()
 
 

@@ -106,9 +106,8 @@ class EarlyReads:
         self.guard = threading.Lock()
         self.previous: set[str] | None = None  # the URLs of the lock replaced, once read (`start_from`)
         self.waiting: list[str] = []  # URLs uv named before that lock was read
-        self.judged: frozenset[wheelrecords.Job] | None = (
-            None  # that lock's wheels, where their verdict was kept
-        )
+        # that lock's wheels, where their verdict was kept
+        self.judged: frozenset[wheelrecords.Job] | None = None
         self.started = False  # start_from was asked
         self.pool = DaemonPool(wheelrecords.WORKERS, "early-record")
 
@@ -212,9 +211,8 @@ class EarlyReads:
         self.pool.shutdown()  # reads ahead not started are not started
 
 
-Rank = Callable[
-    [str], int
-]  # a wheel's file name -> where the target's installer ranks it (lower: taken first)
+# a wheel's file name -> where the target's installer ranks it (lower: taken first)
+Rank = Callable[[str], int]
 
 
 def jobs_of(packages: list[Any], rank: Rank) -> list[wheelrecords.Job]:

@@ -20,8 +20,8 @@ from provision.errors import ProvisionError
 from provision.log import Progress
 from provision.stacks import lockcheck, urls, uvcache, wheelcache
 
-# reads at a time: each is a little network and a little CPU (TLS, the zip's directory), so past a few per core more
-# threads only fight for the interpreter (on 2 cores, 8 read the SGLang stack's 207 RECORDs 15% faster than 16)
+# reads at a time: each is a little network and a little CPU (TLS, the RECORD's rows), so past a few per core more
+# threads only fight for the interpreter (on 2 cores 4 take less CPU than 8 for the same finish, behind uv)
 WORKERS = max(4, min(16, 2 * (os.cpu_count() or 1)))
 
 
@@ -33,9 +33,8 @@ def folder() -> Path:
 # gate; report --lock's conflict gate after its scans); a RECORD being read is waited for, not read again
 _read: dict[tuple[str, str], dict[str, str] | None] = {}  # by (cache folder, sha256)
 _reading: dict[tuple[str, str], threading.Event] = {}
-_judged: dict[
-    tuple[str, str], Verdict
-] = {}  # (cache folder, verdict key) -> a kept verdict found in this run
+# (cache folder, verdict key) -> a kept verdict found in this run
+_judged: dict[tuple[str, str], Verdict] = {}
 _claims = threading.Lock()
 # URL -> its RECORD, read by range requests and parsed before the lock said which sha256 the URL serves (lock's reads
 # while uv resolves: ahead)
@@ -49,14 +48,11 @@ class Parsed:
 
     rows: list[list[str]]
     installs: dict[str, str]
-    entry: wheelfacts.Encoded | None = (
-        None  # its records/ entry, encoded where it was read by range (`_fetched`)
-    )
+    entry: wheelfacts.Encoded | None = None  # its records/ entry, encoded where it was read by range
 
 
-Ahead = tuple[
-    bool, Parsed | None
-]  # whether the index was asked, and the RECORD it gave (None: none it could)
+# whether the index was asked, and the RECORD it gave (None: none it could)
+Ahead = tuple[bool, Parsed | None]
 Unpacked = dict[tuple[str, str], uvcache.CachedWheel]
 
 
@@ -111,9 +107,8 @@ def verdict(
     )
     for _, filename, url, sha256 in wheels:
         if records.get(filename) is not None and wheelcache.SHA256.match(sha256):
-            wheelfacts.put_later(
-                "urls", urls.digest(url), {"sha256": sha256}
-            )  # for lock's reads ahead (`ahead`)
+            # for lock's reads ahead (`ahead`)
+            wheelfacts.put_later("urls", urls.digest(url), {"sha256": sha256})
     if not found.unread:
         wheelfacts.put_later(
             "verdicts",
