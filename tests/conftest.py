@@ -125,8 +125,10 @@ def _session_isolation(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Non
 @pytest.fixture(autouse=True)
 def isolated(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
-) -> Isolation:
-    """A temporary provision home, uv cache and XDG cache for this test; no inherited UV_/PIP_/PROVISION_ variables."""
+) -> Iterator[Isolation]:
+    """A temporary provision home, uv cache and XDG cache for this test; no inherited UV_/PIP_/PROVISION_ variables.
+    What the test's own process gave wheelfacts.put_later is written when it ends, into that test's cache (a test
+    calling wheelrecords in process left it for the next test's settle)."""
     for name in list(os.environ):
         if name.startswith(INHERITED):
             monkeypatch.delenv(name)
@@ -140,7 +142,10 @@ def isolated(
     monkeypatch.setenv("XDG_CACHE_HOME", str(data / "cache"))
     monkeypatch.setenv("PROVISION_HOME", str(home))
     monkeypatch.setenv("UV_CACHE_DIR", str(cache))
-    return Isolation(home, cache)
+    yield Isolation(home, cache)
+    facts = sys.modules.get("provision.wheelfacts")
+    if facts is not None:
+        facts.settle()
 
 
 _OWN_BASETEMP = pytest.StashKey[str]()
