@@ -37,6 +37,18 @@ def timed(argv: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, subpr
     return time.perf_counter() - start, done
 
 
+def summary(what: str, bare: list[float], ours: list[float]) -> dict[str, object]:
+    """Both tools' medians, their ratio, and each run's pair (uv's own time moves between runs)."""
+    return {
+        f"{what}, uv pip compile (bare), median s": round(statistics.median(bare), 2),
+        f"{what}, provision lock, median s": round(statistics.median(ours), 2),
+        f"{what}, ratio": round(statistics.median(ours) / statistics.median(bare), 2),
+        f"{what}, each run (bare, provision), s": [
+            (round(b, 2), round(o, 2)) for b, o in zip(bare, ours, strict=True)
+        ],
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=3)
@@ -94,9 +106,10 @@ def main() -> None:
         str(work / "pylock.today.toml"),
         "--json",
     ]
-    results: dict[str, float | int | str] = {}
+    results: dict[str, object] = {}
     # first: nothing cached (uv's cache and provision's each empty) and no lock to replace, interleaved
-    cold_bare, cold_ours = [], []
+    cold_bare: list[float] = []
+    cold_ours: list[float] = []
     for _ in range(args.runs):
         for times, argv, output in (
             (cold_bare, bare, work / "pylock.bare.toml"),
@@ -111,34 +124,17 @@ def main() -> None:
                 "XDG_CACHE_HOME": str(work / "xdg-cold"),
             }
             times.append(timed(argv, work, cold_env)[0])
-    results.update(
-        {
-            "first lock, uv pip compile (bare), median s": round(statistics.median(cold_bare), 2),
-            "first lock, provision lock, median s": round(statistics.median(cold_ours), 2),
-            "first lock, ratio": round(statistics.median(cold_ours) / statistics.median(cold_bare), 2),
-            "first lock, each run (bare, provision), s": [
-                (round(b, 2), round(o, 2)) for b, o in zip(cold_bare, cold_ours, strict=True)
-            ],
-        }
-    )
+    results.update(summary("first lock", cold_bare, cold_ours))
     timed(bare, work, env)  # uv's cache warm for both, and each one's lock there to keep (its preferences)
     timed(ours, work, env)  # and provision's RECORDs read once
-    bare_times, our_times = [], []
+    bare_times: list[float] = []
+    our_times: list[float] = []
     for _ in range(
         args.runs
     ):  # interleaved, so that the registry's and the machine's moods fall on both alike
         bare_times.append(timed(bare, work, env)[0])
         our_times.append(timed(ours, work, env)[0])
-    results.update(
-        {
-            "again, uv pip compile (bare), median s": round(statistics.median(bare_times), 2),
-            "again, provision lock, median s": round(statistics.median(our_times), 2),
-            "again, ratio": round(statistics.median(our_times) / statistics.median(bare_times), 2),
-            "again, each run (bare, provision), s": [
-                (round(b, 2), round(o, 2)) for b, o in zip(bare_times, our_times, strict=True)
-            ],
-        }
-    )
+    results.update(summary("again", bare_times, our_times))
     if not args.skip_report:
         lockfile = work / "pylock.today.toml"
         report = [

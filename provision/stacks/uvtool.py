@@ -24,11 +24,21 @@ _finding = threading.Lock()  # binary() asked from two threads (binary_soon's an
 def binary() -> str:
     """Return the uv binary of the `uv` package (its Python module exposes it), checked against MINIMUM. Found once per
     process, its failure too: a uv that hangs on --version costs its 30 s once, not again in the caller's thread."""
-    with _finding:
-        found = _found()
+    found = _find()
     if isinstance(found, ToolError):
         raise found
     return found
+
+
+def binary_soon() -> None:
+    """Find uv (`binary`) in a thread of its own: the caller goes on with what comes before uv runs while `uv
+    --version` answers (16 ms of a lock's 95 before uv starts); binary() then waits for it, or says its error."""
+    threading.Thread(target=_find, name="uv-binary", daemon=True).start()
+
+
+def _find() -> str | ToolError:
+    with _finding:
+        return _found()
 
 
 @cache
@@ -37,19 +47,6 @@ def _found() -> str | ToolError:
         return _binary()
     except ToolError as exc:
         return exc
-
-
-def binary_soon() -> None:
-    """Find uv (`binary`) in a thread of its own: the caller goes on with what comes before uv runs while `uv
-    --version` answers (16 ms of a lock's 95 before uv starts); binary() then waits for it, or says its error."""
-    threading.Thread(target=_quietly, name="uv-binary", daemon=True).start()
-
-
-def _quietly() -> None:
-    import contextlib
-
-    with contextlib.suppress(Exception):  # said where binary() is asked next, in the caller's thread
-        binary()
 
 
 def _binary() -> str:

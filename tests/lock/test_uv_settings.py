@@ -125,7 +125,7 @@ def test_uv_found_in_a_thread_is_asked_once_and_an_old_one_is_said_in_the_caller
 
     asked = tmp_path / "asked"
     fake = tmp_path / "uv"
-    fake.write_text(f"#!/bin/sh\nsleep 0.2\necho x >> {asked}\necho 'uv 0.1.0'\n")
+    fake.write_text(f"#!/bin/sh\nsleep 0.2\necho x >> {asked}\necho 'uv 0.1.0 (x86_64-unknown-linux-gnu)'\n")
     fake.chmod(0o755)
     monkeypatch.setattr(uv_package, "find_uv_bin", lambda: str(fake))
     uvtool._found.cache_clear()
@@ -135,7 +135,7 @@ def test_uv_found_in_a_thread_is_asked_once_and_an_old_one_is_said_in_the_caller
             with pytest.raises(ToolError, match=r"uv 0\.1\.0 at .* is older than"):
                 uvtool.binary()
         uvtool._found.cache_clear()  # a new process
-        fake.write_text(f"#!/bin/sh\necho x >> {asked}\necho 'uv 9.9.9'\n")
+        fake.write_text(f"#!/bin/sh\necho x >> {asked}\necho 'uv 9.9.9 (x86_64-unknown-linux-gnu)'\n")
         uvtool.binary_soon()
         assert uvtool.binary() == str(fake)
         assert uvtool.binary() == str(fake)
