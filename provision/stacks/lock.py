@@ -466,11 +466,6 @@ def _wheels_seen(early: earlyrecords.EarlyReads) -> Callable[[str], None]:
     return seen
 
 
-def _both(first: Callable[[], None], second: Callable[[], None]) -> None:
-    first()
-    second()
-
-
 def _uv_compile_args(target: Target, output: str) -> list[str]:
     # --python names the interpreter uv may use for builds: it skips a search of every Python on PATH.
     args = [
@@ -625,15 +620,19 @@ def _lock(
         before = _Meanwhile(output, meanwhile)
 
         def compile_(preferences: Preferences, started: Callable[[], None] = lambda: None) -> None:
+            # uv runs: what waited for it starts, and the lock replaced is read for its wheels' RECORDs (only now:
+            # read before, it took the interpreter from what leads to uv)
+            def running() -> None:
+                started()
+                early.start_from(output)
+
             uvtool.run(
                 _uv_compile_args(target, "pylock.toml") + preferences.arguments(),
                 cwd=folder,
                 env=uvtool.index_options(indexes)[1]
                 | gitauth.variables(p.git for p in profile.packages)
                 | ({} if "RUST_LOG" in os.environ else {"RUST_LOG": UV_FETCHES}),
-                # once uv runs (not before: reading it took the interpreter from what leads to uv), the wheels of the
-                # lock this one replaces: their RECORDs read while uv resolves
-                started=lambda: _both(started, lambda: early.start_from(output)),
+                started=running,
                 on_line=_wheels_seen(early),
             )
 
@@ -695,7 +694,7 @@ def _lock(
     packages = _packages(raw, indexes, origin, progress)
     _check_bindings(profile, packages)
     _check_flashinfer(packages)
-    warnings, known = _warnings(packages, progress, early.rank, early)
+    warnings, known = _warnings(packages, progress, early)
     document = _document(raw, profile, indexes, target, stamp, packages, written, known)
     changes = relock.changes(before.versions(), {p.name: p.version for p in packages})
     try:
@@ -1036,10 +1035,7 @@ def _check_bindings(profile: Profile, packages: tuple[LockedPackage, ...]) -> No
 
 
 def _warnings(
-    packages: tuple[LockedPackage, ...],
-    progress: Progress,
-    rank: earlyrecords.Rank,
-    early: earlyrecords.EarlyReads | None = None,
+    packages: tuple[LockedPackage, ...], progress: Progress, early: earlyrecords.EarlyReads
 ) -> tuple[tuple[LockWarning, ...], list[dict[str, object]]]:
     """What `report --lock` would FAIL, said at once: NVIDIA libraries of two CUDA majors, two wheels installing one
     path (from their RECORDs, read without downloading the wheels; one that cannot be read is said); and the paths
@@ -1050,15 +1046,14 @@ def _warnings(
     first: dict[str, LockedPackage] = {}
     for package in packages:  # the wheel the target's installer takes (earlyrecords.jobs_of's choice)
         if package.file.endswith(".whl") and (
-            package.name not in first or rank(package.file) < rank(first[package.name].file)
+            package.name not in first or early.rank(package.file) < early.rank(first[package.name].file)
         ):
             first[package.name] = package
     mixed = lockcheck.cuda_mix([(p.name, p.version) for p in first.values()])
     if mixed:
         found.append(LockWarning("cuda-mix", f"{mixed}: libraries of two CUDA majors load into one process"))
     jobs = [(p.name, p.file, p.url, p.sha256) for p in first.values()]
-    if early is not None:
-        early.keep_only({p.sha256 for p in first.values()})  # the reads started early for other wheels stop
+    early.keep_only({p.sha256 for p in first.values()})  # the reads started early for other wheels stop
     judged = wheelrecords.verdict(jobs, lambda: Path(uvtool.cache_dir() or "."), progress)
     conflicts = judged.conflicts
     if conflicts:
