@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 from packaging.utils import canonicalize_name
 
+from provision import regular
 from provision.envs import drift as drifting
 from provision.envs import filehash
 from provision.envs.drift import CACHE_NAME, Finding, links_allowed, site_packages
@@ -28,6 +29,8 @@ from provision.records.details import DriftDetails
 from provision.records.results import CheckResult, Reader
 
 if TYPE_CHECKING:
+    from packaging.pylock import PackageWheel
+
     from provision.envs.records import EnvRecord
 
 FAILING = (
@@ -82,9 +85,11 @@ def against_lock(venv: Path, build: Path, lock: Path, skip: Iterable[str] = ()) 
     expected: dict[str, tuple[str, str]] = {}  # key -> (distribution, the lock's RECORD hash)
     known = 0
     for package in pylock.packages:
+        wheels = list(package.wheels or ())
+        installed = _installed_wheel(wheels, site)
         known_rows = [
             wheelrecords.known((w.hashes or {}).get("sha256", "").lower(), w.name or "", w.url or "")
-            for w in package.wheels or ()
+            for w in ([installed] if installed is not None else wheels)
         ]
         record = _installed_one([_in_site(rows) for rows in known_rows if rows], site)
         if record is None:
@@ -137,6 +142,32 @@ def _in_site(rows: list[list[str]]) -> dict[str, str]:
             parts = parts[2:]
         found["/".join(parts)] = row[1]
     return found
+
+
+def _installed_wheel(wheels: list[PackageWheel], site: Path) -> PackageWheel | None:
+    """Of a package's wheels in the lock, the one installed: the one whose tags its installed WHEEL file names (the
+    installer copies that file from the wheel); None where that cannot be told. A sibling wheel's RECORD (another
+    manylinux, kept by an earlier lock) is never taken for the installed one's: its binaries differ."""
+    from packaging.tags import parse_tag
+
+    if len(wheels) < 2:
+        return None
+    for wheel in wheels:
+        filename = wheel.name or (wheel.url or "").rpartition("/")[2]
+        parts = filename.removesuffix(".whl").split("-")
+        if len(parts) < 5 or len(filename) > 255:  # a file name that no file has: nothing told
+            return None
+        try:
+            text = regular.read_text(
+                site / f"{parts[0]}-{parts[1]}.dist-info" / "WHEEL", 1 << 16, errors="replace"
+            )
+            said = {line.partition(":")[2].strip() for line in text.splitlines() if line.startswith("Tag:")}
+            named = {str(tag) for tag in parse_tag("-".join(parts[-3:]))}
+        except (OSError, ValueError):
+            return None
+        if said == named:
+            return wheel
+    return None
 
 
 def _installed_one(records: list[dict[str, str]], site: Path) -> dict[str, str] | None:

@@ -76,3 +76,61 @@ def test_a_build_as_locked_passes_its_fresh_drift_check(tool: tiny.Tool, tmp_pat
     assert list(
         (tmp_path / "xdg" / "provision" / "records").iterdir()
     )  # the lock's RECORDs were there to compare
+
+
+def test_a_sibling_wheels_record_is_never_taken_for_the_installed_ones(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A release of two manylinux wheels: records/ holds the RECORD of the one an earlier lock judged (manylinux2014),
+    uv installed the other (manylinux_2_28, whose RECORD was read from uv's cache: not trusted). The build's files are
+    compared with the RECORD of the wheel installed, told by its WHEEL file's tags, or with none: never the sibling's
+    (its binaries differ; a create of today's SGLang stack FAILed on cryptography, lxml and apache-tvm-ffi)."""
+    from packaging.pylock import Package, PackageWheel, Pylock
+    from packaging.utils import canonicalize_name
+    from packaging.version import Version
+
+    from provision import wheelfacts
+    from provision.envs import fresh
+    from provision.stacks import urls
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    old = "pkg-1.0-cp312-cp312-manylinux2014_x86_64.manylinux_2_17_x86_64.whl"
+    new = "pkg-1.0-cp312-cp312-manylinux_2_28_x86_64.whl"
+    url = "http://127.0.0.1:1/files/"
+    site = tmp_path / "venv/lib/python3.12/site-packages"
+    (site / "pkg").mkdir(parents=True)
+    (site / "pkg/_native.so").write_bytes(b"the 2.28 build")
+    (site / "pkg-1.0.dist-info").mkdir()
+    (site / "pkg-1.0.dist-info/WHEEL").write_text(
+        "Wheel-Version: 1.0\nTag: cp312-cp312-manylinux_2_28_x86_64\n"
+    )
+    sibling = "sha256=" + base64.urlsafe_b64encode(
+        hashlib.sha256(b"the 2.17 build").digest()
+    ).decode().rstrip("=")
+    record = {"rows": [["pkg/_native.so", sibling]], "from": "range", "url": urls.digest(url + old)}
+    wheelfacts.put("records", "a" * 64, record)  # read by range from that very URL: trusted
+    lock = tmp_path / "pylock.toml"
+    pylock = Pylock(
+        lock_version=Version("1.0"),
+        created_by="test",
+        packages=[
+            Package(
+                name=canonicalize_name("pkg"),
+                version=Version("1.0"),
+                wheels=[
+                    PackageWheel(url=url + old, hashes={"sha256": "a" * 64}),
+                    PackageWheel(url=url + new, hashes={"sha256": "b" * 64}),
+                ],
+            )
+        ],
+    )
+    import tomlkit
+
+    lock.write_text(tomlkit.dumps(pylock.to_dict()))
+    findings, known = fresh.against_lock(tmp_path / "venv", tmp_path / "build", lock)
+    assert findings == [] and known == 0  # the installed wheel's RECORD is not held: nothing compared
+    (site / "pkg-1.0.dist-info/WHEEL").write_text(
+        "Wheel-Version: 1.0\nTag: cp312-cp312-manylinux2014_x86_64\nTag: cp312-cp312-manylinux_2_17_x86_64\n"
+    )
+    findings, known = fresh.against_lock(tmp_path / "venv", tmp_path / "build", lock)
+    assert known == 1 and [(f.kind, f.path) for f in findings] == [("modified", "pkg/_native.so")]
