@@ -75,7 +75,7 @@ def against_lock(venv: Path, build: Path, lock: Path, skip: Iterable[str] = ()) 
     from provision.stacks import lockfile, wheelrecords
 
     try:
-        pylock, _ = lockfile.read(lock, allow_unsealed=True)  # create read it already, seal and all
+        pylock, stamp = lockfile.read(lock, allow_unsealed=True)  # create read it already, seal and all
     except ProvisionError:
         return [], 0
     site = site_packages(venv)
@@ -112,7 +112,8 @@ def against_lock(venv: Path, build: Path, lock: Path, skip: Iterable[str] = ()) 
             findings.append(
                 Finding(kind="missing", distribution=name, path=key, expected=f"{want} (the lock's RECORD)")
             )
-        elif got != want:
+        elif got != want and got not in stamp.known_conflicts.get(key, {}).values():
+            # (a path the lock knows two wheels install with different contents holds either one's: drift says shared)
             findings.append(
                 Finding(
                     kind="modified",

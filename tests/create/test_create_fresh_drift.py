@@ -134,3 +134,53 @@ def test_a_sibling_wheels_record_is_never_taken_for_the_installed_ones(
     )
     findings, known = fresh.against_lock(tmp_path / "venv", tmp_path / "build", lock)
     assert known == 1 and [(f.kind, f.path) for f in findings] == [("modified", "pkg/_native.so")]
+
+
+def test_a_path_the_lock_knows_two_wheels_share_holds_either_ones_content(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """flashinfer-python and torch-c-dlpack-ext both install a top-level build_backend.py; the lock records it in
+    known_conflicts with each one's hash. The build holds the one installed last: not `modified` (create of today's
+    SGLang stack FAILed on it); a content neither wheel has still is."""
+    import tomlkit
+    from packaging.pylock import Package, PackageWheel, Pylock
+    from packaging.utils import canonicalize_name
+    from packaging.version import Version
+
+    from provision import wheelfacts
+    from provision.envs import fresh
+    from provision.stacks import urls
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    site = tmp_path / "venv/lib/python3.12/site-packages"
+    site.mkdir(parents=True)
+
+    def digest(data: bytes) -> str:
+        return "sha256=" + base64.urlsafe_b64encode(hashlib.sha256(data).digest()).decode().rstrip("=")
+
+    packages, installs = [], {}
+    for n, name in enumerate(("aaa", "bbb")):
+        url = f"http://127.0.0.1:1/files/{name}-1.0-py3-none-any.whl"
+        sha256 = str(n) * 64
+        row = ["build_backend.py", digest(name.encode())]
+        wheelfacts.put("records", sha256, {"rows": [row], "from": "range", "url": urls.digest(url)})
+        packages.append(
+            Package(
+                name=canonicalize_name(name),
+                version=Version("1.0"),
+                wheels=[PackageWheel(url=url, hashes={"sha256": sha256})],
+            )
+        )
+        installs[name] = row[1]
+    document = Pylock(lock_version=Version("1.0"), created_by="test", packages=packages).to_dict()
+    document["tool"] = {
+        "provision": {"known_conflicts": [{"path": "build_backend.py", "installs": installs}]}
+    }
+    lock = tmp_path / "pylock.toml"
+    lock.write_text(tomlkit.dumps(document))
+    (site / "build_backend.py").write_bytes(b"bbb")  # the second wheel's, installed last
+    findings, known = fresh.against_lock(tmp_path / "venv", tmp_path / "build", lock)
+    assert known == 2 and findings == []
+    (site / "build_backend.py").write_bytes(b"edited")
+    findings, _ = fresh.against_lock(tmp_path / "venv", tmp_path / "build", lock)
+    assert [(f.kind, f.path) for f in findings] == [("modified", "build_backend.py")]
