@@ -3,7 +3,9 @@ and PTX of each CUDA member), `records/` (the rows of its RECORD), `metadata/` (
 fields, Requires-Dist among them: `profiles new`); `urls/`, keyed by the sha256 of a wheel's URL, holds the sha256 of
 the wheel last read from it (what `lock` needs to know before uv has said which file a URL serves); `verdicts/`, keyed
 by the sha256 of a set of wheels (their sha256s, URLs and the rules' own source), what lock's conflict gate found in
-their RECORDs, so a lock made again with the same wheels reads none of them. A wheel named by
+their RECORDs, so a lock made again with the same wheels reads none of them; `locks/`, keyed by the sha256 of a lock's
+packages as provision writes them (uv's text with each package's index put in), that this text parses back as exactly
+those packages, so a lock made again that comes out the same is told by comparing text (stacks/locktext). A wheel named by
 its sha256 never changes, so what was read of it once is read from here after: `report --lock`, `lock`'s gates,
 `adopt` and `scan` of a wheel ask here first.
 
@@ -30,13 +32,14 @@ from typing import Any
 from provision import atomic, regular
 
 VERSION = 1
-KINDS = ("scans", "records", "metadata", "urls", "verdicts")
+KINDS = ("scans", "records", "metadata", "urls", "verdicts", "locks")
 LIMITS = {
     "scans": 64 << 20,
     "records": 512 << 20,
     "metadata": 64 << 20,
     "urls": 16 << 20,
     "verdicts": 16 << 20,
+    "locks": 4 << 20,
 }  # the most each kind's folder holds
 ENTRY_MAX = {
     "scans": 8 << 20,
@@ -44,6 +47,7 @@ ENTRY_MAX = {
     "metadata": 8 << 20,
     "urls": 4096,
     "verdicts": 1 << 20,
+    "locks": 4096,
 }  # one entry: a RECORD may be 64 MiB of CSV
 SHA256 = re.compile(r"[0-9a-f]{64}")
 TEMP = re.compile(

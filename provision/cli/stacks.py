@@ -157,7 +157,6 @@ def lock_command(
     from packaging.utils import InvalidName, canonicalize_name
 
     from provision.stacks import lock, lockfile, profiles
-    from provision.views import stacks as views
 
     if env_name is not None:
         if profile_name or python or platform_name or indexes or output or upgrade or upgrade_packages:
@@ -202,6 +201,8 @@ def lock_command(
             upgrade=upgrade,
             upgrade_packages=upgrade_packages,
         )
+    from provision.views import stacks as views  # loaded while uv resolved (app.warm)
+
     return views.locked(result)
 
 

@@ -1,5 +1,5 @@
 """RECORDs read while uv still works: `lock` knows the wheels of the lock it is about to replace (a lock made again
-after a small change keeps most of them) before uv starts, and the new lock's wheels as soon as uv's first answer is
+after a small change keeps most of them) as soon as uv starts, and the new lock's wheels as soon as uv's first answer is
 out, while the packages are attributed to their indexes and uv may resolve a second time. Their RECORDs are read in
 the background from then on, as many at a time as wheelrecords.WORKERS, each once (wheelrecords waits for a read in
 flight instead of starting it again); once the lock is known, what it does not hold is no longer started, and what
@@ -14,11 +14,11 @@ import threading
 from collections.abc import Callable
 from concurrent.futures import Future
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from provision.stacks import wheelrecords
+if TYPE_CHECKING:  # loaded once uv runs, where a read starts: not on the way to uv
+    from provision.stacks import wheelrecords
 
-LOCK_LIMIT = 64 << 20  # the most of an earlier lock read for its wheels
 T = TypeVar("T")
 
 
@@ -27,7 +27,8 @@ class DaemonPool:
     with it. ThreadPoolExecutor's threads are joined at exit: a lock that uv failed in 0.4 s waited 20 s more for a
     read ahead that a slow index held, a read no one needed any more."""
 
-    def __init__(self, workers: int, name: str) -> None:
+    def __init__(self, workers: int | None, name: str) -> None:
+        # None: as many as wheelrecords reads at a time, looked up at the first job (once uv runs)
         self.workers, self.name = workers, name
         self.jobs: queue.SimpleQueue[tuple[Future[Any], Callable[..., Any], tuple[Any, ...]] | None] = (
             queue.SimpleQueue()
@@ -42,6 +43,10 @@ class DaemonPool:
             if self.closed:
                 raise RuntimeError("the pool is shut")
             self.jobs.put((future, fn, args))
+            if self.workers is None:
+                from provision.stacks import wheelrecords
+
+                self.workers = wheelrecords.WORKERS
             if len(self.threads) < self.workers:  # a thread per job until there are `workers`
                 thread = threading.Thread(
                     target=self._work, name=f"{self.name}-{len(self.threads)}", daemon=True
@@ -109,21 +114,24 @@ class EarlyReads:
         # that lock's wheels, where their verdict was kept
         self.judged: frozenset[wheelrecords.Job] | None = None
         self.started = False  # start_from was asked
-        self.pool = DaemonPool(wheelrecords.WORKERS, "early-record")
+        self.pool = DaemonPool(None, "early-record")
 
-    def start_from(self, previous: Path) -> None:
-        """Read, off the main thread, the RECORDs of the wheels of the lock at `previous` (none if it cannot be read);
-        asked again (uv run a second time), nothing more."""
+    def start_from(self, packages: list[Any]) -> None:
+        """Read, in a thread of its own, the RECORDs of the wheels of the lock replaced (its `packages`, parsed while uv
+        resolves; [] where there is none or it does not read as a lock); asked again (uv run a second time), nothing
+        more."""
         with self.guard:
             if self.started:
                 return
             self.started = True
-        threading.Thread(target=self._previous, args=(previous,), name="early-records", daemon=True).start()
+        threading.Thread(target=self._previous, args=(packages,), name="early-records", daemon=True).start()
 
-    def _previous(self, previous: Path) -> None:
+    def _previous(self, packages: list[Any]) -> None:
+        from provision.stacks import wheelrecords
+
         jobs: list[wheelrecords.Job] = []
         try:
-            jobs = self._jobs_of(previous, self.rank)
+            jobs = jobs_of(packages, self.rank)
         finally:
             with self.guard:  # what uv named meanwhile, less what that lock holds
                 self.previous = {job[2] for job in jobs}
@@ -135,21 +143,6 @@ class EarlyReads:
                 self.judged = frozenset(jobs)
             return  # judged before: made again with the same wheels, the lock reads none of their RECORDs
         self._start(self._claim(jobs))
-
-    @staticmethod
-    def _jobs_of(previous: Path, rank: Rank) -> list[wheelrecords.Job]:
-        from provision import regular, toml
-
-        try:
-            document = toml.loads(regular.read_text(previous, LOCK_LIMIT, errors="replace"))
-        except (
-            OSError,
-            ValueError,
-            RecursionError,  # arrays nested past the limit
-        ):  # no lock there yet, or not one this can read: lock reads what it needs later
-            return []
-        packages = document.get("packages")
-        return jobs_of(packages if isinstance(packages, list) else [], rank)
 
     def add(self, jobs: list[wheelrecords.Job]) -> None:
         """Start reading these wheels' RECORDs, but for those read before or started already: the main thread only
@@ -173,6 +166,8 @@ class EarlyReads:
         return jobs
 
     def _start(self, jobs: list[wheelrecords.Job]) -> None:
+        from provision.stacks import wheelrecords
+
         jobs = [  # what is read ahead already is taken by the gate as it ends
             job
             for job in jobs
@@ -198,6 +193,8 @@ class EarlyReads:
             if self.previous is None:
                 self.waiting.append(url)
             elif not self.closed and url not in self.previous:
+                from provision.stacks import wheelrecords
+
                 wheelrecords.ahead(url, self.pool.submit)
 
     def keep_only(self, sha256s: set[str]) -> None:

@@ -28,7 +28,16 @@ from provision import __version__, proc, toml, wheelfacts
 from provision.atomic import write_atomic
 from provision.errors import IndexUnreachable, InputError, ProvisionError, ResolveError, UsageError
 from provision.log import Progress
-from provision.stacks import earlyrecords, gitauth, lockfile, relock, urls, uvproject, uvtool, wheelrecords
+from provision.stacks import (
+    earlyrecords,
+    gitauth,
+    lockfile,
+    locktext,
+    relock,
+    urls,
+    uvproject,
+    uvtool,
+)
 from provision.stacks.profiles import DEFAULT_INDEX, Package, Profile
 
 if TYPE_CHECKING:
@@ -103,6 +112,7 @@ class LockResult:
     rebuild: str = ""  # the command that makes this lock again
     changes: relock.Changes | None = None  # against the lock it replaced; None when it replaced none
     preferred: str | None = None  # the lock whose versions uv kept where it could; None: resolved afresh
+    unchanged: bool = False  # the lock in place was what this one is, its created time aside: left as it was
 
     def to_dict(self) -> dict[str, object]:
         return {
@@ -117,6 +127,7 @@ class LockResult:
             "rebuild": self.rebuild,
             "changes": self.changes.to_dict() if self.changes is not None else None,
             "preferred": self.preferred,
+            "unchanged": self.unchanged,
             "seconds": round(self.seconds, 3),
         }
 
@@ -577,6 +588,7 @@ def lock(
     if any(p.prerelease and p.index != DEFAULT_INDEX and indexes.get(p.index) for p in profile.packages):
         progress("finding the newest complete nightly")
     early = earlyrecords.EarlyReads(lambda: Path(uvtool.cache_dir() or "."), wheel_rank(target))
+    in_place = _in_place(output)
     try:
         return _lock(
             profile,
@@ -588,12 +600,14 @@ def lock(
             indexes,
             early,
             start,
-            meanwhile,
-            Preferences.of(output, upgrade=upgrade, packages=upgrade_packages),
+            _Meanwhile(output, in_place, early, meanwhile),
+            Preferences.of(output, in_place, upgrade=upgrade, packages=upgrade_packages),
         )
     finally:
         early.keep_only(set())  # what the gate needed was read; nothing more is started
-        wheelrecords.drop_ahead()
+        records = sys.modules.get("provision.stacks.wheelrecords")  # loaded where a read started
+        if records is not None:
+            records.drop_ahead()
         wheelfacts.settle()  # the RECORDs and the verdict kept, written while the lock was judged and written
 
 
@@ -607,7 +621,7 @@ def _lock(
     indexes: dict[str, str | None],
     early: earlyrecords.EarlyReads,
     start: float,
-    meanwhile: Callable[[], object],
+    before: _Meanwhile,
     preferences: Preferences,
 ) -> LockResult:
     import time
@@ -617,23 +631,19 @@ def _lock(
         (folder / "pyproject.toml").write_text(_project(profile, pins, indexes))
         preferences.place(folder / "pylock.toml")
         progress("resolving with uv")
-        before = _Meanwhile(output, meanwhile)
 
         def compile_(preferences: Preferences, started: Callable[[], None] = lambda: None) -> None:
-            # uv runs: what waited for it starts, and the lock replaced is read for its wheels' RECORDs (only now:
-            # read before, it took the interpreter from what leads to uv)
-            def running() -> None:
-                started()
-                early.start_from(output)
-
+            # uv runs: what waited for it starts (the lock replaced parsed, its wheels' RECORDs read: only now, read
+            # before, it took the interpreter from what leads to uv)
             uvtool.run(
                 _uv_compile_args(target, "pylock.toml") + preferences.arguments(),
                 cwd=folder,
                 env=uvtool.index_options(indexes)[1]
                 | gitauth.variables(p.git for p in profile.packages)
                 | ({} if "RUST_LOG" in os.environ else {"RUST_LOG": UV_FETCHES}),
-                started=running,
+                started=started,
                 on_line=_wheels_seen(early),
+                version_after=True,
             )
 
         try:
@@ -644,9 +654,7 @@ def _lock(
                     raise
                 if before.ident is not None:
                     before.join()
-                if (
-                    before.versions() if before.ident is not None else relock.versions_in(output)
-                ) is not None and not exc.message.startswith(_UV_TOML_ERROR):
+                if before.previous() is not None and not exc.message.startswith(_UV_TOML_ERROR):
                     raise  # the lock replaced reads well, to provision and to uv: uv's error is the profile's
                 (folder / "pylock.toml").unlink(missing_ok=True)  # not a lock: no preference, and replaced
                 preferences = Preferences(None)
@@ -664,8 +672,18 @@ def _lock(
         written = (
             folder / "pylock.toml"
         ).read_text()  # uv's own text: kept where provision changes no package
-        raw = toml.loads(written)
-        early.add(earlyrecords.jobs_of(raw.get("packages", []), early.rank))  # read while attributed
+        previous = before.previous()
+        # where uv wrote exactly the packages of the lock in place, they are taken from it (parsed while uv ran)
+        raw = (
+            {k: v for k, v in previous.raw.items() if k != "tool"}
+            if previous is not None
+            and locktext.proven(previous.text, written, previous.raw.get("packages", [])) is not None
+            else None
+        )
+        reused = raw is not None
+        if raw is None:
+            raw = toml.loads(written)
+            early.add(earlyrecords.jobs_of(raw.get("packages", []), early.rank))  # read while attributed
         progress("attributing each package to its index")
         origin = attribution(raw.get("packages", []), profile, indexes)
         strays = [
@@ -681,7 +699,7 @@ def _lock(
                 f"{', '.join(strays)} came from a named index; resolving again with the named indexes explicit"
             )
             written = _resolve_explicit(folder, profile, pins, indexes, target, raw, origin)
-            raw = toml.loads(written)
+            raw, reused = toml.loads(written), False
             early.add(earlyrecords.jobs_of(raw.get("packages", []), early.rank))
             origin = attribution(raw.get("packages", []), profile, indexes)
     stamp = _Stamp(
@@ -695,14 +713,29 @@ def _lock(
     _check_bindings(profile, packages)
     _check_flashinfer(packages)
     warnings, known = _warnings(packages, progress, early)
-    document = _document(raw, profile, indexes, target, stamp, packages, written, known)
-    changes = relock.changes(before.versions(), {p.name: p.version for p in packages})
-    try:
-        write_atomic(output, document)
-    except OSError as exc:
-        raise InputError(
-            f"cannot write the lock to {output}: {exc.strerror or exc}", "choose -o in a folder you can write"
-        ) from exc
+    raw.setdefault("tool", {})["provision"] = _provision_table(
+        raw, profile, indexes, target, stamp, packages, known
+    )
+    header = locktext.header(profile.name, stamp.rebuild)
+    kept = (
+        reused
+        and previous is not None
+        and locktext.unchanged(
+            previous.text, header, locktext.packages_text(written, raw["packages"]), raw["tool"]
+        )
+        and _in_place(output) == before.in_place  # and still is
+    )
+    if not kept:  # else the lock in place is what would be written, its created time aside: left as it is
+        try:
+            write_atomic(output, header + _document(raw, written))
+        except OSError as exc:
+            raise InputError(
+                f"cannot write the lock to {output}: {exc.strerror or exc}",
+                "choose -o in a folder you can write",
+            ) from exc
+    changes = relock.changes(
+        previous.versions if previous is not None else None, {p.name: p.version for p in packages}
+    )
     return LockResult(
         path=output,
         profile=profile.name,
@@ -715,6 +748,7 @@ def _lock(
         rebuild=stamp.rebuild,
         changes=changes,
         preferred=preferences.source,
+        unchanged=kept,
     )
 
 
@@ -768,24 +802,47 @@ def _work_folder(parent: Path | None = None) -> Iterator[Path]:
         shutil.rmtree(folder, ignore_errors=True)
 
 
+def _in_place(output: Path) -> bytes | None:
+    """The bytes of the lock at `output`, read before uv runs (what it is given as preferences, what the new lock's
+    changes are told against, what a lock made again may leave as it is); None where there is none to read: nothing
+    there, a link (uv quotes the line it cannot parse, and a lockfile committed as a link to a file of secrets,
+    ~/.netrc, had its lines shown by -v), a folder, a pipe, a file past a lock's size."""
+    from provision import regular
+
+    try:
+        data = regular.read_bytes(output, lockfile.MAX_BYTES + 1, follow=False)
+    except OSError:
+        return None
+    return data if len(data) <= lockfile.MAX_BYTES else None
+
+
 class _Meanwhile(threading.Thread):
     """What the lock needs after uv, done while uv resolves (started once uv runs: the main thread then waits in poll,
-    holding no GIL): the modules imported that write and check the lock, the caller's `meanwhile`, and the versions of
-    the lock `output` replaces (read before it is replaced: `join` comes first)."""
+    holding no GIL): the lock in place parsed (relock.Previous) and its wheels' RECORDs read (EarlyReads.start_from),
+    the modules imported that write and check the lock, and the caller's `meanwhile`."""
 
-    def __init__(self, output: Path, meanwhile: Callable[[], object]) -> None:
+    def __init__(
+        self,
+        output: Path,
+        in_place: bytes | None,
+        early: earlyrecords.EarlyReads,
+        meanwhile: Callable[[], object],
+    ) -> None:
         super().__init__(name="lock-meanwhile")
-        self.output, self.meanwhile = output, meanwhile
-        self._versions: dict[str, str] | None = None
+        self.output, self.in_place, self.early, self.meanwhile = output, in_place, early, meanwhile
+        self._previous: relock.Previous | None = None
         self._failed: BaseException | None = None
+        self._parsed = False
 
     def run(self) -> None:
         import importlib
 
         try:
-            self._versions = relock.versions_in(self.output)
+            self._parse()
         except BaseException as exc:
             self._failed = exc
+        finally:
+            self.early.start_from(self._previous.raw.get("packages", []) if self._previous else [])
         with contextlib.suppress(Exception):
             for module in (
                 "packaging.pylock",
@@ -797,12 +854,19 @@ class _Meanwhile(threading.Thread):
                 importlib.import_module(module)
             self.meanwhile()
 
-    def versions(self) -> dict[str, str] | None:
-        """{package: version} of the lock replaced (relock.versions_in), once joined; None when it is none provision
-        reads as a lock."""
+    def _parse(self) -> None:
+        if not self._parsed and self.in_place is not None:
+            self._previous = relock.Previous.parse(self.in_place, self.output)
+        self._parsed = True
+
+    def previous(self) -> relock.Previous | None:
+        """The lock replaced, once joined (or parsed here where uv never ran); None when it is none provision reads as
+        a lock."""
+        if self.ident is None:
+            self._parse()
         if self._failed is not None:
             raise self._failed
-        return self._versions
+        return self._previous
 
 
 @dataclass(frozen=True)
@@ -815,19 +879,13 @@ class Preferences:
     upgrade_packages: tuple[str, ...] = ()
 
     @classmethod
-    def of(cls, output: Path, *, upgrade: bool, packages: tuple[str, ...]) -> Preferences:
-        """The lock at `output` as it is (read while uv resolves: `_Meanwhile`; one uv cannot read is no preference,
-        `_lock` resolves again without it). A link there is none: uv quotes the line it cannot parse, and a lockfile
-        committed as a link to a file of secrets (~/.netrc) had its lines shown by -v."""
-        from provision import regular
-
-        if upgrade:
+    def of(
+        cls, output: Path, in_place: bytes | None, *, upgrade: bool, packages: tuple[str, ...]
+    ) -> Preferences:
+        """The lock in place (`_in_place`: one uv cannot read is no preference, `_lock` resolves again without it)."""
+        if upgrade or in_place is None:
             return cls(None)
-        try:
-            text = regular.read_bytes(output, lockfile.MAX_BYTES + 1, follow=False)
-        except OSError:  # none there yet, a link, a folder, a pipe: none
-            return cls(None)
-        return cls(str(output), text, packages) if len(text) <= lockfile.MAX_BYTES else cls(None)
+        return cls(str(output), in_place, packages)
 
     def place(self, path: Path) -> None:
         if self.source is not None:
@@ -898,20 +956,18 @@ def _packages(
     return tuple(locked)
 
 
-def _document(
+def _provision_table(
     raw: dict[str, Any],
     profile: Profile,
     indexes: dict[str, str | None],
     target: Target,
     stamp: _Stamp,
     packages: tuple[LockedPackage, ...],
-    written: str = "",
-    known: list[dict[str, object]] | None = None,
-) -> str:
-    """The lock's text: `raw` with provision's `created-by` and [tool.provision], validated by packaging.pylock."""
+    known: list[dict[str, object]],
+) -> dict[str, Any]:
+    """The lock's [tool.provision]: what it says of itself beside uv's packages."""
     computed = [urls.filename(p.url) for p in packages if p.hash_source == "computed"]
-    raw["created-by"] = "provision (uv pip compile)"
-    raw.setdefault("tool", {})["provision"] = {
+    return {
         "profile": profile.name,
         "profile_hash": profile.content_hash,
         "lock_key": stamp.key,
@@ -933,6 +989,11 @@ def _document(
         # what provision wrote, checked by every reader: a hash flipped or a package added by hand is refused
         "packages_sha256": lockfile.packages_digest(raw.get("packages", []), known),
     }
+
+
+def _document(raw: dict[str, Any], written: str) -> str:
+    """The lock's text (its header aside): `raw` with provision's `created-by`, validated by packaging.pylock."""
+    raw["created-by"] = locktext.CREATED_BY
     from packaging.pylock import Pylock, PylockValidationError
 
     try:
@@ -941,48 +1002,7 @@ def _document(
         raise ResolveError(
             f"uv produced a lock that PEP 751 rejects: {exc}", "report this with the profile"
         ) from exc
-    header = f"# PEP 751 lock of profile {profile.name!r}, written by provision {__version__}. Rebuild: {stamp.rebuild}\n"
-    return header + _dumps(raw, written)
-
-
-def _dumps(raw: dict[str, Any], written: str) -> str:
-    """The lock as TOML: uv's own text with provision's keys put in (each package's `index`, `created-by`,
-    [tool.provision]) where that gives exactly `raw` back (tomlkit takes seconds to write two hundred packages anew),
-    else the whole document written by tomlkit."""
-    import tomlkit  # a lock is written: create --lock reads one and writes none
-
-    patched = _patched(raw, written)
-    return patched if patched is not None else tomlkit.dumps(raw)
-
-
-def _patched(raw: dict[str, Any], written: str) -> str | None:
-    import tomlkit
-
-    marker = "\n[[packages]]\n"
-    blocks = written.split(marker)
-    packages = raw.get("packages", [])
-    if not written or "[tool" in written or len(blocks) != len(packages) + 1:
-        return None
-    out = [
-        re.sub(
-            r"^created-by = .*$",
-            lambda _: f"created-by = {json.dumps(raw.get('created-by', ''))}",
-            blocks[0],
-            count=1,
-            flags=re.MULTILINE,
-        )
-    ]
-    for package, block in zip(packages, blocks[1:], strict=True):
-        lines = block.split("\n")
-        if "index" in package and not any(line.startswith("index = ") for line in lines[:4]):
-            at = next((i + 1 for i, line in enumerate(lines[:3]) if line.startswith("version = ")), 1)
-            lines.insert(at, f"index = {json.dumps(package['index'])}")
-        out.append("\n".join(lines))
-    text = marker.join(out).rstrip("\n") + "\n\n" + tomlkit.dumps({"tool": raw.get("tool", {})})
-    try:
-        return text if toml.loads(text) == raw else None
-    except toml.TOMLDecodeError:
-        return None
+    return locktext.dumps(raw, written)
 
 
 def _from_source(name: str, package: dict[str, Any]) -> LockedPackage:

@@ -126,25 +126,34 @@ def read(path: Path, *, allow_unsealed: bool = False) -> tuple[Pylock, Stamp]:
 
 def _parse(path: Path) -> tuple[dict[str, Any], Pylock, dict[str, Any]]:
     """(the lock's TOML, it as packaging.pylock reads it, its [tool.provision] table), or an InputError naming the file."""
+    try:
+        data = regular.read_bytes(path, MAX_BYTES + 1)
+    except OSError as exc:
+        raise InputError(
+            f"{path}: not a readable PEP 751 lock ({exc})", "make one with: provision lock PROFILE"
+        ) from exc
+    return parse_bytes(data, path)
+
+
+def parse_bytes(data: bytes, path: Path) -> tuple[dict[str, Any], Pylock, dict[str, Any]]:
+    """`_parse` of a lock's bytes read already (`path` names it in the error)."""
     # markers and tags: loaded where a lock is read, not where one is named
     from packaging.pylock import Pylock, PylockValidationError
 
+    if (
+        len(data) > MAX_BYTES
+    ):  # read whole, an 8 GB file (a sparse one, a wrong path) took the machine's memory
+        raise InputError(
+            f"{path}: not a PEP 751 lock (larger than {MAX_BYTES >> 20} MiB)",
+            "make one with: provision lock PROFILE",
+        )
     try:
-        data = regular.read_bytes(path, MAX_BYTES + 1)
-        if (
-            len(data) > MAX_BYTES
-        ):  # read whole, an 8 GB file (a sparse one, a wrong path) took the machine's memory
-            raise InputError(
-                f"{path}: not a PEP 751 lock (larger than {MAX_BYTES >> 20} MiB)",
-                "make one with: provision lock PROFILE",
-            )
         raw = toml.loads(data.decode("utf-8"))
         pylock = Pylock.from_dict(raw)
         tool = (raw.get("tool") or {}).get("provision") or {}
         if not isinstance(tool, dict):
             raise PylockValidationError("[tool.provision] is not a table")
     except (
-        OSError,
         UnicodeDecodeError,
         RecursionError,
         toml.TOMLDecodeError,

