@@ -115,7 +115,9 @@ def scan_wheel(path: Path, jobs: int | None = None) -> Iterator[Result]:
             )
             try:
                 scanned = pool.map(_scan_member, places)  # the workers are forked here, all of them
-            except OSError:  # one could not be (EAGAIN: out of processes; ENOMEM): the members are scanned here
+            except (
+                OSError
+            ):  # one could not be (EAGAIN: out of processes; ENOMEM): the members are scanned here
                 _stop(pool)
             else:
                 with pool:

@@ -140,7 +140,9 @@ def test_no_child_to_read_nvml_in_is_a_driver_not_asked_never_no_driver(lib: Pat
     assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
     start = json.loads(done.stdout)["driver"]["nvml"]
     assert start["state"] == "not_asked" and os.strerror(code) in start["reason"], start
-    assert sorted(p.name for p in _guard().iterdir()) == ["crashed"]  # no NVML called here; the crash still kept
+    assert sorted(p.name for p in _guard().iterdir()) == [
+        "crashed"
+    ]  # no NVML called here; the crash still kept
     table = forkless.run_provision("probe", code=code, env=env)
     assert table.returncode == 0 and "not_asked" in table.stdout, table.stdout + table.stderr
     checked = forkless.run_provision("check", "--json", code=code, env=env)
