@@ -5,10 +5,13 @@ in the network tier's flag test; docs/evidence/ says what could not run on a GPU
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
+import threading
 import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -186,3 +189,70 @@ def test_without_sglang_or_without_a_gpu_it_skips(tmp_path: Path) -> None:
     result, _ = serve(build, tmp_path, "ok")
     assert result.status == "skip" and "torch" in result.reason
     os.environ.pop("FAKE_SGLANG", None)
+
+
+class _Foreign(BaseHTTPRequestHandler):
+    """Another program's server on the port the check chose: /health 200 (or 404 for `answer`), /generate counted."""
+
+    answer = 200
+    generated: list[str] = []
+
+    def log_message(self, *_args: object) -> None:
+        pass
+
+    def do_GET(self) -> None:
+        self.send_response(self.answer)
+        self.end_headers()
+
+    def do_POST(self) -> None:
+        self.generated.append(self.path)
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        data = json.dumps([{"output_ids": [0] * 8} for _ in body["input_ids"]]).encode()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+
+@pytest.mark.parametrize("answer", [200, 404], ids=["answers-health", "not-sglang"])
+def test_a_port_taken_before_the_server_binds_it_is_left_for_another(
+    env: Path, tmp_path: Path, answer: int
+) -> None:
+    """Another process takes the port between the check's choice and the server's bind (this test, as soon as the
+    stand-in says its --port, while it loads): the server cannot bind it and exits with "address already in use", or
+    the other process answers /health itself. The check never talks to a server it did not start: it starts its
+    own again on another port, and passes there."""
+    trace = tmp_path / "trace.json"
+    taken: dict[str, object] = {}
+
+    def take() -> None:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not trace.exists():
+            time.sleep(0.01)
+        with contextlib.suppress(OSError, ValueError):
+            argv = json.loads(trace.read_text())["argv"]
+            port = int(argv[argv.index("--port") + 1])
+            server = ThreadingHTTPServer(
+                ("127.0.0.1", port), type("Foreign", (_Foreign,), {"answer": answer})
+            )
+            taken.update(port=port, server=server)
+            server.serve_forever()
+
+    _Foreign.generated = []
+    racer = threading.Thread(target=take, daemon=True)
+    racer.start()
+    try:
+        result, last = serve(env, tmp_path, "ok")
+    finally:
+        server = taken.get("server")
+        if isinstance(server, ThreadingHTTPServer):
+            server.shutdown()
+            server.server_close()
+    assert "port" in taken, "the stand-in never said its port"
+    assert _Foreign.generated == [], "the check asked another program's server"
+    assert result.status == "pass", result
+    details = result.details.to_json()
+    assert details["port"] != taken["port"] and last["argv"][last["argv"].index("--port") + 1] == str(
+        details["port"]
+    )
+    assert f"port {taken['port']} was taken" in Path(str(details["log"])).read_text()
