@@ -5,6 +5,7 @@ in the network tier's flag test; docs/evidence/ says what could not run on a GPU
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import json
 import os
@@ -65,6 +66,7 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def serve(
     build: Path, tmp: Path, mode: str, gpus: list[Gpu] = H200, **variables: str
 ) -> tuple[CheckResult, dict]:
+    tmp.mkdir(parents=True, exist_ok=True)
     trace = tmp / "trace.json"
     meta = EnvRecord(
         name="env",
@@ -157,7 +159,7 @@ def test_the_checks_timeout_stops_the_server_too(
         "_serve_arguments",
         lambda build, gpus, timeout: {
             "model_path": str(dummy_model.write(build / "dummy-model")),
-            "log_path": str(build / "logs" / "x.log"),
+            "log_dir": str(build / "logs"),
             "tp_size": 1,
             "start_bound_s": 600,
         },
@@ -256,3 +258,23 @@ def test_a_port_taken_before_the_server_binds_it_is_left_for_another(
         details["port"]
     )
     assert f"port {taken['port']} was taken" in Path(str(details["log"])).read_text()
+
+
+def test_each_run_keeps_its_own_log(env: Path, tmp_path: Path) -> None:
+    """Two runs of the check on one build at once (two `provision check`, a check beside a create's): each server's
+    log is a file of its own, named in its details, and holds that server's words only; an earlier run's stays."""
+    with concurrent.futures.ThreadPoolExecutor(2) as pool:
+        runs = list(pool.map(lambda n: serve(env, tmp_path / str(n), "ok"), range(2)))
+    (first, _), (second, _) = runs
+    assert first.status == second.status == "pass", runs
+    logs = [Path(str(r.details.to_json()["log"])) for r in (first, second)]
+    assert logs[0] != logs[1] and {log.parent for log in logs} == {env / "logs"}, logs
+    for result, log in zip((first, second), logs, strict=True):
+        said = log.read_text()
+        assert f"127.0.0.1:{result.details.to_json()['port']}" in said and said.count("fired up") == 1, said
+    for number in range(12):  # older runs': the oldest go, the newest KEPT_LOGS stay (this run's among them)
+        (env / "logs" / f"sglang-serve-20000101-000000-{number:08}.log").write_text("old\n")
+    later, _ = serve(env, tmp_path / "later", "ok")
+    assert all(log.is_file() for log in logs) and Path(str(later.details.to_json()["log"])) not in logs
+    assert len(list((env / "logs").glob("sglang-serve-*.log"))) == 10
+    assert not (env / "logs" / "sglang-serve-20000101-000000-00000000.log").exists()

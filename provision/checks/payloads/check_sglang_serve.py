@@ -133,6 +133,26 @@ def post(url: str, body: dict[str, object], timeout: float) -> object:
         return json.loads(answer.read(16 << 20))
 
 
+KEPT_LOGS = 10  # the server logs kept in the build's logs/ folder, the newest (this run's among them)
+
+
+def own_log(folder: Path) -> Path:
+    """A new log file of this run's own in `folder`, sglang-serve-STAMP-XXXXXXXX.log (made with O_EXCL): two runs at
+    once (two `provision check` of one build) or one after another never write one file; the oldest beyond
+    KEPT_LOGS go."""
+    import tempfile
+
+    folder.mkdir(parents=True, exist_ok=True)
+    for old in sorted(folder.glob("sglang-serve-*.log"))[: -(KEPT_LOGS - 1)]:  # the stamp sorts them by age
+        with contextlib.suppress(OSError):
+            old.unlink()
+    fd, name = tempfile.mkstemp(
+        prefix=time.strftime("sglang-serve-%Y%m%d-%H%M%S-"), suffix=".log", dir=folder
+    )
+    os.close(fd)
+    return Path(name)
+
+
 def answered(
     process: subprocess.Popen[bytes],
     port: int,
@@ -148,7 +168,7 @@ def answered(
     while True:
         if process.poll() is not None:
             said = tail(log_path, since=since)
-            if "address already in use" in said.lower():  # uvicorn's words (and Python's) for EADDRINUSE
+            if "address already in use" in said.lower() or "[errno 98]" in said.lower():  # EADDRINUSE
                 return "the server could not bind it (address already in use)"
             emit(
                 "fail",
@@ -230,12 +250,10 @@ ATTEMPTS = 3  # ports tried: one another process takes between its choice and th
 
 def main() -> None:
     args = arguments()
-    model, log_path = args["model_path"], Path(args["log_path"])
+    model, log_path = args["model_path"], own_log(Path(args["log_dir"]))
     tp, bound = int(args.get("tp_size") or 1), float(args.get("start_bound_s") or 600)
     mock = has_mock_mode()
     env = {**os.environ, **(MOCK_ENV if mock else {})}
-    log_path.parent.mkdir(parents=True, exist_ok=True)
-    log_path.write_bytes(b"")
     started = time.monotonic()
     adopt_orphans()
     taken: list[int] = []
