@@ -6,23 +6,16 @@ machine's disk), every port chosen ahead taken by a listener of this test's."""
 from __future__ import annotations
 
 import json
-import os
 import socket
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from conftest import once_per_run
-from cuobjdump import CACHE
+from test_allreduce import CPU_TORCH, cpu_torch_venv
 
 from provision.checks import payload_dir
-from provision.stacks import uvtool
-
-CPU_TORCH = sorted(
-    Path("/opt/wheels").glob(f"torch-*+cpu-cp{sys.version_info[0]}{sys.version_info[1]}-*.whl")
-)
 
 
 @pytest.fixture(scope="module")
@@ -30,15 +23,7 @@ def torch_python(tmp_path_factory: pytest.TempPathFactory) -> Path:
     if not CPU_TORCH:
         pytest.skip("no CPU build of torch on this machine's disk")
     with once_per_run(tmp_path_factory, "rendezvous-torch") as (base, fill):
-        venv = base / "venv"
-        if fill:
-            uv = {**os.environ, "UV_CACHE_DIR": str(CACHE / "uv-torch-cpu")}
-            uvtool.run(["venv", str(venv), "--python", sys.executable, "--quiet"], env=uv)
-            uvtool.run(
-                ["pip", "install", "--python", str(venv / "bin/python"), "--quiet", str(CPU_TORCH[-1])],
-                env=uv,
-            )
-    return venv / "bin/python"
+        return cpu_torch_venv(base / "venv") if fill else base / "venv" / "bin/python"
 
 
 @pytest.fixture

@@ -18,6 +18,18 @@ from wheelhouse import build_wheel
 from provision.scan import search, wheels
 
 
+def scanned(path: Path) -> dict:
+    """`provision scan --json PATH` where forks work: the answer a forkless scan must give too."""
+    done = subprocess.run(
+        [sys.executable, "-m", "provision", "scan", "--json", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
 @pytest.mark.parametrize("code", [errno.EAGAIN, errno.ENOMEM])
 def test_a_searcher_that_cannot_be_forked_leaves_its_slice_to_the_parent(tmp_path: Path, code: int) -> None:
     size = 2 * search.SLICE_MIN + 4096
@@ -26,14 +38,7 @@ def test_a_searcher_that_cannot_be_forked_leaves_its_slice_to_the_parent(tmp_pat
         payload[at : at + len(container(arch))] = container(arch)
     library = tmp_path / "libbig.so"
     library.write_bytes(elf64([(".rodata", 1, 2, 64, size)], payload=bytes(payload)))
-    forked = subprocess.run(
-        [sys.executable, "-m", "provision", "scan", "--json", str(library)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert forked.returncode == 0, forked.stderr
-    expected = json.loads(forked.stdout)
+    expected = scanned(library)
     assert expected["files"][0]["cubin"] == {"sm_90": 1, "sm_120": 1}, expected
     done = forkless.run_provision(
         "scan", "--json", str(library), code=code, env={"XDG_CACHE_HOME": str(tmp_path / "cache")}
@@ -57,14 +62,7 @@ def test_a_wheel_whose_workers_cannot_be_forked_is_scanned_in_one_process(
         payload[4096 : 4096 + len(container(arch))] = container(arch)
         files[f"big/lib{number}.so"] = elf64([(".rodata", 1, 2, 64, size)], payload=bytes(payload))
     wheel = build_wheel(tmp_path / "dist", "big", "1.0", tag="py3-none-manylinux_2_28_x86_64", files=files)
-    forked = subprocess.run(
-        [sys.executable, "-m", "provision", "scan", "--json", str(wheel)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert forked.returncode == 0, forked.stderr
-    expected = json.loads(forked.stdout)
+    expected = scanned(wheel)
     assert sorted(str(f["cubin"]) for f in expected["files"]) == ["{'sm_120': 1}", "{'sm_90': 1}"], expected
     # a cache of its own: the scan above is kept by the wheel's sha256, and would answer for this one
     done = forkless.run_provision(
