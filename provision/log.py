@@ -56,12 +56,13 @@ _PREFIXES = ("ghp_", "gho_", "ghs_", "github_pat_", "glpat-", "hf_", "npm_", "py
 @functools.cache
 def _patterns() -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str], re.Pattern[str]]:
     """(a URL, its user info, a query value, a path segment): compiled when a line is first redacted, not at import."""
-    # scheme:/ and scheme:/// too: a WHATWG parser (uv's) reads them as scheme:// (and a \ as a /)
+    # scheme:/ and scheme:/// too: a WHATWG parser (uv's) reads them as scheme:// (and a \ as a /); a path's segment
+    # ends at a backtick too, as uv quotes a URL (`http://host/TOKEN`)
     return (
         re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:[/\\]+[^\s'\"<>]*"),
         re.compile(r"([A-Za-z][A-Za-z0-9+.-]*:[/\\]+)(?:[^\s@/?#:\\]*:[^\s@]*|[^\s@/?#:\\]+)@"),
         re.compile(r"([?&;][^=\s&;#?/'\"]+=)[^&;\s#'\"]+"),
-        re.compile(r"(?<=/)([A-Za-z0-9_~-]{4,})(?=[/?#\s'\"]|$)"),
+        re.compile(r"(?<=/)([A-Za-z0-9_~-]{4,})(?=[/?#\s'\"`]|$)"),
     )
 
 

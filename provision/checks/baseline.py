@@ -22,6 +22,7 @@ from provision.envs.records import EnvRecord
 from provision.errors import EnvError
 from provision.log import Progress, one_line
 from provision.machine import probe
+from provision.records import timings
 from provision.records.allreduce_runs import AllreduceRun
 from provision.records.results import (
     Baseline,
@@ -370,18 +371,17 @@ class Compared:
 
     @property
     def median(self) -> float | None:
-        import statistics
-
-        return statistics.median(self.figures) if self.figures else None
+        return timings.summary(self.figures)["median"]
 
     def to_dict(self) -> dict[str, object]:
-        # in the order docs/json.md gives them
+        # in the order docs/json.md gives them; `runs` here is every run stored
+        spread = timings.summary(self.figures)
         return {
             "name": self.name,
-            "figure": self.median,
-            "median": self.median,
-            "min": min(self.figures, default=None),
-            "max": max(self.figures, default=None),
+            "figure": spread["median"],
+            "median": spread["median"],
+            "min": spread["min"],
+            "max": spread["max"],
             "figures": self.figures,
             "unit": self.unit,
             "better": self.better,

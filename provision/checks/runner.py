@@ -201,14 +201,14 @@ def _arguments(
 
 
 def _serve_arguments(build: Path, gpus: int, timeout: float) -> dict[str, object]:
-    """sglang-serve's own: provision's weight-free model folder (written into the build), where the server's log is
-    kept, the TP size these GPUs allow, and how long the server may take to answer (the rest of the check's bound)."""
+    """sglang-serve's own: provision's weight-free model folder (written into the build), the folder where each
+    run's server log is kept (a file of its own), the TP size these GPUs allow, and how long the server may take to answer (the rest of the check's bound)."""
     from provision.checks import dummy_model
 
     limit = min(timeout, durations.check_timeout() or timeout)
     return {
         "model_path": str(dummy_model.write(build / "dummy-model")),
-        "log_path": str(build / "logs" / "sglang-serve.log"),
+        "log_dir": str(build / "logs"),
         "tp_size": dummy_model.tp_size(gpus),
         "start_bound_s": max(limit - 60.0, limit * 0.6),
     }

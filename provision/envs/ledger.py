@@ -19,6 +19,7 @@ from provision.envs.recordfile import (
     load,
     lock_file,
 )
+from provision.records import timings
 
 LEDGER = "trials.json"
 FILES = "trial-files"  # in the build folder: FILES/<sha256>, each --file's content, so that --replay writes it again
@@ -68,18 +69,10 @@ class Series:
 
     @property
     def median(self) -> float | None:
-        import statistics
-
-        return statistics.median(self.figures) if self.figures else None
+        return timings.summary(self.figures)["median"]
 
     def to_dict(self) -> JSONObject:
-        return {
-            "median": self.median,
-            "min": min(self.figures, default=None),
-            "max": max(self.figures, default=None),
-            "runs": len(self.figures),
-            "figures": list(self.figures),
-        }
+        return dict(timings.summary(self.figures))
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -18,6 +18,7 @@ from typing import Literal
 
 from provision.atomic import write_json
 from provision.errors import EnvError
+from provision.records import timings
 
 UPGRADE_FILE = "upgrade.json"
 SCHEMA_VERSION = 1
@@ -90,19 +91,10 @@ class Side:
 
     @property
     def median(self) -> float | None:
-        import statistics
-
-        return statistics.median(self.figures) if self.figures else None
+        return timings.summary(self.figures)["median"]
 
     def to_dict(self) -> dict[str, object]:
-        return {
-            "name": self.name,
-            "median": self.median,
-            "min": min(self.figures, default=None),
-            "max": max(self.figures, default=None),
-            "runs": len(self.figures),
-            "figures": list(self.figures),
-        }
+        return {"name": self.name, **timings.summary(self.figures)}
 
 
 @dataclass(frozen=True, kw_only=True)

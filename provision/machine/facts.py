@@ -15,7 +15,8 @@ T = TypeVar("T")
 class NvmlStart(NamedTuple):
     """How NVML's start (nvmlInit) went: `ok`, or why no GPU was read and what to do (machine/nvmlstart.py)."""
 
-    # ok | no_driver | library_missing | version_mismatch | no_permission | driver_not_loaded | timeout | failed;
+    # ok | no_driver | library_missing | version_mismatch | no_permission | driver_not_loaded | timeout | crashed |
+    # not_asked | failed;
     # unknown: a probe document from before this was read
     state: str = "unknown"
     error: str | None = None  # the NVML error nvidia-ml-py raised, by its constant's name

@@ -57,14 +57,20 @@ def child_start(work: Callable[[], object], limit: float) -> str | None:
     (the signal's name, "SIGSEGV"; "exit status N": a library that ends the process), "timeout" where it did not
     answer within `limit` seconds (killed then), or None where it answered, whatever NVML said (an error is read in
     this process, as ever). The child answers on a pipe, so that a caller's SIGCHLD ignored (the child reaped by
-    itself) costs nothing; it dies with this process (PR_SET_PDEATHSIG), and this one's Ctrl-C kills it."""
+    itself) costs nothing; it dies with this process (PR_SET_PDEATHSIG), and this one's Ctrl-C kills it. OSError
+    where no child could be started (fork's EAGAIN: out of processes; ENOMEM): NVML was not asked."""
     if not hasattr(os, "fork"):
         return None
     from provision import proc
 
     die_with_parent = proc.death_signal(os.getpid())  # prctl looked up here: the child only calls it
     readable, writable = os.pipe()
-    pid = os.fork()
+    try:
+        pid = os.fork()
+    except OSError:
+        os.close(readable)
+        os.close(writable)
+        raise
     if pid == 0:  # the child: nothing but `work`; its own output closed (a crash there says nothing)
         try:
             os.close(readable)

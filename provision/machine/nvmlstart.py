@@ -55,6 +55,12 @@ KINDS = {
         "toolkit's stubs/ folder or another driver's libraries on LD_LIBRARY_PATH, a container's mounted driver "
         "files) and that nvidia-smi runs; provision reads NVML in a child first until one reads it cleanly",
     ),
+    "not_asked": (
+        "NVML was not asked: a reading died inside NVML before, so it is read in a child first, and no child could "
+        "be started",
+        "the machine is out of processes or memory (ulimit -u, free -m): free some and run again; NVML is not "
+        "read in this process while a crash is suspected",
+    ),
     "failed": ("NVML failed to start", "read nvidia-smi and dmesg for why"),
 }
 OK = NvmlStart(state="ok")

@@ -58,11 +58,13 @@ class Probing:
 
 class _NvmlStart:
     """NVML's start under way on its thread (`started`), None for a replay or where NVML crashed a child just now
-    (`crashed`: why, and the reading says so without calling NVML); `mark` is nvmlguard's mark of the reading."""
+    (`crashed`: why, and the reading says so without calling NVML) or no child could be started to read it in
+    (`unasked`: why); `mark` is nvmlguard's mark of the reading."""
 
     def __init__(self) -> None:
         self.started: Background[Any] | None = None
         self.crashed: str | None = None
+        self.unasked: str | None = None
         self.mark: str | None = None
         if os.environ.get(REPLAY_VARIABLE):
             return
@@ -70,7 +72,11 @@ class _NvmlStart:
 
         limit = _start_timeout()  # a wait that is no number is exit 2 before a mark is removed
         if nvmlguard.suspected():  # a reading died inside NVML before: it is tried in a child first
-            died = nvmlguard.child_start(_read_in_child, limit)
+            try:
+                died = nvmlguard.child_start(_read_in_child, limit)
+            except OSError as exc:  # no child (fork: EAGAIN, ENOMEM): a driver not asked is no "no driver"
+                self.unasked = f"fork: {exc.strerror or exc}"
+                return
             # a child that never answered says nothing of a crash: `crashed` stays as it is
             if died != "timeout":
                 nvmlguard.crashed(died is not None)
@@ -137,12 +143,16 @@ def _nvml_reading(begun: _NvmlStart, record_nvml: Path | None) -> tuple[nvml.Rea
 
     if begun.crashed == "timeout":
         return _start_timed_out(_start_timeout(), record_nvml), None
-    if begun.crashed is not None:
+    if begun.crashed is not None or begun.unasked is not None:
         from provision.machine import nvmlstart
         from provision.machine.facts import Driver
 
         reading = nvml.Reading()
-        start = nvmlstart.started("crashed", detail=begun.crashed)
+        start = (
+            nvmlstart.started("crashed", detail=begun.crashed)
+            if begun.crashed is not None
+            else nvmlstart.started("not_asked", detail=str(begun.unasked))
+        )
         reading.driver = Driver(nvml=start)
         reading.notes.append(nvml.failed_note(start))
         return reading, None

@@ -70,7 +70,11 @@ class Search:
 
     def result(self) -> list[int]:
         found = hits(self.buffer, self.own[0]) if self.own else []
-        for (pid, fd), group in self.children:
+        for child, group in self.children:
+            if child is None:  # never forked: its slice is searched here
+                found.extend(hits(self.buffer, group))
+                continue
+            pid, fd = child
             with os.fdopen(fd, "rb") as pipe:
                 data = pipe.read()
             try:
@@ -91,10 +95,20 @@ def _may_fork() -> bool:
     return hasattr(os, "fork") and threading.active_count() == 1
 
 
-def _spawn(buffer: Any, group: list[Piece]) -> tuple[int, int]:
-    """A child that searches `group` and writes its hits to a pipe: (its pid, the pipe's reading end)."""
-    read, write = os.pipe()
-    pid = os.fork()
+def _spawn(buffer: Any, group: list[Piece]) -> tuple[int, int] | None:
+    """A child that searches `group` and writes its hits to a pipe: (its pid, the pipe's reading end); None where
+    none could be started (fork's EAGAIN: out of processes; ENOMEM; no descriptor for the pipe): the parent
+    searches `group` itself."""
+    try:
+        read, write = os.pipe()
+    except OSError:
+        return None
+    try:
+        pid = os.fork()
+    except OSError:
+        os.close(read)
+        os.close(write)
+        return None
     if pid == 0:  # the child: search, write, leave without running the parent's exit handlers
         code = 1
         try:

@@ -107,18 +107,36 @@ def scan_wheel(path: Path, jobs: int | None = None) -> Iterator[Result]:
         if jobs > 1 and len(places) > 1 and sum(p.size for p in places) > PARALLEL:
             import multiprocessing
 
-            with ProcessPoolExecutor(
+            pool = ProcessPoolExecutor(
                 min(jobs, len(places)),
                 mp_context=multiprocessing.get_context("fork"),
                 initializer=_open_wheel,
                 initargs=(str(path),),
-            ) as pool:
-                yield from pool.map(_scan_member, places)
-            return
+            )
+            try:
+                scanned = pool.map(_scan_member, places)  # the workers are forked here, all of them
+            except (
+                OSError
+            ):  # one could not be (EAGAIN: out of processes; ENOMEM): the members are scanned here
+                _stop(pool)
+            else:
+                with pool:
+                    yield from scanned
+                return
         for place in places:
             yield _scan_place(fd, str(path), place)
     finally:
         os.close(fd)
+
+
+def _stop(pool: ProcessPoolExecutor) -> None:
+    """End a pool whose workers were not all forked: those that were wait for work no manager will send, holding
+    the caller's stdout open (its reader waits for them), so they are killed."""
+    started = list((getattr(pool, "_processes", None) or {}).values())
+    pool.shutdown(wait=False, cancel_futures=True)
+    for worker in started:
+        worker.kill()
+        worker.join(5)
 
 
 _WHEEL: tuple[int, str] | None = None  # in a worker: the wheel's descriptor (opened once) and path

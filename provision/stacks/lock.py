@@ -640,7 +640,7 @@ def _lock(
                 cwd=folder,
                 env=uvtool.index_options(indexes)[1]
                 | gitauth.variables(p.git for p in profile.packages)
-                | ({} if "RUST_LOG" in os.environ else {"RUST_LOG": UV_FETCHES}),
+                | {"RUST_LOG": UV_FETCHES},
                 started=started,
                 on_line=_wheels_seen(early),
                 version_after=True,

@@ -105,8 +105,8 @@ def _checked(path: str) -> str:
 def environment(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     """The environment uv runs with: the caller's, less every UV_* setting provision does not honour (uvsettings.py:
     the ones it honours are checked by uv's rules, and -v names them), no uv.toml read, its HTTP timeout bounded like
-    ours unless UV_HTTP_TIMEOUT says otherwise, no interpreter downloaded, no colour; then `extra` (the indexes
-    provision gives)."""
+    ours unless UV_HTTP_TIMEOUT says otherwise, no interpreter downloaded, no colour, no log but what `extra` asks
+    for (RUST_LOG); then `extra` (the indexes provision gives)."""
     from provision.stacks import uvsettings
 
     uvsettings.say_once()
@@ -121,6 +121,9 @@ def environment(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     for forcing in ("FORCE_COLOR", "CLICOLOR_FORCE"):
         env.pop(forcing, None)
     env["NO_COLOR"] = "1"
+    # uv's log is provision's to ask for (lock's UV_FETCHES), never the caller's: a RUST_LOG=trace wrote multi-line
+    # entries whose later lines read as uv's error, and every URL uv asked, into the error provision says
+    env.pop("RUST_LOG", None)
     env.update(extra or {})
     if "UV_DEFAULT_INDEX" in (extra or {}):
         env.pop("UV_INDEX_URL", None)  # provision's default index replaces uv's, and uv takes one of the two
@@ -141,7 +144,7 @@ def run(
 ) -> proc.Completed:
     """Run uv from the main thread; it dies with provision (a kill -9 leaves no install writing on). With
     `progress`, each line uv writes on stderr (what it downloads, installs) is handed to it as it comes, and with
-    `on_line` each line as it is (uv's log, where RUST_LOG asks for one); `started` is called once uv runs
+    `on_line` each line as it is (uv's log, where `env`'s RUST_LOG asks for one); `started` is called once uv runs
     (proc.run). uv's log lines (DEBUG ...) are no part of an error said. With `version_after` (a command that
     writes only in a folder of provision's own: `pip compile`), uv starts before its version is known, which
     binary_soon's thread checks meanwhile; a uv older than MINIMUM is said once it ends, whatever it answered."""
@@ -172,7 +175,7 @@ def run(
     return done
 
 
-_LOG = ("DEBUG ", "TRACE ", "INFO ")  # uv's log lines, as RUST_LOG asks for them
+_LOG = ("DEBUG ", "TRACE ", "INFO ", "WARN ")  # uv's log lines, as a RUST_LOG of provision's asks for them
 
 
 def _say(line: str, progress: Progress) -> None:

@@ -49,7 +49,7 @@ def test_a_hanging_rank_is_killed_with_a_verdict(tmp_path: Path) -> None:
         "import sys, time\n"
         f"sys.path.insert(0, {str(payload_dir())!r})\n"
         "from _common import launch, write_rank\n"
-        "def target(rank, world, port, out_dir, config):\n"
+        "def target(rank, world, out_dir, config):\n"
         "    if rank == 1:\n"
         "        time.sleep(600)\n"
         "    write_rank(out_dir, rank, {'rank': rank, 'ok': True})\n"
@@ -83,7 +83,7 @@ def run_launcher(tmp_path: Path, body: str, call: str) -> tuple[dict[str, object
         "import sys, time\n"
         f"sys.path.insert(0, {str(payload_dir())!r})\n"
         "from _common import emit, launch, progress, write_rank\n"
-        "def target(rank, world, port, out_dir, config):\n" + body + "if __name__ == '__main__':\n"
+        "def target(rank, world, out_dir, config):\n" + body + "if __name__ == '__main__':\n"
         f"    results = {call}\n"
         "    emit('pass', 'done', ranks=results)\n"
     )
@@ -136,6 +136,18 @@ def test_payload_processes_never_enable_multicast(tmp_path: Path) -> None:
     assert done.stdout.split() == ["0", "1"]
 
 
+def cpu_torch_venv(venv: Path) -> Path:
+    """A venv at `venv` with torch's CPU build from this machine's disk; its Python."""
+    # uv unpacks the 700 MB wheel once per machine, not once per run (14 s of CPU): a uv cache of the tests' cache of
+    # real wheels (tests/cuobjdump.py), which only this install uses
+    uv = {**os.environ, "UV_CACHE_DIR": str(CACHE / "uv-torch-cpu")}
+    uvtool.run(["venv", str(venv), "--python", sys.executable, "--quiet"], env=uv)
+    uvtool.run(
+        ["pip", "install", "--python", str(venv / "bin/python"), "--quiet", str(CPU_TORCH[-1])], env=uv
+    )
+    return venv / "bin/python"
+
+
 @dataclass(frozen=True)
 class GlooRuns:
     home: Path
@@ -154,14 +166,7 @@ def gloo_runs(tmp_path_factory: pytest.TempPathFactory, shared_uv_cache: Path) -
     with once_per_run(tmp_path_factory, "gloo") as (base, fill):
         seen, home, venv = base / "seen", ["--home", str(base / "home")], base / "cpu-torch" / "venv"
         if fill:
-            # uv unpacks the 700 MB wheel once per machine, not once per run (14 s of CPU): a uv cache of the tests'
-            # cache of real wheels (tests/cuobjdump.py), which only this install uses
-            uv = {**os.environ, "UV_CACHE_DIR": str(CACHE / "uv-torch-cpu")}
-            uvtool.run(["venv", str(venv), "--python", sys.executable, "--quiet"], env=uv)
-            uvtool.run(
-                ["pip", "install", "--python", str(venv / "bin/python"), "--quiet", str(CPU_TORCH[-1])],
-                env=uv,
-            )
+            cpu_torch_venv(venv)
             # torch's bytecode compiled once, as a user's first import does, not by the three ranks of the first sweep
             # each on its own (adopt reads torch's CUDA release from its version.py: it imports no torch)
             subprocess.run([venv / "bin/python", "-c", "import torch"], check=True, timeout=600)
@@ -339,7 +344,7 @@ def test_ranks_die_with_their_launcher_on_kill_9(tmp_path: Path) -> None:
         "import os, sys, time\n"
         f"sys.path.insert(0, {str(payload_dir())!r})\n"
         "from _common import launch\n"
-        "def target(rank, world, port, out_dir, config):\n"
+        "def target(rank, world, out_dir, config):\n"
         f"    open(os.path.join({str(pids)!r}, str(os.getpid())), 'w').close()\n"
         "    time.sleep(600)\n"
         "if __name__ == '__main__':\n"

@@ -5,10 +5,14 @@ in the network tier's flag test; docs/evidence/ says what could not run on a GPU
 
 from __future__ import annotations
 
+import concurrent.futures
+import contextlib
 import json
 import os
 import sys
+import threading
 import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -62,6 +66,7 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def serve(
     build: Path, tmp: Path, mode: str, gpus: list[Gpu] = H200, **variables: str
 ) -> tuple[CheckResult, dict]:
+    tmp.mkdir(parents=True, exist_ok=True)
     trace = tmp / "trace.json"
     meta = EnvRecord(
         name="env",
@@ -154,7 +159,7 @@ def test_the_checks_timeout_stops_the_server_too(
         "_serve_arguments",
         lambda build, gpus, timeout: {
             "model_path": str(dummy_model.write(build / "dummy-model")),
-            "log_path": str(build / "logs" / "x.log"),
+            "log_dir": str(build / "logs"),
             "tp_size": 1,
             "start_bound_s": 600,
         },
@@ -186,3 +191,90 @@ def test_without_sglang_or_without_a_gpu_it_skips(tmp_path: Path) -> None:
     result, _ = serve(build, tmp_path, "ok")
     assert result.status == "skip" and "torch" in result.reason
     os.environ.pop("FAKE_SGLANG", None)
+
+
+class _Foreign(BaseHTTPRequestHandler):
+    """Another program's server on the port the check chose: /health 200 (or 404 for `answer`), /generate counted."""
+
+    answer = 200
+    generated: list[str] = []
+
+    def log_message(self, *_args: object) -> None:
+        pass
+
+    def do_GET(self) -> None:
+        self.send_response(self.answer)
+        self.end_headers()
+
+    def do_POST(self) -> None:
+        self.generated.append(self.path)
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        data = json.dumps([{"output_ids": [0] * 8} for _ in body["input_ids"]]).encode()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+
+@pytest.mark.parametrize("answer", [200, 404], ids=["answers-health", "not-sglang"])
+def test_a_port_taken_before_the_server_binds_it_is_left_for_another(
+    env: Path, tmp_path: Path, answer: int
+) -> None:
+    """Another process takes the port between the check's choice and the server's bind (this test, as soon as the
+    stand-in says its --port, while it loads): the server cannot bind it and exits with "address already in use", or
+    the other process answers /health itself. The check never talks to a server it did not start: it starts its
+    own again on another port, and passes there."""
+    trace = tmp_path / "trace.json"
+    taken: dict[str, object] = {}
+
+    def take() -> None:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not trace.exists():
+            time.sleep(0.01)
+        with contextlib.suppress(OSError, ValueError):
+            argv = json.loads(trace.read_text())["argv"]
+            port = int(argv[argv.index("--port") + 1])
+            server = ThreadingHTTPServer(
+                ("127.0.0.1", port), type("Foreign", (_Foreign,), {"answer": answer})
+            )
+            taken.update(port=port, server=server)
+            server.serve_forever()
+
+    _Foreign.generated = []
+    racer = threading.Thread(target=take, daemon=True)
+    racer.start()
+    try:
+        result, last = serve(env, tmp_path, "ok")
+    finally:
+        server = taken.get("server")
+        if isinstance(server, ThreadingHTTPServer):
+            server.shutdown()
+            server.server_close()
+    assert "port" in taken, "the stand-in never said its port"
+    assert _Foreign.generated == [], "the check asked another program's server"
+    assert result.status == "pass", result
+    details = result.details.to_json()
+    assert details["port"] != taken["port"] and last["argv"][last["argv"].index("--port") + 1] == str(
+        details["port"]
+    )
+    assert f"port {taken['port']} was taken" in Path(str(details["log"])).read_text()
+
+
+def test_each_run_keeps_its_own_log(env: Path, tmp_path: Path) -> None:
+    """Two runs of the check on one build at once (two `provision check`, a check beside a create's): each server's
+    log is a file of its own, named in its details, and holds that server's words only; an earlier run's stays."""
+    with concurrent.futures.ThreadPoolExecutor(2) as pool:
+        runs = list(pool.map(lambda n: serve(env, tmp_path / str(n), "ok"), range(2)))
+    (first, _), (second, _) = runs
+    assert first.status == second.status == "pass", runs
+    logs = [Path(str(r.details.to_json()["log"])) for r in (first, second)]
+    assert logs[0] != logs[1] and {log.parent for log in logs} == {env / "logs"}, logs
+    for result, log in zip((first, second), logs, strict=True):
+        said = log.read_text()
+        assert f"127.0.0.1:{result.details.to_json()['port']}" in said and said.count("fired up") == 1, said
+    for number in range(12):  # older runs': the oldest go, the newest KEPT_LOGS stay (this run's among them)
+        (env / "logs" / f"sglang-serve-20000101-000000-{number:08}.log").write_text("old\n")
+    later, _ = serve(env, tmp_path / "later", "ok")
+    assert all(log.is_file() for log in logs) and Path(str(later.details.to_json()["log"])) not in logs
+    assert len(list((env / "logs").glob("sglang-serve-*.log"))) == 10
+    assert not (env / "logs" / "sglang-serve-20000101-000000-00000000.log").exists()

@@ -101,5 +101,9 @@ class Handler(BaseHTTPRequestHandler):
         self.wfile.write(data)
 
 
+server = ThreadingHTTPServer((args.host, int(args.port)), Handler)
+print(
+    f"Uvicorn running on http://{args.host}:{args.port}", flush=True
+)  # uvicorn's line, as SGLang's log has it
 print("The server is fired up and ready to roll!", flush=True)
-ThreadingHTTPServer((args.host, int(args.port)), Handler).serve_forever()
+server.serve_forever()

@@ -135,6 +135,7 @@ def test_the_rule_for_secrets_in_urls() -> None:
         "error: http://h/simple?token=Sup3rS3cret&b=2 failed": "error: http://h/simple?token=****&b=**** failed",
         "https://h/t/AbCdEf0123456789XyZ0123/simple/": "https://h/t/****/simple/",
         "https://h/ghp_abc123/simple": "https://h/****/simple",
+        "Caching credentials for `http://h:8/AbCdEf0123456789XyZ0123`": "Caching credentials for `http://h:8/****`",
     }
     for text, shown in cases.items():
         assert log.redact(text) == shown

@@ -6,6 +6,7 @@ raises SIGSEGV in its nvmlInit, first on the loader's path."""
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import signal
@@ -13,6 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import forkless
 import pytest
 import standin_nvml
 from launch import run_provision
@@ -124,3 +126,24 @@ def test_a_mark_whose_pid_now_names_another_process_is_of_one_that_is_gone() -> 
         assert made is not None and (_guard() / made).read_text() == nvmlguard._started(os.getpid())
     finally:
         nvmlguard.end(made)
+
+
+@pytest.mark.parametrize("code", [errno.EAGAIN, errno.ENOMEM])
+def test_no_child_to_read_nvml_in_is_a_driver_not_asked_never_no_driver(lib: Path, code: int) -> None:
+    """A crash is suspected, so NVML is read in a child first, and the fork fails (out of processes or memory): the
+    probe says it could not ask the driver (a driver that does not answer, never "no driver"), calls no NVML itself,
+    and keeps what it knew of the crash."""
+    _guard().mkdir(parents=True, exist_ok=True)
+    (_guard() / "crashed").touch()
+    env = standin_nvml.environment(lib, 0)
+    done = forkless.run_provision("probe", "--json", code=code, env=env)
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    start = json.loads(done.stdout)["driver"]["nvml"]
+    assert start["state"] == "not_asked" and os.strerror(code) in start["reason"], start
+    assert sorted(p.name for p in _guard().iterdir()) == [
+        "crashed"
+    ]  # no NVML called here; the crash still kept
+    table = forkless.run_provision("probe", code=code, env=env)
+    assert table.returncode == 0 and "not_asked" in table.stdout, table.stdout + table.stderr
+    checked = forkless.run_provision("check", "--json", code=code, env=env)
+    assert "Traceback" not in checked.stderr, checked.stderr

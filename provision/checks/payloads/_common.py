@@ -68,7 +68,7 @@ def free_port() -> int:
 def launch(
     target: Any, world: int, config: dict[str, Any], timeout: float, grace: float = 10.0
 ) -> list[dict[str, Any]]:
-    """Run target(rank, world, port, out_dir, config) in one process per rank (in this process for one rank) and
+    """Run target(rank, world, out_dir, config) in one process per rank (in this process for one rank) and
     return each rank's result (its JSON file). A rank that reports progress (`progress()`) and then does not finish
     that step within the step's own bound is a hang: every rank is killed and the verdict names the step. A rank
     whose result is written but whose teardown outlasts `grace` seconds is killed and its result kept. `timeout`
@@ -88,16 +88,15 @@ def _run_ranks(
 ) -> list[dict[str, Any]]:
     import time
 
-    port = free_port()
     if world == 1:
-        target(0, 1, port, out_dir, config)
+        target(0, 1, out_dir, config)
         return [read_rank(out_dir, 0)]
     import multiprocessing
 
     context = multiprocessing.get_context("spawn")
     parent = os.getpid()
     processes = [
-        context.Process(target=_rank_entry, args=(parent, target, rank, world, port, out_dir, config))
+        context.Process(target=_rank_entry, args=(parent, target, rank, world, out_dir, config))
         for rank in range(world)
     ]
     for process in processes:
@@ -226,8 +225,8 @@ def write_rank(out_dir: str, rank: int, result: dict[str, Any], name: str = "") 
     os.replace(path + ".tmp", path)
 
 
-def init_group(rank: int, world: int, port: int, backend: str) -> Any:
-    """Set the device (NCCL) and join the process group over TCP on the loopback."""
+def init_group(rank: int, world: int, out_dir: str, backend: str) -> Any:
+    """Set the device (NCCL) and join the process group through rank 0's store on the loopback (`rendezvous`)."""
     import torch
     import torch.distributed as dist
 
@@ -236,6 +235,30 @@ def init_group(rank: int, world: int, port: int, backend: str) -> Any:
         torch.cuda.set_device(rank)
         kwargs["device_id"] = torch.device("cuda", rank)
     dist.init_process_group(
-        backend, init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world, **kwargs
+        backend, store=rendezvous(rank, world, out_dir), rank=rank, world_size=world, **kwargs
     )
     return dist
+
+
+def rendezvous(rank: int, world: int, out_dir: str) -> Any:
+    """Rank 0's TCPStore on the port the kernel gives it as it binds, its number written to `out_dir` for the other
+    ranks, which join it. A port chosen ahead (bind 0, close, pass the number on) could be taken by another process
+    before rank 0 bound it: rank 0 failed with EADDRINUSE and the others waited on whoever held it."""
+    import time
+
+    from torch.distributed import TCPStore
+
+    path = os.path.join(out_dir, "rendezvous.port")
+    if rank == 0:
+        store = TCPStore("127.0.0.1", 0, world, True, wait_for_workers=False)
+        with open(path + ".tmp", "w") as handle:
+            handle.write(str(store.port))
+        os.replace(path + ".tmp", path)
+        return store
+    deadline = time.monotonic() + START_BOUND_S  # the launcher's own start bound kills a rank sooner
+    while not os.path.exists(path):
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"rank 0 published no rendezvous port within {START_BOUND_S:g} s")
+        time.sleep(0.05)
+    with open(path) as handle:
+        return TCPStore("127.0.0.1", int(handle.read()), world, False)

@@ -103,7 +103,7 @@ def capture(ops, iterations: int):  # type: ignore[no-untyped-def]
     return graph
 
 
-def rank_main(rank: int, world: int, port: int, out_dir: str, config: dict[str, object]) -> None:
+def rank_main(rank: int, world: int, out_dir: str, config: dict[str, object]) -> None:
     result: dict[str, object] = {"rank": rank, "ok": False}
     graphs: list[object] = []
     dist = None
@@ -111,7 +111,7 @@ def rank_main(rank: int, world: int, port: int, out_dir: str, config: dict[str, 
         import torch
 
         backend = str(config.get("backend", "nccl"))
-        dist = init_group(rank, world, port, backend)
+        dist = init_group(rank, world, out_dir, backend)
         use_cuda = backend == "nccl"
         device = f"cuda:{rank}" if use_cuda else "cpu"
         iterations, repeats = int(config.get("iters", 20)), int(config.get("repeats", 5))

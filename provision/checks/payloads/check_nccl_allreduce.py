@@ -13,13 +13,13 @@ SIZES = (
 )  # bytes: tiny, the EAGLE-3 verify message, coalesced, large
 
 
-def rank_main(rank: int, world: int, port: int, out_dir: str, config: dict[str, object]) -> None:
+def rank_main(rank: int, world: int, out_dir: str, config: dict[str, object]) -> None:
     result: dict[str, object] = {"rank": rank, "ok": False}
     try:
         import torch
 
         backend = str(config.get("backend", "nccl"))
-        dist = init_group(rank, world, port, backend)
+        dist = init_group(rank, world, out_dir, backend)
         device = f"cuda:{rank}" if backend == "nccl" else "cpu"
         wrong = {}
         expected = world * (world + 1) / 2

@@ -39,10 +39,11 @@ def has_mock_mode() -> bool:
     return any((Path(f) / "srt" / "kv_canary" / "token_oracle").is_dir() for f in folders)
 
 
-def tail(path: Path, lines: int = 25) -> str:
+def tail(path: Path, lines: int = 25, since: int = 0) -> str:
+    """The last `lines` of the log, of what was written from offset `since` on (this server's start)."""
     try:
         with open(path, "rb") as log:
-            log.seek(max(0, os.path.getsize(path) - 64 * 1024))
+            log.seek(max(since, os.path.getsize(path) - 64 * 1024))
             return "\n".join(log.read().decode("utf-8", "replace").splitlines()[-lines:])
     except OSError:
         return ""
@@ -132,6 +133,94 @@ def post(url: str, body: dict[str, object], timeout: float) -> object:
         return json.loads(answer.read(16 << 20))
 
 
+KEPT_LOGS = 10  # the server logs kept in the build's logs/ folder, the newest (this run's among them)
+
+
+def own_log(folder: Path) -> Path:
+    """A new log file of this run's own in `folder`, sglang-serve-STAMP-XXXXXXXX.log (made with O_EXCL): two runs at
+    once (two `provision check` of one build) or one after another never write one file; the oldest beyond
+    KEPT_LOGS go."""
+    import tempfile
+
+    folder.mkdir(parents=True, exist_ok=True)
+    for old in sorted(folder.glob("sglang-serve-*.log"))[: -(KEPT_LOGS - 1)]:  # the stamp sorts them by age
+        with contextlib.suppress(OSError):
+            old.unlink()
+    fd, name = tempfile.mkstemp(
+        prefix=time.strftime("sglang-serve-%Y%m%d-%H%M%S-"), suffix=".log", dir=folder
+    )
+    os.close(fd)
+    return Path(name)
+
+
+def answered(
+    process: subprocess.Popen[bytes],
+    port: int,
+    started: float,
+    bound: float,
+    log_path: Path,
+    since: int,
+    details: dict[str, object],
+) -> str | None:
+    """Wait for the server to answer /health: None once it does, or how its port was lost to another process (it
+    could not bind it; another program answers there). A server that dies otherwise, or answers nothing within
+    `bound`, is the verdict (emit)."""
+    while True:
+        if process.poll() is not None:
+            said = tail(log_path, since=since)
+            if "address already in use" in said.lower() or "[errno 98]" in said.lower():  # EADDRINUSE
+                return "the server could not bind it (address already in use)"
+            emit(
+                "fail",
+                f"the SGLang server exited with code {process.returncode} before it answered",
+                log_tail=said,
+                **details,
+            )
+        try:
+            with OPENER.open(f"http://127.0.0.1:{port}/health", timeout=5) as answer:  # no redirect followed
+                if answer.status == 200:
+                    return None if listener_is_ours(port) else "another program answers /health there"
+        except (urllib.error.URLError, OSError, ValueError):
+            pass
+        if time.monotonic() - started > bound:
+            emit(
+                "fail",
+                f"the SGLang server did not answer /health within {bound:g} s",
+                log_tail=tail(log_path, since=since),
+                **details,
+            )
+        time.sleep(1.0)
+
+
+def listener_is_ours(port: int) -> bool:
+    """Whether the socket listening on `port` is held by a process this payload started (of its group, or a
+    descendant): a port taken by another program between its choice and the server's bind is answered by that
+    program. True where /proc cannot tell."""
+    inodes = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(table) as rows:
+                lines = rows.read().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            fields = line.split()  # sl local_address rem_address st ... inode (the 10th)
+            if len(fields) > 9 and fields[3] == "0A" and int(fields[1].rpartition(":")[2], 16) == port:
+                inodes.add(f"socket:[{fields[9]}]")
+    if not inodes:
+        return True
+    for pid in others(os.getpgid(0)):
+        try:
+            descriptors = os.listdir(f"/proc/{pid}/fd")
+        except OSError:
+            continue
+        for fd in descriptors:
+            with contextlib.suppress(OSError):
+                if os.readlink(f"/proc/{pid}/fd/{fd}") in inodes:
+                    return True
+    return False
+
+
 def server_command(model: str, port: int, tp: int, mock: bool) -> list[str]:
     """The server's command line; every flag in it is one SGLang 0.5.23's parser accepts (a network-tier test reads
     them from the released wheel)."""
@@ -156,49 +245,46 @@ def server_command(model: str, port: int, tp: int, mock: bool) -> list[str]:
     ]
 
 
+ATTEMPTS = 3  # ports tried: one another process takes between its choice and the server's bind is left to it
+
+
 def main() -> None:
     args = arguments()
-    model, log_path = args["model_path"], Path(args["log_path"])
+    model, log_path = args["model_path"], own_log(Path(args["log_dir"]))
     tp, bound = int(args.get("tp_size") or 1), float(args.get("start_bound_s") or 600)
     mock = has_mock_mode()
-    port = free_port()
-    command = server_command(model, port, tp, mock)
     env = {**os.environ, **(MOCK_ENV if mock else {})}
-    log_path.parent.mkdir(parents=True, exist_ok=True)
-    details = {"command": command, "tp_size": tp, "mock_mode": mock, "log": str(log_path), "port": port}
     started = time.monotonic()
     adopt_orphans()
-    with open(log_path, "wb") as log:
-        # in this payload's process group, which the runner kills whole at the check's timeout
-        process = subprocess.Popen(
-            command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env
-        )
+    taken: list[int] = []
+    for _attempt in range(ATTEMPTS):
+        port = free_port()  # free now: another process may take it before the server binds it (a race), so
+        command = server_command(model, port, tp, mock)  # the server that answers is checked to be ours
+        details = {"command": command, "tp_size": tp, "mock_mode": mock, "log": str(log_path), "port": port}
+        details["ports_taken"] = taken
+        since = log_path.stat().st_size
+        with open(log_path, "ab") as log:
+            # in this payload's process group, which the runner kills whole at the check's timeout
+            process = subprocess.Popen(
+                command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env
+            )
+        try:
+            lost = answered(process, port, started, bound, log_path, since, details)
+        except BaseException:  # a verdict said (SystemExit), a Ctrl-C: the server goes
+            stop(process)
+            raise
+        if lost is None:
+            break
+        stop(process)
+        taken.append(port)
+        with open(log_path, "ab") as log:
+            log.write(
+                f"\nprovision: port {port} was taken: {lost}; the server starts again on another\n".encode()
+            )
+    else:
+        emit("fail", f"the SGLang server's port was taken by another process {ATTEMPTS} times", **details)
     try:
         base = f"http://127.0.0.1:{port}"
-        while True:
-            if process.poll() is not None:
-                emit(
-                    "fail",
-                    f"the SGLang server exited with code {process.returncode} before it answered",
-                    log_tail=tail(log_path),
-                    **details,
-                )
-            try:
-                with OPENER.open(
-                    base + "/health", timeout=5
-                ) as answer:  # our own server, no redirect followed
-                    if answer.status == 200:
-                        break
-            except (urllib.error.URLError, OSError, ValueError):
-                pass
-            if time.monotonic() - started > bound:
-                emit(
-                    "fail",
-                    f"the SGLang server did not answer /health within {bound:g} s",
-                    log_tail=tail(log_path),
-                    **details,
-                )
-            time.sleep(1.0)
         details["start_s"] = round(time.monotonic() - started, 1)
         sampling = {"max_new_tokens": MAX_NEW_TOKENS, "temperature": 0.0, "ignore_eos": True}
         try:

@@ -12,13 +12,13 @@ from _common import arguments, crash_reason, emit, init_group, launch, write_ran
 ELEMENTS = 4096
 
 
-def rank_main(rank: int, world: int, port: int, out_dir: str, config: dict[str, object]) -> None:
+def rank_main(rank: int, world: int, out_dir: str, config: dict[str, object]) -> None:
     result: dict[str, object] = {"rank": rank}
     try:
         import torch
         import torch.distributed._symmetric_memory as symm_mem
 
-        dist = init_group(rank, world, port, "nccl")
+        dist = init_group(rank, world, out_dir, "nccl")
         group = dist.group.WORLD
         if hasattr(symm_mem, "enable_symm_mem_for_group"):
             symm_mem.enable_symm_mem_for_group(group.group_name)  # needed before torch 2.11
