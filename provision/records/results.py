@@ -23,6 +23,9 @@ from provision.records.reader import MalformedResult as MalformedResult
 from provision.records.reader import Reader as Reader
 from provision.records.reader import drift_counts as drift_counts
 from provision.records.reader import written as written
+
+# a profile's [baseline], in a module of its own (a profile is read before uv runs, these results are not needed then)
+from provision.records.recipe import Baseline as Baseline
 from provision.status import Status
 
 if TYPE_CHECKING:  # records/details.py reads with the Reader; loaded where a result has details
@@ -163,52 +166,6 @@ class DriftStamp:
             "summary": self.summary,
             "counts": self.counts,
             "findings": self.findings,
-        }
-
-
-@dataclass(frozen=True, kw_only=True)
-class Baseline:
-    """How to run a baseline and read its figure: a profile's [baseline] (stacks/profiles.py checks it), kept in
-    env.json so that the environment runs it without its profile."""
-
-    command: tuple[str, ...]
-    cwd: str = "."
-    timeout: float = 1800.0
-    pattern: str | None = None  # a regular expression whose first group is the figure
-    json_key: str | None = None  # or a (dotted) key of the last JSON object the command prints
-    unit: str = ""
-    better: Better = "higher"
-
-    @classmethod
-    def parse(cls, fields: Reader) -> Baseline:
-        said = fields.text("better") or "higher"
-        if said not in ("higher", "lower"):
-            raise MalformedResult(f"key {fields.name('better')!r} is {said!r}, expected higher or lower")
-        command = fields.strings("command")
-        if not command:
-            raise MalformedResult(
-                f"key {fields.name('command')!r} is missing, expected an argv list of strings"
-            )
-        timeout = fields.number("timeout")
-        return cls(
-            command=tuple(command),
-            cwd=fields.text("cwd") or ".",
-            timeout=1800.0 if timeout is None else timeout,
-            pattern=fields.text("pattern"),
-            json_key=fields.text("json_key"),
-            unit=fields.text("unit") or "",
-            better="lower" if said == "lower" else "higher",
-        )
-
-    def to_dict(self) -> JSONObject:
-        return {
-            "command": list(self.command),
-            "cwd": self.cwd,
-            "timeout": self.timeout,
-            "pattern": self.pattern,
-            "json_key": self.json_key,
-            "unit": self.unit,
-            "better": self.better,
         }
 
 

@@ -33,7 +33,6 @@ from provision.stacks import (
     gitauth,
     lockfile,
     locktext,
-    relock,
     urls,
     uvproject,
     uvtool,
@@ -42,6 +41,8 @@ from provision.stacks.profiles import DEFAULT_INDEX, Package, Profile
 
 if TYPE_CHECKING:
     from packaging import tags
+
+    from provision.stacks import relock  # loaded once uv runs (the lock in place is read then)
 
 INDEX_VARIABLE = "PROVISION_INDEX_{}"
 FLASHINFER_FAMILY = ("flashinfer-python", "flashinfer-cubin", "flashinfer-jit-cache")
@@ -702,6 +703,8 @@ def _lock(
             raw, reused = toml.loads(written), False
             early.add(earlyrecords.jobs_of(raw.get("packages", []), early.rank))
             origin = attribution(raw.get("packages", []), profile, indexes)
+    from provision.stacks import relock
+
     stamp = _Stamp(
         key=lock_key(profile, indexes, target),
         nightly=nightly,
@@ -856,6 +859,8 @@ class _Meanwhile(threading.Thread):
 
     def _parse(self) -> None:
         if not self._parsed and self.in_place is not None:
+            from provision.stacks import relock
+
             self._previous = relock.Previous.parse(self.in_place, self.output)
         self._parsed = True
 

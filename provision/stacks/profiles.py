@@ -19,7 +19,7 @@ from packaging.utils import InvalidName, canonicalize_name
 from provision import toml
 from provision.errors import ProfileError
 from provision.names import NAME_MAX, NAME_RULE, SHELL_NAME
-from provision.records.results import Baseline
+from provision.records.recipe import Baseline
 from provision.stacks import gitauth, profile_files
 from provision.stacks.profile_files import ProfileFile
 from provision.stacks.urls import redact_text
