@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import contextlib
 import datetime
-import hashlib
 import itertools
 import json
 import os
@@ -203,6 +202,8 @@ def unused_index_variables(profile: Profile, environ: dict[str, str] | None = No
 
 def lock_key(profile: Profile, indexes: dict[str, str | None], target: Target) -> str:
     """What a lock depends on: the profile's bytes, the effective index URLs, the target Python and platform."""
+    import hashlib
+
     material = json.dumps([profile.content_hash, indexes, target.python, target.platform], sort_keys=True)
     return hashlib.sha256(material.encode()).hexdigest()[:16]
 
@@ -933,12 +934,12 @@ def _packages(
             max_workers=8
         ) as pool:  # downloads of one file each: in parallel, not one after another
             digests = dict(zip(unhashed, pool.map(index.sha256_of, unhashed), strict=True))
+    shown = {name: urls.shown(url) for name, url in indexes.items() if url}
     for package in raw.get("packages", []):
         name = str(canonicalize_name(package["name"]))
         index_name = origin.get(name, DEFAULT_INDEX)
-        url = indexes.get(index_name)
-        if url and _files(package):  # a source tree or a repository comes from no index
-            package["index"] = urls.shown(url)
+        if index_name in shown and _files(package):  # a source tree or a repository comes from no index
+            package["index"] = shown[index_name]
         if "directory" in package or "vcs" in package:
             locked.append(_from_source(name, package))
         for wheel in package.get("wheels", []) + ([package["sdist"]] if "sdist" in package else []):

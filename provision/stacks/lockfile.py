@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from collections.abc import Mapping
@@ -271,6 +270,8 @@ def packages_digest(packages: object, known_conflicts: object = None) -> str:
     (drift forgives what they name, so they are sealed with the packages): what provision wrote, checked on each read."""
     sealed = packages if not known_conflicts else {"packages": packages, "known_conflicts": known_conflicts}
     text = json.dumps(sealed, sort_keys=True, default=str, separators=(",", ":"))
+    import hashlib
+
     return hashlib.sha256(text.encode()).hexdigest()
 
 

@@ -5,7 +5,6 @@ regular file (a pipe is refused, never waited on; a link out of the profile's fo
 from __future__ import annotations
 
 import errno
-import hashlib
 import os
 import stat
 from dataclasses import dataclass
@@ -69,6 +68,8 @@ def parse(c: _Checker, written: object) -> tuple[ProfileFile, ...]:
         )
         _relative(c, key, source, "the source", 'beside the profile, such as "patches/sitecustomize.py"')
         content, mode = _read(c, key, folder, source)
+        import hashlib  # only where a profile carries files
+
         found.append(
             ProfileFile(
                 path=path,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import hashlib
+import functools
 import math
 import os
 import re
@@ -81,7 +81,21 @@ class Profile:
     serves: tuple[
         str, ...
     ] = ()  # the optional features its served path needs (knowledge.toml [[feature_wheel]])
-    content_hash: str = ""
+    source: bytes = field(default=b"", repr=False, compare=False)  # the profile file's bytes, as read
+
+    @functools.cached_property
+    def content_hash(self) -> str:
+        """The sha256 of the profile file and of each [files] source it carries (a lock made before a carried file
+        changed is refused as for any other change of the profile); "" for a profile read from no file (a lock's own
+        description, report/lockself.py). Computed where it is asked for: `lock` asks once uv runs."""
+        if not self.source:
+            return ""
+        import hashlib
+
+        digest = hashlib.sha256(self.source)
+        for file in self.files:
+            digest.update(f"\0files\0{file.path}\0{file.sha256}".encode())
+        return digest.hexdigest()
 
     def compiler_cuda(self) -> str | None:
         """The CUDA release of the compiler the profile installs itself (cuda-toolkit[nvcc] or nvidia-cuda-nvcc)."""
@@ -345,11 +359,6 @@ def _validate(path: Path, data: Mapping[str, object], raw: bytes) -> Profile:
         env[key] = c.typed(value, f"env.{key}", str, "a string")
         _env_entry(c, key, env[key])
     files = profile_files.parse(c, data.get("files"))
-    digest = hashlib.sha256(raw)
-    for (
-        file
-    ) in files:  # a lock made before a carried file changed is refused as for any other change of the profile
-        digest.update(f"\0files\0{file.path}\0{file.sha256}".encode())
     return Profile(
         name=name,
         path=path,
@@ -365,7 +374,7 @@ def _validate(path: Path, data: Mapping[str, object], raw: bytes) -> Profile:
         files=files,
         offline=c.typed(data.get("offline", False), "offline", bool, "true or false"),
         serves=_serves(c, data.get("serves")),
-        content_hash=digest.hexdigest(),
+        source=raw,
     )
 
 

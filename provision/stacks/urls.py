@@ -29,6 +29,8 @@ def userinfo(url: str) -> tuple[str, str, str] | None:
     """(scheme://, user info, the rest) of a URL with credentials, else None. A password may hold an unencoded /, ?
     or # (which would end the host part for urlsplit and put the whole password in the path): then `user:` up to the
     last @ of the URL is the user info."""
+    if "@" not in url:  # none (a lock's four hundred file URLs are read in one pass)
+        return None
     found = re.match(r"([A-Za-z][A-Za-z0-9+.-]*://)(.*)", url, re.DOTALL)
     if found is None:
         return None

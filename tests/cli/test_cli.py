@@ -339,7 +339,7 @@ def test_a_command_imports_only_its_own_family(provision_bin: str, tmp_path: Pat
     home = adopted_home(provision_bin, tmp_path, "a", "b")
     code = (
         "import sys\nfrom provision.cli.main import main\nsys.argv = ['provision', *sys.argv[1:]]\n"
-        "try:\n    main()\nexcept SystemExit as exc:\n    print('exit', exc.code)\n"
+        "try:\n    main(sys.argv[1:])\nexcept SystemExit as exc:\n    print('exit', exc.code)\n"
         "print(' '.join(sorted(m for m in sys.modules if m.split('.')[0] in "
         "('provision', 'rich', 'requests', 'packaging', 'dataclasses', 'tomllib', 'subprocess'))))"
     )

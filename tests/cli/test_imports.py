@@ -243,7 +243,7 @@ def test_one_toml_reader_and_one_progress_type() -> None:
 # envs and check start in thousands of test processes (docs/performance.md). Each may load what it runs, no more.
 LOADED = (
     "import sys\nfrom provision.cli.main import main\nsys.argv = ['provision', *sys.argv[1:]]\n"
-    "try:\n    main()\nexcept SystemExit as exc:\n    print('exit', exc.code)\nprint(' '.join(sorted(sys.modules)))"
+    "try:\n    main(sys.argv[1:])\nexcept SystemExit as exc:\n    print('exit', exc.code)\nprint(' '.join(sorted(sys.modules)))"
 )
 
 
@@ -596,7 +596,7 @@ BEFORE_UV = (
     "    start(self, args, *rest, **options)\n"
     "subprocess.Popen.__init__ = popen\n"
     "from provision.cli.main import main\nsys.argv = ['provision', *sys.argv[1:]]\n"
-    "try:\n    main()\nexcept SystemExit as exc:\n    print('exit', exc.code)\nprint(seen[0] if seen else 'uv never ran')"
+    "try:\n    main(sys.argv[1:])\nexcept SystemExit as exc:\n    print('exit', exc.code)\nprint(seen[0] if seen else 'uv never ran')"
 )
 
 
