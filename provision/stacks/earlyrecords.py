@@ -12,11 +12,12 @@ import os
 import queue
 import threading
 from collections.abc import Callable
-from concurrent.futures import Future
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:  # loaded once uv runs, where a read starts: not on the way to uv
+    from concurrent.futures import Future
+
     from provision.stacks import wheelrecords
 
 T = TypeVar("T")
@@ -38,6 +39,8 @@ class DaemonPool:
         self.guard = threading.Lock()
 
     def submit(self, fn: Callable[..., T], /, *args: Any) -> Future[T]:
+        from concurrent.futures import Future
+
         future: Future[T] = Future()
         with self.guard:
             if self.closed:
@@ -56,7 +59,7 @@ class DaemonPool:
         return future
 
     def _work(self) -> None:
-        _yield_to_uv()
+        behind_uv()
         while (job := self.jobs.get()) is not None:
             future, fn, args = job
             if not future.set_running_or_notify_cancel():
@@ -86,7 +89,7 @@ class DaemonPool:
 BEHIND = 10  # the niceness of a read ahead's threads, as nice(1) gives it
 
 
-def _yield_to_uv() -> None:
+def behind_uv() -> None:
     """Run this thread (and the threads it starts, which inherit it) behind uv and the main thread: a read ahead is
     only worth its CPU where uv, whose answer the lock waits for, is not slowed by it. On two cores the SGLang stack's
     first lock took 1.93-2.06 s with reads ahead at uv's priority, 1.80-1.89 s behind it (uv itself 1.50-1.59 s
@@ -162,7 +165,7 @@ class EarlyReads:
                 if job[3] not in self.futures and (self.wanted is None or job[3] in self.wanted)
             ]
             for job in jobs:  # claimed before the slow part below: another batch does not start them again
-                self.futures[job[3]] = Future()
+                self.futures[job[3]] = _future()
         return jobs
 
     def _start(self, jobs: list[wheelrecords.Job]) -> None:
@@ -242,3 +245,9 @@ def jobs_of(packages: list[Any], rank: Rank) -> list[wheelrecords.Job]:
             ):
                 jobs[name] = (name, filename, url, sha256.lower())
     return list(jobs.values())
+
+
+def _future() -> Future[object]:
+    from concurrent.futures import Future  # loaded once uv runs: the lock's way to uv loads none
+
+    return Future()

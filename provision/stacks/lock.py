@@ -841,6 +841,7 @@ class _Meanwhile(threading.Thread):
     def run(self) -> None:
         import importlib
 
+        earlyrecords.behind_uv()  # uv, whose answer the lock waits for, first: this has till uv ends
         try:
             self._parse()
         except BaseException as exc:

@@ -8,7 +8,6 @@ A lock made again whose uv output and stamp are those of the lock in place leave
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from typing import Any
@@ -101,4 +100,6 @@ _PROOF = {"reads_back": True}
 
 def _key(head: str) -> str:
     """The proof's key: the text's sha256 with the provision that edited it (a later one may edit otherwise)."""
+    import hashlib  # loaded once uv runs: the lock's way to uv loads none
+
     return hashlib.sha256(f"{__version__}\n{head}".encode()).hexdigest()
