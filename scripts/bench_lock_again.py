@@ -10,7 +10,6 @@ registry's and the machine's moods fall on all three alike. Uses the work folder
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import subprocess
@@ -20,6 +19,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT)]
+
+from bench_sglang_stack import said  # noqa: E402  (scripts/ is the script's own folder on sys.path)
 
 from provision.stacks import lock, profiles, uvtool  # noqa: E402
 
@@ -76,10 +77,7 @@ def main() -> None:
     results["provision lock, each run's ratio"] = [
         round(o / b, 3) for o, b in zip(times["provision lock"], times["uv pip compile"], strict=True)
     ]
-    for key, value in results.items():
-        print(f"{key}: {value}")
-    if args.json:
-        args.json.write_text(json.dumps(results, indent=1))
+    said(results, args.json)
 
 
 if __name__ == "__main__":

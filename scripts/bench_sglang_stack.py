@@ -160,10 +160,15 @@ def main() -> None:
         results["wheels kept, bytes"] = sum(
             f.stat().st_size for f in (work / "xdg-report/provision/wheels").rglob("*.whl")
         )
+    said(results, args.json)
+
+
+def said(results: dict[str, object], path: Path | None) -> None:
+    """Each figure on a line of its own, and all of them in `path` as JSON where one is given."""
     for key, value in results.items():
         print(f"{key}: {value}")
-    if args.json:
-        args.json.write_text(json.dumps(results, indent=1))
+    if path:
+        path.write_text(json.dumps(results, indent=1))
 
 
 if __name__ == "__main__":

@@ -39,7 +39,7 @@ sys.path[:] = [os.path.dirname(sys.argv[2])] + [
 
 # Every module a command may import, imported now, once: a child then imports nothing that is not already here.
 import provision  # noqa: E402
-from provision.cli.main import main  # noqa: E402
+from provision.cli.main import _quick_exit, main  # noqa: E402
 
 for module in pkgutil.walk_packages(provision.__path__, "provision."):
     importlib.import_module(module.name)
@@ -107,19 +107,11 @@ def helper(connection: socket.socket) -> tuple[list[str], socket.socket]:
     os._exit(0)
 
 
-def finish(code: object) -> NoReturn:
-    """End as the interpreter ends a script (atexit, flushed streams, the exit status of `sys.exit(code)`), less the
-    teardown of every module this program imported: that touched, and so copied, most of the memory a fork shares."""
-    if code is not None and not isinstance(code, int):
-        print(code, file=sys.stderr)
-        code = 1
-    atexit._run_exitfuncs()
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except (OSError, ValueError):
-            code = code or 120  # what Python exits with when it cannot flush stdout
-    os._exit((code or 0) & 0xFF)
+def finish(code: str | int | None) -> NoReturn:
+    """End as the console script ends (its main() does it itself: provision.cli.main._quick_exit, atexit, flushed
+    streams, os._exit); here for what main() lets out (an interrupt, a bug)."""
+    _quick_exit(code)
+    sys.exit(code)  # a thread still at work: as Python ends
 
 
 if __name__ == "__main__":
