@@ -633,6 +633,11 @@ def _lock(
         (folder / "pyproject.toml").write_text(_project(profile, pins, indexes))
         preferences.place(folder / "pylock.toml")
         progress("resolving with uv")
+        # uv's log of what it fetches names the wheels whose RECORDs are read while it resolves. A lock made again for
+        # the same key (the profile's content, indexes, Python and platform) keeps its versions (uv's preferences), and
+        # its wheels' RECORDs were read when it was made: the log would name nothing new, and reading it slowed uv by
+        # 25-45 ms (docs/performance.md). A wheel it names anyway is read after uv.
+        log = {} if preferences.same_key(lock_key(profile, indexes, target)) else {"RUST_LOG": UV_FETCHES}
 
         def compile_(preferences: Preferences, started: Callable[[], None] = lambda: None) -> None:
             # uv runs: what waited for it starts (the lock replaced parsed, its wheels' RECORDs read: only now, read
@@ -642,7 +647,7 @@ def _lock(
                 cwd=folder,
                 env=uvtool.index_options(indexes)[1]
                 | gitauth.variables(p.git for p in profile.packages)
-                | {"RUST_LOG": UV_FETCHES},
+                | log,
                 started=started,
                 on_line=_wheels_seen(early),
                 version_after=True,
@@ -893,6 +898,15 @@ class Preferences:
         if upgrade or in_place is None:
             return cls(None)
         return cls(str(output), in_place, packages)
+
+    def same_key(self, key: str) -> bool:
+        """Whether the lock given as preferences was made for `key` (lock_key), every package's version held: its
+        text says so (not parsed: this is before uv runs, and only how much is read ahead depends on it)."""
+        return (
+            self.source is not None
+            and not self.upgrade_packages
+            and f'\nlock_key = "{key}"\n'.encode() in self.text
+        )
 
     def place(self, path: Path) -> None:
         if self.source is not None:
