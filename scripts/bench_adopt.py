@@ -1,6 +1,8 @@
 """`provision adopt`'s lookup (every installed distribution matched to its wheel by RECORD) on a venv of the size of
 the SGLang stack, beside what a user would run instead to get a lock of the same pins: `uv pip freeze` and then
-`uv pip compile --format pylock.toml` of what it printed. Same venv, same index, same run.
+`uv pip compile --format pylock.toml` of what it printed; and that plus the wheels themselves fetched whole by uv
+(`uv pip install --no-deps --target`, its cache as cold as adopt's), which is what adopt's proof reads (a RECORD is
+trusted only from the wheel whose sha256 the lock pins). Same venv, same index, same run.
 
     python scripts/bench_adopt.py [--dists 200] [--files 30] [--runs 3] [--delay 0.02] [--json OUT]
     python scripts/bench_adopt.py --index URL --requirements "jupyterlab sphinx ..." [--runs 3] [--json OUT]
@@ -140,6 +142,8 @@ def main() -> None:
         }
         for state in ("cold", "warm"):
             adopt_wall, adopt_lookup, freeze_s, compile_s, both = [], [], [], [], []
+            fetch_s: list[float] = []
+            all_three: list[float] = []
             requests = {}
             for run in range(args.runs):
                 cache = built_cache if state == "warm" else base / f"uv-cache-empty-{state}-{run}"
@@ -194,15 +198,31 @@ def main() -> None:
                     cwd=work,
                 )
                 requests["uv_compile_requests"] = len(served.requests) - before
+                # the wheels themselves, whole, into uv's cache as cold as adopt's: what adopt's proof reads (issue 39:
+                # a RECORD is trusted only from the wheel whose sha256 the lock pins), fetched by uv
+                fetch_env = {**env, "UV_CACHE_DIR": str(base / f"uv-cache-fetch-{state}-{run}")}
+                if state == "warm":
+                    fetch_env["UV_CACHE_DIR"] = str(built_cache)
+                fetched, _ = timed(
+                    [uv, "pip", "install", "--no-deps", "--target", str(work / "target"), "-r",
+                     "requirements.txt", "--default-index", url, "--python", str(venv / "bin" / "python"),
+                     "--quiet", "--link-mode", "copy"],
+                    fetch_env,
+                    cwd=work,
+                )  # fmt: skip
                 freeze_s.append(freeze)
                 compile_s.append(compiled)
+                fetch_s.append(fetched)
                 both.append(freeze + compiled)
+                all_three.append(freeze + compiled + fetched)
             results[state] = {
                 "provision_adopt_process": summary(adopt_wall),
                 "provision_adopt_lookup": summary(adopt_lookup),
                 "uv_pip_freeze": summary(freeze_s),
                 "uv_pip_compile": summary(compile_s),
                 "uv_freeze_plus_compile": summary(both),
+                "uv_pip_install_target_no_deps": summary(fetch_s),
+                "uv_freeze_compile_and_wheels": summary(all_three),
                 **requests,
             }
     finally:
@@ -213,6 +233,11 @@ def main() -> None:
         results[state]["adopt_process/uv_freeze_plus_compile"] = round(
             results[state]["provision_adopt_process"]["median_s"]
             / results[state]["uv_freeze_plus_compile"]["median_s"],
+            2,
+        )
+        results[state]["adopt_process/uv_freeze_compile_and_wheels"] = round(
+            results[state]["provision_adopt_process"]["median_s"]
+            / results[state]["uv_freeze_compile_and_wheels"]["median_s"],
             2,
         )
     text = json.dumps(results, indent=2)
