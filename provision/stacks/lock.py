@@ -637,7 +637,10 @@ def _lock(
         # the same key (the profile's content, indexes, Python and platform) keeps its versions (uv's preferences), and
         # its wheels' RECORDs were read when it was made: the log would name nothing new, and reading it slowed uv by
         # 25-45 ms (docs/performance.md). A wheel it names anyway is read after uv.
-        log = {} if preferences.same_key(lock_key(profile, indexes, target)) else {"RUST_LOG": UV_FETCHES}
+        made_again = preferences.source is not None and preferences.same_key(
+            lock_key(profile, indexes, target)
+        )
+        log = {} if made_again else {"RUST_LOG": UV_FETCHES}  # a first lock loads no hashlib before uv
 
         def compile_(preferences: Preferences, started: Callable[[], None] = lambda: None) -> None:
             # uv runs: what waited for it starts (the lock replaced parsed, its wheels' RECORDs read: only now, read
