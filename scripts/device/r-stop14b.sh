@@ -5,8 +5,9 @@
 #   Run: bash scripts/device/r-stop14b.sh   (under a minute; wheels in .whl/: common.sh's)
 EVIDENCE=r-stop14b
 . scripts/device/common.sh
-export XDG_CACHE_HOME=/tmp/stop14b-cache; rm -rf "$XDG_CACHE_HOME"; mkdir -p "$XDG_CACHE_HOME/provision/nvml"
-: > "$XDG_CACHE_HOME/provision/nvml/crashed"
+export XDG_CACHE_HOME=/tmp/stop14b-cache; rm -rf "$XDG_CACHE_HOME" "$PROVISION_HOME"
+step 00-adopt $P adopt gpu $VENV --no-lock
+mkdir -p "$XDG_CACHE_HOME/provision/nvml"; : > "$XDG_CACHE_HOME/provision/nvml/crashed"
 REFUSED="import errno, os, runpy, sys
 def refused():
     raise OSError(errno.EAGAIN, os.strerror(errno.EAGAIN))
