@@ -24,3 +24,17 @@ install_flashinfer() {
   python3 -m pip install -q --no-index --no-deps --no-compile .whl/flashinfer_python-*.whl .whl/apache_tvm_ffi-*.whl \
     .whl/cuda_tile-*.whl .whl/nvidia_cudnn_frontend-*.whl
 }
+
+# drivers STEP...: what each step's `probe --json` output says of the driver (its NVML state) and how many GPUs it read
+drivers() {
+  python3 - "$E" "$@" <<'PY'
+import json, sys
+e = sys.argv[1]
+for name in sys.argv[2:]:
+    try:
+        d = json.load(open(f"{e}/{name}.out"))
+        print(name, "driver:", json.dumps(d.get("driver"))[:600], "gpus:", len(d.get("gpus") or []))
+    except Exception as exc:
+        print(name, "unreadable:", exc)
+PY
+}

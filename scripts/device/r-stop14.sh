@@ -39,14 +39,5 @@ step 06-ranks-2-gloo $VENV/bin/python "$E/ranks.py"
 step 07-report $P report --json
 step 08-exit-codes bash -c "$P check nope; echo rc=\$?; $P probe --json > /dev/null; echo rc=\$?"
 echo; cat "$E/steps.txt"; echo
-python3 - "$E" <<'PY'
-import json, sys
-e = sys.argv[1]
-for name in ("01-probe-json", "02-probe-fork-refused"):
-    try:
-        d = json.load(open(f"{e}/{name}.out"))
-        print(name, "driver:", json.dumps(d.get("driver"))[:400])
-    except Exception as exc:
-        print(name, "unreadable:", exc)
-PY
+drivers 01-probe-json 02-probe-fork-refused
 head -c 2500 "$E/04-check.out"; echo; head -c 1200 "$E/05-bench-json.out"; echo; tail -c 600 "$E/06-ranks-2-gloo.out"

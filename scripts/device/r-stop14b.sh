@@ -20,14 +20,5 @@ step 03-check-fork-refused python3 -c "$REFUSED" check gpu --only driver --json
 step 04-probe-fork-works $P probe --json
 step 05-ls-after ls -la "$XDG_CACHE_HOME/provision/nvml"
 echo; cat "$E/steps.txt"; echo
-python3 - "$E" <<'PY'
-import json, sys
-e = sys.argv[1]
-for name in ("01-probe-fork-refused", "04-probe-fork-works"):
-    try:
-        d = json.load(open(f"{e}/{name}.out"))
-        print(name, "driver:", json.dumps(d.get("driver"))[:600], "gpus:", len(d.get("gpus") or []))
-    except Exception as exc:
-        print(name, "unreadable:", exc)
-PY
+drivers 01-probe-fork-refused 04-probe-fork-works
 cat "$E/03-check-fork-refused.out" | head -c 800; echo; cat "$E/02-ls-after.out" "$E/05-ls-after.out"
