@@ -229,10 +229,14 @@ def test_a_port_taken_before_the_server_binds_it_is_left_for_another(
 
     def take() -> None:
         deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and not trace.exists():
+        argv: list[str] = []
+        while (
+            time.monotonic() < deadline and not argv
+        ):  # the stand-in's file exists before its JSON is written
+            with contextlib.suppress(OSError, ValueError, KeyError):
+                argv = json.loads(trace.read_text())["argv"]
             time.sleep(0.01)
         with contextlib.suppress(OSError, ValueError):
-            argv = json.loads(trace.read_text())["argv"]
             port = int(argv[argv.index("--port") + 1])
             server = ThreadingHTTPServer(
                 ("127.0.0.1", port), type("Foreign", (_Foreign,), {"answer": answer})
