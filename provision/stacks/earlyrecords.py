@@ -39,9 +39,7 @@ class DaemonPool:
         self.guard = threading.Lock()
 
     def submit(self, fn: Callable[..., T], /, *args: Any) -> Future[T]:
-        from concurrent.futures import Future
-
-        future: Future[T] = Future()
+        future: Future[T] = _future()
         with self.guard:
             if self.closed:
                 raise RuntimeError("the pool is shut")
@@ -247,7 +245,7 @@ def jobs_of(packages: list[Any], rank: Rank) -> list[wheelrecords.Job]:
     return list(jobs.values())
 
 
-def _future() -> Future[object]:
+def _future() -> Future[Any]:
     from concurrent.futures import Future  # loaded once uv runs: the lock's way to uv loads none
 
     return Future()

@@ -637,10 +637,8 @@ def _lock(
         # the same key (the profile's content, indexes, Python and platform) keeps its versions (uv's preferences), and
         # its wheels' RECORDs were read when it was made: the log would name nothing new, and reading it slowed uv by
         # 25-45 ms (docs/performance.md). A wheel it names anyway is read after uv.
-        made_again = preferences.source is not None and preferences.same_key(
-            lock_key(profile, indexes, target)
-        )
-        log = {} if made_again else {"RUST_LOG": UV_FETCHES}  # a first lock loads no hashlib before uv
+        made_again = preferences.same_key(lambda: lock_key(profile, indexes, target))
+        log = {} if made_again else {"RUST_LOG": UV_FETCHES}
 
         def compile_(preferences: Preferences, started: Callable[[], None] = lambda: None) -> None:
             # uv runs: what waited for it starts (the lock replaced parsed, its wheels' RECORDs read: only now, read
@@ -684,14 +682,14 @@ def _lock(
         ).read_text()  # uv's own text: kept where provision changes no package
         previous = before.previous()
         # where uv wrote exactly the packages of the lock in place, they are taken from it (parsed while uv ran)
-        raw = (
-            {k: v for k, v in previous.raw.items() if k != "tool"}
+        kept_tool = (
+            locktext.proven(previous.text, written, previous.raw.get("packages", []))
             if previous is not None
-            and locktext.proven(previous.text, written, previous.raw.get("packages", [])) is not None
             else None
         )
-        reused = raw is not None
-        if raw is None:
+        if previous is not None and kept_tool is not None:
+            raw = {k: v for k, v in previous.raw.items() if k != "tool"}
+        else:
             raw = toml.loads(written)
             early.add(earlyrecords.jobs_of(raw.get("packages", []), early.rank))  # read while attributed
         progress("attributing each package to its index")
@@ -709,7 +707,7 @@ def _lock(
                 f"{', '.join(strays)} came from a named index; resolving again with the named indexes explicit"
             )
             written = _resolve_explicit(folder, profile, pins, indexes, target, raw, origin)
-            raw, reused = toml.loads(written), False
+            raw, kept_tool = toml.loads(written), None
             early.add(earlyrecords.jobs_of(raw.get("packages", []), early.rank))
             origin = attribution(raw.get("packages", []), profile, indexes)
     from provision.stacks import relock
@@ -730,10 +728,10 @@ def _lock(
     )
     header = locktext.header(profile.name, stamp.rebuild)
     kept = (
-        reused
+        kept_tool is not None
         and previous is not None
         and locktext.unchanged(
-            previous.text, header, locktext.packages_text(written, raw["packages"]), raw["tool"]
+            previous.text, header, locktext.packages_text(written, raw["packages"]), raw["tool"], kept_tool
         )
         and _in_place(output) == before.in_place  # and still is
     )
@@ -902,13 +900,14 @@ class Preferences:
             return cls(None)
         return cls(str(output), in_place, packages)
 
-    def same_key(self, key: str) -> bool:
-        """Whether the lock given as preferences was made for `key` (lock_key), every package's version held: its
-        text says so (not parsed: this is before uv runs, and only how much is read ahead depends on it)."""
+    def same_key(self, key: Callable[[], str]) -> bool:
+        """Whether the lock given as preferences was made for `key()` (lock_key, asked only where there is one: a
+        first lock loads no hashlib before uv), every package's version held: its text says so (not parsed: this is
+        before uv runs, and only how much is read ahead depends on it)."""
         return (
             self.source is not None
             and not self.upgrade_packages
-            and f'\nlock_key = "{key}"\n'.encode() in self.text
+            and f'\nlock_key = "{key()}"\n'.encode() in self.text
         )
 
     def place(self, path: Path) -> None:

@@ -166,13 +166,6 @@ def parse_bytes(data: bytes, path: Path) -> tuple[dict[str, Any], Pylock, dict[s
     return raw, pylock, tool
 
 
-def versions(path: Path) -> dict[str, str]:
-    """{package: version} of the lock at `path`, its seal unchecked: what `lock` compares a new lock with (its
-    `changes`), never what anything installs."""
-    _, pylock, _ = _parse(path)
-    return {str(canonicalize_name(p.name)): str(p.version or "") for p in pylock.packages}
-
-
 def wheel_sha256s(path: Path) -> set[str]:
     """The sha256 of every wheel the lock at `path` names, its seal unchecked: what `gc` keeps in provision's wheel
     cache (an unsealed lock keeps its wheels too: keeping more is safe, and gc says nothing of seals)."""

@@ -58,11 +58,11 @@ def dumps(raw: dict[str, Any], written: str) -> str:
     return tomlkit.dumps(raw)
 
 
-def proven(previous: str, written: str, packages: list[dict[str, Any]]) -> str | None:
-    """The text after the header of the lock in place (`previous`, whose TOML gave `packages`), where it is
-    `packages_text(written, packages)` (proven once to parse back as uv's packages with those indexes) followed by
-    nothing but a [tool] table; None otherwise. Where it is, `packages` are exactly what uv wrote in `written`, with
-    the indexes the lock in place gives them: the lock made again starts from them instead of parsing uv's text."""
+def proven(previous: str, written: str, packages: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The [tool] table of the lock in place (`previous`, whose TOML gave `packages`), where its text after the header
+    is `packages_text(written, packages)` (proven once to parse back as uv's packages with those indexes) followed by
+    nothing but that table; None otherwise. Where it is, `packages` are exactly what uv wrote in `written`, with the
+    indexes the lock in place gives them: the lock made again starts from them instead of parsing uv's text."""
     first, newline, body = previous.partition("\n")
     head = packages_text(written, packages)
     if not newline or not first.startswith("#") or head is None or not body.startswith(head):
@@ -74,21 +74,17 @@ def proven(previous: str, written: str, packages: list[dict[str, Any]]) -> str |
         table = toml.loads(rest)
     except toml.TOMLDecodeError:
         return None
-    return body if set(table) == {"tool"} else None
+    return table if set(table) == {"tool"} else None
 
 
-def unchanged(previous: str, header_line: str, head: str | None, tool: dict[str, Any]) -> bool:
-    """Whether the lock in place is exactly what would be written now (`header_line`, `head` = packages_text, and a
-    [tool] table reading as `tool`), its `created` time aside: then it is left as it is."""
+def unchanged(
+    previous: str, header_line: str, head: str | None, tool: dict[str, Any], kept: dict[str, Any]
+) -> bool:
+    """Whether the lock in place, `proven` with its [tool] table `kept`, is exactly what would be written now
+    (`header_line`, `head` = packages_text, and a [tool] table reading as `tool`), its `created` time aside: then it
+    is left as it is."""
     if head is None or not previous.startswith(header_line + head):
-        return False
-    rest = previous[len(header_line) + len(head) :]
-    if not rest.startswith("[tool"):
-        return False
-    try:
-        kept = toml.loads(rest)
-    except toml.TOMLDecodeError:
-        return False
+        return False  # the header, or an index the packages are attributed to, differs
     created = kept.get("tool", {}).get("provision", {}).get("created")
     return isinstance(created, str) and kept == {
         "tool": {**tool, "provision": {**tool.get("provision", {}), "created": created}}

@@ -301,7 +301,7 @@ def test_two_locks_at_once_onto_one_lock_and_one_cache_both_end_with_a_whole_loc
 ) -> None:
     """A second copy at once (two terminals, two CI jobs on one runner): same -o, same caches. Each exits 0; what
     lies at -o is a whole lock (one of theirs), and the kept verdict is whole."""
-    from provision.stacks import lockfile
+    from provision.stacks import relock
 
     served = _served(index_server)
     _lock(tmp_path, served)  # a lock in the way: both take it as their preferences
@@ -311,7 +311,9 @@ def test_two_locks_at_once_onto_one_lock_and_one_cache_both_end_with_a_whole_loc
         out, err = run.communicate(timeout=120)
         assert run.returncode == 0, err
         assert {p["name"] for p in json.loads(out)["packages"]} == {"app", "lib"}
-    assert lockfile.versions(tmp_path / "pylock.mine.toml") == {"app": "1.0", "lib": "1.0"}
+    written = tmp_path / "pylock.mine.toml"
+    previous = relock.Previous.parse(written.read_bytes(), written)
+    assert previous is not None and previous.versions == {"app": "1.0", "lib": "1.0"}
     (verdict,) = (tmp_path / "xdg/provision/verdicts").iterdir()
     assert json.loads(verdict.read_text())["key"] == verdict.name
 

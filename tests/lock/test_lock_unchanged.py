@@ -168,10 +168,16 @@ def test_uvs_log_is_asked_for_only_where_the_lock_in_place_was_made_for_another_
     assert key is not None
     here = locking._in_place(lockpath)
     same = locking.Preferences.of(lockpath, here, upgrade=False, packages=())
-    assert same.same_key(key.group(1)) and not same.same_key("0" * 16)
-    assert not locking.Preferences.of(lockpath, here, upgrade=False, packages=("lib",)).same_key(key.group(1))
-    assert not locking.Preferences.of(lockpath, here, upgrade=True, packages=()).same_key(key.group(1))
-    assert not locking.Preferences.of(lockpath, None, upgrade=False, packages=()).same_key(key.group(1))
+    assert same.same_key(lambda: key.group(1)) and not same.same_key(lambda: "0" * 16)
+    assert not locking.Preferences.of(lockpath, here, upgrade=False, packages=("lib",)).same_key(
+        lambda: key.group(1)
+    )
+    assert not locking.Preferences.of(lockpath, here, upgrade=True, packages=()).same_key(
+        lambda: key.group(1)
+    )
+    assert not locking.Preferences.of(lockpath, None, upgrade=False, packages=()).same_key(
+        lambda: key.group(1)
+    )
     # a new release uv takes with -P is read (after uv or ahead): the gate's verdict covers it
     served.add("lib", "1.1")
     done = _result(_lock(tmp_path, served, "--upgrade-package", "lib"))
