@@ -107,6 +107,7 @@ def scan_wheel(path: Path, jobs: int | None = None) -> Iterator[Result]:
         if jobs > 1 and len(places) > 1 and sum(p.size for p in places) > PARALLEL:
             import multiprocessing
 
+            _imported_for_workers()
             pool = ProcessPoolExecutor(
                 min(jobs, len(places)),
                 mp_context=multiprocessing.get_context("fork"),
@@ -127,6 +128,20 @@ def scan_wheel(path: Path, jobs: int | None = None) -> Iterator[Result]:
             yield _scan_place(fd, str(path), place)
     finally:
         os.close(fd)
+
+
+def _imported_for_workers() -> None:
+    """Import, here and now, every module a worker may import later. The workers are forked from a process whose
+    other threads may be importing at that moment (report --lock scans several wheels at once, each forking its own
+    workers): a module half imported by another thread is held by that thread's import lock, which no thread of the
+    child will ever release, so a worker that imports it waits forever (and holds the caller's stdout open). Imported
+    here first, each is whole before any fork: another thread's import of it has ended, or this one waited for it.
+    tests/scan/test_scan_fork_imports.py holds a worker's whole path to the modules imported here."""
+    import io  # noqa: F401  (elf._read_with_pyelftools)
+
+    import elftools.elf.elffile  # noqa: F401  (a 32-bit or big-endian ELF)
+
+    from provision.scan import search  # noqa: F401  (elf.code_in_image)
 
 
 def _stop(pool: ProcessPoolExecutor) -> None:
