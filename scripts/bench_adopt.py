@@ -6,11 +6,13 @@ trusted only from the wheel whose sha256 the lock pins). Same venv, same index, 
 
     python scripts/bench_adopt.py [--dists 200] [--files 30] [--runs 3] [--delay 0.02] [--json OUT]
     python scripts/bench_adopt.py --index URL --requirements "jupyterlab sphinx ..." [--runs 3] [--json OUT]
+    python scripts/bench_adopt.py ... --before DIR   (an older checkout's adopt in the same runs, in turn)
 
 A synthetic index (tests/wheelhouse.py: PEP 691 JSON, PEP 658 metadata, range requests) is served on 127.0.0.1 with
 `--delay` seconds before each answer (a remote index's round trip); the venv is built from it by uv. Cold: an empty
 uv cache for both tools (adopt reads each wheel's RECORD by range requests, uv fetches each page and metadata file);
-warm: the uv cache the venv was built with (adopt reads the RECORDs there; uv revalidates its pages).
+warm: the uv cache the venv was built with (adopt reads the RECORDs there; uv revalidates its pages). The synthetic
+index gives each file's size on its JSON page (PEP 700), as the default registry's does.
 With --index and --requirements the venv is built by uv from that real index instead (the default registry's simple
 URL, given on the command line, never written here), with what those requirements pull in: real wheels, real
 network. Bytecode is compiled first for provision and its dependencies, as pip does at install time.
@@ -74,10 +76,19 @@ def main() -> None:
     parser.add_argument("--index", help="a real index to build the venv from (with --requirements)")
     parser.add_argument("--requirements", help="what the venv holds, space-separated, from --index")
     parser.add_argument("--json", type=Path)
+    parser.add_argument(
+        "--before",
+        type=Path,
+        help="an older checkout (git archive): its adopt timed in the same runs, in turn",
+    )
     args = parser.parse_args()
     import compileall
 
-    for site in {ROOT / "provision", *(Path(p) for p in sys.path if p.endswith("site-packages"))}:
+    for site in {
+        ROOT / "provision",
+        *([args.before / "provision"] if args.before else []),
+        *(Path(p) for p in sys.path if p.endswith("site-packages")),
+    }:
         compileall.compile_dir(str(site), quiet=1, workers=2)
     provision = provision_binary()
     uv = uvtool.binary()
@@ -85,7 +96,7 @@ def main() -> None:
     server = IndexServer(base / "indexes")
     try:
         served = server.index("bench")
-        served.pep658 = served.ranges = True
+        served.pep658 = served.ranges = served.sizes = True
         names = (
             [f"bench-pkg-{n:03d}" for n in range(args.dists)]
             if not args.requirements
@@ -142,6 +153,8 @@ def main() -> None:
         }
         for state in ("cold", "warm"):
             adopt_wall, adopt_lookup, freeze_s, compile_s, both = [], [], [], [], []
+            before_wall: list[float] = []
+            before_lookup: list[float] = []
             fetch_s: list[float] = []
             all_three: list[float] = []
             requests = {}
@@ -169,6 +182,22 @@ def main() -> None:
                 }
                 adopt_wall.append(seconds)
                 adopt_lookup.append(float(document["seconds"]))
+                if args.before:  # the older checkout, its caches as cold or warm as this one's were
+                    older = {
+                        **variables,
+                        "PYTHONPATH": str(args.before),
+                        "PROVISION_HOME": str(base / f"home-before-{state}-{run}"),
+                    }
+                    if state == "cold":
+                        older["UV_CACHE_DIR"] = str(base / f"uv-cache-empty-before-{run}")
+                        older["XDG_CACHE_HOME"] = str(base / f"xdg-cold-before-{run}")
+                    seconds, done = timed(  # run in that checkout: `-m` puts the working folder first
+                        [sys.executable, "-m", "provision", "adopt", "bench", str(venv), "--json"],
+                        older,
+                        cwd=args.before,
+                    )
+                    before_wall.append(seconds)
+                    before_lookup.append(float(json.loads(done.stdout)["seconds"]))
                 uv_env = {**env, "UV_CACHE_DIR": str(cache_uv)}
                 work = base / f"compile-{state}-{run}"
                 work.mkdir()
@@ -225,6 +254,9 @@ def main() -> None:
                 "uv_freeze_compile_and_wheels": summary(all_three),
                 **requests,
             }
+            if args.before:
+                results[state]["before_adopt_process"] = summary(before_wall)
+                results[state]["before_adopt_lookup"] = summary(before_lookup)
     finally:
         server.close()
         shutil.rmtree(base, ignore_errors=True)

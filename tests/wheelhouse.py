@@ -77,6 +77,8 @@ class Index:
         None  # when set to an Event, every range answer waits until it is set
     )
     range_requests: int = 0
+    ranged: list[str] = field(default_factory=list)  # the file named by each range request, in order
+    sizes: bool = False  # give each file's size on the JSON page (PEP 700, as PyPI's does)
     password: str = ""  # when set, every request must carry HTTP basic auth alice:<password>
     swapped: dict[str, bytes] = field(
         default_factory=dict
@@ -161,6 +163,7 @@ class IndexServer:
             wanted = request.headers.get("Range", "")
             if data is not None and index.ranges and wanted.startswith("bytes="):
                 index.range_requests += 1
+                index.ranged.append(parts[2])
                 if index.hold_ranges is not None:
                     index.hold_ranges.wait(120)
                 self._send_range(request, data, wanted, body=body)
@@ -236,7 +239,7 @@ class IndexServer:
             digest = hashlib.sha256(index.swapped.get(wheel.name) or wheel.read_bytes()).hexdigest()
             if wheel.name in index.wrong_hash:
                 digest = hashlib.sha256(b"tampered").hexdigest()
-            files.append((wheel.name, f"/{index.name}/files/{wheel.name}", digest))
+            files.append((wheel.name, f"/{index.name}/files/{wheel.name}", digest, wheel.stat().st_size))
         if "application/vnd.pypi.simple.v1+json" in request.headers.get("Accept", ""):
             body = json.dumps(
                 {
@@ -248,15 +251,16 @@ class IndexServer:
                             "url": u,
                             "hashes": {"sha256": d} if index.hashes else {},
                             **({"core-metadata": True} if index.pep658 else {}),
+                            **({"size": size} if index.sizes else {}),
                         }
-                        for n, u, d in files
+                        for n, u, d, size in files
                     ],
                 }
             ).encode()
             content_type = "application/vnd.pypi.simple.v1+json"
         else:
             links = []
-            for n, u, d in files:
+            for n, u, d, _size in files:
                 href = html.escape(u.replace("+", "%2B") + (f"#sha256={d}" if index.hashes else ""))
                 extra = ' data-core-metadata="true"' if index.pep658 else ""
                 links.append(f'<a href="{href}"{extra}>{html.escape(n)}</a><br/>')

@@ -35,6 +35,8 @@ if TYPE_CHECKING:
 # Pages and RECORDs read at once, each thread over its own kept-alive connections. A slow index wants many; a loaded
 # machine fewer, each thread paying its own TLS handshakes (the figures: docs/performance.md).
 WORKERS = max(8, min(16, 2 * (os.cpu_count() or 1)))
+# the most a wheel that is the only one of its tags may weigh to be downloaded without range reads first
+ALONE_DOWNLOAD = 4 << 20
 RECORD_LIMIT = 64 << 20  # as the drift check reads them: torch's RECORD, among the largest, is a few MB
 HEADERS_LIMIT = 1 << 20  # of a METADATA, WHEEL or direct_url.json: the header fields come first
 INSTALLER_FILES = (
@@ -395,10 +397,14 @@ def _match_one(
         if files is None:
             continue
         listed.append(index_name)
-        for file in _candidates(dist, files):
+        candidates = _candidates(dist, files)
+        for file in candidates:
             try:
                 record, how, sha256 = _record(
-                    file, cached.get((dist.name, uvcache.stem_of(file.filename))), dist
+                    file,
+                    cached.get((dist.name, uvcache.stem_of(file.filename))),
+                    dist,
+                    alone=len(candidates) == 1,
                 )
             except (
                 ProvisionError,
@@ -445,14 +451,14 @@ def _match_one(
 
 
 def _record(
-    file: index.IndexFile, cached: uvcache.CachedWheel | None, dist: Installed
+    file: index.IndexFile, cached: uvcache.CachedWheel | None, dist: Installed, *, alone: bool = False
 ) -> tuple[str | list[list[str]] | None, str, str]:
     """(the wheel's RECORD, its text or its rows where read before; where it was read; the sha256 of the bytes it was
     read from): provision's records/ cache where a proven read kept it by that sha256, uv's unpacked copy of that very
     file (same sha256), else the whole wheel downloaded and its members checked against its RECORD (wheelproof). Range
     requests only tell a wheel apart: a RECORD read by them that differs from what is installed needs no download, one
-    that matches proves nothing, and neither is kept by the sha256 the page claims. (None, why, "") when its PEP 658
-    metadata tells it apart."""
+    that matches proves nothing, and neither is kept by the sha256 the page claims; so they are not made for a small
+    wheel that is the only one its tags allow (`alone`). (None, why, "") when its PEP 658 metadata tells it apart."""
     from provision.stacks import wheelrecords
 
     rows = wheelrecords.proven_rows(file.sha256) if file.sha256 else None
@@ -473,7 +479,11 @@ def _record(
         and _hex(installed_metadata) != metadata_hash
     ):
         return None, "METADATA differs (PEP 658)", ""
-    tail = wheelmeta.RangeFile.opened(file.url)
+    # the only wheel of its tags (`alone`), and a small one: a range read could spare its download only where the
+    # installed files are not this wheel's; in the common case, where they are, it is two or three requests more
+    # before the download (a range request reads 256 KiB: the median wheel of a real venv is 67 KB)
+    small = alone and file.size is not None and file.size <= ALONE_DOWNLOAD
+    tail = None if small else wheelmeta.RangeFile.opened(file.url)
     if tail is not None:
         try:
             ranged = wheelproof.record_of(io.BufferedReader(tail, wheelmeta.BLOCK), verify=False)

@@ -123,6 +123,39 @@ def test_a_venv_built_by_uv_is_adopted_locked_patched_and_restored_offline_from_
     assert [(f["kind"], f["distribution"]) for f in result["details"]["findings"]] == [("modified", "gamma")]
 
 
+def test_a_small_wheel_alone_of_its_tags_is_downloaded_without_range_reads_first(
+    tmp_path: Path, index_server, provision_bin: str
+) -> None:
+    """Where the page gives sizes (PEP 700, as the default registry's does) and a wheel is the only one its installed
+    tags allow, a range read could spare its download only where it is another build; in the common case it is two
+    or three requests before the same download. So a small one is downloaded at once (proven the same way: a rebuilt
+    one is still another build), and a large one is still told apart by ranges first."""
+    first = index_server.index("first")
+    first.add("alpha", "1.0")
+    first.add("beta", "2.0", files={"beta/__init__.py": b"X = 1\n"})
+    first.add("large", "3.0", files={"large/blob.bin": os.urandom((4 << 20) + 4096)})
+    setup = Setup(tmp_path, provision_bin)
+    setup.build(first.url, "alpha==1.0", "beta==2.0", "large==3.0")
+    rebuilt = index_server.index("sized")
+    rebuilt.ranges = rebuilt.sizes = True
+    rebuilt.add("alpha", "1.0")
+    rebuilt.add("beta", "2.0", files={"beta/__init__.py": b"X = 2\n"})
+    (rebuilt.root / "large").mkdir()
+    (wheel,) = (first.root / "large").glob("*.whl")
+    (rebuilt.root / "large" / wheel.name).write_bytes(wheel.read_bytes())
+
+    adopted = setup.json(
+        "adopt", "old", str(setup.venv), index=rebuilt.url, UV_CACHE_DIR=str(tmp_path / "empty-cache")
+    )
+    assert [(m["name"], m["record_from"]) for m in adopted["matched"]] == [
+        ("alpha", "download"),
+        ("large", "download"),
+    ], adopted
+    (beta,) = adopted["unmatched"]
+    assert "another build (beta/__init__.py differs)" in beta["reason"], beta
+    assert set(rebuilt.ranged) == {wheel.name}, rebuilt.ranged  # the large one only
+
+
 def test_a_wheel_rebuilt_with_other_contents_under_the_same_version_is_not_matched(
     tmp_path: Path, index_server, provision_bin: str
 ) -> None:
