@@ -491,7 +491,7 @@ def _record(
             ranged = None
         if ranged is not None and difference(dist.files, wheel_files(ranged)) is not None:
             return _kept(file.sha256, ranged, "range", file.url), "range", ""
-    record, sha256 = wheelproof.downloaded(file.url, file.sha256)
+    record, sha256 = wheelproof.downloaded(file.url, file.sha256, file.size)
     return _kept(sha256, record, wheelrecords.VERIFIED), "download", sha256
 
 

@@ -114,12 +114,15 @@ def _member(archive: zipfile.ZipFile, info: zipfile.ZipInfo, fd: int | None) -> 
     return members.Reader(fd, members.Place.of(info))
 
 
-def downloaded(url: str, sha256: str | None) -> tuple[str, str]:
+def downloaded(url: str, sha256: str | None, size: int | None = None) -> tuple[str, str]:
     """(RECORD, sha256) of the wheel at `url`, downloaded whole once (its sha256 checked against `sha256`, the
-    index's, where given) and every member checked against that RECORD; NotProven where they disagree."""
+    index's, where given; no more read than `size`, the index's, where given) and every member checked against that
+    RECORD; NotProven where they disagree."""
     from provision.stacks import index  # a wheel is downloaded: the index client is loaded
 
     with tempfile.TemporaryFile() as spool:
-        found = index.download(url, spool, sha256=sha256, hint="check the index; retry if the file changed")
+        found = index.download(
+            url, spool, sha256=sha256, hint="check the index; retry if the file changed", size=size
+        )
         spool.seek(0)
         return record_of(spool, verify=True), found

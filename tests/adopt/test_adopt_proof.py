@@ -85,3 +85,29 @@ def test_a_wheel_with_a_member_twice_is_not_pinned(tmp_path: Path, index_server,
     assert adopted["matched"] == [], adopted["matched"]
     (beta,) = adopted["unmatched"]
     assert "a member is in the wheel twice" in beta["reason"], beta
+
+
+def test_a_wheel_larger_than_its_page_says_is_not_read_past_that_size(
+    tmp_path: Path, index_server, provision_bin: str
+) -> None:
+    """The page gives a size (PEP 700) and the file served is larger (another file, its sha256 on the page): the
+    download stops at the size the page gave, and the wheel is not pinned."""
+    import os
+
+    genuine = index_server.index("genuine")
+    wheel = genuine.add("beta", "2.0", files={"beta/__init__.py": b"X = 1\n"})
+    setup = Setup(tmp_path, provision_bin)
+    setup.build(genuine.url, "beta==2.0")
+    lying = index_server.index("lying")
+    lying.sizes = True
+    lying.add("beta", "2.0", files={"beta/__init__.py": b"X = 1\n"})
+    larger = index_server.index("larger").add(
+        "beta", "2.0", files={"beta/__init__.py": b"X = 1\n", "beta/pad.bin": os.urandom(1 << 20)}
+    )
+    lying.swapped[wheel.name] = larger.read_bytes()
+    adopted = setup.json(
+        "adopt", "old", str(setup.venv), index=lying.url, UV_CACHE_DIR=str(tmp_path / "cold")
+    )
+    assert adopted["matched"] == [], adopted["matched"]
+    (beta,) = adopted["unmatched"]
+    assert f"larger than the {wheel.stat().st_size:,} bytes" in beta["reason"], beta
