@@ -12,6 +12,7 @@ import json
 import os
 import resource
 import shutil
+import signal
 import subprocess
 import time
 from pathlib import Path
@@ -29,11 +30,25 @@ MACHINE = ROOT / "docs/machines/h200.probe.json"
 
 
 def timed(*args: str) -> tuple[subprocess.CompletedProcess[str], float, float]:
-    """(the process, its CPU seconds with its children's, its wall seconds): run here, never through the fork server."""
+    """(the process, its CPU seconds with its children's, its wall seconds): run here, never through the fork server.
+    In a session of its own: one that has not ended in 200 s is killed with every process it forked (a hung scan
+    worker once held the pipe open until pytest's own timeout), and the test fails saying so."""
     before, started = resource.getrusage(resource.RUSAGE_CHILDREN), time.perf_counter()
-    done = subprocess.run(
-        launch.argv(args), capture_output=True, text=True, timeout=900, env=launch.environment()
+    child = subprocess.Popen(
+        launch.argv(args),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=launch.environment(),
+        start_new_session=True,
     )
+    try:
+        out, err = child.communicate(timeout=200)
+    except subprocess.TimeoutExpired:
+        os.killpg(child.pid, signal.SIGKILL)
+        out, err = child.communicate()
+        pytest.fail(f"provision {' '.join(args[:2])} had not ended after 200 s: {err[-2000:]}")
+    done = subprocess.CompletedProcess(child.args, child.returncode, out, err)
     after, wall = resource.getrusage(resource.RUSAGE_CHILDREN), time.perf_counter() - started
     return done, after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime, wall
 
