@@ -86,6 +86,10 @@ class Reader:
 
     def _raw(self, count: int) -> bytes:
         data = os.pread(self.fd, min(count, self.left), self.at) if self.left else b""
+        if (
+            not data and self.left
+        ):  # the file ends first (a local header's lengths that lie): no data comes again
+            raise EOFError(f"{self.place.name}: the wheel ends inside this member")
         self.at += len(data)
         self.left -= len(data)
         return data
