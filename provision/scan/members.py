@@ -86,6 +86,10 @@ class Reader:
 
     def _raw(self, count: int) -> bytes:
         data = os.pread(self.fd, min(count, self.left), self.at) if self.left else b""
+        if (
+            not data and self.left
+        ):  # the file ends first (a local header's lengths that lie): no data comes again
+            raise EOFError(f"{self.place.name}: the wheel ends inside this member")
         self.at += len(data)
         self.left -= len(data)
         return data
@@ -95,9 +99,12 @@ class Reader:
             return self.fallback.read(count)
         parts, have = [], 0
         while not self.eof and (count < 0 or have < count):
-            limit = 0 if count < 0 else count - have
+            # never more than one byte past the member's size comes out (a bomb whose directory says 1 KB is a
+            # BadZipFile after 1 KB, as zipfile's reader stops at the size it is told), however much it inflates to
+            past = self.place.size - self.total + 1
+            limit = past if count < 0 else min(count - have, past)
             if self.place.method == STORED:
-                data = self._raw(limit or self.chunk)
+                data = self._raw(limit)
                 if not data and self.left:
                     raise EOFError(f"{self.place.name}: the wheel ends inside this member")
                 self.eof = not self.left
@@ -113,6 +120,10 @@ class Reader:
                     )
             self.crc = zlib.crc32(data, self.crc)
             self.total += len(data)
+            if self.total > self.place.size:
+                raise zipfile.BadZipFile(
+                    f"{self.place.name!r} inflates past its size, {self.place.size:,} bytes"
+                )
             parts.append(data)
             have += len(data)
             if self.eof and (self.crc != self.place.crc or self.total != self.place.size):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import bisect
 import os
+import signal
 import zipfile
 import zlib
 from collections.abc import Callable, Iterator
@@ -106,24 +107,45 @@ def scan_wheel(path: Path, jobs: int | None = None) -> Iterator[Result]:
         jobs = jobs or len(os.sched_getaffinity(0))
         if jobs > 1 and len(places) > 1 and sum(p.size for p in places) > PARALLEL:
             import multiprocessing
+            from concurrent.futures.process import BrokenProcessPool
+
+            from provision import proc
 
             _imported_for_workers()
             pool = ProcessPoolExecutor(
                 min(jobs, len(places)),
                 mp_context=multiprocessing.get_context("fork"),
-                initializer=_open_wheel,
-                initargs=(str(path),),
+                initializer=_start_worker,
+                initargs=(str(path), proc.death_signal(os.getpid())),
             )
             try:
-                scanned = pool.map(_scan_member, places)  # the workers are forked here, all of them
+                scanned = iter(pool.map(_scan_member, places))  # the workers are forked here, all of them
             except (
                 OSError
             ):  # one could not be (EAGAIN: out of processes; ENOMEM): the members are scanned here
                 _stop(pool)
             else:
-                with pool:
-                    yield from scanned
-                return
+                given = 0
+                try:
+                    while True:
+                        try:
+                            result = next(scanned)
+                        except StopIteration:
+                            break
+                        except BrokenProcessPool:  # a worker was killed (the OOM killer, kill -9)
+                            break
+                        yield result
+                        given += 1
+                except (
+                    BaseException
+                ):  # Ctrl-C, the reader stopped (GeneratorExit), a damaged member: no waiting
+                    _stop(pool)  # for the rest of the wheel, no worker left behind
+                    raise
+                if given == len(places):
+                    pool.shutdown()
+                    return
+                _stop(pool)  # the members no worker gave back are scanned here
+                places = places[given:]
         for place in places:
             yield _scan_place(fd, str(path), place)
     finally:
@@ -155,6 +177,16 @@ def _stop(pool: ProcessPoolExecutor) -> None:
 
 
 _WHEEL: tuple[int, str] | None = None  # in a worker: the wheel's descriptor (opened once) and path
+
+
+def _start_worker(path: str, die_with_parent: Callable[[], None] | None) -> None:
+    """A worker's first step: it dies with the scan's process (PR_SET_PDEATHSIG: a scan killed leaves no worker
+    holding its stdout), leaves Ctrl-C to that process (which ends the workers itself; a worker interrupted would
+    print its traceback and take its next member), and opens the wheel."""
+    if die_with_parent is not None:
+        die_with_parent()
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _open_wheel(path)
 
 
 def _open_wheel(path: str) -> None:

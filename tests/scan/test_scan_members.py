@@ -73,3 +73,52 @@ def test_a_bad_crc_and_a_cut_member_are_zipfiles_errors(tmp_path: Path) -> None:
             members.Reader(fd, moved)
     finally:
         os.close(fd)
+
+
+@pytest.mark.parametrize("method", [zipfile.ZIP_DEFLATED, zipfile.ZIP_STORED])
+def test_a_member_inflating_past_its_size_is_stopped_at_it(tmp_path: Path, method: int) -> None:
+    """A member whose directory says 1,000 bytes and whose data inflates to 256 MiB (a bomb: a scan streamed it to
+    the end, wheelproof's proof to its budget) is a BadZipFile once more than its size came out, as zipfile's
+    reader stops at the size it was told."""
+    import dataclasses
+
+    path = tmp_path / "bomb.zip"
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr("bomb.so", bytes(256 << 20), compress_type=method)
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        with zipfile.ZipFile(path) as archive:
+            place = dataclasses.replace(members.Place.of(archive.infolist()[0]), size=1000)
+        given = 0
+        with pytest.raises(zipfile.BadZipFile), members.Reader(fd, place) as reader:
+            while chunk := reader.read(1 << 20):
+                given += len(chunk)
+        assert given <= 1000
+    finally:
+        os.close(fd)
+
+
+@pytest.mark.timeout(20)
+@pytest.mark.parametrize("method", [zipfile.ZIP_DEFLATED, zipfile.ZIP_STORED])
+def test_a_member_whose_data_lies_past_the_files_end_is_an_eof_not_a_hang(
+    tmp_path: Path, method: int
+) -> None:
+    """A local header whose extra length (65,535) puts the member's data past the end of the file: a deflated one
+    was read for ever (each read gave nothing and the reader asked again), as the scan's workers read it."""
+    import struct
+
+    path = tmp_path / "short.zip"
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr("lib.so", b"\x7fELF" + bytes(4000), compress_type=method)
+    data = bytearray(path.read_bytes())
+    struct.pack_into("<H", data, 28, 0xFFFF)  # the first local header's extra field length
+    path.write_bytes(bytes(data))
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        with zipfile.ZipFile(path) as archive:
+            place = members.Place.of(archive.infolist()[0])
+        with pytest.raises(EOFError), members.Reader(fd, place) as reader:
+            while reader.read(1 << 20):
+                pass
+    finally:
+        os.close(fd)
