@@ -82,14 +82,21 @@ MUTATIONS: dict[str, Mutation] = {
 }
 
 
-@pytest.mark.parametrize("name", ["pkg/lib.so", "pkg/raw.so"])
-@pytest.mark.parametrize("mutation", MUTATIONS)
+# every mutation of both members but one: a deflated member whose compressed size is huge still ends at its own end
+# marker (zipfile reads it so too), and the bytes hashed are the member's: that wheel is proven, rightly
+CASES = [
+    (mutation, name)
+    for mutation in MUTATIONS
+    for name in ("pkg/lib.so", "pkg/raw.so")
+    if (mutation, name) != ("compressed size huge", "pkg/lib.so")
+]
+
+
+@pytest.mark.parametrize(("mutation", "name"), CASES)
 @pytest.mark.timeout(20)
 def test_a_hostile_zip_is_not_proven(tmp_path: Path, mutation: str, name: str) -> None:
     """A local header whose extra length puts the data past the file's end hung the proof for ever (the reader
     waited for data a file that ended gives no more of); zipfile's reader said EOFError."""
-    if mutation == "compressed size huge" and name == "pkg/lib.so":
-        pytest.skip("a deflated member ends at its own end marker (zipfile reads it so too)")
     data = _wheel(tmp_path)
     with tempfile.TemporaryFile() as genuine:
         genuine.write(data)
