@@ -17,9 +17,9 @@ import os, sys, zipfile
 libs, out = sys.argv[1], sys.argv[2]
 names = sorted((f for f in os.listdir(libs) if ".so" in f), key=lambda f: -os.path.getsize(os.path.join(libs, f)))
 chosen, total = [], 0
-for name in names:  # the largest first, up to 2.5 GB in all
+for name in names:  # the largest first, up to 1.5 GB in all
     size = os.path.getsize(os.path.join(libs, name))
-    if total + size <= 2_500_000_000:
+    if total + size <= 1_500_000_000:
         chosen.append(name)
         total += size
 with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED, compresslevel=1) as wheel:
