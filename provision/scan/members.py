@@ -88,7 +88,7 @@ class Reader:
         data = os.pread(self.fd, min(count, self.left), self.at) if self.left else b""
         if (
             not data and self.left
-        ):  # the file ends first (a local header's lengths that lie): no data comes again
+        ):  # the file ends first (a local header's lengths that lie): none comes again
             raise EOFError(f"{self.place.name}: the wheel ends inside this member")
         self.at += len(data)
         self.left -= len(data)
@@ -104,9 +104,7 @@ class Reader:
             past = self.place.size - self.total + 1
             limit = past if count < 0 else min(count - have, past)
             if self.place.method == STORED:
-                data = self._raw(limit)
-                if not data and self.left:
-                    raise EOFError(f"{self.place.name}: the wheel ends inside this member")
+                data = self._raw(limit)  # EOFError where the file ends first
                 self.eof = not self.left
             else:
                 if not self.pending and self.left:

@@ -119,33 +119,28 @@ def scan_wheel(path: Path, jobs: int | None = None) -> Iterator[Result]:
                 initargs=(str(path), proc.death_signal(os.getpid())),
             )
             try:
-                scanned = iter(pool.map(_scan_member, places))  # the workers are forked here, all of them
-            except (
-                OSError
-            ):  # one could not be (EAGAIN: out of processes; ENOMEM): the members are scanned here
+                scanned = pool.map(_scan_member, places)  # the workers are forked here, all of them
+            # one could not be forked (EAGAIN: out of processes; ENOMEM): the members are scanned here
+            except OSError:
                 _stop(pool)
             else:
                 given = 0
                 try:
-                    while True:
-                        try:
-                            result = next(scanned)
-                        except StopIteration:
-                            break
-                        except BrokenProcessPool:  # a worker was killed (the OOM killer, kill -9)
-                            break
+                    for result in scanned:
                         yield result
                         given += 1
-                except (
-                    BaseException
-                ):  # Ctrl-C, the reader stopped (GeneratorExit), a damaged member: no waiting
-                    _stop(pool)  # for the rest of the wheel, no worker left behind
+                # a worker was killed (the OOM killer, kill -9): the rest is scanned here
+                except BrokenProcessPool:
+                    _stop(pool)
+                    places = places[given:]
+                # Ctrl-C, the reader stopped (GeneratorExit), a damaged member: no waiting for the rest of the
+                # wheel, no worker left behind
+                except BaseException:
+                    _stop(pool)
                     raise
-                if given == len(places):
+                else:
                     pool.shutdown()
                     return
-                _stop(pool)  # the members no worker gave back are scanned here
-                places = places[given:]
         for place in places:
             yield _scan_place(fd, str(path), place)
     finally:
@@ -159,16 +154,15 @@ def _imported_for_workers() -> None:
     child will ever release, so a worker that imports it waits forever (and holds the caller's stdout open). Imported
     here first, each is whole before any fork: another thread's import of it has ended, or this one waited for it.
     tests/scan/test_scan_fork_imports.py holds a worker's whole path to the modules imported here."""
-    import io  # noqa: F401  (elf._read_with_pyelftools)
-
     import elftools.elf.elffile  # noqa: F401  (a 32-bit or big-endian ELF)
 
     from provision.scan import search  # noqa: F401  (elf.code_in_image)
 
 
 def _stop(pool: ProcessPoolExecutor) -> None:
-    """End a pool whose workers were not all forked: those that were wait for work no manager will send, holding
-    the caller's stdout open (its reader waits for them), so they are killed."""
+    """End a pool at once, its workers killed: one was not forked, one died, or the scan ends early. Left to
+    themselves they would go on with members nobody reads, or wait for work no manager will send, holding the
+    caller's stdout open (its reader waits for them)."""
     started = list((getattr(pool, "_processes", None) or {}).values())
     pool.shutdown(wait=False, cancel_futures=True)
     for worker in started:

@@ -480,8 +480,8 @@ def _record(
     ):
         return None, "METADATA differs (PEP 658)", ""
     # the only wheel of its tags (`alone`), and a small one: a range read could spare its download only where the
-    # installed files are not this wheel's; in the common case, where they are, it is two or three requests more
-    # before the download (a range request reads 256 KiB: the median wheel of a real venv is 67 KB)
+    # installed files are not this wheel's; in the common case, where they are, it is a request more before the
+    # download (a range request reads 256 KiB: the median wheel of a real venv is 67 KB)
     small = alone and file.size is not None and file.size <= ALONE_DOWNLOAD
     tail = None if small else wheelmeta.RangeFile.opened(file.url)
     if tail is not None:

@@ -42,7 +42,8 @@ def bounded_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo, limit: int) 
 
 
 def record_of(stream: IO[bytes], *, verify: bool) -> str:
-    """The .dist-info/RECORD of the wheel in `stream`; with `verify`, every member hashed against it first."""
+    """The .dist-info/RECORD of the wheel in `stream`; with `verify` (`stream` then a file with a descriptor: a
+    spooled download), every member hashed against it first."""
     try:
         with zipfile.ZipFile(stream) as archive:
             infos = [
@@ -75,7 +76,7 @@ def _verify(archive: zipfile.ZipFile, info_dir: str, record: str, stream: IO[byt
         if recorded and path not in members:
             raise NotProven(f"{path} is in its RECORD but not in the wheel")
     signatures = {f"{info_dir}/{name}" for name in _SIGNATURES}
-    fd = stream.fileno() if _has_fileno(stream) else None
+    fd = stream.fileno()  # a proof reads a spooled download: a file of its own
     for info in archive.infolist():
         if info.is_dir() or info.filename in signatures:
             continue
@@ -96,20 +97,12 @@ def _verify(archive: zipfile.ZipFile, info_dir: str, record: str, stream: IO[byt
             raise NotProven(f"{info.filename} does not match its RECORD")
 
 
-def _has_fileno(stream: IO[bytes]) -> bool:
-    try:
-        stream.fileno()
-    except (AttributeError, OSError, ValueError):  # io.BytesIO, a range reader: no descriptor of its own
-        return False
-    return True
-
-
-def _member(archive: zipfile.ZipFile, info: zipfile.ZipInfo, fd: int | None) -> Any:
-    """A reader of one member: inflated by zlib straight from the file's descriptor where it has one (the scan's
+def _member(archive: zipfile.ZipFile, info: zipfile.ZipInfo, fd: int) -> Any:
+    """A reader of one member, stored or deflated: inflated by zlib straight from the file's descriptor (the scan's
     reader, provision.scan.members: no buffering of its own over zlib's, a tenth less CPU than zipfile's reader over
-    the 123 wheels of a real venv, most of what is left zlib's inflate), its local header and CRC checked as zipfile
-    checks them; zipfile's reader for anything else."""
-    if fd is None or info.compress_type not in (members.STORED, members.DEFLATED):
+    the 123 wheels of a real venv, most of what is left zlib's inflate), its local header, size and CRC checked as
+    zipfile checks them; zipfile's reader for any other method."""
+    if info.compress_type not in (members.STORED, members.DEFLATED):
         return archive.open(info)
     return members.Reader(fd, members.Place.of(info))
 
