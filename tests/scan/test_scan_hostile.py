@@ -147,6 +147,16 @@ def test_wheels_that_are_not_zips_bad_crc_or_bad_names(tmp_path: Path) -> None:
     wheel.write_bytes(bytes(data))
     code, _out, err = run("scan", str(wheel))
     assert code == 2 and "not a readable wheel" in err
+    # a member whose directory says 100 bytes and whose data inflates to more: one line naming it, exit 2
+    small = build_wheel(tmp_path / "lies", "lies", "1.0", tag=WHEEL_TAG, files={"lies/lib.so": library})
+    data = bytearray(small.read_bytes())
+    central = data.find(b"PK\x01\x02")
+    data[central + 24 : central + 28] = (100).to_bytes(4, "little")
+    small.write_bytes(bytes(data))
+    code, _out, err = run("scan", str(small))
+    assert (
+        code == 2 and "'lies/lib.so' inflates past its size, 100 bytes" in err and len(err.splitlines()) == 2
+    ), err
     named = tmp_path / "notawheel.whl"
     named.write_bytes(b"")
     code, _out, err = run("scan", str(named))
