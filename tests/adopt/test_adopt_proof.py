@@ -111,3 +111,27 @@ def test_a_wheel_larger_than_its_page_says_is_not_read_past_that_size(
     assert adopted["matched"] == [], adopted["matched"]
     (beta,) = adopted["unmatched"]
     assert f"larger than the {wheel.stat().st_size:,} bytes" in beta["reason"], beta
+
+
+def test_a_small_lone_wheel_whose_download_is_not_what_its_page_says_is_not_pinned(
+    tmp_path: Path, index_server, provision_bin: str
+) -> None:
+    """Downloaded at once (sizes on the page, the only wheel of its tags): a sha256 on the page that the bytes do not
+    have is one line for that distribution, nothing pinned, the others matched."""
+    genuine = index_server.index("genuine")
+    genuine.add("alpha", "1.0")
+    wheel = genuine.add("beta", "2.0", files={"beta/__init__.py": b"X = 1\n"})
+    setup = Setup(tmp_path, provision_bin)
+    setup.build(genuine.url, "alpha==1.0", "beta==2.0")
+    sized = index_server.index("sized")
+    sized.sizes = sized.ranges = True
+    sized.add("alpha", "1.0")
+    sized.add("beta", "2.0", files={"beta/__init__.py": b"X = 1\n"})
+    sized.wrong_hash.add(wheel.name)
+    adopted = setup.json(
+        "adopt", "old", str(setup.venv), index=sized.url, UV_CACHE_DIR=str(tmp_path / "cold")
+    )
+    assert [m["name"] for m in adopted["matched"]] == ["alpha"], adopted["matched"]
+    (beta,) = adopted["unmatched"]
+    assert "could not be read" in beta["reason"] and "sha256" in beta["reason"], beta
+    assert sized.ranged == []  # both downloaded at once
