@@ -78,12 +78,16 @@ _local = threading.local()
 
 def _session() -> requests.Session:
     """One session per thread, kept: its connections stay open, so a hundred page reads cost one TLS handshake per
-    host and thread rather than one each (requests' sessions are not shared across threads)."""
+    host and thread rather than one each (requests' sessions are not shared across threads), and every connection of
+    every thread shares one TLS context per CA bundle (tls.py: the bundle is not loaded again per connection)."""
     import requests
 
     session: requests.Session | None = getattr(_local, "session", None)
     if session is None:
+        from provision.stacks import tls
+
         session = _local.session = requests.Session()
+        session.mount("https://", tls.SharedContextAdapter())
     return session
 
 

@@ -1,0 +1,78 @@
+"""One TLS context per CA bundle, shared by every connection of every thread.
+
+requests hands urllib3 the path of its CA bundle for each new connection, and urllib3 builds a context and loads the
+bundle into it each time: 20-40 ms of CPU under OpenSSL 3 (cpython#95031), 16 times in an `adopt` of 123 wheels, each
+under the interpreter's lock. Here the bundle requests would use (certifi's, or REQUESTS_CA_BUNDLE / CURL_CA_BUNDLE,
+or a `verify` path) is loaded once into a context urllib3 would have built, and the connection gets that context and
+no path to load again. What is verified does not change: the same bundle, the same hostname check; a connection that
+does not verify, or that presents a client certificate, is left to requests as it was. An SSLContext is made to be
+shared by connections (thread-safe while it is not reconfigured: urllib3 sets its verify_mode to the value it already
+has)."""
+
+from __future__ import annotations
+
+import os
+import ssl
+import threading
+from typing import Any
+
+from requests.adapters import HTTPAdapter
+from requests.utils import DEFAULT_CA_BUNDLE_PATH
+
+_contexts: dict[str, ssl.SSLContext] = {}
+_building = threading.Lock()
+
+
+def context(bundle: str) -> ssl.SSLContext:
+    """The shared context that trusts `bundle` (a file of certificates, or a folder of them), built once."""
+    with _building:
+        found = _contexts.get(bundle)
+        if found is None:
+            from urllib3.util.ssl_ import create_urllib3_context
+
+            found = create_urllib3_context()  # as urllib3 builds one for each connection: CERT_REQUIRED
+            if os.path.isdir(bundle):
+                found.load_verify_locations(capath=bundle)
+            else:
+                found.load_verify_locations(cafile=bundle)
+            _contexts[bundle] = found
+        return found
+
+
+def _bundle(verify: Any) -> str | None:
+    """The CA bundle a request's `verify` (already merged with REQUESTS_CA_BUNDLE by the session) names; None where it
+    does not verify. A path that is not there is left to requests, whose error names it."""
+    if verify is True:
+        return DEFAULT_CA_BUNDLE_PATH
+    if isinstance(verify, str) and os.path.exists(verify):
+        return verify
+    return None
+
+
+class SharedContextAdapter(HTTPAdapter):
+    """requests' adapter, each https connection given the shared context of its CA bundle."""
+
+    def build_connection_pool_key_attributes(
+        self, request: Any, verify: Any, cert: Any = None
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
+        host, pool = super().build_connection_pool_key_attributes(request, verify, cert)
+        bundle = _bundle(verify)
+        if host.get("scheme") == "https" and bundle is not None and cert is None:
+            pool["ssl_context"] = context(bundle)
+            pool.pop("ca_certs", None)
+            pool.pop("ca_cert_dir", None)
+        return host, pool
+
+    def cert_verify(self, conn: Any, url: str, verify: Any, cert: Any) -> None:
+        try:
+            super().cert_verify(conn, url, verify, cert)  # its checks, as they are
+        except OSError as exc:  # a bundle or client certificate named that is not there: the caller's setting
+            from provision.errors import InputError
+
+            raise InputError(
+                f"{exc} (REQUESTS_CA_BUNDLE or CURL_CA_BUNDLE names it)",
+                "point it at a file of CA certificates that exists, or unset it (certifi's bundle is used then)",
+            ) from None
+        shared = getattr(conn, "conn_kw", {}).get("ssl_context")
+        if shared is not None and cert is None and shared is _contexts.get(_bundle(verify) or ""):
+            conn.ca_certs = conn.ca_cert_dir = None  # in the context already: not loaded again per connection
