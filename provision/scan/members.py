@@ -10,10 +10,12 @@ Methods other than stored and deflate (no wheel tool writes them) are read throu
 from __future__ import annotations
 
 import copy
+import errno
 import os
 import struct
 import zipfile
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import IO, Any
 
@@ -48,6 +50,20 @@ class Place:
         )
 
 
+def _pread_of(source: int | memoryview) -> Callable[[int, int], bytes]:
+    """pread(count, offset) of a descriptor, or the same of bytes in memory (an offset past the end gives b"", a
+    negative one the error pread gives)."""
+    if isinstance(source, int):
+        return lambda count, offset: os.pread(source, count, offset)
+
+    def pread(count: int, offset: int) -> bytes:
+        if offset < 0 or count < 0:
+            raise OSError(errno.EINVAL, "Invalid argument")
+        return bytes(source[offset : offset + count])
+
+    return pread
+
+
 @dataclass(frozen=True)
 class Mark:
     total: int  # bytes of the member given out before this point
@@ -59,21 +75,24 @@ class Mark:
 
 
 class Reader:
-    """One member as a binary stream (`read`, a context manager); the wheel's descriptor stays the caller's.
-    zipfile.BadZipFile for a bad local header or CRC, EOFError for data that ends early, as zipfile raises them."""
+    """One member as a binary stream (`read`, a context manager) of a wheel given as a descriptor (which stays the
+    caller's) or as its bytes in memory (a download small enough to be held: no system call per read, which in a
+    thread costs the GIL handed back and forth). zipfile.BadZipFile for a bad local header or CRC, EOFError for data
+    that ends early, as zipfile raises them."""
 
-    def __init__(self, fd: int, place: Place, path: str = "", chunk: int = CHUNK) -> None:
+    def __init__(self, fd: int | memoryview, place: Place, path: str = "", chunk: int = CHUNK) -> None:
         self.fd, self.place, self.chunk = fd, place, chunk
+        self._pread = _pread_of(fd)
         self.crc, self.total, self.eof, self.pending = 0, 0, place.size == 0 and place.packed == 0, b""
         self.fallback: IO[bytes] | None = None
         self.archive: zipfile.ZipFile | None = None
         if place.flags & 0x1:
             raise ValueError("encrypted: not read")
-        head = os.pread(fd, _LOCAL.size, place.header)
+        head = self._pread(_LOCAL.size, place.header)
         if len(head) < _LOCAL.size or head[:4] != LOCAL_SIGNATURE:
             raise zipfile.BadZipFile(f"bad local file header for {place.name!r}")
         _signature, name_size, extra_size = _LOCAL.unpack(head)
-        name = os.pread(fd, name_size, place.header + _LOCAL.size)
+        name = self._pread(name_size, place.header + _LOCAL.size)
         if name.decode("utf-8" if place.flags & 0x800 else "cp437", errors="replace") != place.name:
             raise zipfile.BadZipFile(f"file name in directory {place.name!r} and header {name!r} differ")
         self.at = place.header + _LOCAL.size + name_size + extra_size
@@ -85,7 +104,7 @@ class Reader:
             self.fallback = self.archive.open(place.name)
 
     def _raw(self, count: int) -> bytes:
-        data = os.pread(self.fd, min(count, self.left), self.at) if self.left else b""
+        data = self._pread(min(count, self.left), self.at) if self.left else b""
         if (
             not data and self.left
         ):  # the file ends first (a local header's lengths that lie): none comes again

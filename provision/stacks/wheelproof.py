@@ -11,6 +11,7 @@ import base64
 import csv
 import hashlib
 import io
+import os
 import tempfile
 import zipfile
 import zlib
@@ -19,6 +20,9 @@ from typing import IO, Any
 from provision.scan import members
 
 RECORD_LIMIT = 64 << 20  # a RECORD (torch's, among the largest, is a few MB)
+# a download whose size the index gives, at most this, is proven in memory (a thread's reads of a spooled file were
+# 46,000 preads for 123 wheels, each one the GIL handed back and forth); a larger one, or one of no size, is spooled
+IN_MEMORY = 32 << 20
 INFLATE_RATIO = 64  # what all members may inflate to, as a multiple of the wheel's size (plus INFLATE_SLACK)
 INFLATE_SLACK = 256 << 20
 _SIGNATURES = ("RECORD", "RECORD.jws", "RECORD.p7s")  # the RECORD does not hash itself or its signatures
@@ -42,8 +46,8 @@ def bounded_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo, limit: int) 
 
 
 def record_of(stream: IO[bytes], *, verify: bool) -> str:
-    """The .dist-info/RECORD of the wheel in `stream`; with `verify` (`stream` then a file with a descriptor: a
-    spooled download), every member hashed against it first."""
+    """The .dist-info/RECORD of the wheel in `stream`; with `verify` (`stream` then a file with a descriptor, a
+    spooled download, or an io.BytesIO, one held in memory), every member hashed against it first."""
     try:
         with zipfile.ZipFile(stream) as archive:
             infos = [
@@ -62,11 +66,19 @@ def record_of(stream: IO[bytes], *, verify: bool) -> str:
 
 
 def _verify(archive: zipfile.ZipFile, info_dir: str, record: str, stream: IO[bytes]) -> None:
+    if isinstance(stream, io.BytesIO):
+        with stream.getbuffer() as held:
+            _verify_from(archive, info_dir, record, held)
+    else:
+        _verify_from(archive, info_dir, record, stream.fileno())
+
+
+def _verify_from(archive: zipfile.ZipFile, info_dir: str, record: str, source: int | memoryview) -> None:
     hashes: dict[str, str] = {}
     for row in csv.reader(record.splitlines()):
         if len(row) >= 2 and row[0]:
             hashes[row[0]] = row[1]
-    size = stream.seek(0, io.SEEK_END)
+    size = len(source) if isinstance(source, memoryview) else os.fstat(source).st_size
     budget = INFLATE_RATIO * size + INFLATE_SLACK
     names = [i.filename for i in archive.infolist()]
     if len(set(names)) != len(names):  # which copy an installer keeps is its own choice: neither is proven
@@ -76,7 +88,6 @@ def _verify(archive: zipfile.ZipFile, info_dir: str, record: str, stream: IO[byt
         if recorded and path not in members:
             raise NotProven(f"{path} is in its RECORD but not in the wheel")
     signatures = {f"{info_dir}/{name}" for name in _SIGNATURES}
-    fd = stream.fileno()  # a proof reads a spooled download: a file of its own
     for info in archive.infolist():
         if info.is_dir() or info.filename in signatures:
             continue
@@ -85,7 +96,7 @@ def _verify(archive: zipfile.ZipFile, info_dir: str, record: str, stream: IO[byt
             raise NotProven(f"{info.filename} is in the wheel without a hash in its RECORD")
         found = hashlib.new(algorithm)
         try:
-            with _member(archive, info, fd) as opened:
+            with _member(archive, info, source) as opened:
                 while chunk := opened.read(1 << 20):
                     budget -= len(chunk)
                     if budget < 0:
@@ -97,14 +108,14 @@ def _verify(archive: zipfile.ZipFile, info_dir: str, record: str, stream: IO[byt
             raise NotProven(f"{info.filename} does not match its RECORD")
 
 
-def _member(archive: zipfile.ZipFile, info: zipfile.ZipInfo, fd: int) -> Any:
-    """A reader of one member, stored or deflated: inflated by zlib straight from the file's descriptor (the scan's
-    reader, provision.scan.members: no buffering of its own over zlib's, a tenth less CPU than zipfile's reader over
-    the 123 wheels of a real venv, most of what is left zlib's inflate), its local header, size and CRC checked as
-    zipfile checks them; zipfile's reader for any other method."""
+def _member(archive: zipfile.ZipFile, info: zipfile.ZipInfo, source: int | memoryview) -> Any:
+    """A reader of one member, stored or deflated: inflated by zlib straight from the file's descriptor or the bytes
+    held (the scan's reader, provision.scan.members: no buffering of its own over zlib's, a tenth less CPU than
+    zipfile's reader over the 123 wheels of a real venv, most of what is left zlib's inflate), its local header, size
+    and CRC checked as zipfile checks them; zipfile's reader for any other method."""
     if info.compress_type not in (members.STORED, members.DEFLATED):
         return archive.open(info)
-    return members.Reader(fd, members.Place.of(info))
+    return members.Reader(source, members.Place.of(info))
 
 
 def downloaded(url: str, sha256: str | None, size: int | None = None) -> tuple[str, str]:
@@ -113,7 +124,8 @@ def downloaded(url: str, sha256: str | None, size: int | None = None) -> tuple[s
     RECORD; NotProven where they disagree."""
     from provision.stacks import index  # a wheel is downloaded: the index client is loaded
 
-    with tempfile.TemporaryFile() as spool:
+    held = size is not None and size <= IN_MEMORY  # bounded: no more than `size` is read
+    with io.BytesIO() if held else tempfile.TemporaryFile() as spool:
         found = index.download(
             url, spool, sha256=sha256, hint="check the index; retry if the file changed", size=size
         )

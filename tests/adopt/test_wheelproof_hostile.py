@@ -1,8 +1,10 @@
 """wheelproof's proof of hostile zips (the members inflated by provision.scan.members over the spooled file's
-descriptor): each is NotProven, never a traceback of another kind, never a hang, never a read past a bound."""
+descriptor, or over the bytes of a download held in memory): each is NotProven, never a traceback of another kind,
+never a hang, never a read past a bound."""
 
 from __future__ import annotations
 
+import io
 import struct
 import tempfile
 import time
@@ -92,19 +94,24 @@ CASES = [
 ]
 
 
+HELD = {"spooled": tempfile.TemporaryFile, "in memory": io.BytesIO}
+
+
+@pytest.mark.parametrize("held", HELD)
 @pytest.mark.parametrize(("mutation", "name"), CASES)
 @pytest.mark.timeout(20)
-def test_a_hostile_zip_is_not_proven(tmp_path: Path, mutation: str, name: str) -> None:
+def test_a_hostile_zip_is_not_proven(tmp_path: Path, mutation: str, name: str, held: str) -> None:
     """A local header whose extra length puts the data past the file's end hung the proof for ever (the reader
-    waited for data a file that ended gives no more of); zipfile's reader said EOFError."""
+    waited for data a file that ended gives no more of); zipfile's reader said EOFError. A download held in memory
+    is read by the same reader over its bytes, with the same answers."""
     data = _wheel(tmp_path)
-    with tempfile.TemporaryFile() as genuine:
+    with HELD[held]() as genuine:
         genuine.write(data)
         genuine.seek(0)
         wheelproof.record_of(genuine, verify=True)  # proven as built
     MUTATIONS[mutation](data, name)
     started = time.monotonic()
-    with tempfile.TemporaryFile() as spool, pytest.raises(wheelproof.NotProven):
+    with HELD[held]() as spool, pytest.raises(wheelproof.NotProven):
         spool.write(data)
         spool.seek(0)
         wheelproof.record_of(spool, verify=True)
