@@ -36,17 +36,26 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         self.wfile.write(BODY)
 
 
-@pytest.fixture
-def https_url() -> Iterator[str]:
+def _serve(certificate: str) -> Iterator[str]:
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    context.load_cert_chain(TLS / "server.pem", TLS / "server.key")
+    context.load_cert_chain(TLS / f"{certificate}.pem", TLS / f"{certificate}.key")
     server.socket = context.wrap_socket(server.socket, server_side=True)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     yield f"https://127.0.0.1:{server.server_address[1]}/file"
     server.shutdown()
     server.server_close()
+
+
+@pytest.fixture
+def https_url() -> Iterator[str]:
+    yield from _serve("server")  # the test CA's certificate for 127.0.0.1 and localhost
+
+
+@pytest.fixture
+def wrong_host_url() -> Iterator[str]:
+    yield from _serve("wrong-host")  # the test CA's certificate for other.example only
 
 
 @pytest.fixture
@@ -94,6 +103,18 @@ def test_the_server_is_still_verified_against_the_bundle_requests_would_use(
     with pytest.raises(IndexUnreachable, match="SSLError"):
         index.get(https_url)
     assert len(tls._contexts) == 3  # the test CA's, the other CA's, certifi's: one each
+
+
+def test_a_certificate_of_the_trusted_ca_for_another_host_is_refused(
+    https_url: str, wrong_host_url: str, loads: list[object], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The shared context checks the host name as urllib3's own per-connection context does, also after it served
+    a connection to the right host."""
+    monkeypatch.setenv("REQUESTS_CA_BUNDLE", str(TLS / "ca.pem"))
+    assert index.get(https_url).content == BODY
+    with pytest.raises(IndexUnreachable, match="SSLError"):
+        index.get(wrong_host_url)
+    assert loads == [str(TLS / "ca.pem")]
 
 
 def test_a_bundle_that_is_not_there_is_one_line_naming_it_and_the_variable(
