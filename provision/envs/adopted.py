@@ -152,6 +152,7 @@ def lock_env(
         )
     venv = record.venv_path(build).resolve()
     site = present_site_packages(venv)  # a venv that is gone is refused, never locked as an empty one
+    uvtool.check_settings()  # uv's settings and the CA bundle: one line, not one failure per distribution
     indexes, bound, uv_default = indexes_for(profile)
     try:
         cache = Path(uvtool.cache_dir())

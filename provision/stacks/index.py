@@ -149,6 +149,7 @@ def get(
     (`limit`: more is an IndexUnreachable, never read on). The body is read only for statuses in `bodies`, into the answer
     or, given a `sink`, handed to it chunk by chunk. Connection errors and 5xx are retried a bounded number of times;
     every error names the URL, credentials redacted."""
+    urls.check_ca_bundle()  # a bundle that is not there: said once, naming its variable, not as each file's failure
     last = ""
     sent = {**({"Accept": accept} if accept else {}), **(headers or {})}
     seconds = timeout()

@@ -64,15 +64,9 @@ class SharedContextAdapter(HTTPAdapter):
         return host, pool
 
     def cert_verify(self, conn: Any, url: str, verify: Any, cert: Any) -> None:
-        try:
-            super().cert_verify(conn, url, verify, cert)  # its checks, as they are
-        except OSError as exc:  # a bundle or client certificate named that is not there: the caller's setting
-            from provision.errors import InputError
-
-            raise InputError(
-                f"{exc} (REQUESTS_CA_BUNDLE or CURL_CA_BUNDLE names it)",
-                "point it at a file of CA certificates that exists, or unset it (certifi's bundle is used then)",
-            ) from None
+        super().cert_verify(
+            conn, url, verify, cert
+        )  # its checks, as they are (urls.check_ca_bundle said it first)
         shared = getattr(conn, "conn_kw", {}).get("ssl_context")
         if shared is not None and cert is None and shared is _contexts.get(_bundle(verify) or ""):
             conn.ca_certs = conn.ca_cert_dir = None  # in the context already: not loaded again per connection

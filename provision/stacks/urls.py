@@ -19,6 +19,28 @@ def timeout() -> float:
     return durations.seconds(TIMEOUT_VARIABLE, 30, "30")
 
 
+CA_BUNDLE_VARIABLES = ("REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE")  # requests' own, read in this order
+
+
+def check_ca_bundle() -> None:
+    """The CA bundle provision's requests would trust by variable (requests' rule: REQUESTS_CA_BUNDLE, else
+    CURL_CA_BUNDLE; an empty one is unset) must be there: an InputError naming the variable (exit 2) before anything
+    runs, where requests would fail each request, and a lock's RECORD reads would end as a warning."""
+    import os
+
+    for name in CA_BUNDLE_VARIABLES:
+        value = os.environ.get(name)
+        if value:
+            if not os.path.exists(value):
+                from provision.errors import InputError
+
+                raise InputError(
+                    f"{name}={log.one_line(value)}: no such file or folder of CA certificates",
+                    f"point {name} at the CA bundle to trust, or unset it (certifi's bundle is used then)",
+                )
+            return
+
+
 def redact(url: str) -> str:
     """Return `url` with its secrets shown as ****: the user name and password (also user:password@host without a
     scheme), query values and token-like path segments (log.redact's rule)."""

@@ -258,9 +258,10 @@ def link_mode(python: Path) -> list[str]:
 def check_settings() -> dict[str, str]:
     """The caller's uv settings provision honours (UV_LINK_MODE, UV_CACHE_DIR, UV_HTTP_TIMEOUT...), each checked by uv's
     own rule: an InputError naming the variable (exit 2) before anything runs, where uv would fail later naming its
-    option instead (exit 6)."""
+    option instead (exit 6); and the CA bundle provision's own requests would trust (urls.check_ca_bundle)."""
     from provision.stacks import uvsettings
 
+    urls.check_ca_bundle()
     return uvsettings.honoured()
 
 

@@ -67,6 +67,8 @@ def test_inherited_uv_settings_that_bend_resolution_never_reach_uv(
         ("UV_CONCURRENT_DOWNLOADS", "0", "is below 1"),
         ("UV_CACHE_DIR", "/dev/null", "is not a folder"),
         ("UV_NATIVE_TLS", "maybe", "is not true or false"),
+        # provision's own requests: a lock's RECORD reads ended in a warning naming no variable
+        ("REQUESTS_CA_BUNDLE", "/nonexistent/ca.pem", "no such file or folder of CA certificates"),
     ],
 )
 def test_a_variable_uv_would_refuse_is_an_input_error_naming_it_before_anything_runs(
