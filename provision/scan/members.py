@@ -13,6 +13,7 @@ import copy
 import errno
 import os
 import struct
+import sys
 import zipfile
 import zlib
 from collections.abc import Callable
@@ -54,7 +55,14 @@ def _pread_of(source: int | memoryview) -> Callable[[int, int], bytes]:
     """pread(count, offset) of a descriptor, or the same of bytes in memory (an offset past the end gives b"", a
     negative one the error pread gives)."""
     if isinstance(source, int):
-        return lambda count, offset: os.pread(source, count, offset)
+
+        def pread_file(count: int, offset: int) -> bytes:
+            # a zip64 directory may give an offset of up to 2**64 - 1: os.pread refuses one past 2**63 - 1 with an
+            # OverflowError (no error a reader of a zip answers), and one whose read would end past it with EINVAL;
+            # past the end of any file, either is b"", as over the bytes in memory
+            return b"" if offset > sys.maxsize - max(count, 0) else os.pread(source, count, offset)
+
+        return pread_file
 
     def pread(count: int, offset: int) -> bytes:
         if offset < 0 or count < 0:

@@ -15,6 +15,7 @@ from urllib.parse import urljoin
 
 from packaging.utils import canonicalize_name
 
+from provision import log
 from provision.errors import IndexUnreachable, InputError
 from provision.stacks import urls
 from provision.stacks.urls import TIMEOUT_VARIABLE, credentials, redact, strip_credentials, timeout, userinfo
@@ -247,6 +248,10 @@ def _exchange(
         )
     except (requests.Timeout, urllib3.exceptions.TimeoutError):
         transfer.error = _Retry(f"no answer within {seconds:g} s")
+    except requests.exceptions.SSLError as exc:
+        transfer.error = _untrusted(url, exc) or _Retry(
+            f"cannot connect or the connection broke ({type(exc).__name__})"
+        )
     except (
         requests.ConnectionError,
         urllib3.exceptions.HTTPError,
@@ -275,6 +280,34 @@ def _exchange(
         transfer.error = exc
     finally:
         transfer.done.set()
+
+
+def _untrusted(url: str, exc: BaseException) -> IndexUnreachable | None:
+    """The error for a server whose certificate was refused (another CA's, for another host, expired), found in
+    the exceptions requests and urllib3 wrap it in; None for another TLS failure (a connection reset in the
+    handshake), which another try may mend. A refused certificate is refused again: said once, not as "cannot
+    connect" after three tries."""
+    import os
+    import ssl
+
+    seen: list[BaseException] = []
+    while exc is not None and len(seen) < 8:
+        if isinstance(exc, ssl.SSLCertVerificationError):
+            named = (f"{n}={os.environ[n]}" for n in urls.CA_BUNDLE_VARIABLES if os.environ.get(n))
+            bundle = log.one_line(next(named, "certifi's bundle"))
+            return IndexUnreachable(
+                f"{redact(url)}: its TLS certificate is not trusted ({exc.verify_message or exc.reason})",
+                f"provision trusts the CA certificates of {bundle}; for an index whose "
+                "certificate another CA signed, point REQUESTS_CA_BUNDLE at that CA's bundle",
+            )
+        seen.append(exc)
+        wrapped = getattr(exc, "reason", None)  # urllib3's MaxRetryError
+        if not isinstance(wrapped, BaseException):
+            wrapped = next((a for a in exc.args if isinstance(a, BaseException)), None)
+        exc = wrapped or exc.__cause__ or exc.__context__  # type: ignore[assignment]
+        if exc in seen:
+            break
+    return None
 
 
 def _fetchable(url: str) -> bool:

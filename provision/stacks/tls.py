@@ -24,19 +24,44 @@ _building = threading.Lock()
 
 
 def context(bundle: str) -> ssl.SSLContext:
-    """The shared context that trusts `bundle` (a file of certificates, or a folder of them), built once."""
+    """The shared context that trusts `bundle` (a file of certificates, or a folder of them), built once. A bundle
+    that is no such thing (a FIFO, whose open would wait for ever, holding the lock every other build waits on; a
+    file with no certificate in it) is an InputError naming it, not an ssl.SSLError out of the request."""
     with _building:
         found = _contexts.get(bundle)
         if found is None:
             from urllib3.util.ssl_ import create_urllib3_context
 
+            from provision.stacks import urls
+
+            why = urls.ca_bundle_problem(bundle)
+            if why:
+                raise _refused(bundle, why)
             found = create_urllib3_context()  # as urllib3 builds one for each connection: CERT_REQUIRED
-            if os.path.isdir(bundle):
-                found.load_verify_locations(capath=bundle)
-            else:
-                found.load_verify_locations(cafile=bundle)
+            try:
+                if os.path.isdir(bundle):
+                    found.load_verify_locations(capath=bundle)
+                else:
+                    found.load_verify_locations(cafile=bundle)
+            except (ssl.SSLError, OSError) as exc:
+                raise _refused(
+                    bundle, f"no CA certificate in it can be read ({exc.strerror or exc})"
+                ) from None
             _contexts[bundle] = found
         return found
+
+
+def _refused(bundle: str, why: str) -> Exception:
+    """One line naming the bundle, and the variable that named it where one did."""
+    from provision import log
+    from provision.errors import InputError
+    from provision.stacks import urls
+
+    named = next((n for n in urls.CA_BUNDLE_VARIABLES if os.environ.get(n) == bundle), "")
+    return InputError(
+        f"{named + '=' if named else 'the CA bundle '}{log.one_line(bundle)}: {why}",
+        f"point {named or 'REQUESTS_CA_BUNDLE'} at a file (or folder) of PEM CA certificates, or unset it",
+    )
 
 
 def _bundle(verify: Any) -> str | None:

@@ -24,21 +24,44 @@ CA_BUNDLE_VARIABLES = ("REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE")  # requests' own,
 
 def check_ca_bundle() -> None:
     """The CA bundle provision's requests would trust by variable (requests' rule: REQUESTS_CA_BUNDLE, else
-    CURL_CA_BUNDLE; an empty one is unset) must be there: an InputError naming the variable (exit 2) before anything
-    runs, where requests would fail each request, and a lock's RECORD reads would end as a warning."""
+    CURL_CA_BUNDLE; an empty one is unset) must be there, a file that is not empty or a folder (ca_bundle_problem): an
+    InputError naming the variable (exit 2) before anything runs, where requests would fail each request, and a lock's
+    RECORD reads would end as a warning."""
     import os
 
     for name in CA_BUNDLE_VARIABLES:
         value = os.environ.get(name)
         if value:
-            if not os.path.exists(value):
+            why = ca_bundle_problem(value)
+            if why:
                 from provision.errors import InputError
 
                 raise InputError(
-                    f"{name}={log.one_line(value)}: no such file or folder of CA certificates",
+                    f"{name}={log.one_line(value)}: {why}",
                     f"point {name} at the CA bundle to trust, or unset it (certifi's bundle is used then)",
                 )
             return
+
+
+def ca_bundle_problem(path: str) -> str:
+    """Why `path` cannot be a CA bundle, told by its kind alone ("" where it may be one): it is looked at, never
+    opened, so a FIFO (whose open waits for a writer for ever) or a device is refused rather than read."""
+    import os
+    import stat
+
+    try:
+        found = os.stat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return "no such file or folder of CA certificates"
+    except (OSError, ValueError) as exc:  # a name too long, a NUL in it, a loop of links
+        return f"cannot be looked at ({type(exc).__name__})"
+    if stat.S_ISDIR(found.st_mode):
+        return ""
+    if not stat.S_ISREG(found.st_mode):
+        return "not a file or folder of CA certificates (a FIFO, a socket or a device)"
+    if found.st_size == 0:
+        return "an empty file: no CA certificates in it"
+    return ""
 
 
 def redact(url: str) -> str:

@@ -38,7 +38,15 @@ def bounded_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo, limit: int) 
     try:
         with archive.open(info) as opened:
             data = opened.read(limit + 1)
-    except (OSError, ValueError, EOFError, NotImplementedError, zlib.error, zipfile.BadZipFile) as exc:
+    except (
+        OSError,
+        ValueError,
+        OverflowError,
+        EOFError,
+        NotImplementedError,
+        zlib.error,
+        zipfile.BadZipFile,
+    ) as exc:
         raise NotProven(f"its {info.filename} cannot be read ({type(exc).__name__})") from None
     if len(data) > limit:
         raise NotProven(f"its {info.filename} is larger than {limit:,} bytes")
@@ -61,7 +69,7 @@ def record_of(stream: IO[bytes], *, verify: bool) -> str:
             if verify:
                 _verify(archive, infos[0].filename.rpartition("/")[0], text, stream)
             return text
-    except (zipfile.BadZipFile, OSError, ValueError, EOFError) as exc:
+    except (zipfile.BadZipFile, OSError, ValueError, OverflowError, EOFError) as exc:
         raise NotProven(f"not a readable wheel ({type(exc).__name__}: {exc})") from None
 
 
@@ -102,7 +110,15 @@ def _verify_from(archive: zipfile.ZipFile, info_dir: str, record: str, source: i
                     if budget < 0:
                         raise NotProven(f"its members inflate to more than {INFLATE_RATIO} times its size")
                     found.update(chunk)
-        except (OSError, ValueError, EOFError, NotImplementedError, zlib.error, zipfile.BadZipFile) as exc:
+        except (
+            OSError,
+            ValueError,
+            OverflowError,
+            EOFError,
+            NotImplementedError,
+            zlib.error,
+            zipfile.BadZipFile,
+        ) as exc:
             raise NotProven(f"{info.filename} cannot be read ({type(exc).__name__})") from None
         if base64.urlsafe_b64encode(found.digest()).rstrip(b"=").decode() != digest.rstrip("="):
             raise NotProven(f"{info.filename} does not match its RECORD")
