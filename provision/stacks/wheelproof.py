@@ -13,8 +13,11 @@ import hashlib
 import io
 import os
 import tempfile
+import threading
 import zipfile
 import zlib
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import IO, Any
 
 from provision.scan import members
@@ -23,6 +26,11 @@ RECORD_LIMIT = 64 << 20  # a RECORD (torch's, among the largest, is a few MB)
 # a download whose size the index gives, at most this, is proven in memory (a thread's reads of a spooled file were
 # 46,000 preads for 123 wheels, each one the GIL handed back and forth); a larger one, or one of no size, is spooled
 IN_MEMORY = 32 << 20
+HELD_BUDGET = (
+    128 << 20
+)  # what the downloads held at once (adopt's threads) may weigh in all; past it one is spooled
+_held = [0]
+_holding = threading.Lock()
 INFLATE_RATIO = 64  # what all members may inflate to, as a multiple of the wheel's size (plus INFLATE_SLACK)
 INFLATE_SLACK = 256 << 20
 _SIGNATURES = ("RECORD", "RECORD.jws", "RECORD.p7s")  # the RECORD does not hash itself or its signatures
@@ -140,10 +148,26 @@ def downloaded(url: str, sha256: str | None, size: int | None = None) -> tuple[s
     RECORD; NotProven where they disagree."""
     from provision.stacks import index  # a wheel is downloaded: the index client is loaded
 
-    held = size is not None and size <= IN_MEMORY  # bounded: no more than `size` is read
-    with io.BytesIO() if held else tempfile.TemporaryFile() as spool:
+    with _held_if_room(size) as held, io.BytesIO() if held else tempfile.TemporaryFile() as spool:
         found = index.download(
             url, spool, sha256=sha256, hint="check the index; retry if the file changed", size=size
         )
         spool.seek(0)
         return record_of(spool, verify=True), found
+
+
+@contextmanager
+def _held_if_room(size: int | None) -> Iterator[bool]:
+    """Whether a download of `size` bytes (the index's: no more is read) is held in memory: one of at most IN_MEMORY,
+    while those held at once stay within HELD_BUDGET (16 threads of 32 MiB wheels would hold 512 MiB); its share is
+    given back when its proof ends."""
+    with _holding:
+        held = size is not None and size <= IN_MEMORY and _held[0] + size <= HELD_BUDGET
+        if held:
+            _held[0] += size or 0
+    try:
+        yield held
+    finally:
+        if held:
+            with _holding:
+                _held[0] -= size or 0

@@ -88,3 +88,30 @@ def test_a_wheel_held_in_memory_that_lies_about_its_members_is_not_proven(
     with pytest.raises(wheelproof.NotProven, match="pkg/mod3.py does not match its RECORD"):
         wheelproof.downloaded(url, hashlib.sha256(wheel.read_bytes()).hexdigest(), wheel.stat().st_size)
     assert counts == {"pread": 0, "spooled": 0}
+
+
+def test_downloads_held_at_once_stay_within_the_budget_and_give_their_share_back(
+    served: tuple[str, str, int], index_server, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """16 threads of 32 MiB wheels would hold 512 MiB: past HELD_BUDGET in all, a download is spooled instead; a
+    proof that ends, proven or not, gives its share back."""
+    url, sha256, size = served
+    monkeypatch.setattr(wheelproof, "HELD_BUDGET", size + size // 2)  # room for one of these at a time
+    counts = _counted(monkeypatch)
+    with wheelproof._held_if_room(size) as first:  # another thread's download, held meanwhile
+        assert first
+        wheelproof.downloaded(url, sha256, size)
+        assert counts["spooled"] == 1
+    junk = b"not a zip at all" * 64
+    folder = index_server.index("junk").root / "junk"
+    folder.mkdir()
+    (folder / "junk-1.0-py3-none-any.whl").write_bytes(junk)
+    with pytest.raises(wheelproof.NotProven):  # not a wheel: its share is given back all the same
+        wheelproof.downloaded(
+            f"http://127.0.0.1:{index_server.port}/junk/files/junk-1.0-py3-none-any.whl",
+            hashlib.sha256(junk).hexdigest(),
+            len(junk),
+        )
+    assert wheelproof._held == [0]
+    wheelproof.downloaded(url, sha256, size)
+    assert counts["spooled"] == 1 and wheelproof._held == [0]
