@@ -722,6 +722,9 @@ def _lock(
     packages = _packages(raw, indexes, origin, progress)
     _check_bindings(profile, packages)
     _check_flashinfer(packages)
+    # a lock that changes is validated now, while the gate's last RECORD reads are on the network (32 ms of 207
+    # packages, taken out of the wait); one that comes out as the lock in place is not written, nor validated
+    validated = kept_tool is None and _validate(raw)
     warnings, known = _warnings(packages, progress, early)
     raw.setdefault("tool", {})["provision"] = _provision_table(
         raw, profile, indexes, target, stamp, packages, known
@@ -737,7 +740,7 @@ def _lock(
     )
     if not kept:  # else the lock in place is what would be written, its created time aside: left as it is
         try:
-            write_atomic(output, header + _document(raw, written))
+            write_atomic(output, header + _document(raw, written, validated=validated))
         except OSError as exc:
             raise InputError(
                 f"cannot write the lock to {output}: {exc.strerror or exc}",
@@ -1014,8 +1017,16 @@ def _provision_table(
     }
 
 
-def _document(raw: dict[str, Any], written: str) -> str:
-    """The lock's text (its header aside): `raw` with provision's `created-by`, validated by packaging.pylock."""
+def _document(raw: dict[str, Any], written: str, *, validated: bool = False) -> str:
+    """The lock's text (its header aside): `raw` with provision's `created-by`, validated by packaging.pylock (unless
+    `validated` already, its [tool] table aside: PEP 751 leaves that table to its tools)."""
+    if not validated:
+        _validate(raw)
+    return locktext.dumps(raw, written)
+
+
+def _validate(raw: dict[str, Any]) -> bool:
+    """`raw`, with provision's `created-by`, as packaging.pylock reads it; a ResolveError where PEP 751 rejects it."""
     raw["created-by"] = locktext.CREATED_BY
     from packaging.pylock import Pylock, PylockValidationError
 
@@ -1025,7 +1036,7 @@ def _document(raw: dict[str, Any], written: str) -> str:
         raise ResolveError(
             f"uv produced a lock that PEP 751 rejects: {exc}", "report this with the profile"
         ) from exc
-    return locktext.dumps(raw, written)
+    return True
 
 
 def _from_source(name: str, package: dict[str, Any]) -> LockedPackage:

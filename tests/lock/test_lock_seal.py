@@ -108,3 +108,26 @@ def test_a_lock_of_another_tool_is_refused_naming_the_option(tmp_path: Path) -> 
     env = {**os.environ, "PROVISION_HOME": str(tmp_path / "home")}
     done = run_provision("report", "--lock", str(lock), "--machine", str(H200), "--json", env=env)
     assert done.returncode == 2 and "no seal" in done.stderr, done.stderr
+
+
+def test_a_lock_uv_wrote_that_pep_751_rejects_is_a_resolve_error_however_it_is_validated() -> None:
+    """Validated while the gate's last reads are under way (a lock that changes) or when it is written (one whose
+    packages are the lock in place's): the same packaging.pylock check, the same error."""
+    from provision.errors import ResolveError
+    from provision.stacks import lock
+
+    wheel = {
+        "name": "alpha-1.0-py3-none-any.whl",
+        "url": "https://example.invalid/alpha-1.0-py3-none-any.whl",
+        "hashes": {"sha256": "0" * 64},
+    }
+    bad = {
+        "lock-version": "1.0",
+        "packages": [{"name": "alpha", "version": "not a version", "wheels": [wheel]}],
+    }
+    with pytest.raises(ResolveError, match="uv produced a lock that PEP 751 rejects"):
+        lock._validate(dict(bad))
+    with pytest.raises(ResolveError, match="uv produced a lock that PEP 751 rejects"):
+        lock._document(dict(bad), "")
+    good = {"lock-version": "1.0", "packages": [{"name": "alpha", "version": "1.0", "wheels": [wheel]}]}
+    assert lock._validate(good) and good["created-by"]
