@@ -36,6 +36,18 @@ INFLATE_SLACK = 256 << 20
 _SIGNATURES = ("RECORD", "RECORD.jws", "RECORD.p7s")  # the RECORD does not hash itself or its signatures
 
 
+# what reading a member of a hostile zip may raise (a zip64 offset past 2**63: OverflowError): each is NotProven
+UNREADABLE = (
+    OSError,
+    ValueError,
+    OverflowError,
+    EOFError,
+    NotImplementedError,
+    zlib.error,
+    zipfile.BadZipFile,
+)
+
+
 class NotProven(Exception):
     """The wheel's bytes and its RECORD do not agree (or it has no readable RECORD)."""
 
@@ -46,15 +58,7 @@ def bounded_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo, limit: int) 
     try:
         with archive.open(info) as opened:
             data = opened.read(limit + 1)
-    except (
-        OSError,
-        ValueError,
-        OverflowError,
-        EOFError,
-        NotImplementedError,
-        zlib.error,
-        zipfile.BadZipFile,
-    ) as exc:
+    except UNREADABLE as exc:
         raise NotProven(f"its {info.filename} cannot be read ({type(exc).__name__})") from None
     if len(data) > limit:
         raise NotProven(f"its {info.filename} is larger than {limit:,} bytes")
@@ -118,15 +122,7 @@ def _verify_from(archive: zipfile.ZipFile, info_dir: str, record: str, source: i
                     if budget < 0:
                         raise NotProven(f"its members inflate to more than {INFLATE_RATIO} times its size")
                     found.update(chunk)
-        except (
-            OSError,
-            ValueError,
-            OverflowError,
-            EOFError,
-            NotImplementedError,
-            zlib.error,
-            zipfile.BadZipFile,
-        ) as exc:
+        except UNREADABLE as exc:
             raise NotProven(f"{info.filename} cannot be read ({type(exc).__name__})") from None
         if base64.urlsafe_b64encode(found.digest()).rstrip(b"=").decode() != digest.rstrip("="):
             raise NotProven(f"{info.filename} does not match its RECORD")
