@@ -297,12 +297,13 @@ def match(
     *,
     bound: dict[str, str] | None = None,
     cache: Path | None = None,
-    uv_default: str = "",
+    uv_default: Callable[[], str] = lambda: "",
     progress: Progress = lambda _: None,
 ) -> MatchResult:
     """Match every distribution installed in `site` to a wheel on `indexes` (name -> URL, asked in that order; a
     distribution in `bound` is looked for on its own index only) or in uv's cache at `cache` (whose `pypi` bucket
-    holds what came from `uv_default`, uv's own default index)."""
+    holds what came from `uv_default()`, uv's own default index: asked here, where uv runs from the main thread, and
+    only where that bucket holds a wheel of one of these distributions)."""
     start = time.perf_counter()
     result = MatchResult(indexes={n: urls.strip_credentials(u) for n, u in indexes.items()})
     dists, result.unmatched = installed(site, venv)
@@ -325,6 +326,7 @@ def match(
         else:
             lookups.append(dist)
     cached = uvcache.wheels(cache, {d.name for d in lookups}) if cache is not None and cache.is_dir() else {}
+    default = uv_default() if any(_bucket(w) == "pypi" for w in cached.values()) else ""
     asker = _Asker(indexes)
     progress(
         f"matching {len(lookups)} distributions to wheels on {', '.join(indexes) or 'no index'} and in uv's cache"
@@ -334,7 +336,7 @@ def match(
     def one(dist: Installed) -> Matched | Unmatched:
         names = [bound[dist.name]] if dist.name in bound else list(indexes)
         try:
-            return _match_one(dist, [n for n in names if n in indexes], asker, cached, uv_default)
+            return _match_one(dist, [n for n in names if n in indexes], asker, cached, default)
         except (
             ProvisionError,
             OSError,
@@ -553,6 +555,11 @@ def _from_cache(
     return None
 
 
+def _bucket(wheel: uvcache.CachedWheel) -> str:
+    """The bucket of uv's cache a wheel is kept in: wheels-v*/index/<hash of its index> or wheels-v*/pypi."""
+    return wheel.link.parent.parent.name
+
+
 def _origin(wheel: uvcache.CachedWheel, uv_default: str) -> tuple[str, set[str], str]:
     """(wheel URL, sha256s, index URL) from uv's pointer files: the URL uv fetched, and the page of the index uv
     read it from (simple-v*/index/<the same hash>/<project>.rkyv); the default index for its `pypi` bucket."""
@@ -561,9 +568,9 @@ def _origin(wheel: uvcache.CachedWheel, uv_default: str) -> tuple[str, set[str],
     except OSError:
         found = None
     url = found.group(0).decode() if found else ""
-    bucket = wheel.link.parent.parent  # wheels-v*/index/<hash> or wheels-v*/pypi
+    bucket = wheel.link.parent.parent
     index_url = ""
-    if bucket.name == "pypi":
+    if _bucket(wheel) == "pypi":
         index_url = uv_default
     else:
         for page in sorted(
