@@ -113,3 +113,32 @@ def test_a_uv_that_cannot_say_the_default_no_one_names_leaves_the_venv_registere
     again = setup("adopt", "again", str(setup.venv), index="")
     text = again.stdout + again.stderr
     assert "again" in text and "PROVISION_INDEX_DEFAULT" in text
+
+
+def test_uvs_default_is_asked_once_from_the_main_thread_and_only_for_a_wheel_of_its_bucket(
+    tmp_path: Path, index_server, provision_bin: str
+) -> None:
+    # uv run from a worker thread would not die with provision (proc.run's death signal is the main thread's)
+    import threading
+
+    from provision.stacks import match
+
+    served = index_server.index("mirror")
+    served.add("alpha", "1.0")
+    setup = Setup(tmp_path, provision_bin)
+    site = setup.build(served.url, "alpha==1.0")
+    cache = Path(setup.cache["UV_CACHE_DIR"])
+    asked: list[threading.Thread] = []
+
+    def uv_default() -> str:
+        asked.append(threading.current_thread())
+        return served.url
+
+    def matched() -> list[tuple[str, str]]:
+        result = match.match(site, setup.venv, {"default": served.url}, cache=cache, uv_default=uv_default)
+        return [(m.name, m.record_from) for m in result.matched]
+
+    assert matched() == [("alpha", "uv-cache")] and asked == []  # its own index's bucket: uv is not asked
+    _into_default_bucket(cache)
+    assert matched() == [("alpha", "uv-cache")]
+    assert asked == [threading.main_thread()]
