@@ -125,10 +125,9 @@ def indexes_for(profile: Profile | None) -> tuple[dict[str, str], dict[str, str]
     import functools
 
     from provision.stacks import lock as locking
-    from provision.stacks import newprofile
     from provision.stacks.profiles import DEFAULT_INDEX
 
-    uv_default = functools.cache(newprofile.default_index)
+    uv_default = functools.cache(_uv_default)
     if profile is None:
         return (
             {DEFAULT_INDEX: locking.index_variable("PROVISION_INDEX_DEFAULT") or uv_default()},
@@ -141,6 +140,20 @@ def indexes_for(profile: Profile | None) -> tuple[dict[str, str], dict[str, str]
     indexes = {name: url or uv_default() for name, url in found.items() if url or name == DEFAULT_INDEX}
     bound = {str(canonicalize_name(p.name)): p.index for p in profile.packages if p.index != DEFAULT_INDEX}
     return indexes, bound, uv_default
+
+
+def _uv_default() -> str:
+    """uv's own default index, as uv says it; where uv cannot, an error that says which question failed and how to
+    answer it instead (uv's own words alone, such as a cache it could not lock, named neither)."""
+    from provision.stacks import newprofile
+
+    try:
+        return newprofile.default_index()
+    except ProvisionError as exc:
+        raise type(exc)(
+            f"uv could not say its default index: {exc.message}",
+            "set PROVISION_INDEX_DEFAULT to the index's URL, or give the profile's default index one",
+        ) from exc
 
 
 def lock_env(

@@ -139,9 +139,17 @@ def tree_size(path: Path) -> int:
             for entry in listing:
                 with contextlib.suppress(OSError):
                     # as os.walk sorts them: a link to a folder is a folder, not walked into
-                    if entry.is_dir():
+                    if _is_folder(entry):
                         if not entry.is_symlink():
                             folders.append(entry.path)
                     else:
                         total += entry.stat(follow_symlinks=False).st_size
     return total
+
+
+def _is_folder(entry: os.DirEntry[str]) -> bool:
+    # a link whose target cannot be looked up (a loop, one through a file) is a file to os.walk, its lstat counted
+    try:
+        return entry.is_dir()
+    except OSError:
+        return False

@@ -326,7 +326,7 @@ def match(
         else:
             lookups.append(dist)
     cached = uvcache.wheels(cache, {d.name for d in lookups}) if cache is not None and cache.is_dir() else {}
-    default = uv_default() if any(_bucket(w) == "pypi" for w in cached.values()) else ""
+    default = _default_of(uv_default) if any(_bucket(w) == "pypi" for w in cached.values()) else ""
     asker = _Asker(indexes)
     progress(
         f"matching {len(lookups)} distributions to wheels on {', '.join(indexes) or 'no index'} and in uv's cache"
@@ -553,6 +553,15 @@ def _from_cache(
             record_from="uv-cache",
         )
     return None
+
+
+def _default_of(uv_default: Callable[[], str]) -> str:
+    """uv's default index, for the wheels of its cache's `pypi` bucket; "" where uv cannot say it: the cache is a
+    shortcut, and those wheels are looked for on the indexes instead (a lock the indexes given can make all the same)."""
+    try:
+        return uv_default()
+    except ProvisionError:
+        return ""
 
 
 def _bucket(wheel: uvcache.CachedWheel) -> str:

@@ -155,9 +155,12 @@ def adopted(result: Adopted) -> Shown:
     if result.locked is not None:
         blocks += _locked_lines(result.locked)
     elif result.lock_error is not None:
+        # the hint too: it is what mends it (a text adopt said only what failed, the JSON alone how to mend it)
+        mend = f" ({result.lock_error.hint})" if result.lock_error.hint else ""
         blocks.append(
             Line(
-                f"not locked: {result.lock_error.message}; once that is mended: provision lock --env {result.name}"
+                f"not locked: {result.lock_error.message}{mend}; once that is mended: "
+                f"provision lock --env {result.name}"
             )
         )
     else:

@@ -6,6 +6,7 @@ installed provision as a process; what it ran is read from its -v log."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 from test_adopt import Setup
@@ -56,3 +57,88 @@ def test_a_default_index_named_by_nothing_but_uv_is_asked_of_uv(
     assert done.stderr.count(ASKED) == 1, done.stderr
     adopted = json.loads(done.stdout)
     assert [(m["name"], m["index_url"]) for m in adopted["matched"]] == [("alpha", served.url)]
+
+
+def _into_default_bucket(cache: Path) -> None:
+    # uv keeps what came from its own default registry under wheels-v*/pypi/<project>: the wheels the venv was built
+    # with are moved there from their index's bucket, as if uv had fetched them from its default
+    (bucket,) = cache.glob("wheels-v*/index/*")
+    default = bucket.parent.parent / "pypi"
+    bucket.rename(default)
+    for link in default.glob("*/*"):
+        if link.is_symlink():  # uv's links are relative: one folder less above them now
+            target = os.readlink(link)
+            link.unlink()
+            link.symlink_to(target.removeprefix("../"))
+
+
+def _uv_cannot_answer(cache: Path) -> None:
+    # uv cannot take its cache's lock: `uv pip compile` answers nothing, exit 2 (provision reads the cache unlocked)
+    (cache / ".lock").unlink(missing_ok=True)
+    (cache / ".lock").mkdir()
+
+
+def test_a_wheel_in_uvs_default_bucket_asks_uv_and_a_uv_that_cannot_answer_leaves_it_to_the_index_given(
+    tmp_path: Path, index_server, provision_bin: str
+) -> None:
+    # the cache is a shortcut: the index given still has the wheel, so the lock is made all the same
+    served = index_server.index("given")
+    served.add("alpha", "1.0")
+    setup = Setup(tmp_path, provision_bin)
+    setup.build(served.url, "alpha==1.0")
+    cache = Path(setup.cache["UV_CACHE_DIR"])
+    _into_default_bucket(cache)
+    _uv_cannot_answer(cache)
+    done = setup("-v", "adopt", "old", str(setup.venv), "--json", index=served.url)
+    assert done.stderr.count(ASKED) == 1, done.stderr
+    adopted = json.loads(done.stdout)
+    assert "lock_error" not in adopted, adopted
+    assert [(m["name"], m["index_url"]) for m in adopted["matched"]] == [("alpha", served.url)]
+
+
+def test_a_uv_that_cannot_say_the_default_no_one_names_leaves_the_venv_registered_and_says_what_to_do(
+    tmp_path: Path, index_server, provision_bin: str
+) -> None:
+    served = index_server.index("uvs")
+    served.add("alpha", "1.0")
+    setup = Setup(tmp_path, provision_bin)
+    setup.build(served.url, "alpha==1.0")
+    _uv_cannot_answer(Path(setup.cache["UV_CACHE_DIR"]))
+    adopted = setup.json("adopt", "old", str(setup.venv), index="")  # PROVISION_INDEX_DEFAULT empty: unset
+    assert adopted["adopted"] == "old" and adopted["lock"] is None
+    error = adopted["lock_error"]
+    assert "\n" not in error["message"] and "default index" in error["message"], error
+    assert "PROVISION_INDEX_DEFAULT" in error["hint"], error
+    assert [e["name"] for e in setup.json("envs")["environments"]] == ["old"]
+    again = setup("adopt", "again", str(setup.venv), index="")
+    text = again.stdout + again.stderr
+    assert "again" in text and "PROVISION_INDEX_DEFAULT" in text
+
+
+def test_uvs_default_is_asked_once_from_the_main_thread_and_only_for_a_wheel_of_its_bucket(
+    tmp_path: Path, index_server, provision_bin: str
+) -> None:
+    # uv run from a worker thread would not die with provision (proc.run's death signal is the main thread's)
+    import threading
+
+    from provision.stacks import match
+
+    served = index_server.index("mirror")
+    served.add("alpha", "1.0")
+    setup = Setup(tmp_path, provision_bin)
+    site = setup.build(served.url, "alpha==1.0")
+    cache = Path(setup.cache["UV_CACHE_DIR"])
+    asked: list[threading.Thread] = []
+
+    def uv_default() -> str:
+        asked.append(threading.current_thread())
+        return served.url
+
+    def matched() -> list[tuple[str, str]]:
+        result = match.match(site, setup.venv, {"default": served.url}, cache=cache, uv_default=uv_default)
+        return [(m.name, m.record_from) for m in result.matched]
+
+    assert matched() == [("alpha", "uv-cache")] and asked == []  # its own index's bucket: uv is not asked
+    _into_default_bucket(cache)
+    assert matched() == [("alpha", "uv-cache")]
+    assert asked == [threading.main_thread()]

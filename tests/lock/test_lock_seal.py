@@ -131,3 +131,39 @@ def test_a_lock_uv_wrote_that_pep_751_rejects_is_a_resolve_error_however_it_is_v
         lock._document(dict(bad), "")
     good = {"lock-version": "1.0", "packages": [{"name": "alpha", "version": "1.0", "wheels": [wheel]}]}
     assert lock._validate(good) and good["created-by"]
+
+
+def test_a_lock_pep_751_rejects_stops_the_early_reads_and_leaves_no_work_folder_nor_lock(
+    index_server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """_validate now runs before the gate waits for the early RECORD reads: its error must still stop them, remove
+    uv's work folder, and write nothing (a lock in place stays as it was)."""
+    import threading
+
+    from test_lock_again import PY, _served
+
+    from provision.errors import ResolveError
+    from provision.stacks import lock, profiles
+
+    served = _served(index_server)
+    monkeypatch.setenv("UV_CACHE_DIR", str(tmp_path / "uv"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    profile = profiles.load_file(tiny.profile(tmp_path, "mine", packages='app = "==1.0"'))
+    output = tmp_path / "pylock.mine.toml"
+    output.write_text("# a lock in place that is not a lock\n")
+
+    def rejected(raw: dict) -> bool:
+        raise ResolveError("uv produced a lock that PEP 751 rejects: made up here", "report this")
+
+    monkeypatch.setattr(lock, "_validate", rejected)
+    with pytest.raises(ResolveError, match="PEP 751 rejects"):
+        lock.lock(
+            profile,
+            target=lock.Target(python=PY, platform=None),
+            overrides={"default": served.url},
+            output=output,
+            work=tmp_path / "build",
+        )
+    assert output.read_text() == "# a lock in place that is not a lock\n"
+    assert not (tmp_path / "build" / "lock-work").exists()
+    assert not [t for t in threading.enumerate() if t.name.startswith("early-records") and t.is_alive()]
