@@ -150,7 +150,6 @@ def get(
     (`limit`: more is an IndexUnreachable, never read on). The body is read only for statuses in `bodies`, into the answer
     or, given a `sink`, handed to it chunk by chunk. Connection errors and 5xx are retried a bounded number of times;
     every error names the URL, credentials redacted."""
-    urls.check_ca_bundle()  # a bundle that is not there: said once, naming its variable, not as each file's failure
     last = ""
     sent = {**({"Accept": accept} if accept else {}), **(headers or {})}
     seconds = timeout()
@@ -287,14 +286,13 @@ def _untrusted(url: str, exc: BaseException) -> IndexUnreachable | None:
     the exceptions requests and urllib3 wrap it in; None for another TLS failure (a connection reset in the
     handshake), which another try may mend. A refused certificate is refused again: said once, not as "cannot
     connect" after three tries."""
-    import os
     import ssl
 
     seen: list[BaseException] = []
     while exc is not None and len(seen) < 8:
         if isinstance(exc, ssl.SSLCertVerificationError):
-            named = (f"{n}={os.environ[n]}" for n in urls.CA_BUNDLE_VARIABLES if os.environ.get(n))
-            bundle = log.one_line(next(named, "certifi's bundle"))
+            named = urls.ca_bundle_variable()
+            bundle = log.one_line(f"{named[0]}={named[1]}" if named else "certifi's bundle")
             return IndexUnreachable(
                 f"{redact(url)}: its TLS certificate is not trusted ({exc.verify_message or exc.reason})",
                 f"provision trusts the CA certificates of {bundle}; for an index whose "

@@ -34,9 +34,7 @@ def context(bundle: str) -> ssl.SSLContext:
 
             from provision.stacks import urls
 
-            why = urls.ca_bundle_problem(bundle)
-            if why:
-                raise _refused(bundle, why)
+            urls.check_ca_bundle(bundle)  # by its kind, before any open: a FIFO's would wait for ever
             found = create_urllib3_context()  # as urllib3 builds one for each connection: CERT_REQUIRED
             try:
                 if os.path.isdir(bundle):
@@ -44,34 +42,19 @@ def context(bundle: str) -> ssl.SSLContext:
                 else:
                     found.load_verify_locations(cafile=bundle)
             except (ssl.SSLError, OSError) as exc:
-                raise _refused(
+                raise urls.ca_bundle_error(
                     bundle, f"no CA certificate in it can be read ({exc.strerror or exc})"
                 ) from None
             _contexts[bundle] = found
         return found
 
 
-def _refused(bundle: str, why: str) -> Exception:
-    """One line naming the bundle, and the variable that named it where one did."""
-    from provision import log
-    from provision.errors import InputError
-    from provision.stacks import urls
-
-    named = next((n for n in urls.CA_BUNDLE_VARIABLES if os.environ.get(n) == bundle), "")
-    return InputError(
-        f"{named + '=' if named else 'the CA bundle '}{log.one_line(bundle)}: {why}",
-        f"point {named or 'REQUESTS_CA_BUNDLE'} at a file (or folder) of PEM CA certificates, or unset it",
-    )
-
-
 def _bundle(verify: Any) -> str | None:
     """The CA bundle a request's `verify` (already merged with REQUESTS_CA_BUNDLE by the session) names; None where it
-    does not verify. A path that is not there is left to requests, whose error names it."""
+    does not verify. A path that is no bundle is said by `context`, naming it and its variable."""
     if verify is True:
         return DEFAULT_CA_BUNDLE_PATH
-    if isinstance(verify, str) and os.path.exists(verify):
-        return verify
-    return None
+    return verify if isinstance(verify, str) else None
 
 
 class SharedContextAdapter(HTTPAdapter):
@@ -91,7 +74,7 @@ class SharedContextAdapter(HTTPAdapter):
     def cert_verify(self, conn: Any, url: str, verify: Any, cert: Any) -> None:
         super().cert_verify(
             conn, url, verify, cert
-        )  # its checks, as they are (urls.check_ca_bundle said it first)
+        )  # its checks, as they are (`context` checked the bundle first)
         shared = getattr(conn, "conn_kw", {}).get("ssl_context")
         if shared is not None and cert is None and shared is _contexts.get(_bundle(verify) or ""):
             conn.ca_certs = conn.ca_cert_dir = None  # in the context already: not loaded again per connection

@@ -22,25 +22,39 @@ def timeout() -> float:
 CA_BUNDLE_VARIABLES = ("REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE")  # requests' own, read in this order
 
 
-def check_ca_bundle() -> None:
-    """The CA bundle provision's requests would trust by variable (requests' rule: REQUESTS_CA_BUNDLE, else
-    CURL_CA_BUNDLE; an empty one is unset) must be there, a file that is not empty or a folder (ca_bundle_problem): an
-    InputError naming the variable (exit 2) before anything runs, where requests would fail each request, and a lock's
-    RECORD reads would end as a warning."""
+def ca_bundle_variable() -> tuple[str, str] | None:
+    """(variable, path) of the CA bundle provision's requests trust by variable (requests' rule: REQUESTS_CA_BUNDLE,
+    else CURL_CA_BUNDLE; an empty one is unset); None where neither names one (certifi's bundle then)."""
     import os
 
-    for name in CA_BUNDLE_VARIABLES:
-        value = os.environ.get(name)
-        if value:
-            why = ca_bundle_problem(value)
-            if why:
-                from provision.errors import InputError
+    return next(((n, os.environ[n]) for n in CA_BUNDLE_VARIABLES if os.environ.get(n)), None)
 
-                raise InputError(
-                    f"{name}={log.one_line(value)}: {why}",
-                    f"point {name} at the CA bundle to trust, or unset it (certifi's bundle is used then)",
-                )
+
+def check_ca_bundle(path: str | None = None) -> None:
+    """The CA bundle at `path` (the variable's where not given; none named, nothing to check) must be one by its kind
+    (ca_bundle_problem), else an InputError naming it and its variable (exit 2). lock and create ask before anything
+    runs (uvtool.check_settings); the shared TLS context asks before it reads a bundle (tls.context)."""
+    if path is None:
+        named = ca_bundle_variable()
+        if named is None:
             return
+        path = named[1]
+    why = ca_bundle_problem(path)
+    if why:
+        raise ca_bundle_error(path, why)
+
+
+def ca_bundle_error(path: str, why: str) -> Exception:
+    """The one line for a CA bundle that is none: the path, the variable that names it where one does, and why."""
+    from provision.errors import InputError
+
+    named = ca_bundle_variable()
+    variable = named[0] if named is not None and named[1] == path else ""
+    return InputError(
+        f"{variable + '=' if variable else 'the CA bundle '}{log.one_line(path)}: {why}",
+        f"point {variable or 'REQUESTS_CA_BUNDLE'} at a file (or folder) of PEM CA certificates, or unset it "
+        "(certifi's bundle is used then)",
+    )
 
 
 def ca_bundle_problem(path: str) -> str:
