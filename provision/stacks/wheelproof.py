@@ -26,9 +26,8 @@ RECORD_LIMIT = 64 << 20  # a RECORD (torch's, among the largest, is a few MB)
 # a download whose size the index gives, at most this, is proven in memory (a thread's reads of a spooled file were
 # 46,000 preads for 123 wheels, each one the GIL handed back and forth); a larger one, or one of no size, is spooled
 IN_MEMORY = 32 << 20
-HELD_BUDGET = (
-    128 << 20
-)  # what the downloads held at once (adopt's threads) may weigh in all; past it one is spooled
+# what the downloads held at once (adopt's threads) may weigh in all; past it one is spooled
+HELD_BUDGET = 128 << 20
 _held = [0]
 _holding = threading.Lock()
 INFLATE_RATIO = 64  # what all members may inflate to, as a multiple of the wheel's size (plus INFLATE_SLACK)
@@ -81,7 +80,7 @@ def record_of(stream: IO[bytes], *, verify: bool) -> str:
             if verify:
                 _verify(archive, infos[0].filename.rpartition("/")[0], text, stream)
             return text
-    except (zipfile.BadZipFile, OSError, ValueError, OverflowError, EOFError) as exc:
+    except UNREADABLE as exc:
         raise NotProven(f"not a readable wheel ({type(exc).__name__}: {exc})") from None
 
 
@@ -103,9 +102,11 @@ def _verify_from(archive: zipfile.ZipFile, info_dir: str, record: str, source: i
     names = [i.filename for i in archive.infolist()]
     if len(set(names)) != len(names):  # which copy an installer keeps is its own choice: neither is proven
         raise NotProven("a member is in the wheel twice")
-    members = {i.filename for i in archive.infolist() if not i.is_dir()}
+    in_wheel = {
+        i.filename for i in archive.infolist() if not i.is_dir()
+    }  # (`members` is the reader's module)
     for path, recorded in hashes.items():
-        if recorded and path not in members:
+        if recorded and path not in in_wheel:
             raise NotProven(f"{path} is in its RECORD but not in the wheel")
     signatures = {f"{info_dir}/{name}" for name in _SIGNATURES}
     for info in archive.infolist():
