@@ -102,9 +102,7 @@ def _verify_from(archive: zipfile.ZipFile, info_dir: str, record: str, source: i
     names = [i.filename for i in archive.infolist()]
     if len(set(names)) != len(names):  # which copy an installer keeps is its own choice: neither is proven
         raise NotProven("a member is in the wheel twice")
-    in_wheel = {
-        i.filename for i in archive.infolist() if not i.is_dir()
-    }  # (`members` is the reader's module)
+    in_wheel = {i.filename for i in archive.infolist() if not i.is_dir()}
     for path, recorded in hashes.items():
         if recorded and path not in in_wheel:
             raise NotProven(f"{path} is in its RECORD but not in the wheel")
