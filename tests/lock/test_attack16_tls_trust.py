@@ -7,19 +7,18 @@ trusted by the next request, though a connection verified by the other is still 
 
 from __future__ import annotations
 
-import http.server
 import ssl
 import threading
 from collections.abc import Iterator
 
 import pytest
-from test_tls_context import BODY, TLS, _Handler
+from test_tls_context import BODY, TLS, KeptAliveServer, _Handler
 
 from provision.errors import IndexUnreachable
 from provision.stacks import index, tls
 
 
-class _Counted(http.server.ThreadingHTTPServer):
+class _Counted(KeptAliveServer):
     """Counts the connections it accepts (a refused handshake fails inside accept: counted before it)."""
 
     accepted = 0

@@ -6,7 +6,9 @@ no secret)."""
 
 from __future__ import annotations
 
+import contextlib
 import http.server
+import socket
 import ssl
 import threading
 from collections.abc import Iterator
@@ -36,8 +38,34 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         self.wfile.write(BODY)
 
 
+class KeptAliveServer(http.server.ThreadingHTTPServer):
+    """A test server whose kept-alive connections end with it. Its handler threads were left waiting on the
+    connections a test's sessions kept open, and the next test in that process ran in a threaded one: the scan's
+    parallel search forks only from a process of one thread, and its tests failed there (a fresh clone's CI)."""
+
+    daemon_threads = False
+    block_on_close = True  # server_close joins the handler threads
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        self.connections: list[socket.socket] = []
+
+    def process_request(self, request, client_address):  # type: ignore[no-untyped-def]
+        self.connections.append(request)
+        super().process_request(request, client_address)
+
+    def handle_error(self, request, client_address) -> None:  # type: ignore[no-untyped-def]
+        pass  # a connection ended by server_close, or a handshake a test's client refused: no traceback
+
+    def server_close(self) -> None:
+        for connection in self.connections:
+            with contextlib.suppress(OSError):
+                connection.shutdown(socket.SHUT_RDWR)
+        super().server_close()
+
+
 def _serve(certificate: str) -> Iterator[str]:
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+    server = KeptAliveServer(("127.0.0.1", 0), _Handler)
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.load_cert_chain(TLS / f"{certificate}.pem", TLS / f"{certificate}.key")
     server.socket = context.wrap_socket(server.socket, server_side=True)
