@@ -132,21 +132,13 @@ def collected(result: GcResult) -> Shown:
             cache.name,
             cache.path,
             str(cache.entries),
-            _size(cache.bytes),
-            f"{cache.removed} ({_size(cache.removed_bytes)})" if cache.removed else "-",
+            ui.size(cache.bytes),
+            f"{cache.removed} ({ui.size(cache.removed_bytes)})" if cache.removed else "-",
         )
     blocks: list[Block] = [] if result.cache_only else [Info("\n".join(lines) or "nothing to clean")]
     return Shown(result.to_dict(), [*blocks, table.done()])
 
 
-def _size(count: int) -> str:
-    return (
-        f"{count / 2**30:.1f} GiB"
-        if count >= 1 << 30
-        else f"{count / 2**20:.1f} MiB"
-        if count >= 1 << 20
-        else f"{count} B"
-    )
 
 
 def adopted(result: Adopted) -> Shown:
