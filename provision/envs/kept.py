@@ -4,7 +4,6 @@ Nothing here reads or writes through a link that leads out of the venv, or waits
 
 from __future__ import annotations
 
-import errno
 import hashlib
 import os
 import stat
@@ -14,7 +13,11 @@ from provision import confined, regular
 from provision.atomic import write_atomic
 from provision.envs.records import KeptFile
 from provision.errors import EnvError, InputError, UsageError
-from provision.stacks.profile_files import MAX_BYTES  # one bound for accepted and profile files
+from provision.stacks.profile_files import (  # one bound for accepted and profile files
+    MAX_BYTES,
+    read_small,
+    unreadable,
+)
 
 STORE = "accepted"  # in the build folder: STORE/<sha256>, the content of every accepted or profile file
 
@@ -63,22 +66,16 @@ def read_in_venv(venv: Path, path: Path, shown: str) -> tuple[bytes, int]:
             "only a file inside the venv can be accepted; replace the link with the file itself",
         )
     try:
-        fd = regular.open_fd(path)
+        found = read_small(path)
     except OSError as exc:
-        what = (
-            "not a regular file (a pipe, a socket, a device or a folder)"
-            if exc.errno in (errno.EINVAL, errno.EISDIR)
-            else exc.strerror
-        )
-        raise InputError(f"{shown}: {what}", "accept a regular file of the environment's venv") from exc
-    with os.fdopen(fd, "rb") as handle:
-        content = handle.read(MAX_BYTES + 1)
-        mode = stat.S_IMODE(os.fstat(handle.fileno()).st_mode)
-    if len(content) > MAX_BYTES:
+        raise InputError(
+            f"{shown} {unreadable(exc)}", "accept a regular file of the environment's venv"
+        ) from exc
+    if found is None:
         raise InputError(
             f"{shown}: larger than {MAX_BYTES >> 20} MiB", "accept patches and start-up files, not libraries"
         )
-    return content, mode
+    return found
 
 
 # What a kept file's mode may keep in a venv: never set-user-ID, set-group-ID or sticky bits, nor write bits for the

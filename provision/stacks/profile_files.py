@@ -100,20 +100,32 @@ def _read(c: _Checker, key: str, folder: Path, source: str) -> tuple[bytes, int]
             f"{escape[0]} is a link to {escape[1]}, outside the profile's folder {folder}; put the file itself there",
         )
     try:
-        fd = regular.open_fd(path)
+        found = read_small(path)
     except OSError as exc:
-        what = (
-            "not a regular file (a pipe, a socket, a device or a folder)"
-            if exc.errno in (errno.EINVAL, errno.EISDIR)
-            else f"cannot be read ({exc.strerror})"
-        )
-        raise c.fail(key, f"the source {path} is {what}") from exc
-    with os.fdopen(fd, "rb") as handle:
-        content = handle.read(MAX_BYTES + 1)
-        mode = stat.S_IMODE(os.fstat(handle.fileno()).st_mode)
-    if len(content) > MAX_BYTES:
+        raise c.fail(key, f"the source {path} {unreadable(exc)}") from exc
+    if found is None:
         raise c.fail(
             key,
             f"the source {path} is larger than {MAX_BYTES >> 20} MiB; carry patches and start-up files, not libraries",
         )
-    return content, mode
+    return found
+
+
+_NOT_A_FILE = (errno.EINVAL, errno.EISDIR)
+
+
+def read_small(path: Path) -> tuple[bytes, int] | None:
+    """The content and permission bits of the regular file `path` (regular.open_fd: an OSError for a pipe, a socket, a
+    device or a folder, never a wait), None where it is larger than MAX_BYTES: what a profile's [files] and `accept`
+    carry into a venv."""
+    with os.fdopen(regular.open_fd(path), "rb") as handle:
+        content = handle.read(MAX_BYTES + 1)
+        mode = stat.S_IMODE(os.fstat(handle.fileno()).st_mode)
+    return (content, mode) if len(content) <= MAX_BYTES else None
+
+
+def unreadable(exc: OSError) -> str:
+    """What `read_small`'s OSError says of the path, in words that follow its name."""
+    if exc.errno in _NOT_A_FILE:
+        return "is not a regular file (a pipe, a socket, a device or a folder)"
+    return f"cannot be read ({exc.strerror or exc})"
