@@ -284,10 +284,39 @@ def _reflinks(source_dir: Path, target_dir: Path) -> bool:
         return False
 
 
+# what begins a line of uv's message: an error, a cause (old and new spellings, plain and drawn), a hint, a warning;
+# with their colons, since a wrapped cause runs on with any word ("HTTP status client" / "error (404 Not Found)")
+_STARTS = ("error:", "×", "Caused by:", "cause:", "╰─▶", "├─▶", "hint:", "warning:")
+
+
+def _unwrapped(text: str) -> list[str]:
+    """uv's lines, stripped, each wrapped one joined to what it ran onto. uv wraps an error, cause or hint line at the
+    width COLUMNS gives it and indents the rest below its words (or behind `│`); left apart, the URL or package name
+    that ran on was dropped from the one line said, and words looked for (`no wheels with a matching`) split in two.
+    A line indented deeper than the line it would continue is its continuation, unless it begins a line of its own."""
+    lines: list[str] = []
+    indent = 0
+    joining = False  # the line above is one of uv's error, cause or hint lines, or runs on from one
+    for raw in text.splitlines():
+        stripped = raw.strip()
+        if not stripped:
+            joining = False  # a blank line ends it: what follows (a build's output) is no part of it
+            continue
+        depth = len(raw) - len(raw.lstrip())
+        if joining and not stripped.strip("^~"):
+            continue  # uv's carets under the requirement it could not parse: they point at nothing in one line
+        if joining and (stripped.startswith("│") or (depth > indent and not stripped.startswith(_STARTS))):
+            lines[-1] += " " + stripped.lstrip("│ ")
+            continue
+        lines.append(stripped)
+        indent, joining = depth, stripped.startswith(_STARTS)
+    return lines
+
+
 def failure(stderr: str) -> ProvisionError:
     """Turn uv's error text into one line and a hint, credentials redacted."""
-    text = urls.redact_text(stderr)
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    lines = _unwrapped(urls.redact_text(stderr))
+    text = "\n".join(lines)  # the words looked for below, whole where uv wrapped them
     errors = [re.sub(r"^(error|×)\s*:?\s*", "", line) for line in lines if line.startswith(("error", "×"))]
     causes = [
         line.removeprefix("Caused by:").removeprefix("cause:").strip()

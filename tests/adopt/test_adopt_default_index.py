@@ -9,7 +9,10 @@ import json
 import os
 from pathlib import Path
 
-from test_adopt import Setup
+import pytest
+from test_adopt import PY, Setup
+
+from provision.stacks import uvtool
 
 ASKED = "--emit-index-url"
 
@@ -142,3 +145,28 @@ def test_uvs_default_is_asked_once_from_the_main_thread_and_only_for_a_wheel_of_
     _into_default_bucket(cache)
     assert matched() == [("alpha", "uv-cache")]
     assert asked == [threading.main_thread()]
+
+
+@pytest.mark.parametrize("variable", ["UV_DEFAULT_INDEX", "UV_INDEX_URL"])
+def test_a_mirror_uv_takes_as_its_default_keeps_its_wheels_in_its_own_bucket_and_is_credited_with_them(
+    tmp_path: Path, index_server, provision_bin: str, variable: str
+) -> None:
+    # uv keeps a wheel under wheels-v*/pypi only where it came from uv's built-in registry; from any other URL, even
+    # one UV_DEFAULT_INDEX or UV_INDEX_URL makes uv's default, under wheels-v*/index/<hash of that URL>. So a mirror's
+    # wheels are credited to the mirror by the page uv keeps beside them, never to whatever uv's default is now.
+    served = index_server.index("mirror")
+    served.add("alpha", "1.0")
+    setup = Setup(tmp_path, provision_bin)
+    uvtool.run(["venv", str(setup.venv), "--python", PY, "--quiet"], env=setup.cache)
+    python = str(setup.venv / "bin" / "python")
+    uvtool.run(
+        ["pip", "install", "--python", python, "--quiet", "alpha==1.0"],
+        env={**setup.cache, variable: served.url},
+    )
+    cache = Path(setup.cache["UV_CACHE_DIR"])
+    assert not list(cache.glob("wheels-v*/pypi")), sorted(cache.glob("wheels-v*/*/*"))
+    assert [p.name for p in cache.glob("wheels-v*/index/*/*")] == ["alpha"]
+    index_server.down.add("mirror")  # what is matched is matched from uv's cache alone
+    done = setup("adopt", "old", str(setup.venv), "--json", index="", **{variable: served.url})
+    matched = [(m["name"], m["index_url"], m["record_from"]) for m in json.loads(done.stdout)["matched"]]
+    assert matched == [("alpha", served.url, "uv-cache")], done.stdout
