@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -119,36 +120,48 @@ def adopt(
 
 
 def indexes_for(profile: Profile | None) -> tuple[dict[str, str], dict[str, str], Callable[[], str]]:
-    """(the indexes to look on, by name, in order; distributions bound to one of them; uv's own default index, asked
-    of uv (`uv pip compile --emit-index-url`: 0.12-0.15 s) once, and only where it is needed: for a default index
-    neither the profile nor PROVISION_INDEX_DEFAULT names, or for a wheel uv's cache keeps from its own default)."""
+    """(the indexes to look on, by name, in order; distributions bound to one of them; the index of the wheels uv's
+    cache keeps in its `pypi` bucket). uv's default index is asked of uv (`uv pip compile --emit-index-url`: 0.12-0.15
+    s) once, and only where it is needed: for a default index neither the profile nor PROVISION_INDEX_DEFAULT names,
+    or for a wheel of that bucket. The bucket holds only what came from uv's built-in default: a mirror that
+    UV_DEFAULT_INDEX or UV_INDEX_URL makes the default has a bucket of its own, so with one of them set, the bucket's
+    index is asked again without them (its wheels were credited to the mirror, which never served them)."""
     import functools
 
     from provision.stacks import lock as locking
+    from provision.stacks.newprofile import DEFAULT_INDEX_VARIABLES
     from provision.stacks.profiles import DEFAULT_INDEX
 
     uv_default = functools.cache(_uv_default)
+
+    @functools.cache
+    def uv_builtin() -> str:
+        if any(os.environ.get(variable) for variable in DEFAULT_INDEX_VARIABLES):
+            return _uv_default(builtin=True)
+        return uv_default()
+
     if profile is None:
         return (
             {DEFAULT_INDEX: locking.index_variable("PROVISION_INDEX_DEFAULT") or uv_default()},
             {},
-            uv_default,
+            uv_builtin,
         )
     from packaging.utils import canonicalize_name
 
     found = locking.effective_indexes(profile, {})
     indexes = {name: url or uv_default() for name, url in found.items() if url or name == DEFAULT_INDEX}
     bound = {str(canonicalize_name(p.name)): p.index for p in profile.packages if p.index != DEFAULT_INDEX}
-    return indexes, bound, uv_default
+    return indexes, bound, uv_builtin
 
 
-def _uv_default() -> str:
-    """uv's own default index, as uv says it; where uv cannot, an error that says which question failed and how to
-    answer it instead (uv's own words alone, such as a cache it could not lock, named neither)."""
+def _uv_default(*, builtin: bool = False) -> str:
+    """uv's default index (with `builtin`, its built-in one), as uv says it; where uv cannot, an error that says which
+    question failed and how to answer it instead (uv's own words alone, such as a cache it could not lock, named
+    neither)."""
     from provision.stacks import newprofile
 
     try:
-        return newprofile.default_index()
+        return newprofile.default_index(builtin=builtin)
     except ProvisionError as exc:
         raise type(exc)(
             f"uv could not say its default index: {exc.message}",
@@ -172,13 +185,13 @@ def lock_env(
     venv = record.venv_path(build).resolve()
     site = present_site_packages(venv)  # a venv that is gone is refused, never locked as an empty one
     uvtool.check_settings()  # uv's settings and the CA bundle: one line, not one failure per distribution
-    indexes, bound, uv_default = indexes_for(profile)
+    indexes, bound, bucket_index = indexes_for(profile)
     try:
         cache = Path(uvtool.cache_dir())
     except ProvisionError:
         cache = None
     result = match.match(
-        site, venv, indexes, bound=bound, cache=cache, uv_default=uv_default, progress=progress
+        site, venv, indexes, bound=bound, cache=cache, uv_default=bucket_index, progress=progress
     )
     path = build / LOCK_NAME
     text = render(result, name=name, venv=venv, profile=profile)

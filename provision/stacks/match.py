@@ -302,7 +302,7 @@ def match(
 ) -> MatchResult:
     """Match every distribution installed in `site` to a wheel on `indexes` (name -> URL, asked in that order; a
     distribution in `bound` is looked for on its own index only) or in uv's cache at `cache` (whose `pypi` bucket
-    holds what came from `uv_default()`, uv's own default index: asked here, where uv runs from the main thread, and
+    holds what came from `uv_default()`, uv's built-in default index: asked here, where uv runs from the main thread, and
     only where that bucket holds a wheel of one of these distributions)."""
     start = time.perf_counter()
     result = MatchResult(indexes={n: urls.strip_credentials(u) for n, u in indexes.items()})

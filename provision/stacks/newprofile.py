@@ -114,8 +114,14 @@ class NewProfile:
         }
 
 
-def default_index() -> str:
-    """The registry uv uses by default (UV_DEFAULT_INDEX, uv.toml ... or its built-in), as uv itself reports it."""
+# what makes another index uv's default (no uv.toml is read: uvtool.environment)
+DEFAULT_INDEX_VARIABLES = ("UV_DEFAULT_INDEX", "UV_INDEX_URL")
+
+
+def default_index(*, builtin: bool = False) -> str:
+    """The registry uv uses by default (UV_DEFAULT_INDEX or UV_INDEX_URL, else its built-in), as uv itself reports it;
+    with `builtin`, the built-in one whatever those variables say (the one whose wheels uv's cache keeps in its `pypi`
+    bucket)."""
     empty = Path(os.devnull)
     # --python: this interpreter, so that uv does not look through every Python on the machine (most of its time)
     done = uvtool.run(
@@ -130,6 +136,7 @@ def default_index() -> str:
             sys.executable,
         ],
         timeout=60,
+        unset=DEFAULT_INDEX_VARIABLES if builtin else (),
     )
     for line in done.stdout.splitlines():
         if line.startswith(("--index-url ", "--default-index ")):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import re
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from functools import cache
 from pathlib import Path
 
@@ -102,11 +102,11 @@ def _checked(path: str) -> str:
     return path
 
 
-def environment(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+def environment(extra: Mapping[str, str] | None = None, unset: Collection[str] = ()) -> dict[str, str]:
     """The environment uv runs with: the caller's, less every UV_* setting provision does not honour (uvsettings.py:
     the ones it honours are checked by uv's rules, and -v names them), no uv.toml read, its HTTP timeout bounded like
     ours unless UV_HTTP_TIMEOUT says otherwise, no interpreter downloaded, no colour, no log but what `extra` asks
-    for (RUST_LOG); then `extra` (the indexes provision gives)."""
+    for (RUST_LOG); then `extra` (the indexes provision gives), less the variables named in `unset`."""
     from provision.stacks import uvsettings
 
     uvsettings.say_once()
@@ -128,6 +128,8 @@ def environment(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     if "UV_DEFAULT_INDEX" in (extra or {}):
         env.pop("UV_INDEX_URL", None)  # provision's default index replaces uv's, and uv takes one of the two
     env.pop("VIRTUAL_ENV", None)  # uv must act on the venv we name, never on the caller's
+    for name in unset:
+        env.pop(name, None)
     return env
 
 
@@ -141,6 +143,7 @@ def run(
     started: Callable[[], None] | None = None,
     on_line: Callable[[str], None] | None = None,
     version_after: bool = False,
+    unset: Collection[str] = (),
 ) -> proc.Completed:
     """Run uv from the main thread; it dies with provision (a kill -9 leaves no install writing on). With
     `progress`, each line uv writes on stderr (what it downloads, installs) is handed to it as it comes, and with
@@ -159,7 +162,7 @@ def run(
         [located() if version_after else binary(), *args],
         timeout=timeout,
         cwd=cwd,
-        env=environment(env),
+        env=environment(env, unset),
         on_stderr_line=None if progress is None and on_line is None else each,
         started=started,
     )

@@ -170,3 +170,32 @@ def test_a_mirror_uv_takes_as_its_default_keeps_its_wheels_in_its_own_bucket_and
     done = setup("adopt", "old", str(setup.venv), "--json", index="", **{variable: served.url})
     matched = [(m["name"], m["index_url"], m["record_from"]) for m in json.loads(done.stdout)["matched"]]
     assert matched == [("alpha", served.url, "uv-cache")], done.stdout
+
+
+@pytest.mark.parametrize("variable", ["UV_DEFAULT_INDEX", "UV_INDEX_URL"])
+def test_a_wheel_of_uvs_default_bucket_is_credited_to_uvs_built_in_default_not_to_a_mirror_a_variable_names(
+    tmp_path: Path, index_server, provision_bin: str, variable: str
+) -> None:
+    # the pypi bucket holds only what came from uv's built-in registry: with UV_DEFAULT_INDEX (or UV_INDEX_URL) naming
+    # a mirror now, its wheels were credited to the mirror, which never served them (the lock named an index and a
+    # file of another host). uv is asked for its built-in default without the variable. The mirror is down, so the
+    # cache is all there is: its wheel came from an index that is not the one given, and is said so, not locked.
+    from provision.stacks import newprofile
+
+    origin = index_server.index("origin")
+    origin.add("alpha", "1.0")
+    mirror = index_server.index("mirror")
+    setup = Setup(tmp_path, provision_bin)
+    setup.build(origin.url, "alpha==1.0")
+    _into_default_bucket(Path(setup.cache["UV_CACHE_DIR"]))
+    index_server.down.update({"origin", "mirror"})
+    done = setup("-v", "adopt", "old", str(setup.venv), "--json", index="", **{variable: mirror.url})
+    built_in = newprofile.default_index(builtin=True)
+    assert built_in != mirror.url
+    adopted = json.loads(done.stdout)
+    assert adopted["matched"] == [], done.stdout
+    (unmatched,) = adopted["unmatched"]
+    assert unmatched["name"] == "alpha", unmatched
+    assert f"from {built_in} that is not among" in unmatched["reason"], unmatched
+    # asked twice: the default the variable names (the lock's), and uv's own
+    assert done.stderr.count(ASKED) == 2, done.stderr
