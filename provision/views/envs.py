@@ -139,8 +139,6 @@ def collected(result: GcResult) -> Shown:
     return Shown(result.to_dict(), [*blocks, table.done()])
 
 
-
-
 def adopted(result: Adopted) -> Shown:
     blocks: list[Block] = [Line(f"adopted {result.venv} as {result.name} ({result.build})")]
     blocks += [Line(f"note: {note}") for note in result.notes]
