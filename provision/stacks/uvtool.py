@@ -284,6 +284,9 @@ def _reflinks(source_dir: Path, target_dir: Path) -> bool:
         return False
 
 
+DISK_ERROR = re.compile(r"\(os error (28|30|122)\)")  # ENOSPC, EROFS, EDQUOT: how uv's Rust names them
+
+
 def failure(stderr: str) -> ProvisionError:
     """Turn uv's error text into one line and a hint, credentials redacted."""
     text = urls.redact_text(stderr)
@@ -300,6 +303,10 @@ def failure(stderr: str) -> ProvisionError:
     hints = [line.removeprefix("hint:").strip() for line in lines if line.startswith("hint")]
     message = "; ".join(dict.fromkeys(errors + causes)) or (lines[-1] if lines else "uv failed")
     detail = " ".join(body)[:600]
+    disk = DISK_ERROR.search(text)
+    if disk:  # the file uv could not write is in its message: no pin and no index is to blame
+        what = "make that folder writable" if disk.group(1) == "30" else "free space on that disk"
+        return ProvisionError(message[:700], f"{what} (uv's cache is UV_CACHE_DIR) and run it again")
     if "no wheels with a matching" in text:
         explanation = " ".join(
             line.removeprefix("cause:").strip() for line in body if "Because" in line or "no wheels" in line

@@ -1,0 +1,61 @@
+"""`create` on a real full disk (tests/fulldisk.py): uv filling the home's disk, or its own cache's, as it installs is
+one line naming the file and saying to free space (uv's text once read as an unresolvable pin, exit 6, "run again
+with -v"); the active environment, state.json and the builds stay as they were, and the same create succeeds once
+there is room."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import fulldisk
+import tiny
+from test_damage import one_error
+
+
+def test_a_build_that_fills_the_homes_disk_as_uv_installs_leaves_the_home_as_it_was(
+    tmp_path: Path, provision_bin: str, index_server, small_disk
+) -> None:
+    tool = fulldisk.with_big(
+        fulldisk.home_on(tiny.make_tool(tmp_path, provision_bin, tiny.index(index_server)), tmp_path / "disk")
+    )
+    tool.create("tiny", "--name", "a", "--no-checks")
+    tool.create("tiny", "--name", "b", "--no-checks")
+    lock = tmp_path / "pylock.big.toml"
+    tool("lock", "big", "-o", str(lock))
+    disk = small_disk(tmp_path / "disk")
+    home = disk.view(tool.home)
+    state, before = (home / "state.json").read_text(), fulldisk.tree(home)
+
+    disk.fill(leave=256 << 10)  # the venv is made; big's 1 MiB is not
+    create = ("create", "big", "--lock", str(lock), "--python", tiny.PY, "--no-checks")
+    done = disk.run(*create, env=tool.env())
+    one_error(done, 3, "No space left on device", "blob.bin", "hint: free space on that disk")
+    assert os.readlink(home / "active") == "envs/b" and (home / "state.json").read_text() == state
+    assert fulldisk.tree(home) == before, "no half build is left"
+
+    disk.unfill()
+    done = disk.run(*create, env=tool.env())
+    assert done.returncode == 0, done.stderr
+    assert os.readlink(home / "active") == "envs/big"
+
+
+def test_uvs_cache_filling_its_disk_as_it_downloads_names_uv_cache_dir(
+    tmp_path: Path, provision_bin: str, index_server, small_disk
+) -> None:
+    tool = fulldisk.with_big(tiny.make_tool(tmp_path, provision_bin, tiny.index(index_server)))
+    tool.create("tiny", "--no-checks")
+    lock = tmp_path / "pylock.big.toml"
+    tool("lock", "big", "-o", str(lock))
+    builds = tool.builds()
+    disk = small_disk(tmp_path / "disk")
+    cache = {"UV_CACHE_DIR": str(tmp_path / "disk" / "uv")}
+
+    disk.fill(leave=256 << 10)
+    create = ("create", "big", "--lock", str(lock), "--python", tiny.PY, "--no-checks")
+    done = disk.run(*create, env=tool.env(cache))
+    one_error(done, 3, "No space left on device", str(tmp_path / "disk" / "uv"), "UV_CACHE_DIR")
+    assert tool.builds() == builds and os.readlink(tool.home / "active") == "envs/tiny"
+
+    disk.unfill()
+    assert disk.run(*create, env=tool.env(cache)).returncode == 0
