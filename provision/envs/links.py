@@ -113,8 +113,10 @@ def holding(handle: IO[str], busy: Callable[[str], None]) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_EX)
         handle.seek(0)
         handle.truncate()
-        handle.write(str(os.getpid()))
-        handle.flush()
+        with contextlib.suppress(
+            OSError
+        ):  # who holds it, for one who waits: a full disk holds the lock all the same
+            os.write(handle.fileno(), str(os.getpid()).encode())
         try:
             yield
         finally:
