@@ -18,6 +18,7 @@ from pathlib import Path
 
 import tiny
 from launch import argv, environment
+from wheelhouse import IndexServer
 
 FILLER = ".filler"  # the file that takes the disk's room
 
@@ -129,6 +130,8 @@ def with_big(tool: tiny.Tool) -> tiny.Tool:
     return tool
 
 
-def home_on(tool: tiny.Tool, folder: Path) -> tiny.Tool:
-    """`tool` with its home in `folder` (a small disk to be): its profiles and index kept."""
-    return tiny.Tool(tool.binary, folder / "home", tool.profiles, tool.served)
+def tool_on(tmp_path: Path, binary: str, server: IndexServer) -> tiny.Tool:
+    """tiny.make_tool's Tool (profile tiny on its own index), its home in tmp_path/disk: the folder a small disk is
+    made over."""
+    made = tiny.make_tool(tmp_path, binary, tiny.index(server))
+    return tiny.Tool(binary, tmp_path / "disk" / "home", made.profiles, made.served)

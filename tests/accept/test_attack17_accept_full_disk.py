@@ -17,9 +17,7 @@ from provision.envs import drift
 def test_accept_on_a_full_home_names_the_file_and_accepts_nothing(
     tmp_path: Path, provision_bin: str, index_server, small_disk
 ) -> None:
-    tool = fulldisk.home_on(
-        tiny.make_tool(tmp_path, provision_bin, tiny.index(index_server)), tmp_path / "disk"
-    )
+    tool = fulldisk.tool_on(tmp_path, provision_bin, index_server)
     tool.create("tiny", "--no-checks")
     (drift.site_packages(tiny.build_of(tool) / "venv") / "sitecustomize.py").write_text("import os\n")
     disk = small_disk(tmp_path / "disk")

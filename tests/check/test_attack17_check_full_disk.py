@@ -14,9 +14,7 @@ from test_damage import one_error
 def test_check_on_a_full_home_names_the_record_it_could_not_write(
     tmp_path: Path, provision_bin: str, index_server, small_disk
 ) -> None:
-    tool = fulldisk.home_on(
-        tiny.make_tool(tmp_path, provision_bin, tiny.index(index_server)), tmp_path / "disk"
-    )
+    tool = fulldisk.tool_on(tmp_path, provision_bin, index_server)
     tool.create("tiny")
     disk = small_disk(tmp_path / "disk")
     record = disk.view(tiny.build_of(tool) / "env.json")

@@ -16,9 +16,7 @@ from test_damage import one_error
 def test_a_build_that_fills_the_homes_disk_as_uv_installs_leaves_the_home_as_it_was(
     tmp_path: Path, provision_bin: str, index_server, small_disk
 ) -> None:
-    tool = fulldisk.with_big(
-        fulldisk.home_on(tiny.make_tool(tmp_path, provision_bin, tiny.index(index_server)), tmp_path / "disk")
-    )
+    tool = fulldisk.with_big(fulldisk.tool_on(tmp_path, provision_bin, index_server))
     tool.create("tiny", "--name", "a", "--no-checks")
     tool.create("tiny", "--name", "b", "--no-checks")
     lock = tmp_path / "pylock.big.toml"
