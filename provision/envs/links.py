@@ -67,7 +67,8 @@ def writing(root: str, what: str) -> Iterator[None]:
     try:
         yield
     except OSError as exc:
-        where = f" ({exc.filename})" if exc.filename else ""
+        written = exc.filename2 or exc.filename  # of a copy, a rename or a link: the one being written
+        where = f" ({written})" if written else ""
         if exc.errno == errno.ENOSPC:
             hint = "free space on that disk and run it again; nothing active was changed"
         elif exc.errno in (errno.ENOTDIR, errno.EEXIST, errno.EISDIR):

@@ -1,6 +1,6 @@
 """`create` on a real full disk (tests/fulldisk.py): uv filling the home's disk, or its own cache's, as it installs is
 one line naming the file and saying to free space (uv's text once read as an unresolvable pin, exit 6, "run again
-with -v"); the active environment, state.json and the builds stay as they were, and the same create succeeds once
+with -v"), as is the copy of the lock given into the build (it named the lock given, as if it could not be written); the active environment, state.json and the builds stay as they were, and the same create succeeds once
 there is room."""
 
 from __future__ import annotations
@@ -9,12 +9,27 @@ import os
 from pathlib import Path
 
 import fulldisk
+import pytest
 import tiny
 from test_damage import one_error
 
 
-def test_a_build_that_fills_the_homes_disk_as_uv_installs_leaves_the_home_as_it_was(
-    tmp_path: Path, provision_bin: str, index_server, small_disk
+@pytest.mark.parametrize(
+    ("leave", "code", "words"),
+    [
+        (4 << 10, 7, ("cannot copy the lock into the build in", "pylock.toml")),  # its .building is written
+        (256 << 10, 3, ("blob.bin",)),  # the venv is made; big's 1 MiB is not
+    ],
+    ids=["lock-copy", "uv-install"],
+)
+def test_a_build_that_fills_the_homes_disk_leaves_the_home_as_it_was(
+    tmp_path: Path,
+    provision_bin: str,
+    index_server,
+    small_disk,
+    leave: int,
+    code: int,
+    words: tuple[str, ...],
 ) -> None:
     tool = fulldisk.with_big(fulldisk.tool_on(tmp_path, provision_bin, index_server))
     tool.create("tiny", "--name", "a", "--no-checks")
@@ -25,10 +40,10 @@ def test_a_build_that_fills_the_homes_disk_as_uv_installs_leaves_the_home_as_it_
     home = disk.view(tool.home)
     state, before = (home / "state.json").read_text(), fulldisk.tree(home)
 
-    disk.fill(leave=256 << 10)  # the venv is made; big's 1 MiB is not
+    disk.fill(leave)
     create = ("create", "big", "--lock", str(lock), "--python", tiny.PY, "--no-checks")
     done = disk.run(*create, env=tool.env())
-    one_error(done, 3, "No space left on device", "blob.bin", "hint: free space on that disk")
+    one_error(done, code, "No space left on device", *words, "hint: free space on that disk")
     assert os.readlink(home / "active") == "envs/b" and (home / "state.json").read_text() == state
     assert fulldisk.tree(home) == before, "no half build is left"
 
