@@ -252,8 +252,8 @@ def tool(
 @pytest.fixture
 def small_disk(tmp_path: Path) -> Iterator[Callable[..., fulldisk.Disk]]:
     """Make a real small disk over a folder (a tmpfs in a namespace of its own, tests/fulldisk.py), carrying what the
-    folder holds when asked for: `small_disk(tmp_path / "disk")`, or with size="8m". Skipped, before anything is made,
-    where `unshare -rm` is not permitted."""
+    folder holds when asked for: `small_disk(tmp_path / "disk")`, or with size="8m", inodes=3000. Skipped, before
+    anything is made, where `unshare -rm` is not permitted."""
     import fulldisk
 
     why = fulldisk.unavailable(tmp_path / ".probe")
@@ -261,8 +261,8 @@ def small_disk(tmp_path: Path) -> Iterator[Callable[..., fulldisk.Disk]]:
         pytest.skip(f"a real full disk cannot be made here: {why}")
     made: list[fulldisk.Disk] = []
 
-    def make(mount: Path, size: str = "16m") -> fulldisk.Disk:
-        made.append(fulldisk.Disk(mount, size))
+    def make(mount: Path, size: str = "16m", inodes: int | None = None) -> fulldisk.Disk:
+        made.append(fulldisk.Disk(mount, size, inodes))
         return made[-1]
 
     yield make

@@ -21,6 +21,7 @@ from launch import argv, environment
 from wheelhouse import IndexServer
 
 FILLER = ".filler"  # the file that takes the disk's room
+INODES = ".inodes"  # the folder of empty files that take its inodes
 
 
 def unavailable(scratch: Path) -> str | None:
@@ -45,19 +46,20 @@ class Disk:
     """A tmpfs of `size` over the folder `mount`, in a namespace held by a sleeping process: what the folder held is
     copied onto it first."""
 
-    def __init__(self, mount: Path, size: str = "16m") -> None:
+    def __init__(self, mount: Path, size: str = "16m", inodes: int | None = None) -> None:
         mount.mkdir(parents=True, exist_ok=True)
         under = mount.with_name(
             f".{mount.name}.under"
         )  # the folder's own content, bound here while it is copied
         under.mkdir(exist_ok=True)
         script = (
-            'mount --bind "$1" "$2" && mount -t tmpfs -o "size=$3" tmpfs "$1" && cp -a "$2/." "$1/" && '
+            'mount --bind "$1" "$2" && mount -t tmpfs -o "$3" tmpfs "$1" && cp -a "$2/." "$1/" && '
             'umount "$2" && echo ready && exec sleep 3600'
         )
+        options = f"size={size}" + (f",nr_inodes={inodes}" if inodes else "")
         self.mount = mount
         self.holder = subprocess.Popen(
-            ["unshare", "-rm", "sh", "-c", script, "sh", str(mount), str(under), size],
+            ["unshare", "-rm", "sh", "-c", script, "sh", str(mount), str(under), options],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
@@ -101,6 +103,24 @@ class Disk:
 
     def unfill(self) -> None:
         self.view(self.mount / FILLER).unlink(missing_ok=True)
+        shutil.rmtree(self.view(self.mount / INODES), ignore_errors=True)
+
+    def inodes_free(self) -> int:
+        return os.statvfs(self.view(self.mount)).f_favail
+
+    def fill_inodes(self, leave: int = 0) -> None:
+        """Take every inode of the disk but `leave` (a disk made with `inodes`): no file, folder or link can be made,
+        however much room there is."""
+        folder = self.view(self.mount / INODES)
+        folder.mkdir(exist_ok=True)
+        made = [folder / str(n) for n in range(self.inodes_free())]
+        for path in made:
+            try:
+                path.touch()
+            except OSError:
+                break
+        for path in made[:leave]:
+            path.unlink()
 
     def read_only(self, on: bool = True) -> None:
         done = self.inside("mount", "-o", f"remount,{'ro' if on else 'rw'}", str(self.mount))

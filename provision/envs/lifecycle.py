@@ -284,7 +284,13 @@ def commit(home: Home, name: str, build: Path, *, activate: bool, replace: bool,
         ):  # one a restore holds is left to the next gc
             home.delete_build(previous)  # the old build stays until the new one has passed
         if activate:
-            home.activate(name)
+            try:
+                home.activate(name)
+            except EnvError as exc:  # a full disk: what is built, checked and named stays
+                raise EnvError(
+                    f"{name} is built and named, not active: {exc.message}",
+                    f"mend that, then make it active: provision switch {name} (nothing active was changed)",
+                ) from exc
     if interrupted:
         progress(f"Ctrl-C came after {name} was complete; it was finished rather than left half-made")
 

@@ -72,3 +72,31 @@ def test_uvs_cache_filling_its_disk_as_it_downloads_names_uv_cache_dir(
 
     disk.unfill()
     assert disk.run(*create, env=tool.env(cache)).returncode == 0
+
+
+def test_a_build_named_but_not_made_active_for_want_of_room_says_so(
+    tmp_path: Path, provision_bin: str, index_server, small_disk
+) -> None:
+    """The last step of create, making the new build active, cannot be written (the disk's last inode taken: a link
+    and a staged state.json need one each): the build is kept, named and checked, and the line says how to make it
+    active. It said `nothing active was changed`, and `run it again`, which refuses the name it had just made."""
+    tool = fulldisk.tool_on(tmp_path, provision_bin, index_server)
+    tool.create("tiny", "--name", "a", "--no-checks")
+    disk = small_disk(tmp_path / "disk", inodes=3000)
+    home = disk.view(tool.home)
+    state = (home / "state.json").read_text()
+    create = ("create", "tiny", "--python", tiny.PY, "--no-checks", "--name")
+    before = disk.inodes_free()
+    assert disk.run(*create, "k", env=tool.env()).returncode == 0
+    needed = before - disk.inodes_free()  # what a build keeps; one more is in use while active is swapped
+    for args in (("switch", "a"), ("remove", "k")):
+        assert disk.run(*args, env=tool.env()).returncode == 0
+    state = (home / "state.json").read_text()
+
+    disk.fill_inodes(leave=needed + 1)
+    done = disk.run(*create, "c", env=tool.env())
+    one_error(done, 7, "cannot point active at envs/c", "No space left on device", "provision switch c")
+    assert os.readlink(home / "active") == "envs/a" and (home / "state.json").read_text() == state
+    assert os.readlink(home / "envs" / "c").startswith("../builds/c-"), "kept: built, checked and named"
+    disk.unfill()
+    assert disk.run("switch", "c", env=tool.env()).returncode == 0
