@@ -120,5 +120,8 @@ def lock_for(
             progress(f"the cached lock {cached.name} cannot be used; locking again")
             cached.unlink(missing_ok=True)
     progress(f"locking {profile.name}")
-    locking.lock(profile, target=target, overrides=overrides, output=cached, progress=progress, work=build)
+    with home.writing(f"lock {profile.name}"):  # uv's input and output are in the build
+        locking.lock(
+            profile, target=target, overrides=overrides, output=cached, progress=progress, work=build
+        )
     return Chosen(path=cached, origin="locked", note=found.note)

@@ -1,7 +1,8 @@
 """`create` on a real full disk (tests/fulldisk.py): uv filling the home's disk, or its own cache's, as it installs is
 one line naming the file and saying to free space (uv's text once read as an unresolvable pin, exit 6, "run again
-with -v"), as is the copy of the lock given into the build (it named the lock given, as if it could not be written); the active environment, state.json and the builds stay as they were, and the same create succeeds once
-there is room."""
+with -v"), as are the copy of the lock given into the build (it named the lock given, as if that could not be
+written) and the lock made in it (`No space left on device`, naming nothing); the active environment, state.json and
+the builds stay as they were, and the same create succeeds once there is room."""
 
 from __future__ import annotations
 
@@ -15,12 +16,18 @@ from test_damage import one_error
 
 
 @pytest.mark.parametrize(
-    ("leave", "code", "words"),
+    ("leave", "given", "code", "words"),
     [
-        (4 << 10, 7, ("cannot copy the lock into the build in", "pylock.toml")),  # its .building is written
-        (256 << 10, 3, ("blob.bin",)),  # the venv is made; big's 1 MiB is not
+        (
+            4 << 10,
+            True,
+            7,
+            ("cannot copy the lock into the build in", "pylock.toml"),
+        ),  # its .building is written
+        (4 << 10, False, 7, ("cannot lock big in",)),  # uv's input, in the build
+        (256 << 10, True, 3, ("blob.bin",)),  # the venv is made; big's 1 MiB is not
     ],
-    ids=["lock-copy", "uv-install"],
+    ids=["lock-copy", "locking", "uv-install"],
 )
 def test_a_build_that_fills_the_homes_disk_leaves_the_home_as_it_was(
     tmp_path: Path,
@@ -28,6 +35,7 @@ def test_a_build_that_fills_the_homes_disk_leaves_the_home_as_it_was(
     index_server,
     small_disk,
     leave: int,
+    given: bool,
     code: int,
     words: tuple[str, ...],
 ) -> None:
@@ -41,7 +49,7 @@ def test_a_build_that_fills_the_homes_disk_leaves_the_home_as_it_was(
     state, before = (home / "state.json").read_text(), fulldisk.tree(home)
 
     disk.fill(leave)
-    create = ("create", "big", "--lock", str(lock), "--python", tiny.PY, "--no-checks")
+    create = ("create", "big", *(("--lock", str(lock)) if given else ()), "--python", tiny.PY, "--no-checks")
     done = disk.run(*create, env=tool.env())
     one_error(done, code, "No space left on device", *words, "hint: free space on that disk")
     assert os.readlink(home / "active") == "envs/b" and (home / "state.json").read_text() == state
