@@ -105,8 +105,8 @@ def _checked(path: str) -> str:
 def environment(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     """The environment uv runs with: the caller's, less every UV_* setting provision does not honour (uvsettings.py:
     the ones it honours are checked by uv's rules, and -v names them), no uv.toml read, its HTTP timeout bounded like
-    ours unless UV_HTTP_TIMEOUT says otherwise, no interpreter downloaded, no colour, no log but what `extra` asks
-    for (RUST_LOG); then `extra` (the indexes provision gives)."""
+    ours unless UV_HTTP_TIMEOUT says otherwise, no interpreter downloaded, no colour nor wrapping, no log but what
+    `extra` asks for (RUST_LOG); then `extra` (the indexes provision gives)."""
     from provision.stacks import uvsettings
 
     uvsettings.say_once()
@@ -121,6 +121,8 @@ def environment(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     for forcing in ("FORCE_COLOR", "CLICOLOR_FORCE"):
         env.pop(forcing, None)
     env["NO_COLOR"] = "1"
+    # nor broken over lines: an exported COLUMNS had uv wrap its error, and the one line said lost the file and why
+    env.pop("COLUMNS", None)
     # uv's log is provision's to ask for (lock's UV_FETCHES), never the caller's: a RUST_LOG=trace wrote multi-line
     # entries whose later lines read as uv's error, and every URL uv asked, into the error provision says
     env.pop("RUST_LOG", None)

@@ -1,6 +1,8 @@
 """`lock` on a real full disk (tests/fulldisk.py): the folder of -o full is one line naming the lock, the lock in
 place left byte for byte and no temp file beside it; uv's cache full is one line naming it and UV_CACHE_DIR (it read
-as pins that cannot be resolved, exit 6); TMPDIR full is no matter, and nothing is left in it."""
+as pins that cannot be resolved, exit 6; with COLUMNS exported, uv broke its text over lines and the one line kept
+"Failed to initialize cache at; failed to write to file", naming nothing); TMPDIR full is no matter, and nothing is
+left in it."""
 
 from __future__ import annotations
 
@@ -31,7 +33,7 @@ def test_lock_on_a_full_disk_names_what_it_could_not_write_and_leaves_the_lock_i
     assert sorted(p.name for p in disk.view(lock.parent).iterdir()) == [fulldisk.FILLER, lock.name, "tmp"]
 
     elsewhere = tmp_path / "pylock.tiny.toml"
-    cache = {"UV_CACHE_DIR": str(tmp_path / "disk" / "uv")}
+    cache = {"UV_CACHE_DIR": str(tmp_path / "disk" / "uv"), "COLUMNS": "80"}  # a terminal's, exported
     done = disk.run("lock", "tiny", "-o", elsewhere, env=tool.env(cache))
     one_error(done, 3, "No space left on device", str(tmp_path / "disk" / "uv"), "UV_CACHE_DIR")
     assert not elsewhere.exists()
