@@ -1,8 +1,9 @@
 """A real full disk, made on demand: a small tmpfs mounted in a user and mount namespace of its own (`unshare -rm`),
 held by a sleeping process for one test. provision runs inside that namespace (`nsenter`), where the folder is the
 small disk; the test fills it, frees it, remounts it read-only and reads what provision left through
-/proc/PID/root, without entering. Nothing is injected: the kernel says ENOSPC or EROFS where the write really fails
-(a write(), which names no file, rather than the open() a fake raises from).
+/proc/PID/root, without entering; a disk made with few inodes (`inodes=N`) has them all taken just as well.
+Nothing is injected: the kernel says ENOSPC or EROFS where the write really fails (a write(), which names no file,
+rather than the open() a fake raises from).
 
 What the folder held before is carried onto the small disk (a home made by the tests' fast `tool.create`), so that
 only the commands under attack pay for starting inside the namespace. conftest's `small_disk` fixture gives one,
