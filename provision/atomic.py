@@ -24,8 +24,12 @@ def stage(path: str | os.PathLike[str], text: str | bytes, mode: int = 0o600) ->
             handle.write(text)
             handle.flush()
             os.fsync(handle.fileno())
-    except BaseException:
+    except BaseException as exc:
         _unlink(temp)
+        if (
+            isinstance(exc, OSError) and exc.filename is None
+        ):  # a write on a full disk names no file, an open does
+            exc.filename = os.fspath(path)
         raise
     return temp
 

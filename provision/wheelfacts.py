@@ -404,7 +404,10 @@ def prune(kind: str, *, older_than: float | None, everything: bool = False) -> t
             else:
                 stale = True
             if stale:
-                _discard(held, kind, name)
+                try:
+                    _discard(held, kind, name)
+                except OSError:  # a read-only cache: it stays, and is not said to be removed
+                    continue
                 count, size = count + 1, size + (status.st_size if regular else 0)
     finally:
         os.close(held)

@@ -35,7 +35,7 @@ import shutil
 import signal
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -50,6 +50,7 @@ from hostile_http import HostileServer
 from wheelhouse import IndexServer
 
 if TYPE_CHECKING:
+    import fulldisk
     import tiny
 
 # A run started in the background (`.ci/run &`, nohup) inherits SIGINT ignored, and so would every provision the tests
@@ -246,3 +247,24 @@ def tool(
     if getattr(request.module, "TOOL_WITH_ENV", False):
         return tiny.tool_with_env(tmp_path, provision_bin, tiny.index(index_server))
     return tiny.make_tool(tmp_path, provision_bin, tiny.index(index_server))
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Callable[..., fulldisk.Disk]]:
+    """Make a real small disk over a folder (a tmpfs in a namespace of its own, tests/fulldisk.py), carrying what the
+    folder holds when asked for: `small_disk(tmp_path / "disk")`, or with size="8m", inodes=3000. Skipped, before
+    anything is made, where `unshare -rm` is not permitted."""
+    import fulldisk
+
+    why = fulldisk.unavailable(tmp_path / ".probe")
+    if why is not None:
+        pytest.skip(f"a real full disk cannot be made here: {why}")
+    made: list[fulldisk.Disk] = []
+
+    def make(mount: Path, size: str = "16m", inodes: int | None = None) -> fulldisk.Disk:
+        made.append(fulldisk.Disk(mount, size, inodes))
+        return made[-1]
+
+    yield make
+    for disk in made:
+        disk.close()

@@ -140,7 +140,16 @@ def try_(
                     break
         finally:
             with deferred_interrupt(), home.restoring(build, name):
-                trialfiles.put_back(build, venv, site)
+                try:
+                    trialfiles.put_back(build, venv, site)
+                except (
+                    OSError
+                ) as exc:  # a full disk (the trial's workload filled it): they stay until there is room
+                    raise EnvError(
+                        f"cannot put the trial's files back in {venv}: {exc.strerror or exc} ({exc.filename})",
+                        f"free space on that disk, then run any command on {name} (provision check {name}): "
+                        "it puts them back first",
+                    ) from exc
         progress(f"{name}: checking it is back (drift)")
         after = drift.scan_env(venv, build, record)
         restored = {f.line() for f in after.findings} <= {f.line() for f in before.findings}

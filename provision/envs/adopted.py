@@ -203,8 +203,9 @@ def lock_env(
                 f"{name} was removed while its lock was being made; nothing was written",
                 f"adopt it again if it is still wanted: provision adopt {name} {venv}",
             )
-        write_atomic(path, text)
-        records.set_lock(build, path)
+        with home.writing(f"write {name}'s lock"):  # adopt keeps the venv registered, lock --env says why
+            write_atomic(path, text)
+            records.set_lock(build, path)
     return AdoptLock(name=name, venv=venv, lock=path, result=result)
 
 

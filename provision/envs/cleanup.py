@@ -176,7 +176,8 @@ def remove(home: Home, name: str, force: bool = False, progress: Progress = lamb
         if build not in home.referenced() and home.owns(build):
             aside = build.with_name(f"{REMOVING}{build.name}")
             with home.writing(f"set {name}'s build aside"):
-                (build / BUILDING).write_text(str(os.getpid()))  # gc leaves it to us while we live
+                with contextlib.suppress(OSError):  # a full disk: a gc meanwhile deletes it too, as asked
+                    (build / BUILDING).write_text(str(os.getpid()))  # gc leaves it to us while we live
                 os.rename(build, aside)
     if aside is not None:
         progress(f"deleting {name}'s files ({aside})")

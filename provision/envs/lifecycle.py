@@ -284,7 +284,13 @@ def commit(home: Home, name: str, build: Path, *, activate: bool, replace: bool,
         ):  # one a restore holds is left to the next gc
             home.delete_build(previous)  # the old build stays until the new one has passed
         if activate:
-            home.activate(name)
+            try:
+                home.activate(name)
+            except EnvError as exc:  # a full disk: what is built, checked and named stays
+                raise EnvError(
+                    f"{name} is built and named, not active: {exc.message}",
+                    f"mend that, then make it active: provision switch {name} (nothing active was changed)",
+                ) from exc
     if interrupted:
         progress(f"Ctrl-C came after {name} was complete; it was finished rather than left half-made")
 
@@ -383,31 +389,37 @@ def register(home: Home, name: str, venv: Path, profile: Profile | None = None) 
             )
         stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
         build = home.builds / f"{name}-adopted-{stamp}"
-        build.mkdir(parents=True)
-        os.symlink(venv.absolute(), build / "venv")
-        if profile and profile.toolkit:
-            toolkit_home.make(build / "cuda", site_packages(venv) / profile.toolkit)
-        records.write(
-            build,
-            EnvRecord(
-                name=name,
-                profile=profile.name if profile else None,
-                profile_hash=profile.content_hash if profile else None,
-                profile_path=str(profile.path) if profile else None,
-                cuda=cuda or None,
-                python=version,
-                adopted=True,
-                venv=str(venv.absolute()),
-                env=resolve_env(profile.env, build, nvcc=profile.compiler_cuda() or profile.cuda)
-                if profile
-                else {},
-                env_template=env_template(profile) if profile else None,
-                created=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-                packages=[p.name for p in profile.packages] if profile else [],
-                size_bytes=tree_size(venv),
-                checks_required=list(profile.checks or []) if profile else [],
-                baseline=profile.baseline if profile else None,
-            ),
+        record = EnvRecord(
+            name=name,
+            profile=profile.name if profile else None,
+            profile_hash=profile.content_hash if profile else None,
+            profile_path=str(profile.path) if profile else None,
+            cuda=cuda or None,
+            python=version,
+            adopted=True,
+            venv=str(venv.absolute()),
+            env=resolve_env(profile.env, build, nvcc=profile.compiler_cuda() or profile.cuda)
+            if profile
+            else {},
+            env_template=env_template(profile) if profile else None,
+            created=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            packages=[p.name for p in profile.packages] if profile else [],
+            size_bytes=tree_size(venv),
+            checks_required=list(profile.checks or []) if profile else [],
+            baseline=profile.baseline if profile else None,
         )
-        home.point(home.envs / name, f"../builds/{build.name}")
+        made = False
+        try:
+            with home.writing(f"register {name}"):
+                build.mkdir(parents=True)
+                made = True
+                os.symlink(venv.absolute(), build / "venv")
+                if profile and profile.toolkit:
+                    toolkit_home.make(build / "cuda", site_packages(venv) / profile.toolkit)
+                records.write(build, record)
+                home.point(home.envs / name, f"../builds/{build.name}")
+        except BaseException:
+            if made:  # nothing half-registered stays: the link to the venv goes, never its files
+                remove_tree(build)
+            raise
     return build

@@ -67,7 +67,8 @@ def writing(root: str, what: str) -> Iterator[None]:
     try:
         yield
     except OSError as exc:
-        where = f" ({exc.filename})" if exc.filename else ""
+        written = exc.filename2 or exc.filename  # of a copy, a rename or a link: the one being written
+        where = f" ({written})" if written else ""
         if exc.errno == errno.ENOSPC:
             hint = "free space on that disk and run it again; nothing active was changed"
         elif exc.errno in (errno.ENOTDIR, errno.EEXIST, errno.EISDIR):
@@ -113,8 +114,10 @@ def holding(handle: IO[str], busy: Callable[[str], None]) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_EX)
         handle.seek(0)
         handle.truncate()
-        handle.write(str(os.getpid()))
-        handle.flush()
+        with contextlib.suppress(
+            OSError
+        ):  # who holds it, for one who waits: a full disk holds the lock all the same
+            os.write(handle.fileno(), str(os.getpid()).encode())
         try:
             yield
         finally:

@@ -100,12 +100,11 @@ def lock_for(
         )  # the user's --allow-unsealed is for the lock they gave
         lockfile.check_binding(found.path, profile, allow_unsealed=unsealed)
         copy = build / COPY_NAME
-        if (
-            unsealed
-        ):  # read unproven as the user asked, said on stderr; the build's copy is sealed as what was built
-            lockfile.seal_copy(found.path, copy)
-        else:
-            shutil.copyfile(found.path, copy)
+        with home.writing("copy the lock into the build"):
+            if unsealed:  # read unproven as the user asked, said on stderr; the build's copy is sealed as what was built
+                lockfile.seal_copy(found.path, copy)
+            else:
+                shutil.copyfile(found.path, copy)
         lockfile.check_binding(copy, profile)  # the copy is what is built: checked, not the file it came from
         progress(f"building from {found.path} (copied into the build)")
         return Chosen(path=copy, origin=found.origin, source=found.path)
@@ -121,5 +120,8 @@ def lock_for(
             progress(f"the cached lock {cached.name} cannot be used; locking again")
             cached.unlink(missing_ok=True)
     progress(f"locking {profile.name}")
-    locking.lock(profile, target=target, overrides=overrides, output=cached, progress=progress, work=build)
+    with home.writing(f"lock {profile.name}"):  # uv's input and output are in the build
+        locking.lock(
+            profile, target=target, overrides=overrides, output=cached, progress=progress, work=build
+        )
     return Chosen(path=cached, origin="locked", note=found.note)

@@ -50,8 +50,10 @@ def held(build: Path, name: str) -> Iterator[None]:
                 "wait for it to finish, then run this again",
             ) from None
         handle.truncate(0)
-        handle.write(str(os.getpid()))
-        handle.flush()
+        with contextlib.suppress(
+            OSError
+        ):  # who holds it, for one who waits: a full disk holds the lock all the same
+            os.write(handle.fileno(), str(os.getpid()).encode())
         yield
 
 

@@ -265,6 +265,10 @@ def _make(name: str, text: str = "") -> bool:
             if text and stat.S_ISREG(os.fstat(fd).st_mode):
                 os.ftruncate(fd, 0)
                 os.write(fd, text.encode())
+        except OSError:  # a full disk: a mark left empty would read as a reading that crashed, next run
+            with contextlib.suppress(OSError):
+                os.unlink(name, dir_fd=held)
+            raise
         finally:
             os.close(fd)
     except OSError:

@@ -260,16 +260,16 @@ def _scan_one(job: _Job, *, fetch: bool, progress: Progress, code: bool = True) 
         origin = "not fetched (only http and https URLs are)"
     else:
         origin = "fetched"
-        local = wheelcache.fetch(
+        with wheelcache.fetched(
             job.url,
             job.sha256,
             job.filename,
             size=job.size,
             progress=progress,
             hint="the file changed on the index since the lock was made, or the index is down; re-lock and check the index",
-        )
-        counts = _in_wheel(local, job.sha256) if code else counts
-        record = record or _keep_record(job.sha256, wheelrecords.text_in_wheel(local), "provision cache")
+        ) as local:
+            counts = _in_wheel(local, job.sha256) if code else counts
+            record = record or _keep_record(job.sha256, wheelrecords.text_in_wheel(local), "provision cache")
     return WheelScan(
         name=job.name,
         version=job.version,

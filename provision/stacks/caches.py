@@ -6,6 +6,7 @@ used for `older_than` seconds; each can always be fetched or computed again."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import stat
@@ -106,7 +107,10 @@ def _prune_wheels(named: set[str] | None, older_than: float | None) -> Cache:
             if stat.S_ISDIR(status.st_mode):
                 shutil.rmtree(entry.path, ignore_errors=True)
             else:
-                os.unlink(entry.path)
+                with contextlib.suppress(OSError):
+                    os.unlink(entry.path)
+            stale = not os.path.lexists(entry.path)  # a read-only cache keeps it: not said to be removed
+        if stale:
             removed, removed_bytes = removed + 1, removed_bytes + size
         else:
             entries, held = entries + 1, held + size

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime
+import errno
 import itertools
 import json
 import os
@@ -744,7 +745,9 @@ def _lock(
         except OSError as exc:
             raise InputError(
                 f"cannot write the lock to {output}: {exc.strerror or exc}",
-                "choose -o in a folder you can write",
+                "free space on that disk (the lock in place is as it was), or choose -o on another"
+                if exc.errno in (errno.ENOSPC, errno.EDQUOT)
+                else "choose -o in a folder you can write",
             ) from exc
     changes = relock.changes(
         previous.versions if previous is not None else None, {p.name: p.version for p in packages}

@@ -105,8 +105,8 @@ def _checked(path: str) -> str:
 def environment(extra: Mapping[str, str] | None = None, unset: Collection[str] = ()) -> dict[str, str]:
     """The environment uv runs with: the caller's, less every UV_* setting provision does not honour (uvsettings.py:
     the ones it honours are checked by uv's rules, and -v names them), no uv.toml read, its HTTP timeout bounded like
-    ours unless UV_HTTP_TIMEOUT says otherwise, no interpreter downloaded, no colour, no log but what `extra` asks
-    for (RUST_LOG); then `extra` (the indexes provision gives), less the variables named in `unset`."""
+    ours unless UV_HTTP_TIMEOUT says otherwise, no interpreter downloaded, no colour nor wrapping, no log but what
+    `extra` asks for (RUST_LOG); then `extra` (the indexes provision gives), less the variables named in `unset`."""
     from provision.stacks import uvsettings
 
     uvsettings.say_once()
@@ -121,6 +121,8 @@ def environment(extra: Mapping[str, str] | None = None, unset: Collection[str] =
     for forcing in ("FORCE_COLOR", "CLICOLOR_FORCE"):
         env.pop(forcing, None)
     env["NO_COLOR"] = "1"
+    # nor broken over lines: an exported COLUMNS had uv wrap its error, and the one line said lost the file and why
+    env.pop("COLUMNS", None)
     # uv's log is provision's to ask for (lock's UV_FETCHES), never the caller's: a RUST_LOG=trace wrote multi-line
     # entries whose later lines read as uv's error, and every URL uv asked, into the error provision says
     env.pop("RUST_LOG", None)
@@ -316,6 +318,9 @@ def _unwrapped(text: str) -> list[str]:
     return lines
 
 
+DISK_ERROR = re.compile(r"\(os error (28|30|122)\)")  # ENOSPC, EROFS, EDQUOT: how uv's Rust names them
+
+
 def failure(stderr: str) -> ProvisionError:
     """Turn uv's error text into one line and a hint, credentials redacted."""
     lines = _unwrapped(urls.redact_text(stderr))
@@ -332,6 +337,10 @@ def failure(stderr: str) -> ProvisionError:
     hints = [line.removeprefix("hint:").strip() for line in lines if line.startswith("hint")]
     message = "; ".join(dict.fromkeys(errors + causes)) or (lines[-1] if lines else "uv failed")
     detail = " ".join(body)[:600]
+    disk = DISK_ERROR.search(text)
+    if disk:  # the file uv could not write is in its message: no pin and no index is to blame
+        what = "make that folder writable" if disk.group(1) == "30" else "free space on that disk"
+        return ProvisionError(message[:700], f"{what} (uv's cache is UV_CACHE_DIR) and run it again")
     if "no wheels with a matching" in text:
         explanation = " ".join(
             line.removeprefix("cause:").strip() for line in body if "Because" in line or "no wheels" in line

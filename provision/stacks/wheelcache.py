@@ -14,6 +14,7 @@ user could have put a wheel of other content there beside a stamp read off it; f
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -21,6 +22,7 @@ import shutil
 import stat
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
 
@@ -138,8 +140,6 @@ def fetch(
     found = cached(sha256, filename)
     if found:
         return found
-    from provision.stacks import index  # a wheel is fetched
-
     place = folder() / sha256
     place.parent.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     place.parent.mkdir(mode=0o700, exist_ok=True)
@@ -159,20 +159,62 @@ def fetch(
     progress(f"fetching {filename}")
     with tempfile.TemporaryDirectory(prefix=f".{sha256[:12]}-", dir=place.parent) as work:
         partial = Path(work) / filename
-        with open(partial, "wb") as handle:
-            sink = _Counting(handle, filename, progress)
-            index.download(url, sink, sha256=sha256, expected_from="the lock's", hint=hint, size=size)  # type: ignore[arg-type]
+        count = _download(url, partial, sha256, hint=hint, size=size, progress=progress)
         (Path(work) / "checked").write_text(json.dumps(_stamp(partial)))
         try:
             os.rename(work, place)  # whole or not at all; a concurrent fetch of the same wheel may have won
             os.mkdir(work)  # for TemporaryDirectory's own clean-up
         except OSError:
             pass
-    progress(f"fetched {filename}: {_size(sink.count)} in {time.perf_counter() - started:.1f} s")
+    progress(f"fetched {filename}: {_size(count)} in {time.perf_counter() - started:.1f} s")
     kept = cached(sha256, filename)
     if kept is None:
         raise OSError(f"{place}: the wheel just fetched is not there")
     return kept
+
+
+@contextlib.contextmanager
+def fetched(
+    url: str,
+    sha256: str,
+    filename: str,
+    *,
+    hint: str,
+    size: int | None = None,
+    progress: Progress = lambda _: None,
+) -> Iterator[Path]:
+    """`fetch`'s wheel; where the cache cannot be written (a full disk, read-only), the wheel downloaded into a
+    temporary folder that goes when the block ends, with a note: the cache is an optimisation, never a reason to fail."""
+    try:
+        kept = fetch(url, sha256, filename, hint=hint, size=size, progress=progress)
+    except OSError as exc:
+        from provision import log
+
+        log.info(
+            f"note: {filename} cannot be kept in {folder()} ({exc.strerror or exc}): read from a temporary folder "
+            "instead, and fetched again next time; to keep it, free space there or set XDG_CACHE_HOME elsewhere"
+        )
+        with tempfile.TemporaryDirectory(prefix="provision-wheel-") as work:
+            partial = Path(work) / filename
+            _download(url, partial, sha256, hint=hint, size=size, progress=progress)
+            yield partial
+        return
+    yield kept
+
+
+def _download(url: str, path: Path, sha256: str, *, hint: str, size: int | None, progress: Progress) -> int:
+    """The wheel at `url` written to `path` (its sha256 checked against the lock's); the bytes written. A write that
+    fails (a full disk) names `path`."""
+    from provision.stacks import index
+
+    try:
+        with open(path, "wb") as handle:
+            sink = _Counting(handle, path.name, progress)
+            index.download(url, sink, sha256=sha256, expected_from="the lock's", hint=hint, size=size)  # type: ignore[arg-type]
+    except OSError as exc:
+        exc.filename = exc.filename or str(path)
+        raise
+    return sink.count
 
 
 def _size(count: int) -> str:

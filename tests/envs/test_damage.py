@@ -1,5 +1,6 @@
 """A damaged home and bad input: each is one error line and hint with its exit code, never a traceback, and the
-active environment stays as it was. Disk full is injected (a fake ENOSPC: a full disk cannot be made on demand)."""
+active environment stays as it was. Disk full is injected here (a fake ENOSPC, raised where provision stages a file);
+a real one, a small tmpfs filled (tests/fulldisk.py), is attacked beside each command (test_attack17_*)."""
 
 from __future__ import annotations
 

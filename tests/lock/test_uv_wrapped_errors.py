@@ -1,5 +1,6 @@
 """uv wraps its error and cause lines at the width COLUMNS gives it (its stderr is a pipe here, so a COLUMNS the caller
-exported is all that decides), and indents what runs onto the next lines. provision still says uv's whole message in
+exported is all that decides), and indents what runs onto the next lines. provision runs uv without the caller's
+COLUMNS (uvtool.environment); these tests give uv one, as a later uv that wraps by other means would. provision still says uv's whole message in
 one line: the URL or name a wrapped line carries on below is part of it, a credential in that URL is still redacted,
 and words provision looks for that the wrap split in two still tell the failure apart. The real uv and a real index
 on 127.0.0.1; the wrap is checked in uv's own lines, so these tests fail loudly if uv ever stops wrapping."""
