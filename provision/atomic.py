@@ -26,9 +26,8 @@ def stage(path: str | os.PathLike[str], text: str | bytes, mode: int = 0o600) ->
             os.fsync(handle.fileno())
     except BaseException as exc:
         _unlink(temp)
-        if (
-            isinstance(exc, OSError) and exc.filename is None
-        ):  # a write on a full disk names no file, an open does
+        # a write on a full disk names no file (an open does): the error names the one being written
+        if isinstance(exc, OSError) and exc.filename is None:
             exc.filename = os.fspath(path)
         raise
     return temp
