@@ -212,6 +212,10 @@ class _Run:
                         )
                     )
                 )
+                # its own hint says what to mend; running the upgrade again without --resume is refused (unfinished)
+                exc.hint = "; ".join(
+                    filter(None, (exc.hint, f"the upgrade goes on from {step} with --resume added"))
+                )
                 raise
             self._save(
                 self.record.with_step(dataclasses.replace(ended, seconds=time.perf_counter() - started))

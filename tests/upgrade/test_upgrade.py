@@ -215,6 +215,23 @@ def records(tool: tiny.Tool, name: str) -> dict | None:
     return None
 
 
+def test_a_step_that_errs_says_how_the_upgrade_goes_on(made: tiny.Tool, index_server) -> None:
+    """A step that cannot finish (the index down while locking) says what to mend and that the upgrade goes on with
+    --resume: the same command without it is refused as unfinished, and once the index answers, --resume goes on."""
+    index_server.down.add("tiny")
+    failed = made("upgrade", "fast", "--runs", "3", check=False)
+    assert failed.returncode == 5 and "Traceback" not in failed.stderr, failed.stderr
+    assert "the upgrade goes on from lock with --resume added" in failed.stderr.splitlines()[-1], (
+        failed.stderr
+    )
+    assert active(made) == "old"
+    index_server.down.discard("tiny")
+    again = made("upgrade", "fast", "--runs", "3", check=False)
+    assert again.returncode == 7 and "--resume" in again.stderr, again.stderr
+    code, said = upgrade(made, "fast", "--resume")
+    assert code == 0 and said["decision"] == "activated" and active(made) == "fast", said
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("after", STEPS[:-1])
 def test_kill_9_after_each_step_then_resume(made: tiny.Tool, after: str) -> None:
