@@ -25,7 +25,7 @@ from provision.envs import drift, kept, ledger, records, trialfiles
 from provision.envs.home import Home, deferred_interrupt
 from provision.envs.ledger import After, Change, Series, Trial, TrialFile
 from provision.envs.records import EnvRecord
-from provision.errors import EnvError, InputError, UsageError
+from provision.errors import EnvError, InputError, ProvisionError, UsageError
 from provision.log import Progress
 from provision.names import SHELL_NAME
 from provision.records.results import BaselineRun
@@ -142,9 +142,8 @@ def try_(
             with deferred_interrupt(), home.restoring(build, name):
                 try:
                     trialfiles.put_back(build, venv, site)
-                except (
-                    OSError
-                ) as exc:  # a full disk (the trial's workload filled it): they stay until there is room
+                # a full disk (the trial's workload filled it): they stay until there is room
+                except OSError as exc:
                     raise EnvError(
                         f"cannot put the trial's files back in {venv}: {exc.strerror or exc} ({exc.filename})",
                         f"free space on that disk, then run any command on {name} (provision check {name}): "
@@ -335,8 +334,18 @@ def _judged(trial: Trial, failure: BaselineFailed | None) -> Trial:
 
 
 def _recorded(build: Path, trial: Trial) -> Trial:
+    """`trial` added to the ledger; where the ledger cannot take it (a full disk, a ledger damaged meanwhile), the
+    error carries what was measured: every run was paid for, and the venv is back."""
     trial = dataclasses.replace(trial, at=_now())
-    ledger.add(build, trial)
+    try:
+        ledger.add(build, trial)
+    except (OSError, ProvisionError) as exc:
+        why = exc.message if isinstance(exc, ProvisionError) else f"{exc.strerror or exc} ({exc.filename})"
+        raise EnvError(
+            f"the trial {trial.label!r} ended, {trial.verdict} ({trial.reason}; baseline {trial.baseline.figures}, "
+            f"trial {trial.figure.figures}), but the ledger cannot keep it: {why}",
+            f"{exc.hint + '; ' if isinstance(exc, ProvisionError) and exc.hint else ''}the venv is back as it was",
+        ) from exc
     return trial
 
 
