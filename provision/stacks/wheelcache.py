@@ -151,10 +151,9 @@ def fetch(
             f"{shared[0]} is {shared[1]}: a wheel kept there could be replaced by another user",
             "make it yours alone (chown, chmod go-w), or remove it; or set XDG_CACHE_HOME to a folder of your own",
         )
+    # a link where the kept wheel's folder belongs: the rename below must not land through it
     if os.path.islink(place):
-        os.unlink(
-            place
-        )  # a link where the kept wheel's folder belongs: the rename below must not land through it
+        os.unlink(place)
     started = time.perf_counter()
     progress(f"fetching {filename}")
     with tempfile.TemporaryDirectory(prefix=f".{sha256[:12]}-", dir=place.parent) as work:
