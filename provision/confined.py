@@ -23,9 +23,8 @@ class Confinement:
         self.real = os.path.realpath(self.root)
         self._under_root, self._under_real = os.path.join(self.root, ""), os.path.join(self.real, "")
         self._folders: dict[str, Escape | None] = {self.root: None}
-        self._missing: set[str] = (
-            set()
-        )  # folders found not to be there: nothing under them is asked of the disk
+        # folders found not to be there: nothing under them is asked of the disk
+        self._missing: set[str] = set()
 
     def inside(self, target: str) -> bool:
         """Whether the resolved `target` is the root or under it."""
@@ -34,9 +33,8 @@ class Confinement:
     def folder(self, path: str) -> Escape | None:
         """The link, among `path` and the folders above it up to the root, that leads out of the root; None if none
         does, or if `path` is not under the root (what lies outside is the caller's concern, and never opened here)."""
-        if (
-            path in self._folders
-        ):  # the drift check asks once per folder: a normalized path is found before normpath
+        # the drift check asks once per folder: a normalized path is found before normpath
+        if path in self._folders:
             return self._folders[path]
         path = os.path.normpath(path)
         if path in self._folders:
@@ -45,9 +43,8 @@ class Confinement:
             return None
         parent = path.rpartition(os.sep)[0]
         verdict = self.folder(parent)  # under the root, so never "" nor the file system's root
-        if (
-            verdict is None and parent in self._missing
-        ):  # nothing is under a folder that is not there: not remembered,
+        # nothing is under a folder that is not there: not remembered,
+        if verdict is None and parent in self._missing:
             return None  # so that a RECORD's rows in as many folders that are not there cost no memory here
         if verdict is None:
             try:

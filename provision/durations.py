@@ -8,9 +8,8 @@ import os
 
 from provision.errors import InputError
 
-LONGEST = (
-    7 * 24 * 3600.0
-)  # a week: past it a socket's or a thread's wait overflows (1e308 was an internal error)
+# a week: past it a socket's or a thread's wait overflows (1e308 was an internal error)
+LONGEST = 7 * 24 * 3600.0
 
 
 def seconds(variable: str, default: float, example: str) -> float:

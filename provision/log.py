@@ -97,9 +97,8 @@ def say(text: str) -> None:
     except OSError:
         import os
 
-        null = os.open(
-            os.devnull, os.O_WRONLY
-        )  # what it still holds goes nowhere, never a second error at exit
+        # what it still holds goes nowhere, never a second error at exit
+        null = os.open(os.devnull, os.O_WRONLY)
         try:
             os.dup2(null, sys.stderr.fileno())
         except (OSError, ValueError):  # not a file (a test's capture)
@@ -148,9 +147,8 @@ class ticking:
 
         started = time.monotonic()
         while not self._stop.wait(self._every):
-            with contextlib.suppress(
-                Exception
-            ):  # a line that cannot be made costs the line, never the install
+            # a line that cannot be made costs the line, never the install
+            with contextlib.suppress(Exception):
                 self._progress(self._said(time.monotonic() - started))
 
     def __enter__(self) -> ticking:

@@ -298,9 +298,8 @@ def run_watched(
 
     args = tuple(str(a) for a in argv)
     log.debug(f"$ {' '.join(args)}  (watched)")
-    main_thread = (
-        threading.current_thread() is threading.main_thread()
-    )  # Linux ties the death signal to that thread
+    # Linux ties the death signal to that thread
+    main_thread = threading.current_thread() is threading.main_thread()
     try:
         master, slave = pty.openpty()
     except OSError as exc:  # a container without /dev/pts

@@ -9,12 +9,10 @@ from typing import Literal, TypeGuard, get_args
 Status = Literal["skip", "info", "pass", "warn", "fail", "error"]  # every status a check or a gate can have
 ORDER: tuple[Status, ...] = get_args(Status)  # least to most serious
 RANK: dict[str, int] = {status: rank for rank, status in enumerate(ORDER)}
-CHECK_STATUSES: frozenset[Status] = frozenset(ORDER) - {
-    "info"
-}  # what a check payload may answer; info is a gate's
-FAILED: frozenset[Status] = frozenset(
-    {"fail", "error"}
-)  # what stops an environment from becoming active, and exits 1
+# what a check payload may answer; info is a gate's
+CHECK_STATUSES: frozenset[Status] = frozenset(ORDER) - {"info"}
+# what stops an environment from becoming active, and exits 1
+FAILED: frozenset[Status] = frozenset({"fail", "error"})
 
 
 def known(status: object) -> TypeGuard[Status]:

@@ -33,6 +33,7 @@ from provision import atomic, regular
 
 VERSION = 1
 KINDS = ("scans", "records", "metadata", "urls", "verdicts", "locks")
+# the most each kind's folder holds
 LIMITS = {
     "scans": 64 << 20,
     "records": 512 << 20,
@@ -40,7 +41,8 @@ LIMITS = {
     "urls": 16 << 20,
     "verdicts": 16 << 20,
     "locks": 4 << 20,
-}  # the most each kind's folder holds
+}
+# one entry: a RECORD may be 64 MiB of CSV
 ENTRY_MAX = {
     "scans": 8 << 20,
     "records": 160 << 20,
@@ -48,16 +50,14 @@ ENTRY_MAX = {
     "urls": 4096,
     "verdicts": 1 << 20,
     "locks": 4096,
-}  # one entry: a RECORD may be 64 MiB of CSV
+}
 SHA256 = re.compile(r"[0-9a-f]{64}")
-TEMP = re.compile(
-    r"\.[0-9a-f]{64}\.\d+\.\d+\.tmp"
-)  # atomic.write_atomic_at's names for an entry being written
+# atomic.write_atomic_at's names for an entry being written
+TEMP = re.compile(r"\.[0-9a-f]{64}\.\d+\.\d+\.tmp")
 TEMP_AGE = 3600.0  # a temp file older than this was left by a writer that was killed
 
-_held: dict[
-    str, int
-] = {}  # kind -> bytes its folder holds, counted at this process's first write of that kind
+# kind -> bytes its folder holds, counted at this process's first write of that kind
+_held: dict[str, int] = {}
 _lock = threading.Lock()
 
 
@@ -88,9 +88,8 @@ def get(kind: str, key: str) -> Any:
             _discard(held, kind, key)
             return None
         raw = b""
-        if stat.S_ISREG(os.fstat(fd).st_mode) and _trusted(
-            fd, key
-        ):  # a folder, a pipe, another user's: no entry
+        # a folder, a pipe, another user's: no entry
+        if stat.S_ISREG(os.fstat(fd).st_mode) and _trusted(fd, key):
             with os.fdopen(fd, "rb") as handle:
                 raw = handle.read(ENTRY_MAX[kind] + 1)
         else:
@@ -100,9 +99,8 @@ def get(kind: str, key: str) -> Any:
             _discard(held, kind, key)
             return None
         with contextlib.suppress(OSError):
-            os.utime(
-                key, dir_fd=held, follow_symlinks=False
-            )  # used now: the last to go when the kind is bounded
+            # used now: the last to go when the kind is bounded
+            os.utime(key, dir_fd=held, follow_symlinks=False)
         return entry
     finally:
         os.close(held)
@@ -187,9 +185,8 @@ def _put_all(kind: str, entries: list[tuple[str, Any]], at: str | None) -> None:
         for key, text in texts:
             with contextlib.suppress(OSError):
                 try:
-                    atomic.write_atomic_at(
-                        held, key, text, sync=False
-                    )  # checked on every read: a torn one is recomputed
+                    # checked on every read: a torn one is recomputed
+                    atomic.write_atomic_at(held, key, text, sync=False)
                 except OSError as exc:
                     if exc.errno not in (errno.EISDIR, errno.ENOTEMPTY, errno.EEXIST):
                         raise
@@ -274,9 +271,8 @@ def open_folder(kind: str, *, create: bool, at: str | None = None) -> int | None
                 if exc.errno not in (errno.ELOOP, errno.ENOTDIR):
                     raise
                 with contextlib.suppress(FileNotFoundError):
-                    os.unlink(
-                        kind, dir_fd=base
-                    )  # a link or a file named like the folder: never followed, never written through
+                    # a link or a file named like the folder: never followed, never written through
+                    os.unlink(kind, dir_fd=base)
                 if not create:
                     return None
             else:

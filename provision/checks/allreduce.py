@@ -251,13 +251,14 @@ def _run_variant(
         "iters": iters,
     }
     progress(f"all-reduce on {world} rank(s) {shown_settings(variant) or 'NCCL defaults'}")
+    # its ranks go with it: none holds a GPU on
     done = proc.run(
         [python, str(payload_dir() / "bench_allreduce.py"), json.dumps(arguments)],
         timeout=1800,
         env=env,
         keep=check_runner.KEPT_OUTPUT,
         group=True,
-    )  # its ranks go with it: none holds a GPU on
+    )
     last = next((line for line in reversed(done.stdout.splitlines()) if line.startswith("{")), "")
     try:
         answer = Reader(json.loads(last))  # the payload's verdict: {"status", "reason", "details"}

@@ -44,13 +44,11 @@ BUILTIN = Baseline(
     unit="TFLOP/s",
     better="higher",
 )
-DETAILS_CHARS = (
-    64 << 10
-)  # the printed document kept with a run in env.json: a figure and a few beside it fit in far less
+# the printed document kept with a run in env.json: a figure and a few beside it fit in far less
+DETAILS_CHARS = 64 << 10
 PATTERN_SECONDS = 10.0  # a profile's pattern searching the kept output: a plain one takes milliseconds
-KEPT_OUTPUT = (
-    8 << 20
-)  # of each of a baseline's stdout and stderr, the last characters held: the figure is printed last
+# of each of a baseline's stdout and stderr, the last characters held: the figure is printed last
+KEPT_OUTPUT = 8 << 20
 
 
 def machine_fingerprint(reading: nvml.Reading) -> MachineStamp:
@@ -148,18 +146,16 @@ def ready(name: str, record: EnvRecord) -> nvml.Reading:
     """The GPUs a baseline of `name` runs on, once it may run: its checks passed, and a GPU read for the built-in one.
     Asked before the first of several runs is announced (`baseline --runs 3` said "run 1 of 3", then refused)."""
     failed = [r for r in record.check_results if r.failed]
-    if (
-        failed
-    ):  # the first one's reason said: a driver that does not answer is named here, not only in `check`
+    # the first one's reason said: a driver that does not answer is named here, not only in `check`
+    if failed:
         raise EnvError(
             f"{name}: checks {', '.join(r.id for r in failed)} did not pass ({failed[0].id}: "
             f"{one_line(failed[0].reason)}); the baseline runs only after they do",
             f"see provision check {name}",
         )
     spec = record.baseline or BUILTIN
-    reading = (
-        probe.gpu_reading()
-    )  # once: the built-in baseline needs a GPU, and every run is stamped with the machine
+    # once: the built-in baseline needs a GPU, and every run is stamped with the machine
+    reading = probe.gpu_reading()
     if spec is BUILTIN and not reading.gpus:
         start = reading.driver.nvml
         why = (

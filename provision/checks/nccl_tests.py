@@ -125,9 +125,8 @@ def run(
     if graph_launches:
         argv += ["-G", str(graph_launches)]
     expected = sizes(min_bytes, max_bytes, factor)
-    ops = 2 * (
-        iters * max(graph_launches, 1) + 2
-    )  # out-of-place and in-place: a sync op, the timed ones, the check
+    # out-of-place and in-place: a sync op, the timed ones, the check
+    ops = 2 * (iters * max(graph_launches, 1) + 2)
     warm_up = sum(step_bound_s(size, WARMUP_ITERS, 0.0) for size in sizes(min_bytes, max_bytes, 2))
     seen, last_row = 0, time.monotonic()
 
@@ -148,9 +147,8 @@ def run(
     version, rows = parse(done.stdout)
     if done.timed_out and len(rows) < len(expected):
         raise Hung(size=expected[len(rows)], waited_s=time.monotonic() - last_row)
-    if (
-        done.returncode != 0 and not done.timed_out
-    ) or not rows:  # a run that hung after its last row keeps its rows
+    # a run that hung after its last row keeps its rows
+    if (done.returncode != 0 and not done.timed_out) or not rows:
         raise EnvError(
             f"nccl-tests failed (exit {done.returncode}): {done.tail(3)}", f"run it by hand: {' '.join(argv)}"
         )

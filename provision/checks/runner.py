@@ -73,29 +73,24 @@ def run(
     the build was made this minute (create): a file that is not what its lock pins FAILs the drift check."""
     selected = select(only, record.checks_required or None)
     durations.check_timeout()  # before any check runs, not at the first payload
-    in_process_only = all(
-        c.id == "drift" for c in selected
-    )  # `--only drift` before a baseline: no NVML, no venv process
+    # `--only drift` before a baseline: no NVML, no venv process
+    in_process_only = all(c.id == "drift" for c in selected)
     if gpus is None and not in_process_only:
-        reading = (
-            probe.gpu_reading()
-        )  # a driver that never answers: a note after the probe's bound, not a hang
+        # a driver that never answers: a note after the probe's bound, not a hang
+        reading = probe.gpu_reading()
         gpus, driver = reading.gpus, reading.driver
     gpus, driver = gpus or [], driver or Driver()
-    if (
-        driver.nvml.silent and not only and BY_ID["driver"] not in selected
-    ):  # what a profile requires or not, a driver
-        selected = [
-            c for c in CHECKS if c in selected or c.id == "driver"
-        ]  # that does not answer is never activated
+    # what a profile requires or not, a driver
+    if driver.nvml.silent and not only and BY_ID["driver"] not in selected:
+        # that does not answer is never activated
+        selected = [c for c in CHECKS if c in selected or c.id == "driver"]
     venv = record.venv_path(build)
     python = venv / "bin" / "python"
     env = environment(venv, record, gpus, build)
     from provision.envs import home
 
-    blocking = (
-        None if in_process_only else home.blocking_file(venv)
-    )  # Python would wait on it at start-up: not run
+    # Python would wait on it at start-up: not run
+    blocking = None if in_process_only else home.blocking_file(venv)
     installed = {} if in_process_only or blocking else inventory(python, env)
     silent, no_gpu = _without_gpus(driver)
     results = []
@@ -215,9 +210,8 @@ def _serve_arguments(build: Path, gpus: int, timeout: float) -> dict[str, object
 
 
 TIMEOUT_VARIABLE = durations.CHECK_TIMEOUT
-KEPT_OUTPUT = (
-    8 << 20
-)  # of each of a payload's stdout and stderr, the last characters held: its answer is printed last
+# of each of a payload's stdout and stderr, the last characters held: its answer is printed last
+KEPT_OUTPUT = 8 << 20
 
 
 PROGRESS_PREFIX = (

@@ -245,9 +245,8 @@ def run(app: App, args: tuple[str, ...]) -> NoReturn:
     if not command[0]:  # as shells give; execve refuses an empty name with a ValueError
         raise found
     try:
-        os.execvpe(
-            command[0], list(command), environment
-        )  # the command's own stdout and exit code, nothing added
+        # the command's own stdout and exit code, nothing added
+        os.execvpe(command[0], list(command), environment)
     except FileNotFoundError as exc:  # exit 127 and 126, as shells give
         raise found from exc
     except PermissionError as exc:
@@ -257,9 +256,8 @@ def run(app: App, args: tuple[str, ...]) -> NoReturn:
     except OSError as exc:
         import errno
 
-        if (
-            exc.errno == errno.ENAMETOOLONG and "/" not in command[0]
-        ):  # no such command on PATH, as shells say
+        # no such command on PATH, as shells say
+        if exc.errno == errno.ENAMETOOLONG and "/" not in command[0]:
             raise found from exc
         if exc.errno == errno.ENOEXEC and exc.filename is not None and _script(os.fsdecode(exc.filename)):
             # a script without a #! line: run by /bin/sh, as execvp and shells run it

@@ -228,9 +228,8 @@ def _main(argv: Sequence[str] | None) -> None:
         fail(state, args, exc.format_message().replace("\n", " "), "", exc.exit_code, UsageError.code)
     except ProvisionError as exc:
         fail(state, args, exc.message, exc.hint, exc.exit_code, exc.code)
-    except (
-        BrokenPipeError
-    ):  # the reader stopped reading (`provision report | head -1`): exit 1 quietly, as click does
+    # the reader stopped reading (`provision report | head -1`): exit 1 quietly, as click does
+    except BrokenPipeError:
         _discard_stdout()
         sys.exit(1)
     except OSError as exc:  # the last net: core code names what it writes, this names the file at least
@@ -241,9 +240,8 @@ def _main(argv: Sequence[str] | None) -> None:
             else "check that path and its permissions"
         )
         fail(state, args, f"{exc.strerror or exc}{where}", hint, 3, ProvisionError.code)
-    except (
-        Exception
-    ) as exc:  # a bug in provision: one line naming it, never a traceback unless -v asks for it
+    # a bug in provision: one line naming it, never a traceback unless -v asks for it
+    except Exception as exc:
         import traceback
 
         from provision import log

@@ -34,8 +34,7 @@ def baseline(
         if runs > 1:
             progress(f"run {number} of {runs}")
         run = dataclasses.replace(baselines.run(name, build, record, progress, reading), series=series)
-        records.add_baseline(
-            build, run
-        )  # each run stored as it ends: an interrupted series keeps what it measured
+        # each run stored as it ends: an interrupted series keeps what it measured
+        records.add_baseline(build, run)
         done.append(run)
     return name, done

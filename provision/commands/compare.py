@@ -17,9 +17,8 @@ def compare(home: Home, first: str, second: str) -> Comparison:
     """Each environment's latest baseline call (every run of a `baseline --runs N`, else the last run): median and
     spread; the change between the medians, and whether the spreads cover it (within noise)."""
     sides = []
-    read = {
-        name: records.read(home.build_of(name)) for name in (first, second)
-    }  # both exist, before a baseline is asked
+    # both exist, before a baseline is asked
+    read = {name: records.read(home.build_of(name)) for name in (first, second)}
     for name in (first, second):
         record = read[name]
         if not record.baselines:

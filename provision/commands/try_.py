@@ -41,9 +41,8 @@ class Asked:
     env: Mapping[str, str] = field(default_factory=dict)
     args: Sequence[str] = ()
     files: Sequence[tuple[str, str]] = ()  # (PATH in the venv, SOURCE file)
-    contents: Mapping[str, bytes] = field(
-        default_factory=dict
-    )  # SOURCE -> content, where it is known (a replay)
+    # SOURCE -> content, where it is known (a replay)
+    contents: Mapping[str, bytes] = field(default_factory=dict)
 
 
 def parse_env(pairs: Sequence[str]) -> dict[str, str]:
@@ -180,9 +179,8 @@ def replay(
         raise EnvError(
             f"{old} has no trials to replay", f"try a change on it first: provision try {old} LABEL --env K=V"
         )
-    kept = [
-        {f.source: ledger.content(old_build, f) for f in trial.change.files} for trial in earlier
-    ]  # all, first
+    # all, first
+    kept = [{f.source: ledger.content(old_build, f) for f in trial.change.files} for trial in earlier]
     for trial, contents in zip(earlier, kept, strict=True):
         asked = Asked(
             env={} if trial.recipe else trial.change.env,

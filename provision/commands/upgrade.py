@@ -385,9 +385,8 @@ class _Run:
         records.add_checks(build, results, _now())
         start = reading.driver.nvml
         failed = [f"{r.id} {r.status.upper()}: {r.reason}" for r in results if r.failed]
-        if (
-            start.silent
-        ):  # a driver installed that does not answer (a reboot pending, say): never read as "no GPU"
+        # a driver installed that does not answer (a reboot pending, say): never read as "no GPU"
+        if start.silent:
             return _step(
                 "checks",
                 "fail",
@@ -451,9 +450,8 @@ class _Run:
                     names[side], builds[side], dataclasses.replace(kept[side], baseline=spec), self.progress
                 )
                 run = dataclasses.replace(run, series=series)
-                records.add_baseline(
-                    builds[side], run
-                )  # each run stored as it ends, as baseline --runs stores them
+                # each run stored as it ends, as baseline --runs stores them
+                records.add_baseline(builds[side], run)
                 figures[side].append(float(run.figure or 0.0))
         verdict = baselines.judge(figures[0], figures[1], spec.better)
         self.record = dataclasses.replace(

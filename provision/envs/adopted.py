@@ -195,9 +195,8 @@ def lock_env(
     )
     path = build / LOCK_NAME
     text = render(result, name=name, venv=venv, profile=profile)
-    with (
-        home.locked()
-    ):  # the matching ran without it: a remove meanwhile took the build, never to be made again here
+    # the matching ran without it: a remove meanwhile took the build, never to be made again here
+    with home.locked():
         if name not in home.names() or home.build_of(name) != build:
             raise RemovedMeanwhile(
                 f"{name} was removed while its lock was being made; nothing was written",
@@ -253,9 +252,8 @@ def render(result: MatchResult, *, name: str, venv: Path, profile: Profile | Non
             }
         },
     }
-    text = tomlkit.dumps(
-        raw
-    )  # from plain data: a tomlkit document built item by item costs seconds for 200 packages
+    # from plain data: a tomlkit document built item by item costs seconds for 200 packages
+    text = tomlkit.dumps(raw)
     try:
         Pylock.from_dict(toml.loads(text))  # what is written is read back as PEP 751 (from_dict validates)
     except (toml.TOMLDecodeError, PylockValidationError, InvalidVersion) as exc:

@@ -49,9 +49,8 @@ def stale_builds(home: Home) -> list[Path]:
             continue
         marker = build / BUILDING
         try:
-            pid = (
-                int(regular.read_text(marker, 64, follow=False).strip()) if marker.exists() else 0
-            )  # never a pipe waited on
+            # never a pipe waited on
+            pid = int(regular.read_text(marker, 64, follow=False).strip()) if marker.exists() else 0
         except (OSError, ValueError):
             pid = 0
         if (

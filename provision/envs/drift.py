@@ -42,9 +42,8 @@ CACHE_NAME = "drift-cache.json"  # beside the environment, in its build folder
 STARTUP_NAMES = ("sitecustomize.py", "usercustomize.py", "sitecustomize", "usercustomize")
 # Written by virtualenv (and older uv) into every venv it makes; owned by no distribution, known by its content.
 VENV_TOOL_FILES = {"_virtualenv.pth": "import _virtualenv"}
-RECORD_LIMIT = (
-    64 << 20
-)  # torch's RECORD, among the largest, is a few MB: past this, a finding, never read into memory
+# torch's RECORD, among the largest, is a few MB: past this, a finding, never read into memory
+RECORD_LIMIT = 64 << 20
 # torch's RECORD lists about 13,000 files, the largest real ones a few tens of thousands: 640,000 rows of files that are
 # not there took the check 58 s and 2.7 GB
 RECORD_ROWS = 100_000
@@ -109,12 +108,10 @@ class Drift:
     hashed_bytes: int = 0
     remembered: int = 0
     seconds: float = 0.0
-    owners: dict[str, str] = field(
-        default_factory=dict
-    )  # kept path -> "name version" of the distribution listing it
-    notes: list[str] = field(
-        default_factory=list
-    )  # distributions from a source tree or a repository, as locked
+    # kept path -> "name version" of the distribution listing it
+    owners: dict[str, str] = field(default_factory=dict)
+    # distributions from a source tree or a repository, as locked
+    notes: list[str] = field(default_factory=list)
     unmatched: set[str] = field(default_factory=set)  # an adopted lock's distributions that matched no wheel
 
     @property
@@ -324,9 +321,8 @@ def _info_escape(info: Path, confinement: confined.Confinement) -> confined.Esca
     """The link out of the venv that the metadata folder is, or that one of its files is."""
     escape = confinement.folder(str(info))
     if escape is None and info.is_dir():
-        with os.scandir(
-            info
-        ) as entries:  # the folder's own listing says which entry is a link: no stat per file
+        # the folder's own listing says which entry is a link: no stat per file
+        with os.scandir(info) as entries:
             for entry in entries:
                 if escape is None and entry.is_symlink():
                     escape = confinement.path(entry.path)
@@ -344,9 +340,8 @@ def _files(
     """Check every file RECORD lists with a hash, and every kept file; return every path RECORD lists (hashed or
     not) and every kept path, normalized. A path two distributions share as the lock recorded when it was made
     (`known`: the same owners, the same hashes) is no finding while one owner's bytes are on disk: a note."""
-    owners: dict[
-        str, dict[str, str]
-    ] = {}  # key -> {distribution: the hash its RECORD gives}, in the order read
+    # key -> {distribution: the hash its RECORD gives}, in the order read
+    owners: dict[str, dict[str, str]] = {}
     wanted: list[filehash.Wanted] = []
     owned: set[str] = set()
     escaped: dict[str, str] = {}  # key -> what was found instead of reading: a folder on its way leads out
@@ -377,9 +372,8 @@ def _files(
                 if not plain and not path.startswith(root):
                     continue
                 folder = path.rpartition("/")[0]
-                if (
-                    folder != last_folder
-                ):  # RECORD lists a folder's files together: one lookup per run of them
+                # RECORD lists a folder's files together: one lookup per run of them
+                if folder != last_folder:
                     last_folder, escape = folder, confinement.folder(folder)  # one lstat per folder
                 if escape is not None:
                     escaped[key] = (
@@ -388,11 +382,12 @@ def _files(
                 elif key not in owners:
                     wanted.append(filehash.Wanted(key=key, path=path, mode=mode))
                 owners.setdefault(key, {})[name] = row[1]
+        # a field past csv's limit, bytes that are not UTF-8
         except (
             csv.Error,
             UnicodeDecodeError,
             OSError,
-        ) as exc:  # a field past csv's limit, bytes that are not UTF-8
+        ) as exc:
             why = exc.strerror if isinstance(exc, OSError) and exc.strerror else type(exc).__name__
             drift.findings.append(
                 Finding(
@@ -417,9 +412,8 @@ def _files(
     )
     for key, claims in owners.items():
         got = escaped.get(key) or digests.found.get(key)
-        if (
-            len(set(claims.values())) > 1
-        ):  # two distributions install this path with other contents: one finding
+        # two distributions install this path with other contents: one finding
+        if len(set(claims.values())) > 1:
             finding = _shared(key, claims, got)
             if finding.on_disk and dict(known.get(key, {})) == claims:
                 drift.notes.append(
@@ -524,9 +518,8 @@ def links_allowed(venv: Path) -> Callable[[str], bool]:
     roots = [os.path.join(os.path.realpath(venv), "")]
 
     def allowed(target: str) -> bool:
-        if len(roots) == 1 and not target.startswith(
-            roots[0]
-        ):  # uv's cache asked once, and only when a link leads out
+        # uv's cache asked once, and only when a link leads out
+        if len(roots) == 1 and not target.startswith(roots[0]):
             from provision.stacks import uvtool
 
             try:
@@ -784,9 +777,8 @@ def judged(drift: Drift, record: EnvRecord) -> CheckResult:
     """PASS when `drift` found nothing, else WARN listing each finding with its path and distribution."""
     said = BY_ID["drift"]
     lock = Path(record.lock) if record.lock else None
-    details = DriftDetails.parse(
-        Reader(drift.to_dict(), "details")
-    )  # the same JSON as restore's drift_before
+    # the same JSON as restore's drift_before
+    details = DriftDetails.parse(Reader(drift.to_dict(), "details"))
     without_lock = "" if lock else "; no lock (adopted): distributions not compared"
     if not drift.findings:
         kept = len(record.kept_files())

@@ -126,11 +126,12 @@ def digests(
                 and entry[2] == stat.st_ino
                 else None
             )
+        # a damaged cache entry (not [size, mtime, inode, digest]): read the file
         except (
             TypeError,
             IndexError,
             KeyError,
-        ):  # a damaged cache entry (not [size, mtime, inode, digest]): read the file
+        ):
             remembered = None
         if remembered is not None and remembered.startswith(item.mode + "="):
             result.found[item.key] = remembered

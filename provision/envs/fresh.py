@@ -33,10 +33,11 @@ if TYPE_CHECKING:
 
     from provision.envs.records import EnvRecord
 
+# what makes the drift check of a fresh build FAIL: files not what was locked
 FAILING = (
     "modified",
     "missing",
-)  # what makes the drift check of a fresh build FAIL: files not what was locked
+)
 
 
 def check(venv: Path, build: Path, record: EnvRecord) -> CheckResult:

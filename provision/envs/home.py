@@ -170,9 +170,8 @@ class Home:
     def restorer(self, build: Path) -> str | None:
         """The pid of a restore holding `build` now, else None (remove, gc and --replace must not pull it away)."""
         try:
-            handle = _own_file(
-                build / RESTORING, os.O_RDONLY, "r"
-            )  # a pipe there must not block remove or gc
+            # a pipe there must not block remove or gc
+            handle = _own_file(build / RESTORING, os.O_RDONLY, "r")
         except OSError:
             return None
         with handle:

@@ -80,9 +80,8 @@ def listing(home: Home, uv_cache: str = "") -> Listing:
     for name in home.names():
         try:
             build = home.build_of(name)
-        except (
-            EnvError
-        ) as exc:  # a trial's leftovers that cannot be put back: listed, and said (it vanished before)
+        # a trial's leftovers that cannot be put back: listed, and said (it vanished before)
+        except EnvError as exc:
             from provision import log
             from provision.envs import links
 

@@ -31,9 +31,8 @@ def key_of(venv: Path, site: Path, given: str) -> str:
     normalized; a path that leaves the venv is a UsageError."""
     inside = os.path.join(os.path.normpath(venv), "")
     target = os.path.normpath(given if os.path.isabs(given) else os.path.join(site, given))
-    if (
-        not target.startswith(inside) and "\0" not in given
-    ):  # named through a link to the venv ($HOME/envs/NAME/venv)
+    # named through a link to the venv ($HOME/envs/NAME/venv)
+    if not target.startswith(inside) and "\0" not in given:
         target = os.path.join(os.path.realpath(os.path.dirname(target)), os.path.basename(target))
     if "\0" in given or not target.startswith(inside):
         raise UsageError(

@@ -23,9 +23,8 @@ def remove_stale(build: Path) -> list[Path]:
     it is named. The caller holds the build's restore lock or saw that no restore holds it."""
     record = build / MADE
     try:
-        with os.fdopen(
-            regular.open_fd(record, follow=False), "rb"
-        ) as handle:  # a link or a pipe there: not ours
+        # a link or a pipe there: not ours
+        with os.fdopen(regular.open_fd(record, follow=False), "rb") as handle:
             data = json.loads(handle.read(1 << 16))
         made = [Path(p) for p in data["made"] if isinstance(p, str)]
     except FileNotFoundError:

@@ -196,9 +196,8 @@ def _install(
     progress(f"creating the venv with Python {version}")
     uvtool.run(["venv", str(build / "venv"), "--python", str(interpreter), "--quiet", "--no-project"])
     progress("installing the lock (hashes verified)")
-    with log.ticking(
-        progress, _installing(build / "venv", uvtool.cache_dir())
-    ):  # uv is silent while it downloads
+    # uv is silent while it downloads
+    with log.ticking(progress, _installing(build / "venv", uvtool.cache_dir())):
         uvtool.sync(
             lock_file,
             build / "venv" / "bin" / "python",
@@ -211,9 +210,8 @@ def _install(
         toolkit_home.make(build / "cuda", site_packages(build / "venv") / profile.toolkit)
     created = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
     carried = []
-    for (
-        file
-    ) in profile.files:  # the team's own patches, from the profile: every machine of a fleet gets the same
+    # the team's own patches, from the profile: every machine of a fleet gets the same
+    for file in profile.files:
         progress(f"writing {file.path} from {file.source}")
         keeping.keep(build, file.content, file.mode)
         keeping.put(build / "venv", site_packages(build / "venv"), file.path, file.content, file.mode)
@@ -275,13 +273,14 @@ def commit(home: Home, name: str, build: Path, *, activate: bool, replace: bool,
                 )
         (build / BUILDING).unlink()
         home.point(home.envs / name, f"../builds/{build.name}")
+        # one a restore holds is left to the next gc
         if (
             previous is not None
             and previous != build
             and previous not in home.referenced()
             and home.owns(previous)
             and home.restorer(previous) is None
-        ):  # one a restore holds is left to the next gc
+        ):
             home.delete_build(previous)  # the old build stays until the new one has passed
         if activate:
             try:
@@ -377,9 +376,8 @@ def register(home: Home, name: str, venv: Path, profile: Profile | None = None) 
                 "choose another name or provision remove it first",
             )
         built = [other for other, adopted in registered_as(home, venv) if not adopted]
-        if built or _inside(
-            venv, home.builds
-        ):  # its files go when that build is removed: the new name would dangle
+        # its files go when that build is removed: the new name would dangle
+        if built or _inside(venv, home.builds):
             raise EnvError(
                 f"{venv} was built by provision"
                 + (f" as {built[0]!r}" if built else f" (under {home.builds})")

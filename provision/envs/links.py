@@ -50,9 +50,8 @@ def resolve(home: str | os.PathLike[str] | None = None) -> str:
         data = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
         home = os.path.join(data, "provision")
     root = absolute(os.fspath(home))
-    if os.path.exists(root) and not os.path.isdir(
-        root
-    ):  # every command, reading or writing, stops here alike (exit 7)
+    # every command, reading or writing, stops here alike (exit 7)
+    if os.path.exists(root) and not os.path.isdir(root):
         raise EnvError(
             f"{root} is a file, not a folder: it cannot be provision's home",
             "choose another --home (or PROVISION_HOME), or move that file away",
@@ -114,9 +113,8 @@ def holding(handle: IO[str], busy: Callable[[str], None]) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_EX)
         handle.seek(0)
         handle.truncate()
-        with contextlib.suppress(
-            OSError
-        ):  # who holds it, for one who waits: a full disk holds the lock all the same
+        # who holds it, for one who waits: a full disk holds the lock all the same
+        with contextlib.suppress(OSError):
             os.write(handle.fileno(), str(os.getpid()).encode())
         try:
             yield
@@ -203,14 +201,12 @@ def activate(root: str, name: str) -> None:
             f"environment {name!r} has no python at {python} (its venv is gone)",
             f"rebuild it: provision create PROFILE --name {name} --replace, or provision remove {name}",
         )
-    history = states.read(root).activated(
-        name
-    )  # a broken state.json stops here, before the active pointer moves
+    # a broken state.json stops here, before the active pointer moves
+    history = states.read(root).activated(name)
     link = os.path.join(root, "active")
     before = os.readlink(link) if os.path.islink(link) else None
-    with writing(
-        root, "write state.json"
-    ):  # a full disk stops here too: written and synced beside it, not in place
+    # a full disk stops here too: written and synced beside it, not in place
+    with writing(root, "write state.json"):
         staged = states.stage(root, history)
     moved = False
     try:

@@ -95,9 +95,8 @@ def lock_for(
     from provision.stacks import lock as locking
 
     if found.path is not None and found.origin is not None:
-        unsealed = (
-            allow_unsealed and found.origin == "given"
-        )  # the user's --allow-unsealed is for the lock they gave
+        # the user's --allow-unsealed is for the lock they gave
+        unsealed = allow_unsealed and found.origin == "given"
         lockfile.check_binding(found.path, profile, allow_unsealed=unsealed)
         copy = build / COPY_NAME
         with home.writing("copy the lock into the build"):

@@ -95,9 +95,8 @@ class Fields:
 def load(path: str | os.PathLike[str]) -> object | None:
     """The JSON in `path`, None when there is no file; a file that is not JSON is a RecordError."""
     try:
-        text = regular.read_text(
-            path, follow=False, errors="replace"
-        )  # a pipe would block every command; a link may lead anywhere
+        # a pipe would block every command; a link may lead anywhere
+        text = regular.read_text(path, follow=False, errors="replace")
     except FileNotFoundError:
         return None
     except OSError as exc:

@@ -36,12 +36,13 @@ if TYPE_CHECKING:  # read when a record holds runs (switch and rollback load no 
 ENV_FILE = "env.json"
 
 T = TypeVar("T")
+# written only when there is something to say
 OPTIONAL_KEYS = (
     "env_template",
     "checks_subset",
     "accepted",
     "profile_files",
-)  # written only when there is something to say
+)
 
 
 def _allreduce_runs(stored: list[Fields]) -> list[AllreduceRun]:
@@ -249,10 +250,11 @@ class EnvRecord:
         env = fields.mapping("env") or {}
         if not all(isinstance(v, str) for v in env.values()):
             raise RecordError(f"{path}: key 'env' holds a non-string value, expected strings", fix_hint(path))
+        # shell-env exports each key as is, into an eval: one not a name would run as code
         for (
             key,
             value,
-        ) in env.items():  # shell-env exports each key as is, into an eval: one not a name would run as code
+        ) in env.items():
             if not SHELL_NAME.match(key):
                 shown = repr(key if len(key) <= 80 else key[:77] + "...")
                 raise RecordError(f"{path}: key 'env' holds {shown}, not a variable name", fix_hint(path))

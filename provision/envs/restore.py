@@ -104,9 +104,8 @@ def plan(home: Home, name: str) -> tuple[Path, EnvRecord, RestoreResult]:
         raise confined.refusal(escape, venv, f"restore {name}", f"provision restore {name} again")
     before = drifting.scan_env(venv, build, record)
     blocking = blocking_file(venv)
-    if (
-        blocking is not None
-    ):  # uv (and the checks after) would wait on it forever: refused before anything changes
+    # uv (and the checks after) would wait on it forever: refused before anything changes
+    if blocking is not None:
         raise EnvError(
             blocking_reason(blocking),
             f"remove it (rm {blocking}), then run provision restore {name} again; nothing was changed",
@@ -232,9 +231,8 @@ def _apply(build: Path, record: EnvRecord, result: RestoreResult, progress: Prog
     venv = result.venv
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     staging = venv.parent / (STAGING.format(name=venv.name) + f"{os.getpid()}-{stamp}")
-    contents = {
-        path: kept.kept_content(build, file) for path, file in record.kept_files().items()
-    }  # before anything changes
+    # before anything changes
+    contents = {path: kept.kept_content(build, file) for path, file in record.kept_files().items()}
     # recorded before either is made: a restore killed with -9 leaves names that the next restore or gc removes
     # exactly, never a user's folder that merely looks like one
     write_atomic(
@@ -242,9 +240,8 @@ def _apply(build: Path, record: EnvRecord, result: RestoreResult, progress: Prog
         json.dumps({"pid": os.getpid(), "made": [str(staging), str(build / SUBSET.format(pid=os.getpid()))]}),
     )
     aside = _aside_folder(build, stamp) if result.set_aside else build / ASIDE / stamp
-    aside_folder = (
-        aside if result.set_aside else None
-    )  # before the first move: a Ctrl-C during them undoes them
+    # before the first move: a Ctrl-C during them undoes them
+    aside_folder = aside if result.set_aside else None
     put_back = list(result.put_back)
     swapped = False
     try:
@@ -259,12 +256,10 @@ def _apply(build: Path, record: EnvRecord, result: RestoreResult, progress: Prog
         for relative in result.set_aside:
             (aside / relative).parent.mkdir(parents=True, exist_ok=True)
             shutil.move(str(site / relative), str(aside / relative))
-        _put_back(
-            staging, site, contents, put_back
-        )  # before uv runs the copy's python: an accepted sitecustomize.py as accepted
-        lock = (
-            Path(record.lock) if record.lock else None
-        )  # an adopted venv: only start-up files are set aside
+        # before uv runs the copy's python: an accepted sitecustomize.py as accepted
+        _put_back(staging, site, contents, put_back)
+        # an adopted venv: only start-up files are set aside
+        lock = Path(record.lock) if record.lock else None
         downloaded, refreshed = (
             _reinstall(build, lock, venv, staging, result.reinstall, progress) if lock else (False, ())
         )
@@ -281,9 +276,8 @@ def _apply(build: Path, record: EnvRecord, result: RestoreResult, progress: Prog
                     *result.uninstall,
                 ]
             )
-        _put_back(
-            staging, site, contents, put_back
-        )  # a reinstalled distribution's own copy of a kept file is replaced again
+        # a reinstalled distribution's own copy of a kept file is replaced again
+        _put_back(staging, site, contents, put_back)
         progress("verifying the restored copy")
         after = drifting.scan(staging, lock=lock, cache=build / drifting.CACHE_NAME, kept=record.kept_files())
         # a shared path stays as it is: reinstalling either owner only picks which one wins

@@ -52,9 +52,8 @@ def activate_lines(
         f"export {KEYS}={shlex.quote(' '.join(keys))}",
         f"export {UNSET}={shlex.quote(' '.join(sorted(unset)))}",
     ]
-    lines += [
-        f"unset {k}" for k in sorted(earlier - set(values)) if k in unset
-    ]  # set by the earlier eval only
+    # set by the earlier eval only
+    lines += [f"unset {k}" for k in sorted(earlier - set(values)) if k in unset]
     lines += [f"export {k}={shlex.quote(saved[k])}" for k in sorted(earlier - set(values)) if k in saved]
     lines += [f"export {k}={shlex.quote(v)}" for k, v in values.items()]
     restore = _restore_lines(saved, unset, keys)

@@ -50,9 +50,8 @@ def held(build: Path, name: str) -> Iterator[None]:
                 "wait for it to finish, then run this again",
             ) from None
         handle.truncate(0)
-        with contextlib.suppress(
-            OSError
-        ):  # who holds it, for one who waits: a full disk holds the lock all the same
+        # who holds it, for one who waits: a full disk holds the lock all the same
+        with contextlib.suppress(OSError):
             os.write(handle.fileno(), str(os.getpid()).encode())
         yield
 

@@ -136,9 +136,8 @@ def _read_driver(lib: Any, reading: Reading) -> None:
 
 def _read_gpus(lib: Any, reading: Reading) -> tuple[list[Any], list[list[NvLinkEnd]]]:
     count = _try(lambda: int(lib.nvmlDeviceGetCount()), reading, "GPU count") or 0
-    if (
-        not 0 <= count <= MAX_GPUS
-    ):  # a damaged recording or binding: reading a billion handles would never end
+    # a damaged recording or binding: reading a billion handles would never end
+    if not 0 <= count <= MAX_GPUS:
         reading.notes.append(f"GPU count: {count} is not a number of GPUs (0 to {MAX_GPUS}); no GPUs read")
         count = 0
     handles, ends = [], []
@@ -207,9 +206,8 @@ def fabric(lib: Any, handle: Any) -> Fabric | None:
         try:
             info = getattr(lib, struct)()
             getattr(lib, call)(handle, ctypes.byref(info))
-        except (
-            Exception
-        ) as exc:  # NotSupported: no fabric here; FunctionNotFound (an older driver): the next call
+        # NotSupported: no fabric here; FunctionNotFound (an older driver): the next call
+        except Exception as exc:
             if getattr(exc, "value", None) == NVML_ERROR_NOT_SUPPORTED:
                 return None
             continue

@@ -200,9 +200,8 @@ def _started(pid: int) -> str | None:
     be read (no /proc, another user's hidden one)."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as stat:
-            fields = (
-                stat.read(4096).rpartition(b")")[2].split()
-            )  # after the command's name, which may hold spaces
+            # after the command's name, which may hold spaces
+            fields = stat.read(4096).rpartition(b")")[2].split()
         started = fields[19].decode()  # field 22: those after the name start at field 3, the state
     except (OSError, IndexError, UnicodeDecodeError):
         return None

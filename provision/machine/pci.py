@@ -20,16 +20,16 @@ from provision.machine.sysfs import Files
 
 DEVICES = "/sys/bus/pci/devices"
 IOMMU_UNITS, IOMMU_GROUPS, CMDLINE = "/sys/class/iommu", "/sys/kernel/iommu_groups", "/proc/cmdline"
-ADDRESS = re.compile(
-    r"^[0-9a-f]{4,8}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$"
-)  # domain:bus:device.function, sysfs spelling
+# domain:bus:device.function, sysfs spelling
+ADDRESS = re.compile(r"^[0-9a-f]{4,8}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$")
+# /sys/kernel/iommu_groups/N/type (Documentation/ABI/testing/sysfs-kernel-iommu_groups)
 DOMAINS = {
     "identity": "passthrough",
     "DMA": "translated",
     "DMA-FQ": "translated",
     "unmanaged": "translated",
     "blocked": "blocked",
-}  # /sys/kernel/iommu_groups/N/type (Documentation/ABI/testing/sysfs-kernel-iommu_groups)
+}
 # Kernel options that decide the IOMMU and ACS (Documentation/admin-guide/kernel-parameters.txt)
 CMDLINE_OPTIONS = ("intel_iommu=", "amd_iommu=", "iommu=", "iommu.", "pci=", "pcie_acs_override=")
 

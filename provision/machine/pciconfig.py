@@ -73,9 +73,8 @@ class Config(NamedTuple):
     class_code: int | None  # base class, subclass, programming interface: 0x060400 is a PCI-to-PCI bridge
     header_layout: int | None  # header type bits 6:0: 0 a function, 1 a PCI-to-PCI bridge
     port_type: str | None  # from the PCI Express capability; None where it is not in the bytes read
-    acs_offset: (
-        int | None
-    )  # where the ACS extended capability starts; None where there is none or it was not read
+    # where the ACS extended capability starts; None where there is none or it was not read
+    acs_offset: int | None
     acs_capability: int | None
     acs_control: int | None
 

@@ -80,9 +80,8 @@ class _NvmlStart:
             # a child that never answered says nothing of a crash: `crashed` stays as it is
             if died != "timeout":
                 nvmlguard.crashed(died is not None)
-            if (
-                died is not None
-            ):  # NVML is not called here (a driver that does not answer is not waited for twice)
+            # NVML is not called here (a driver that does not answer is not waited for twice)
+            if died is not None:
                 self.crashed = died
                 return
         self.mark = nvmlguard.begin()
@@ -100,12 +99,10 @@ def _facts(
     from provision.machine.facts import MachineFacts
 
     host_facts = host.read()  # what needs no NVML is read while nvmlInit runs
-    if (
-        started.started is not None
-    ):  # pynvml's import (about 20 ms of Python) while the driver starts on the thread
-        with contextlib.suppress(
-            Exception
-        ):  # nvml.read's load_library imports it again, and notes what failed
+    # pynvml's import (about 20 ms of Python) while the driver starts on the thread
+    if started.started is not None:
+        # nvml.read's load_library imports it again, and notes what failed
+        with contextlib.suppress(Exception):
             import pynvml  # noqa: F401
     if started.started is not None and started.started.running():
         knowledge.tables()  # the GPUs' architecture names: knowledge.json read now, not after the wait
@@ -171,9 +168,8 @@ def _nvml_read(
     if started is not None and not started.wait(limit):  # a hung driver: pynvml's own nvmlInit would wait too
         return _start_timed_out(limit, record_nvml), None
     recorder = None
-    early = (
-        started.result() if started is not None else None
-    )  # nvmlInit done: nvml.read's own is only counted
+    # nvmlInit done: nvml.read's own is only counted
+    early = started.result() if started is not None else None
     try:
         lib = nvml.load_library()
         if record_nvml is not None:

@@ -29,9 +29,8 @@ class Live:
     def read(self, path: str, limit: int = READ_LIMIT) -> bytes:
         from provision import regular
 
-        return regular.read_bytes(
-            path, limit
-        )  # a pipe planted where a file belongs is refused, not waited on
+        # a pipe planted where a file belongs is refused, not waited on
+        return regular.read_bytes(path, limit)
 
     def resolve(self, path: str) -> str:
         return os.path.realpath(path, strict=True)

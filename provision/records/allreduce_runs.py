@@ -226,12 +226,13 @@ class VariantRun:
     extra: JSONObject = field(default_factory=dict)
     absent: frozenset[str] = field(default=frozenset(), compare=False, repr=False)
 
+    # a record lacking one is written back without
     ALWAYS: ClassVar[tuple[str, ...]] = (
         "world_size",
         "pattern",
         "teardown",
         "nccl_nvls_enable",
-    )  # a record lacking one is written back without
+    )
 
     @classmethod
     def parse(cls, fields: Reader) -> VariantRun:

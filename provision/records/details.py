@@ -22,16 +22,13 @@ D = TypeVar("D", bound="Details")
 class Details:
     """A check's details that provision reads nothing of (imports, torch-cuda, cuda-libs, ...): kept as they came."""
 
-    rest: dict[str, JSONValue] = field(
-        default_factory=dict
-    )  # the keys this version does not read, as they were
-    order: tuple[str, ...] = field(
-        default=(), repr=False, compare=False
-    )  # every key as the answer gave them: written in that order (how it is written, not what it says)
+    # the keys this version does not read, as they were
+    rest: dict[str, JSONValue] = field(default_factory=dict)
+    # every key as the answer gave them: written in that order (how it is written, not what it says)
+    order: tuple[str, ...] = field(default=(), repr=False, compare=False)
 
-    READ: ClassVar[
-        tuple[str, ...]
-    ] = ()  # the typed keys (attributes of the same name), in the order a payload writes them
+    # the typed keys (attributes of the same name), in the order a payload writes them
+    READ: ClassVar[tuple[str, ...]] = ()
 
     @classmethod
     def parse(cls, fields: Reader) -> Details:
@@ -54,9 +51,8 @@ def _json(value: object) -> JSONValue:
         return [_json(v) for v in value]
     if isinstance(value, dict):
         return {str(k): _json(v) for k, v in value.items()}
-    return (
-        value if value is None or isinstance(value, (bool, int, float, str)) else str(value)
-    )  # as json_text writes it
+    # as json_text writes it
+    return value if value is None or isinstance(value, (bool, int, float, str)) else str(value)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -113,9 +109,8 @@ class NcclAllreduceDetails(Details):
             if isinstance(matrix, list)
             else None
         )
-        if (
-            matrix is not None and rows != matrix
-        ):  # a row that is no list, or a value in one that is not a bool
+        # a row that is no list, or a value in one that is not a bool
+        if matrix is not None and rows != matrix:
             raise MalformedResult(
                 f"key {fields.name('peer_access')!r} is not a list of lists of true or false"
             )

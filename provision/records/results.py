@@ -48,11 +48,12 @@ class CheckResult:
     extra: JSONObject = field(default_factory=dict)  # keys this version does not know, kept as they were
     absent: frozenset[str] = field(default=frozenset(), compare=False, repr=False)
 
+    # written for every result; one an older record lacked stays out of it
     ALWAYS: ClassVar[tuple[str, ...]] = (
         "title",
         "reason",
         "seconds",
-    )  # written for every result; one an older record lacked stays out of it
+    )
 
     @property
     def failed(self) -> bool:

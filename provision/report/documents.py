@@ -94,9 +94,8 @@ def _shape(hint: Any) -> tuple[Any, tuple[Any, ...]]:
 
 
 def _fits(hint: Any, value: object, where: str) -> str | None:
-    origin, args = _shape(
-        hint
-    )  # asked once per hint: a document of eight GPUs and their bridges asks thousands of times
+    # asked once per hint: a document of eight GPUs and their bridges asks thousands of times
+    origin, args = _shape(hint)
     if origin in (typing.Union, types.UnionType):
         if value is None and type(None) in args:
             return None

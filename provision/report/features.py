@@ -25,9 +25,8 @@ def machine_gates(facts: MachineFacts, versions: Versions) -> list[Gate]:
     majors = sorted({int(g.compute_capability.split(".")[0]) for g in gpus if g.compute_capability})
     from provision.report import pcipath
 
-    found = pcipath.findings(
-        facts
-    )  # the ACS and IOMMU facts on the paths between the GPUs, read once for the gates
+    # the ACS and IOMMU facts on the paths between the GPUs, read once for the gates
+    found = pcipath.findings(facts)
     gates = [
         symm_mem(majors, facts.pcie_only, versions),
         fusion(majors, facts.pcie_only, versions),

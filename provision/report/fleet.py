@@ -84,10 +84,11 @@ def summarize(reports: Sequence[MachineReport]) -> FleetSummary:
             for gate in target.gates:
                 if gate.kind == "stack" and gate.status in ("fail", "warn"):
                     grouped.setdefault((gate.status, gate.id, gate.reason), []).append(source)
+        # stable: gate order within a count
         causes = sorted(
             (Cause(status=s, gate=g, reason=r, machines=tuple(m)) for (s, g, r), m in grouped.items()),
             key=lambda c: (c.status != "fail", -len(c.machines)),
-        )  # stable: gate order within a count
+        )
         first = rows[0][1]
         summaries.append(
             TargetSummary(

@@ -86,13 +86,11 @@ def scan_lock(
         filename = _filename(wheel)
         name = str(canonicalize_name(package.name))
         sha256 = (wheel.hashes or {}).get("sha256", "").lower()
-        if not wheelcache.SHA256.match(
-            sha256
-        ):  # before any job starts: nothing of the lock is downloaded, nothing cached is trusted
+        # before any job starts: nothing of the lock is downloaded, nothing cached is trusted
+        if not wheelcache.SHA256.match(sha256):
             raise _unhashed(path, package, wheel, stamp.profile)
-        size = (
-            wheel.size if isinstance(wheel.size, int) and wheel.size >= 0 else None
-        )  # the most a fetch of it reads
+        # the most a fetch of it reads
+        size = wheel.size if isinstance(wheel.size, int) and wheel.size >= 0 else None
         jobs.append(
             _Job(
                 name=name,
@@ -180,9 +178,8 @@ def _records_only(
     wheels = []
     for job in jobs:
         record = job.record or records.get(job.filename)
-        if (
-            record is None
-        ):  # no range requests answered, nothing cached: the whole wheel, its code left unread
+        # no range requests answered, nothing cached: the whole wheel, its code left unread
+        if record is None:
             whole = _scan_one(job, fetch=fetch, progress=progress, code=False)
             wheels.append(whole if whole.record is None else dataclasses.replace(whole, origin=RECORD_ONLY))
         else:
@@ -239,9 +236,8 @@ def _scan_one(job: _Job, *, fetch: bool, progress: Progress, code: bool = True) 
             record = _keep_record(job.sha256, wheelrecords.text_in_folder(job.archive), "uv cache")
         elif record is None and kept is not None:
             record = _keep_record(job.sha256, wheelrecords.text_in_wheel(kept), "provision cache")
-        elif (
-            record is None
-        ):  # its RECORD alone, by range requests where the index answers them: never the whole wheel
+        # its RECORD alone, by range requests where the index answers them: never the whole wheel
+        elif record is None:
             record = wheelrecords.read_all([(job.name, job.filename, job.url, job.sha256)], lambda: None)[
                 job.filename
             ]
@@ -254,9 +250,8 @@ def _scan_one(job: _Job, *, fetch: bool, progress: Progress, code: bool = True) 
         record = record or _keep_record(job.sha256, wheelrecords.text_in_wheel(kept), "provision cache")
     elif not fetch or not job.url:
         origin = "not in uv's cache (--no-fetch)" if job.url else "no URL in the lock"
-    elif not job.url.lower().startswith(
-        ("http://", "https://")
-    ):  # file://, ftp://: never read from this machine's disk
+    # file://, ftp://: never read from this machine's disk
+    elif not job.url.lower().startswith(("http://", "https://")):
         origin = "not fetched (only http and https URLs are)"
     else:
         origin = "fetched"
@@ -306,9 +301,8 @@ def _in_wheel(wheel: Path, sha256: str) -> fatbin.Counts:
 
 
 def _total_of(files: Sequence[binaries.FileScan]) -> fatbin.Counts:
-    total = (
-        fatbin.Counts()
-    )  # what the driver can load; relocatable link input is never judged (scan/binaries.py)
+    # what the driver can load; relocatable link input is never judged (scan/binaries.py)
+    total = fatbin.Counts()
     for file in files:
         total.add(file.code.loadable)
     return total
@@ -519,9 +513,8 @@ def read_lock(
     from provision.report import lockself
     from provision.stacks import lockfile, profiles
 
-    pylock, stamp = lockfile.read(
-        path, allow_unsealed=allow_unsealed
-    )  # once: the scan and the stack read the same
+    # once: the scan and the stack read the same
+    pylock, stamp = lockfile.read(path, allow_unsealed=allow_unsealed)
     scanned = scan_lock(path, fetch=fetch, cache=uv_cache, progress=progress, code=code, read=(pylock, stamp))
     try:
         found = profiles.load(scanned.profile) if scanned.profile else None

@@ -36,9 +36,8 @@ _LOCAL_CUDA = re.compile(r"^cu(\d{2,3})$")
 
 @dataclass(frozen=True, kw_only=True)
 class LockStack:
-    profile: (
-        Profile | None
-    )  # what the gates judge: the lock's own description (or its profile); None: CUDA unknown
+    # what the gates judge: the lock's own description (or its profile); None: CUDA unknown
+    profile: Profile | None
     source: str  # where the CUDA release came from, said in the report
 
 

@@ -10,29 +10,27 @@ from provision import knowledge
 from provision.machine import pciconfig
 from provision.machine.facts import Bridge, Link, MachineFacts
 
+# nvidia-smi topo -m: the pair meets in a host bridge or across CPUs
 ROOT_COMPLEX_LINKS = (
     "PHB",
     "NODE",
     "SYS",
-)  # nvidia-smi topo -m: the pair meets in a host bridge or across CPUs
+)
 SHOWN = 4  # bridges described in a reason; every one is named in the setpci line
 
 
 @dataclass(frozen=True)
 class Findings:
     read: bool  # the PCI facts were read (a probe from before them, or without sysfs, has none)
-    redirecting: dict[str, list[str]] = field(
-        default_factory=dict
-    )  # bridge -> the GPU pairs whose path it is on
+    # bridge -> the GPU pairs whose path it is on
+    redirecting: dict[str, list[str]] = field(default_factory=dict)
     bridges: dict[str, Bridge] = field(default_factory=dict)
     translated: list[int] = field(default_factory=list)  # GPUs of PCIe pairs whose DMA an IOMMU translates
     domains: list[str] = field(default_factory=list)
-    via_iommu: list[str] = field(
-        default_factory=list
-    )  # pairs whose peer writes reach the root complex's IOMMU
-    unread: list[str] = field(
-        default_factory=list
-    )  # bridges on the pairs' paths whose ACS bits only root can read
+    # pairs whose peer writes reach the root complex's IOMMU
+    via_iommu: list[str] = field(default_factory=list)
+    # bridges on the pairs' paths whose ACS bits only root can read
+    unread: list[str] = field(default_factory=list)
     above: dict[str, list[int]] = field(default_factory=dict)  # bridge -> the GPUs below it
 
     @property

@@ -20,9 +20,8 @@ if TYPE_CHECKING:
     from pathlib import Path
 
 
-class FileScan(
-    NamedTuple
-):  # named tuples and a plain class: no dataclass generated at import (fatbin.Counts)
+# named tuples and a plain class: no dataclass generated at import (fatbin.Counts)
+class FileScan(NamedTuple):
     path: str
     package: str | None
     code: fatbin.Code
@@ -125,9 +124,8 @@ def scan(
                 f"{path}: {(exc.strerror or 'cannot be read').lower()}",
                 "give a shared object, cubin, wheel or folder",
             ) from None
-        if os.path.islink(path) and not os.path.exists(
-            path
-        ):  # said, not a note of a scan that "found nothing" (exit 0)
+        # said, not a note of a scan that "found nothing" (exit 0)
+        if os.path.islink(path) and not os.path.exists(path):
             raise InputError(
                 f"{path} is a link to {os.readlink(path)}, which does not exist (a dangling link)",
                 "give the file it should point to, or fix the link",

@@ -20,9 +20,8 @@ SHT_PROGBITS, SHT_NOBITS = 1, 8
 SHF_ALLOC, SHF_EXECINSTR = 0x2, 0x4
 SHN_XINDEX = 0xFFFF
 _HEADER = struct.Struct("<HHIQQQIHHHHHH")  # e_type ... e_shstrndx, after the 16 bytes of e_ident
-_SECTION = struct.Struct(
-    "<IIQQQQIIQQ"
-)  # sh_name, sh_type, sh_flags, sh_addr, sh_offset, sh_size, link, info, ...
+# sh_name, sh_type, sh_flags, sh_addr, sh_offset, sh_size, link, info, ...
+_SECTION = struct.Struct("<IIQQQQIIQQ")
 # Bare cubins: the `a` variant. CUDA 12.8/12.9 set bit 0x8 of e_flags (ELF ABI version 8; LLVM's
 # EF_CUDA_ACCELERATORS_V2) and 0x800 before (EF_CUDA_ACCELERATORS); nvcc 13 leaves e_flags alone and writes
 # attribute 9 = 1 in `.nv.compat` (sm_90a, sm_100a, sm_120a: 1; sm_100, sm_100f: 0; docs/fatbin.md).
@@ -30,9 +29,8 @@ EF_CUDA_ACCELERATORS_V2, EF_CUDA_ACCELERATORS = 0x8, 0x800
 COMPAT_ARCH_SPECIFIC = 9
 
 
-class Section(
-    NamedTuple
-):  # named tuples, not dataclasses: made at import in a sixth of the time (fatbin.Counts)
+# named tuples, not dataclasses: made at import in a sixth of the time (fatbin.Counts)
+class Section(NamedTuple):
     name: str
     type: int
     flags: int
@@ -167,9 +165,8 @@ def code_in_image(buffer: Any, base: int = 0, length: int | None = None, jobs: i
         target = role(image, section)
         if target is None or section.offset >= length:
             continue
-        size = min(
-            section.size, length - section.offset
-        )  # a size past the end of the file is damage: clip it
+        # a size past the end of the file is damage: clip it
+        size = min(section.size, length - section.offset)
         counts = code.relocatable if target == "relocatable" else code.loadable
         (walked if section.name in fatbin.FATBIN_SECTIONS else searched).append(
             (base + section.offset, size, counts)

@@ -18,9 +18,8 @@ CONTAINER_VERSION = 1  # every one of the 46,764 containers in the wheels of iss
 CONTAINER_START = struct.pack("<I", CONTAINER_MAGIC)
 _CONTAINER = struct.Struct("<IHHQ")  # magic, version, header size, size of the entries that follow
 _ENTRY = struct.Struct("<HHIQ")  # kind, version, header size, payload size
-_ENTRY_READ = struct.Struct(
-    "<HHIQ12xI8xQ"
-)  # the same, then the arch (at 28) and flags (at 40): one read per entry
+# the same, then the arch (at 28) and flags (at 40): one read per entry
+_ENTRY_READ = struct.Struct("<HHIQ12xI8xQ")
 CONTAINER_HEADER = 16
 ENTRY_ARCH_OFFSET = 28  # u32: 90, 100, 120 ...
 ENTRY_FLAGS_OFFSET = 40  # u64
@@ -156,9 +155,8 @@ def count_entry(buffer: Any, offset: int, counts: Counts) -> int:
     return int(entry_header + payload)
 
 
-_LABELS: dict[
-    tuple[int, int, int], str
-] = {}  # (kind, arch, variant flags) -> label: a library has a few dozen
+# (kind, arch, variant flags) -> label: a library has a few dozen
+_LABELS: dict[tuple[int, int, int], str] = {}
 
 
 def parse(buffer: Any, start: int, size: int, counts: Counts, hits: list[int] | None = None) -> None:

@@ -113,9 +113,8 @@ class Reader:
 
     def _raw(self, count: int) -> bytes:
         data = self._pread(min(count, self.left), self.at) if self.left else b""
-        if (
-            not data and self.left
-        ):  # the file ends first (a local header's lengths that lie): none comes again
+        # the file ends first (a local header's lengths that lie): none comes again
+        if not data and self.left:
             raise EOFError(f"{self.place.name}: the wheel ends inside this member")
         self.at += len(data)
         self.left -= len(data)

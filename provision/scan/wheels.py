@@ -25,12 +25,10 @@ WHOLE = 16 << 20  # members up to this size are read whole
 PARALLEL = 64 << 20  # below this many candidate bytes in all, worker processes cost more than they save
 MARK = 16 << 20  # a member of a wheel is marked this often, so a second look at its names starts near them
 KEEP = 1 << 20  # bytes kept before the section table: where linkers put the section-name table
-TABLE_MAX = (
-    16 << 20
-)  # the most of a section table (or of its name table) held: 65,280 sections of 64 bytes is 4 MiB
-WHOLE_MAX = (
-    64 << 20
-)  # what is read whole when it cannot be streamed (a 32-bit or big-endian ELF, a bare cubin)
+# the most of a section table (or of its name table) held: 65,280 sections of 64 bytes is 4 MiB
+TABLE_MAX = 16 << 20
+# what is read whole when it cannot be streamed (a 32-bit or big-endian ELF, a bare cubin)
+WHOLE_MAX = 64 << 20
 
 
 class Stream(Protocol):
@@ -230,10 +228,11 @@ class _Window:
     ) -> None:
         self.source, self.data, self.base, self.eof = read, bytearray(), base, False
         self.keep_from, self.keep_to, self.kept = 1 << 62, 1 << 62, bytearray()
+        # (offset, where the stream stood there) every MARK bytes
         self.mark, self.marks = (
             mark,
             [(base, None)],
-        )  # (offset, where the stream stood there) every MARK bytes
+        )
 
     def read(self, count: int) -> bytes:
         if self.mark is not None and self.end >= self.marks[-1][0] + MARK:
@@ -263,9 +262,8 @@ class _Window:
         return self.end >= upto
 
     def _drop(self, count: int) -> None:
-        if (
-            self.end > self.keep_from and count and self.base < self.keep_to
-        ):  # only [keep_from, keep_to) is kept
+        # only [keep_from, keep_to) is kept
+        if self.end > self.keep_from and count and self.base < self.keep_to:
             self.kept += self.data[max(0, self.keep_from - self.base) : min(count, self.keep_to - self.base)]
         del self.data[:count]
         self.base += count
@@ -317,10 +315,11 @@ def code_in_stream(open_member: Callable[[], Stream], size: int | None = None) -
     rows, names = elf.section_rows(header, tail, table, max(0, len(tail) - table))
     if names >= len(rows):
         raise ValueError("no section-name table")
+    # names past TABLE_MAX are never read
     names_at, names_size = (
         rows[names][4],
         min(rows[names][5], TABLE_MAX),
-    )  # names past TABLE_MAX are never read
+    )
     if names_at >= window.keep_from and names_at + names_size <= end:
         sections = elf.name_sections(rows, tail, names_at - window.keep_from, names_size)
     else:  # the name table lies further from the end than kept (before a large `.strtab`): read it again, from the

@@ -182,9 +182,8 @@ class EarlyReads:
             return
         with self.guard:
             for job in jobs:
-                if (
-                    not self.closed
-                ):  # keep_only comes once the lock is known: what it wants was started before
+                # keep_only comes once the lock is known: what it wants was started before
+                if not self.closed:
                     self.futures[job[3]] = self.pool.submit(wheelrecords.read_one, job, unpacked)
 
     def ahead(self, url: str) -> None:

@@ -26,13 +26,11 @@ if TYPE_CHECKING:
 JSON_TYPE = "application/vnd.pypi.simple.v1+json"
 RETRIES = 2
 CHUNK = 1 << 20
-MIN_RATE = (
-    64 << 10
-)  # bytes a second: past its first 2 x PROVISION_HTTP_TIMEOUT seconds, a transfer must average this
+# bytes a second: past its first 2 x PROVISION_HTTP_TIMEOUT seconds, a transfer must average this
+MIN_RATE = 64 << 10
 PAGE_LIMIT = 64 << 20  # a project page (the largest, torch's, is a few MB)
-DOWNLOAD_LIMIT = (
-    4 << 30
-)  # a file whose size neither the lock nor the index gives: larger than any wheel indexes serve
+# a file whose size neither the lock nor the index gives: larger than any wheel indexes serve
+DOWNLOAD_LIMIT = 4 << 30
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -234,9 +232,8 @@ def _exchange(
                 response.raw.release_conn()  # the next request, not closed with the response (a HEAD's is closed:
                 # a server that sends a body after one would have it read as the next answer)
 
-            where = (
-                urls.page_base(url, response.url) if response.history else url
-            )  # redirected: where it came from
+            # redirected: where it came from
+            where = urls.page_base(url, response.url) if response.history else url
             transfer.answer = Answer(
                 url=where, status_code=response.status_code, headers=response.headers, content=content
             )
@@ -257,15 +254,15 @@ def _exchange(
         requests.exceptions.ChunkedEncodingError,
     ) as exc:
         transfer.error = _Retry(f"cannot connect or the connection broke ({type(exc).__name__})")
+    # InvalidURL, InvalidSchema, MissingSchema; urllib3's own
     except (
         requests.RequestException,
         ValueError,
-    ) as exc:  # InvalidURL, InvalidSchema, MissingSchema; urllib3's own
+    ) as exc:
         # URL parsing ("Invalid IPv6 URL", a bad port) in some versions: no retry mends the URL
         why = type(exc).__name__ if isinstance(exc, requests.RequestException) else str(exc)
-        if _fetchable(
-            url
-        ):  # the URL asked is one: a redirect led where no fetch goes (file://, a port that is no number)
+        # the URL asked is one: a redirect led where no fetch goes (file://, a port that is no number)
+        if _fetchable(url):
             transfer.error = IndexUnreachable(
                 f"{redact(url)}: the index redirected to a URL provision does not fetch ({why})",
                 "check the index URL, or use a mirror; only http:// and https:// URLs are fetched",

@@ -406,10 +406,11 @@ def _source(package: Package) -> dict[str, str | bool]:
     if package.path:
         return {"path": package.path, **({"editable": True} if package.editable else {})}
     if package.git:
+        # its password: by helper
         return {
             "git": gitauth.bare(package.git),
             **({"rev": package.rev} if package.rev else {}),
-        }  # its password: by helper
+        }
     return {"index": package.index}
 
 
@@ -678,9 +679,8 @@ def _lock(
         finally:
             if before.ident is not None:  # started: uv ran
                 before.join()
-        written = (
-            folder / "pylock.toml"
-        ).read_text()  # uv's own text: kept where provision changes no package
+        # uv's own text: kept where provision changes no package
+        written = (folder / "pylock.toml").read_text()
         previous = before.previous()
         # where uv wrote exactly the packages of the lock in place, they are taken from it (parsed while uv ran)
         kept_tool = (
@@ -701,9 +701,8 @@ def _lock(
             if p.index == DEFAULT_INDEX
             and origin.get(str(canonicalize_name(p.name)), DEFAULT_INDEX) != DEFAULT_INDEX
         ]
-        if (
-            strays
-        ):  # uv's own default index has no name to bind them to: resolve again with the named ones explicit
+        # uv's own default index has no name to bind them to: resolve again with the named ones explicit
+        if strays:
             progress(
                 f"{', '.join(strays)} came from a named index; resolving again with the named indexes explicit"
             )
@@ -953,9 +952,8 @@ def _packages(
 
         from provision.stacks import index
 
-        with ThreadPoolExecutor(
-            max_workers=8
-        ) as pool:  # downloads of one file each: in parallel, not one after another
+        # downloads of one file each: in parallel, not one after another
+        with ThreadPoolExecutor(max_workers=8) as pool:
             digests = dict(zip(unhashed, pool.map(index.sha256_of, unhashed), strict=True))
     shown = {name: urls.shown(url) for name, url in indexes.items() if url}
     for package in raw.get("packages", []):

@@ -113,9 +113,8 @@ def read(path: Path, *, allow_unsealed: bool = False) -> tuple[Pylock, Stamp]:
             "lock again with provision lock PROFILE; never edit a lock by hand",
         )
     stamp = Stamp.from_table(tool)
-    if stamp.python and not re.fullmatch(
-        r"\d+\.\d+(\.\d+)?", stamp.python
-    ):  # create makes the venv with it: never a path
+    # create makes the venv with it: never a path
+    if stamp.python and not re.fullmatch(r"\d+\.\d+(\.\d+)?", stamp.python):
         raise InputError(
             f"{path}: [tool.provision] python {stamp.python[:60]!r} is not a Python version X.Y",
             "lock again with provision lock PROFILE; never edit a lock by hand",
@@ -139,9 +138,8 @@ def parse_bytes(data: bytes, path: Path) -> tuple[dict[str, Any], Pylock, dict[s
     # markers and tags: loaded where a lock is read, not where one is named
     from packaging.pylock import Pylock, PylockValidationError
 
-    if (
-        len(data) > MAX_BYTES
-    ):  # read whole, an 8 GB file (a sparse one, a wrong path) took the machine's memory
+    # read whole, an 8 GB file (a sparse one, a wrong path) took the machine's memory
+    if len(data) > MAX_BYTES:
         raise InputError(
             f"{path}: not a PEP 751 lock (larger than {MAX_BYTES >> 20} MiB)",
             "make one with: provision lock PROFILE",
@@ -186,9 +184,8 @@ def seal_copy(source: Path, copy: Path) -> None:
     copy.write_text(tomlkit.dumps(document))
 
 
-_warned: set[str] = (
-    set()
-)  # the unsealed locks already said in this process (create and report read a lock twice)
+# the unsealed locks already said in this process (create and report read a lock twice)
+_warned: set[str] = set()
 
 
 def _unsealed(path: Path, raw: dict[str, object], allowed: bool) -> None:

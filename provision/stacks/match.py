@@ -39,12 +39,13 @@ WORKERS = max(8, min(16, 2 * (os.cpu_count() or 1)))
 ALONE_DOWNLOAD = 4 << 20
 RECORD_LIMIT = 64 << 20  # as the drift check reads them: torch's RECORD, among the largest, is a few MB
 HEADERS_LIMIT = 1 << 20  # of a METADATA, WHEEL or direct_url.json: the header fields come first
+# written by the installer, not the wheel
 INSTALLER_FILES = (
     "INSTALLER",
     "REQUESTED",
     "direct_url.json",
     "RECORD",
-)  # written by the installer, not the wheel
+)
 _URL = re.compile(rb"https?://[\x21-\x7e]+?\.whl")
 
 
@@ -103,9 +104,8 @@ class _Asker:
     def __init__(self, indexes: dict[str, str]) -> None:
         self.indexes = indexes
         self.unreachable: dict[str, str] = {}
-        self.answered: set[str] = (
-            set()
-        )  # indexes that gave one page at least: a later failure is that page's own
+        # indexes that gave one page at least: a later failure is that page's own
+        self.answered: set[str] = set()
         self.pages = 0
         self.lock = threading.Lock()
 
@@ -232,11 +232,12 @@ def _direct_url(info: Path) -> tuple[str, bool]:
         document = json.loads(text)
         url = str(document.get("url") or "a direct URL")
         editable = bool((document.get("dir_info") or {}).get("editable"))
+    # not JSON, another shape, nested past the recursion limit
     except (
         ValueError,
         AttributeError,
         RecursionError,
-    ):  # not JSON, another shape, nested past the recursion limit
+    ):
         return "a direct URL", False
     return urls.redact(url), editable
 
@@ -337,12 +338,13 @@ def match(
         names = [bound[dist.name]] if dist.name in bound else list(indexes)
         try:
             return _match_one(dist, [n for n in names if n in indexes], asker, cached, default)
+        # one odd page or wheel: that one unmatched
         except (
             ProvisionError,
             OSError,
             ValueError,
             zipfile.BadZipFile,
-        ) as exc:  # one odd page or wheel: that one unmatched
+        ) as exc:
             return Unmatched(
                 name=dist.name,
                 version=dist.version,
@@ -435,9 +437,8 @@ def _match_one(
     from_cache = _from_cache(dist, cached, {n: asker.indexes[n] for n in index_names}, uv_default)
     if isinstance(from_cache, Matched):
         return from_cache
-    unreachable = [
-        f"index {n} unreachable" for n in index_names if n in asker.unreachable
-    ]  # why: once, in `unreachable`
+    # why: once, in `unreachable`
+    unreachable = [f"index {n} unreachable" for n in index_names if n in asker.unreachable]
     if others:
         reasons = others + unreachable
     elif listed:

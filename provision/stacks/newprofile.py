@@ -266,9 +266,8 @@ def new(
             )
     text = render(result, chosen_default)
     try:
-        parse(
-            text.encode(), path
-        )  # what is written must load: checked by the profile loader itself, before writing
+        # what is written must load: checked by the profile loader itself, before writing
+        parse(text.encode(), path)
     except ProfileError as exc:
         raise ProfileError(
             f"{exc.message} (in the profile to be written: nothing was written)", exc.hint
@@ -329,9 +328,8 @@ def _release(
             continue
         wheels.setdefault(version, []).append(file)
     wanted = [v for v in wheels if requirement.specifier.contains(v, prereleases=bool(requirement.specifier))]
-    if (
-        not wanted and wheels
-    ):  # the index answered, and has no such release: the user's to change, not the network's
+    # the index answered, and has no such release: the user's to change, not the network's
+    if not wanted and wheels:
         newest = ", ".join(str(v) for v in sorted(wheels)[-5:])
         raise UsageError(
             f"--from {requirement}: {urls.redact(registry)} has no sglang release {requirement.specifier}",
@@ -397,11 +395,12 @@ def _holds(requirement: Requirement, environment: dict[str, str], url: str) -> b
     assert requirement.marker is not None
     try:
         return requirement.marker.evaluate(environment)
+    # InvalidVersion, UndefinedComparison, UndefinedEnvironmentName
     except (
         ValueError,
         TypeError,
         LookupError,
-    ) as exc:  # InvalidVersion, UndefinedComparison, UndefinedEnvironmentName
+    ) as exc:
         raise IndexUnreachable(
             f"{urls.redact(url)}: Requires-Dist {str(requirement)[:200]!r}: its marker cannot be evaluated ({exc})"[
                 :400
@@ -456,9 +455,8 @@ def _offered(url: str, project: str, version: str, where: str, left_out: list[Le
         reason = f"{where} could not be read ({found})"
     else:
         newest = f" (newest there: {max(found)})" if found else ""
-        named = (
-            "" if where == "the default index" else f" ({urls.redact(url)})"
-        )  # the registry's name is uv's own
+        # the registry's name is uv's own
+        named = "" if where == "the default index" else f" ({urls.redact(url)})"
         reason = f"{where}{named} has no {project} {version}{newest}"
     left_out.append(LeftOut(project, f"{reason}; SGLang does not pin it"))
     return False

@@ -18,9 +18,8 @@ def named(text: str) -> ResolveError | None:
     found = [hit for row in knowledge.tables()["pin"] if (hit := _explains(row, text))]
     if not found:
         return None
-    row, partner = max(
-        found, key=lambda hit: "conflicts_with" in hit[0]
-    )  # "SGLang and vLLM" before a torch pin alone
+    # "SGLang and vLLM" before a torch pin alone
+    row, partner = max(found, key=lambda hit: "conflicts_with" in hit[0])
     return ResolveError(
         f"{row['package']} and {partner} cannot be resolved together: {row['why']}", str(row["fix"])
     )

@@ -78,9 +78,8 @@ class Profile:
     offline: bool = (
         False  # its machines reach no network: nothing may be downloaded at first use (report FAILs it)
     )
-    serves: tuple[
-        str, ...
-    ] = ()  # the optional features its served path needs (knowledge.toml [[feature_wheel]])
+    # the optional features its served path needs (knowledge.toml [[feature_wheel]])
+    serves: tuple[str, ...] = ()
     source: bytes = field(default=b"", repr=False, compare=False)  # the profile file's bytes, as read
 
     @functools.cached_property
@@ -146,9 +145,8 @@ class Found:
 
     profiles: tuple[Profile, ...]
     skipped: tuple[Skipped, ...] = ()
-    folders: tuple[
-        Path, ...
-    ] = ()  # where they were read from, in order: PROVISION_PROFILES's, then the shipped ones
+    # where they were read from, in order: PROVISION_PROFILES's, then the shipped ones
+    folders: tuple[Path, ...] = ()
 
 
 def available() -> list[Profile]:
@@ -518,9 +516,8 @@ def _source(c: _Checker, key: str, spec: Mapping[str, object], profile: Path) ->
     editable = c.typed(spec.get("editable", False), f"{key}.editable", bool, "true or false")
     rev = c.typed(spec.get("rev", ""), f"{key}.rev", str, "a branch, tag or commit")
     for part, value in (("path", path), ("git", git), ("rev", rev)):
-        if (
-            "\0" in value
-        ):  # no file name, URL or argument can hold one: uv and every path call would fail (exit 3)
+        # no file name, URL or argument can hold one: uv and every path call would fail (exit 3)
+        if "\0" in value:
             raise c.fail(
                 f"{key}.{part}", "a NUL byte in its value: no path, URL or git revision can hold one"
             )

@@ -72,9 +72,8 @@ class SharedContextAdapter(HTTPAdapter):
         return host, pool
 
     def cert_verify(self, conn: Any, url: str, verify: Any, cert: Any) -> None:
-        super().cert_verify(
-            conn, url, verify, cert
-        )  # its checks, as they are (`context` checked the bundle first)
+        # its checks, as they are (`context` checked the bundle first)
+        super().cert_verify(conn, url, verify, cert)
         shared = getattr(conn, "conn_kw", {}).get("ssl_context")
         if shared is not None and cert is None and shared is _contexts.get(_bundle(verify) or ""):
             conn.ca_certs = conn.ca_cert_dir = None  # in the context already: not loaded again per connection

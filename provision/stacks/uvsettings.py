@@ -93,9 +93,8 @@ HONOURED: dict[str, tuple[str, Callable[[str], str | None], bool]] = {
     "UV_INDEX_URL": ("uv's default index", _default_index, False),
     "UV_KEYRING_PROVIDER": ("uv's keyring", _keyring, False),
 }
-_CREDENTIAL = re.compile(
-    r"UV_INDEX_[A-Z0-9_]+_(USERNAME|PASSWORD)\Z"
-)  # an index's credentials: they choose nothing
+# an index's credentials: they choose nothing
+_CREDENTIAL = re.compile(r"UV_INDEX_[A-Z0-9_]+_(USERNAME|PASSWORD)\Z")
 
 
 def honoured(environ: Mapping[str, str] | None = None) -> dict[str, str]:

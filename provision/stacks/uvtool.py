@@ -186,9 +186,8 @@ _LOG = ("DEBUG ", "TRACE ", "INFO ", "WARN ")  # uv's log lines, as a RUST_LOG o
 def _say(line: str, progress: Progress) -> None:
     text = urls.redact_text(line.strip())
     if text and not text.startswith(("warning", "error", "×", "hint")):
-        progress(
-            f"uv: {text}"
-        )  # "Downloading torch (846.0MiB)", " + torch==2.9.1", "Installed 61 packages in 3.2s"
+        # "Downloading torch (846.0MiB)", " + torch==2.9.1", "Installed 61 packages in 3.2s"
+        progress(f"uv: {text}")
 
 
 def index_options(indexes: Mapping[str, str | None]) -> tuple[list[str], dict[str, str]]:
@@ -216,9 +215,8 @@ def index_options(indexes: Mapping[str, str | None]) -> tuple[list[str], dict[st
         if password:
             env[f"{variable}_PASSWORD"] = password
     if listed:
-        env["UV_INDEX"] = " ".join(
-            listed
-        )  # uv splits it at spaces: a profile's URL has none (the profile check)
+        # uv splits it at spaces: a profile's URL has none (the profile check)
+        env["UV_INDEX"] = " ".join(listed)
     return [], env
 
 
@@ -352,9 +350,8 @@ def failure(stderr: str) -> ProvisionError:
     if "No solution found" in text or "unsatisfiable" in text:
         from provision.stacks import pinpairs
 
-        known = pinpairs.named(
-            text
-        )  # sglang-kernel's exact torch, SGLang beside vLLM: the pair and what to do
+        # sglang-kernel's exact torch, SGLang beside vLLM: the pair and what to do
+        known = pinpairs.named(text)
         if known is not None:
             return known
         explanation = " ".join(
@@ -400,9 +397,8 @@ def cache_dir() -> str:
         return chosen
     try:
         cwd: str | None = os.getcwd()
-    except (
-        OSError
-    ):  # the shell's folder was removed (a build `provision remove` took): uv is asked all the same
+    # the shell's folder was removed (a build `provision remove` took): uv is asked all the same
+    except OSError:
         cwd = None
     with _ASKING:  # lock's early RECORD reads ask from a thread of their own, beside the main thread: uv once
         return _cache_dir(

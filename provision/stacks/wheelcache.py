@@ -76,15 +76,13 @@ def cached(sha256: str, filename: str) -> Path | None:
             return None
         with os.fdopen(regular.open_fd(wheel, follow=False), "rb") as handle:
             if regular.foreign(status) or regular.foreign(os.fstat(handle.fileno())):
-                raise OSError(
-                    "another user's"
-                )  # removed below: a wheel this user did not keep is fetched again
+                # removed below: a wheel this user did not keep is fetched again
+                raise OSError("another user's")
             now = stamp_of(os.fstat(handle.fileno()))
             if _checked(checked) == now:
                 return wheel
-            if (
-                _sha256(handle) == sha256 and stamp_of(os.fstat(handle.fileno())) == now
-            ):  # not changed while hashed
+            # not changed while hashed
+            if _sha256(handle) == sha256 and stamp_of(os.fstat(handle.fileno())) == now:
                 write_atomic(checked, json.dumps(now), 0o644)
                 return wheel
     except (OSError, ValueError, RecursionError):  # RecursionError: a stamp nested past the limit

@@ -32,14 +32,12 @@ BLOCK = 256 * 1024  # one range request: the zip's tail usually holds the whole 
 # directory and the RECORD before it), and 183 of them no more than this; the rest read on by BLOCKs. A lock's reads
 # fetch 12 MB instead of 42 MB, beside uv resolving on the same link
 RECORD_TAIL = 64 * 1024
-METADATA_LIMIT = (
-    16 << 20
-)  # a METADATA, long description and all (the largest real ones are a few hundred KiB)
+# a METADATA, long description and all (the largest real ones are a few hundred KiB)
+METADATA_LIMIT = 16 << 20
 RECORD_LIMIT = 64 << 20  # a RECORD (torch's, among the largest, is a few MB)
 RANGE_LIMIT = 64 << 20  # bytes fetched by range requests before reading the wheel whole is cheaper
-Source = Literal[
-    "pep658", "range", "download"
-]  # how a METADATA was read: its own file, range requests, the whole wheel
+# how a METADATA was read: its own file, range requests, the whole wheel
+Source = Literal["pep658", "range", "download"]
 
 
 class RangeFile(io.RawIOBase):
@@ -69,9 +67,8 @@ class RangeFile(io.RawIOBase):
         said = response.headers.get("Content-Range", "").strip()
         whole = re.fullmatch(r"bytes \*/(\d{1,18})", said)
         if response.status_code == 416 and whole and 0 < int(whole.group(1)) <= tail:
-            return cls(
-                url, int(whole.group(1))
-            )  # a server that refuses a suffix longer than the file: by ranges
+            # a server that refuses a suffix longer than the file: by ranges
+            return cls(url, int(whole.group(1)))
         span = re.fullmatch(r"bytes (\d{1,18})-(\d{1,18})/(\d{1,18})", said)
         if response.status_code != 206 or span is None:
             return None
@@ -254,9 +251,8 @@ def sources(
     found: dict[str, bytes] = {}
     try:
         with zipfile.ZipFile(remote) as wheel:
-            for info in sorted(
-                wheel.infolist(), key=lambda i: i.header_offset
-            ):  # in file order: fewer ranges
+            # in file order: fewer ranges
+            for info in sorted(wheel.infolist(), key=lambda i: i.header_offset):
                 if (
                     wanted(info.filename)
                     and info.file_size <= limit
@@ -315,12 +311,10 @@ def _parse(raw: bytes, url: str) -> Metadata:
     head = _headers(raw)
     try:
         meta = Metadata.from_email(head, validate=False)
-        for requirement in (
-            meta.requires_dist or []
-        ):  # parsed now (and kept by packaging): a bad one is named here
-            for (
-                spec
-            ) in requirement.specifier:  # a version packaging takes as text and fails on where it compares it
+        # parsed now (and kept by packaging): a bad one is named here
+        for requirement in meta.requires_dist or []:
+            # a version packaging takes as text and fails on where it compares it
+            for spec in requirement.specifier:
                 _check_version(requirement.name, spec.operator, spec.version)
     except Exception as exc:
         raise IndexUnreachable(

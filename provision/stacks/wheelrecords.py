@@ -374,10 +374,11 @@ def _fetch_ahead(url: str) -> Ahead:
     last = wheelfacts.get("urls", urls.digest(url))
     sha256 = last.get("sha256") if isinstance(last, dict) else None
     if isinstance(sha256, str) and remembered(sha256, url) is not None:
+        # read before: the gate finds it kept (or, the URL serving another file now, reads it)
         return (
             False,
             None,
-        )  # read before: the gate finds it kept (or, the URL serving another file now, reads it)
+        )
     return True, _fetched(url)  # parsed here, while uv resolves; None: the index failed it, not asked again
 
 
@@ -453,6 +454,7 @@ def text_in_wheel(wheel: Path) -> str | None:
             return wheelproof.bounded_member(archive, infos[0], wheelproof.RECORD_LIMIT).decode(
                 "utf-8", "replace"
             )
+    # as scan reads a damaged wheel
     except (
         OSError,
         zipfile.BadZipFile,
@@ -460,7 +462,7 @@ def text_in_wheel(wheel: Path) -> str | None:
         EOFError,
         NotImplementedError,
         wheelproof.NotProven,
-    ):  # as scan reads a damaged wheel
+    ):
         return None
 
 

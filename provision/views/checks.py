@@ -113,9 +113,8 @@ def allreduce(name: str, run: AllreduceRun) -> Shown:
     lines: list[str] = []
     for variant in run.runs:
         lines += _variant_lines(name, run, variant)
-    text = printable(
-        "\n".join(lines) + "\n"
-    )  # Raw is never escaped: nccl-tests' own lines reach it in its error
+    # Raw is never escaped: nccl-tests' own lines reach it in its error
+    text = printable("\n".join(lines) + "\n")
     return Shown(
         {"name": name, **run.to_dict()},
         [Raw(text)],
@@ -129,9 +128,8 @@ def _variant_lines(name: str, run: AllreduceRun, measured: VariantRun) -> list[s
 
     variant = " ".join(f"{k}={v}" for k, v in measured.variant.items()) or "NCCL defaults"
     lines = [f"# {name}: all_reduce sum float, {run.world_size} rank(s), {run.backend}, {variant}"]
-    if (
-        measured.anchor_error is not None and measured.nccl_tests is not None
-    ):  # provision's own figures stand alone
+    # provision's own figures stand alone
+    if measured.anchor_error is not None and measured.nccl_tests is not None:
         lines.append(f"# nccl-tests {measured.nccl_tests.path}: {measured.anchor_error}")
     anchor = measured.nccl_tests if isinstance(measured.nccl_tests, NcclTestsFigures) else None
     if anchor:

@@ -189,10 +189,11 @@ def _locked_lines(locked: AdoptLock) -> list[Block]:
         by_reason: dict[str, list[str]] = {}
         for u in r.unmatched:
             by_reason.setdefault(u.reason, []).append(f"{u.name} {u.version}")
+        # one line per reason: an unreachable index is one line, not 200
         for (
             reason,
             names,
-        ) in by_reason.items():  # one line per reason: an unreachable index is one line, not 200
+        ) in by_reason.items():
             lines.append(f"  {names[0]}: {reason}" if len(names) == 1 else f"  {reason}: {', '.join(names)}")
     return [Line(line) for line in lines]
 

@@ -212,9 +212,8 @@ def _markdown(block: Table | Line | Raw) -> str:
 
     if isinstance(block, Raw):
         return block.text
-    if (
-        isinstance(block, Line) and block.heading
-    ):  # a heading is one line: a newline in a path must not end it
+    # a heading is one line: a newline in a path must not end it
+    if isinstance(block, Line) and block.heading:
         return "#" * block.heading + " " + " ".join(printable(block.text).splitlines()) + "\n"
     if isinstance(block, Line):
         return printable(block.text) + "\n"

@@ -97,9 +97,8 @@ def locked(result: LockResult) -> Shown:
             source
             or ("from index" if not hashed else f"{hashed} computed" if hashed < len(files) else "computed"),
         )
-    plural = (
-        "" if len(by_package) == 1 else "s"
-    )  # a line of its own: as a title it folds beside a narrow table
+    # a line of its own: as a title it folds beside a narrow table
+    plural = "" if len(by_package) == 1 else "s"
     blocks: list[Block] = [
         table.done(),
         Line(

@@ -25,9 +25,8 @@ def dump_json(document: Mapping[str, object]) -> None:
     body = {"schema_version": SCHEMA_VERSION, **document}
     try:
         text = json.dumps(body, indent=2, default=str, allow_nan=False)
-    except (
-        ValueError
-    ):  # NaN or an infinity (a figure measured as 0/0): JSON has no such number, so it is null
+    # NaN or an infinity (a figure measured as 0/0): JSON has no such number, so it is null
+    except ValueError:
         from provision.atomic import finite
 
         text = json.dumps(finite(body), indent=2, default=str)
@@ -38,9 +37,8 @@ def console(stderr: bool = False) -> Console:
     from rich.console import Console
 
     class _Console(Console):
-        def print(
-            self, *objects: Any, **options: Any
-        ) -> None:  # what a file or a child wrote, never as escapes
+        # what a file or a child wrote, never as escapes
+        def print(self, *objects: Any, **options: Any) -> None:
             super().print(*(printable(o) if isinstance(o, str) else o for o in objects), **options)
 
     # markup and emoji codes off: a package extra such as torch[cu128] or a path with :fire: in it prints as written.

@@ -49,9 +49,8 @@ def main() -> None:
             for _ in range(3):
                 flashinfer.norm.rmsnorm(x, w)
             seconds = timed(lambda x=x, w=w: flashinfer.norm.rmsnorm(x, w), 50)
-            row["flashinfer_rmsnorm_gbps"] = (
-                (2 * x.numel() + w.numel()) * 2 / seconds / 1e9
-            )  # read x, write out
+            # read x, write out
+            row["flashinfer_rmsnorm_gbps"] = (2 * x.numel() + w.numel()) * 2 / seconds / 1e9
         except ImportError:
             row["flashinfer_rmsnorm_gbps"] = None
         results.append(row)

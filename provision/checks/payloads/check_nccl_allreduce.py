@@ -5,12 +5,13 @@ from __future__ import annotations
 
 from _common import arguments, crash_reason, emit, init_group, launch, write_rank
 
+# bytes: tiny, the EAGLE-3 verify message, coalesced, large
 SIZES = (
     8,
     42 * 1024,
     int(2.5 * 2**20),
     64 * 2**20,
-)  # bytes: tiny, the EAGLE-3 verify message, coalesced, large
+)
 
 
 def rank_main(rank: int, world: int, out_dir: str, config: dict[str, object]) -> None:

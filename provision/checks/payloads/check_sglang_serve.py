@@ -291,12 +291,13 @@ def main() -> None:
             answers = post(
                 base + "/generate", {"input_ids": PROMPTS, "sampling_params": sampling}, timeout=bound
             )
+        # nested past the limit: garbage
         except (
             urllib.error.URLError,
             OSError,
             ValueError,
             RecursionError,
-        ) as exc:  # nested past the limit: garbage
+        ) as exc:
             emit(
                 "fail",
                 f"POST /generate failed: {type(exc).__name__}: {str(exc)[:300]}",
