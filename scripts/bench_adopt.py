@@ -232,13 +232,28 @@ def main() -> None:
                 fetch_env = {**env, "UV_CACHE_DIR": str(base / f"uv-cache-fetch-{state}-{run}")}
                 if state == "warm":
                     fetch_env["UV_CACHE_DIR"] = str(built_cache)
+                # fmt: skip
                 fetched, _ = timed(
-                    [uv, "pip", "install", "--no-deps", "--target", str(work / "target"), "-r",
-                     "requirements.txt", "--default-index", url, "--python", str(venv / "bin" / "python"),
-                     "--quiet", "--link-mode", "copy"],
+                    [
+                        uv,
+                        "pip",
+                        "install",
+                        "--no-deps",
+                        "--target",
+                        str(work / "target"),
+                        "-r",
+                        "requirements.txt",
+                        "--default-index",
+                        url,
+                        "--python",
+                        str(venv / "bin" / "python"),
+                        "--quiet",
+                        "--link-mode",
+                        "copy",
+                    ],
                     fetch_env,
                     cwd=work,
-                )  # fmt: skip
+                )
                 freeze_s.append(freeze)
                 compile_s.append(compiled)
                 fetch_s.append(fetched)

@@ -156,9 +156,8 @@ def main() -> None:
                 for row, argv in floor.items():
                     samples.setdefault(row, []).append(once(argv, dict(os.environ), ROOT, work / "own"))
                 for command in made[0].commands():
-                    for (
-                        one
-                    ) in made:  # A and B in turn, command by command: the machine's drift hits both alike
+                    # A and B in turn, command by command: the machine's drift hits both alike
+                    for one in made:
                         argv = one.commands()[command]
                         samples.setdefault(command + one.label, []).append(
                             once(argv, one.env, one.checkout, one.folder / "own")

@@ -184,9 +184,8 @@ def main() -> None:
     plays = {"ansible-playbook upgrade.yml": ROOT / "contrib/ansible/upgrade.yml"}
     if args.before:
         plays["ansible-playbook upgrade.yml (before)"] = args.before.resolve() / "contrib/ansible/upgrade.yml"
-    cpu_times: dict[str, list[float]] = {
-        name: [] for name in plays
-    }  # user + system of the whole playbook run
+    # user + system of the whole playbook run
+    cpu_times: dict[str, list[float]] = {name: [] for name in plays}
     times: dict[str, list[float]] = {
         **{name: [] for name in plays},
         "host by host": [],

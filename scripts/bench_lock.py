@@ -134,9 +134,8 @@ def main() -> None:
             results[label] = median(argv, args.runs, folder, uv_env if argv is bare else None)
             counts[label] = (sum(len(i.requests) for i in indexes.values()) - before) / args.runs
         inside = []
-        for run in range(
-            args.runs
-        ):  # the same lock in this process: what provision adds beyond Python's start-up
+        # the same lock in this process: what provision adds beyond Python's start-up
+        for run in range(args.runs):
             start = time.perf_counter()
             lock.lock(
                 profile,

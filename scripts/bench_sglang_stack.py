@@ -129,9 +129,8 @@ def main() -> None:
     timed(ours, work, env)  # and provision's RECORDs read once
     bare_times: list[float] = []
     our_times: list[float] = []
-    for _ in range(
-        args.runs
-    ):  # interleaved, so that the registry's and the machine's moods fall on both alike
+    # interleaved, so that the registry's and the machine's moods fall on both alike
+    for _ in range(args.runs):
         bare_times.append(timed(bare, work, env)[0])
         our_times.append(timed(ours, work, env)[0])
     results.update(summary("again", bare_times, our_times))

@@ -165,9 +165,8 @@ def main() -> None:
         }
         if args.before is None:
             script = shutil.which("provision", path=os.path.dirname(sys.executable))
-            provision = (
-                [script] if script else [sys.executable, "-m", "provision"]
-            )  # the console script, else the module
+            # the console script, else the module
+            provision = [script] if script else [sys.executable, "-m", "provision"]
             env = {**base, "PROVISION_HOME": str(work / "home")}
             home_of(work, provision, env, ROOT)
             commands.update(

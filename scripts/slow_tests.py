@@ -20,9 +20,8 @@ def main(log: Path) -> None:
     for line in log.read_text().splitlines():
         found = ROW.match(line)
         if found:
-            test = found.group(2).split("[", 1)[
-                0
-            ]  # every parameter of a slow test is slow enough to leave out
+            # every parameter of a slow test is slow enough to leave out
+            test = found.group(2).split("[", 1)[0]
             seconds[test] = max(seconds.get(test, 0.0), 0.0) + float(found.group(1))
     slow = sorted(test for test, spent in seconds.items() if spent >= THRESHOLD)
     out = Path(__file__).resolve().parent.parent / "tests" / "slow_tests.txt"

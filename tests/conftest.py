@@ -117,9 +117,8 @@ def _session_isolation(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Non
         # The tests start provision about a thousand times: its bytecode is compiled once, into the session's folder
         # (never beside the sources), even where PYTHONDONTWRITEBYTECODE would compile every module in every process.
         patch.delenv("PYTHONDONTWRITEBYTECODE", raising=False)
-        patch.setenv(
-            "PYTHONPYCACHEPREFIX", str(run_folder(tmp_path_factory) / "pycache")
-        )  # written atomically
+        # written atomically
+        patch.setenv("PYTHONPYCACHEPREFIX", str(run_folder(tmp_path_factory) / "pycache"))
         yield
 
 
@@ -165,9 +164,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         shutil.rmtree(own, ignore_errors=True)
 
 
-SLOW = Path(__file__).with_name(
-    "slow_tests.txt"
-)  # measured: scripts/slow_tests.py writes it from a --durations run
+# measured: scripts/slow_tests.py writes it from a --durations run
+SLOW = Path(__file__).with_name("slow_tests.txt")
 
 
 def _measured_slow() -> set[str]:

@@ -49,9 +49,8 @@ class Disk:
 
     def __init__(self, mount: Path, size: str = "16m", inodes: int | None = None) -> None:
         mount.mkdir(parents=True, exist_ok=True)
-        under = mount.with_name(
-            f".{mount.name}.under"
-        )  # the folder's own content, bound here while it is copied
+        # the folder's own content, bound here while it is copied
+        under = mount.with_name(f".{mount.name}.under")
         under.mkdir(exist_ok=True)
         script = (
             'mount --bind "$1" "$2" && mount -t tmpfs -o "$3" tmpfs "$1" && cp -a "$2/." "$1/" && '

@@ -34,9 +34,8 @@ BINARY = (
     shutil.which("provision", path=os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""))
     or ""
 )
-EXEC_ONLY = (
-    os.environ.get("PROVISION_TEST_EXEC") == "1"
-)  # read at import: conftest removes PROVISION_* for each test
+# read at import: conftest removes PROVISION_* for each test
+EXEC_ONLY = os.environ.get("PROVISION_TEST_EXEC") == "1"
 
 
 def environment(env: Mapping[str, str | None] | None = None) -> dict[str, str]:
@@ -118,9 +117,8 @@ class ForkServer:
         self.settings = start_settings(env)
         self.commands = 0  # run so far
         self.running: set[int] = set()  # the pids of the commands running now
-        with open(
-            BINARY, "rb"
-        ) as script:  # the console script's own interpreter (a `#!/bin/sh` trampoline: ours)
+        # the console script's own interpreter (a `#!/bin/sh` trampoline: ours)
+        with open(BINARY, "rb") as script:
             shebang = script.readline()[2:].decode().strip()
         interpreter = shebang if os.path.basename(shebang).startswith("python") else sys.executable
         self.process = subprocess.Popen(

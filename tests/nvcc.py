@@ -48,9 +48,8 @@ def run(argv: list[str | Path], out: Path) -> Path:
         kept.parent.mkdir(parents=True, exist_ok=True)
         with tempfile.NamedTemporaryFile(dir=kept.parent, prefix=".partial-", delete=False) as partial:
             partial.write(out.read_bytes())
-        os.replace(
-            partial.name, kept
-        )  # test processes side by side: the last rename wins, both files are nvcc's
+        # test processes side by side: the last rename wins, both files are nvcc's
+        os.replace(partial.name, kept)
         return out
     shutil.copyfile(kept, out)
     return out

@@ -80,9 +80,8 @@ class Index:
     ranged: list[str] = field(default_factory=list)  # the file named by each range request, in order
     sizes: bool = False  # give each file's size on the JSON page (PEP 700, as PyPI's does)
     password: str = ""  # when set, every request must carry HTTP basic auth alice:<password>
-    swapped: dict[str, bytes] = field(
-        default_factory=dict
-    )  # file name -> what a full GET answers (and the page's sha256)
+    # file name -> what a full GET answers (and the page's sha256)
+    swapped: dict[str, bytes] = field(default_factory=dict)
 
     def add(self, name: str, version: str, **kwargs: object) -> Path:
         folder = self.root / str(canonicalize_name(name))
@@ -188,9 +187,8 @@ class IndexServer:
         request: http.server.BaseHTTPRequestHandler, data: bytes, wanted: str, *, body: bool
     ) -> None:
         first, _, last = wanted.removeprefix("bytes=").partition("-")
-        start = (
-            max(0, len(data) - int(last)) if not first else int(first)
-        )  # a suffix longer than the file: all of it
+        # a suffix longer than the file: all of it
+        start = max(0, len(data) - int(last)) if not first else int(first)
         end = len(data) - 1 if not first or not last else min(int(last), len(data) - 1)
         request.send_response(206)
         request.send_header("Content-Type", "application/octet-stream")

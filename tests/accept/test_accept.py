@@ -57,9 +57,8 @@ def test_an_accepted_sitecustomize_changed_by_an_experiment_is_restored_to_the_a
     ]
     assert drift_of(tool)["status"] == "pass", "the accepted file is the known-good state now"
 
-    (site / "sitecustomize.py").write_text(
-        PATCH + "os.environ['EXPERIMENT'] = 'custom-ar'\n"
-    )  # the experiment
+    # the experiment
+    (site / "sitecustomize.py").write_text(PATCH + "os.environ['EXPERIMENT'] = 'custom-ar'\n")
     result = drift_of(tool)
     assert findings(result) == {("modified", None, "sitecustomize.py", "accepted")}
     assert "modified sitecustomize.py [accepted]" in result["reason"]
@@ -94,15 +93,13 @@ def test_an_accepted_patch_of_a_distributions_file_is_judged_by_its_accepted_has
     module = site / "alpha" / "__init__.py"
     module.write_text("__version__ = '1.0'\nPATCHED = True\n")
     assert findings(drift_of(tool)) == {("modified", "alpha", "alpha/__init__.py", None)}
-    (done,) = json.loads(tool("accept", "tiny", str(module), "--json").stdout)[
-        "accepted"
-    ]  # absolute inside the venv
+    # absolute inside the venv
+    (done,) = json.loads(tool("accept", "tiny", str(module), "--json").stdout)["accepted"]
     assert done["path"] == "alpha/__init__.py" and done["owner"] == "alpha 1.0"
     assert drift_of(tool)["status"] == "pass"
 
-    module.write_text(
-        "__version__ = '1.0'\n"
-    )  # back to what RECORD says: for this environment, that is drift now
+    # back to what RECORD says: for this environment, that is drift now
+    module.write_text("__version__ = '1.0'\n")
     assert findings(drift_of(tool)) == {("modified", "alpha", "alpha/__init__.py", "accepted")}
     restored = json.loads(tool("restore", "tiny", "--no-checks", "--json").stdout)
     assert restored["reinstall"] == [] and restored["put_back"] == ["alpha/__init__.py"]
@@ -163,9 +160,8 @@ def test_a_path_outside_the_venv_a_link_out_and_a_fifo_are_refused_in_one_line_a
     assert "accepted" not in record and not (build_of(tool) / "accepted").exists(), (
         "one refused: none accepted"
     )
-    done = json.loads(
-        tool("accept", "tiny", "--json").stdout
-    )  # without PATH: the link and the pipe are named, the rest kept
+    # without PATH: the link and the pipe are named, the rest kept
+    done = json.loads(tool("accept", "tiny", "--json").stdout)
     assert [f["path"] for f in done["accepted"]] == ["sitecustomize.py"]
     assert {f["path"] for f in done["not_accepted"]} == {"link-out.pth", "pipe.pth"}
     assert tool("accept", "tiny", "--drop", "nothing.py", check=False).returncode == 2
@@ -261,9 +257,8 @@ def test_a_lock_made_before_a_profiles_file_changed_is_refused(tool: tiny.Tool, 
     profile_with_files(tool)
     lock = tmp_path / "pylock.fleet.toml"
     tool("lock", "fleet", "-o", str(lock))
-    (tool.profiles / "patches" / "tuning.py").write_text(
-        "CUSTOM_AR = True\n"
-    )  # the patch changed, the TOML did not
+    # the patch changed, the TOML did not
+    (tool.profiles / "patches" / "tuning.py").write_text("CUSTOM_AR = True\n")
     done = tool.create("fleet", "--lock", str(lock), "--no-checks", check=False)
     assert (
         done.returncode == 7
@@ -336,9 +331,8 @@ def test_create_replace_writes_accepted_files_again_where_they_still_belong_and_
     (site / "alpha" / "__init__.py").write_text("__version__ = '1.0'\nPATCHED = True\n")
     tool("accept", "tiny", "sitecustomize.py", "alpha/__init__.py")
 
-    same = json.loads(
-        tool.create("tiny", "--replace", "--no-checks", "--json").stdout
-    )  # the same lock: both still belong
+    # the same lock: both still belong
+    same = json.loads(tool.create("tiny", "--replace", "--no-checks", "--json").stdout)
     assert (
         same["accepted_reapplied"] == ["sitecustomize.py", "alpha/__init__.py"]
         and same["accepted_dropped"] == []

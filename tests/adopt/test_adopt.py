@@ -106,9 +106,8 @@ def test_a_venv_built_by_uv_is_adopted_locked_patched_and_restored_offline_from_
     setup("check", "old", "--only", "drift", "--strict", code=1)
 
     index_server.down.add("main")  # from here no index answers: uv's cache must do
-    plan = setup.json(
-        "restore", "old", "--dry-run", code=1
-    )  # gamma cannot be put back: exits as restore will
+    # gamma cannot be put back: exits as restore will
+    plan = setup.json("restore", "old", "--dry-run", code=1)
     assert (
         plan["reinstall"] == ["beta"]
         and plan["not_restorable"] == ["gamma"]
@@ -164,15 +163,13 @@ def test_a_wheel_rebuilt_with_other_contents_under_the_same_version_is_not_match
     first.add("beta", "2.0", files={"beta/__init__.py": b"X = 1\n"})
     setup = Setup(tmp_path, provision_bin)
     site = setup.build(first.url, "alpha==1.0", "beta==2.0")
-    rebuilt = index_server.index(
-        "rebuilt"
-    )  # the same names and versions, built again; beta with other contents
+    # the same names and versions, built again; beta with other contents
+    rebuilt = index_server.index("rebuilt")
     rebuilt.ranges = True
     rebuilt.add("alpha", "1.0")
     rebuilt.add("beta", "2.0", files={"beta/__init__.py": b"X = 2\n"})
-    empty_cache = {
-        "UV_CACHE_DIR": str(tmp_path / "empty-cache")
-    }  # nothing cached: the RECORDs come from the index
+    # nothing cached: the RECORDs come from the index
+    empty_cache = {"UV_CACHE_DIR": str(tmp_path / "empty-cache")}
 
     adopted = setup.json("adopt", "old", str(setup.venv), index=rebuilt.url, **empty_cache)
     assert [(m["name"], m["record_from"]) for m in adopted["matched"]] == [("alpha", "download")], (
@@ -217,9 +214,8 @@ def test_adopt_with_no_index_reachable_says_so_and_lock_env_locks_it_later(
     (alpha,) = adopted["unmatched"]
     assert "index default unreachable" in alpha["reason"] and "HTTP 503" in adopted["unreachable"]["default"]
     assert "uv's cache has no wheel of this build" in alpha["reason"]
-    cached = setup.json(
-        "adopt", "cached", str(setup.venv), index=served.url
-    )  # the cache the venv was built with
+    # the cache the venv was built with
+    cached = setup.json("adopt", "cached", str(setup.venv), index=served.url)
     (match,) = cached["matched"]
     assert (match["name"], match["record_from"], match["index"]) == ("alpha", "uv-cache", "default")
     wheel = served.root / "alpha" / "alpha-1.0-py3-none-any.whl"
@@ -279,9 +275,8 @@ def test_one_garbled_page_leaves_that_distribution_unmatched_and_the_index_reach
     tmp_path: Path, index_server, provision_bin: str
 ) -> None:
     served = index_server.index("main")
-    good = [
-        f"good-{n:02d}" for n in range(17)
-    ]  # more than the lookup's threads: the garbled page is read after some
+    # more than the lookup's threads: the garbled page is read after some
+    good = [f"good-{n:02d}" for n in range(17)]
     for name in [*good, "zz-garbled"]:
         served.add(name, "1.0")
     setup = Setup(tmp_path, provision_bin)

@@ -23,9 +23,8 @@ def test_an_index_given_and_a_cache_of_its_own_ask_uv_for_no_default(
     served = index_server.index("given")
     served.add("alpha", "1.0")
     setup = Setup(tmp_path, provision_bin)
-    setup.build(
-        served.url, "alpha==1.0"
-    )  # uv's cache keeps it under the bucket of this index, not its default's
+    # uv's cache keeps it under the bucket of this index, not its default's
+    setup.build(served.url, "alpha==1.0")
     for cache in (setup.cache, {"UV_CACHE_DIR": str(tmp_path / "empty-cache")}):
         done = setup(
             "-v",

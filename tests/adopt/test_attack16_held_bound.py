@@ -35,9 +35,8 @@ def held(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 def test_a_body_going_on_past_the_size_the_page_gives_is_refused_holding_no_more(
     hostile, held: list[int], size: int
 ) -> None:
-    hostile.routes["/endless.whl"] = Route(
-        how="endless"
-    )  # no Content-Length: zeros until the client hangs up
+    # no Content-Length: zeros until the client hangs up
+    hostile.routes["/endless.whl"] = Route(how="endless")
     with pytest.raises(IndexUnreachable, match=f"larger than the {size:,} bytes provision reads of it"):
         wheelproof.downloaded(f"{hostile.url}/endless.whl", None, size)
     assert max(held, default=0) <= size

@@ -91,12 +91,10 @@ class Fleet:
         profiles.mkdir()
         self.old = profile(profiles, "serve-cu128", "12.8", "1.0", fleet.url, "cu128")
         (profiles / "patches" / "deep").mkdir(parents=True)
-        (profiles / "patches" / "fleet_patch.py").write_text(
-            FLEET_PATCH
-        )  # the team's patch, carried to every host
-        (profiles / "patches" / "deep" / "fleet_patch.py").write_text(
-            DEEP_PATCH
-        )  # same name, a folder further down
+        # the team's patch, carried to every host
+        (profiles / "patches" / "fleet_patch.py").write_text(FLEET_PATCH)
+        # same name, a folder further down
+        (profiles / "patches" / "deep" / "fleet_patch.py").write_text(DEEP_PATCH)
         self.new = profile(
             profiles,
             "serve-cu130",
@@ -230,9 +228,8 @@ def snapshot(home: Path) -> dict[str, bytes | str]:
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(
-    900
-)  # four playbooks over three hosts: past 300 s on 2 loaded cores beside the other processes
+# four playbooks over three hosts: past 300 s on 2 loaded cores beside the other processes
+@pytest.mark.timeout(900)
 def test_fleet_probe_report_rolling_upgrade_stops_at_failing_host_and_rollback(
     tmp_path: Path, index_server: IndexServer, provision_bin: str
 ) -> None:
@@ -283,9 +280,8 @@ def test_fleet_probe_report_rolling_upgrade_stops_at_failing_host_and_rollback(
     assert active(envs_b) == "serve-cu128" and set(envs_b) == {"serve-cu128"}
     assert len(list((fleet.home("gpu-b") / "builds").iterdir())) == 1  # a gate FAIL builds nothing
     assert snapshot(fleet.home("gpu-c")) == untouched
-    assert not (
-        tmp_path / "gpu-c" / "remote" / "pylock.serve-cu130.toml"
-    ).exists()  # not even the lock was copied
+    # not even the lock was copied
+    assert not (tmp_path / "gpu-c" / "remote" / "pylock.serve-cu130.toml").exists()
     said_a = json.loads((fleet.fleet_dir / "gpu-a.upgrade.json").read_text())
     assert said_a["decision"] == "activated" and said_a["baseline"]["from"]["median"] == 82.0
     assert said_a["baseline"]["to"]["median"] == 89.5 and said_a["baseline"]["verdict"] == "better"
@@ -339,9 +335,8 @@ def test_fleet_probe_report_rolling_upgrade_stops_at_failing_host_and_rollback(
     assert sorted((fleet.home("gpu-c") / "builds").iterdir()) == builds_c
     assert (fleet.fleet_dir / "pylock.serve-cu130.toml").read_bytes() == first_lock
     assert (tmp_path / "gpu-c" / "remote" / "pylock.serve-cu130.toml").read_bytes() == first_lock
-    for (
-        host
-    ) in HOSTS:  # the profile's [files] reached every host with it, and create wrote them into the venv
+    # the profile's [files] reached every host with it, and create wrote them into the venv
+    for host in HOSTS:
         venv = fleet.home(host) / "envs" / "serve-cu130" / "venv"
         assert (drift.site_packages(venv) / "fleet_patch.py").read_text() == FLEET_PATCH, host
         assert (drift.site_packages(venv) / "deep" / "fleet_patch.py").read_text() == DEEP_PATCH, host
@@ -351,9 +346,8 @@ def test_fleet_probe_report_rolling_upgrade_stops_at_failing_host_and_rollback(
     assert done.returncode == 0, done.stdout + done.stderr
     assert fleet.active() == ["serve-cu128"] * 3
     assert all(f"{h}: serve-cu130 -> serve-cu128" in done.stdout for h in HOSTS[:2])
-    for (
-        written
-    ) in fleet.fleet_dir.iterdir():  # locks, the hosts' archive, probe documents, reports, create and compare
+    # locks, the hosts' archive, probe documents, reports, create and compare
+    for written in fleet.fleet_dir.iterdir():
         assert SECRET.encode() not in written.read_bytes(), written
 
 

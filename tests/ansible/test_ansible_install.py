@@ -26,9 +26,8 @@ def test_the_distribution_name_is_free_on_the_public_registry() -> None:
     from provision.stacks import index, newprofile
 
     registry = newprofile.default_index()
-    assert index.project_files(registry, "provision"), (
-        registry
-    )  # the yardstick: this check does find a name that is taken
+    # the yardstick: this check does find a name that is taken
+    assert index.project_files(registry, "provision"), registry
     assert index.project_files(registry, DISTRIBUTION) == []  # 404: no such project
 
 
@@ -91,10 +90,11 @@ def test_nothing_is_installed_unless_named_and_another_provision_is_never_used(t
     assert "solo has no provision (cuda-provision) and nothing to install was named" in done.stdout
     assert "set provision_wheel" in done.stdout and "provision_package" in done.stdout
     assert not (tmp_path / "tool").exists()  # nothing installed
+    # asked who it is, nothing more
     assert sorted(p.name for p in fake.parent.iterdir()) == [
         "provision",
         "ran---version",
-    ]  # asked who it is, nothing more
+    ]
     done = play(tmp_path, {"provision_bin": str(fake)})
     assert done.returncode != 0 and f"provision_bin={fake} is not this provision" in done.stdout
 
@@ -144,7 +144,8 @@ def test_a_quote_in_an_inventory_value_never_chooses_the_program_and_the_distrib
     fake.write_text(f"#!/bin/sh\necho 'provision, version 0.9.2 (provision)'\ntouch {fake.parent}/ran-$1\n")
     done = play(tmp_path, {"provision_distribution": ".*"}, path=f"{fake.parent}:/usr/bin:/bin")
     assert done.returncode != 0 and "nothing to install was named" in done.stdout, done.stdout
+    # asked who it is, nothing more
     assert sorted(p.name for p in fake.parent.iterdir()) == [
         "provision",
         "ran---version",
-    ]  # asked who it is, nothing more
+    ]

@@ -33,9 +33,8 @@ def test_members_keep_their_places_the_given_modes_and_root_as_owner(tmp_path: P
     script = tmp_path / "patches" / "deep" / "run.sh"
     script.write_text("#!/bin/sh\n")
     script.chmod(0o750)
-    (tmp_path / "patches" / "linked.py").symlink_to(
-        script
-    )  # a link inside the profile's folder: its file is packed
+    # a link inside the profile's folder: its file is packed
+    (tmp_path / "patches" / "linked.py").symlink_to(script)
     out = tmp_path / "carry.tar"
     done = pack(
         out,

@@ -71,9 +71,8 @@ def test_a_kept_run_past_its_deadline_is_stopped_with_what_it_printed() -> None:
 def _gone(pid: int) -> bool:
     try:
         with open(f"/proc/{pid}/stat") as handle:
-            return (
-                handle.read().rsplit(")", 1)[1].split()[0] == "Z"
-            )  # killed, not yet reaped by its new parent
+            # killed, not yet reaped by its new parent
+            return handle.read().rsplit(")", 1)[1].split()[0] == "Z"
     except FileNotFoundError:
         return True
 

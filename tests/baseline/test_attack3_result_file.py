@@ -33,9 +33,8 @@ def test_a_result_path_the_command_made_no_regular_file_is_no_figure(
         ),
     )
     tool.create("sg")
-    done = run_provision(
-        "baseline", "sg", env=tool.env(None), timeout=30
-    )  # hung before (fifo); ran out of memory (zero)
+    # hung before (fifo); ran out of memory (zero)
+    done = run_provision("baseline", "sg", env=tool.env(None), timeout=30)
     assert done.returncode == 7, done.stderr
     assert "no figure in its output" in done.stderr and "not a regular file" in done.stderr, done.stderr
     build = Path(tool.envs()["sg"]["path"])

@@ -60,9 +60,8 @@ def test_runs_are_stored_and_compare_says_within_noise(
     tool("baseline", "old")
     single = json.loads(tool("compare", "old", "fast", "--json").stdout)
     assert single["environments"][0]["figures"] == [70.0] and single["verdict"] == "cannot-tell"
-    assert (
-        single["within_noise"] is None and single["improved"] is None
-    )  # one run cannot tell noise from a change
+    # one run cannot tell noise from a change
+    assert single["within_noise"] is None and single["improved"] is None
     assert "cannot tell: fewer than 3 runs a side" in tool("compare", "old", "fast").stdout
     assert noise["verdict"] == "within-noise" and real["verdict"] == "better"
 

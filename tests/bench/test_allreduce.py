@@ -220,9 +220,8 @@ def test_nccl_tests_output_is_read_and_joined_beside_provision_rows(tmp_path: Pa
 
     from provision.checks import nccl_tests
 
-    version, rows = nccl_tests.parse(
-        (DATA / "nccl-tests-h200-x2-graph-G20.txt").read_text()
-    )  # 2 x H200, 2026-11-30
+    # 2 x H200, 2026-11-30
+    version, rows = nccl_tests.parse((DATA / "nccl-tests-h200-x2-graph-G20.txt").read_text())
     assert version == "2.28.3" and len(rows) == 25
     assert (rows[0].size, rows[0].time_us, rows[-1].busbw) == (8, 5.87, 285.81)  # the in-place columns
     from provision.records.allreduce_runs import AllreduceRow, NcclTestsFigures
@@ -350,9 +349,10 @@ def test_ranks_die_with_their_launcher_on_kill_9(tmp_path: Path) -> None:
         "if __name__ == '__main__':\n"
         "    launch(target, 2, {}, 600.0)\n"
     )
+    # kill -9: no cleanup
     launcher = subprocess.Popen(
         [sys.executable, str(script)], env={**os.environ, "TMPDIR": str(own_tmp(tmp_path))}
-    )  # kill -9: no cleanup
+    )
     deadline = time.monotonic() + 60
     while len(list(pids.iterdir())) < 2 and time.monotonic() < deadline:
         time.sleep(0.1)
@@ -515,9 +515,8 @@ def test_a_hung_all_reduce_perf_is_killed_at_the_size_it_hung_on(tmp_path: Path)
     with pytest.raises(nccl_tests.Hung) as caught:
         nccl_tests.run(binary, **SWEEP, graph_launches=0, env=dict(os.environ), start_s=3.0, allowance_s=1.0)
     assert time.monotonic() - begin < 60  # not the hour it sleeps
-    assert (
-        caught.value.size == 8192 and 1.0 <= caught.value.waited_s < 30
-    )  # its 1 s bound, read late on a loaded machine
+    # its 1 s bound, read late on a loaded machine
+    assert caught.value.size == 8192 and 1.0 <= caught.value.waited_s < 30
     assert caught.value.message.startswith("all_reduce_perf hung at size 8192 B after 1 s and was killed")
     assert (
         "ACS" in caught.value.hint

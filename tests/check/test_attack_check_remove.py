@@ -20,9 +20,8 @@ def test_remove_while_check_runs_is_one_clear_line_and_recreates_nothing(
     index_server, tmp_path: Path
 ) -> None:
     served = index_server.index("slow")
-    served.add(
-        "alpha", "1.0", files={"alpha/__init__.py": b"import time\ntime.sleep(4)\n"}
-    )  # the imports check: 4 s
+    # the imports check: 4 s
+    served.add("alpha", "1.0", files={"alpha/__init__.py": b"import time\ntime.sleep(4)\n"})
     profiles = tmp_path / "profiles"
     profiles.mkdir()
     (profiles / "slow.toml").write_text(

@@ -128,9 +128,8 @@ def test_without_a_driver_libcuda_alone_is_a_skip_and_sglang_server_is_imported(
         broken.status == "fail"
         and "sglang (sglang.srt.entrypoints.http_server): RuntimeError: uvloop missing" in broken.reason
     )
-    only = imports(
-        build, ["sgl-kernel"]
-    )  # sglang installed, though the profile does not name it: its server is imported
+    # sglang installed, though the profile does not name it: its server is imported
+    only = imports(build, ["sgl-kernel"])
     assert only.status == "pass" and (only.details.to_json() if only.details else {})["imported"] == [
         "sglang.launch_server",
         "sglang.srt.entrypoints.http_server",

@@ -332,9 +332,8 @@ def test_jit_workspace_module_with_a_damaged_dynamic_section_is_read_past(tmp_pa
         dynamic = ELFFile(handle).get_section_by_name(".dynamic")
         start, size = dynamic["sh_offset"], dynamic["sh_size"]
     data = bytearray(library.read_bytes())
-    needed = [
-        at for at in range(start, start + size, 16) if int.from_bytes(data[at : at + 8], "little") == 1
-    ]  # DT_NEEDED
+    # DT_NEEDED
+    needed = [at for at in range(start, start + size, 16) if int.from_bytes(data[at : at + 8], "little") == 1]
     assert needed
     for at in needed:
         data[at + 8 : at + 16] = (2**64 - 256).to_bytes(8, "little")

@@ -225,9 +225,8 @@ def test_a_file_patched_in_place_reaches_neither_uvs_cache_nor_another_environme
 def test_with_hard_links_chosen_in_uv_link_mode_restore_fetches_the_damaged_cache_copy_again(
     tmp_path: Path, index_server, provision_bin: str
 ) -> None:
-    env = Env(
-        provision_bin, tmp_path, stacks.cu130(index_server), UV_LINK_MODE="hardlink"
-    )  # the user's choice wins
+    # the user's choice wins
+    env = Env(provision_bin, tmp_path, stacks.cu130(index_server), UV_LINK_MODE="hardlink")
     target = env.site / "torch" / "__init__.py"
     assert target.stat().st_nlink > 1, "uv hard-links from its cache on one file system"
     with open(target, "a") as handle:  # in place: the cache's copy is the same inode
@@ -257,9 +256,8 @@ def test_ctrl_c_during_restore_leaves_the_environment_as_it_was(env: Env) -> Non
         handle.write("FORCE_CUSTOM_ALL_REDUCE = True\n")
     before = env.hashes()
     shutil.rmtree(env.root / "uv-cache")  # uv's cache was cleaned since: the wheel must be fetched again
-    held = env.stack["pytorch"].hold = (
-        threading.Event()
-    )  # the refetch waits on the index: caught mid-restore, however
+    # the refetch waits on the index: caught mid-restore, however
+    held = env.stack["pytorch"].hold = threading.Event()
     earlier = len(env.stack["pytorch"].requests)  # loaded the machine (a 3 s delay let it finish first)
     process = subprocess.Popen(
         [env.binary, "restore", "cu130", "--no-checks"], stderr=subprocess.PIPE, text=True, env=env.variables
@@ -272,9 +270,8 @@ def test_ctrl_c_during_restore_leaves_the_environment_as_it_was(env: Env) -> Non
 
 
 def test_a_rollback_does_not_wait_for_a_restore_and_nothing_removes_what_it_holds(env: Env) -> None:
-    env(
-        "create", "cu130", "--name", "other", "--python", PY, *stacks.index_args(env.stack), "--no-checks"
-    )  # now active
+    # now active
+    env("create", "cu130", "--name", "other", "--python", PY, *stacks.index_args(env.stack), "--no-checks")
     with open(env.site / "torch" / "__init__.py", "a") as handle:
         handle.write("FORCE_CUSTOM_ALL_REDUCE = True\n")
     shutil.rmtree(env.root / "uv-cache")  # the wheel must be fetched again, from a slow index
@@ -307,9 +304,8 @@ def test_gc_removes_what_a_killed_restore_recorded_and_nothing_else(env: Env) ->
     dead = subprocess.Popen(["true"])
     dead.wait()  # a pid that existed and is gone
     killed = env.venv.parent / f".venv.restore-{dead.pid}-20261130T000000Z"
-    unrecorded = (
-        env.venv.parent / f".venv.restore-{dead.pid}-20261130T000001Z"
-    )  # the same shape, not recorded: kept
+    # the same shape, not recorded: kept
+    unrecorded = env.venv.parent / f".venv.restore-{dead.pid}-20261130T000001Z"
     for folder in (killed, unrecorded):
         (folder / "lib").mkdir(parents=True)
     (env.build / ".restore-made").write_text(json.dumps({"pid": dead.pid, "made": [str(killed)]}))

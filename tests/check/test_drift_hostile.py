@@ -48,13 +48,11 @@ def test_paths_and_links_out_of_the_venv_are_never_read_and_bad_records_are_find
 
     result = drift.scan(venv)
 
-    assert (
-        result.files == 2 and result.hashed == 1
-    )  # evil/__init__.py read; the link and both paths out: not read
+    # evil/__init__.py read; the link and both paths out: not read
+    assert result.files == 2 and result.hashed == 1
     found = {(f.kind, f.distribution, f.path): f.found for f in result.findings}
-    assert all("secret" not in path for _, _, path in found), (
-        found
-    )  # out of the venv: not the check's business
+    # out of the venv: not the check's business
+    assert all("secret" not in path for _, _, path in found), found
     assert "link out of the environment" in found["modified", "evil", "evil/link.py"]
     assert "unreadable (Error)" in found["modified", "huge", "huge-1.0.dist-info/RECORD"]
     assert "unreadable (UnicodeDecodeError)" in found["modified", "latin", "latin-1.0.dist-info/RECORD"]

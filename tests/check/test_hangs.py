@@ -38,9 +38,8 @@ def test_rollback_does_not_wait_for_a_create_and_its_payload_dies_with_it(tool: 
     tool.create("tiny", "--name", "b", "--no-checks")
     creating = tool.popen("create", "sleepy", "--python", tiny.PY)
     builds = tool.home / "builds"
-    deadline = (
-        time.time() + 240
-    )  # a loaded machine: the check starts after the venv, the install and the inventory
+    # a loaded machine: the check starts after the venv, the install and the inventory
+    deadline = time.time() + 240
     while (
         time.time() < deadline and not processes_under(builds, "check_imports.py") and creating.poll() is None
     ):
@@ -50,9 +49,8 @@ def test_rollback_does_not_wait_for_a_create_and_its_payload_dies_with_it(tool: 
     )
     started = time.perf_counter()
     rolled = json.loads(tool("rollback", "--json").stdout)
-    assert (
-        rolled["active"] == "a" and time.perf_counter() - started < 60
-    )  # not after the import check's 120 s sleep
+    # not after the import check's 120 s sleep
+    assert rolled["active"] == "a" and time.perf_counter() - started < 60
     creating.send_signal(signal.SIGKILL)
     creating.wait()
     deadline = time.time() + 10

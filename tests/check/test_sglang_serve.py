@@ -230,9 +230,8 @@ def test_a_port_taken_before_the_server_binds_it_is_left_for_another(
     def take() -> None:
         deadline = time.monotonic() + 60
         argv: list[str] = []
-        while (
-            time.monotonic() < deadline and not argv
-        ):  # the stand-in's file exists before its JSON is written
+        # the stand-in's file exists before its JSON is written
+        while time.monotonic() < deadline and not argv:
             with contextlib.suppress(OSError, ValueError, KeyError):
                 argv = json.loads(trace.read_text())["argv"]
             time.sleep(0.01)

@@ -158,9 +158,8 @@ def test_uv_cache_dir_set_is_uvs_answer_without_asking(
     process of about 0.03 s in every lock, create and report), and uv's cache is found there all the same."""
     import tiny
 
-    (tmp_path / "uv.toml").write_text(
-        f'cache-dir = "{tmp_path / "from-config"}"\n'
-    )  # loses to UV_CACHE_DIR, in uv too
+    # loses to UV_CACHE_DIR, in uv too
+    (tmp_path / "uv.toml").write_text(f'cache-dir = "{tmp_path / "from-config"}"\n')
     tool = tiny.make_tool(tmp_path, provision_bin, tiny.index(index_server))
     done = run_provision(
         "-v",
@@ -380,8 +379,9 @@ def test_a_command_imports_only_its_own_family(provision_bin: str, tmp_path: Pat
             }
             & loaded
         ), (argv, loaded)
+        # env.json's runs: not read
         assert not {m for m in loaded if m.startswith(("provision.checks", "provision.records"))}, (
             argv,
             loaded,
-        )  # env.json's runs: not read
+        )
     assert (home / "active").readlink() == Path("envs/a")

@@ -67,9 +67,8 @@ def test_a_deep_checked_stamp_in_the_wheel_cache_is_a_damaged_entry(
     place.mkdir(parents=True)
     (place / "x-1.0-py3-none-any.whl").write_bytes(b"not the wheel of that sha256")
     (place / "checked").write_text(DEEP)
-    assert (
-        wheelcache.cached(sha, "x-1.0-py3-none-any.whl") is None and not place.exists()
-    )  # removed, as damage is
+    # removed, as damage is
+    assert wheelcache.cached(sha, "x-1.0-py3-none-any.whl") is None and not place.exists()
 
 
 def test_a_deep_nvcc_memory_is_forgotten(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

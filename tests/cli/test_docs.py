@@ -12,9 +12,8 @@ SHIPPED = sorted([ROOT / "README.md", *(ROOT / "docs").glob("*.md"), *(ROOT / "c
 
 def test_each_document_has_one_title_and_no_paragraph_twice() -> None:
     for path in SHIPPED:
-        text = re.sub(
-            r"^```.*?^```", "", path.read_text(), flags=re.M | re.S
-        )  # a shell comment in a block is no title
+        # a shell comment in a block is no title
+        text = re.sub(r"^```.*?^```", "", path.read_text(), flags=re.M | re.S)
         titles = [line for line in text.splitlines() if line.startswith("# ")]
         assert len(titles) == 1, (path, titles)
         paragraphs = [p.strip() for p in text.split("\n\n") if len(p.strip()) > 200]

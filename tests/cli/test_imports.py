@@ -155,9 +155,8 @@ def imported(path: Path) -> set[str]:
         if id(node) in typing_only:
             continue
         if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "provision":
-            for (
-                alias
-            ) in node.names:  # `from provision.envs import records` imports the module provision.envs.records
+            # `from provision.envs import records` imports the module provision.envs.records
+            for alias in node.names:
                 candidate = f"{node.module}.{alias.name}"
                 found.add(candidate if candidate in MODULES else node.module)
         elif isinstance(node, ast.Import):

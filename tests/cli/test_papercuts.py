@@ -72,9 +72,10 @@ def test_lock_says_what_changed_one_row_per_package_and_a_rebuild_that_rebuilds(
     assert (
         argv[:3] == ["provision", "lock", str(profile)] and index in argv and argv[-2:] == ["-o", str(lock)]
     )
+    # the flag decides
     again = run_provision(
         *argv[1:], timeout=300, env=tool.env({"PROVISION_INDEX_DEFAULT": "http://127.0.0.1:9/nothing"})
-    )  # the flag decides
+    )
     assert again.returncode == 0, again.stderr
     assert "No changes" in again.stdout
 

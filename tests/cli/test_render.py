@@ -40,9 +40,8 @@ def test_json_is_the_document_with_its_schema_version_and_nothing_else(
     assert render.render(shown, "json") == 1
     out, err = capsys.readouterr()
     assert json.loads(out) == {"schema_version": 1, "active": "two", "skipped": []}
-    assert (
-        list(json.loads(out))[0] == "schema_version" and err == ""
-    )  # no table, line or info beside the document
+    # no table, line or info beside the document
+    assert list(json.loads(out))[0] == "schema_version" and err == ""
     with pytest.raises(ValueError, match="no JSON document"):
         render.render(Shown(None, [Line("x")]), "json")
 
@@ -235,9 +234,8 @@ def test_the_rule_sees_what_it_forbids(tmp_path: Path) -> None:
         "9: ui.info",
         "10: sys.exit",
     ]
-    assert (
-        set(modules()) >= ALLOWED and len(modules()) > 10
-    )  # every name here is a module that exists, and all are read
+    # every name here is a module that exists, and all are read
+    assert set(modules()) >= ALLOWED and len(modules()) > 10
     sample.write_text(
         "def shown(result, as_json: bool):\n    if as_json:\n        return 1\n    return app.as_json\n"
     )

@@ -63,10 +63,11 @@ def test_a_reader_that_stops_reading_ends_it_quietly_and_alike_in_every_output(
     reader_gone: int, form: tuple[str, ...]
 ) -> None:
     done = run_to(reader_gone, "report", "--machine", H200, *form)
+    # as click and rich end a table: --json and --markdown exited 0
     assert (done.returncode, done.stderr) == (
         1,
         "",
-    )  # as click and rich end a table: --json and --markdown exited 0
+    )
 
 
 def test_an_error_under_json_whose_reader_is_gone_is_its_line_and_its_code(
@@ -99,9 +100,8 @@ def test_a_full_disk_under_stdout_is_one_error_line_and_exit_3(form: tuple[str, 
         done = run_to(full, "report", "--machine", H200, *form)
         failed = run_to(full, "switch", "nope", "--home", tmp_path, *json_only(form))
     assert (done.returncode, done.stderr) == (3, FULL_DISK)  # --json was two tracebacks and exit 1
-    assert failed.returncode == 7 and len(failed.stderr.splitlines()) == 2, (
-        failed.stderr
-    )  # its own error, once
+    # its own error, once
+    assert failed.returncode == 7 and len(failed.stderr.splitlines()) == 2, failed.stderr
 
 
 def test_a_view_that_raises_is_one_error_line_and_exit_3(tmp_path: Path) -> None:
@@ -142,24 +142,22 @@ def test_a_hostile_profile_description_prints_as_data(tmp_path: Path) -> None:
 def test_a_newline_in_a_machine_path_never_ends_its_markdown_heading_or_bullet(tmp_path: Path) -> None:
     machine = tmp_path / "m|x\n# evil.json"
     document = json.loads(H200.read_text())
-    document["driver"].update(
-        version="575.57.08", cuda="12.9"
-    )  # a FAIL: the fleet's summary names the machine
+    # a FAIL: the fleet's summary names the machine
+    document["driver"].update(version="575.57.08", cuda="12.9")
     machine.write_text(json.dumps(document))
     done = launch.run_provision(
         "report", "--machine", H200, "--machine", machine, "--profile", "cu130", "--markdown", check=True
     )
     lines = done.stdout.splitlines()
-    assert (
-        f"## {tmp_path}/m|x # evil.json: driver 575.57.08 (CUDA 12.9), 1 GPU(s) sm_90" in lines
-    )  # the heading, one line
+    # the heading, one line
+    assert f"## {tmp_path}/m|x # evil.json: driver 575.57.08 (CUDA 12.9), 1 GPU(s) sm_90" in lines
+    # the cause, one bullet
     assert any(
         line.startswith("- profile `cu130`: FAIL on 1 machine (") and "x # evil.json): driver" in line
         for line in lines
-    )  # the cause, one bullet
-    assert not [
-        line for line in lines if line.startswith("# ")
-    ]  # no heading of its own for the rest of a path
+    )
+    # no heading of its own for the rest of a path
+    assert not [line for line in lines if line.startswith("# ")]
 
 
 # --- in the renderer: Markdown cells, captions, emoji codes, narrow cells ------------------------------------------
@@ -282,9 +280,8 @@ def test_a_baseline_whose_figure_is_no_number_fails_and_stores_nothing(
             done.stderr
         )
         assert strict_json(env_json.read_text())["baselines"] == []  # type: ignore[index]
-    printed.write_text(
-        '{"tok_s": 1' + "0" * 400 + "}"
-    )  # an integer no float holds: the run's failure, not provision's
+    # an integer no float holds: the run's failure, not provision's
+    printed.write_text('{"tok_s": 1' + "0" * 400 + "}")
     done = tool("baseline", "nan", "--json", check=False)
     assert (
         done.returncode == 7
@@ -339,9 +336,8 @@ def test_what_a_failing_all_reduce_perf_printed_never_drives_the_terminal(
     shown = views.allreduce("h200", AllreduceRun(at="now", backend="nccl", world_size=2, runs=[measured]))
     assert render.render(shown, "table") == 1
     out = capsys.readouterr().out
-    assert (
-        "NCCL WARN ?]0;pwned??[2J cleared" in out and "\x1b" not in out and "\x07" not in out
-    )  # a retitled, cleared terminal
+    # a retitled, cleared terminal
+    assert "NCCL WARN ?]0;pwned??[2J cleared" in out and "\x1b" not in out and "\x07" not in out
 
 
 def test_a_stderr_that_cannot_be_written_changes_neither_the_result_nor_the_exit_code(
@@ -373,9 +369,8 @@ def test_a_stderr_that_cannot_be_written_changes_neither_the_result_nor_the_exit
     assert {e["name"]: e["active"] for e in json.loads(tool("envs", "--json").stdout)["environments"]}[
         "tiny"
     ] is True
-    assert (
-        failed.returncode == 7 and json.loads(failed.stdout)["error"]["exit_code"] == 7
-    )  # the error document stays
+    # the error document stays
+    assert failed.returncode == 7 and json.loads(failed.stdout)["error"]["exit_code"] == 7
 
 
 def test_an_error_naming_a_path_with_a_newline_is_one_line(tmp_path: Path) -> None:

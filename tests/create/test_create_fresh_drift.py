@@ -73,9 +73,8 @@ def test_a_build_as_locked_passes_its_fresh_drift_check(tool: tiny.Tool, tmp_pat
     done = tool("create", "tiny", "--python", tiny.PY, "--json", env=env)
     drift = next(c for c in json.loads(done.stdout)["checks"] if c["id"] == "drift")
     assert drift["status"] == "pass", drift
-    assert list(
-        (tmp_path / "xdg" / "provision" / "records").iterdir()
-    )  # the lock's RECORDs were there to compare
+    # the lock's RECORDs were there to compare
+    assert list((tmp_path / "xdg" / "provision" / "records").iterdir())
 
 
 def test_a_sibling_wheels_record_is_never_taken_for_the_installed_ones(

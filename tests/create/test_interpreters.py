@@ -40,9 +40,8 @@ def test_a_pyenv_version_that_is_not_active_is_found(tmp_path: Path, monkeypatch
     monkeypatch.chdir(tmp_path)  # uv would take a .venv of the folder it runs in
     monkeypatch.setenv("PATH", str(root / "shims"))
     monkeypatch.setenv("PYENV_ROOT", str(root))
-    monkeypatch.setenv(
-        "UV_PYTHON_INSTALL_DIR", str(tmp_path / "uv-pythons")
-    )  # no uv-managed interpreter either
+    # no uv-managed interpreter either
+    monkeypatch.setenv("UV_PYTHON_INSTALL_DIR", str(tmp_path / "uv-pythons"))
     alone = subprocess.run(
         [uvtool.binary(), "python", "find", VERSION, "--no-project"],
         capture_output=True,
@@ -86,6 +85,5 @@ def test_create_with_a_lock_uses_the_locks_python(tmp_path: Path, index_server, 
     refused = tool(
         "create", "far", "--name", "far2", "--lock", str(lock), "--python", "3.99", "--no-checks", check=False
     )
-    assert (
-        refused.returncode == 7 and "Python 3.99 was not found" in refused.stderr
-    )  # an explicit --python still wins
+    # an explicit --python still wins
+    assert refused.returncode == 7 and "Python 3.99 was not found" in refused.stderr

@@ -99,9 +99,8 @@ def test_the_readmes_steps_use_one_profile_name_throughout() -> None:
     blocks = [b.split("```", 1)[0] for b in section.split("```sh\n")[1:]]
     steps = next(b for b in blocks if "provision report --lock" in b)  # the steps, each a command of its own
     upgrade = next(b for b in blocks if b.startswith("provision profiles new") and "provision upgrade" in b)
-    assert (
-        "upgrade today.toml" in upgrade and "profiles new today " in upgrade
-    )  # the one command, the same name
+    # the one command, the same name
+    assert "upgrade today.toml" in upgrade and "profiles new today " in upgrade
     commands = [line.split("#", 1)[0].split() for line in steps.splitlines() if line.startswith("provision ")]
     (new,) = [c[3] for c in commands if c[1:3] == ["profiles", "new"]]
     named = {"lock": 2, "create": 2, "check": 2, "baseline": 2, "restore": 2, "run": 2}

@@ -169,9 +169,8 @@ def test_gc_spares_a_build_that_a_live_payload_runs_from(tool: tiny.Tool) -> Non
         [sys.executable, "-c", "import time; time.sleep(60)", str(leftover / "venv" / "payload.py")]
     )
     try:
-        assert (
-            json.loads(tool("gc", "--json").stdout)["removed"] == [] and leftover.exists()
-        )  # ... its payload is not
+        # ... its payload is not
+        assert json.loads(tool("gc", "--json").stdout)["removed"] == [] and leftover.exists()
     finally:
         payload.kill()
         payload.wait()

@@ -44,9 +44,8 @@ def a_home(tmp_path: Path) -> tuple[Path, Path]:
 
 def test_records_nested_too_deeply_are_one_line_naming_the_file(tmp_path: Path) -> None:
     home, build = a_home(tmp_path)
-    (home / "state.json").write_text(
-        DEEP
-    )  # set aside and rebuilt (tests/envs/test_leftovers.py): switch goes on
+    # set aside and rebuilt (tests/envs/test_leftovers.py): switch goes on
+    (home / "state.json").write_text(DEEP)
     done = run(home, "switch", "x")
     assert (
         done.returncode == 0 and "internal error" not in done.stderr and "state.json.damaged-" in done.stderr

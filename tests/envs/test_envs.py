@@ -79,9 +79,8 @@ def test_the_profiles_own_toolkit_is_laid_out_as_a_cuda_home(tool: Tool, stack) 
     (system / "nvcc").write_text("#!/bin/sh\necho system nvcc 12.8\n")
     (system / "nvcc").chmod(0o755)
     path = {"PATH": f"{system}{os.pathsep}{os.environ['PATH']}"}
-    (home / "bin" / "nvcc").resolve().chmod(
-        0o755
-    )  # NVIDIA's wheel carries the mode; the test's wheel does not
+    # NVIDIA's wheel carries the mode; the test's wheel does not
+    (home / "bin" / "nvcc").resolve().chmod(0o755)
     found = tool("run", "cu130", "--", "sh", "-c", "command -v nvcc", env=path).stdout.strip()
     assert found == str(home / "bin" / "nvcc"), found
     exports = tool("shell-env", "cu130", env=path).stdout
@@ -144,9 +143,8 @@ def create_in_background(tool: Tool, stack) -> subprocess.Popen[str]:
 def test_ctrl_c_during_create_removes_the_build(tool: Tool, stack) -> None:
     create(tool, stack, "cu128")
     index = stack["cu130"]["default"]
-    held = index.hold = (
-        threading.Event()
-    )  # the index answers only when the test says so: caught mid-create, however
+    # the index answers only when the test says so: caught mid-create, however
+    held = index.hold = threading.Event()
     earlier = len(index.requests)  # loaded the machine (a 1 s delay let it finish first)
     process = create_in_background(tool, stack)
     err = interrupt(process, held, started=lambda: len(tool.builds()) >= 2 and len(index.requests) > earlier)
@@ -216,9 +214,8 @@ def test_recreate_keeps_the_old_build_until_the_new_one_passes(tool: Tool, stack
 
 def test_adopt_a_venv_and_remove_leaves_its_files(tool: Tool, stack, tmp_path: Path) -> None:
     venv = tmp_path / "old-cu128"
-    subprocess.run(
-        [sys.executable, "-m", "venv", "--without-pip", venv], check=True
-    )  # ensurepip: 7 s of CPU, nothing asked of pip
+    # ensurepip: 7 s of CPU, nothing asked of pip
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", venv], check=True)
     adopted = json.loads(tool("adopt", "mine", str(venv), "--profile", "cu128", "--no-lock", "--json").stdout)
     assert adopted["adopted"] == "mine" and adopted["venv"] == str(venv)
     envs = tool.envs()

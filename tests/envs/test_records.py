@@ -280,9 +280,8 @@ def test_one_writer_appends_runs_and_keeps_what_is_there(tmp_path: Path) -> None
     assert record.cuda == "13.0" and record.check_results == [driver]
     assert record.baselines == [run, run] and record.allreduce[0].backend == "gloo"
     assert json.loads((build / "env.json").read_text())["schema_version"] == 1
-    assert records.read(tmp_path / "no-such-build") == EnvRecord(
-        name="no-such-build"
-    )  # a build without a record
+    # a build without a record
+    assert records.read(tmp_path / "no-such-build") == EnvRecord(name="no-such-build")
     # an --only run is kept beside the last full run, and the next full run drops it
     drift = CheckResult(id="drift", status="warn")
     later = records.add_checks(build, [drift], "T2", only=("drift",))
@@ -392,9 +391,8 @@ def test_broken_records_through_the_cli_are_one_line_and_change_nothing(
     env_json.write_text(good)
     state = home / "state.json"
     state.write_text(json.dumps({"history": "one"}))
-    done = provision_run(
-        provision_bin, "rollback", "--home", str(home), "--json"
-    )  # set aside, rebuilt: [two, one]
+    # set aside, rebuilt: [two, one]
+    done = provision_run(provision_bin, "rollback", "--home", str(home), "--json")
     assert done.returncode == 0 and f"{state}: key 'history' is str" in done.stderr, done.stderr
     assert json.loads(done.stdout)["active"] == "two" and (home / "active").readlink() == Path("envs/two")
     assert [p.read_text() for p in home.glob("state.json.damaged-*")] == [json.dumps({"history": "one"})]

@@ -26,9 +26,8 @@ def test_a_tree_of_every_kind_is_counted_as_os_walk_and_lstat_count_it(tmp_path:
     (root / "bin").mkdir()
     (root / "lib" / "site-packages" / "pkg" / "a.py").write_bytes(b"x" * 1000)
     (root / "lib" / "site-packages" / "pkg" / "sub" / "b.so").write_bytes(b"y" * 70_000)
-    (root / "bin" / "python").symlink_to(
-        "/usr/bin/python3"
-    )  # a link to a file elsewhere: the link's own size
+    # a link to a file elsewhere: the link's own size
+    (root / "bin" / "python").symlink_to("/usr/bin/python3")
     (root / "lib64").symlink_to("lib")  # a link to a folder: not walked into, not counted
     (root / "gone").symlink_to(root / "nowhere")  # dangling
     os.mkfifo(root / "fifo")

@@ -124,9 +124,8 @@ def test_restore_exits_as_the_restore_did(tmp_path: Path) -> None:
     plan = restored(_restore(tmp_path))
     assert plan.exit_code == 0 and plan.document is not None and plan.document["reinstall"] == ["tiny"]
     assert [b.text for b in plan.blocks if isinstance(b, Line)][-1] == "would reinstall: tiny"
-    assert (
-        restored(_restore(tmp_path, not_restorable=("other",))).exit_code == 1
-    )  # a dry run exits as the restore would
+    # a dry run exits as the restore would
+    assert restored(_restore(tmp_path, not_restorable=("other",))).exit_code == 1
     assert (
         restored(
             _restore(tmp_path, dry_run=False, checks=[CheckResult(id="imports", status="error")])

@@ -32,9 +32,8 @@ args = parser.parse_args()
 mode = os.environ.get("FAKE_SGLANG", "ok")
 worker = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3600)"])  # the scheduler, say
 workers = [os.getpid(), worker.pid]
-if (
-    mode == "escapes"
-):  # setsid, then fork again and leave: the grandchild is nobody's child and in no group of ours
+# setsid, then fork again and leave: the grandchild is nobody's child and in no group of ours
+if mode == "escapes":
     escaped = subprocess.run(
         [
             sys.executable,
@@ -102,8 +101,7 @@ class Handler(BaseHTTPRequestHandler):
 
 
 server = ThreadingHTTPServer((args.host, int(args.port)), Handler)
-print(
-    f"Uvicorn running on http://{args.host}:{args.port}", flush=True
-)  # uvicorn's line, as SGLang's log has it
+# uvicorn's line, as SGLang's log has it
+print(f"Uvicorn running on http://{args.host}:{args.port}", flush=True)
 print("The server is fired up and ready to roll!", flush=True)
 server.serve_forever()

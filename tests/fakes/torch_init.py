@@ -13,9 +13,8 @@ if os.environ.get("FAKE_TORCH_HANG"):
     time.sleep(3600)
 if os.environ.get("FAKE_TORCH_CRASH"):
     os.abort()
-if os.environ.get(
-    "FAKE_TORCH_ANSWER"
-):  # a line printed after the payload's verdict: what the runner reads as its answer
+# a line printed after the payload's verdict: what the runner reads as its answer
+if os.environ.get("FAKE_TORCH_ANSWER"):
     import atexit
 
     atexit.register(lambda: print(os.environ["FAKE_TORCH_ANSWER"], flush=True))

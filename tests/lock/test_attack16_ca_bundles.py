@@ -66,9 +66,8 @@ def test_a_bundle_that_is_no_bundle_is_one_line_naming_it_and_its_variable(
     assert message.startswith(f"{variable}={bundle}: ") and SAID[kind] in message, message
     assert "\n" not in message and variable in caught.value.hint
     assert tls._contexts == {}
-    monkeypatch.setenv(
-        variable, str(TLS / "ca.pem")
-    )  # the lock of the builds is not held by the one that failed
+    # the lock of the builds is not held by the one that failed
+    monkeypatch.setenv(variable, str(TLS / "ca.pem"))
     assert index.get(https_url).status_code == 200
 
 

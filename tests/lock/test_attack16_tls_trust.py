@@ -91,9 +91,8 @@ def test_a_bundle_changed_between_requests_of_one_session_is_the_one_trusted(
     monkeypatch.setenv("REQUESTS_CA_BUNDLE", str(TLS / "other-ca.pem"))
     with pytest.raises(IndexUnreachable, match="not trusted"):
         index.get(url)
-    monkeypatch.setenv(
-        "CURL_CA_BUNDLE", str(TLS / "ca.pem")
-    )  # REQUESTS_CA_BUNDLE is read first, as requests reads
+    # REQUESTS_CA_BUNDLE is read first, as requests reads
+    monkeypatch.setenv("CURL_CA_BUNDLE", str(TLS / "ca.pem"))
     with pytest.raises(IndexUnreachable, match="not trusted"):
         index.get(url)
     monkeypatch.delenv("REQUESTS_CA_BUNDLE")

@@ -24,9 +24,8 @@ def test_a_lock_uv_would_refuse_is_refused_before_anything_is_built(
     made = tmp_path / "made" / "pylock.tiny.toml"
     made.parent.mkdir()
     tool("lock", "tiny", "-o", str(made))
-    text = re.sub(
-        r'packages_sha256 = "[0-9a-f]+"\n', "", made.read_text()
-    )  # edited by hand, as no lock should be
+    # edited by hand, as no lock should be
+    text = re.sub(r'packages_sha256 = "[0-9a-f]+"\n', "", made.read_text())
     lock = tmp_path / "pylock.tiny.toml"
     builds = tool.builds()
     for edit, said in (

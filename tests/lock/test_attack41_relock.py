@@ -49,9 +49,8 @@ def test_a_link_in_the_way_is_no_preference_and_what_it_names_is_never_shown(
     assert done.returncode == 0, done.stderr
     assert "hunter2" not in done.stderr + done.stdout
     assert json.loads(done.stdout)["preferred"] is None
-    assert (
-        secret.read_text() == "machine example.org login alice password hunter2\n"
-    )  # the link replaced, not it
+    # the link replaced, not it
+    assert secret.read_text() == "machine example.org login alice password hunter2\n"
     assert not (tmp_path / "pylock.mine.toml").is_symlink()
 
 

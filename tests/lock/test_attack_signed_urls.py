@@ -31,9 +31,8 @@ def signed(tmp_path: Path) -> Iterator[HostileServer]:
     server = HostileServer()
     page = f'<html><body><a href="/files/{wheel.name}?X-Amz-Signature={SIGNATURE}">{wheel.name}</a></body></html>'
     server.routes["/simple/alpha/"] = Route(page.encode(), "text/html")
-    server.routes[f"/files/{wheel.name}"] = Route(
-        wheel.read_bytes()
-    )  # the server routes by path, query aside
+    # the server routes by path, query aside
+    server.routes[f"/files/{wheel.name}"] = Route(wheel.read_bytes())
     yield server
     server.close()
 
@@ -69,9 +68,8 @@ def test_a_signed_urls_query_is_no_part_of_the_wheels_name(signed: HostileServer
         timeout=120,
     )
     assert done.returncode == 0, done.stderr
-    assert "fetching alpha-1.0-py3-none-any.whl" in done.stderr, (
-        done.stderr
-    )  # fetched: the signature went to the server
+    # fetched: the signature went to the server
+    assert "fetching alpha-1.0-py3-none-any.whl" in done.stderr, done.stderr
     assert SIGNATURE not in done.stderr + done.stdout, [
         line for line in (done.stderr + done.stdout).splitlines() if SIGNATURE in line
     ]

@@ -40,15 +40,13 @@ def test_relative_links_of_a_redirected_page_are_relative_to_where_it_came_from(
     )
     for project in ("alpha", "beta"):
         (found,) = index.project_files(hostile.url + "/simple", project)
-        assert found.url == f"{hostile.url}/mirror/files/{project}-1.0-py3-none-any.whl", (
-            found
-        )  # not /files/...
+        # not /files/...
+        assert found.url == f"{hostile.url}/mirror/files/{project}-1.0-py3-none-any.whl", found
         assert found.sha256 == SHA
     with_password = hostile.url.replace("http://", "http://alice:s3cret@")
     (found,) = index.project_files(with_password + "/simple", "alpha")
-    assert (
-        found.url == f"{with_password}/mirror/files/alpha-1.0-py3-none-any.whl"
-    )  # the same host: its credentials
+    # the same host: its credentials
+    assert found.url == f"{with_password}/mirror/files/alpha-1.0-py3-none-any.whl"
 
 
 def test_credentials_follow_a_redirect_on_the_same_host_only() -> None:
@@ -58,9 +56,8 @@ def test_credentials_follow_a_redirect_on_the_same_host_only() -> None:
         == "https://alice:s3cret@mirror.example/other/simple/x/"
     )
     assert urls.page_base(asked, "https://cdn.example/simple/x/") == "https://cdn.example/simple/x/"
-    assert (
-        urls.page_base(asked, "http://mirror.example/simple/x/") == "http://mirror.example/simple/x/"
-    )  # not to http
+    # not to http
+    assert urls.page_base(asked, "http://mirror.example/simple/x/") == "http://mirror.example/simple/x/"
     assert (
         urls.page_base(asked, "https://mirror.example:8443/simple/x/")
         == "https://mirror.example:8443/simple/x/"

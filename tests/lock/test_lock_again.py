@@ -134,9 +134,8 @@ def test_the_verdict_is_kept_by_the_set_of_wheels_and_a_damaged_one_is_judged_ag
     assert len(verdicts) == 1
     ranges = served.range_requests
     assert warnings() == first and served.range_requests == ranges  # the same wheels: no RECORD read
-    retyped = (
-        verdicts[0].read_bytes().replace(b'"count":1', b'"count":"1"')
-    )  # well-formed JSON, a field retyped
+    # well-formed JSON, a field retyped
+    retyped = verdicts[0].read_bytes().replace(b'"count":1', b'"count":"1"')
     assert retyped != verdicts[0].read_bytes()
     for damage in (b"{", b'{"kind": "verdicts"}', retyped):
         verdicts[0].write_bytes(damage)
@@ -221,10 +220,11 @@ def test_the_reads_ahead_of_a_lock_that_ended_are_forgotten() -> None:
     url = "http://127.0.0.1:1/forgotten-1.0-py3-none-any.whl"
     wheelrecords.ahead(url, lambda _: pending)
     wheelrecords.drop_ahead()
+    # a later lock reads its own
     assert pending.cancelled() and wheelrecords._read_ahead(url) == (
         False,
         None,
-    )  # a later lock reads its own
+    )
 
 
 def test_uvs_errors_arrive_plain_where_the_caller_forces_colour(index_server, tmp_path: Path) -> None:
@@ -388,9 +388,8 @@ def test_a_wheel_name_of_many_tags_is_ranked_without_their_product() -> None:
     import tracemalloc
 
     rank = lock.wheel_rank(lock.Target(python="3.12", platform="x86_64-manylinux_2_28"))
-    assert rank("c-1.0-py3-none-any.whl") < rank(
-        "not-a-wheel.whl"
-    )  # the order made, outside what is measured
+    # the order made, outside what is measured
+    assert rank("c-1.0-py3-none-any.whl") < rank("not-a-wheel.whl")
     many = [".".join(f"{kind}{n}" for n in range(60)) for kind in ("i", "a", "p")]
     hostile = f"c-1.0-{many[0]}.py3-{many[1]}.none-{many[2]}.any.whl"  # its real tags among them
     tracemalloc.start()

@@ -51,18 +51,16 @@ def test_a_lock_without_its_binding_is_refused(tool: tiny.Tool, tmp_path: Path) 
     path.write_text(re.sub(r"(?m)^profile_hash = .*\n", "", text))
     refused(tool, "both", path, "carries no [tool.provision] binding")
     path.write_text(text.split("[tool.provision]")[0])
-    refused(
-        tool, "both", path, "carries no [tool.provision] binding", "--allow-unsealed"
-    )  # its seal went with it
+    # its seal went with it
+    refused(tool, "both", path, "carries no [tool.provision] binding", "--allow-unsealed")
 
 
 def test_a_lock_is_checked_against_the_profile_not_only_its_hash(tool: tiny.Tool, tmp_path: Path) -> None:
     path = made_lock(tool, tmp_path)
     text = path.read_text()
     tiny.profile(tool.profiles, "loose", 'alpha = ">=1.0"')
-    newer = tomlkit.parse(made_lock(tool, tmp_path, "loose").read_text())["packages"][
-        0
-    ]  # alpha 2.0, whole and valid
+    # alpha 2.0, whole and valid
+    newer = tomlkit.parse(made_lock(tool, tmp_path, "loose").read_text())["packages"][0]
     document = tomlkit.parse(text)
     packages = document["packages"]
     beta = next(i for i, p in enumerate(packages) if p["name"] == "beta")

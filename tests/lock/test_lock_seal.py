@@ -74,9 +74,8 @@ def test_an_unsealed_lock_is_read_with_allow_unsealed_and_said_loudly(
 ) -> None:
     lock = tmp_path / "pylock.tiny.toml"
     tool("lock", "tiny", "-o", str(lock))
-    lock.write_text(
-        unsealed_by_deletion(lock.read_text())
-    )  # an older provision's lock: no seal, nothing changed
+    # an older provision's lock: no seal, nothing changed
+    lock.write_text(unsealed_by_deletion(lock.read_text()))
     done = tool("-q", "create", "tiny", "--lock", str(lock), "--no-checks", "--allow-unsealed")
     warnings = [line for line in done.stderr.splitlines() if line.startswith("warning:")]
     assert len(warnings) == 1 and str(lock) in warnings[0] and "--allow-unsealed" in warnings[0], done.stderr

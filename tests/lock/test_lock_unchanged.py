@@ -43,9 +43,8 @@ def test_a_lock_made_again_unchanged_is_left_byte_for_byte(index_server, tmp_pat
     stat = lockpath.stat()
     again = _result(_lock(tmp_path, served))
     assert again["unchanged"] is True and again["changes"] == {"added": [], "removed": [], "changed": []}
-    assert (
-        lockpath.read_bytes() == written and lockpath.stat().st_mtime_ns == stat.st_mtime_ns
-    )  # not even rewritten
+    # not even rewritten
+    assert lockpath.read_bytes() == written and lockpath.stat().st_mtime_ns == stat.st_mtime_ns
     assert again["packages"] == first["packages"] and again["warnings"] == first["warnings"]
     said = _lock(tmp_path, served, json_=False).stdout
     assert "unchanged: the lock in place is this lock" in said

@@ -175,12 +175,10 @@ def test_lock_warns_of_a_shared_path_and_mixed_cuda_majors(
     )
     assert "CUDA 12: cuda-python 12.6.2.post1; CUDA 13: cuda-bindings 13.5.0" in warnings["cuda-mix"]
     assert "conflict-unread" not in warnings
-    assert (
-        default.range_requests >= 2 and not (tmp_path / "xdg/provision/wheels").exists()
-    )  # RECORDs by range only
-    assert (
-        len(list((tmp_path / "xdg/provision/records").iterdir())) == 3
-    )  # kept by sha256: a second lock reads none
+    # RECORDs by range only
+    assert default.range_requests >= 2 and not (tmp_path / "xdg/provision/wheels").exists()
+    # kept by sha256: a second lock reads none
+    assert len(list((tmp_path / "xdg/provision/records").iterdir())) == 3
     before = default.range_requests
     table = run_provision(*argv, env=env, cwd=tmp_path)
     assert table.returncode == 0 and "warning (conflict): cuda_bindings-13.5.0" in table.stdout.replace(
@@ -251,9 +249,8 @@ def test_one_path_however_it_is_spelled_is_one_path() -> None:
     ):
         (found,) = pair("pkg/x.py", spelled)
         assert found.path == "pkg/x.py" and not found.loose and found.comparable, spelled
-    assert (
-        pair("pkg/x.py", "b-1.0.data/data/pkg/x.py") == []
-    )  # lands in the venv's own folder, not site-packages
+    # lands in the venv's own folder, not site-packages
+    assert pair("pkg/x.py", "b-1.0.data/data/pkg/x.py") == []
 
 
 def test_a_wheel_writing_into_anothers_metadata_or_a_file_where_a_folder_is() -> None:
@@ -366,9 +363,8 @@ def test_the_known_conflicts_a_lock_records_are_sealed_with_its_packages() -> No
     )
     assert known == [{"path": "build_backend.py", "installs": {"dlpacky": "sha256=b", "flashy": "sha256=a"}}]
     packages = [{"name": "flashy"}]
-    assert lockfile.packages_digest(packages, []) == lockfile.packages_digest(
-        packages
-    )  # a lock without: as before
+    # a lock without: as before
+    assert lockfile.packages_digest(packages, []) == lockfile.packages_digest(packages)
     assert lockfile.packages_digest(packages, known) != lockfile.packages_digest(packages)
 
 

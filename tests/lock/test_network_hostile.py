@@ -62,9 +62,8 @@ def spool_dir(tmp_path: Path) -> Path:
 
 def one_line_naming(done: subprocess.CompletedProcess[str], url: str, code: int = 5) -> None:
     assert done.returncode == code, done.stderr
-    lines = [
-        line for line in done.stderr.strip().splitlines() if not line.startswith("... ")
-    ]  # progress lines aside
+    # progress lines aside
+    lines = [line for line in done.stderr.strip().splitlines() if not line.startswith("... ")]
     assert (
         len(lines) == 2
         and lines[0].startswith("error: ")
@@ -258,9 +257,8 @@ def test_report_lock_fetches_within_the_deadline_and_the_locks_size(
     assert ("larger than" if how == "endless" else "within") in done.stderr
     assert hostile.sent.get(path, 0) < 64 << 20
     assert not any(spool_dir(tmp_path).iterdir())
-    assert not [
-        p for p in (tmp_path / "xdg").rglob("*") if p.is_file()
-    ]  # nothing partial kept in the wheel cache
+    # nothing partial kept in the wheel cache
+    assert not [p for p in (tmp_path / "xdg").rglob("*") if p.is_file()]
 
 
 def test_a_redirect_loop_is_the_index_failing(

@@ -115,9 +115,8 @@ def test_a_record_is_read_by_one_request_and_the_connection_is_kept(serve, monke
         assert wheelmeta.record(f"{server.url}/pkg-1.0-py3-none-any.whl?{n}") == (
             b"pkg/m0.py,sha256=abc,10\npkg-1.0.dist-info/RECORD,,\n"
         )
-    assert (
-        server.requests == [("GET", f"bytes=-{wheelmeta.RECORD_TAIL}")] * 5
-    )  # no HEAD: the tail's answer gives the size
+    # no HEAD: the tail's answer gives the size
+    assert server.requests == [("GET", f"bytes=-{wheelmeta.RECORD_TAIL}")] * 5
     assert server.connections == 1  # each answer read whole: its connection kept for the next
 
 
@@ -181,7 +180,8 @@ def test_a_metadata_read_by_range_falls_back_to_the_whole_wheel_where_ranges_are
         f"{server.url}/pkg-1.0-py3-none-any.whl", core_metadata=False, sha256=None, size=None
     )
     assert source == "download" and b"Name: pkg" in raw
+    # the tail asked (a 200, not read on), then the file
     assert [m for m, _ in server.requests] == [
         "GET",
         "GET",
-    ]  # the tail asked (a 200, not read on), then the file
+    ]

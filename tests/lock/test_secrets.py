@@ -58,9 +58,8 @@ def test_a_password_with_unencoded_url_characters_reaches_uv_only_by_variable(
     secret = password.split("/")[-1].split("#")[-1].split("?")[-1]
     for shown in (done.stdout, done.stderr, (tmp_path / "pylock.tiny.toml").read_text()):
         assert password not in shown and secret not in shown, shown
-    assert (
-        "$ " in done.stderr and "alice" not in done.stderr
-    )  # -v showed uv's command line, without the user info
+    # -v showed uv's command line, without the user info
+    assert "$ " in done.stderr and "alice" not in done.stderr
 
 
 def test_a_token_in_an_index_path_stays_off_uvs_command_line_and_the_log(
@@ -149,9 +148,8 @@ def test_the_rule_for_secrets_in_urls() -> None:
     args, env = uvtool.index_options(
         {"pytorch": "https://bob:p/w@h/whl?token=Tok3nValue", "default": "https://h/simple"}
     )
-    assert (
-        args == [] and env["UV_INDEX"] == "pytorch=https://h/whl?token=Tok3nValue"
-    )  # a variable: only the owner reads it
+    # a variable: only the owner reads it
+    assert args == [] and env["UV_INDEX"] == "pytorch=https://h/whl?token=Tok3nValue"
     assert env["UV_INDEX_PYTORCH_USERNAME"] == "bob" and env["UV_INDEX_PYTORCH_PASSWORD"] == "p/w"
     assert env["UV_DEFAULT_INDEX"] == "default=https://h/simple"
 

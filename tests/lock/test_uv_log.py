@@ -53,9 +53,8 @@ def test_a_failed_lock_says_uvs_error_without_its_log_whatever_rust_log(
     done = lock(tmp_path, url, rust_log)
     assert done.returncode == plain.returncode == 6, done.stderr
     said = done.stderr.strip().splitlines()[-2:]
-    assert said == plain.stderr.strip().splitlines()[-2:], (
-        done.stderr
-    )  # the same error and hint, word for word
+    # the same error and hint, word for word
+    assert said == plain.stderr.strip().splitlines()[-2:], done.stderr
     assert said[0].startswith("error: ") and "gamma" in said[0] and said[1].startswith("hint: "), done.stderr
     for word in ("DEBUG", "TRACE", "INFO", "WARN", "uv_client", "\x1b", PASSWORD):
         assert word not in done.stderr + done.stdout, done.stderr
@@ -77,6 +76,5 @@ def test_verbose_shows_no_credential_from_uvs_trace(tmp_path: Path, index_server
     done = lock(tmp_path, url, "trace", "-v")
     assert done.returncode == 6, done.stderr
     assert PASSWORD not in done.stderr and token not in done.stderr and "$ " in done.stderr
-    assert "TRACE " not in done.stderr, (
-        done.stderr
-    )  # uv logs what provision asks of it, not the caller's trace
+    # uv logs what provision asks of it, not the caller's trace
+    assert "TRACE " not in done.stderr, done.stderr

@@ -38,10 +38,11 @@ def test_inherited_uv_settings_that_bend_resolution_never_reach_uv(
         "UV_EXCLUDE_NEWER": "2000-01-01T00:00:00Z",
     }
     out = tmp_path / "pylock.tiny.toml"
+    # alpha 9.0 from evil, without a word
     attack = {
         "UV_OVERRIDE": str(overrides),
         "UV_EXTRA_INDEX_URL": evil.url,
-    }  # alpha 9.0 from evil, without a word
+    }
     for variables in (attack, bending):
         done = tool("-v", "lock", "tiny", "--json", "-o", str(out), env=variables)
         versions = {p["name"]: (p["version"], p["url"]) for p in json.loads(done.stdout)["packages"]}

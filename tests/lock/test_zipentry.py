@@ -249,20 +249,21 @@ def test_a_central_signature_inside_the_entrys_own_fields_is_left_to_zipfile() -
     """A central entry whose first bytes after its signature spell another signature, a fake entry 4 bytes in (its
     fields are the real entry's fields and the first 4 bytes of its name) naming `x.dist-info/RECORD` and another local
     header, 16 MB on: zipfile reads the real entry's RECORD, so must this (or leave it to zipfile)."""
+    # the fake's CRC: the real's size
     real_data, fake_data = (
         RECORD[:30],
         _forged(b"evil.py,sha256=x,1\n\0\0\0", 30),
-    )  # the fake's CRC: the real's size
+    )
+    # the fake's offset: the real name's first 4 bytes
     fake_name, lead = (
         b"x.dist-info/RECORD",
         b"\x01\x01\x01\x01",
-    )  # the fake's offset: the real name's first 4 bytes
+    )
     fake_at = int.from_bytes(lead, "little")
     real_local = _local(lead + fake_name, real_data)
     fake_local = _local(fake_name, fake_data, zipfile.ZIP_DEFLATED)
-    fake_local = fake_local.ljust(
-        zipentry.LOCAL.size + len(fake_name) + len(real_data), b"\0"
-    )  # 30 bytes of data
+    # 30 bytes of data
+    fake_local = fake_local.ljust(zipentry.LOCAL.size + len(fake_name) + len(real_data), b"\0")
     body = real_local + b"\0" * (fake_at - len(real_local)) + fake_local
     real = _central(
         lead + fake_name,
@@ -277,9 +278,8 @@ def test_a_central_signature_inside_the_entrys_own_fields_is_left_to_zipfile() -
         date=zipfile.ZIP_DEFLATED,  # the fake's method
     )
     fields = list(zipentry.CENTRAL.unpack(real[: zipentry.CENTRAL.size]))
-    fields[14] = len(
-        fake_name
-    )  # the comment length, the fake's name length: its name ends where the real one does
+    # the comment length, the fake's name length: its name ends where the real one does
+    fields[14] = len(fake_name)
     real = zipentry.CENTRAL.pack(*fields) + real[zipentry.CENTRAL.size :] + b"\0" * len(fake_name)
     data = body + real + _end(1, len(real), len(body))
     assert _by_zipfile(data) == real_data

@@ -99,10 +99,11 @@ def test_a_caller_ignoring_sigchld_costs_no_traceback(lib: Path) -> None:
 def test_a_child_killed_by_a_signal_python_has_no_name_for_is_crashed(lib: Path) -> None:
     """signal.Signals(40) raises ValueError: a library dying of a real-time signal cost a traceback."""
     first = run_provision("probe", "--json", env=standin_nvml.environment(lib, "signal:40"), timeout=60)
+    # died inside NVML: the mark stays
     assert first.returncode in (-40, 128 + 40), (
         first.returncode,
         first.stderr,
-    )  # died inside NVML: the mark stays
+    )
     start = _start(
         run_provision("probe", "--json", env=standin_nvml.environment(lib, "signal:40"), timeout=60)
     )

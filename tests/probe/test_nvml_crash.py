@@ -41,9 +41,8 @@ def test_a_crash_inside_nvml_is_named_by_the_next_run_which_never_calls_nvml(lib
         timeout=120,
     )
     assert first.returncode == -signal.SIGSEGV, (first.returncode, first.stderr)
-    assert "Segmentation fault" in first.stderr and "_start_nvml" in first.stderr, (
-        first.stderr
-    )  # where it died
+    # where it died
+    assert "Segmentation fault" in first.stderr and "_start_nvml" in first.stderr, first.stderr
     (mark,) = _guard().iterdir()  # the mark of the reading that died with its process
     assert mark.name.startswith("reading-") and mark.name.removeprefix("reading-").isdigit(), mark.name
 
@@ -140,9 +139,8 @@ def test_no_child_to_read_nvml_in_is_a_driver_not_asked_never_no_driver(lib: Pat
     assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
     start = json.loads(done.stdout)["driver"]["nvml"]
     assert start["state"] == "not_asked" and os.strerror(code) in start["reason"], start
-    assert sorted(p.name for p in _guard().iterdir()) == [
-        "crashed"
-    ]  # no NVML called here; the crash still kept
+    # no NVML called here; the crash still kept
+    assert sorted(p.name for p in _guard().iterdir()) == ["crashed"]
     table = forkless.run_provision("probe", code=code, env=env)
     assert table.returncode == 0 and "not_asked" in table.stdout, table.stdout + table.stderr
     checked = forkless.run_provision("check", "--json", code=code, env=env)

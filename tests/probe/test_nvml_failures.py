@@ -22,9 +22,8 @@ from launch import run_provision
 from provision.machine import nvmlstart
 
 pytestmark = pytest.mark.skipif(not standin_nvml.CC, reason="no C compiler to build a stand-in NVML library")
-MODULE_LOADED = os.path.exists(
-    "/proc/driver/nvidia/version"
-)  # the GPU machine: a missing library is no "no driver"
+# the GPU machine: a missing library is no "no driver"
+MODULE_LOADED = os.path.exists("/proc/driver/nvidia/version")
 KINDS = [
     ("NVML_ERROR_LIB_RM_VERSION_MISMATCH", "version_mismatch", "reboot"),
     ("NVML_ERROR_NO_PERMISSION", "no_permission", "/dev/nvidia"),

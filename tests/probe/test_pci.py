@@ -110,9 +110,8 @@ def test_acs_redirect_between_two_gpus_is_named_with_the_bridge_and_what_to_chan
     assert "0000:00:01.0" not in p2p.reason  # the root port is above both, not between them
     custom = gate(facts, "custom-allreduce")
     assert custom.status == "warn" and "root complex" in custom.reason  # passthrough: slow, not lost
-    clear = two_gpu_facts(
-        switch_pair(acs_control=0x0001, domain="identity")
-    )  # SrcValid alone redirects nothing
+    # SrcValid alone redirects nothing
+    clear = two_gpu_facts(switch_pair(acs_control=0x0001, domain="identity"))
     assert gate(clear, "p2p").status == "pass" and gate(clear, "custom-allreduce").status == "pass"
 
 
@@ -137,9 +136,8 @@ def test_a_translated_iommu_with_acs_redirect_turns_the_custom_allreduce_off() -
     # translated, and no ACS redirect, but the two meet only in the root complex: the writes reach the IOMMU too
     node = two_gpu_facts(switch_pair(acs_control=0, domain="DMA"), link="NODE")
     assert gate(node, "custom-allreduce").status == "fail"
-    pix = two_gpu_facts(
-        switch_pair(acs_control=0, domain="DMA")
-    )  # under one switch without redirect: they don't
+    # under one switch without redirect: they don't
+    pix = two_gpu_facts(switch_pair(acs_control=0, domain="DMA"))
     custom = gate(pix, "custom-allreduce")
     assert custom.status == "warn" and "while ACS redirects nothing" in custom.reason
 
@@ -206,9 +204,8 @@ def test_recorder_and_replay_answer_alike_and_the_replay_invents_nothing(tmp_pat
     with pytest.raises(FileNotFoundError):
         recorder.resolve(str(tmp_path / "missing"))
     entries = json.loads(json.dumps(recorder.entries))
-    assert (
-        entries[0]["length"] == 4096 and len(entries[0]["hex"]) < 2 * 4096
-    )  # the zeros at the end are counted
+    # the zeros at the end are counted
+    assert entries[0]["length"] == 4096 and len(entries[0]["hex"]) < 2 * 4096
     replay = sysfs.Replay(entries)
     assert (
         replay.read(str(config)) == config.read_bytes()

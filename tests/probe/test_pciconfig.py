@@ -61,9 +61,8 @@ def test_what_a_reader_without_root_gets_has_no_port_type_and_no_acs() -> None:
     config = pciconfig.parse(full[: pciconfig.UNPRIVILEGED_SIZE])
     assert (config.vendor_id, config.device_id, config.size) == (0x1000, 0xC030, 64)
     assert config.port_type is None and config.acs_offset is None and config.acs_control is None
-    conventional = pciconfig.parse(
-        full[:256]
-    )  # no extended space (conventional PCI, or a platform without ECAM)
+    # no extended space (conventional PCI, or a platform without ECAM)
+    conventional = pciconfig.parse(full[:256])
     assert conventional.port_type == "switch downstream port" and conventional.acs_offset is None
 
 
@@ -76,9 +75,8 @@ def test_damaged_images_end_instead_of_looping_or_raising() -> None:
     assert pciconfig.capabilities(bytes(data)) == [(0x01, 0x40), (0x10, 0x60)]
     assert [offset for *_, offset in pciconfig.extended_capabilities(bytes(data))] == [0x100, 0x148]
     assert pciconfig.parse(b"").vendor_id is None and pciconfig.parse(b"\xff" * 4096).vendor_id is None
-    assert (
-        pciconfig.parse(bytes(data[:0x62])).port_type is None
-    )  # cut inside the capability: absent, no error
+    # cut inside the capability: absent, no error
+    assert pciconfig.parse(bytes(data[:0x62])).port_type is None
 
 
 LSPCI_PORTS = {

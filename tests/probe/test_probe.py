@@ -328,9 +328,10 @@ def test_nvml_starts_on_a_thread_before_the_reading_and_every_start_is_shut_down
         def __init__(self) -> None:
             imported.set()
 
+        # on the reading's own thread, bounded (a driver that stops answering is a note)
         def nvmlInit(
             self,
-        ) -> None:  # on the reading's own thread, bounded (a driver that stops answering is a note)
+        ) -> None:
             assert threading.current_thread() is not threading.main_thread()
             events.append(f"init reading, knowledge.toml read {knowledge.tables.cache_info().currsize}")
 
@@ -340,9 +341,8 @@ def test_nvml_starts_on_a_thread_before_the_reading_and_every_start_is_shut_down
         def __getattr__(self, name: str) -> object:
             return getattr(replay, name)
 
-    class Finder(
-        importlib.abc.MetaPathFinder, importlib.abc.Loader
-    ):  # `import pynvml` gives Counting, seen as it happens
+    # `import pynvml` gives Counting, seen as it happens
+    class Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         def find_spec(
             self, name: str, path: object, target: object = None
         ) -> importlib.machinery.ModuleSpec | None:
@@ -356,9 +356,8 @@ def test_nvml_starts_on_a_thread_before_the_reading_and_every_start_is_shut_down
 
     import pynvml  # the real one, put back after the test
 
-    source = Path(
-        pynvml.__file__
-    ).read_text()  # the fake Library answers only what the real binding asks the library
+    # the fake Library answers only what the real binding asks the library
+    source = Path(pynvml.__file__).read_text()
     assert f'CDLL("{probe.NVML_LIBRARY}")' in source
     assert all(
         f'_nvmlGetFunctionPointer("{name}")' in source for name in vars(Library) if name.startswith("nvml")
@@ -387,9 +386,8 @@ def test_a_replay_starts_no_nvml(monkeypatch: pytest.MonkeyPatch) -> None:
         def __getattr__(self, name: str) -> object:
             raise AssertionError(f"a replay touched pynvml.{name}")
 
-    replay = nvml.replay_file(
-        DATA / "h200.nvml.json"
-    )  # its own binding checks against the real pynvml, made first
+    # its own binding checks against the real pynvml, made first
+    replay = nvml.replay_file(DATA / "h200.nvml.json")
     monkeypatch.setenv(nvml.REPLAY_VARIABLE, str(DATA / "h200.nvml.json"))
     monkeypatch.setattr(nvml, "replay_file", lambda path: replay)
     monkeypatch.setitem(sys.modules, "pynvml", Refusing())
@@ -476,9 +474,8 @@ def test_check_and_baseline_do_not_hang_on_a_driver_that_never_answers(tmp_path:
     home = tmp_path / "home"
     run_provision("adopt", "hung", venv, "--no-lock", "--home", home, check=True)
     started = time.monotonic()
-    baseline = run_provision(
-        "baseline", "hung", "--home", home, env=env, timeout=120
-    )  # before a check: its own read
+    # before a check: its own read
+    baseline = run_provision("baseline", "hung", "--home", home, env=env, timeout=120)
     assert (
         baseline.returncode != 0
         and "did not answer NVML's start in time (no answer within 1 s)" in baseline.stderr

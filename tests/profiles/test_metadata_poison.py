@@ -32,12 +32,10 @@ def test_a_hostile_indexs_metadata_kept_by_a_borrowed_sha256_does_not_answer_for
         extras=("test",),
         files={"sglang/__init__.py": b"", **padding},
     )
-    assert (
-        forged.name == genuine.name and forged.stat().st_size == genuine.stat().st_size
-    )  # its size is the HEAD's
-    hostile.swapped[forged.name] = (
-        genuine.read_bytes()
-    )  # the page (and a full GET) give the genuine wheel's sha256
+    # its size is the HEAD's
+    assert forged.name == genuine.name and forged.stat().st_size == genuine.stat().st_size
+    # the page (and a full GET) give the genuine wheel's sha256
+    hostile.swapped[forged.name] = genuine.read_bytes()
     for project in ("cuda-toolkit",):
         for wheel in default.root.glob(f"{project}/*.whl"):
             (hostile.root / project).mkdir(parents=True, exist_ok=True)
@@ -86,9 +84,8 @@ def test_a_hostile_indexs_record_kept_by_a_borrowed_sha256_does_not_hide_a_confl
         default.add("beta", "1.0", tag=TAG, files={"shared/x.py": b"b"}),
     ]
     for wheel, other in zip(genuine, ("alpha/yy.py", "beta/yyy.py"), strict=True):
-        forged = hostile.add(
-            wheel.name.split("-")[0], "1.0", tag=TAG, files={other: b"c"}
-        )  # as long: the same size
+        # as long: the same size
+        forged = hostile.add(wheel.name.split("-")[0], "1.0", tag=TAG, files={other: b"c"})
         assert forged.name == wheel.name and forged.stat().st_size == wheel.stat().st_size
         hostile.swapped[forged.name] = wheel.read_bytes()
     env = {"UV_CACHE_DIR": str(tmp_path / "uv"), "XDG_CACHE_HOME": str(tmp_path / "xdg"), **NO_GPU}
@@ -96,9 +93,8 @@ def test_a_hostile_indexs_record_kept_by_a_borrowed_sha256_does_not_hide_a_confl
         folder.mkdir()
 
     def gate(index, folder: Path) -> dict:
-        lock = write_lock(
-            folder / "pylock.cu130.toml", index, genuine
-        )  # the genuine wheels' names and sha256s
+        # the genuine wheels' names and sha256s
+        lock = write_lock(folder / "pylock.cu130.toml", index, genuine)
         done = run_provision("report", "--lock", str(lock), "--json", timeout=180, env=env)
         return {g["id"]: g for g in lock_target(done)["gates"]}["conflict"]
 

@@ -30,9 +30,8 @@ def serve_sglang(index_server, *, pep658: bool = False, ranges: bool = False):
     default = index_server.index("default")
     default.pep658, default.ranges = pep658, ranges
     default.add("sglang", "0.5.22", tag=SGLANG_TAG, requires=("torch==2.14.0",))
-    padding = {
-        f"sglang/blob{i}.bin": bytes(range(256)) * 4096 for i in range(4)
-    }  # a wheel far larger than one block
+    # a wheel far larger than one block
+    padding = {f"sglang/blob{i}.bin": bytes(range(256)) * 4096 for i in range(4)}
     default.add(
         "sglang",
         "0.5.23",
@@ -91,9 +90,8 @@ def test_pins_come_from_sglangs_metadata(
         pins["flashinfer-jit-cache"].version == "==0.7.2"
         and pins["flashinfer-jit-cache"].index == "flashinfer"
     )
-    assert (
-        pins["cuda-toolkit"].version == "==13.0.2" and "nvcc" in pins["cuda-toolkit"].extras
-    )  # newest 13.0, no rc
+    # newest 13.0, no rc
+    assert pins["cuda-toolkit"].version == "==13.0.2" and "nvcc" in pins["cuda-toolkit"].extras
     assert "fastapi" not in pins and "torchcodec" not in pins and "sentence-transformers" not in pins
     assert (
         profile.indexes["pytorch"] == "https://download.pytorch.org/whl/cu130"
@@ -156,9 +154,8 @@ def test_the_written_profile_locks(index_server, provision_bin: str, tmp_path: P
     default.add("flashinfer-python", "0.7.2", tag=PY3, extras=("cu13",))
     default.add("flashinfer-cubin", "0.7.2", tag=PY3)
     default.add("ninja", "1.13.0", tag=PY3)
-    default.add(
-        "fastapi", "0.120.0", tag=PY3
-    )  # sglang itself is in the profile: its other dependencies are resolved too
+    # sglang itself is in the profile: its other dependencies are resolved too
+    default.add("fastapi", "0.120.0", tag=PY3)
     out = tmp_path / "today.toml"
     assert new(provision_bin, default, out, "--from", "sglang==0.5.23").returncode == 0
     python = f"{sys.version_info.major}.{sys.version_info.minor}"
@@ -212,9 +209,8 @@ def test_what_sglang_does_not_pin_is_added_only_where_its_index_has_it(
     profile = profiles.load_file(out)
     pins = {p.name: p.version for p in profile.packages}
     assert "flashinfer-cubin" not in pins and "flashinfer-jit-cache" not in pins
-    assert (
-        pins["cuda-toolkit"] == "==13.0.3" and pins["sglang"] == "==0.5.23"
-    )  # torch's own pin, which the index has
+    # torch's own pin, which the index has
+    assert pins["cuda-toolkit"] == "==13.0.3" and pins["sglang"] == "==0.5.23"
     text = out.read_text()
     assert (
         "# left out: flashinfer-cubin: the default index" in text
@@ -383,9 +379,8 @@ def test_an_output_that_cannot_be_written_is_one_line_naming_it(
         "/proc/x.toml",
         timeout=120,
     )
-    lines = (
-        unwritable.stderr.strip().splitlines()
-    )  # root: refused at the write (ENOENT); others: /proc is not writable
+    # root: refused at the write (ENOENT); others: /proc is not writable
+    lines = unwritable.stderr.strip().splitlines()
     assert unwritable.returncode == 2 and len(lines) == 2 and "/proc/x.toml" in lines[0], unwritable.stderr
 
 
@@ -405,9 +400,8 @@ def test_sglangs_metadata_is_read_once_by_its_sha256(
     kept = Path(os.environ["XDG_CACHE_HOME"]) / "provision" / "metadata"
     (entry,) = [p for p in kept.iterdir() if "Name: sglang" in p.read_text()]
     assert json.loads(entry.read_text())["data"]["source"] == how
-    first_reads = [
-        r for r in default.requests if "sglang-0.5.23" in r
-    ]  # its METADATA, then its benchmark's sources
+    # its METADATA, then its benchmark's sources
+    first_reads = [r for r in default.requests if "sglang-0.5.23" in r]
     done = new(provision_bin, default, again, "--from", "sglang==0.5.23", "--cuda", "13.0", "--json")
     assert done.returncode == 0 and json.loads(done.stdout)["metadata_from"] == how, done.stderr
     second_reads = [r for r in default.requests if "sglang-0.5.23" in r][len(first_reads) :]

@@ -39,9 +39,8 @@ def add_cli_args(parser):
     parser.add_argument("--tensor-parallel-size", "--tp-size", type=int)
 """
 OLD_BENCH = ONE_BATCH.replace(b'"--batch-size"', b'"--batch"')
-PADDING = {
-    f"sglang/blob{i}.bin": bytes(range(256)) * 4096 for i in range(3)
-}  # the members far apart, as in a real wheel
+# the members far apart, as in a real wheel
+PADDING = {f"sglang/blob{i}.bin": bytes(range(256)) * 4096 for i in range(3)}
 
 
 def serve(index_server, files: dict[str, bytes], *, ranges: bool = True):

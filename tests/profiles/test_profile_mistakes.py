@@ -96,12 +96,10 @@ def test_a_profile_mistake_is_the_profile_checks_exit_4_naming_the_key(
     for command in (("lock", "p", "-o", str(tmp_path / "out.toml")), ("profiles",)):
         done = provision(provision_bin, tmp_path, *command)
         assert done.returncode == 4 and "Traceback" not in done.stderr, (command, done.stderr)
-        said = done.stderr.split("hint:")[0].replace(
-            str(tmp_path), "TMP"
-        )  # a random temporary name may hold "uv"
-        assert f"error: {path}: {key}:" in done.stderr and "uv" not in said, (
-            done.stderr
-        )  # provision's error, not uv's
+        # a random temporary name may hold "uv"
+        said = done.stderr.split("hint:")[0].replace(str(tmp_path), "TMP")
+        # provision's error, not uv's
+        assert f"error: {path}: {key}:" in done.stderr and "uv" not in said, done.stderr
     assert not (tmp_path / "out.toml").exists()
 
 

@@ -32,9 +32,8 @@ def test_shipped_profiles_load() -> None:
     cu130 = names["cu130"]
     assert cu130.cuda == "13.0" and list(cu130.indexes)[0] == "pytorch"
     assert cu130.bound_index("torch") == "pytorch" and cu130.bound_index("sgl_kernel") == "sglang"
-    assert (
-        cu130.env["FLASHINFER_CUDA_ARCH_LIST"] == "{arch_list}"
-    )  # filled from the GPUs at create and check time
+    # filled from the GPUs at create and check time
+    assert cu130.env["FLASHINFER_CUDA_ARCH_LIST"] == "{arch_list}"
     assert names["cu128"].cuda == "12.8"
 
 
@@ -139,6 +138,5 @@ def test_no_shipped_file_refers_outside_the_repository() -> None:
     assert (
         pins["sglang"] == "==0.5.23" and "flashinfer-cubin" not in pins and "flashinfer" not in stable.indexes
     )
-    assert "flashinfer-cubin" not in {
-        p.name for p in profiles.load("cu130").packages
-    }  # none past 0.6.13 on the default index
+    # none past 0.6.13 on the default index
+    assert "flashinfer-cubin" not in {p.name for p in profiles.load("cu130").packages}

@@ -38,11 +38,12 @@ def flags_of(sources: dict[str, bytes]) -> set[str]:
 def test_the_baseline_profiles_new_writes_for_0_5_23() -> None:
     bench = sglang_bench.from_sources(release_sources(), None)
     assert bench.written, bench.reason
+    # 0.5.23 moved it from bench_one_batch
     assert bench.command[:3] == (
         "python",
         "-m",
         "sglang.benchmark.one_batch",
-    )  # 0.5.23 moved it from bench_one_batch
+    )
     assert "--batch-size" in bench.command  # and renamed --batch
 
 
@@ -70,9 +71,8 @@ def test_every_flag_the_serve_check_passes_is_in_0_5_23s_parser() -> None:
         environ = sglang_flags.parse(archive.read(sglang_flags.ENVIRON))
         assert environ is not None and set(payload.MOCK_ENV) <= sglang_flags.table_variables(environ)
         assert b'"token_oracle"' in archive.read(sglang_flags.SERVER_ARGS)
-        assert any(
-            n.startswith("sglang/srt/kv_canary/token_oracle/") for n in archive.namelist()
-        )  # has_mock_mode's test
+        # has_mock_mode's test
+        assert any(n.startswith("sglang/srt/kv_canary/token_oracle/") for n in archive.namelist())
 
 
 @pytest.mark.timeout(900)

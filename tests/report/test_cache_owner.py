@@ -70,9 +70,8 @@ def test_a_wheel_planted_with_its_own_stamp_in_a_world_writable_wheel_cache_is_n
     place.mkdir(parents=True)
     planted = place / "x-1-py3-none-any.whl"
     planted.write_bytes(b"another user's wheel")
-    (place / "checked").write_text(
-        json.dumps(wheelcache.stamp_of(os.stat(planted)))
-    )  # the stamp they can read off it
+    # the stamp they can read off it
+    (place / "checked").write_text(json.dumps(wheelcache.stamp_of(os.stat(planted))))
     (cache / "wheels").chmod(0o777)
     assert wheelcache.cached(genuine, planted.name) is None
     with pytest.raises(EnvError, match="writable by other users"):
@@ -88,7 +87,6 @@ def test_nvccs_remembered_targets_in_a_world_writable_cache_folder_are_not_trust
     cache.chmod(0o777)
     assert compiler._remembered(KEY) is None
     cache.chmod(0o700)
-    compiler.memory_file().write_text(
-        json.dumps({KEY: ["sm_120", {"not": "an sm"}]})
-    )  # parses, but is no answer of nvcc
+    # parses, but is no answer of nvcc
+    compiler.memory_file().write_text(json.dumps({KEY: ["sm_120", {"not": "an sm"}]}))
     assert compiler._remembered(KEY) is None

@@ -47,16 +47,14 @@ def test_the_wheels_own_answer_is_used_and_remembered(
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     cache = fake_uv_cache(tmp_path / "uv", "13.5.37", "sm_90 sm_107 sm_120")
     assert set(uvcache.wheels(cache)) == {("nvidia-cuda-nvcc", "13.5.37-py3-none-manylinux_2_28_x86_64")}
-    assert set(uvcache.wheels(cache, {"nvidia-cuda-nvcc", "torch"})) == set(
-        uvcache.wheels(cache)
-    )  # by project
+    # by project
+    assert set(uvcache.wheels(cache, {"nvidia-cuda-nvcc", "torch"})) == set(uvcache.wheels(cache))
     assert uvcache.wheels(cache, {"torch"}) == {}
     found = compiler.targets("13.5", cache)
     assert found is not None and found.sms == ("sm_90", "sm_107", "sm_120") and "from its wheel" in found.name
     nvcc = next(cache.glob("archive-v0/*/nvidia/cu13/bin/nvcc"))
-    nvcc.write_text(
-        "#!/bin/sh\nexit 3\n"
-    )  # asked once: the answer now comes from memory, by the wheel's sha256
+    # asked once: the answer now comes from memory, by the wheel's sha256
+    nvcc.write_text("#!/bin/sh\nexit 3\n")
     assert compiler.targets("13.5", cache).sms == ("sm_90", "sm_107", "sm_120")  # type: ignore[union-attr]
     assert SHA in compiler.memory_file().read_text()
     machine = report.load_machine(ROOT / "docs/machines/h200.probe.json")

@@ -60,9 +60,8 @@ def test_a_feature_wheel_takes_its_feature_away_unless_the_profile_serves_it(
     assert (
         "--moe-a2a-backend deepep" in gate["reason"] and "sgl-deep-ep 0.1.2.post1 METADATA" in gate["source"]
     )
-    assert target["verdict"] != "fail", target[
-        "gates"
-    ]  # torch carries sm_120: nothing the stack serves fails
+    # torch carries sm_120: nothing the stack serves fails
+    assert target["verdict"] != "fail", target["gates"]
     served = with_serves(write_lock(tmp_path / "pylock.served.toml", default, wheels), ["deepep"])
     target = lock_target(report(provision_bin, served, RTX, tmp_path / "cache"))
     gate = next(g for g in target["gates"] if g["id"] == "wheel:sgl-deep-ep")

@@ -54,9 +54,8 @@ def test_fleet_json_keeps_every_machine_in_order_and_groups_failures_by_cause(
     }
     assert cu130["machines"]["fail"] == [str(m) for m, v in zip(given, verdicts, strict=True) if v == "fail"]
     driver = [c for c in cu130["causes"] if c["gate"] == "driver"]
-    assert (
-        len(driver) == 1 and driver[0]["status"] == "fail"
-    )  # the same old driver twice: one cause, two names
+    # the same old driver twice: one cause, two names
+    assert len(driver) == 1 and driver[0]["status"] == "fail"
     assert driver[0]["machines"] == [str(old), str(old)] and "580.65.06" in driver[0]["reason"]
     for cause in cu130["causes"]:  # every cause is the exact reason of a gate on each machine it names
         for source in cause["machines"]:

@@ -121,9 +121,8 @@ def test_driver_supports(driver_cuda: str | None, target: str, ok: bool) -> None
 def test_minor_compat_covers_every_minor_of_its_major_and_only_from_an_older_driver(row: dict) -> None:
     major = row["major"]
     assert knowledge.minor_compat(f"{major}.0", f"{major}.9") == row
-    assert (
-        knowledge.minor_compat(f"{major}.9", f"{major}.0") is None
-    )  # the driver reports it: full support, no note
+    # the driver reports it: full support, no note
+    assert knowledge.minor_compat(f"{major}.9", f"{major}.0") is None
     assert knowledge.minor_compat(f"{int(major) - 1}.9", f"{major}.0") is None
     assert (
         row["ptx_error"] == "cudaErrorUnsupportedPtxVersion"

@@ -108,11 +108,12 @@ def test_fetched_wheels_judged_per_gpu(index_server, provision_bin: str, tmp_pat
     assert "3 wheels, 2 with CUDA code; 0 scanned before" in gates["lock-scan"]["reason"]
     assert "0 from uv's cache" in gates["lock-scan"]["reason"] and "3 fetched" in gates["lock-scan"]["reason"]
     assert target["verdict"] == "fail"
+    # a URL or a file of this repository
     assert all(
         "https://" in g["source"] or "docs/" in g["source"] or "provision/" in g["source"]
         for g in target["gates"]
         if g["source"]
-    ), target["gates"]  # a URL or a file of this repository
+    ), target["gates"]
     packages = {p["name"]: p for p in target["packages"]}
     assert (
         packages["torch"]["cubin"] == {"sm_90": 1, "sm_120": 1} and packages["torch"]["origin"] == "fetched"
@@ -178,9 +179,8 @@ def test_no_fetch_skips_and_a_changed_file_is_refused(
     assert (
         skipped["wheel:torch"]["status"] == "skip" and "not in uv's cache" in skipped["wheel:torch"]["reason"]
     )
-    assert (
-        "from the table" in skipped["torch-wheels"]["reason"]
-    )  # no scanned torch: the table is the fallback
+    # no scanned torch: the table is the fallback
+    assert "from the table" in skipped["torch-wheels"]["reason"]
     bad = report(
         provision_bin,
         write_lock(tmp_path / "pylock.bad.toml", default, wheels, tamper="nvidia_old"),
@@ -247,9 +247,8 @@ def test_a_wheel_without_a_sha256_in_the_lock_is_refused_and_nothing_is_download
         default.add("nvidia-old", "1.0", tag=TAG, files={"nvidia/old/lib/k.cubin": cubin(80)}),
     ]
     lock = write_lock(tmp_path / "pylock.cu130.toml", default, wheels)
-    assert lock_target(
-        report(provision_bin, lock, H200, tmp_path / "c")
-    )  # with every sha256: fetched and judged
+    # with every sha256: fetched and judged
+    assert lock_target(report(provision_bin, lock, H200, tmp_path / "c"))
     for hashes in ({"sha512": hashlib.sha512(wheels[1].read_bytes()).hexdigest()}, {"md5": "0" * 32}):
         doc = tomlkit.parse(lock.read_text())
         doc["packages"][1]["wheels"][0]["hashes"] = hashes
@@ -312,9 +311,8 @@ def test_two_wheels_installing_one_path_and_two_cuda_majors_fail_and_wheels_are_
     lock = write_lock(tmp_path / "pylock.cu130.toml", default, wheels)
     env = {**os.environ, "UV_CACHE_DIR": str(tmp_path / "uv"), "XDG_CACHE_HOME": str(tmp_path / "xdg")}
     argv = [provision_bin, "report", "--lock", str(lock), "--machine", str(H200), "--json"]
-    first = subprocess.run(
-        argv[:-1], capture_output=True, text=True, timeout=120, env=env
-    )  # a table; progress on stderr
+    # a table; progress on stderr
+    first = subprocess.run(argv[:-1], capture_output=True, text=True, timeout=120, env=env)
     assert first.returncode == 0 and "no two wheels install the same path" in first.stdout
     assert all(re.search(rf"fetched {re.escape(w.name)}: \d+ B in [\d.]+ s", first.stderr) for w in wheels), (
         first.stderr
@@ -386,9 +384,8 @@ def test_the_report_is_one_operation_and_a_lock_is_scanned_once_for_every_machin
     monkeypatch.setattr(lockfile, "read", lambda path, **kw: reads.append(path) or read(path, **kw))
     result = assemble.build([H200, RTX], locks=[lock], fetch=False)
     assert scans == [lock]
-    assert reads == [
-        lock
-    ]  # read and validated once: the scan and the stack it describes read one and the same lock
+    # read and validated once: the scan and the stack it describes read one and the same lock
+    assert reads == [lock]
     assert [[(t.kind, t.name) for t in m.targets] for m in result.machines] == [[("lock", lock.name)]] * 2
     assert result.summary.machines == 2 and [m.facts.source for m in result.machines] == [str(H200), str(RTX)]
     document = result.to_dict()

@@ -75,9 +75,8 @@ def test_a_lock_made_from_a_path_is_judged_by_its_own_cuda(
     assert target["cuda"] == "13.0" and target["verdict"] == "fail"
     assert gates["driver"]["status"] == "fail" and "570.86.15" in gates["driver"]["reason"], gates["driver"]
     assert "the lock's [tool.provision] cuda" in gates["driver"]["reason"]
-    assert (
-        gates["toolkit"]["status"] == "pass" and "nvcc" in gates["toolkit"]["reason"]
-    )  # judged: the machine's own nvcc
+    # judged: the machine's own nvcc
+    assert gates["toolkit"]["status"] == "pass" and "nvcc" in gates["toolkit"]["reason"]
     assert gates["torch-wheels"]["status"] == "pass" and "scanned wheel" in gates["torch-wheels"]["reason"]
     # on the 590 driver the same lock's driver gate passes
     assert {g["id"]: g for g in judged(provision_bin, lock, RTX, tmp_path)["gates"]}["driver"][

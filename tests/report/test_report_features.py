@@ -18,9 +18,8 @@ from provision.machine import nvml
 from provision.machine.recording import Recorder, Replay
 from provision.report import features, gates, kernels
 
-RTX = (
-    ROOT / "docs/machines/rtx-pro-6000-x8.probe.json"
-)  # 8 x RTX PRO 6000 (SM120), PCIe only, driver 590.48.01
+# 8 x RTX PRO 6000 (SM120), PCIe only, driver 590.48.01
+RTX = ROOT / "docs/machines/rtx-pro-6000-x8.probe.json"
 
 
 def lock_target(lock: Path, tmp_path: Path) -> tuple[dict, dict]:
@@ -202,9 +201,8 @@ def test_fabric_state_is_replayed_and_an_incomplete_registration_fails_naming_fa
     )
     facts = machine.MachineFacts(driver=r.driver, gpus=tuple(r.gpus))
     again = machine.MachineFacts.from_dict(json.loads(json.dumps(facts.to_dict())), source="x")
-    assert (
-        again.gpus[0].fabric == r.gpus[0].fabric
-    )  # the probe document carries it, and report --machine reads it back
+    # the probe document carries it, and report --machine reads it back
+    assert again.gpus[0].fabric == r.gpus[0].fabric
     gate = gates.fabric_gate(facts)
     assert gate is not None and gate.status == "fail" and "GPU 0 in_progress" in gate.reason
     assert "Fabric Manager" in gate.reason and "NVLSM" in gate.reason and "802" in gate.reason

@@ -58,15 +58,15 @@ def test_report_lock_without_a_gpu_reads_records_only_and_says_why(
     without, done = report("--json", env=NO_GPU)
     target = lock_target(done)
     gates = {g["id"]: g for g in target["gates"]}
-    assert (
-        gates["conflict"]["status"] == "fail" and "shared/x.py" in gates["conflict"]["reason"]
-    )  # RECORDs still read
+    # RECORDs still read
+    assert gates["conflict"]["status"] == "fail" and "shared/x.py" in gates["conflict"]["reason"]
     assert "no GPU read: checked" in gates["lock-scan"]["reason"] and not [
         g for g in gates if g.startswith("wheel:")
     ]
+    # no wheel whole
     assert (
         default.range_requests - before >= len(wheels) and not (tmp_path / "xdg-1/provision/wheels").exists()
-    )  # no wheel whole
+    )
     # no timing asserted (a loaded machine reorders two sub-second runs): what is not done is asserted above, no wheel
     # read whole; docs/json.md gives the figures measured
     print(

@@ -65,9 +65,8 @@ def test_checks_fill_arch_list_for_the_gpus_they_run_on(tmp_path: Path) -> None:
     )
     env = runner.environment(tmp_path / "venv", meta, list(h200), tmp_path)
     assert env["FLASHINFER_CUDA_ARCH_LIST"] == "9.0a" and env["W"] == str(tmp_path)
-    assert (
-        runner.environment(tmp_path / "venv", meta)["FLASHINFER_CUDA_ARCH_LIST"] == "12.0f"
-    )  # no reading: as stored
+    # no reading: as stored
+    assert runner.environment(tmp_path / "venv", meta)["FLASHINFER_CUDA_ARCH_LIST"] == "12.0f"
 
 
 @pytest.mark.parametrize("machine", RECORDED, ids=lambda p: p.stem)

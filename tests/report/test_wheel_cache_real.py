@@ -79,10 +79,11 @@ def test_a_lock_judged_again_reads_its_scans_from_the_cache(tmp_path: Path) -> N
     wheels = {p["name"]: p for p in json.loads(done.stdout)["packages"]}
     assert {n: p["version"] for n, p in wheels.items()} == PINS
     kept = Path(os.environ["XDG_CACHE_HOME"]) / "provision"
+    # as a fetch leaves them: the lock's sha256 checked, its stamp beside it
     for (
         name,
         version,
-    ) in PINS.items():  # as a fetch leaves them: the lock's sha256 checked, its stamp beside it
+    ) in PINS.items():
         real = wheel(f"{name}=={version}")
         assert (
             real.name == wheels[name]["file"]
@@ -114,9 +115,8 @@ def test_a_lock_judged_again_reads_its_scans_from_the_cache(tmp_path: Path) -> N
             (g["id"], g["status"]) for g in target["gates"] if g["id"] != "lock-scan"
         ]
 
-    assert (
-        judged(first) == judged(again) == judged(rescanned)
-    )  # the same judgement, however the scans were had
+    # the same judgement, however the scans were had
+    assert judged(first) == judged(again) == judged(rescanned)
     figures = (
         f"CPU first {first_cpu:.2f} s, again {again_cpu:.2f} s, scans/ removed {rescanned_cpu:.2f} s; "
         f"wall {first_wall:.2f} / {again_wall:.2f} / {rescanned_wall:.2f} s"

@@ -31,16 +31,14 @@ build_of = tiny.build_of
 def test_gc_and_restore_never_delete_a_users_folder_named_like_a_staging_copy(
     tmp_path: Path, provision_bin: str, index_server, venv_name: str
 ) -> None:
-    tool = tiny.make_tool(
-        tmp_path, provision_bin, tiny.index(index_server)
-    )  # the venv it adopts is the only one
+    # the venv it adopts is the only one
+    tool = tiny.make_tool(tmp_path, provision_bin, tiny.index(index_server))
     srv = tmp_path / "srv"
     srv.mkdir()
     venv = srv / venv_name
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
-    (drift.site_packages(venv) / "sitecustomize.py").write_text(
-        "print('hello')\n"
-    )  # restore sets it aside: it copies
+    # restore sets it aside: it copies
+    (drift.site_packages(venv) / "sitecustomize.py").write_text("print('hello')\n")
     dead = subprocess.Popen(["true"])
     dead.wait()
     users = [
@@ -103,9 +101,8 @@ def test_a_restore_in_the_same_second_as_a_killed_ones_set_aside_sets_its_files_
     site = drift.site_packages(build / "venv")
     (site / "sitecustomize.py").write_text("print('hello')\n")
     now = datetime.datetime.now(datetime.timezone.utc)
-    for second in range(
-        -2, 30
-    ):  # what a restore killed after its set-aside left, in every second this test may run
+    # what a restore killed after its set-aside left, in every second this test may run
+    for second in range(-2, 30):
         stamp = (now + datetime.timedelta(seconds=second)).strftime("%Y%m%dT%H%M%SZ")
         aside = build / restore.ASIDE / stamp
         aside.mkdir(parents=True)

@@ -135,9 +135,8 @@ def test_an_adopted_venv_through_the_users_own_link_is_restored_but_a_link_out_i
     real = tmp_path / "srv" / "real-venv"
     real.parent.mkdir()
     subprocess.run([tiny.PY, "-m", "venv", "--without-pip", str(real)], check=True, timeout=120)
-    (tmp_path / "srv" / "venv").symlink_to(
-        real
-    )  # the user's own link to the venv: that one is theirs, not refused
+    # the user's own link to the venv: that one is theirs, not refused
+    (tmp_path / "srv" / "venv").symlink_to(real)
     tool("adopt", "old", str(tmp_path / "srv" / "venv"))
     site = drift.site_packages(real)
     (site / "sitecustomize.py").write_text("import sys\n")
@@ -185,9 +184,8 @@ def test_a_restore_lock_that_is_a_link_out_or_a_pipe_is_never_followed_nor_waite
     assert lines[-1].startswith(f"hint: remove it (rm {lock})"), done.stderr
     assert outside.read_text() == "keep me\n", "the pid was written through the link"
     lock.unlink()
-    os.mkfifo(
-        lock
-    )  # remove (and gc, create --replace) ask whether a restore holds the build: a pipe never answers
+    # remove (and gc, create --replace) ask whether a restore holds the build: a pipe never answers
+    os.mkfifo(lock)
     done = subprocess.run(
         [tool.binary, "remove", "tiny", "--force"], capture_output=True, text=True, timeout=30, env=tool.env()
     )

@@ -73,9 +73,8 @@ def test_a_pipe_in_a_dist_info_or_the_venv_never_blocks(
             shown,
             imports,
         )
-        whole = (
-            relative in WHOLE
-        )  # every command on two of them; the drift check, the checks and the plan on all
+        # every command on two of them; the drift check, the checks and the plan on all
+        whole = relative in WHOLE
         for args in (["restore", "tiny", "--dry-run"], ["restore", "tiny"])[: 2 if whole else 1]:
             refused = run(tool, *args)
             assert refused.returncode == 7 and str(target) in refused.stderr, (shown, args, refused.stderr)

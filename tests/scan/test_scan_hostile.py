@@ -164,9 +164,8 @@ def test_wheels_that_are_not_zips_bad_crc_or_bad_names(tmp_path: Path) -> None:
 
 
 def test_require_labels(tmp_path: Path) -> None:
-    seven = elf64(
-        [(".nv_fatbin", 1, 2, 64, len(container(7)))], payload=container(7)
-    )  # a single-digit SM label
+    # a single-digit SM label
+    seven = elf64([(".nv_fatbin", 1, 2, 64, len(container(7)))], payload=container(7))
     (tmp_path / "lib7.so").write_bytes(seven)
     code, out, _err = run("scan", str(tmp_path / "lib7.so"), "--require", "9", "--json")
     assert code == 1 and '"9.0"' in out and "sm_7" in out
@@ -211,9 +210,10 @@ def test_fuzz_no_traceback_no_hang(tmp_path: Path) -> None:
     ends with a result or an InputError."""
     from test_scan import compile_shared
 
+    # one of test_scan's builds: compiled once
     library = compile_shared(
         tmp_path, [("compute_120a", "compute_120a"), ("compute_90", "sm_90")], ["-Xfatbin", "-compress-all"]
-    ).read_bytes()  # one of test_scan's builds: compiled once
+    ).read_bytes()
     seeds = {"lib.so": library, "libk.a": ar_archive([("k.o", library), ("j.o", library)])}
     rng = random.Random(13)
     streams = {name: mutations(seed, rng) for name, seed in seeds.items()}
@@ -251,9 +251,8 @@ def test_fifo_named_record_or_metadata_in_a_scanned_folder_is_not_opened(tmp_pat
     (other / "RECORD").write_text("bait/libk.so,,\n")
     # a real process: the deadline's TimeoutError is an OSError, which the RECORD reader would swallow
     done = run_provision("scan", tmp_path / "site-packages", "--json", timeout=30)
-    assert done.returncode == 0, (
-        done.stderr
-    )  # the pipes are skipped, never waited on (a hang: TimeoutExpired)
+    # the pipes are skipped, never waited on (a hang: TimeoutExpired)
+    assert done.returncode == 0, done.stderr
 
 
 def test_each_worker_opens_the_wheel_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -86,9 +86,8 @@ def data_section_library(tmp_path: Path) -> Path:
 def test_relocatable_copy_is_reported_apart_and_never_judged(tmp_path: Path) -> None:
     library = rdc_library(tmp_path)
     code = scan.code_in_file(library)
-    assert (
-        dict(code.loadable.cubin) == {"sm_80": 1} and not code.loadable.ptx
-    )  # as cuobjdump --list-elf/--list-ptx
+    # as cuobjdump --list-elf/--list-ptx
+    assert dict(code.loadable.cubin) == {"sm_80": 1} and not code.loadable.ptx
     assert dict(code.relocatable.ptx) == {"compute_120": 1} and dict(code.relocatable.cubin) == {"sm_80": 1}
     result = scan.scan([library], require=("8.0", "12.0"))
     (package,) = result.packages
@@ -293,9 +292,8 @@ def test_a_name_table_far_from_the_section_table_is_not_inflated_twice(
     (row,) = scan.scan([wheel], jobs=1).files
     assert row.code == scan.code_in_file(far) == scan.code_in_file(library)
     assert dict(row.code.loadable.cubin) == {"sm_120": 2, "sm_90": 2}
-    assert (
-        sum(given) < len(moved) + (256 << 10) + (1 << 20) + 4096
-    )  # once, then at most a mark's stretch again
+    # once, then at most a mark's stretch again
+    assert sum(given) < len(moved) + (256 << 10) + (1 << 20) + 4096
 
 
 def test_a_child_that_dies_leaves_its_slice_to_the_parent(monkeypatch: pytest.MonkeyPatch) -> None:

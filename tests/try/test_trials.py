@@ -164,9 +164,8 @@ def test_replay_on_a_second_environment_and_the_matrix(
     tried(tool, "cu128", "faster", "--env", "TRY_FACTOR=1.2")
     graphs = tried(tool, "cu128", "--recipe", "cuda-graph-max-bs")
     assert graphs["label"] == "cuda-graph-max-bs" and graphs["recipe"] == "cuda-graph-max-bs"
-    assert (
-        graphs["change"]["args"] == ["--cuda-graph-max-bs", "64"] and graphs["verdict"] == "better"
-    )  # 0.5.9's flag
+    # 0.5.9's flag
+    assert graphs["change"]["args"] == ["--cuda-graph-max-bs", "64"] and graphs["verdict"] == "better"
     tried(tool, "cu128", "patched", "--file", f"alpha/__init__.py={patched}")
     patched.unlink()  # the replay writes the content the ledger kept, not whatever the source says today
 
@@ -176,10 +175,11 @@ def test_replay_on_a_second_environment_and_the_matrix(
     assert [t["label"] for t in replayed["trials"]] == ["faster", "cuda-graph-max-bs", "patched"]
     faster, graphs_new, file_new = replayed["trials"]
     assert faster["verdict"] == "better" and faster["change"]["env"] == {"TRY_FACTOR": "1.2"}
+    # read again from 0.5.23's parser
     assert graphs_new["change"]["args"] == [
         "--cuda-graph-max-bs-decode",
         "64",
-    ]  # read again from 0.5.23's parser
+    ]
     assert graphs_new["verdict"] == "worse" and -16 < graphs_new["change_pct"] < -14
     assert file_new["verdict"] == "worse" and file_new["restored"] is True
     site = next((Path(tool.envs()["cu130"]["path"]) / "venv").glob("lib/python3*/site-packages"))
@@ -266,9 +266,8 @@ def test_the_recipes_are_read_from_the_installed_sglang_and_judged_by_report(
     absent = json.loads(
         tool("try", "cu128", "--recipe", "pcie-ipc-allreduce", "--force", "--json", env=replay).stdout
     )
-    assert (
-        absent["verdict"] == "not-applicable" and "absent in this version" in absent["reason"]
-    )  # --force runs no flag it lacks
+    # --force runs no flag it lacks
+    assert absent["verdict"] == "not-applicable" and "absent in this version" in absent["reason"]
     human = tool("try", "--list-recipes", "cu130", env={**replay, "COLUMNS": "250"}).stdout
     assert "Recipes on cu130 (sglang 0.5.23)" in human and "torch-symm-mem" in human
 

@@ -90,9 +90,8 @@ def site_of(tool: tiny.Tool, name: str = "tiny") -> Path:
 def test_better_worse_within_noise_and_failed(tmp_path: Path, index_server, provision_bin: str) -> None:
     tool, _ = tool_with_baseline(tmp_path, index_server, provision_bin)
     better = tried(tool, "tiny", "faster", "--env", "TRY_FACTOR=1.2", "--note", "the first lever")
-    assert (
-        better["baseline"]["ran_first"] is True and better["baseline"]["runs"] == 3
-    )  # no baseline yet: ran first
+    # no baseline yet: ran first
+    assert better["baseline"]["ran_first"] is True and better["baseline"]["runs"] == 3
     assert better["verdict"] == "better" and 19 < better["change_pct"] < 21 and better["restored"] is True
     assert better["figure"]["runs"] == 3 and 119 < better["figure"]["median"] < 121
     assert better["change"] == {"env": {"TRY_FACTOR": "1.2"}, "args": [], "files": []}
@@ -138,13 +137,11 @@ def test_a_patched_file_is_put_back_byte_for_byte(tmp_path: Path, index_server, 
     assert (site_of(tool) / "alpha" / "__init__.py").read_bytes() == original
     drift = json.loads(tool("check", "tiny", "--only", "drift", "--json").stdout)
     assert drift["status"] == "pass"
-    assert "accepted" not in json.loads(
-        (Path(tool.envs()["tiny"]["path"]) / "env.json").read_text()
-    )  # never known-good
+    # never known-good
+    assert "accepted" not in json.loads((Path(tool.envs()["tiny"]["path"]) / "env.json").read_text())
 
-    new = tried(
-        tool, "tiny", "new file", "--file", f"alpha/extra.py={patched}"
-    )  # a file that was not there goes again
+    # a file that was not there goes again
+    new = tried(tool, "tiny", "new file", "--file", f"alpha/extra.py={patched}")
     assert new["restored"] is True and not (site_of(tool) / "alpha" / "extra.py").exists()
 
 

@@ -19,9 +19,8 @@ def test_resume_with_a_rule_that_differs_from_the_records_is_refused(made: tiny.
     assert done.returncode == 2, done.stdout
     assert "--max-slowdown 0" in done.stderr and "20" in done.stderr, done.stderr
     assert next(n for n, e in made.envs().items() if e["active"]) == "old"
-    done = made(
-        "upgrade", "flaky", "--resume", "--json", check=False
-    )  # the record's settings, asked for nothing else
+    # the record's settings, asked for nothing else
+    done = made("upgrade", "flaky", "--resume", "--json", check=False)
     said = json.loads(done.stdout)
     assert (
         done.returncode == 0

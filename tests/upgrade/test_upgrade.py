@@ -116,11 +116,12 @@ def test_a_slower_stack_is_kept_and_the_old_one_stays_active(made: tiny.Tool) ->
     # the same stack, allowed 10 % slower: moved to, without building it again
     code, said = upgrade(made, "--to-env", "slow", "--max-slowdown", "10")
     assert code == 0 and active(made) == "slow" and "within --max-slowdown 10%" in said["reason"], said
+    # lock, lock-report (its lock), create
     assert [s["status"] for s in said["steps"]][1:4] == [
         "skip",
         "pass",
         "skip",
-    ]  # lock, lock-report (its lock), create
+    ]
 
 
 def test_within_noise_is_not_worse(made: tiny.Tool) -> None:

@@ -99,10 +99,11 @@ if __name__ == "__main__":
         if len(sys.argv) != 3:
             raise ValueError("usage: python pack.py OUT.tar '[[SOURCE, NAME_IN_ARCHIVE, MODE_OCTAL?], ...]'")
         pack(sys.argv[1], json.loads(sys.argv[2]))
+    # JSONDecodeError is a ValueError
     except (
         OSError,
         ValueError,
         RecursionError,
         tarfile.TarError,
-    ) as error:  # JSONDecodeError is a ValueError
+    ) as error:
         sys.exit(f"pack.py: {error}")
