@@ -55,6 +55,15 @@ SHA256 = re.compile(r"[0-9a-f]{64}")
 # atomic.write_atomic_at's names for an entry being written
 TEMP = re.compile(r"\.[0-9a-f]{64}\.\d+\.\d+\.tmp")
 TEMP_AGE = 3600.0  # a temp file older than this was left by a writer that was killed
+FUTURE_SLACK = 86400.0  # a clock set back by NTP or a time zone's hour: a time this far ahead is still taken
+
+
+def age(now: float, when: float) -> float:
+    """Seconds from `when` (a file's time) to `now`; infinite for a time more than a day ahead of the clock, which was
+    no use that happened (a clock wrong when it was written, corrected since, or a time set by hand): such an entry
+    was kept by every prune until the clock caught up, years later."""
+    return now - when if when - now <= FUTURE_SLACK else float("inf")
+
 
 # kind -> bytes its folder holds, counted at this process's first write of that kind
 _held: dict[str, int] = {}
@@ -391,12 +400,12 @@ def prune(kind: str, *, older_than: float | None, everything: bool = False) -> t
         with os.scandir(held) as listing:
             names = [(entry.name, entry.stat(follow_symlinks=False)) for entry in listing]
         for name, status in names:
-            age = now - status.st_mtime
+            old = age(now, status.st_mtime)
             regular = stat.S_ISREG(status.st_mode)
             if TEMP.fullmatch(name):
-                stale = age > TEMP_AGE
+                stale = old > TEMP_AGE
             elif regular and SHA256.fullmatch(name):
-                stale = everything or (older_than is not None and age > older_than)
+                stale = everything or (older_than is not None and old > older_than)
             else:
                 stale = True
             if stale:

@@ -10,6 +10,7 @@ import click
 
 from provision.cli.options import (
     App,
+    NumberRange,
     allow_unsealed_option,
     complete_first_env,
     complete_profile,
@@ -144,7 +145,7 @@ def remove(app: App, name: str, force: bool) -> Shown:
 @click.option(
     "--older-than",
     "older_than_days",
-    type=click.FloatRange(min=0),
+    type=NumberRange(min=0),
     default=30.0,
     show_default=True,
     metavar="DAYS",

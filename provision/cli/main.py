@@ -16,7 +16,7 @@ import click
 
 from provision import DISTRIBUTION, __version__
 from provision.cli.options import HOME_HELP, App, home_option, verbosity_options
-from provision.errors import Interrupted, ProvisionError, UsageError
+from provision.errors import InputError, Interrupted, ProvisionError, UsageError
 
 if TYPE_CHECKING:
     from provision.views.render import Shown
@@ -147,6 +147,13 @@ def _write(shown: Shown | None, state: App) -> int:
             sys.stdout.flush()
         except BrokenPipeError:
             raise
+        except UnicodeEncodeError as exc:
+            # PYTHONIOENCODING=ascii, a C locale without UTF-8 mode: 'é' has no byte there (--json escapes it)
+            _discard_stdout()
+            raise ProvisionError(
+                f"cannot write the output: its encoding ({exc.encoding}) has no {exc.object[exc.start : exc.end]!a}",
+                "run it in a UTF-8 locale (LC_ALL=C.UTF-8) or with PYTHONIOENCODING=utf-8, or ask for --json",
+            ) from exc
         except OSError as exc:  # stdout itself cannot be written: say so, and write nothing more on it
             _discard_stdout()  # the error document under --json goes where the rest went: nowhere
             hint = (
@@ -208,6 +215,10 @@ def _quick_exit(code: str | int | None) -> None:
 
 def _main(argv: Sequence[str] | None) -> None:
     _closed_streams()
+    if getattr(sys.stdout, "errors", None) == "strict" and hasattr(sys.stdout, "reconfigure"):
+        # a path's bytes that are not UTF-8 (kept by Python as lone surrogates) go out as they are, as `ls` and
+        # Python under a C locale write them, instead of failing the whole table under en_US.UTF-8
+        sys.stdout.reconfigure(errors="surrogateescape")
     args = list(sys.argv[1:] if argv is None else argv)
     state = App()
     try:
@@ -232,6 +243,17 @@ def _main(argv: Sequence[str] | None) -> None:
     except BrokenPipeError:
         _discard_stdout()
         sys.exit(1)
+    except UnicodeEncodeError as exc:
+        # a path this locale's encoding cannot hold: a home made as `hômé` used under PYTHONUTF8=0 LC_ALL=C
+        of = f" of {exc.object!a}" if len(exc.object) <= 300 else ""
+        fail(
+            state,
+            args,
+            f"this locale's encoding ({exc.encoding}) cannot hold {exc.object[exc.start : exc.end]!a}{of}",
+            "run it in a UTF-8 locale (LC_ALL=C.UTF-8), or with PYTHONUTF8=1",
+            InputError.exit_code,
+            InputError.code,
+        )
     except OSError as exc:  # the last net: core code names what it writes, this names the file at least
         where = f": {exc.filename}" if exc.filename else ""
         hint = (

@@ -161,6 +161,17 @@ def allow_unsealed_option(f: F) -> F:
     )(f)
 
 
+class NumberRange(click.FloatRange):
+    """click's FloatRange that refuses nan, which it let through (nan compares false with both bounds): `gc --cache
+    --older-than nan` kept every entry for ever as 'not used for nan days', `--max-slowdown nan` never activated."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        number = super().convert(value, param, ctx)
+        if number != number:  # nan, the one float not equal to itself
+            self.fail(f"{value!r} is not a number", param, ctx)
+        return number
+
+
 def compute_capability(value: str) -> str:
     """Return "12.0" for 12.0, 12, sm_120, 120 or sm_120a; a usage error for anything else.
 

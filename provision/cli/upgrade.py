@@ -9,6 +9,7 @@ import click
 
 from provision.cli.options import (
     App,
+    NumberRange,
     allow_unsealed_option,
     complete_env,
     complete_profile,
@@ -55,7 +56,7 @@ if TYPE_CHECKING:
 @click.option(
     "--max-slowdown",
     "max_slowdown",
-    type=click.FloatRange(min=0, max=upgrades.MAX_SLOWDOWN),
+    type=NumberRange(min=0, max=upgrades.MAX_SLOWDOWN),
     default=None,
     metavar="PCT",
     help="Activate a new environment worse beyond noise by at most this many percent (default 0; "

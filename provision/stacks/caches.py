@@ -96,12 +96,12 @@ def _prune_wheels(named: set[str] | None, older_than: float | None) -> Cache:
         size = _size(entry.path) if stat.S_ISDIR(status.st_mode) else 0
         used = _last_used(entry.path, status.st_mtime)
         if entry.name.startswith("."):
-            stale = now - status.st_mtime > TEMP_AGE  # a fetch in progress is newer
+            stale = wheelfacts.age(now, status.st_mtime) > TEMP_AGE  # a fetch in progress is newer
         elif not stat.S_ISDIR(status.st_mode) or not wheelcache.SHA256.match(entry.name):
             stale = True  # a link, a file, a foreign name: no wheel provision kept
         else:
             stale = (named is not None and entry.name not in named) or (
-                older_than is not None and now - used > older_than
+                older_than is not None and wheelfacts.age(now, used) > older_than
             )
         if stale:
             if stat.S_ISDIR(status.st_mode):

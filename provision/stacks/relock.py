@@ -30,18 +30,20 @@ def rebuild_command(
 
 def quoted(word: str) -> str:
     """`word` quoted for a POSIX shell (shlex.quote), except one holding a control character (a home or -o path with a
-    newline in it), written in bash's $'...' form: the command stays one line (it is the lock's first line, a TOML
-    comment, which a raw newline ended) and means the same to bash."""
-    if not any(ord(c) < 32 or ord(c) == 127 for c in word):
+    newline in it) or a byte that is not UTF-8 (a path's, kept by Python as a lone surrogate), written in bash's $'...'
+    form: the command stays one line of UTF-8 (it is the lock's first line, a TOML comment, which a raw newline ended
+    and such a byte made unwritable) and means the same to bash."""
+    if not any(ord(c) < 32 or ord(c) == 127 or 0xDC80 <= ord(c) <= 0xDCFF for c in word):
         return shlex.quote(word)
-    return (
-        "$'"
-        + "".join(
-            f"\\x{ord(c):02x}" if ord(c) < 32 or ord(c) == 127 else "\\" + c if c in "\\'" else c
-            for c in word
-        )
-        + "'"
-    )
+    return "$'" + "".join(_escaped(c) for c in word) + "'"
+
+
+def _escaped(c: str) -> str:
+    if ord(c) < 32 or ord(c) == 127:
+        return f"\\x{ord(c):02x}"
+    if 0xDC80 <= ord(c) <= 0xDCFF:  # surrogateescape's stand-in for the byte ord(c) - 0xDC00
+        return f"\\x{ord(c) - 0xDC00:02x}"
+    return "\\" + c if c in "\\'" else c
 
 
 @dataclass(frozen=True)
