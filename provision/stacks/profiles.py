@@ -223,9 +223,17 @@ def parse(raw: bytes, path: Path) -> Profile:
         raise ProfileError(
             f"{path}: the file is empty", "a profile needs at least schema, name, cuda and [packages]"
         )
+    encoding = _not_utf8(raw)
+    if (
+        encoding
+    ):  # TOML is UTF-8 alone: "invalid statement at line 1" and "fix the syntax" pointed at nothing to fix
+        raise ProfileError(
+            f"{path}: written in {encoding}; TOML is UTF-8, without a byte order mark",
+            "save it as UTF-8, without a byte order mark",
+        )
     try:
         data = toml.loads(raw.decode("utf-8"))
-    except (toml.TOMLDecodeError, UnicodeDecodeError) as exc:
+    except toml.TOMLDecodeError as exc:
         raise ProfileError(f"{path}: not valid TOML: {exc}", "fix the syntax at that line") from exc
     except RecursionError as exc:
         raise ProfileError(
@@ -233,6 +241,22 @@ def parse(raw: bytes, path: Path) -> Profile:
             "a profile is a few flat tables; see docs/profiles.md",
         ) from exc
     return _validate(path, data, raw)
+
+
+_BOMS = {b"\xef\xbb\xbf": "UTF-8 with a byte order mark", b"\xff\xfe": "UTF-16", b"\xfe\xff": "UTF-16"}
+
+
+def _not_utf8(raw: bytes) -> str | None:
+    """What `raw` is written in where that is not the UTF-8 TOML must be (as an editor's 'save as' makes it), else
+    None."""
+    for bom, name in _BOMS.items():
+        if raw.startswith(bom):
+            return name
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return f"another encoding (Latin-1, Windows-1252?: its byte {exc.start + 1} is {raw[exc.start]:#04x})"
+    return None
 
 
 def _read(path: Path) -> bytes:
