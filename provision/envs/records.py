@@ -208,8 +208,12 @@ class EnvRecord:
     extra: JSONObject = field(default_factory=dict)  # keys this version does not know, kept as they were
 
     def venv_path(self, build: Path) -> Path:
-        """The venv: an adopted one by its own path, not through the build's link."""
-        return Path(self.venv) if self.venv else build / "venv"
+        """The venv: an adopted one by its own path, not through the build's link. A path this locale cannot name to
+        the system (`hômé` kept under UTF-8, read under an ASCII one) is its UnicodeEncodeError (said in one line by
+        the CLI), never a venv that looks gone: Path.exists() answers False for it."""
+        venv = Path(self.venv) if self.venv else build / "venv"
+        os.fsencode(venv)
+        return venv
 
     @property
     def check_results(self) -> list[CheckResult]:

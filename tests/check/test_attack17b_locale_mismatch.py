@@ -1,6 +1,7 @@
 """A home made under a UTF-8 locale and used under one that is ASCII (PYTHONUTF8=0 LC_ALL=C: Python's file names are
 ASCII there): the paths its records keep, `hômé`, cannot be named to the system, and the command says so in one line
-with the locale to use (it was `internal error: UnicodeEncodeError`, exit 3); nothing is changed."""
+with the locale to use (it was `internal error: UnicodeEncodeError`, exit 3; `shell-env` said the venv was gone);
+nothing is changed."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ def test_a_home_of_another_locale_is_one_line_naming_the_locale(
     tool.create("tiny", "--no-checks")
     before = tool.envs()
     ascii_locale = {"PYTHONUTF8": "0", "LC_ALL": "C", "LANG": None}
-    for args in (("check", "tiny"), ("report", "--env", "tiny", "--json")):
+    for args in (("check", "tiny"), ("report", "--env", "tiny", "--json"), ("shell-env", "tiny")):
         done = tool(*args, check=False, env=ascii_locale)
         one_error(done, 2, "this locale's encoding (ascii) cannot hold '\\xf4'", "LC_ALL=C.UTF-8")
     assert tool.envs() == before
