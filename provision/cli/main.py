@@ -3,6 +3,7 @@ into a message and an exit code (docs/exit-codes.md)."""
 
 from __future__ import annotations
 
+import codecs
 import contextlib
 import errno
 import functools
@@ -246,14 +247,16 @@ def _main(argv: Sequence[str] | None) -> None:
     except UnicodeEncodeError as exc:
         # a path this locale's encoding cannot hold: a home made as `hômé` used under PYTHONUTF8=0 LC_ALL=C
         of = f" of {exc.object!a}" if len(exc.object) <= 300 else ""
-        fail(
-            state,
-            args,
-            f"this locale's encoding ({exc.encoding}) cannot hold {exc.object[exc.start : exc.end]!a}{of}",
-            "run it in a UTF-8 locale (LC_ALL=C.UTF-8), or with PYTHONUTF8=1",
-            InputError.exit_code,
-            InputError.code,
-        )
+        held = exc.object[exc.start : exc.end]
+        if codecs.lookup(exc.encoding).name == "utf-8":
+            # UTF-8 holds every character: what it refused is a name's byte that is not UTF-8 (a lone surrogate),
+            # which no locale mends; it was 'run it in a UTF-8 locale' to a user who was in one
+            message = f"a name holds a byte that is not UTF-8 ({held!a}{of}) and cannot be written into a UTF-8 file"
+            hint = "rename that file or folder to a UTF-8 name, and run it again"
+        else:
+            message = f"this locale's encoding ({exc.encoding}) cannot hold {held!a}{of}"
+            hint = "run it in a UTF-8 locale (LC_ALL=C.UTF-8), or with PYTHONUTF8=1"
+        fail(state, args, message, hint, InputError.exit_code, InputError.code)
     except OSError as exc:  # the last net: core code names what it writes, this names the file at least
         where = f": {exc.filename}" if exc.filename else ""
         hint = (
