@@ -17,7 +17,7 @@ from provision import __version__
 from provision.atomic import write_atomic
 from provision.envs import records
 from provision.envs.home import Home, present_site_packages
-from provision.errors import EnvError, ProvisionError
+from provision.errors import EnvError, InputError, ProvisionError
 from provision.log import Progress
 
 if TYPE_CHECKING:
@@ -184,6 +184,13 @@ def lock_env(
         )
     venv = record.venv_path(build).resolve()
     site = present_site_packages(venv)  # a venv that is gone is refused, never locked as an empty one
+    try:  # the lock names the venv, and a lock is UTF-8: a folder's byte that is not (0xff) cannot be written there
+        str(venv).encode("utf-8")
+    except UnicodeEncodeError:
+        raise InputError(
+            f"{venv!a}: its path holds a byte that is not UTF-8, which a lock (UTF-8) cannot name",
+            f"rename that folder to a UTF-8 name, then lock it: provision lock --env {name}",
+        ) from None
     uvtool.check_settings()  # uv's settings and the CA bundle: one line, not one failure per distribution
     indexes, bound, bucket_index = indexes_for(profile)
     try:
