@@ -192,13 +192,13 @@ def lock_env(
             f"rename that folder to a UTF-8 name, then lock it: provision lock --env {name}",
         ) from None
     uvtool.check_settings()  # uv's settings and the CA bundle: one line, not one failure per distribution
-    indexes, bound, bucket_index = indexes_for(profile)
+    indexes, bound, pypi_index = indexes_for(profile)
     try:
         cache = Path(uvtool.cache_dir())
     except ProvisionError:
         cache = None
     result = match.match(
-        site, venv, indexes, bound=bound, cache=cache, uv_default=bucket_index, progress=progress
+        site, venv, indexes, bound=bound, cache=cache, pypi_index=pypi_index, progress=progress
     )
     path = build / LOCK_NAME
     text = render(result, name=name, venv=venv, profile=profile)

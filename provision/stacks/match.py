@@ -298,12 +298,12 @@ def match(
     *,
     bound: dict[str, str] | None = None,
     cache: Path | None = None,
-    uv_default: Callable[[], str] = lambda: "",
+    pypi_index: Callable[[], str] = lambda: "",
     progress: Progress = lambda _: None,
 ) -> MatchResult:
     """Match every distribution installed in `site` to a wheel on `indexes` (name -> URL, asked in that order; a
     distribution in `bound` is looked for on its own index only) or in uv's cache at `cache` (whose `pypi` bucket
-    holds what came from `uv_default()`, uv's built-in default index: asked here, where uv runs from the main thread, and
+    holds what came from uv's built-in default index, `pypi_index()`: asked here, where uv runs from the main thread, and
     only where that bucket holds a wheel of one of these distributions)."""
     start = time.perf_counter()
     result = MatchResult(indexes={n: urls.strip_credentials(u) for n, u in indexes.items()})
@@ -327,7 +327,7 @@ def match(
         else:
             lookups.append(dist)
     cached = uvcache.wheels(cache, {d.name for d in lookups}) if cache is not None and cache.is_dir() else {}
-    default = _default_of(uv_default) if any(_bucket(w) == "pypi" for w in cached.values()) else ""
+    default = _pypi_index_of(pypi_index) if any(_bucket(w) == "pypi" for w in cached.values()) else ""
     asker = _Asker(indexes)
     progress(
         f"matching {len(lookups)} distributions to wheels on {', '.join(indexes) or 'no index'} and in uv's cache"
@@ -392,7 +392,7 @@ def _match_one(
     index_names: list[str],
     asker: _Asker,
     cached: dict[tuple[str, str], uvcache.CachedWheel],
-    uv_default: str,
+    pypi_index: str,
 ) -> Matched | Unmatched:
     others: list[str] = []
     listed: list[str] = []
@@ -434,7 +434,7 @@ def _match_one(
                     record_from=how,
                 )
             others.append(f"{file.filename} on {index_name} is another build ({differs})")
-    from_cache = _from_cache(dist, cached, {n: asker.indexes[n] for n in index_names}, uv_default)
+    from_cache = _from_cache(dist, cached, {n: asker.indexes[n] for n in index_names}, pypi_index)
     if isinstance(from_cache, Matched):
         return from_cache
     # why: once, in `unreachable`
@@ -524,7 +524,7 @@ def _from_cache(
     dist: Installed,
     cached: dict[tuple[str, str], uvcache.CachedWheel],
     indexes: dict[str, str],
-    uv_default: str,
+    pypi_index: str,
 ) -> Matched | str | None:
     """A wheel of this build in uv's cache, with the URL, sha256 and index it was fetched with: a match where that
     index is one of `indexes`; else why not (None: uv's cache has no such wheel)."""
@@ -537,7 +537,7 @@ def _from_cache(
         record = _cached_record(wheel)
         if record is None or difference(dist.files, wheel_files(record)) is not None:
             continue
-        url, sha256s, index_url = _origin(wheel, uv_default)
+        url, sha256s, index_url = _origin(wheel, pypi_index)
         if not url or len(sha256s) != 1:
             return "uv's cache holds this build, but not the URL and sha256 it came with"
         name = next((n for n, u in indexes.items() if index_url and _same_index(u, index_url)), None)
@@ -556,11 +556,11 @@ def _from_cache(
     return None
 
 
-def _default_of(uv_default: Callable[[], str]) -> str:
-    """uv's default index, for the wheels of its cache's `pypi` bucket; "" where uv cannot say it: the cache is a
+def _pypi_index_of(pypi_index: Callable[[], str]) -> str:
+    """uv's built-in default index, for the wheels of its cache's `pypi` bucket; "" where uv cannot say it: the cache is a
     shortcut, and those wheels are looked for on the indexes instead (a lock the indexes given can make all the same)."""
     try:
-        return uv_default()
+        return pypi_index()
     except ProvisionError:
         return ""
 
@@ -570,7 +570,7 @@ def _bucket(wheel: uvcache.CachedWheel) -> str:
     return wheel.link.parent.parent.name
 
 
-def _origin(wheel: uvcache.CachedWheel, uv_default: str) -> tuple[str, set[str], str]:
+def _origin(wheel: uvcache.CachedWheel, pypi_index: str) -> tuple[str, set[str], str]:
     """(wheel URL, sha256s, index URL) from uv's pointer files: the URL uv fetched, and the page of the index uv
     read it from (simple-v*/index/<the same hash>/<project>.rkyv); the default index for its `pypi` bucket."""
     try:
@@ -581,7 +581,7 @@ def _origin(wheel: uvcache.CachedWheel, uv_default: str) -> tuple[str, set[str],
     bucket = wheel.link.parent.parent
     index_url = ""
     if _bucket(wheel) == "pypi":
-        index_url = uv_default
+        index_url = pypi_index
     else:
         for page in sorted(
             bucket.parent.parent.parent.glob(f"simple-v*/index/{bucket.name}/{wheel.project}.rkyv"),

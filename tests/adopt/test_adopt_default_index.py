@@ -137,7 +137,7 @@ def test_uvs_default_is_asked_once_from_the_main_thread_and_only_for_a_wheel_of_
         return served.url
 
     def matched() -> list[tuple[str, str]]:
-        result = match.match(site, setup.venv, {"default": served.url}, cache=cache, uv_default=uv_default)
+        result = match.match(site, setup.venv, {"default": served.url}, cache=cache, pypi_index=uv_default)
         return [(m.name, m.record_from) for m in result.matched]
 
     assert matched() == [("alpha", "uv-cache")] and asked == []  # its own index's bucket: uv is not asked
