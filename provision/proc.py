@@ -100,6 +100,7 @@ def run(
     keep: int | None = None,
     group: bool = False,
     started: Callable[[], None] | None = None,
+    child: subprocess.Popen[str] | None = None,
 ) -> Completed:
     """Run argv to completion within `timeout` seconds; never raises for a non-zero exit unless `check`. With `keep`,
     of each of stdout and stderr only the last `keep` characters are held (a command of the user's, such as a profile's
@@ -110,6 +111,7 @@ def run(
     The child dies with provision (a kill -9 leaves no installer or check payload running on), unless
     `die_with_parent` is False. Linux ties that to the forking thread, so it applies from the main thread only.
     `started` is called once the child runs, before it is waited for (what the caller does meanwhile, in a thread).
+    With `child`, argv already runs as that child (`start`: stacks/ahead), and is waited for as if started here.
     """
     args = tuple(str(a) for a in argv)
     if log.level() >= log.VERBOSE:
@@ -123,18 +125,15 @@ def run(
     # hold it until `child` exists, then raise it where the child is reaped.
     previous = _hold_interrupts(deferred)
     try:
-        child = subprocess.Popen(
-            args,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            stdin=subprocess.PIPE if input_text is not None else subprocess.DEVNULL,
-            text=True,
-            errors="replace",
-            env=dict(env) if env is not None else environment(),
-            cwd=cwd,
-            preexec_fn=death_signal(os.getpid()) if die_with_parent else None,
-            start_new_session=group,
-        )
+        if child is None:
+            child = start(
+                args,
+                env=dict(env) if env is not None else environment(),
+                cwd=cwd,
+                input_text=input_text is not None,
+                die_with_parent=die_with_parent,
+                group=group,
+            )
     except BaseException as exc:
         _restore(previous)
         if isinstance(exc, FileNotFoundError):
@@ -177,6 +176,31 @@ def run(
     if check and not result.ok:
         raise ToolError(f"{' '.join(args[:3])} failed with exit code {child.returncode}", result.tail(5))
     return result
+
+
+def start(
+    args: Sequence[str],
+    *,
+    env: Mapping[str, str],
+    cwd: Path | str | None,
+    input_text: bool = False,
+    die_with_parent: bool = True,
+    group: bool = False,
+) -> subprocess.Popen[str]:
+    """Start argv with its output piped as text (`run` waits for it): it dies with provision unless
+    `die_with_parent` is False."""
+    return subprocess.Popen(
+        args,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.PIPE if input_text else subprocess.DEVNULL,
+        text=True,
+        errors="replace",
+        env=dict(env),
+        cwd=cwd,
+        preexec_fn=death_signal(os.getpid()) if die_with_parent else None,
+        start_new_session=group,
+    )
 
 
 def _communicate_lines(

@@ -5,7 +5,9 @@ the wheel last read from it (what `lock` needs to know before uv has said which 
 by the sha256 of a set of wheels (their sha256s, URLs and the rules' own source), what lock's conflict gate found in
 their RECORDs, so a lock made again with the same wheels reads none of them; `locks/`, keyed by the sha256 of a lock's
 packages as provision writes them (uv's text with each package's index put in), that this text parses back as exactly
-those packages, so a lock made again that comes out the same is told by comparing text (stacks/locktext). A wheel named by
+those packages, so a lock made again that comes out the same is told by comparing text (stacks/locktext); `ahead/`,
+keyed by the sha256 of a `provision lock` command line and its folder, how that lock ran uv last time, so that made
+again it starts uv before anything else (stacks/ahead). A wheel named by
 its sha256 never changes, so what was read of it once is read from here after: `report --lock`, `lock`'s gates,
 `adopt` and `scan` of a wheel ask here first.
 
@@ -32,7 +34,7 @@ from typing import Any
 from provision import atomic, regular
 
 VERSION = 1
-KINDS = ("scans", "records", "metadata", "urls", "verdicts", "locks")
+KINDS = ("scans", "records", "metadata", "urls", "verdicts", "locks", "ahead")
 # the most each kind's folder holds
 LIMITS = {
     "scans": 64 << 20,
@@ -41,6 +43,7 @@ LIMITS = {
     "urls": 16 << 20,
     "verdicts": 16 << 20,
     "locks": 4 << 20,
+    "ahead": 4 << 20,
 }
 # one entry: a RECORD may be 64 MiB of CSV
 ENTRY_MAX = {
@@ -50,6 +53,7 @@ ENTRY_MAX = {
     "urls": 4096,
     "verdicts": 1 << 20,
     "locks": 4096,
+    "ahead": 1 << 20,
 }
 SHA256 = re.compile(r"[0-9a-f]{64}")
 # atomic.write_atomic_at's names for an entry being written

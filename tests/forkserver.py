@@ -39,7 +39,8 @@ sys.path[:] = [os.path.dirname(sys.argv[2])] + [
 
 # Every module a command may import, imported now, once: a child then imports nothing that is not already here.
 import provision  # noqa: E402
-from provision.cli.main import _quick_exit, main  # noqa: E402
+from provision.cli import main  # noqa: E402  (the console script's entry point)
+from provision.cli.main import _quick_exit  # noqa: E402
 
 for module in pkgutil.walk_packages(provision.__path__, "provision."):
     importlib.import_module(module.name)

@@ -159,8 +159,9 @@ def gc(app: App, cache_only: bool, older_than_days: float) -> Shown:
     """Remove what interrupted builds left behind, and the failed builds create --keep-failed kept; then prune
     provision's caches in $XDG_CACHE_HOME/provision/ (else ~/.cache/provision/): wheels/ (wheels report --lock
     fetched, several GB for a serving stack) keeps only wheels a lock names (in the home or ./lockfiles/); wheels/,
-    scans/, records/ and metadata/ (what each wheel's bytes determine, by sha256), urls/, verdicts/ and locks/ (a
-    URL's sha256, the lock's conflict gate by its set of wheels, a lock's text proven) lose what was not used for --older-than days. Everything there can be fetched or computed again. --cache: the caches alone, with their
+    scans/, records/ and metadata/ (what each wheel's bytes determine, by sha256), urls/, verdicts/, locks/ and ahead/ (a
+    URL's sha256, the lock's conflict gate by its set of wheels, a lock's text proven, how a lock command line ran uv)
+    lose what was not used for --older-than days. Everything there can be fetched or computed again. --cache: the caches alone, with their
     sizes."""
     from provision.commands import gc as collect
     from provision.views import envs as views

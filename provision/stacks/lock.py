@@ -29,6 +29,7 @@ from provision.atomic import write_atomic
 from provision.errors import IndexUnreachable, InputError, ProvisionError, ResolveError, UsageError
 from provision.log import Progress
 from provision.stacks import (
+    ahead,
     earlyrecords,
     gitauth,
     lockfile,
@@ -481,6 +482,47 @@ def _wheels_seen(early: earlyrecords.EarlyReads) -> Callable[[str], None]:
     return seen
 
 
+def _uv_input(
+    profile: Profile,
+    indexes: dict[str, str | None],
+    target: Target,
+    preferences: Preferences,
+    made_again: bool,
+) -> tuple[list[str], dict[str, str]]:
+    """uv's arguments for a lock, and the variables provision gives it: the indexes, the git credentials, and uv's log
+    of what it fetches unless the lock is made again (`Preferences.same_key`)."""
+    return (
+        _uv_compile_args(target, "pylock.toml") + preferences.arguments(),
+        uvtool.index_options(indexes)[1]
+        | gitauth.variables(p.git for p in profile.packages)
+        | ({} if made_again else {"RUST_LOG": UV_FETCHES}),
+    )
+
+
+def _remember(
+    profile: Profile,
+    indexes: dict[str, str | None],
+    target: Target,
+    project: str,
+    output: Path,
+    preferences: Preferences,
+    key: str,
+) -> None:
+    """Keep the uv the same command line will run next time, the lock now in place being its preferences, so that it
+    starts ahead (stacks/ahead): worked out as that run will, from the same functions."""
+    following = Preferences.of(
+        output, _in_place(output), upgrade=preferences.upgrade, packages=preferences.upgrade_packages
+    )
+    args, env = _uv_input(profile, indexes, target, following, following.same_key(lambda: key))
+    ahead.remember(
+        [uvtool.located(), *args],
+        uvtool.environment(env),
+        {"pyproject.toml": project.encode()},
+        inputs=[profile.path, output],
+        from_inputs={"pylock.toml": output} if following.source is not None else {},
+    )
+
+
 def _uv_compile_args(target: Target, output: str) -> list[str]:
     # --python names the interpreter uv may use for builds: it skips a search of every Python on PATH.
     args = [
@@ -631,8 +673,9 @@ def _lock(
     import time
 
     pins, nightly = nightly_pins(profile, indexes, target)
+    project = _project(profile, pins, indexes)
     with _work_folder(work) as folder:
-        (folder / "pyproject.toml").write_text(_project(profile, pins, indexes))
+        (folder / "pyproject.toml").write_text(project)
         preferences.place(folder / "pylock.toml")
         progress("resolving with uv")
         # uv's log of what it fetches names the wheels whose RECORDs are read while it resolves. A lock made again for
@@ -640,20 +683,20 @@ def _lock(
         # its wheels' RECORDs were read when it was made: the log would name nothing new, and reading it slowed uv by
         # 25-45 ms (docs/performance.md). A wheel it names anyway is read after uv.
         made_again = preferences.same_key(lambda: lock_key(profile, indexes, target))
-        log = {} if made_again else {"RUST_LOG": UV_FETCHES}
 
         def compile_(preferences: Preferences, started: Callable[[], None] = lambda: None) -> None:
             # uv runs: what waited for it starts (the lock replaced parsed, its wheels' RECORDs read: only now, read
             # before, it took the interpreter from what leads to uv)
+            args, env = _uv_input(profile, indexes, target, preferences, made_again)
             uvtool.run(
-                _uv_compile_args(target, "pylock.toml") + preferences.arguments(),
+                args,
                 cwd=folder,
-                env=uvtool.index_options(indexes)[1]
-                | gitauth.variables(p.git for p in profile.packages)
-                | log,
+                env=env,
                 started=started,
                 on_line=_wheels_seen(early),
                 version_after=True,
+                # a lock of the command line's own (not create's) is started ahead when made again (stacks/ahead)
+                ahead=work is None and bool(profile.source),
             )
 
         try:
@@ -748,6 +791,8 @@ def _lock(
                 if exc.errno in (errno.ENOSPC, errno.EDQUOT)
                 else "choose -o in a folder you can write",
             ) from exc
+    if work is None and profile.source:
+        _remember(profile, indexes, target, project, output, preferences, stamp.key)
     changes = relock.changes(
         previous.versions if previous is not None else None, {p.name: p.version for p in packages}
     )
@@ -784,7 +829,7 @@ def _writable(output: Path) -> None:
         )
 
 
-WORK_PREFIX = "provision-lock-"
+WORK_PREFIX = ahead.WORK_PREFIX
 _WORK_NAME = re.compile(re.escape(WORK_PREFIX) + r"(\d+)-[a-z0-9_]{8}")  # mkdtemp's shape, and nothing else
 
 
@@ -895,6 +940,7 @@ class Preferences:
     source: str | None  # the lock given to uv as preferences; None when none was (none there, or --upgrade)
     text: bytes = b""
     upgrade_packages: tuple[str, ...] = ()
+    upgrade: bool = False  # --upgrade: none is given, whatever is there
 
     @classmethod
     def of(
@@ -902,7 +948,7 @@ class Preferences:
     ) -> Preferences:
         """The lock in place (`_in_place`: one uv cannot read is no preference, `_lock` resolves again without it)."""
         if upgrade or in_place is None:
-            return cls(None)
+            return cls(None, upgrade=upgrade)
         return cls(str(output), in_place, packages)
 
     def same_key(self, key: Callable[[], str]) -> bool:

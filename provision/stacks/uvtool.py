@@ -146,13 +146,16 @@ def run(
     on_line: Callable[[str], None] | None = None,
     version_after: bool = False,
     unset: Collection[str] = (),
+    ahead: bool = False,
 ) -> proc.Completed:
     """Run uv from the main thread; it dies with provision (a kill -9 leaves no install writing on). With
     `progress`, each line uv writes on stderr (what it downloads, installs) is handed to it as it comes, and with
     `on_line` each line as it is (uv's log, where `env`'s RUST_LOG asks for one); `started` is called once uv runs
     (proc.run). uv's log lines (DEBUG ...) are no part of an error said. With `version_after` (a command that
     writes only in a folder of provision's own: `pip compile`), uv starts before its version is known, which
-    binary_soon's thread checks meanwhile; a uv older than MINIMUM is said once it ends, whatever it answered."""
+    binary_soon's thread checks meanwhile; a uv older than MINIMUM is said once it ends, whatever it answered.
+    With `ahead` (`lock`), a uv the `provision` script started ahead that is exactly this one is taken instead of
+    starting it (stacks/ahead)."""
 
     def each(line: str) -> None:
         if on_line is not None:
@@ -160,14 +163,26 @@ def run(
         if progress is not None and not line.startswith(_LOG):
             _say(line, progress)
 
-    done = proc.run(
-        [located() if version_after else binary(), *args],
-        timeout=timeout,
-        cwd=cwd,
-        env=environment(env, unset),
-        on_stderr_line=None if progress is None and on_line is None else each,
-        started=started,
-    )
+    argv = [located() if version_after else binary(), *map(str, args)]
+    full_env = environment(env, unset)
+    pending = None
+    if ahead and cwd is not None:
+        from provision.stacks import ahead as started_ahead
+
+        pending = started_ahead.claim(argv, full_env, cwd)
+    try:
+        done = proc.run(
+            argv,
+            timeout=timeout,
+            cwd=cwd if pending is None else Path(pending.folder),
+            env=full_env,
+            on_stderr_line=None if progress is None and on_line is None else each,
+            started=started,
+            child=None if pending is None else pending.child,
+        )
+    finally:
+        if pending is not None and cwd is not None:
+            started_ahead.taken(pending, cwd)
     if version_after:
         binary()  # too old: that is the error, not what it answered
     if done.timed_out:

@@ -61,7 +61,7 @@ def test_gc_prunes_unnamed_wheels_and_old_entries_and_gc_cache_shows_the_caches(
     document = json.loads(done.stdout)
     caches = {c["name"]: c for c in document["caches"]}
     assert (
-        set(caches) == {"wheels", "scans", "records", "metadata", "urls", "verdicts", "locks"}
+        set(caches) == {"wheels", "scans", "records", "metadata", "urls", "verdicts", "locks", "ahead"}
         and document["cache_only"] is True
     )
     assert caches["wheels"]["path"] == str(xdg / "provision/wheels") and caches["wheels"]["entries"] == 1
