@@ -192,10 +192,11 @@ def remember(
     from provision import log, wheelfacts
 
     changed = {name: value for name, value in env.items() if os.environ.get(name) != value}
+    # credentials, or an index URL with a query token or a token in its path: what provision never writes
     if any(
         name.endswith(_SECRET_SUFFIXES) or name.startswith(_SECRET_PREFIXES) or log.redact(value) != value
         for name, value in changed.items()
-    ):  # credentials, or an index URL with a query token or a token in its path: what provision never writes
+    ):
         wheelfacts.discard(KIND, _key)
         return
     kept: dict[str, dict[str, str]] = {

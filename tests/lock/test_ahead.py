@@ -203,9 +203,8 @@ def test_a_kill_9_takes_the_uv_started_ahead_down_and_the_next_lock_removes_its_
     env = {"TMPDIR": str(temp)}
     assert locked(tool, output, env=env).returncode == 0
     asked = len(tool.served.requests)
-    tool.served.hold = (
-        threading.Event()
-    )  # the uv started ahead waits on the index: provision is killed meanwhile
+    # the uv started ahead waits on the index: provision is killed meanwhile
+    tool.served.hold = threading.Event()
     try:
         slow = tool.popen("lock", "tiny", "-o", str(output), "-v", env=env)
         deadline = time.time() + 60
@@ -245,9 +244,8 @@ def test_a_uv_given_credentials_is_never_remembered(
     done = locked(tool, output, env={**env, "PROVISION_INDEX_DEFAULT": with_password})
     assert done.returncode == 0 and AHEAD not in done.stderr, done.stderr
     cache = Path(os.environ["XDG_CACHE_HOME"]) / "provision"
-    assert (
-        len(list((cache / "ahead").iterdir())) == 1
-    )  # the first run's: this one's environment is another key
+    # the first run's: this one's environment is another key
+    assert len(list((cache / "ahead").iterdir())) == 1
     assert not any(secret.encode() in p.read_bytes() for p in cache.rglob("*") if p.is_file())
     again = locked(tool, output, env={**env, "PROVISION_INDEX_DEFAULT": with_password})
     assert again.returncode == 0 and AHEAD not in again.stderr, again.stderr
