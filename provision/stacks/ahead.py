@@ -14,9 +14,9 @@ a kill -9 takes it down too (it dies with provision) and the next lock removes i
 The environment is part of the key, never of the record's trust: a variable set since (a uv setting provision does not
 honour, an index of another) is another key, so a uv started ahead never sees a variable this command line did not
 vet before. A record holds no secret: a uv whose environment carries an index's or a git host's user name or password
-is never remembered (its record is removed), nor one given an index URL with what provision shows as **** (a query
-token, a token-like path segment: log.redact); of the environment the record keeps only what provision set (the index
-URLs, as a lock writes them) and the names it took out.
+is never remembered (its record is removed), nor one whose index URLs, command line or work files hold what provision
+shows as **** (a password, a query token, a token-like path segment: log.redact); of the environment the record keeps
+only what provision set (the index URLs, as a lock writes them) and the names it took out.
 """
 
 from __future__ import annotations
@@ -185,17 +185,22 @@ def remember(
 ) -> None:
     """Keep the uv the same command line, run again in the same folder, will run (argv, env, its work `files`, and
     those that are the bytes of one of its `inputs` then: `from_inputs`), beside the signature of each file the command
-    reads (`inputs`: the profile, the lock in place). Nothing is kept for a uv given credentials, nor outside the
-    `provision` script's lock; a record that says what is there already is not written again."""
+    reads (`inputs`: the profile, the lock in place). Nothing is kept for a uv given credentials, nor where what the
+    record would say holds a URL's secret, nor outside the `provision` script's lock; a record that says what is there
+    already is not written again."""
     if _key is None:
         return
     from provision import log, wheelfacts
 
     changed = {name: value for name, value in env.items() if os.environ.get(name) != value}
-    if any(
-        name.endswith(_SECRET_SUFFIXES) or name.startswith(_SECRET_PREFIXES) or log.redact(value) != value
-        for name, value in changed.items()
-    ):  # credentials, or an index URL with a query token or a token in its path: what provision never writes
+    credentials = any(
+        name.endswith(_SECRET_SUFFIXES) or name.startswith(_SECRET_PREFIXES) for name in changed
+    )
+    # what the record would say besides uv's variables: the command line may name an index uv is not given (--index
+    # twice for one name, the first with its password), and the work files name git sources
+    said = [*changed.values(), *_command[1], *(data.decode(errors="replace") for data in files.values())]
+    # a URL with a password, a query token or a token in its path: what provision never writes
+    if credentials or any(log.redact(text) != text for text in said):
         wheelfacts.discard(KIND, _key)
         return
     kept: dict[str, dict[str, str]] = {
