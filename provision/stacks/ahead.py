@@ -2,7 +2,7 @@
 packaging, the profile read and checked, the lock's key) and uv then resolves for about a second, most of it asking
 the indexes whether their pages changed: the lock's whole overhead over a bare `uv pip compile`. So the `provision`
 script, before it imports anything else, looks for what the same command line run in the same folder with the same
-environment last did (`remember`, in wheelfacts' `ahead/`, keyed by a sha256 of the three): where the files it read
+environment last did (`remember`, in wheelfacts' `ahead/`, keyed by a digest of the three): where the files it read
 are as they were (their size, times and inode), it
 starts that uv at once, in a work folder of lock's shape, with the same files and environment. When the command comes
 to run uv, it `claim`s that process only if it is exactly what it would start itself: the same arguments, the same
@@ -63,7 +63,6 @@ def start(argv: Sequence[str]) -> None:
     global _key, _command, _pending, _seen
     if "lock" not in argv:
         return
-    import hashlib
     import json
     import subprocess
 
@@ -73,7 +72,7 @@ def start(argv: Sequence[str]) -> None:
         return
     _command = (cwd, list(argv))
     # the environment too: a uv started ahead gets no variable this command did not vet before (uvtool.environment)
-    _key = hashlib.sha256(json.dumps([cwd, list(argv), sorted(os.environ.items())]).encode()).hexdigest()
+    _key = _digest(json.dumps([cwd, list(argv), sorted(os.environ.items())]).encode())
     from provision import wheelfacts
 
     try:
@@ -83,6 +82,18 @@ def start(argv: Sequence[str]) -> None:
             _pending = _started(*planned)
     except (OSError, ValueError, TypeError, KeyError, AttributeError, subprocess.SubprocessError):
         _pending = None
+
+
+def _digest(data: bytes) -> str:
+    """The key of `data`: 64 hex digits (a wheelfacts key's shape) of BLAKE2b, by CPython's own (what hashlib gives as
+    blake2b). hashlib loads OpenSSL first, 2-3 ms before any uv starts, which a lock made the first time spends once
+    uv runs (lock.Preferences.same_key)."""
+    try:
+        from _blake2 import blake2b
+    # a Python built without its own hashes: hashlib's, from OpenSSL, which gives the same digest
+    except ImportError:
+        from hashlib import blake2b
+    return blake2b(data, digest_size=32).hexdigest()
 
 
 def _planned(
