@@ -250,9 +250,11 @@ def _read(path: str) -> bytes:
 
 
 def _signature(path: str | os.PathLike[str]) -> list[int] | None:
-    """What tells a file changed without reading it: device, inode, size, modification and change times (None: none)."""
+    """What tells a file changed without reading it: device, inode, size, modification and change times (None: none).
+    Of the file a link leads to: a profile kept as a link (into a dotfiles repository) is edited there, and the link's
+    own times never change."""
     try:
-        seen = os.stat(path, follow_symlinks=False)
+        seen = os.stat(path)
     except OSError:
         return None
     return [seen.st_dev, seen.st_ino, seen.st_size, seen.st_mtime_ns, seen.st_ctime_ns]

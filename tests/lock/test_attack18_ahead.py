@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 import tiny
-from test_ahead import AHEAD, leftovers, locked
+from test_ahead import AHEAD, ENDED, leftovers, locked, versions
 
 
 @pytest.fixture
@@ -36,3 +36,25 @@ def test_a_password_on_the_command_line_is_never_remembered(
         assert done.returncode == 0 and AHEAD not in done.stderr, done.stderr
     assert not any(secret.encode() in p.read_bytes() for p in cached_files())
     assert not leftovers(temp)
+
+
+def test_a_profile_edited_through_a_link_starts_nothing_ahead(
+    tool: tiny.Tool, tmp_path: Path, temp: Path
+) -> None:
+    """A profile kept as a link (to a dotfiles or project repository) is edited at its target: the link's own inode and
+    times never change. Its record was taken as it was, and the uv of the profile before the edit started ahead (to
+    be ended at the claim, having asked the index for a package the profile no longer holds)."""
+    kept = tmp_path / "repository"
+    kept.mkdir()
+    target = tiny.profile(kept)
+    link = tool.profiles / "tiny.toml"
+    link.unlink()
+    link.symlink_to(target)
+    output = tmp_path / "pylock.tiny.toml"
+    env = {"TMPDIR": str(temp)}
+    assert locked(tool, output, env=env).returncode == 0
+    assert AHEAD in locked(tool, output, env=env).stderr
+    tiny.profile(kept, packages='beta = "==1.0"')
+    done = locked(tool, output, env=env)
+    assert done.returncode == 0 and AHEAD not in done.stderr and ENDED not in done.stderr, done.stderr
+    assert versions(output) == {"beta": "1.0"} and not leftovers(temp)
