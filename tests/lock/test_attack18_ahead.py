@@ -4,8 +4,11 @@ wherever it would come from (the command line too, not only uv's environment).""
 from __future__ import annotations
 
 import os
+import shlex
+import subprocess
 from pathlib import Path
 
+import launch
 import pytest
 import tiny
 from test_ahead import AHEAD, ENDED, leftovers, locked, versions
@@ -58,3 +61,23 @@ def test_a_profile_edited_through_a_link_starts_nothing_ahead(
     done = locked(tool, output, env=env)
     assert done.returncode == 0 and AHEAD not in done.stderr and ENDED not in done.stderr, done.stderr
     assert versions(output) == {"beta": "1.0"} and not leftovers(temp)
+
+
+@pytest.mark.parametrize("closed", ["<&- >&-", "<&- >&- 2>&-"])
+def test_a_lock_run_with_its_output_closed_takes_the_uv_started_ahead_and_ends_well(
+    tool: tiny.Tool, tmp_path: Path, temp: Path, closed: str
+) -> None:
+    """stdout closed by the shell (a job that wants no output), stdin too: the pipe made for uv's stdout took number
+    1; the command line then put /dev/null there, as it does for any closed stream (cli/main._closed_streams), and
+    closing uv's pipe closed the command's own stdout: the lock was written, and the command ended in exit 3, `cannot
+    write the output: Bad file descriptor`."""
+    output = tmp_path / "pylock.tiny.toml"
+    command = shlex.join(launch.argv(("lock", "tiny", "-o", str(output), "-v")))
+    env = launch.environment(tool.env({"TMPDIR": str(temp)}))
+    runs = [
+        subprocess.run(["sh", "-c", f"exec {command} {closed}"], capture_output=True, text=True, env=env)
+        for _ in range(2)
+    ]
+    assert [run.returncode for run in runs] == [0, 0], runs[1].stderr
+    assert closed.endswith("2>&-") or AHEAD in runs[1].stderr, runs[1].stderr
+    assert versions(output) == {"alpha": "1.0"} and not leftovers(temp)
