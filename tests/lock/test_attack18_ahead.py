@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import shlex
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -12,6 +13,7 @@ import launch
 import pytest
 import tiny
 from test_ahead import AHEAD, ENDED, leftovers, locked, versions
+from test_sources import git, source_tree
 
 
 @pytest.fixture
@@ -81,3 +83,24 @@ def test_a_lock_run_with_its_output_closed_takes_the_uv_started_ahead_and_ends_w
     assert [run.returncode for run in runs] == [0, 0], runs[1].stderr
     assert closed.endswith("2>&-") or AHEAD in runs[1].stderr, runs[1].stderr
     assert versions(output) == {"alpha": "1.0"} and not leftovers(temp)
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+def test_a_git_source_whose_url_provision_shows_as_stars_is_never_remembered(
+    tool: tiny.Tool, tmp_path: Path, temp: Path
+) -> None:
+    """uv's pyproject names the profile's git sources (their URLs without user info): one with a token-like segment
+    in its path was kept in the record's work files, where only uv's environment was looked at."""
+    token = "Tok3nAheadRepo0123456789"
+    repo = source_tree(tmp_path / token / "repo", "fromgit", "1.0", "REV = 1\n")
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "one")
+    tiny.profile(
+        tool.profiles, packages=f'alpha = "==1.0"\nfromgit = {{ git = "file://{repo}", rev = "main" }}'
+    )
+    output = tmp_path / "pylock.tiny.toml"
+    for _ in range(2):
+        done = locked(tool, output, env={"TMPDIR": str(temp)})
+        assert done.returncode == 0 and AHEAD not in done.stderr, done.stderr
+    assert not any(token.encode() in p.read_bytes() for p in cached_files())
