@@ -90,9 +90,11 @@ def _digest(data: bytes) -> str:
     uv runs (lock.Preferences.same_key)."""
     try:
         from _blake2 import blake2b
-    # a Python built without its own hashes: hashlib's, from OpenSSL, which gives the same digest
+    # a Python built without its own BLAKE2 (hashlib's blake2b is then OpenSSL's, which takes no digest_size)
     except ImportError:
-        from hashlib import blake2b
+        import hashlib
+
+        return hashlib.sha256(data).hexdigest()
     return blake2b(data, digest_size=32).hexdigest()
 
 
