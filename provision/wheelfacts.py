@@ -6,10 +6,10 @@ by the sha256 of a set of wheels (their sha256s, URLs and the rules' own source)
 their RECORDs, so a lock made again with the same wheels reads none of them; `locks/`, keyed by the sha256 of a lock's
 packages as provision writes them (uv's text with each package's index put in), that this text parses back as exactly
 those packages, so a lock made again that comes out the same is told by comparing text (stacks/locktext); `ahead/`,
-keyed by the sha256 of a `provision lock` command line and its folder, how that lock ran uv last time, so that made
-again it starts uv before anything else (stacks/ahead). A wheel named by
-its sha256 never changes, so what was read of it once is read from here after: `report --lock`, `lock`'s gates,
-`adopt` and `scan` of a wheel ask here first.
+keyed by a digest of a `provision lock` command line, its folder and environment, how that lock ran uv last time, so
+that made again it starts uv before anything else (stacks/ahead). A wheel named by its sha256 never changes, so what
+was read of it once is read from here after: `report --lock`, `lock`'s gates, `adopt` and `scan` of a wheel ask here
+first.
 
 An entry is one JSON file named by the sha256 holding its kind, its key and this format's VERSION beside the data;
 one that is not exactly that (truncated, damaged, another kind's or another key's, a link, a folder, a pipe, past its

@@ -2,7 +2,7 @@
 packaging, the profile read and checked, the lock's key) and uv then resolves for about a second, most of it asking
 the indexes whether their pages changed: the lock's whole overhead over a bare `uv pip compile`. So the `provision`
 script, before it imports anything else, looks for what the same command line run in the same folder with the same
-environment last did (`remember`, in wheelfacts' `ahead/`, keyed by a sha256 of the three): where the files it read
+environment last did (`remember`, in wheelfacts' `ahead/`, keyed by a digest of the three): where the files it read
 are as they were (their size, times and inode), it
 starts that uv at once, in a work folder of lock's shape, with the same files and environment. When the command comes
 to run uv, it `claim`s that process only if it is exactly what it would start itself: the same arguments, the same
@@ -14,9 +14,9 @@ a kill -9 takes it down too (it dies with provision) and the next lock removes i
 The environment is part of the key, never of the record's trust: a variable set since (a uv setting provision does not
 honour, an index of another) is another key, so a uv started ahead never sees a variable this command line did not
 vet before. A record holds no secret: a uv whose environment carries an index's or a git host's user name or password
-is never remembered (its record is removed), nor one given an index URL with what provision shows as **** (a query
-token, a token-like path segment: log.redact); of the environment the record keeps only what provision set (the index
-URLs, as a lock writes them) and the names it took out.
+is never remembered (its record is removed), nor one whose index URLs, command line or work files hold what provision
+shows as **** (a password, a query token, a token-like path segment: log.redact); of the environment the record keeps
+only what provision set (the index URLs, as a lock writes them) and the names it took out.
 """
 
 from __future__ import annotations
@@ -63,7 +63,6 @@ def start(argv: Sequence[str]) -> None:
     global _key, _command, _pending, _seen
     if "lock" not in argv:
         return
-    import hashlib
     import json
     import subprocess
 
@@ -73,7 +72,7 @@ def start(argv: Sequence[str]) -> None:
         return
     _command = (cwd, list(argv))
     # the environment too: a uv started ahead gets no variable this command did not vet before (uvtool.environment)
-    _key = hashlib.sha256(json.dumps([cwd, list(argv), sorted(os.environ.items())]).encode()).hexdigest()
+    _key = _digest(json.dumps([cwd, list(argv), sorted(os.environ.items())]).encode())
     from provision import wheelfacts
 
     try:
@@ -83,6 +82,20 @@ def start(argv: Sequence[str]) -> None:
             _pending = _started(*planned)
     except (OSError, ValueError, TypeError, KeyError, AttributeError, subprocess.SubprocessError):
         _pending = None
+
+
+def _digest(data: bytes) -> str:
+    """The key of `data`: 64 hex digits (a wheelfacts key's shape) of BLAKE2b, by CPython's own (what hashlib gives as
+    blake2b). hashlib loads OpenSSL first, 2-3 ms before any uv starts, which a lock made the first time spends once
+    uv runs (lock.Preferences.same_key)."""
+    try:
+        from _blake2 import blake2b
+    # a Python built without its own BLAKE2 (hashlib's blake2b is then OpenSSL's, which takes no digest_size)
+    except ImportError:
+        import hashlib
+
+        return hashlib.sha256(data).hexdigest()
+    return blake2b(data, digest_size=32).hexdigest()
 
 
 def _planned(
@@ -121,6 +134,7 @@ def _started(argv: list[str], env: dict[str, str], files: dict[str, bytes]) -> _
 
     from provision import proc
 
+    _standard_streams()
     folder = tempfile.mkdtemp(prefix=f"{WORK_PREFIX}{os.getpid()}-")
     try:
         for name, data in files.items():
@@ -134,6 +148,20 @@ def _started(argv: list[str], env: dict[str, str], files: dict[str, bytes]) -> _
         raise
     atexit.register(_abandon)
     return pending
+
+
+def _standard_streams() -> None:
+    """Each of descriptors 0, 1 and 2 that the shell closed (`provision lock <&- >&-`) opened on /dev/null, before
+    uv's pipes are made: one of them took number 1 otherwise, where the command line, coming later, puts /dev/null as
+    it does for any closed stream (cli/main._closed_streams), and closing that pipe then closed the command's stdout."""
+    for fd in (0, 1, 2):
+        try:
+            os.fstat(fd)
+        except OSError:
+            null = os.open(os.devnull, os.O_RDWR)
+            if null != fd:
+                os.dup2(null, fd)
+                os.close(null)
 
 
 def claim(argv: Sequence[str], env: Mapping[str, str], cwd: str | os.PathLike[str]) -> _Pending | None:
@@ -185,18 +213,22 @@ def remember(
 ) -> None:
     """Keep the uv the same command line, run again in the same folder, will run (argv, env, its work `files`, and
     those that are the bytes of one of its `inputs` then: `from_inputs`), beside the signature of each file the command
-    reads (`inputs`: the profile, the lock in place). Nothing is kept for a uv given credentials, nor outside the
-    `provision` script's lock; a record that says what is there already is not written again."""
+    reads (`inputs`: the profile, the lock in place). Nothing is kept for a uv given credentials, nor where what the
+    record would say holds a URL's secret, nor outside the `provision` script's lock; a record that says what is there
+    already is not written again."""
     if _key is None:
         return
     from provision import log, wheelfacts
 
     changed = {name: value for name, value in env.items() if os.environ.get(name) != value}
-    # credentials, or an index URL with a query token or a token in its path: what provision never writes
-    if any(
-        name.endswith(_SECRET_SUFFIXES) or name.startswith(_SECRET_PREFIXES) or log.redact(value) != value
-        for name, value in changed.items()
-    ):
+    credentials = any(
+        name.endswith(_SECRET_SUFFIXES) or name.startswith(_SECRET_PREFIXES) for name in changed
+    )
+    # what the record would say besides uv's variables: the command line may name an index uv is not given (--index
+    # twice for one name, the first with its password), and the work files name git sources
+    said = [*changed.values(), *_command[1], *(data.decode(errors="replace") for data in files.values())]
+    # a URL with a password, a query token or a token in its path: what provision never writes
+    if credentials or any(log.redact(text) != text for text in said):
         wheelfacts.discard(KIND, _key)
         return
     kept: dict[str, dict[str, str]] = {
@@ -235,9 +267,11 @@ def _read(path: str) -> bytes:
 
 
 def _signature(path: str | os.PathLike[str]) -> list[int] | None:
-    """What tells a file changed without reading it: device, inode, size, modification and change times (None: none)."""
+    """What tells a file changed without reading it: device, inode, size, modification and change times (None: none).
+    Of the file a link leads to: a profile kept as a link (into a dotfiles repository) is edited there, and the link's
+    own times never change."""
     try:
-        seen = os.stat(path, follow_symlinks=False)
+        seen = os.stat(path)
     except OSError:
         return None
     return [seen.st_dev, seen.st_ino, seen.st_size, seen.st_mtime_ns, seen.st_ctime_ns]
