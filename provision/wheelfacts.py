@@ -311,6 +311,10 @@ def _open_root(*, create: bool, at: str | None = None) -> int | None:
             return None
         os.makedirs(path, mode=0o700, exist_ok=True)
         base = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    # a file where the folder belongs (or above it): no cache, said once; every lock failed on it, exit 3
+    except NotADirectoryError:
+        _unused(path, "not a folder", "remove it or set XDG_CACHE_HOME to a folder of your own")
+        return None
     if _trusted(base, path):
         return base
     os.close(base)
@@ -325,15 +329,22 @@ def _trusted(fd: int, path: str) -> bool:
     why = regular.foreign(os.fstat(fd))
     if why is None:
         return True
-    if path not in _warned and stat.S_ISDIR(os.fstat(fd).st_mode):
-        _warned.add(path)
-        from provision import log
-
-        log.say(
-            f"warning: {path} is {why}: provision's cache there is neither read nor written (what it would answer "
-            f"is computed again); make it yours alone (chown, chmod go-w) or remove it\n"
-        )
+    if stat.S_ISDIR(os.fstat(fd).st_mode):
+        _unused(path, why, "make it yours alone (chown, chmod go-w) or remove it")
     return False
+
+
+def _unused(path: str, why: str, what_to_do: str) -> None:
+    """Say once, on stderr, that the cache folder at `path` is not used, why, and what to do."""
+    if path in _warned:
+        return
+    _warned.add(path)
+    from provision import log
+
+    log.say(
+        f"warning: {path} is {why}: provision's cache there is neither read nor written (what it would answer is "
+        f"computed again); {what_to_do}\n"
+    )
 
 
 def _discard(held: int, kind: str, name: str) -> None:
