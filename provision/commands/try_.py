@@ -17,7 +17,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from provision import regular
-from provision.atomic import write_atomic
 from provision.checks import baseline as baselines
 from provision.checks.baseline import BaselineFailed, judge
 from provision.commands import recipes
@@ -87,7 +86,7 @@ def try_(
     record = records.read(build)
     venv = record.venv_path(build).resolve()
     site = drift.site_packages(venv)
-    written, files = _files(build, venv, site, asked)
+    written, files = _files(venv, site, asked)
     change = Change(env=dict(asked.env), args=list(asked.args), files=files)
     spec = record.baseline or baselines.BUILTIN
     trial = Trial(
@@ -113,6 +112,7 @@ def try_(
         if not fit.applies and not (force and fit.change is not None):
             return _recorded(
                 build,
+                written,
                 dataclasses.replace(
                     trial, reason=fit.reason + ("" if fit.change is None else "; --force runs it anyway")
                 ),
@@ -158,7 +158,7 @@ def try_(
             baseline_after=_after(name, build, record, base, progress),
         )
         trial = _judged(trial, failure)
-    return _recorded(build, trial)
+    return _recorded(build, written, trial)
 
 
 def replay(
@@ -209,10 +209,9 @@ def replay(
     return done
 
 
-def _files(
-    build: Path, venv: Path, site: Path, asked: Asked
-) -> tuple[list[trialfiles.Written], list[TrialFile]]:
-    """Each --file read before anything runs (a wrong one is refused first), its content kept for --replay."""
+def _files(venv: Path, site: Path, asked: Asked) -> tuple[list[trialfiles.Written], list[TrialFile]]:
+    """Each --file read before anything runs (a wrong one is refused first); its content is kept for --replay with
+    the trial's record (`_recorded`), never before: a trial refused or stopped keeps no copy."""
     written, files = [], []
     for given, source in asked.files:
         key = kept.key_of(venv, site, given)
@@ -231,10 +230,8 @@ def _files(
                     f"--file {given}={source}: larger than {MAX_BYTES >> 20} MiB",
                     "try patches, not libraries",
                 )
-        digest = kept.sha256(content)
-        write_atomic(build / ledger.FILES / digest, content, 0o644)
         written.append(trialfiles.Written(path=key, content=content))
-        files.append(TrialFile(path=key, source=source, sha256=digest))
+        files.append(TrialFile(path=key, source=source, sha256=kept.sha256(content)))
     return written, files
 
 
@@ -331,12 +328,13 @@ def _judged(trial: Trial, failure: BaselineFailed | None) -> Trial:
     return dataclasses.replace(trial, verdict=verdict, reason=reason, change_pct=change)
 
 
-def _recorded(build: Path, trial: Trial) -> Trial:
-    """`trial` added to the ledger; where the ledger cannot take it (a full disk, a ledger damaged meanwhile), the
-    error carries what was measured: every run was paid for, and the venv is back."""
+def _recorded(build: Path, written: Sequence[trialfiles.Written], trial: Trial) -> Trial:
+    """`trial` added to the ledger, with the content of the files it wrote (for --replay); where the ledger cannot
+    take it (a full disk, a ledger damaged meanwhile), the error carries what was measured: every run was paid for,
+    and the venv is back."""
     trial = dataclasses.replace(trial, at=_now())
     try:
-        ledger.add(build, trial)
+        ledger.add(build, trial, {kept.sha256(w.content): w.content for w in written})
     except (OSError, ProvisionError) as exc:
         why = exc.message if isinstance(exc, ProvisionError) else f"{exc.strerror or exc} ({exc.filename})"
         raise EnvError(
