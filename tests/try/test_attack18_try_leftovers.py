@@ -15,8 +15,8 @@ from test_try import site_of, tool_with_baseline
 
 from provision.envs import drift
 
-# the locks a trial takes (its own, the build's restore lock, the ledger's): empty files beside env.json, kept as every lock
-# file of the home is, so that one who waits on one never waits on a file removed under it
+# the locks a trial takes (its own, the build's restore lock, the ledger's): empty files beside env.json, kept as
+# every lock file of the home is, so that one who waits on one never waits on a file removed under it
 LOCKS = {".trial.lock", ".restoring", ".trials.json.lock"}
 
 
