@@ -166,6 +166,23 @@ def dash(value: object) -> str:
     return "-" if value is None or value == "" else str(value)
 
 
+def moment(at: str | None) -> str:
+    """A stored time (ISO 8601, UTC: `2026-12-06T22:59:31+00:00`) for a table: to the minute, marked UTC with its Z.
+    Cut to the minute, it lost its zone, and read as local time where TZ is not UTC (14 hours off under
+    TZ=Pacific/Kiritimati). A time of another zone is shown in UTC; one that does not read as a time, as written."""
+    import datetime
+
+    if not at:
+        return "-"
+    try:
+        parsed = datetime.datetime.fromisoformat(at)
+    except ValueError:
+        return at[:16]
+    if parsed.tzinfo is None:
+        return at[:16]
+    return parsed.astimezone(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%MZ")
+
+
 class progress:
     """Show long steps as a spinner on stderr (never on stdout, never under --json or when not a terminal)."""
 
