@@ -10,9 +10,10 @@ back byte for byte whatever happened (Ctrl-C too), drift again, one more baselin
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import statistics
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -126,19 +127,20 @@ def try_(
         figures: list[float] = []
         failure: BaselineFailed | None = None
         try:
-            if written:
-                with home.restoring(build, name):
-                    trialfiles.write(build, venv, site, written)
-            changed = _with_change(record, change)
-            for number in range(1, runs + 1):
-                progress(f"{label} on {name}: run {number} of {runs}")
-                try:
-                    figures.append(_figure(baselines.run(name, build, changed, progress)))
-                except BaselineFailed as exc:
-                    failure = exc
-                    break
+            with _stops_as_interrupts():
+                if written:
+                    with home.restoring(build, name):
+                        trialfiles.write(build, venv, site, written)
+                changed = _with_change(record, change)
+                for number in range(1, runs + 1):
+                    progress(f"{label} on {name}: run {number} of {runs}")
+                    try:
+                        figures.append(_figure(baselines.run(name, build, changed, progress)))
+                    except BaselineFailed as exc:
+                        failure = exc
+                        break
         finally:
-            with deferred_interrupt(), home.restoring(build, name):
+            with _stops_as_interrupts(), deferred_interrupt() as interrupted, home.restoring(build, name):
                 try:
                     trialfiles.put_back(build, venv, site)
                 # a full disk (the trial's workload filled it): they stay until there is room
@@ -148,6 +150,9 @@ def try_(
                         f"free space on that disk, then run any command on {name} (provision check {name}): "
                         "it puts them back first",
                     ) from exc
+            # held while the files went back: the trial ends here, as it would have
+            if interrupted:
+                raise KeyboardInterrupt
         progress(f"{name}: checking it is back (drift)")
         after = drift.scan_env(venv, build, record)
         restored = {f.line() for f in after.findings} <= {f.line() for f in before.findings}
@@ -343,6 +348,31 @@ def _recorded(build: Path, written: Sequence[trialfiles.Written], trial: Trial) 
             f"{exc.hint + '; ' if isinstance(exc, ProvisionError) and exc.hint else ''}the venv is back as it was",
         ) from exc
     return trial
+
+
+@contextlib.contextmanager
+def _stops_as_interrupts() -> Iterator[None]:
+    """SIGTERM and SIGHUP (timeout(1), systemd stopping a unit, a terminal closed) taken as Ctrl-C while the trial's
+    files may be in the venv: the runs end and the files go back first, where these signals killed provision as
+    kill -9 does, and the venv (the active one too) ran the trial's files until the next command on it. A signal
+    ignored (nohup) stays ignored; off the main thread nothing changes."""
+    import os
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    stops = [s for s in (signal.SIGTERM, signal.SIGHUP) if signal.getsignal(s) is signal.SIG_DFL]
+    # as Ctrl-C, wherever it is held at the time (a swap, a child being started) or raised
+    previous = {
+        s: signal.signal(s, lambda _number, _frame: os.kill(os.getpid(), signal.SIGINT)) for s in stops
+    }
+    try:
+        yield
+    finally:
+        for stop, handler in previous.items():
+            signal.signal(stop, handler)
 
 
 def _now() -> str:

@@ -6,12 +6,13 @@ record of the trial's files (BUILD/.trial-made) left the copies of the venv's ow
 
 from __future__ import annotations
 
+import signal
 from pathlib import Path
 
 import fulldisk
 import pytest
 import tiny
-from test_try import site_of, tool_with_baseline
+from test_try import held_trial, site_of, tool_with_baseline
 
 from provision.envs import drift
 
@@ -89,3 +90,34 @@ def test_a_trial_stopped_by_a_full_home_leaves_only_what_it_says(
         assert done.returncode in (3, 7) and "No space left on device" in done.stderr, done.stderr
         assert made <= LOCKS, sorted(made)
     assert module.read_text() == original and not disk.view(site / "alpha" / "two.py").exists()
+
+
+@pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
+def test_a_trial_stopped_by_sigterm_or_sighup_puts_its_files_back_first(
+    tmp_path: Path, index_server, provision_bin: str, stop: signal.Signals
+) -> None:
+    """`timeout 600 provision try ...`, systemd stopping the unit, a terminal closed: SIGTERM or SIGHUP killed
+    provision where it stood, as kill -9 does, and the venv ran the trial's file (the active one too, through
+    HOME/active/venv) until the next provision command on it. Now they end the trial as Ctrl-C does: the file put back,
+    the workload ended, exit 130."""
+    tool, target, original, _, running = held_trial(tmp_path, index_server, provision_bin, "stopped")
+    build = Path(tool.envs()["tiny"]["path"]).resolve()
+    running.send_signal(stop)
+    _, err = running.communicate(timeout=60)
+    assert running.returncode == 130 and "interrupted" in err, (running.returncode, err)
+    assert target.read_bytes() == original
+    assert not (build / ".trial-made").exists() and not (build / "trial-saved").exists()
+    # the workload's own variable (the profile's [env]: test_try's tool_with_baseline)
+    assert not running_with(f"TRY_STATE={tmp_path / 'state-tiny'}".encode()), "the trial's workload outlived it"
+
+
+def running_with(variable: bytes) -> list[int]:
+    """The processes whose environment holds `variable` (those this user may read)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and variable in (entry / "environ").read_bytes().split(b"\0"):
+                found.append(int(entry.name))
+        except OSError:
+            continue
+    return found
