@@ -126,8 +126,9 @@ def try_(
         _refuse_drifted(name, before, [w.path for w in written])
         figures: list[float] = []
         failure: BaselineFailed | None = None
-        try:
-            with _stops_as_interrupts():
+        # from the first file written to the last put back, one stop signal's handling: no moment between
+        with _stops_as_interrupts():
+            try:
                 if written:
                     with home.restoring(build, name):
                         trialfiles.write(build, venv, site, written)
@@ -139,20 +140,20 @@ def try_(
                     except BaselineFailed as exc:
                         failure = exc
                         break
-        finally:
-            with _stops_as_interrupts(), deferred_interrupt() as interrupted, home.restoring(build, name):
-                try:
-                    trialfiles.put_back(build, venv, site)
-                # a full disk (the trial's workload filled it): they stay until there is room
-                except OSError as exc:
-                    raise EnvError(
-                        f"cannot put the trial's files back in {venv}: {exc.strerror or exc} ({exc.filename})",
-                        f"free space on that disk, then run any command on {name} (provision check {name}): "
-                        "it puts them back first",
-                    ) from exc
-            # held while the files went back: the trial ends here, as it would have
-            if interrupted:
-                raise KeyboardInterrupt
+            finally:
+                with deferred_interrupt() as interrupted, home.restoring(build, name):
+                    try:
+                        trialfiles.put_back(build, venv, site)
+                    # a full disk (the trial's workload filled it): they stay until there is room
+                    except OSError as exc:
+                        raise EnvError(
+                            f"cannot put the trial's files back in {venv}: {exc.strerror or exc} ({exc.filename})",
+                            f"free space on that disk, then run any command on {name} (provision check {name}): "
+                            "it puts them back first",
+                        ) from exc
+                # held while the files went back: the trial ends here, as it would have
+                if interrupted:
+                    raise KeyboardInterrupt
         progress(f"{name}: checking it is back (drift)")
         after = drift.scan_env(venv, build, record)
         restored = {f.line() for f in after.findings} <= {f.line() for f in before.findings}
