@@ -108,7 +108,8 @@ def test_a_trial_stopped_by_sigterm_or_sighup_puts_its_files_back_first(
     assert target.read_bytes() == original
     assert not (build / ".trial-made").exists() and not (build / "trial-saved").exists()
     # the workload's own variable (the profile's [env]: test_try's tool_with_baseline)
-    assert not running_with(f"TRY_STATE={tmp_path / 'state-tiny'}".encode()), "the trial's workload outlived it"
+    workload = f"TRY_STATE={tmp_path / 'state-tiny'}".encode()
+    assert not running_with(workload), "the trial's workload outlived it"
 
 
 def running_with(variable: bytes) -> list[int]:
