@@ -369,8 +369,10 @@ def _bound(held: int, kind: str, added: int) -> None:
             _held[kind] += added
         if _held[kind] <= LIMITS[kind]:
             return
-        total = _held[kind]
-        for _, name, size in sorted(_entries(held)):  # the least recently used first
+        total, now = _held[kind], time.time()
+        # the least recently used first; one dated more than a day ahead of the clock counts as the oldest (as gc
+        # counts it: `age`), else it outlived every entry used since, until the clock caught up
+        for _, name, size in sorted(_entries(held), key=lambda entry: (-age(now, entry[0]), entry[1])):
             if total <= LIMITS[kind] * 3 // 4:
                 break
             _discard(held, kind, name)

@@ -10,14 +10,14 @@ back byte for byte whatever happened (Ctrl-C too), drift again, one more baselin
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import statistics
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from provision import regular
-from provision.atomic import write_atomic
 from provision.checks import baseline as baselines
 from provision.checks.baseline import BaselineFailed, judge
 from provision.commands import recipes
@@ -87,7 +87,7 @@ def try_(
     record = records.read(build)
     venv = record.venv_path(build).resolve()
     site = drift.site_packages(venv)
-    written, files = _files(build, venv, site, asked)
+    written, files = _files(venv, site, asked)
     change = Change(env=dict(asked.env), args=list(asked.args), files=files)
     spec = record.baseline or baselines.BUILTIN
     trial = Trial(
@@ -113,6 +113,7 @@ def try_(
         if not fit.applies and not (force and fit.change is not None):
             return _recorded(
                 build,
+                written,
                 dataclasses.replace(
                     trial, reason=fit.reason + ("" if fit.change is None else "; --force runs it anyway")
                 ),
@@ -125,29 +126,34 @@ def try_(
         _refuse_drifted(name, before, [w.path for w in written])
         figures: list[float] = []
         failure: BaselineFailed | None = None
-        try:
-            if written:
-                with home.restoring(build, name):
-                    trialfiles.write(build, venv, site, written)
-            changed = _with_change(record, change)
-            for number in range(1, runs + 1):
-                progress(f"{label} on {name}: run {number} of {runs}")
-                try:
-                    figures.append(_figure(baselines.run(name, build, changed, progress)))
-                except BaselineFailed as exc:
-                    failure = exc
-                    break
-        finally:
-            with deferred_interrupt(), home.restoring(build, name):
-                try:
-                    trialfiles.put_back(build, venv, site)
-                # a full disk (the trial's workload filled it): they stay until there is room
-                except OSError as exc:
-                    raise EnvError(
-                        f"cannot put the trial's files back in {venv}: {exc.strerror or exc} ({exc.filename})",
-                        f"free space on that disk, then run any command on {name} (provision check {name}): "
-                        "it puts them back first",
-                    ) from exc
+        # from the first file written to the last put back, one stop signal's handling: no moment between
+        with _stops_as_interrupts():
+            try:
+                if written:
+                    with home.restoring(build, name):
+                        trialfiles.write(build, venv, site, written)
+                changed = _with_change(record, change)
+                for number in range(1, runs + 1):
+                    progress(f"{label} on {name}: run {number} of {runs}")
+                    try:
+                        figures.append(_figure(baselines.run(name, build, changed, progress)))
+                    except BaselineFailed as exc:
+                        failure = exc
+                        break
+            finally:
+                with deferred_interrupt() as interrupted, home.restoring(build, name):
+                    try:
+                        trialfiles.put_back(build, venv, site)
+                    # a full disk (the trial's workload filled it): they stay until there is room
+                    except OSError as exc:
+                        raise EnvError(
+                            f"cannot put the trial's files back in {venv}: {exc.strerror or exc} ({exc.filename})",
+                            f"free space on that disk, then run any command on {name} (provision check {name}): "
+                            "it puts them back first",
+                        ) from exc
+                # held while the files went back: the trial ends here, as it would have
+                if interrupted:
+                    raise KeyboardInterrupt
         progress(f"{name}: checking it is back (drift)")
         after = drift.scan_env(venv, build, record)
         restored = {f.line() for f in after.findings} <= {f.line() for f in before.findings}
@@ -158,7 +164,7 @@ def try_(
             baseline_after=_after(name, build, record, base, progress),
         )
         trial = _judged(trial, failure)
-    return _recorded(build, trial)
+    return _recorded(build, written, trial)
 
 
 def replay(
@@ -209,10 +215,9 @@ def replay(
     return done
 
 
-def _files(
-    build: Path, venv: Path, site: Path, asked: Asked
-) -> tuple[list[trialfiles.Written], list[TrialFile]]:
-    """Each --file read before anything runs (a wrong one is refused first), its content kept for --replay."""
+def _files(venv: Path, site: Path, asked: Asked) -> tuple[list[trialfiles.Written], list[TrialFile]]:
+    """Each --file read before anything runs (a wrong one is refused first); its content is kept for --replay with
+    the trial's record (`_recorded`), never before: a trial refused or stopped keeps no copy."""
     written, files = [], []
     for given, source in asked.files:
         key = kept.key_of(venv, site, given)
@@ -231,10 +236,8 @@ def _files(
                     f"--file {given}={source}: larger than {MAX_BYTES >> 20} MiB",
                     "try patches, not libraries",
                 )
-        digest = kept.sha256(content)
-        write_atomic(build / ledger.FILES / digest, content, 0o644)
         written.append(trialfiles.Written(path=key, content=content))
-        files.append(TrialFile(path=key, source=source, sha256=digest))
+        files.append(TrialFile(path=key, source=source, sha256=kept.sha256(content)))
     return written, files
 
 
@@ -331,12 +334,13 @@ def _judged(trial: Trial, failure: BaselineFailed | None) -> Trial:
     return dataclasses.replace(trial, verdict=verdict, reason=reason, change_pct=change)
 
 
-def _recorded(build: Path, trial: Trial) -> Trial:
-    """`trial` added to the ledger; where the ledger cannot take it (a full disk, a ledger damaged meanwhile), the
-    error carries what was measured: every run was paid for, and the venv is back."""
+def _recorded(build: Path, written: Sequence[trialfiles.Written], trial: Trial) -> Trial:
+    """`trial` added to the ledger, with the content of the files it wrote (for --replay); where the ledger cannot
+    take it (a full disk, a ledger damaged meanwhile), the error carries what was measured: every run was paid for,
+    and the venv is back."""
     trial = dataclasses.replace(trial, at=_now())
     try:
-        ledger.add(build, trial)
+        ledger.add(build, trial, {kept.sha256(w.content): w.content for w in written})
     except (OSError, ProvisionError) as exc:
         why = exc.message if isinstance(exc, ProvisionError) else f"{exc.strerror or exc} ({exc.filename})"
         raise EnvError(
@@ -345,6 +349,31 @@ def _recorded(build: Path, trial: Trial) -> Trial:
             f"{exc.hint + '; ' if isinstance(exc, ProvisionError) and exc.hint else ''}the venv is back as it was",
         ) from exc
     return trial
+
+
+@contextlib.contextmanager
+def _stops_as_interrupts() -> Iterator[None]:
+    """SIGTERM and SIGHUP (timeout(1), systemd stopping a unit, a terminal closed) taken as Ctrl-C while the trial's
+    files may be in the venv: the runs end and the files go back first, where these signals killed provision as
+    kill -9 does, and the venv (the active one too) ran the trial's files until the next command on it. A signal
+    ignored (nohup) stays ignored; off the main thread nothing changes."""
+    import os
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    stops = [s for s in (signal.SIGTERM, signal.SIGHUP) if signal.getsignal(s) is signal.SIG_DFL]
+    # as Ctrl-C, wherever it is held at the time (a swap, a child being started) or raised
+    previous = {
+        s: signal.signal(s, lambda _number, _frame: os.kill(os.getpid(), signal.SIGINT)) for s in stops
+    }
+    try:
+        yield
+    finally:
+        for stop, handler in previous.items():
+            signal.signal(stop, handler)
 
 
 def _now() -> str:

@@ -129,11 +129,10 @@ def _accept(
         kept={key: KeptFile(path=key, sha256=digest) for key, digest in digests.items()},
     ).owners
     taken = [KeptFile(path=key, sha256=digests[key], at=now, owner=owners.get(key)) for key in contents]
-    for content, mode in contents.values():
-        kept.keep(build, content, mode)
-    after = records.set_accepted(
-        build, lambda current: [k for k in current if k.path not in contents] + taken
-    )
+    with kept.kept_for(build, contents.values()):
+        after = records.set_accepted(
+            build, lambda current: [k for k in current if k.path not in contents] + taken
+        )
     kept.drop_unused(build, [*after.accepted, *after.profile_files])
     return tuple(taken), tuple(left)
 

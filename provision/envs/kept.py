@@ -4,9 +4,11 @@ Nothing here reads or writes through a link that leads out of the venv, or waits
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import stat
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from provision import confined, regular
@@ -97,6 +99,31 @@ def keep(build: Path, content: bytes, mode: int) -> str:
             shutil.rmtree(copy)
         write_atomic(copy, content, mode & SAFE_BITS | 0o644)
     return digest
+
+
+@contextlib.contextmanager
+def kept_for(build: Path, contents: Iterable[tuple[bytes, int]]) -> Iterator[None]:
+    """Keep each (content, mode) in the build folder for the block that lists them (env.json). Where keeping one
+    fails, or the block does (a full disk, Ctrl-C), the copies made here go again, and STORE with them when it was
+    made here: a failed accept leaves the build folder as it was, with no copy that nothing lists."""
+    store = build / STORE
+    store_made = not os.path.lexists(store)
+    made: list[Path] = []
+    try:
+        for content, mode in contents:
+            # a copy there already is another file's too, or mended here: never removed
+            fresh = not os.path.lexists(store / sha256(content))
+            digest = keep(build, content, mode)
+            if fresh:
+                made.append(store / digest)
+        yield
+    except BaseException:
+        for copy in made:
+            copy.unlink(missing_ok=True)
+        if store_made:
+            with contextlib.suppress(OSError):
+                store.rmdir()
+        raise
 
 
 def _holds(copy: Path, digest: str) -> tuple[bytes, int] | None:

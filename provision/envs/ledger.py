@@ -3,13 +3,15 @@ beside env.json, one record per trial in the order they ran, typed here, written
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from provision.atomic import write_json
+from provision.atomic import write_atomic, write_json
 from provision.envs.recordfile import (
     SCHEMA_VERSION,
     Fields,
@@ -217,12 +219,31 @@ def read(build: Path) -> list[Trial]:
     return [Trial.parse(item) for item in fields.objects("trials")]
 
 
-def add(build: Path, trial: Trial) -> None:
-    """Append `trial` to the ledger, re-read under its lock: two trials ending at once both keep theirs."""
+def add(build: Path, trial: Trial, contents: Mapping[str, bytes] | None = None) -> None:
+    """Append `trial` to the ledger, re-read under its lock: two trials ending at once both keep theirs. The content
+    of each file the trial wrote (`contents`, by sha256) is kept first (FILES/<sha256>, for --replay), and only
+    with it: a copy made here goes again when the ledger cannot take the trial, so that no copy stays that no trial
+    names (one an earlier trial kept stays, whatever happens)."""
     with os.fdopen(lock_file(build / f".{LEDGER}.lock"), "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        trials = read(build)
-        write_json(
-            build / LEDGER,
-            {"schema_version": SCHEMA_VERSION, "trials": [t.to_dict() for t in [*trials, trial]]},
-        )
+        folder_made = not os.path.lexists(build / FILES)
+        made: list[Path] = []
+        try:
+            for digest, data in (contents or {}).items():
+                copy = build / FILES / digest
+                if not os.path.lexists(copy):
+                    made.append(copy)
+                # written again where it was: an edited copy is mended
+                write_atomic(copy, data, 0o644)
+            trials = read(build)
+            write_json(
+                build / LEDGER,
+                {"schema_version": SCHEMA_VERSION, "trials": [t.to_dict() for t in [*trials, trial]]},
+            )
+        except BaseException:
+            for copy in made:
+                copy.unlink(missing_ok=True)
+            if folder_made:
+                with contextlib.suppress(OSError):
+                    (build / FILES).rmdir()
+            raise

@@ -57,18 +57,25 @@ def held(build: Path, name: str) -> Iterator[None]:
 
 
 def write(build: Path, venv: Path, site: Path, files: list[Written]) -> None:
-    """Keep each target's present content, record them all in MADE, then write the trial's files."""
+    """Keep each target's present content, record them all in MADE, then write the trial's files. Where the copies
+    or MADE cannot be written (a full disk, Ctrl-C), the copies made go again: nothing of the trial is in the venv
+    yet, and nothing would ever read them."""
     entries = []
-    for file in files:
-        target = kept.location(venv, site, file.path)
-        saved: str | None = None
-        mode = file.mode
-        if target.is_file() and not target.is_symlink():
-            content, mode = kept.read_in_venv(venv, target, file.path)
-            saved = kept.sha256(content)
-            write_atomic(build / SAVED / saved, content, 0o600)
-        entries.append({"path": file.path, "saved": saved, "mode": mode})
-    write_atomic(build / MADE, json.dumps({"pid": os.getpid(), "files": entries}))
+    try:
+        for file in files:
+            target = kept.location(venv, site, file.path)
+            saved: str | None = None
+            mode = file.mode
+            if target.is_file() and not target.is_symlink():
+                content, mode = kept.read_in_venv(venv, target, file.path)
+                saved = kept.sha256(content)
+                write_atomic(build / SAVED / saved, content, 0o600)
+            entries.append({"path": file.path, "saved": saved, "mode": mode})
+        write_atomic(build / MADE, json.dumps({"pid": os.getpid(), "files": entries}))
+    except BaseException:
+        # no MADE names them (a trial's leftovers were put back before this one began, under the lock it holds)
+        shutil.rmtree(build / SAVED, ignore_errors=True)
+        raise
     for file, entry in zip(files, entries, strict=True):  # with the permissions of the file it replaces
         kept.put(venv, site, file.path, file.content, int(entry["mode"] or file.mode))
 

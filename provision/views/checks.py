@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from provision import status as statuses
 from provision.log import printable
 from provision.records.results import overall
+from provision.views import ui
 from provision.views.render import Block, Line, Raw, Shown, TableBuilder, Verdict
 
 if TYPE_CHECKING:  # annotations only: rendering one result must not import every operation
@@ -82,7 +83,7 @@ def comparison(result: Comparison) -> Shown:
             else "- (one run: baseline --runs N)"
         )
         median = f"{side.median:.2f} {side.unit}" if side.median is not None else "-"
-        table.add(side.name, median, spread, str(len(figures)), side.at[:16], side.machine)
+        table.add(side.name, median, spread, str(len(figures)), ui.moment(side.at), side.machine)
     blocks: list[Block] = [table.done()]
     change = result.change_percent
     if change is not None:

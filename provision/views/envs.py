@@ -89,7 +89,7 @@ def environments(listing: Listing) -> Shown:
             ui.dash(r.cuda),
             ui.dash(r.python),
             ui.size(r.size_bytes),
-            (r.created or "-")[:16],
+            ui.moment(r.created),
             Verdict(r.check_status) if r.check_status else "-",
             figure,
         )

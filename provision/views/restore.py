@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from provision.views import ui
 from provision.views.render import Block, Line, Shown
 
 if TYPE_CHECKING:
@@ -73,7 +74,7 @@ def _blocks(result: RestoreResult) -> list[Block]:
         figure = f"{result.baseline.figure:.2f} {result.baseline.unit}"
         before = result.baseline_before
         then = (
-            f" (as locked it measured {before.figure:.2f} {before.unit} on {before.at[:16]})"
+            f" (as locked it measured {before.figure:.2f} {before.unit} on {ui.moment(before.at)})"
             if before
             else ""
         )

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from provision.views import ui
 from provision.views.render import Block, Line, Shown, TableBuilder, Verdict
 
 if TYPE_CHECKING:
@@ -71,7 +72,7 @@ def ledger(result: Ledger) -> Shown:
             f"{t.change_pct:+.1f}%" if t.change_pct is not None else "-",
             Verdict(t.verdict),
             t.reason,
-            t.at[:16],
+            ui.moment(t.at),
         )
     blocks: list[Block] = [table.done()]
     names = list(dict.fromkeys(t.name for t in result.trials))

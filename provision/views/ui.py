@@ -21,16 +21,82 @@ SCHEMA_VERSION = 1
 
 
 def dump_json(document: Mapping[str, object]) -> None:
-    """Print a JSON document with the schema version at its top level, beside the data."""
+    """Print a JSON document with the schema version at its top level, beside the data. Every string in it is valid
+    Unicode (docs/json.md, "Bytes that are not UTF-8"): a path's byte that is not UTF-8 is U+FFFD there, and the
+    top-level `not_utf8` gives that string's exact bytes."""
     body = {"schema_version": SCHEMA_VERSION, **document}
+    text = _dumps(body)
+    # json writes a lone surrogate as \udcXX (and a character beyond U+FFFF as a pair of them): only then look closer
+    if "\\ud" in text:
+        clean, found = valid_unicode(body)
+        if found and isinstance(clean, dict):
+            text = _dumps({**clean, NOT_UTF8: found})
+    sys.stdout.write(text + "\n")
+
+
+def _dumps(body: Mapping[str, object]) -> str:
     try:
-        text = json.dumps(body, indent=2, default=str, allow_nan=False)
+        return json.dumps(body, indent=2, default=str, allow_nan=False)
     # NaN or an infinity (a figure measured as 0/0): JSON has no such number, so it is null
     except ValueError:
         from provision.atomic import finite
 
-        text = json.dumps(finite(body), indent=2, default=str)
-    sys.stdout.write(text + "\n")
+        return json.dumps(finite(body), indent=2, default=str)
+
+
+NOT_UTF8 = "not_utf8"  # the top-level key of the strings that held bytes that are not UTF-8
+
+
+def valid_unicode(value: object) -> tuple[object, list[dict[str, object]]]:
+    """`value` with each lone surrogate in its strings (member names too) as U+FFFD; and for each string changed, its
+    JSON Pointer (RFC 6901) in the document as written and its exact bytes in base64 (null for a surrogate that
+    stands for no byte), `"key": true` where the string is a member's name. Python keeps a file name's byte that is
+    not UTF-8 as a lone surrogate (U+DC80 to U+DCFF): JSON text can escape one, but it is no Unicode character, and
+    strict readers refuse it (or, as jq does, replace it without a word: two paths then read alike)."""
+    import base64
+    import re
+
+    surrogate = re.compile("[\ud800-\udfff]")
+    found: list[dict[str, object]] = []
+
+    def text(string: str, pointer: str, key: bool) -> str:
+        if not surrogate.search(string):
+            return string
+        try:
+            exact: str | None = base64.b64encode(string.encode("utf-8", "surrogateescape")).decode("ascii")
+        except UnicodeEncodeError:
+            exact = None
+        shown = surrogate.sub("\ufffd", string)
+        found.append(
+            {"pointer": pointer + "/" + _escaped(shown) if key else pointer, "bytes": exact}
+            | ({"key": True} if key else {})
+        )
+        return shown
+
+    def walk(item: object, pointer: str) -> object:
+        if isinstance(item, str):
+            return text(item, pointer, key=False)
+        if isinstance(item, Mapping):
+            made = {}
+            for name, inner in item.items():
+                # a name json writes as a string of its own (a number, true, null) is named so in the pointer
+                shown = text(name, pointer, key=True) if isinstance(name, str) else name
+                step = shown if isinstance(shown, str) else json.dumps(shown)
+                made[shown] = walk(inner, pointer + "/" + _escaped(step))
+            return made
+        if isinstance(item, (list, tuple)):
+            return [walk(inner, f"{pointer}/{number}") for number, inner in enumerate(item)]
+        if item is None or isinstance(item, (bool, int, float)):
+            return item
+        # what json.dumps writes with default=str (a Path): its text, judged as a string
+        return text(str(item), pointer, key=False)
+
+    return walk(value, ""), found
+
+
+def _escaped(name: str) -> str:
+    """A member name as one step of a JSON Pointer (RFC 6901): ~ as ~0, / as ~1."""
+    return name.replace("~", "~0").replace("/", "~1")
 
 
 def console(stderr: bool = False) -> Console:
@@ -98,6 +164,23 @@ def gib(value: int | None) -> str:
 
 def dash(value: object) -> str:
     return "-" if value is None or value == "" else str(value)
+
+
+def moment(at: str | None) -> str:
+    """A stored time (ISO 8601, UTC: `2026-12-06T22:59:31+00:00`) for a table: to the minute, marked UTC with its Z.
+    Cut to the minute, it lost its zone, and read as local time where TZ is not UTC (14 hours off under
+    TZ=Pacific/Kiritimati). A time of another zone is shown in UTC; one that does not read as a time, as written."""
+    import datetime
+
+    if not at:
+        return "-"
+    try:
+        parsed = datetime.datetime.fromisoformat(at)
+    except ValueError:
+        return at[:16]
+    if parsed.tzinfo is None:
+        return at[:16]
+    return parsed.astimezone(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%MZ")
 
 
 class progress:

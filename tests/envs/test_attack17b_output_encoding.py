@@ -1,11 +1,14 @@
 """What a server's locale does to the output: a stdout that cannot show a home's `ô` (PYTHONIOENCODING=ascii) is one
 line saying so and what to set, exit 3 as any stdout that cannot be written (it was `internal error:
 UnicodeEncodeError`); a home whose name holds a byte that is not UTF-8 prints as its bytes, as `ls` does, on a
-stdout of strict UTF-8 (it was the same internal error); --json shows both, escaped, as valid JSON."""
+stdout of strict UTF-8 (it was the same internal error); --json shows both as valid JSON (the home's byte as U+FFFD,
+its bytes in `not_utf8`)."""
 
 from __future__ import annotations
 
+import base64
 import json
+import os
 import subprocess
 from pathlib import Path
 
@@ -39,4 +42,12 @@ def test_a_home_that_is_not_utf8_prints_as_its_bytes(tmp_path: Path) -> None:
         assert done.returncode == 0 and b"Traceback" not in done.stderr, done.stderr
         assert expected in done.stdout, done.stdout
     shown = json.loads(done.stdout)
-    assert (shown["home"], shown["uv_cache"]) == (str(home), str(cache))
+    # valid Unicode, the byte as U+FFFD; its exact bytes in not_utf8 (docs/json.md)
+    assert (shown["home"], shown["uv_cache"]) == (
+        str(home).replace("\udcff", "\ufffd"),
+        str(cache)[:-1] + "\ufffd",
+    )
+    assert [(e["pointer"], base64.b64decode(e["bytes"])) for e in shown["not_utf8"]] == [
+        ("/home", os.fsencode(home)),
+        ("/uv_cache", os.fsencode(cache)),
+    ]

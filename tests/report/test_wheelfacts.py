@@ -143,6 +143,22 @@ def test_each_kind_is_bounded_the_least_recently_used_going_first(
     assert not (cache / "records" / keys[1]).exists()  # the least recently used
 
 
+def test_an_entry_dated_ahead_of_the_clock_goes_first_when_a_kind_is_past_its_bound(
+    cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An entry written while the clock was years ahead (corrected since) counts as old, as `gc` counts it: it was
+    taken for the most recently used, kept while every entry used since went before it, until the clock caught up."""
+    monkeypatch.setitem(wheelfacts.LIMITS, "records", 40_000)
+    keys = [f"{n:064x}" for n in range(12)]
+    for n, key in enumerate(keys):
+        wheelfacts.put("records", key, {"rows": [["x" * 1000, ""]] * 4})
+        when = 4_070_908_800 if n == 0 else 1_000_000 + n  # the first in 2099
+        os.utime(cache / "records" / key, (when, when))
+    kept = [key for key in keys if (cache / "records" / key).exists()]
+    # it went first, then the least recently used
+    assert keys[0] not in kept and kept == keys[-len(kept) :], kept
+
+
 def test_an_entry_past_its_kinds_bound_is_not_kept(cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(wheelfacts.ENTRY_MAX, "metadata", 100)
     wheelfacts.put("metadata", KEY, {"requires_dist": ["x" * 200]})

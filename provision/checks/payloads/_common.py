@@ -159,7 +159,9 @@ def progress(out_dir: str, rank: int, step: str, bound_s: float) -> None:
 
     path = os.path.join(out_dir, f"rank{rank}.progress")
     with open(path + ".tmp", "w") as handle:
-        json.dump({"step": step, "bound_s": bound_s, "at": time.time()}, handle)
+        # the monotonic clock, one for every process of the host: the wall clock may be stepped (NTP, date -s) while
+        # the step runs, and read as the rank waiting that much longer, or shorter
+        json.dump({"step": step, "bound_s": bound_s, "at": time.monotonic()}, handle)
     os.replace(path + ".tmp", path)
 
 
@@ -181,7 +183,7 @@ def _stalled(
             if waited > float(config.get("start_bound_s", START_BOUND_S)):
                 return rank, "start-up (process group and first communicator)", waited
             continue
-        waited = time.time() - float(step["at"])
+        waited = time.monotonic() - float(step["at"])
         if waited > float(step["bound_s"]):
             return rank, str(step["step"]), waited
     return None

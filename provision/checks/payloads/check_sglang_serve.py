@@ -137,17 +137,18 @@ KEPT_LOGS = 10  # the server logs kept in the build's logs/ folder, the newest (
 
 
 def own_log(folder: Path) -> Path:
-    """A new log file of this run's own in `folder`, sglang-serve-STAMP-XXXXXXXX.log (made with O_EXCL): two runs at
-    once (two `provision check` of one build) or one after another never write one file; the oldest beyond
-    KEPT_LOGS go."""
+    """A new log file of this run's own in `folder`, sglang-serve-STAMP-XXXXXXXX.log (STAMP the UTC time; made with
+    O_EXCL): two runs at once (two `provision check` of one build) or one after another never write one file; the
+    oldest beyond KEPT_LOGS go."""
     import tempfile
 
     folder.mkdir(parents=True, exist_ok=True)
     for old in sorted(folder.glob("sglang-serve-*.log"))[: -(KEPT_LOGS - 1)]:  # the stamp sorts them by age
         with contextlib.suppress(OSError):
             old.unlink()
+    # the UTC time: a name of the local time sorted a run under TZ=UTC 14 hours before one under Pacific/Kiritimati
     fd, name = tempfile.mkstemp(
-        prefix=time.strftime("sglang-serve-%Y%m%d-%H%M%S-"), suffix=".log", dir=folder
+        prefix=time.strftime("sglang-serve-%Y%m%d-%H%M%S-", time.gmtime()), suffix=".log", dir=folder
     )
     os.close(fd)
     return Path(name)
