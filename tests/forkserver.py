@@ -21,6 +21,7 @@ from __future__ import annotations
 import atexit
 import gc
 import importlib
+import io
 import json
 import os
 import pkgutil
@@ -91,6 +92,19 @@ def helper(connection: socket.socket) -> tuple[list[str], socket.socket]:
         for target, fd in enumerate(fds):
             os.dup2(fd, target)  # dup2 makes them inheritable, as a real process's 0, 1 and 2 are
             os.close(fd)
+        # stdout and stderr over those descriptors, as Python makes them at start: the server's took a file as
+        # seekable, and changing a stream's errors (cli/main._stderr_as_ls) then asked a pipe where it stood
+        for name in ("stdout", "stderr"):
+            made = getattr(sys, name)
+            again = io.TextIOWrapper(
+                io.BufferedWriter(io.FileIO(made.fileno(), "w", closefd=False)),
+                encoding=made.encoding,
+                errors=made.errors,
+                line_buffering=made.line_buffering,
+                write_through=made.write_through,
+            )
+            setattr(sys, name, again)
+            setattr(sys, f"__{name}__", again)
         connection.close()
         os.chdir(request["cwd"])
         os.environ.clear()

@@ -214,12 +214,37 @@ def _quick_exit(code: str | int | None) -> None:
     os._exit((code or 0) & 0xFF)
 
 
+def _stderr_as_ls() -> None:
+    """stderr writes a path's byte that is not UTF-8 as it is too, as stdout does (docs/exit-codes.md): Python's
+    stderr backslashes it, and an `error:` line named the file `h\\udcffme`, which is no name `ls` shows or a shell
+    takes. A character the encoding has no byte for is still backslashed (`\\xf4` under ascii): stderr never fails."""
+
+    def as_ls(exc: UnicodeError) -> tuple[str | bytes, int]:
+        if not isinstance(exc, UnicodeEncodeError):
+            raise exc
+        # one character at a time: a run the encoding refuses may mix both kinds (`h\\xf4\xffme`)
+        character = exc.object[exc.start]
+        # Python keeps a byte that is not UTF-8 as U+DC80 to U+DCFF (surrogateescape): that byte again
+        if "\udc80" <= character <= "\udcff":
+            return bytes([ord(character) - 0xDC00]), exc.start + 1
+        return character.encode("ascii", "backslashreplace").decode("ascii"), exc.start + 1
+
+    codecs.register_error("provision.as_ls", as_ls)
+    if getattr(sys.stderr, "errors", None) in ("backslashreplace", "strict") and hasattr(
+        sys.stderr, "reconfigure"
+    ):
+        # a stream that took its descriptor as seekable and now has a pipe there cannot change: it stays as it was
+        with contextlib.suppress(OSError, ValueError):
+            sys.stderr.reconfigure(errors="provision.as_ls")
+
+
 def _main(argv: Sequence[str] | None) -> None:
     _closed_streams()
     if getattr(sys.stdout, "errors", None) == "strict" and hasattr(sys.stdout, "reconfigure"):
         # a path's bytes that are not UTF-8 (kept by Python as lone surrogates) go out as they are, as `ls` and
         # Python under a C locale write them, instead of failing the whole table under en_US.UTF-8
         sys.stdout.reconfigure(errors="surrogateescape")
+    _stderr_as_ls()
     args = list(sys.argv[1:] if argv is None else argv)
     state = App()
     try:

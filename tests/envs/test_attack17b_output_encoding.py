@@ -51,3 +51,22 @@ def test_a_home_that_is_not_utf8_prints_as_its_bytes(tmp_path: Path) -> None:
         ("/home", os.fsencode(home)),
         ("/uv_cache", os.fsencode(cache)),
     ]
+
+
+def test_an_error_naming_a_path_that_is_not_utf8_prints_its_bytes(tmp_path: Path) -> None:
+    """The `error:` line on stderr writes such a byte as it is, as stdout does (docs/exit-codes.md): it was the text
+    \\udcff, which names no file; under an encoding with no byte for a character (ascii) the line still comes."""
+    home = tmp_path / "h\udcffme"
+    home.write_text("")  # a file where the home belongs: an error that names it
+    for encoding, expected in (("utf-8", b"h\xffme"), ("ascii", b"h\xffme")):
+        env = launch.environment({"PROVISION_HOME": str(home), "PYTHONIOENCODING": encoding})
+        done = subprocess.run(launch.argv(("envs",)), capture_output=True, env=env, timeout=60)
+        assert done.returncode != 0 and b"Traceback" not in done.stderr, done.stderr
+        assert done.stderr.startswith(b"error: ") and expected in done.stderr, done.stderr
+        assert b"\\udcff" not in done.stderr, done.stderr
+    # a character the encoding has no byte for is still shown, as Python's stderr shows it
+    home = tmp_path / "h\u00f4\udcffme"
+    home.write_text("")
+    env = launch.environment({"PROVISION_HOME": str(home), "PYTHONIOENCODING": "ascii"})
+    done = subprocess.run(launch.argv(("envs",)), capture_output=True, env=env, timeout=60)
+    assert b"h\\xf4\xffme" in done.stderr, done.stderr
