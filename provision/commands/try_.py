@@ -365,10 +365,16 @@ def _stops_as_interrupts() -> Iterator[None]:
         yield
         return
     stops = [s for s in (signal.SIGTERM, signal.SIGHUP) if signal.getsignal(s) is signal.SIG_DFL]
-    # as Ctrl-C, wherever it is held at the time (a swap, a child being started) or raised
-    previous = {
-        s: signal.signal(s, lambda _number, _frame: os.kill(os.getpid(), signal.SIGINT)) for s in stops
-    }
+
+    def as_interrupt(_number: int, _frame: object) -> None:
+        """As Ctrl-C, wherever it is held at the time (a swap, a child being started) or raised. A script's
+        background job (`provision try ... &` under sh -c) has SIGINT ignored: the SIGINT sent was lost, and with it
+        the stop; nothing holds it then, so it is raised here."""
+        if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+            raise KeyboardInterrupt
+        os.kill(os.getpid(), signal.SIGINT)
+
+    previous = {s: signal.signal(s, as_interrupt) for s in stops}
     try:
         yield
     finally:

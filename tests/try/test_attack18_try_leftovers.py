@@ -122,3 +122,24 @@ def running_with(variable: bytes) -> list[int]:
         except OSError:
             continue
     return found
+
+
+def test_a_trial_started_in_the_background_of_a_script_still_stops_on_sigterm(
+    tmp_path: Path, index_server, provision_bin: str
+) -> None:
+    """`provision try ... &` in a script (`sh -c`, no job control): the shell starts it with SIGINT ignored, as POSIX
+    says, and Python keeps it so. SIGTERM, turned into a SIGINT nobody hears, was lost: `kill $!` or timeout(1) let
+    the trial run every run to its end (before SIGTERM at least killed it). It ends the trial as Ctrl-C would."""
+    ignored = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        tool, target, original, _, running = held_trial(tmp_path, index_server, provision_bin, "behind")
+    finally:
+        signal.signal(signal.SIGINT, ignored)
+    running.send_signal(signal.SIGTERM)
+    try:
+        _, err = running.communicate(timeout=20)
+    finally:
+        # a trial the signal did not stop is not left running
+        running.kill()
+    assert running.returncode == 130 and "interrupted" in err, (running.returncode, err)
+    assert target.read_bytes() == original
