@@ -11,20 +11,28 @@ export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVL
 rm -rf "$PROVISION_HOME"
 echo "print('a trial file')" > /tmp/trial_marker_source.py
 MARKER=$SITE/provision_trial_marker.py
-gpu_apps() { nvidia-smi --query-compute-apps=pid,process_name --format=csv,noheader; }
 step 01-adopt $P adopt gpu $VENV --no-lock
-# try then needs no baseline first: the stop lands in its runs, the trial's file in the venv (a watcher says so)
-step 02-baseline $P baseline gpu --runs 3 --json
-watch_marker() { for i in $(seq 60); do test -e $MARKER && { echo "$1: marker seen in the venv during the trial"; return; }; sleep 0.5; done; echo "$1: marker never seen"; }
-watch_marker sigterm > "$E/03-watch.txt" &
-step 03-try-sigterm timeout --preserve-status -s TERM 20 $P try gpu stopped --file provision_trial_marker.py=/tmp/trial_marker_source.py --runs 3
+# try then needs no baseline first: the stop is sent 2 s after the trial's file appears in the venv (its runs under way)
+step 02-baseline $P baseline gpu --runs 6 --json
+cat > "$E/stop.py" <<'PY'
+# start `try` (SIGINT as it is given: default, or ignored as a script's background job), SIGTERM it 2 s into its runs
+import os, signal, subprocess, sys, time
+marker, ignore_int, argv = sys.argv[1], sys.argv[2] == "ignored", sys.argv[3:]
+child = subprocess.Popen(argv, preexec_fn=(lambda: signal.signal(signal.SIGINT, signal.SIG_IGN)) if ignore_int else None)
+deadline = time.time() + 120
+while time.time() < deadline and not os.path.exists(marker) and child.poll() is None:
+    time.sleep(0.1)
+print("marker seen in the venv during the trial:", os.path.exists(marker), flush=True)
+time.sleep(2)
+child.send_signal(signal.SIGTERM)
+print("try exit code:", child.wait(), flush=True)
+PY
+step 03-try-sigterm python3 "$E/stop.py" $MARKER default $P try gpu stopped --file provision_trial_marker.py=/tmp/trial_marker_source.py --runs 6
 step 04-after-sigterm bash -c "echo marker in venv: \$(test -e $MARKER && echo yes || echo no); echo gpu apps: \$(nvidia-smi --query-compute-apps=pid --format=csv,noheader | wc -l)"
-watch_marker background > "$E/05-watch.txt" &
-step 05-try-background sh -c "$P try gpu background --file provision_trial_marker.py=/tmp/trial_marker_source.py --runs 3 & pid=\$!; sleep 20; kill \$pid; wait \$pid; echo rc=\$?"
+step 05-try-background python3 "$E/stop.py" $MARKER ignored $P try gpu background --file provision_trial_marker.py=/tmp/trial_marker_source.py --runs 6
 step 06-after-background bash -c "echo marker in venv: \$(test -e $MARKER && echo yes || echo no); echo gpu apps: \$(nvidia-smi --query-compute-apps=pid --format=csv,noheader | wc -l)"
 step 07-trials $P trials gpu --json
 step 08-drift $P check gpu --only drift --json
 echo; cat "$E/steps.txt"; echo
-wait; cat "$E/03-watch.txt" "$E/05-watch.txt"
-tail -n 4 "$E/03-try-sigterm.err"; cat "$E/04-after-sigterm.out"; cat "$E/05-try-background.out"; tail -n 4 "$E/05-try-background.err"
+cat "$E/03-try-sigterm.out"; tail -n 4 "$E/03-try-sigterm.err"; cat "$E/04-after-sigterm.out"; cat "$E/05-try-background.out"; tail -n 4 "$E/05-try-background.err"
 cat "$E/06-after-background.out"; head -c 800 "$E/07-trials.out"; echo; head -c 800 "$E/08-drift.out"; echo
