@@ -78,14 +78,20 @@ def popen_provision(*args: str | Path, env: Mapping[str, str | None] | None = No
     )
 
 
-def interrupt(process: subprocess.Popen[str], held: threading.Event, started: Callable[[], bool]) -> str:
-    """Ctrl-C to `process` once `started()` says it waits on a request that the test's index holds (`held` unset);
-    the index answers again 3 s later, as a slow one would, so the signal lands while the request is open (a delay
-    instead let provision finish first on a loaded machine). Return its stderr once it ended."""
+def interrupt(
+    process: subprocess.Popen[str],
+    held: threading.Event,
+    started: Callable[[], bool],
+    stop: signal.Signals = signal.SIGINT,
+) -> str:
+    """Ctrl-C (or the `stop` signal given) to `process` once `started()` says it waits on a request that the test's
+    index holds (`held` unset); the index answers again 3 s later, as a slow one would, so the signal lands while the
+    request is open (a delay instead let provision finish first on a loaded machine). Return its stderr once it
+    ended."""
     deadline = time.time() + 60
     while time.time() < deadline and not started():
         time.sleep(0.05)
-    process.send_signal(signal.SIGINT)
+    process.send_signal(stop)
     threading.Timer(3.0, held.set).start()
     try:
         _, err = process.communicate(timeout=60)

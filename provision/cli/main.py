@@ -10,7 +10,7 @@ import functools
 import importlib
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
 import click
@@ -238,6 +238,37 @@ def _stderr_as_ls() -> None:
             sys.stderr.reconfigure(errors="provision.as_ls")
 
 
+@contextlib.contextmanager
+def _stops_as_interrupts() -> Iterator[None]:
+    """SIGTERM and SIGHUP (timeout(1), systemd stopping a unit, Ansible's async timeout, a terminal closed) taken as
+    Ctrl-C by every command: what a command does on Ctrl-C (a build removed, a trial's files put back, a lock's work
+    folder and the uv started ahead ended) it does on these, exit 130. They killed provision where it stood, as kill
+    -9 does: a venv ran a trial's files until the next command on it, a killed build waited for gc. A signal ignored
+    (nohup) stays ignored; off the main thread nothing changes; `run` execs its command, which gets them as they were."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    stops = [s for s in (signal.SIGTERM, signal.SIGHUP) if signal.getsignal(s) is signal.SIG_DFL]
+
+    def as_interrupt(_number: int, _frame: object) -> None:
+        """As Ctrl-C, wherever it is held at the time (a swap, a child being started) or raised. A script's
+        background job (`provision try ... &` under sh -c) has SIGINT ignored: the SIGINT sent was lost, and with it
+        the stop; nothing holds it then, so it is raised here."""
+        if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+            raise KeyboardInterrupt
+        os.kill(os.getpid(), signal.SIGINT)
+
+    previous = {s: signal.signal(s, as_interrupt) for s in stops}
+    try:
+        yield
+    finally:
+        for stop, handler in previous.items():
+            signal.signal(stop, handler)
+
+
 def _main(argv: Sequence[str] | None) -> None:
     _closed_streams()
     if getattr(sys.stdout, "errors", None) == "strict" and hasattr(sys.stdout, "reconfigure"):
@@ -248,10 +279,11 @@ def _main(argv: Sequence[str] | None) -> None:
     args = list(sys.argv[1:] if argv is None else argv)
     state = App()
     try:
-        shown = cli.main(args=args, prog_name="provision", standalone_mode=False, obj=state)
-        if isinstance(shown, int):  # click's own exits (--version, --help) come back as their code
-            sys.exit(shown)
-        sys.exit(_write(shown, state))  # the one place a result becomes output and an exit code
+        with _stops_as_interrupts():
+            shown = cli.main(args=args, prog_name="provision", standalone_mode=False, obj=state)
+            if isinstance(shown, int):  # click's own exits (--version, --help) come back as their code
+                sys.exit(shown)
+            sys.exit(_write(shown, state))  # the one place a result becomes output and an exit code
     except _NO_ARGS as exc:  # bare `provision` (or `provision bench`): its help, exit 2, as click gives
         exc.show()
         sys.exit(exc.exit_code)

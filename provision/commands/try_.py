@@ -10,10 +10,9 @@ back byte for byte whatever happened (Ctrl-C too), drift again, one more baselin
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import statistics
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -126,34 +125,32 @@ def try_(
         _refuse_drifted(name, before, [w.path for w in written])
         figures: list[float] = []
         failure: BaselineFailed | None = None
-        # from the first file written to the last put back, one stop signal's handling: no moment between
-        with _stops_as_interrupts():
-            try:
-                if written:
-                    with home.restoring(build, name):
-                        trialfiles.write(build, venv, site, written)
-                changed = _with_change(record, change)
-                for number in range(1, runs + 1):
-                    progress(f"{label} on {name}: run {number} of {runs}")
-                    try:
-                        figures.append(_figure(baselines.run(name, build, changed, progress)))
-                    except BaselineFailed as exc:
-                        failure = exc
-                        break
-            finally:
-                with deferred_interrupt() as interrupted, home.restoring(build, name):
-                    try:
-                        trialfiles.put_back(build, venv, site)
-                    # a full disk (the trial's workload filled it): they stay until there is room
-                    except OSError as exc:
-                        raise EnvError(
-                            f"cannot put the trial's files back in {venv}: {exc.strerror or exc} ({exc.filename})",
-                            f"free space on that disk, then run any command on {name} (provision check {name}): "
-                            "it puts them back first",
-                        ) from exc
-                # held while the files went back: the trial ends here, as it would have
-                if interrupted:
-                    raise KeyboardInterrupt
+        try:
+            if written:
+                with home.restoring(build, name):
+                    trialfiles.write(build, venv, site, written)
+            changed = _with_change(record, change)
+            for number in range(1, runs + 1):
+                progress(f"{label} on {name}: run {number} of {runs}")
+                try:
+                    figures.append(_figure(baselines.run(name, build, changed, progress)))
+                except BaselineFailed as exc:
+                    failure = exc
+                    break
+        finally:
+            with deferred_interrupt() as interrupted, home.restoring(build, name):
+                try:
+                    trialfiles.put_back(build, venv, site)
+                # a full disk (the trial's workload filled it): they stay until there is room
+                except OSError as exc:
+                    raise EnvError(
+                        f"cannot put the trial's files back in {venv}: {exc.strerror or exc} ({exc.filename})",
+                        f"free space on that disk, then run any command on {name} (provision check {name}): "
+                        "it puts them back first",
+                    ) from exc
+            # held while the files went back: the trial ends here, as it would have
+            if interrupted:
+                raise KeyboardInterrupt
         progress(f"{name}: checking it is back (drift)")
         after = drift.scan_env(venv, build, record)
         restored = {f.line() for f in after.findings} <= {f.line() for f in before.findings}
@@ -349,37 +346,6 @@ def _recorded(build: Path, written: Sequence[trialfiles.Written], trial: Trial) 
             f"{exc.hint + '; ' if isinstance(exc, ProvisionError) and exc.hint else ''}the venv is back as it was",
         ) from exc
     return trial
-
-
-@contextlib.contextmanager
-def _stops_as_interrupts() -> Iterator[None]:
-    """SIGTERM and SIGHUP (timeout(1), systemd stopping a unit, a terminal closed) taken as Ctrl-C while the trial's
-    files may be in the venv: the runs end and the files go back first, where these signals killed provision as
-    kill -9 does, and the venv (the active one too) ran the trial's files until the next command on it. A signal
-    ignored (nohup) stays ignored; off the main thread nothing changes."""
-    import os
-    import signal
-    import threading
-
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    stops = [s for s in (signal.SIGTERM, signal.SIGHUP) if signal.getsignal(s) is signal.SIG_DFL]
-
-    def as_interrupt(_number: int, _frame: object) -> None:
-        """As Ctrl-C, wherever it is held at the time (a swap, a child being started) or raised. A script's
-        background job (`provision try ... &` under sh -c) has SIGINT ignored: the SIGINT sent was lost, and with it
-        the stop; nothing holds it then, so it is raised here."""
-        if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
-            raise KeyboardInterrupt
-        os.kill(os.getpid(), signal.SIGINT)
-
-    previous = {s: signal.signal(s, as_interrupt) for s in stops}
-    try:
-        yield
-    finally:
-        for stop, handler in previous.items():
-            signal.signal(stop, handler)
 
 
 def _now() -> str:
