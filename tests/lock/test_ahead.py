@@ -297,3 +297,39 @@ def test_an_index_url_with_a_token_in_its_path_is_never_remembered(
         assert done.returncode == 0 and AHEAD not in done.stderr, done.stderr
     cache = Path(os.environ["XDG_CACHE_HOME"]) / "provision"
     assert not (cache / "ahead").exists() or not list((cache / "ahead").iterdir())
+
+
+def test_an_index_down_is_one_line_with_a_uv_started_ahead_and_the_lock_in_place_kept(
+    tool: tiny.Tool, tmp_path: Path, index_server, temp: Path
+) -> None:
+    output = tmp_path / "pylock.tiny.toml"
+    env = {"TMPDIR": str(temp), "UV_CACHE_DIR": str(tmp_path / "own-cache")}
+    assert locked(tool, output, env=env).returncode == 0
+    before = output.read_bytes()
+    index_server.down.add("tiny")
+    done = locked(tool, output, env=env)
+    assert AHEAD in done.stderr, done.stderr
+    # provision's own two lines end it (-v shows uv's stderr above them)
+    *_, error, hint = done.stderr.rstrip("\n").splitlines()
+    assert done.returncode == 5 and error.startswith("error: index request failed") and "503" in error, (
+        done.stderr
+    )
+    assert hint.startswith("hint: check that the index is up") and "Traceback" not in done.stderr
+    assert output.read_bytes() == before and not leftovers(temp) and not running_in(temp)
+
+
+def test_two_copies_of_the_same_lock_at_once_each_take_their_own_uv(
+    tool: tiny.Tool, tmp_path: Path, temp: Path
+) -> None:
+    """The same command line twice at once, a record there: each starts its own uv ahead, in its own folder, takes
+    it, and writes the same lock; nothing is left."""
+    output = tmp_path / "pylock.tiny.toml"
+    env = {"TMPDIR": str(temp)}
+    first = tool.popen("lock", "tiny", "-o", str(output), "-v", env=env)
+    assert first.wait(120) == 0
+    text = output.read_text()
+    both = [tool.popen("lock", "tiny", "-o", str(output), "-v", env=env) for _ in range(2)]
+    said = [process.communicate(timeout=120)[1] for process in both]
+    assert [p.returncode for p in both] == [0, 0], said
+    assert all(AHEAD in err for err in said), said
+    assert output.read_text() == text and not leftovers(temp) and not running_in(temp)
