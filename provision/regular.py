@@ -73,6 +73,12 @@ def write_text(path: Path, text: str) -> None:
     write_atomic(path, text)
 
 
+def stamp_of(status: os.stat_result) -> list[int]:
+    """What an edit of a file cannot put back: size, mtime, ctime (the kernel sets it on every write, chmod or touch,
+    and utime cannot), inode, device. A kept wheel's (stacks/wheelcache) and a file a lock's record read (stacks/ahead)."""
+    return [status.st_size, status.st_mtime_ns, status.st_ctime_ns, status.st_ino, status.st_dev]
+
+
 def foreign(status: os.stat_result) -> str | None:
     """Why a cache's folder or entry with this status could hold what another local user wrote (owned by another
     user, or writable by group or others), else None: what provision keeps to read back unchecked lives only where no

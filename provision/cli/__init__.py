@@ -1,12 +1,14 @@
 """The command line: the group and its error handling in main.py, shared options in options.py, one module per
 family of commands (machine, stacks, envs, checks)."""
 
+import os
 import sys
 
 
 def main() -> None:
     """The `provision` script (and `python -m provision`): a lock made again has its uv started before anything else
     is imported (stacks/ahead), then the command line runs (main.py)."""
+    open_closed_descriptors()
     # another command imports nothing of it, one that names a `lock` too (an environment, a word given to `run`)
     if _command(sys.argv[1:]) == "lock":
         from provision.stacks import ahead
@@ -27,3 +29,17 @@ def _command(argv: list[str]) -> str | None:
         elif not word.startswith("-"):
             return word
     return None
+
+
+def open_closed_descriptors() -> None:
+    """Each of descriptors 0, 1 and 2 that the shell closed (`provision report >&-`, `provision lock <&- >&-`) opened
+    on /dev/null, before any file or pipe is made: one made first took its number (a uv started ahead had its stdout
+    pipe on 1, where the command line then put /dev/null, and closing that pipe closed the command's stdout)."""
+    for fd in (0, 1, 2):
+        try:
+            os.fstat(fd)
+        except OSError:
+            null = os.open(os.devnull, os.O_RDWR)
+            if null != fd:
+                os.dup2(null, fd)
+                os.close(null)

@@ -116,12 +116,11 @@ def fail(state: App, argv: Sequence[str], message: str, hint: str, exit_code: in
 def _closed_streams() -> None:
     """A stream the shell closed (`provision report >&-`) reads and writes as /dev/null: the output is thrown away as
     asked, never a traceback, and no file provision opens later takes its number (a child's output would land in it)."""
+    from provision.cli import open_closed_descriptors
+
+    open_closed_descriptors()
     for fd, name, mode in ((0, "stdin", "r"), (1, "stdout", "w"), (2, "stderr", "w")):
         if getattr(sys, name) is None:
-            null = os.open(os.devnull, os.O_RDWR)
-            if null != fd:
-                os.dup2(null, fd)
-                os.close(null)
             setattr(sys, name, open(fd, mode, closefd=False))  # noqa: SIM115 - the process's own stream
 
 

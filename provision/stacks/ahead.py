@@ -134,7 +134,6 @@ def _started(argv: list[str], env: dict[str, str], files: dict[str, bytes]) -> _
 
     from provision import proc
 
-    _standard_streams()
     folder = tempfile.mkdtemp(prefix=f"{WORK_PREFIX}{os.getpid()}-")
     try:
         for name, data in files.items():
@@ -148,20 +147,6 @@ def _started(argv: list[str], env: dict[str, str], files: dict[str, bytes]) -> _
         raise
     atexit.register(_abandon)
     return pending
-
-
-def _standard_streams() -> None:
-    """Each of descriptors 0, 1 and 2 that the shell closed (`provision lock <&- >&-`) opened on /dev/null, before
-    uv's pipes are made: one of them took number 1 otherwise, where the command line, coming later, puts /dev/null as
-    it does for any closed stream (cli/main._closed_streams), and closing that pipe then closed the command's stdout."""
-    for fd in (0, 1, 2):
-        try:
-            os.fstat(fd)
-        except OSError:
-            null = os.open(os.devnull, os.O_RDWR)
-            if null != fd:
-                os.dup2(null, fd)
-                os.close(null)
 
 
 def claim(argv: Sequence[str], env: Mapping[str, str], cwd: str | os.PathLike[str]) -> _Pending | None:
@@ -267,14 +252,14 @@ def _read(path: str) -> bytes:
 
 
 def _signature(path: str | os.PathLike[str]) -> list[int] | None:
-    """What tells a file changed without reading it: device, inode, size, modification and change times (None: none).
-    Of the file a link leads to: a profile kept as a link (into a dotfiles repository) is edited there, and the link's
-    own times never change."""
+    """What tells a file changed without reading it (regular.stamp_of; None: none). Of the file a link leads to: a
+    profile kept as a link (into a dotfiles repository) is edited there, and the link's own times never change."""
+    from provision import regular
+
     try:
-        seen = os.stat(path)
+        return regular.stamp_of(os.stat(path))
     except OSError:
         return None
-    return [seen.st_dev, seen.st_ino, seen.st_size, seen.st_mtime_ns, seen.st_ctime_ns]
 
 
 def _end(pending: _Pending) -> None:

@@ -52,13 +52,8 @@ def untrusted() -> tuple[Path, str] | None:
     return None
 
 
-def stamp_of(status: os.stat_result) -> list[int]:
-    """What an edit of a file cannot put back (see the module's note): size, mtime, ctime, inode, device."""
-    return [status.st_size, status.st_mtime_ns, status.st_ctime_ns, status.st_ino, status.st_dev]
-
-
 def _stamp(path: Path) -> list[int]:
-    return stamp_of(os.stat(path, follow_symlinks=False))
+    return regular.stamp_of(os.stat(path, follow_symlinks=False))
 
 
 def cached(sha256: str, filename: str) -> Path | None:
@@ -78,11 +73,11 @@ def cached(sha256: str, filename: str) -> Path | None:
             if regular.foreign(status) or regular.foreign(os.fstat(handle.fileno())):
                 # removed below: a wheel this user did not keep is fetched again
                 raise OSError("another user's")
-            now = stamp_of(os.fstat(handle.fileno()))
+            now = regular.stamp_of(os.fstat(handle.fileno()))
             if _checked(checked) == now:
                 return wheel
             # not changed while hashed
-            if _sha256(handle) == sha256 and stamp_of(os.fstat(handle.fileno())) == now:
+            if _sha256(handle) == sha256 and regular.stamp_of(os.fstat(handle.fileno())) == now:
                 write_atomic(checked, json.dumps(now), 0o644)
                 return wheel
     except (OSError, ValueError, RecursionError):  # RecursionError: a stamp nested past the limit

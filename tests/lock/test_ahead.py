@@ -16,6 +16,8 @@ from pathlib import Path
 import pytest
 import tiny
 
+from provision import regular
+
 AHEAD = "uv was started ahead"
 ENDED = "is not the one this lock runs"
 
@@ -172,13 +174,7 @@ def test_an_ahead_start_nobody_claims_is_ended_and_its_folder_removed(
 
     def started_anyway(data: dict) -> None:
         data["uv"][0] = str(stand_in(tmp_path, marker))
-        data["inputs"][str(profile)] = [
-            seen.st_dev,
-            seen.st_ino,
-            seen.st_size,
-            seen.st_mtime_ns,
-            seen.st_ctime_ns,
-        ]
+        data["inputs"][str(profile)] = regular.stamp_of(seen)
 
     edit(record_of(tool), started_anyway)
     done = locked(tool, output, env=env)

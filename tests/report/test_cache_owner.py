@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from provision import wheelfacts
+from provision import regular, wheelfacts
 from provision.errors import EnvError
 from provision.stacks import wheelcache
 
@@ -71,7 +71,7 @@ def test_a_wheel_planted_with_its_own_stamp_in_a_world_writable_wheel_cache_is_n
     planted = place / "x-1-py3-none-any.whl"
     planted.write_bytes(b"another user's wheel")
     # the stamp they can read off it
-    (place / "checked").write_text(json.dumps(wheelcache.stamp_of(os.stat(planted))))
+    (place / "checked").write_text(json.dumps(regular.stamp_of(os.stat(planted))))
     (cache / "wheels").chmod(0o777)
     assert wheelcache.cached(genuine, planted.name) is None
     with pytest.raises(EnvError, match="writable by other users"):

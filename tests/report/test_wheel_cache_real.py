@@ -22,7 +22,7 @@ import pytest
 from conftest import ROOT
 from cuobjdump import wheel
 
-from provision.stacks import wheelcache
+from provision import regular
 
 pytestmark = pytest.mark.network
 PINS = {"nvidia-cuda-runtime": "13.0.96", "nvidia-nvjitlink": "13.0.88", "nvidia-cuda-nvrtc": "13.0.88"}
@@ -92,7 +92,7 @@ def test_a_lock_judged_again_reads_its_scans_from_the_cache(tmp_path: Path) -> N
         place = kept / "wheels" / wheels[name]["sha256"]
         place.mkdir(parents=True)
         shutil.copyfile(real, place / real.name)
-        (place / "checked").write_text(json.dumps(wheelcache.stamp_of((place / real.name).stat())))
+        (place / "checked").write_text(json.dumps(regular.stamp_of((place / real.name).stat())))
     judge = ("report", "--lock", str(lock), "--machine", str(MACHINE), "--json")
 
     def scanned(done: subprocess.CompletedProcess[str]) -> str:
