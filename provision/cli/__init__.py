@@ -9,6 +9,7 @@ def main() -> None:
     """The `provision` script (and `python -m provision`): a lock made again has its uv started before anything else
     is imported (stacks/ahead), then the command line runs (main.py)."""
     open_closed_descriptors()
+    _hold_stops()
     # another command imports nothing of it, one that names a `lock` too (an environment, a word given to `run`)
     if _command(sys.argv[1:]) == "lock":
         from provision.stacks import ahead
@@ -43,3 +44,22 @@ def open_closed_descriptors() -> None:
             if null != fd:
                 os.dup2(null, fd)
                 os.close(null)
+
+
+# a stop signal (SIGTERM, SIGHUP) that came while the command line loaded: main.py's handling raises it once in place
+held_stops: list[int] = []
+
+
+def hold_stop(number: int, _frame: object) -> None:
+    """Keep a stop signal for the command line to take as Ctrl-C once it can say so (cli/main._stops_as_interrupts):
+    a uv started ahead asks the index while click loads, and a stop then killed provision, leaving its folder."""
+    held_stops.append(number)
+
+
+def _hold_stops() -> None:
+    import signal
+
+    for stop in (signal.SIGTERM, signal.SIGHUP):
+        # one ignored (nohup) stays ignored
+        if signal.getsignal(stop) is signal.SIG_DFL:
+            signal.signal(stop, hold_stop)

@@ -250,7 +250,10 @@ def _stops_as_interrupts() -> Iterator[None]:
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    stops = [s for s in (signal.SIGTERM, signal.SIGHUP) if signal.getsignal(s) is signal.SIG_DFL]
+    from provision.cli import held_stops, hold_stop
+
+    # as the provision script left them: held since it started (cli/__init__.py), else the system's default
+    stops = [s for s in (signal.SIGTERM, signal.SIGHUP) if signal.getsignal(s) in (signal.SIG_DFL, hold_stop)]
 
     def as_interrupt(_number: int, _frame: object) -> None:
         """As Ctrl-C, wherever it is held at the time (a swap, a child being started) or raised. A script's
@@ -262,6 +265,8 @@ def _stops_as_interrupts() -> Iterator[None]:
 
     previous = {s: signal.signal(s, as_interrupt) for s in stops}
     try:
+        if held_stops:  # came while the command line loaded: taken now, as Ctrl-C
+            os.kill(os.getpid(), held_stops.pop())
         yield
     finally:
         for stop, handler in previous.items():

@@ -329,3 +329,27 @@ def test_two_copies_of_the_same_lock_at_once_each_take_their_own_uv(
     assert [p.returncode for p in both] == [0, 0], said
     assert all(AHEAD in err for err in said), said
     assert output.read_text() == text and not leftovers(temp) and not running_in(temp)
+
+
+@pytest.mark.parametrize("stop", ["TERM", "HUP"])
+def test_a_stop_while_the_command_line_loads_is_taken_as_ctrl_c(
+    tool: tiny.Tool, tmp_path: Path, temp: Path, stop: str
+) -> None:
+    """A uv started ahead asks the index while click loads: a SIGTERM then (a service stopped, a CI timeout) killed
+    provision with the system's default, before its handling was in place, and left the work folder. What is started
+    ahead here sends it the stop at once, as early as a stop can come."""
+    output = tmp_path / "pylock.tiny.toml"
+    env = {"TMPDIR": str(temp)}
+    assert locked(tool, output, env=env).returncode == 0
+    before = output.read_bytes()
+    sender = tmp_path / "stopping-uv"
+    sender.write_text(f"#!/bin/sh\nkill -{stop} $PPID\nexec sleep 60\n")
+    sender.chmod(0o755)
+    edit(record_of(tool), lambda data: data["uv"].__setitem__(0, str(sender)))
+    process = tool.popen("lock", "tiny", "-o", str(output), "-v", env=env)
+    _, err = process.communicate(timeout=120)
+    assert process.returncode == 130 and "interrupted" in err and "Traceback" not in err, (
+        process.returncode,
+        err,
+    )
+    assert output.read_bytes() == before and not leftovers(temp) and not running_in(temp)
